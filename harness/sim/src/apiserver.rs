@@ -1,0 +1,621 @@
+//! The apiserver's request semantics without HTTP: the verbs (get, list, create, update, patch,
+//! delete, deletecollection) and subresources over the store, with admission, version
+//! conversion and CRD registration. The HTTP front end (`http`) and in-process controllers
+//! (scheduler, kubelets, garbage collector) both call this, so they see the same behaviour.
+
+use crate::admission;
+use crate::crd;
+use crate::event_convert;
+use crate::meta;
+use crate::patch::{self, PatchError};
+use crate::resources::{self, Registry, ResourceType};
+use crate::selectors::{FieldSelector, LabelSelector};
+use crate::status::{ApiError, ApiResult};
+use crate::store::{DeleteOptions, DeleteOutcome, Store, UpdateScope};
+use crate::validation;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Options every write carries (query parameters of the real API).
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    pub dry_run: bool,
+    pub field_manager: Option<String>,
+    /// `Strict`, `Warn` (default) or `Ignore`.
+    pub field_validation: Option<String>,
+    pub force: bool,
+}
+
+/// A successful write, with any warnings for the `Warning` response header.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub object: Value,
+    pub warnings: Vec<String>,
+    /// True when a PUT or apply created the object (HTTP 201).
+    pub created: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    Merge,
+    Json,
+    Strategic,
+    Apply,
+}
+
+impl PatchType {
+    pub fn from_content_type(ct: &str) -> Option<PatchType> {
+        match ct.split(';').next().unwrap_or("").trim() {
+            "application/merge-patch+json" => Some(PatchType::Merge),
+            "application/json-patch+json" => Some(PatchType::Json),
+            "application/strategic-merge-patch+json" => Some(PatchType::Strategic),
+            "application/apply-patch+yaml" | "application/apply-patch+json" | "application/apply-patch+cbor" => {
+                Some(PatchType::Apply)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Source of container logs for `pods/log` (the simulated kubelets provide it).
+pub trait PodLogSource: Send + Sync {
+    fn logs(&self, pod: &Value, container: &str, previous: bool) -> ApiResult<String>;
+}
+
+pub struct ListQuery<'a> {
+    pub labels: &'a LabelSelector,
+    pub fields: &'a FieldSelector,
+    pub limit: Option<usize>,
+    pub continue_token: Option<&'a str>,
+}
+
+pub struct ApiServer {
+    pub store: Store,
+    pub registry: Registry,
+    log_source: parking_lot::RwLock<Option<Arc<dyn PodLogSource>>>,
+}
+
+impl ApiServer {
+    pub fn new(history: usize) -> Arc<Self> {
+        Arc::new(ApiServer { store: Store::new(history), registry: Registry::with_builtins(), log_source: Default::default() })
+    }
+
+    pub fn set_log_source(&self, src: Arc<dyn PodLogSource>) {
+        *self.log_source.write() = Some(src);
+    }
+
+    pub fn resource(&self, group: &str, version: &str, plural: &str) -> ApiResult<Arc<ResourceType>> {
+        self.registry.get(group, version, plural).ok_or_else(|| {
+            ApiError::new(404, "NotFound", "the server could not find the requested resource")
+        })
+    }
+
+    /// The stored form of `obj` converted to the version `rt` serves.
+    pub fn convert_out(&self, rt: &ResourceType, obj: &Value) -> Value {
+        if rt.group == "events.k8s.io" {
+            return event_convert::core_to_events_v1(obj);
+        }
+        let mut o = obj.clone();
+        if o.get("apiVersion").and_then(Value::as_str) != Some(rt.api_version().as_str()) {
+            o["apiVersion"] = json!(rt.api_version());
+        }
+        o
+    }
+
+    /// An incoming object in `rt`'s version converted to the stored form.
+    fn convert_in(&self, rt: &ResourceType, obj: Value) -> Value {
+        if rt.group == "events.k8s.io" {
+            return event_convert::events_v1_to_core(&obj);
+        }
+        match self.registry.storage_type(&resources::storage_key(&rt.group, &rt.plural)) {
+            Some(st) if st.version != rt.version => {
+                let mut o = obj;
+                o["apiVersion"] = json!(st.api_version());
+                o
+            }
+            _ => obj,
+        }
+    }
+
+    /// The type the object is stored as (core events for events.k8s.io, the storage version for CRDs).
+    fn stored_type(&self, rt: &ResourceType) -> Arc<ResourceType> {
+        self.registry
+            .storage_type(&resources::storage_key(&rt.group, &rt.plural))
+            .unwrap_or_else(|| Arc::new(rt.clone()))
+    }
+
+    pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Value> {
+        let key = resources::storage_key(&rt.group, &rt.plural);
+        let ns = if rt.namespaced { ns } else { "" };
+        self.store
+            .get(&key, ns, name)
+            .map(|o| self.convert_out(rt, &o))
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
+    }
+
+    pub fn list(&self, rt: &ResourceType, ns: Option<&str>, q: &ListQuery) -> ApiResult<Value> {
+        q.fields.validate(&rt.group, &rt.kind, rt.namespaced, &rt.selectable_fields).map_err(ApiError::bad_request)?;
+        let key = resources::storage_key(&rt.group, &rt.plural);
+        let start_after = match q.continue_token {
+            Some(t) if !t.is_empty() => Some(decode_continue(t)?),
+            _ => None,
+        };
+        // Field selectors are evaluated on the served form (events.k8s.io names fields differently).
+        let converts = rt.group == "events.k8s.io";
+        let filter = |o: &Value| {
+            q.labels.matches(meta::labels(o))
+                && if converts { q.fields.matches(&rt.group, &rt.kind, &self.convert_out(rt, o)) } else { q.fields.matches(&rt.group, &rt.kind, o) }
+        };
+        let ns = if rt.namespaced { ns } else { None };
+        let res = self.store.list(&key, ns, start_after.as_ref().map(|(_, k)| k), q.limit, &filter);
+        let list_rv = start_after.as_ref().map(|(rv, _)| *rv).unwrap_or(res.resource_version);
+        let mut md = json!({"resourceVersion": list_rv.to_string()});
+        if let Some(after) = &res.continue_after {
+            md["continue"] = json!(encode_continue(list_rv, after));
+            md["remainingItemCount"] = json!(res.remaining);
+        }
+        let items: Vec<Value> = res.items.iter().map(|o| self.convert_out(rt, o)).collect();
+        Ok(json!({
+            "kind": format!("{}List", rt.kind),
+            "apiVersion": rt.api_version(),
+            "metadata": md,
+            "items": items,
+        }))
+    }
+
+    fn require_namespace(&self, rt: &ResourceType, ns: &str) -> ApiResult<()> {
+        if !rt.namespaced {
+            return Ok(());
+        }
+        let nsrt = self.resource("", "v1", "namespaces")?;
+        match self.store.get(&nsrt.key(), "", ns) {
+            None => Err(ApiError::not_found("", "namespaces", ns)),
+            Some(n) if meta::is_deleting(&n) => Err(ApiError::forbidden(format!(
+                "{} \"{}\" is forbidden: unable to create new content in namespace {} because it is being terminated",
+                crate::status::qualified(&rt.group, &rt.plural),
+                "",
+                ns
+            ))),
+            Some(_) => Ok(()),
+        }
+    }
+
+    pub fn create(&self, rt: &ResourceType, ns: &str, obj: Value, opts: &WriteOptions) -> ApiResult<Written> {
+        let ns = if rt.namespaced { ns } else { "" };
+        let warnings = validation::check_fields(rt, &obj, opts.field_validation.as_deref())?;
+        let mut obj = admission::prepare_create(rt, ns, obj)?;
+        self.require_namespace(rt, ns)?;
+        let stored_rt = self.stored_type(rt);
+        if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
+            crd::prepare(&mut obj)?;
+        }
+        let mut obj = self.convert_in(rt, obj);
+        if !rt.custom {
+            validation::check_typed(&stored_rt, &obj)?;
+        }
+        let manager = opts.field_manager.clone().unwrap_or_else(|| "unknown".into());
+        patch::apply::record_update(&stored_rt.kind, None, &mut obj, &manager, &meta::now_rfc3339());
+        let created = self.store.create(&stored_rt, obj, opts.dry_run)?;
+        if !opts.dry_run {
+            self.after_write(&stored_rt, &created);
+        }
+        Ok(Written { object: self.convert_out(rt, &created), warnings, created: true })
+    }
+
+    /// PUT: replace the object (or its status), with optimistic concurrency on resourceVersion.
+    pub fn update(&self, rt: &ResourceType, ns: &str, name: &str, sub: Option<&str>, obj: Value, opts: &WriteOptions) -> ApiResult<Written> {
+        let ns = if rt.namespaced { ns } else { "" };
+        admission::check_type(rt, &obj)?;
+        if meta::name(&obj) != name && !meta::name(&obj).is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({})",
+                meta::name(&obj),
+                name
+            )));
+        }
+        let warnings = validation::check_fields(rt, &obj, opts.field_validation.as_deref())?;
+        let mut obj = self.convert_in(rt, obj);
+        obj["apiVersion"] = json!(self.stored_type(rt).api_version());
+        obj["kind"] = json!(self.stored_type(rt).kind);
+        let stored_rt = self.stored_type(rt);
+        let written = self.write_existing(&stored_rt, ns, name, sub, obj, opts, None)?;
+        Ok(Written { object: self.convert_out(rt, &written), warnings, created: false })
+    }
+
+    /// Common path of update and patch: scope, typed validation, managed fields, store write.
+    #[allow(clippy::too_many_arguments)]
+    fn write_existing(
+        &self,
+        stored_rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        sub: Option<&str>,
+        mut obj: Value,
+        opts: &WriteOptions,
+        apply_result: Option<()>,
+    ) -> ApiResult<Value> {
+        let scope = match sub {
+            None => UpdateScope::Main,
+            Some("status") if stored_rt.has_status() => UpdateScope::Status,
+            Some("finalize") if stored_rt.plural == "namespaces" => UpdateScope::Main,
+            Some(other) => {
+                return Err(ApiError::not_found(&stored_rt.group, &format!("{}/{}", stored_rt.plural, other), name))
+            }
+        };
+        let current = self
+            .store
+            .get(&stored_rt.key(), ns, name)
+            .ok_or_else(|| ApiError::not_found(&stored_rt.group, &stored_rt.plural, name))?;
+        if sub == Some("finalize") {
+            // namespaces/finalize only changes spec.finalizers.
+            let mut next = (*current).clone();
+            next["spec"]["finalizers"] = obj.pointer("/spec/finalizers").cloned().unwrap_or_else(|| json!([]));
+            if let Some(rv) = obj.pointer("/metadata/resourceVersion") {
+                next["metadata"]["resourceVersion"] = rv.clone();
+            }
+            obj = next;
+        }
+        if !stored_rt.custom {
+            validation::check_typed(stored_rt, &obj)?;
+        }
+        if scope == UpdateScope::Main {
+            validation::check_update(stored_rt, &current, &obj)?;
+        }
+        if apply_result.is_none() {
+            let manager = opts.field_manager.clone().unwrap_or_else(|| "unknown".into());
+            patch::apply::record_update(&stored_rt.kind, Some(&current), &mut obj, &manager, &meta::now_rfc3339());
+        }
+        if stored_rt.group == "apiextensions.k8s.io" && stored_rt.plural == "customresourcedefinitions" && sub.is_none() {
+            crd::prepare(&mut obj)?;
+        }
+        let written = self.store.update(stored_rt, ns, name, obj, scope, opts.dry_run)?;
+        if !opts.dry_run {
+            self.after_write(stored_rt, &written);
+        }
+        Ok((*written).clone())
+    }
+
+    pub fn patch(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        sub: Option<&str>,
+        ptype: PatchType,
+        body: &Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<Written> {
+        let ns = if rt.namespaced { ns } else { "" };
+        if ptype == PatchType::Strategic && rt.custom {
+            return Err(ApiError::new(
+                415,
+                "UnsupportedMediaType",
+                format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"),
+            ));
+        }
+        if ptype == PatchType::Apply && opts.field_manager.as_deref().unwrap_or("").is_empty() {
+            return Err(ApiError::bad_request("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"));
+        }
+        let stored_rt = self.stored_type(rt);
+        let mut warnings = Vec::new();
+        // The apiserver retries a patch on a write conflict, unless the patch itself pins a resourceVersion.
+        for _attempt in 0..5 {
+            let current = match self.store.get(&stored_rt.key(), ns, name) {
+                Some(c) => Some(self.convert_out(rt, &c)),
+                None => None,
+            };
+            let manager = opts.field_manager.clone().unwrap_or_else(|| "unknown".into());
+            let now = meta::now_rfc3339();
+            let (next, created) = match (ptype, current.as_ref()) {
+                (PatchType::Apply, live) => {
+                    warnings = validation::check_fields(rt, body, opts.field_validation.as_deref())?;
+                    admission::check_type(rt, body)?;
+                    if meta::name(body) != name {
+                        return Err(ApiError::bad_request(format!("the name of the object ({}) does not match the name on the URL ({})", meta::name(body), name)));
+                    }
+                    let applied = patch::apply::server_side_apply(&rt.kind, live, body, &manager, opts.force, &now)
+                        .map_err(|e| patch_error(rt, name, e))?;
+                    (applied, live.is_none())
+                }
+                (_, None) => return Err(ApiError::not_found(&rt.group, &rt.plural, name)),
+                (PatchType::Merge, Some(cur)) => (patch::merge_patch(cur, body), false),
+                (PatchType::Json, Some(cur)) => (patch::json_patch(cur, body).map_err(|e| patch_error(rt, name, e))?, false),
+                (PatchType::Strategic, Some(cur)) => (
+                    patch::strategic::strategic_merge_patch(&rt.kind, cur, body).map_err(|e| patch_error(rt, name, e))?,
+                    false,
+                ),
+            };
+            if created {
+                if sub.is_some() {
+                    return Err(ApiError::not_found(&rt.group, &rt.plural, name));
+                }
+                let mut o = next;
+                meta::metadata_mut(&mut o).insert("name".into(), json!(name));
+                let mut w = self.create_applied(rt, ns, o, opts)?;
+                w.warnings = warnings;
+                return Ok(w);
+            }
+            let pinned = body.pointer("/metadata/resourceVersion").is_some();
+            let mut next = self.convert_in(rt, next);
+            if !pinned {
+                // Patch against the version we read, so a concurrent write is detected and retried.
+                if let Some(cur) = current.as_ref() {
+                    next["metadata"]["resourceVersion"] = json!(meta::resource_version(cur));
+                }
+            }
+            let is_apply = if ptype == PatchType::Apply { Some(()) } else {
+                None
+            };
+            match self.write_existing(&stored_rt, ns, name, sub, next, opts, is_apply) {
+                Err(e) if e.code == 409 && e.reason == "Conflict" && !pinned => continue,
+                Err(e) => return Err(e),
+                Ok(o) => return Ok(Written { object: self.convert_out(rt, &o), warnings, created: false }),
+            }
+        }
+        Err(ApiError::conflict(&rt.group, &rt.plural, name, "too many concurrent writes; please retry"))
+    }
+
+    /// Create through server-side apply: managed fields come from the apply, not an Update entry.
+    fn create_applied(&self, rt: &ResourceType, ns: &str, obj: Value, opts: &WriteOptions) -> ApiResult<Written> {
+        let managed = obj.pointer("/metadata/managedFields").cloned();
+        let mut obj = admission::prepare_create(rt, ns, obj)?;
+        self.require_namespace(rt, ns)?;
+        if let Some(m) = managed {
+            meta::metadata_mut(&mut obj).insert("managedFields".into(), m);
+        }
+        if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
+            crd::prepare(&mut obj)?;
+        }
+        let stored_rt = self.stored_type(rt);
+        let obj = self.convert_in(rt, obj);
+        if !rt.custom {
+            validation::check_typed(&stored_rt, &obj)?;
+        }
+        let created = self.store.create(&stored_rt, obj, opts.dry_run)?;
+        if !opts.dry_run {
+            self.after_write(&stored_rt, &created);
+        }
+        Ok(Written { object: self.convert_out(rt, &created), warnings: vec![], created: true })
+    }
+
+    pub fn delete(&self, rt: &ResourceType, ns: &str, name: &str, opts: &DeleteOptions) -> ApiResult<DeleteOutcome> {
+        let ns = if rt.namespaced { ns } else { "" };
+        let stored_rt = self.stored_type(rt);
+        if stored_rt.group.is_empty() && stored_rt.plural == "namespaces" {
+            return self.delete_namespace(&stored_rt, name, opts);
+        }
+        let out = self.store.delete(&stored_rt, ns, name, opts)?;
+        Ok(match out {
+            DeleteOutcome::Deleted(o) => {
+                if !opts.dry_run {
+                    self.after_delete(&stored_rt, &o);
+                }
+                DeleteOutcome::Deleted(Arc::new(self.convert_out(rt, &o)))
+            }
+            DeleteOutcome::Pending(o) => DeleteOutcome::Pending(Arc::new(self.convert_out(rt, &o))),
+        })
+    }
+
+    /// Namespaces are held by `spec.finalizers` until the namespace controller empties them.
+    fn delete_namespace(&self, rt: &ResourceType, name: &str, opts: &DeleteOptions) -> ApiResult<DeleteOutcome> {
+        let current = self.store.get(&rt.key(), "", name).ok_or_else(|| ApiError::not_found("", "namespaces", name))?;
+        let spec_fins = current.pointer("/spec/finalizers").and_then(Value::as_array).map(|a| !a.is_empty()).unwrap_or(false);
+        if !spec_fins {
+            return self.store.delete(rt, "", name, opts);
+        }
+        if meta::is_deleting(&current) {
+            return Ok(DeleteOutcome::Pending(current));
+        }
+        let mut next = (*current).clone();
+        next["metadata"]["deletionTimestamp"] = json!(meta::now_rfc3339());
+        next["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+        next["status"]["phase"] = json!("Terminating");
+        let written = self.store.update(rt, "", name, next, UpdateScope::Any, opts.dry_run)?;
+        Ok(DeleteOutcome::Pending(written))
+    }
+
+    pub fn delete_collection(&self, rt: &ResourceType, ns: Option<&str>, q: &ListQuery, opts: &DeleteOptions) -> ApiResult<Value> {
+        let list = self.list(rt, ns, &ListQuery { labels: q.labels, fields: q.fields, limit: None, continue_token: None })?;
+        let mut items = Vec::new();
+        for item in list["items"].as_array().cloned().unwrap_or_default() {
+            match self.delete(rt, meta::namespace(&item), meta::name(&item), opts) {
+                Ok(DeleteOutcome::Deleted(o)) | Ok(DeleteOutcome::Pending(o)) => items.push((*o).clone()),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(json!({"kind": format!("{}List", rt.kind), "apiVersion": rt.api_version(), "metadata": {"resourceVersion": self.store.current_rv().to_string()}, "items": items}))
+    }
+
+    /// POST pods/{name}/binding (and the legacy `bindings` resource): set spec.nodeName once.
+    pub fn bind_pod(&self, ns: &str, name: &str, binding: &Value) -> ApiResult<()> {
+        let target = binding.pointer("/target/name").and_then(Value::as_str).unwrap_or("");
+        if target.is_empty() {
+            return Err(ApiError::invalid("", "Binding", name, vec![("target.name".into(), "Required value".into(), "FieldValueRequired")]));
+        }
+        let rt = self.resource("", "v1", "pods")?;
+        let pod = self.store.get(&rt.key(), ns, name).ok_or_else(|| ApiError::not_found("", "pods", name))?;
+        if meta::is_deleting(&pod) {
+            return Err(ApiError::conflict("", "pods/binding", name, "pod is being deleted, cannot be assigned to a host"));
+        }
+        if meta::str_at(&pod, "/spec/nodeName").map(|n| !n.is_empty()).unwrap_or(false) {
+            return Err(ApiError::conflict(
+                "",
+                "pods/binding",
+                name,
+                &format!("pod {} is already assigned to node {:?}", name, meta::str_at(&pod, "/spec/nodeName").unwrap_or("")),
+            ));
+        }
+        let mut next = (*pod).clone();
+        next["spec"]["nodeName"] = json!(target);
+        if let Some(a) = binding.pointer("/metadata/annotations").and_then(Value::as_object) {
+            for (k, v) in a {
+                next["metadata"]["annotations"][k] = v.clone();
+            }
+        }
+        // Binding sets PodScheduled=True, as the real binding storage does.
+        set_condition(&mut next, "PodScheduled", "True", None, None);
+        self.store.update(&rt, ns, name, next, UpdateScope::Any, false)?;
+        Ok(())
+    }
+
+    /// POST pods/{name}/eviction: a graceful delete, refused when a PodDisruptionBudget forbids it.
+    pub fn evict_pod(&self, ns: &str, name: &str, eviction: &Value) -> ApiResult<()> {
+        let rt = self.resource("", "v1", "pods")?;
+        let pod = self.store.get(&rt.key(), ns, name).ok_or_else(|| ApiError::not_found("", "pods", name))?;
+        if let Some(pdb) = self.blocking_pdb(ns, &pod) {
+            return Err(ApiError::too_many_requests(format!(
+                "Cannot evict pod as it would violate the pod's disruption budget. The disruption budget {} needs {} healthy pods and has {} currently",
+                meta::name(&pdb),
+                pdb.pointer("/status/desiredHealthy").and_then(Value::as_i64).unwrap_or(0),
+                pdb.pointer("/status/currentHealthy").and_then(Value::as_i64).unwrap_or(0),
+            )));
+        }
+        let grace = eviction.pointer("/deleteOptions/gracePeriodSeconds").and_then(Value::as_i64);
+        let opts = DeleteOptions { grace_period_seconds: grace, ..Default::default() };
+        match self.store.delete(&rt, ns, name, &opts)? {
+            DeleteOutcome::Deleted(o) => self.after_delete(&rt, &o),
+            DeleteOutcome::Pending(_) => {}
+        }
+        Ok(())
+    }
+
+    fn blocking_pdb(&self, ns: &str, pod: &Value) -> Option<Value> {
+        let rt = self.registry.get("policy", "v1", "poddisruptionbudgets")?;
+        let pdbs = self.store.list(&rt.key(), Some(ns), None, None, &|_| true);
+        pdbs.items.into_iter().find_map(|pdb| {
+            let sel = LabelSelector::from_json(pdb.pointer("/spec/selector")?).ok()?;
+            let allowed = pdb.pointer("/status/disruptionsAllowed").and_then(Value::as_i64).unwrap_or(0);
+            (sel.matches(meta::labels(pod)) && allowed <= 0).then(|| (*pdb).clone())
+        })
+    }
+
+    pub fn pod_logs(&self, ns: &str, name: &str, container: Option<&str>, previous: bool) -> ApiResult<String> {
+        let rt = self.resource("", "v1", "pods")?;
+        let pod = self.store.get(&rt.key(), ns, name).ok_or_else(|| ApiError::not_found("", "pods", name))?;
+        let containers: Vec<String> = pod
+            .pointer("/spec/containers")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|c| c.get("name").and_then(Value::as_str).map(String::from)).collect())
+            .unwrap_or_default();
+        let container = match container {
+            Some(c) => c.to_string(),
+            None if containers.len() == 1 => containers[0].clone(),
+            None => {
+                return Err(ApiError::bad_request(format!(
+                    "a container name must be specified for pod {}, choose one of: [{}]",
+                    name,
+                    containers.join(" ")
+                )))
+            }
+        };
+        let src = self.log_source.read().clone();
+        match src {
+            Some(s) => s.logs(&pod, &container, previous),
+            None => Err(ApiError::bad_request(format!(
+                "container {:?} in pod {:?} is waiting to start: ContainerCreating",
+                container, name
+            ))),
+        }
+    }
+
+    /// Side effects of a committed write that the real apiserver performs synchronously enough
+    /// for clients not to notice: serving the resources of an established CRD.
+    fn after_write(&self, rt: &ResourceType, obj: &Value) {
+        if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" && !meta::is_deleting(obj) {
+            crd::establish(self, obj);
+        }
+    }
+
+    fn after_delete(&self, rt: &ResourceType, obj: &Value) {
+        if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
+            crd::withdraw(self, obj);
+        }
+    }
+
+    /// Internal writers (controllers of the simulated control plane) bypass admission.
+    pub fn update_internal(&self, rt: &ResourceType, obj: Value) -> ApiResult<Arc<Value>> {
+        let ns = meta::namespace(&obj).to_string();
+        let name = meta::name(&obj).to_string();
+        let written = self.store.update(rt, &ns, &name, obj, UpdateScope::Any, false)?;
+        self.after_write(rt, &written);
+        Ok(written)
+    }
+
+    pub fn delete_internal(&self, rt: &ResourceType, ns: &str, name: &str, opts: &DeleteOptions) -> ApiResult<DeleteOutcome> {
+        self.delete(rt, ns, name, opts)
+    }
+}
+
+fn patch_error(rt: &ResourceType, name: &str, e: PatchError) -> ApiError {
+    match e {
+        PatchError::Invalid(m) => ApiError::new(422, "Invalid", m),
+        PatchError::Conflict { message, fields } => {
+            let mut err = ApiError::new(409, "Conflict", message);
+            err.details = Some(json!({
+                "name": name, "kind": rt.plural, "group": rt.group,
+                "causes": fields.iter().map(|f| json!({"reason": "FieldManagerConflict", "message": format!("conflict with field {}", f), "field": f})).collect::<Vec<_>>()
+            }));
+            err
+        }
+    }
+}
+
+/// Set (or replace) a condition by type, keeping lastTransitionTime when the status is unchanged.
+pub fn set_condition(obj: &mut Value, ctype: &str, status: &str, reason: Option<&str>, message: Option<&str>) {
+    if !obj.get("status").map(Value::is_object).unwrap_or(false) {
+        obj["status"] = json!({});
+    }
+    let conds = obj["status"].as_object_mut().expect("status").entry("conditions").or_insert_with(|| json!([]));
+    if !conds.is_array() {
+        *conds = json!([]);
+    }
+    let arr = conds.as_array_mut().expect("array");
+    let now = meta::now_rfc3339();
+    let mut c = json!({"type": ctype, "status": status, "lastProbeTime": null, "lastTransitionTime": now});
+    if let Some(r) = reason {
+        c["reason"] = json!(r);
+    }
+    if let Some(m) = message {
+        c["message"] = json!(m);
+    }
+    match arr.iter_mut().find(|x| x.get("type").and_then(Value::as_str) == Some(ctype)) {
+        Some(existing) => {
+            if existing.get("status").and_then(Value::as_str) == Some(status) {
+                c["lastTransitionTime"] = existing.get("lastTransitionTime").cloned().unwrap_or(json!(now));
+            }
+            *existing = c;
+        }
+        None => arr.push(c),
+    }
+}
+
+/// Continue tokens carry the list's resourceVersion and the last key, base64-encoded JSON.
+fn encode_continue(rv: u64, after: &(String, String)) -> String {
+    use base64::Engine;
+    let raw = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": [after.0, after.1]}).to_string();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+}
+
+fn decode_continue(token: &str) -> ApiResult<(u64, (String, String))> {
+    use base64::Engine;
+    let bad = || ApiError::bad_request(format!("invalid continue token: {:?}", token));
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token.trim_end_matches('=')).map_err(|_| bad())?;
+    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
+    let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
+    let ns = v.pointer("/start/0").and_then(Value::as_str).ok_or_else(bad)?;
+    let name = v.pointer("/start/1").and_then(Value::as_str).ok_or_else(bad)?;
+    Ok((rv, (ns.to_string(), name.to_string())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continue_tokens_round_trip_and_reject_garbage() {
+        let t = encode_continue(42, &("ns".into(), "name".into()));
+        assert_eq!(decode_continue(&t).unwrap(), (42, ("ns".into(), "name".into())));
+        assert_eq!(decode_continue("!!!").unwrap_err().code, 400);
+    }
+}

@@ -1,0 +1,45 @@
+//! Kubeconfig files for clients of a simulated cluster.
+
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+
+pub const CONTEXT: &str = "faultline-sim";
+
+pub fn render(server: &str, token: &str, ca_pem: &str) -> String {
+    use base64::Engine;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: {ctx}\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\ncontexts:\n- name: {ctx}\n  context:\n    cluster: {ctx}\n    user: {ctx}\n    namespace: default\ncurrent-context: {ctx}\npreferences: {{}}\nusers:\n- name: {ctx}\n  user:\n    token: {token}\n",
+        ctx = CONTEXT,
+        server = server,
+        token = token,
+        ca = ca
+    )
+}
+
+/// Write the kubeconfig with owner-only permissions (it holds the token).
+pub fn write(path: &Path, server: &str, token: &str, ca_pem: &str) -> Result<PathBuf> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(path, render(server, token, ca_pem)).with_context(|| format!("writing kubeconfig {}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubeconfig_parses_as_yaml_with_token() {
+        let y: serde_yaml::Value = serde_yaml::from_str(&render("https://127.0.0.1:1234", "abc", "PEM")).unwrap();
+        assert_eq!(y["users"][0]["user"]["token"].as_str(), Some("abc"));
+        assert_eq!(y["clusters"][0]["cluster"]["server"].as_str(), Some("https://127.0.0.1:1234"));
+        assert_eq!(y["current-context"].as_str(), Some(CONTEXT));
+    }
+}

@@ -1,0 +1,134 @@
+//! Small helpers for reading and writing `metadata` on untyped objects.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{Map, Value};
+
+pub fn now_rfc3339() -> String {
+    rfc3339(Utc::now())
+}
+
+/// Kubernetes `metav1.Time`: RFC 3339 with second precision, `Z` suffix.
+pub fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// `metav1.MicroTime`, used by Leases and events.k8s.io `eventTime`.
+pub fn rfc3339_micro(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
+}
+
+pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> Option<&'a str> {
+    obj.pointer(pointer).and_then(Value::as_str)
+}
+
+pub fn name(obj: &Value) -> &str {
+    str_at(obj, "/metadata/name").unwrap_or("")
+}
+
+pub fn namespace(obj: &Value) -> &str {
+    str_at(obj, "/metadata/namespace").unwrap_or("")
+}
+
+pub fn uid(obj: &Value) -> &str {
+    str_at(obj, "/metadata/uid").unwrap_or("")
+}
+
+pub fn resource_version(obj: &Value) -> &str {
+    str_at(obj, "/metadata/resourceVersion").unwrap_or("")
+}
+
+pub fn is_deleting(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp").map(|v| !v.is_null()).unwrap_or(false)
+}
+
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+pub fn set_finalizers(obj: &mut Value, fins: &[String]) {
+    let m = metadata_mut(obj);
+    if fins.is_empty() {
+        m.remove("finalizers");
+    } else {
+        m.insert("finalizers".into(), Value::from(fins.to_vec()));
+    }
+}
+
+/// The object's `metadata` map, created if absent or not an object.
+pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.is_object() {
+        *obj = Value::Object(Map::new());
+    }
+    let map = obj.as_object_mut().expect("object");
+    let md = map.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    if !md.is_object() {
+        *md = Value::Object(Map::new());
+    }
+    md.as_object_mut().expect("metadata object")
+}
+
+pub fn labels(obj: &Value) -> Option<&Value> {
+    obj.pointer("/metadata/labels")
+}
+
+pub fn owner_uids(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+/// Everything but `metadata` and `status`: a change here bumps `metadata.generation`.
+pub fn spec_part(obj: &Value) -> Value {
+    match obj {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Compare two objects ignoring the fields the server maintains itself on every write.
+pub fn same_content(a: &Value, b: &Value) -> bool {
+    fn strip(v: &Value) -> Value {
+        let mut v = v.clone();
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+            m.remove("managedFields");
+        }
+        v
+    }
+    strip(a) == strip(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn spec_part_ignores_metadata_and_status() {
+        let a = json!({"metadata": {"name": "a"}, "spec": {"x": 1}, "status": {"p": 1}});
+        let b = json!({"metadata": {"name": "b"}, "spec": {"x": 1}, "status": {"p": 2}});
+        assert_eq!(spec_part(&a), spec_part(&b));
+        let c = json!({"metadata": {"name": "a"}, "spec": {"x": 2}});
+        assert_ne!(spec_part(&a), spec_part(&c));
+    }
+
+    #[test]
+    fn times_are_second_precision_utc() {
+        let t = parse_time("2026-01-02T03:04:05Z").unwrap();
+        assert_eq!(rfc3339(t), "2026-01-02T03:04:05Z");
+        assert_eq!(rfc3339_micro(t), "2026-01-02T03:04:05.000000Z");
+    }
+}

@@ -1,0 +1,170 @@
+//! Starting a simulated cluster: the API on a loopback port with a fresh bearer token, the
+//! control-plane loops, the bootstrap objects every cluster has, and a kubeconfig for clients.
+
+use crate::apiserver::{ApiServer, WriteOptions};
+use crate::controllers;
+use crate::http::{self, HttpState};
+use crate::kubeconfig;
+use crate::tls;
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    /// Loopback address to bind; port 0 picks a free one.
+    pub bind: SocketAddr,
+    /// Watch history kept for resumption (events); older resourceVersions get 410 Expired.
+    pub watch_history: usize,
+    /// Worker node names to register (the control plane node is added separately).
+    pub nodes: Vec<String>,
+    /// Token clients must present; generated when absent.
+    pub token: Option<String>,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions { bind: SocketAddr::from(([127, 0, 0, 1], 0)), watch_history: 10_000, nodes: vec![], token: None }
+    }
+}
+
+impl SimOptions {
+    pub fn with_workers(n: usize) -> Self {
+        SimOptions { nodes: (1..=n).map(|i| format!("worker-{:02}", i)).collect(), ..Default::default() }
+    }
+}
+
+/// A running simulated cluster. Dropping it stops the server.
+pub struct SimServer {
+    pub api: Arc<ApiServer>,
+    pub addr: SocketAddr,
+    pub token: String,
+    /// PEM of the cluster CA that signed the serving certificate.
+    pub ca_pem: String,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl SimServer {
+    pub async fn start(opts: SimOptions) -> Result<SimServer> {
+        if !is_loopback(opts.bind.ip()) {
+            bail!("refusing to bind the simulated API server to {}: only loopback addresses are allowed", opts.bind.ip());
+        }
+        let api = ApiServer::new(opts.watch_history);
+        let token = opts.token.clone().unwrap_or_else(random_token);
+        let listener = TcpListener::bind(opts.bind).await.with_context(|| format!("binding {}", opts.bind))?;
+        let addr = listener.local_addr()?;
+        let mut tasks = vec![tokio::spawn(controllers::run(api.clone()))];
+        bootstrap(&api, &opts.nodes)?;
+        let state = HttpState { api: api.clone(), token: Arc::new(token.clone()), address: Arc::new(addr.to_string()) };
+        let certs = tls::generate()?;
+        let (shutdown, rx) = watch::channel(false);
+        tasks.push(tokio::spawn(serve_tls(listener, tokio_rustls::TlsAcceptor::from(certs.server_config.clone()), http::router(state), rx)));
+        Ok(SimServer { api, addr, token, ca_pem: certs.ca_pem, shutdown, tasks })
+    }
+
+    pub fn url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    /// Write a kubeconfig for this cluster (context `faultline-sim`).
+    pub fn write_kubeconfig(&self, path: &Path) -> Result<PathBuf> {
+        kubeconfig::write(path, &self.url(), &self.token, &self.ca_pem)
+    }
+
+    pub fn kubeconfig_yaml(&self) -> String {
+        kubeconfig::render(&self.url(), &self.token, &self.ca_pem)
+    }
+
+    pub async fn stop(mut self) {
+        let _ = self.shutdown.send(true);
+        for t in self.tasks.drain(..) {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for SimServer {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// Accept TLS connections and serve HTTP/1.1 on each until shutdown, which also ends open
+/// watches (their connections are dropped).
+async fn serve_tls(listener: TcpListener, acceptor: tokio_rustls::TlsAcceptor, app: axum::Router, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown.wait_for(|v| *v) => return,
+            r = listener.accept() => r,
+        };
+        let Ok((tcp, _)) = accepted else { continue };
+        let _ = tcp.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let app = app.clone();
+        let mut stop = shutdown.clone();
+        tokio::spawn(async move {
+            let Ok(tls) = acceptor.accept(tcp).await else { return };
+            let svc = hyper_util::service::TowerToHyperService::new(app);
+            let conn = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(tls), svc);
+            tokio::select! {
+                _ = conn => {}
+                _ = stop.wait_for(|v| *v) => {}
+            }
+        });
+    }
+}
+
+fn is_loopback(ip: IpAddr) -> bool {
+    ip.is_loopback()
+}
+
+fn random_token() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..40).map(|_| format!("{:x}", rng.random_range(0..16u8))).collect()
+}
+
+/// Objects every cluster starts with: the system namespaces, the `kubernetes` service, nodes.
+fn bootstrap(api: &ApiServer, nodes: &[String]) -> Result<()> {
+    let opts = WriteOptions { field_manager: Some("kube-apiserver".into()), ..Default::default() };
+    let ns_rt = api.resource("", "v1", "namespaces").map_err(anyhow::Error::msg)?;
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        api.create(&ns_rt, "", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}), &opts)
+            .map_err(anyhow::Error::msg)?;
+    }
+    let svc_rt = api.resource("", "v1", "services").map_err(anyhow::Error::msg)?;
+    api.create(
+        &svc_rt,
+        "default",
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+               "spec": {"clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"], "ports": [{"name": "https", "port": 443, "targetPort": 6443}]}}),
+        &opts,
+    )
+    .map_err(anyhow::Error::msg)?;
+    let node_rt = api.resource("", "v1", "nodes").map_err(anyhow::Error::msg)?;
+    for (i, name) in nodes.iter().enumerate() {
+        api.create(&node_rt, "", crate::nodes::node_object(name, i, false), &opts).map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn refuses_non_loopback_bind() {
+        let opts = SimOptions { bind: "0.0.0.0:0".parse().unwrap(), ..Default::default() };
+        let err = SimServer::start(opts).await.err().expect("must refuse");
+        assert!(err.to_string().contains("only loopback"), "{}", err);
+    }
+}

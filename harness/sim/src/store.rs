@@ -1,0 +1,690 @@
+//! The versioned object store: what etcd plus the apiserver's registry layer do for us.
+//!
+//! - one cluster-wide `resourceVersion` counter, bumped on every write;
+//! - optimistic concurrency on `metadata.resourceVersion` preconditions;
+//! - `generation` bumped only when the non-metadata, non-status part changes;
+//! - two-phase deletion (`deletionTimestamp`, removal when the last finalizer is gone);
+//! - a bounded history of watch events, so watches resume from a resourceVersion or get 410.
+//!
+//! Everything happens under one mutex: writes are short and this keeps the event order total,
+//! which is what makes watch resumption exact.
+
+use crate::meta;
+use crate::resources::{ResourceKey, ResourceType};
+use crate::status::{ApiError, ApiResult};
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One committed change, as watchers see it.
+#[derive(Debug, Clone)]
+pub struct StoreEvent {
+    pub rv: u64,
+    pub key: ResourceKey,
+    pub event_type: EventType,
+    pub object: Arc<Value>,
+    /// The object before this change (absent for ADDED); watchers with selectors need it.
+    pub prev: Option<Arc<Value>>,
+}
+
+/// (namespace, name); cluster-scoped objects use an empty namespace. Ordered like etcd keys.
+pub type ObjKey = (String, String);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Propagation {
+    #[default]
+    Background,
+    Foreground,
+    Orphan,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    pub grace_period_seconds: Option<i64>,
+    pub propagation: Option<Propagation>,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone)]
+pub enum DeleteOutcome {
+    /// The object is gone; this is its last state.
+    Deleted(Arc<Value>),
+    /// Deletion is pending on finalizers or a grace period; this is the object now.
+    Pending(Arc<Value>),
+}
+
+/// Which part of an object an update may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateScope {
+    /// The main resource: status is preserved when the type has a status subresource.
+    Main,
+    /// The status subresource: only status changes.
+    Status,
+    /// Internal writers (garbage collector, namespace controller) that may change anything.
+    Any,
+}
+
+struct Inner {
+    rv: u64,
+    buckets: HashMap<ResourceKey, BTreeMap<ObjKey, Arc<Value>>>,
+    history: VecDeque<Arc<StoreEvent>>,
+    /// uid -> (resource, key) of the objects that name it as owner, for the garbage collector.
+    dependents: HashMap<String, HashSet<(ResourceKey, ObjKey)>>,
+}
+
+pub struct Store {
+    inner: Mutex<Inner>,
+    history_capacity: usize,
+    tx: broadcast::Sender<Arc<StoreEvent>>,
+    /// The rv of the last event put on the broadcast channel (bookmarks use it).
+    last_sent_rv: AtomicU64,
+}
+
+/// What a watch starts from: a replay of history or a snapshot, then the live receiver.
+pub struct WatchStart {
+    pub replay: Vec<Arc<StoreEvent>>,
+    pub snapshot: Vec<Arc<Value>>,
+    pub snapshot_rv: u64,
+    pub rx: broadcast::Receiver<Arc<StoreEvent>>,
+}
+
+pub struct ListResult {
+    pub items: Vec<Arc<Value>>,
+    pub resource_version: u64,
+    /// Key of the last item returned when the list was cut at `limit`.
+    pub continue_after: Option<ObjKey>,
+    pub remaining: usize,
+}
+
+impl Store {
+    pub fn new(history_capacity: usize) -> Self {
+        // The channel is sized above the history so a slow watcher lags only after falling
+        // further behind than a resumed watch could replay anyway.
+        let (tx, _) = broadcast::channel(history_capacity.max(1024) * 2);
+        Store {
+            inner: Mutex::new(Inner { rv: 1, buckets: HashMap::new(), history: VecDeque::new(), dependents: HashMap::new() }),
+            history_capacity,
+            tx,
+            last_sent_rv: AtomicU64::new(1),
+        }
+    }
+
+    pub fn current_rv(&self) -> u64 {
+        self.inner.lock().rv
+    }
+
+    pub fn last_sent_rv(&self) -> u64 {
+        self.last_sent_rv.load(Ordering::Acquire)
+    }
+
+    pub fn get(&self, key: &ResourceKey, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.inner.lock().buckets.get(key)?.get(&(ns.to_string(), name.to_string())).cloned()
+    }
+
+    /// Objects of a resource, in key order, from `start_after` on, keeping those `filter` accepts.
+    pub fn list(
+        &self,
+        key: &ResourceKey,
+        ns: Option<&str>,
+        start_after: Option<&ObjKey>,
+        limit: Option<usize>,
+        filter: &dyn Fn(&Value) -> bool,
+    ) -> ListResult {
+        let inner = self.inner.lock();
+        let mut items = Vec::new();
+        let mut continue_after = None;
+        let mut remaining = 0;
+        if let Some(bucket) = inner.buckets.get(key) {
+            let range: Box<dyn Iterator<Item = (&ObjKey, &Arc<Value>)>> = match (ns, start_after) {
+                (_, Some(after)) => Box::new(
+                    bucket.range((std::ops::Bound::Excluded(after.clone()), std::ops::Bound::Unbounded)),
+                ),
+                (Some(ns), None) => Box::new(bucket.range((ns.to_string(), String::new())..)),
+                (None, None) => Box::new(bucket.iter()),
+            };
+            for (k, obj) in range {
+                if let Some(ns) = ns {
+                    if k.0 != ns {
+                        if k.0.as_str() > ns {
+                            break;
+                        }
+                        continue;
+                    }
+                }
+                if !filter(obj) {
+                    continue;
+                }
+                if let Some(l) = limit {
+                    if items.len() >= l {
+                        remaining += 1;
+                        continue;
+                    }
+                }
+                items.push(obj.clone());
+                if limit == Some(items.len()) {
+                    continue_after = Some(k.clone());
+                }
+            }
+        }
+        if remaining == 0 {
+            continue_after = None;
+        }
+        ListResult { items, resource_version: inner.rv, continue_after, remaining }
+    }
+
+    /// Create an object. The caller has defaulted and validated it; the store sets the
+    /// server-owned metadata.
+    pub fn create(&self, rt: &ResourceType, mut obj: Value, dry_run: bool) -> ApiResult<Arc<Value>> {
+        let key = crate::resources::storage_key(&rt.group, &rt.plural);
+        let ns = if rt.namespaced { meta::namespace(&obj).to_string() } else { String::new() };
+        let name = meta::name(&obj).to_string();
+        let mut inner = self.inner.lock();
+        if inner.buckets.get(&key).map(|b| b.contains_key(&(ns.clone(), name.clone()))).unwrap_or(false) {
+            return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+        }
+        let rv = inner.rv + 1;
+        {
+            let md = meta::metadata_mut(&mut obj);
+            md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            md.insert("resourceVersion".into(), json!(rv.to_string()));
+            md.insert("creationTimestamp".into(), json!(meta::now_rfc3339()));
+            md.remove("deletionTimestamp");
+            md.remove("deletionGracePeriodSeconds");
+            md.remove("selfLink");
+            if tracks_generation(rt) {
+                md.insert("generation".into(), json!(1));
+            } else {
+                md.remove("generation");
+            }
+            if !rt.namespaced {
+                md.remove("namespace");
+            }
+        }
+        let obj = Arc::new(obj);
+        if dry_run {
+            return Ok(obj);
+        }
+        inner.rv = rv;
+        inner.buckets.entry(key.clone()).or_default().insert((ns.clone(), name.clone()), obj.clone());
+        index_owners(&mut inner, &key, &(ns, name), None, &obj);
+        self.emit(&mut inner, key, EventType::Added, obj.clone(), None);
+        Ok(obj)
+    }
+
+    /// Replace an object (PUT, or the result of a PATCH computed against `get`).
+    pub fn update(&self, rt: &ResourceType, ns: &str, name: &str, new: Value, scope: UpdateScope, dry_run: bool) -> ApiResult<Arc<Value>> {
+        let key = crate::resources::storage_key(&rt.group, &rt.plural);
+        let okey = (ns.to_string(), name.to_string());
+        let mut inner = self.inner.lock();
+        let current = inner
+            .buckets
+            .get(&key)
+            .and_then(|b| b.get(&okey))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+        let wanted_rv = meta::resource_version(&new);
+        if !wanted_rv.is_empty() && wanted_rv != meta::resource_version(&current) {
+            return Err(ApiError::stale_resource_version(&rt.group, &rt.plural, name));
+        }
+        let wanted_uid = meta::uid(&new);
+        if !wanted_uid.is_empty() && wanted_uid != meta::uid(&current) {
+            return Err(ApiError::conflict(
+                &rt.group,
+                &rt.plural,
+                name,
+                &format!("Precondition failed: UID in precondition: {}, UID in object meta: {}", wanted_uid, meta::uid(&current)),
+            ));
+        }
+        let merged = merge_for_scope(rt, &current, new, scope);
+        let mut merged = carry_server_metadata(rt, &current, merged, scope);
+        if meta::same_content(&merged, &current) {
+            // The apiserver skips no-op writes: no new resourceVersion, no watch event.
+            return Ok(current);
+        }
+        let rv = inner.rv + 1;
+        meta::metadata_mut(&mut merged).insert("resourceVersion".into(), json!(rv.to_string()));
+        let merged = Arc::new(merged);
+        if dry_run {
+            return Ok(merged);
+        }
+        inner.rv = rv;
+        if meta::is_deleting(&merged) && !held_by_finalizers(rt, &merged) {
+            // The last finalizer went away: the object is removed now.
+            inner.buckets.get_mut(&key).map(|b| b.remove(&okey));
+            unindex_owners(&mut inner, &key, &okey, &current);
+            self.emit(&mut inner, key, EventType::Deleted, merged.clone(), Some(current));
+            return Ok(merged);
+        }
+        inner.buckets.entry(key.clone()).or_default().insert(okey.clone(), merged.clone());
+        index_owners(&mut inner, &key, &okey, Some(&current), &merged);
+        self.emit(&mut inner, key, EventType::Modified, merged.clone(), Some(current));
+        Ok(merged)
+    }
+
+    /// Delete an object: immediately, or by marking it when finalizers or a grace period hold it.
+    pub fn delete(&self, rt: &ResourceType, ns: &str, name: &str, opts: &DeleteOptions) -> ApiResult<DeleteOutcome> {
+        let key = crate::resources::storage_key(&rt.group, &rt.plural);
+        let okey = (ns.to_string(), name.to_string());
+        let mut inner = self.inner.lock();
+        let current = inner
+            .buckets
+            .get(&key)
+            .and_then(|b| b.get(&okey))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+        if let Some(uid) = &opts.precondition_uid {
+            if uid != meta::uid(&current) {
+                return Err(ApiError::conflict(&rt.group, &rt.plural, name, &format!("Precondition failed: UID in precondition: {}, UID in object meta: {}", uid, meta::uid(&current))));
+            }
+        }
+        if let Some(rv) = &opts.precondition_rv {
+            if rv != meta::resource_version(&current) {
+                return Err(ApiError::conflict(&rt.group, &rt.plural, name, &format!("Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}", rv, meta::resource_version(&current))));
+            }
+        }
+        let mut obj: Value = (*current).clone();
+        let mut fins = meta::finalizers(&obj);
+        match opts.propagation {
+            Some(Propagation::Foreground) if !fins.iter().any(|f| f == FOREGROUND) => fins.push(FOREGROUND.into()),
+            Some(Propagation::Orphan) if !fins.iter().any(|f| f == ORPHAN) => fins.push(ORPHAN.into()),
+            _ => {}
+        }
+        let grace = effective_grace_period(rt, &obj, opts.grace_period_seconds);
+        let already_deleting = meta::is_deleting(&obj);
+        if fins.is_empty() && grace == 0 {
+            let rv = inner.rv + 1;
+            meta::metadata_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
+            let obj = Arc::new(obj);
+            if opts.dry_run {
+                return Ok(DeleteOutcome::Deleted(obj));
+            }
+            inner.rv = rv;
+            inner.buckets.get_mut(&key).map(|b| b.remove(&okey));
+            unindex_owners(&mut inner, &key, &okey, &current);
+            self.emit(&mut inner, key, EventType::Deleted, obj.clone(), Some(current));
+            return Ok(DeleteOutcome::Deleted(obj));
+        }
+        // Pending deletion. A second delete may only shorten a grace period.
+        let now = chrono::Utc::now();
+        {
+            let md = meta::metadata_mut(&mut obj);
+            let prev_grace = md.get("deletionGracePeriodSeconds").and_then(Value::as_i64);
+            let shorten = grace > 0 && prev_grace.map(|p| grace < p).unwrap_or(true);
+            if !already_deleting || shorten {
+                md.insert("deletionTimestamp".into(), json!(meta::rfc3339(now + chrono::Duration::seconds(grace))));
+                if grace > 0 || rt.plural == "pods" {
+                    md.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                }
+            }
+        }
+        meta::set_finalizers(&mut obj, &fins);
+        if meta::same_content(&obj, &current) {
+            return Ok(DeleteOutcome::Pending(current));
+        }
+        let rv = inner.rv + 1;
+        meta::metadata_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
+        let obj = Arc::new(obj);
+        if opts.dry_run {
+            return Ok(DeleteOutcome::Pending(obj));
+        }
+        inner.rv = rv;
+        inner.buckets.entry(key.clone()).or_default().insert(okey, obj.clone());
+        self.emit(&mut inner, key, EventType::Modified, obj.clone(), Some(current));
+        Ok(DeleteOutcome::Pending(obj))
+    }
+
+    /// The objects whose ownerReferences name `uid`.
+    pub fn dependents_of(&self, uid: &str) -> Vec<(ResourceKey, Arc<Value>)> {
+        let inner = self.inner.lock();
+        let Some(set) = inner.dependents.get(uid) else { return vec![] };
+        set.iter()
+            .filter_map(|(k, ok)| inner.buckets.get(k).and_then(|b| b.get(ok)).map(|o| (k.clone(), o.clone())))
+            .collect()
+    }
+
+    /// Is any object with this uid stored (of any resource)? Used by the garbage collector.
+    pub fn uid_exists(&self, key: &ResourceKey, ns: &str, name: &str, uid: &str) -> bool {
+        self.get(key, ns, name).map(|o| meta::uid(&o) == uid).unwrap_or(false)
+    }
+
+    /// Keys of every resource with at least one object.
+    pub fn resource_keys(&self) -> Vec<ResourceKey> {
+        self.inner.lock().buckets.iter().filter(|(_, b)| !b.is_empty()).map(|(k, _)| k.clone()).collect()
+    }
+
+    /// Start a watch. `from_rv`: `None` = start with a snapshot of the current state (the
+    /// semantics of an unset or "0" resourceVersion, and of sendInitialEvents); `Some(rv)` =
+    /// replay every event after `rv` from history, or 410 Gone when it has been compacted away.
+    pub fn watch(&self, key: &ResourceKey, from_rv: Option<u64>, ns: Option<&str>) -> ApiResult<WatchStart> {
+        let inner = self.inner.lock();
+        let rx = self.tx.subscribe();
+        match from_rv {
+            None => {
+                let snapshot = inner
+                    .buckets
+                    .get(key)
+                    .map(|b| b.iter().filter(|(k, _)| ns.map(|n| k.0 == n).unwrap_or(true)).map(|(_, v)| v.clone()).collect())
+                    .unwrap_or_default();
+                Ok(WatchStart { replay: vec![], snapshot, snapshot_rv: inner.rv, rx })
+            }
+            Some(rv) => {
+                if rv > inner.rv {
+                    // A resourceVersion from the future: the real apiserver waits briefly and then
+                    // answers "Too large resource version"; we answer at once.
+                    return Err(ApiError::new(504, "Timeout", format!("Too large resource version: {}, current: {}", rv, inner.rv)));
+                }
+                let oldest = inner.history.front().map(|e| e.rv).unwrap_or(inner.rv + 1);
+                // Events after `rv` must all still be in history.
+                if rv + 1 < oldest && rv < inner.rv {
+                    return Err(ApiError::gone(format!("too old resource version: {} ({})", rv, oldest - 1)));
+                }
+                let replay = inner.history.iter().filter(|e| e.rv > rv && &e.key == key).cloned().collect();
+                Ok(WatchStart { replay, snapshot: vec![], snapshot_rv: inner.rv, rx })
+            }
+        }
+    }
+
+    /// Subscribe to every committed change (in-process controllers use this).
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<StoreEvent>> {
+        self.tx.subscribe()
+    }
+
+    /// The oldest resourceVersion a watch can still resume from.
+    pub fn oldest_resumable_rv(&self) -> u64 {
+        let inner = self.inner.lock();
+        inner.history.front().map(|e| e.rv.saturating_sub(1)).unwrap_or(inner.rv)
+    }
+
+    fn emit(&self, inner: &mut Inner, key: ResourceKey, event_type: EventType, object: Arc<Value>, prev: Option<Arc<Value>>) {
+        let ev = Arc::new(StoreEvent { rv: inner.rv, key, event_type, object, prev });
+        inner.history.push_back(ev.clone());
+        while inner.history.len() > self.history_capacity {
+            inner.history.pop_front();
+        }
+        let _ = self.tx.send(ev);
+        self.last_sent_rv.store(inner.rv, Ordering::Release);
+    }
+}
+
+pub const FOREGROUND: &str = "foregroundDeletion";
+pub const ORPHAN: &str = "orphan";
+
+/// Finalizers keep a deleting object stored: `metadata.finalizers`, and for namespaces also
+/// `spec.finalizers` (emptied by the namespace controller through `namespaces/finalize`).
+fn held_by_finalizers(rt: &ResourceType, obj: &Value) -> bool {
+    let spec_fins = rt.group.is_empty()
+        && rt.plural == "namespaces"
+        && obj.pointer("/spec/finalizers").and_then(Value::as_array).map(|a| !a.is_empty()).unwrap_or(false);
+    spec_fins || !meta::finalizers(obj).is_empty()
+}
+
+/// Which resources carry `metadata.generation` (those with a spec the apiserver versions).
+pub fn tracks_generation(rt: &ResourceType) -> bool {
+    rt.custom
+        || rt.group == "apps"
+        || rt.group == "policy"
+        || rt.group == "apiextensions.k8s.io"
+        || (rt.group.is_empty() && rt.plural == "pods")
+}
+
+/// The grace period a deletion gets. Pods that are scheduled and not terminal wait for their
+/// kubelet (default 30 s, or `terminationGracePeriodSeconds`); everything else goes at once.
+fn effective_grace_period(rt: &ResourceType, obj: &Value, requested: Option<i64>) -> i64 {
+    if !(rt.group.is_empty() && rt.plural == "pods") {
+        return 0;
+    }
+    let scheduled = meta::str_at(obj, "/spec/nodeName").map(|n| !n.is_empty()).unwrap_or(false);
+    let phase = meta::str_at(obj, "/status/phase").unwrap_or("");
+    if !scheduled || phase == "Succeeded" || phase == "Failed" {
+        return 0;
+    }
+    let default = obj.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30);
+    let g = requested.unwrap_or(default).max(0);
+    // A pod already terminating keeps the shorter of the two.
+    match obj.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64) {
+        Some(prev) => g.min(prev),
+        None => g,
+    }
+}
+
+/// Apply the status-subresource split: the main resource cannot change status and the status
+/// subresource cannot change anything else.
+fn merge_for_scope(rt: &ResourceType, current: &Value, mut new: Value, scope: UpdateScope) -> Value {
+    match scope {
+        UpdateScope::Any => new,
+        UpdateScope::Main => {
+            if rt.has_status() {
+                match current.get("status") {
+                    Some(s) => {
+                        new["status"] = s.clone();
+                    }
+                    None => {
+                        if let Some(m) = new.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+            }
+            new
+        }
+        UpdateScope::Status => {
+            let mut out = current.clone();
+            match new.get_mut("status").map(std::mem::take) {
+                Some(s) => out["status"] = s,
+                None => {
+                    if let Some(m) = out.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+            // Status writers may still carry the resourceVersion precondition; keep the rest of metadata.
+            out
+        }
+    }
+}
+
+/// Keep the metadata the server owns, bump generation on spec changes.
+fn carry_server_metadata(rt: &ResourceType, current: &Value, mut new: Value, scope: UpdateScope) -> Value {
+    let cur_md = current.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let spec_changed = meta::spec_part(&new) != meta::spec_part(current);
+    let md = meta::metadata_mut(&mut new);
+    for k in ["uid", "creationTimestamp", "name", "namespace"] {
+        match cur_md.get(k) {
+            Some(v) => {
+                md.insert(k.into(), v.clone());
+            }
+            None => {
+                md.remove(k);
+            }
+        }
+    }
+    md.remove("selfLink");
+    if scope != UpdateScope::Any {
+        // Clients cannot set or clear deletion state through an update.
+        for k in ["deletionTimestamp", "deletionGracePeriodSeconds"] {
+            match cur_md.get(k) {
+                Some(v) => {
+                    md.insert(k.into(), v.clone());
+                }
+                None => {
+                    md.remove(k);
+                }
+            }
+        }
+    }
+    if tracks_generation(rt) {
+        let g = cur_md.get("generation").and_then(Value::as_i64).unwrap_or(1);
+        md.insert("generation".into(), json!(if spec_changed { g + 1 } else { g }));
+    } else {
+        md.remove("generation");
+    }
+    if !rt.namespaced {
+        md.remove("namespace");
+    }
+    new
+}
+
+fn index_owners(inner: &mut Inner, key: &ResourceKey, okey: &ObjKey, prev: Option<&Value>, obj: &Value) {
+    if let Some(p) = prev {
+        unindex_owners(inner, key, okey, p);
+    }
+    for uid in meta::owner_uids(obj) {
+        inner.dependents.entry(uid).or_default().insert((key.clone(), okey.clone()));
+    }
+}
+
+fn unindex_owners(inner: &mut Inner, key: &ResourceKey, okey: &ObjKey, obj: &Value) {
+    for uid in meta::owner_uids(obj) {
+        if let Some(set) = inner.dependents.get_mut(&uid) {
+            set.remove(&(key.clone(), okey.clone()));
+            if set.is_empty() {
+                inner.dependents.remove(&uid);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::Registry;
+
+    fn cm(name: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": {"a": "1"}})
+    }
+
+    #[test]
+    fn resource_versions_are_cluster_wide_and_increasing() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(100);
+        let a = s.create(&rt, cm("a"), false).unwrap();
+        let b = s.create(&rt, cm("b"), false).unwrap();
+        let ra: u64 = meta::resource_version(&a).parse().unwrap();
+        let rb: u64 = meta::resource_version(&b).parse().unwrap();
+        assert!(rb > ra);
+        assert_eq!(s.current_rv(), rb);
+        assert!(s.create(&rt, cm("a"), false).unwrap_err().code == 409);
+    }
+
+    #[test]
+    fn stale_resource_version_is_a_conflict_and_changes_nothing() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(100);
+        let a = s.create(&rt, cm("a"), false).unwrap();
+        let mut upd = (*a).clone();
+        upd["data"]["a"] = json!("2");
+        let a2 = s.update(&rt, "default", "a", upd.clone(), UpdateScope::Main, false).unwrap();
+        // `upd` still carries the old resourceVersion.
+        upd["data"]["a"] = json!("3");
+        let err = s.update(&rt, "default", "a", upd, UpdateScope::Main, false).unwrap_err();
+        assert_eq!((err.code, err.reason), (409, "Conflict"));
+        assert_eq!(s.get(&rt.key(), "default", "a").unwrap()["data"]["a"], "2");
+        assert_eq!(meta::resource_version(&s.get(&rt.key(), "default", "a").unwrap()), meta::resource_version(&a2));
+    }
+
+    #[test]
+    fn generation_bumps_on_spec_changes_only() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("apps", "v1", "deployments").unwrap();
+        let s = Store::new(100);
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 1}});
+        let d = s.create(&rt, d, false).unwrap();
+        assert_eq!(d["metadata"]["generation"], 1);
+        let mut lab = (*d).clone();
+        lab["metadata"]["labels"] = json!({"x": "y"});
+        let d = s.update(&rt, "default", "d", lab, UpdateScope::Main, false).unwrap();
+        assert_eq!(d["metadata"]["generation"], 1);
+        let mut st = (*d).clone();
+        st["status"] = json!({"replicas": 1});
+        let d = s.update(&rt, "default", "d", st, UpdateScope::Status, false).unwrap();
+        assert_eq!(d["metadata"]["generation"], 1);
+        assert_eq!(d["status"]["replicas"], 1);
+        let mut sp = (*d).clone();
+        sp["spec"]["replicas"] = json!(3);
+        sp["status"] = json!({"replicas": 99});
+        let d = s.update(&rt, "default", "d", sp, UpdateScope::Main, false).unwrap();
+        assert_eq!(d["metadata"]["generation"], 2);
+        assert_eq!(d["status"]["replicas"], 1, "main resource update must not change status");
+    }
+
+    #[test]
+    fn finalizers_hold_deletion_until_removed() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(100);
+        let mut o = cm("f");
+        o["metadata"]["finalizers"] = json!(["example.com/hold"]);
+        s.create(&rt, o, false).unwrap();
+        let out = s.delete(&rt, "default", "f", &DeleteOptions::default()).unwrap();
+        let DeleteOutcome::Pending(p) = out else { panic!("expected pending") };
+        assert!(meta::is_deleting(&p));
+        let mut cleared = (*p).clone();
+        cleared["metadata"]["finalizers"] = json!([]);
+        s.update(&rt, "default", "f", cleared, UpdateScope::Main, false).unwrap();
+        assert!(s.get(&rt.key(), "default", "f").is_none());
+    }
+
+    #[test]
+    fn watch_replays_from_history_or_expires() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(3);
+        let first = s.create(&rt, cm("a"), false).unwrap();
+        let rv0: u64 = meta::resource_version(&first).parse().unwrap();
+        for n in ["b", "c", "d", "e"] {
+            s.create(&rt, cm(n), false).unwrap();
+        }
+        let err = s.watch(&rt.key(), Some(rv0), None).err().expect("expired");
+        assert_eq!((err.code, err.reason), (410, "Expired"));
+        let start = s.watch(&rt.key(), Some(rv0 + 2), None).unwrap();
+        let names: Vec<_> = start.replay.iter().map(|e| meta::name(&e.object).to_string()).collect();
+        assert_eq!(names, vec!["d", "e"]);
+    }
+
+    #[test]
+    fn noop_update_keeps_resource_version() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(100);
+        let a = s.create(&rt, cm("a"), false).unwrap();
+        let b = s.update(&rt, "default", "a", (*a).clone(), UpdateScope::Main, false).unwrap();
+        assert_eq!(meta::resource_version(&a), meta::resource_version(&b));
+    }
+
+    #[test]
+    fn scheduled_pods_wait_for_their_grace_period() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "pods").unwrap();
+        let s = Store::new(100);
+        let p = json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
+        s.create(&rt, p, false).unwrap();
+        let out = s.delete(&rt, "default", "p", &DeleteOptions::default()).unwrap();
+        assert!(matches!(out, DeleteOutcome::Pending(ref o) if o["metadata"]["deletionGracePeriodSeconds"] == 30));
+        let forced = DeleteOptions { grace_period_seconds: Some(0), ..Default::default() };
+        assert!(matches!(s.delete(&rt, "default", "p", &forced).unwrap(), DeleteOutcome::Deleted(_)));
+    }
+}
