@@ -189,10 +189,8 @@ impl ApiServer {
         if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
             crd::prepare(&mut obj)?;
         }
-        let mut obj = self.convert_in(rt, obj);
-        if !rt.custom {
-            validation::check_typed(&stored_rt, &obj)?;
-        }
+        let obj = self.convert_in(rt, obj);
+        let mut obj = validation::prune_typed(&stored_rt, obj)?;
         let manager = opts.field_manager.clone().unwrap_or_else(|| "unknown".into());
         patch::apply::record_update(&stored_rt.kind, None, &mut obj, &manager, &meta::now_rfc3339());
         let created = self.store.create(&stored_rt, obj, opts.dry_run)?;
@@ -255,9 +253,7 @@ impl ApiServer {
             }
             obj = next;
         }
-        if !stored_rt.custom {
-            validation::check_typed(stored_rt, &obj)?;
-        }
+        let mut obj = validation::prune_typed(stored_rt, obj)?;
         if scope == UpdateScope::Main {
             validation::check_update(stored_rt, &current, &obj)?;
         }
@@ -367,10 +363,7 @@ impl ApiServer {
             crd::prepare(&mut obj)?;
         }
         let stored_rt = self.stored_type(rt);
-        let obj = self.convert_in(rt, obj);
-        if !rt.custom {
-            validation::check_typed(&stored_rt, &obj)?;
-        }
+        let obj = validation::prune_typed(&stored_rt, self.convert_in(rt, obj))?;
         let created = self.store.create(&stored_rt, obj, opts.dry_run)?;
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);

@@ -46,11 +46,14 @@ fn typed_round_trip(rt: &ResourceType, obj: &Value) -> Option<Result<Value, Stri
     })
 }
 
-/// A body that does not decode as its type is rejected like the apiserver's decoder does.
-pub fn check_typed(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
-    match typed_round_trip(rt, obj) {
+/// Decode a built-in object through its type, as the apiserver's decoder does: a body that does
+/// not decode is a 400, and fields the type does not know are dropped (custom resources pass
+/// through unchanged).
+pub fn prune_typed(rt: &ResourceType, obj: Value) -> ApiResult<Value> {
+    match typed_round_trip(rt, &obj) {
         Some(Err(e)) => Err(ApiError::bad_request(format!("error decoding {}: {}", rt.kind, e))),
-        _ => Ok(()),
+        Some(Ok(pruned)) => Ok(pruned),
+        None => Ok(obj),
     }
 }
 
@@ -107,13 +110,9 @@ fn unknown_fields(input: &Value, known: &Value, path: String, out: &mut Vec<Stri
     }
 }
 
+/// `null` decodes to an absent optional field: not unknown. (Empty maps and lists re-encode.)
 fn is_empty_value(v: &Value) -> bool {
-    match v {
-        Value::Null => true,
-        Value::Object(m) => m.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        _ => false,
-    }
+    v.is_null()
 }
 
 /// Maps whose keys are data, not schema (labels, annotations, data, ...): re-encoding keeps them,
@@ -186,6 +185,17 @@ mod tests {
     }
 
     #[test]
+    fn unknown_fields_are_dropped_from_built_ins() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let cm = json!({"metadata": {"name": "a"}, "data": {"k": "v"}, "dta": {}});
+        assert_eq!(check_fields(&rt, &cm, None).unwrap(), vec!["unknown field \"dta\"".to_string()]);
+        let pruned = prune_typed(&rt, cm).unwrap();
+        assert!(pruned.get("dta").is_none());
+        assert_eq!(pruned["data"]["k"], "v");
+    }
+
+    #[test]
     fn nested_unknown_fields_have_full_paths() {
         let reg = Registry::with_builtins();
         let rt = reg.get("", "v1", "pods").unwrap();
@@ -198,7 +208,7 @@ mod tests {
         let reg = Registry::with_builtins();
         let rt = reg.get("", "v1", "pods").unwrap();
         let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": "nope"}});
-        let e = check_typed(&rt, &pod).unwrap_err();
+        let e = prune_typed(&rt, pod).unwrap_err();
         assert_eq!(e.code, 400);
     }
 
