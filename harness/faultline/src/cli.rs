@@ -37,6 +37,12 @@ enum SimCommand {
         /// Loopback address to listen on (port 0 picks a free port).
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: SocketAddr,
+        /// Multiply every simulated duration (backoffs, timeouts, reboots) by this factor.
+        #[arg(long, default_value_t = 1.0)]
+        time_scale: f64,
+        /// Serve the API alone: static nodes, no kubelets, scheduler or Longhorn.
+        #[arg(long)]
+        api_only: bool,
     },
 }
 
@@ -64,12 +70,16 @@ pub fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Sim { command: SimCommand::Up { nodes, kubeconfig, listen } } => sim_up(nodes, kubeconfig, listen).await,
+        Command::Sim { command: SimCommand::Up { nodes, kubeconfig, listen, time_scale, api_only } } => sim_up(nodes, kubeconfig, listen, time_scale, api_only).await,
     }
 }
 
-async fn sim_up(nodes: usize, kubeconfig: PathBuf, listen: SocketAddr) -> Result<ExitCode> {
-    let opts = SimOptions { bind: listen, ..SimOptions::with_workers(nodes) };
+async fn sim_up(nodes: usize, kubeconfig: PathBuf, listen: SocketAddr, time_scale: f64, api_only: bool) -> Result<ExitCode> {
+    if !(time_scale > 0.0) {
+        anyhow::bail!("--time-scale must be a positive number, got {time_scale}");
+    }
+    let base = if api_only { SimOptions::with_workers(nodes) } else { SimOptions::full(nodes, faultline_sim::Timing::scaled(time_scale)) };
+    let opts = SimOptions { bind: listen, ..base };
     let server = SimServer::start(opts).await?;
     let path = server.write_kubeconfig(&kubeconfig)?;
     println!("faultline sim: API server listening on {}", server.url());

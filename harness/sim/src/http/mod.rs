@@ -2,6 +2,7 @@
 //! Bearer-token authentication on every request, content negotiation (JSON, YAML, Table,
 //! PartialObjectMetadata, aggregated discovery) and `Status` errors.
 
+pub mod control;
 pub mod discovery;
 pub mod negotiate;
 pub mod openapi;
@@ -31,6 +32,8 @@ const MAX_BODY: usize = 3 * 1024 * 1024;
 #[derive(Clone)]
 pub struct HttpState {
     pub api: Arc<ApiServer>,
+    /// The simulated nodes, for the node control endpoint (`/faultline/v1/...`).
+    pub cluster: Option<Arc<crate::cluster::SimCluster>>,
     pub token: Arc<String>,
     pub address: Arc<String>,
 }
@@ -140,6 +143,7 @@ async fn dispatch(c: &Ctx<'_>, route: Route) -> ApiResult<Response> {
             Ok(json_response(StatusCode::OK, &doc, &Output::Json, &[]))
         }
         Route::Resource(p) => resource(c, p).await,
+        Route::Control(path) => control::handle(c.s.cluster.as_ref(), &c.method, &path, &c.query, c.body),
         Route::NotFound => Err(not_found_path()),
     }
 }
