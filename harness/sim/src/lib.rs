@@ -16,6 +16,7 @@ pub mod kubeconfig;
 pub mod meta;
 pub mod nodes;
 pub mod patch;
+pub mod protobuf;
 pub mod resources;
 pub mod selectors;
 pub mod server;
