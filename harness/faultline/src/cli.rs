@@ -22,6 +22,8 @@ enum Command {
         #[command(subcommand)]
         command: SimCommand,
     },
+    /// Node operations (logs, mounts, kubelet service, reboot) on a running `faultline sim up`.
+    Node(crate::node_cmd::NodeArgs),
 }
 
 #[derive(Subcommand)]
@@ -70,6 +72,7 @@ pub fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
+        Command::Node(args) => crate::node_cmd::run(args).await,
         Command::Sim { command: SimCommand::Up { nodes, kubeconfig, listen, time_scale, api_only } } => sim_up(nodes, kubeconfig, listen, time_scale, api_only).await,
     }
 }
