@@ -371,3 +371,37 @@ async fn scheduler_reports_unschedulable_and_pod_logs_work() {
     wait_running(&client, "logger", 20).await;
     assert_eq!(pods.logs("logger", &Default::default()).await.unwrap(), "line one\nline two\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugin_death_after_attach_blocks_teardown_with_driver_not_registered() {
+    let (_c, sim, client) = cluster().await;
+    workspace(&client, "ws-first", "worker-02").await;
+    wait_running(&client, "ws-first", 20).await;
+    sim.node_op("worker-02", &NodeOp::CsiPluginDown).unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    pods.delete("ws-first", &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await.unwrap();
+    // The same claim on the same node: still attached, but the plugin is gone.
+    let again: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "ws-second"},
+        "spec": {"nodeSelector": {"kubernetes.io/hostname": "worker-02"}, "containers": [{"name": "workspace", "image": "python:3.12"}],
+                 "volumes": [{"name": "workspace", "persistentVolumeClaim": {"claimName": "workspace-ws-first"}}]}
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &again).await.unwrap();
+    // The old pod's volume cannot be torn down without the plugin, and the new pod waits behind
+    // that volume's failed operation (same volume, any pod).
+    let line = eventually(20, "driver-not-registered error in the kubelet log", || {
+        let sim = sim.clone();
+        async move {
+            kubelet_log(&sim, "worker-02").into_iter().find(|l| l.contains("UnmountVolume.TearDown failed") && l.contains("driver name driver.longhorn.io not found in the list of registered CSI drivers"))
+        }
+    })
+    .await;
+    assert!(line.contains("nestedpendingoperations.go") && line.contains("No retries permitted until"), "{line}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let st = pods.get("ws-second").await.unwrap().status.unwrap();
+    assert_eq!(st.phase.as_deref(), Some("Pending"));
+    assert!(kubelet_log(&sim, "worker-02").iter().any(|l| l.contains("Error syncing pod, skipping") && l.contains("ws-second")));
+    sim.node_op("worker-02", &NodeOp::CsiPluginUp).unwrap();
+    wait_running(&client, "ws-second", 30).await;
+}

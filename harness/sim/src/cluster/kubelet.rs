@@ -549,8 +549,15 @@ impl Kubelet {
             if !self.ops.may_run(&key, now) {
                 continue;
             }
-            if io_errors {
-                let line = self.ops.failed(&key, now, &format!("UnmountVolume.TearDown failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : unmount failed: input/output error", pv, un, uid, uid));
+            let teardown_err = if !self.csi_registered {
+                Some(format!("kubernetes.io/csi: Unmounter.TearDownAt failed to get CSI client: driver name {} not found in the list of registered CSI drivers", DRIVER))
+            } else if io_errors {
+                Some("unmount failed: input/output error".to_string())
+            } else {
+                None
+            };
+            if let Some(e) = teardown_err {
+                let line = self.ops.failed(&key, now, &format!("UnmountVolume.TearDown failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", pv, un, uid, uid, e));
                 self.log('E', "nestedpendingoperations.go:348", &line);
                 continue;
             }
@@ -567,6 +574,12 @@ impl Kubelet {
                 }
                 let key = OpKey::device(&unique_name(&handle));
                 if !self.ops.may_run(&key, now) {
+                    continue;
+                }
+                if !self.csi_registered {
+                    let err = format!("UnmountDevice failed for volume \"{}\" (UniqueName: \"{}\") on node \"{}\" : kubernetes.io/csi: attacher.UnmountDevice failed to create newCsiDriverClient: driver name {} not found in the list of registered CSI drivers", pv, unique_name(&handle), self.node.name, DRIVER);
+                    let line = self.ops.failed(&key, now, &err);
+                    self.log('E', "nestedpendingoperations.go:348", &line);
                     continue;
                 }
                 self.ops.succeeded(&key);
