@@ -5,6 +5,7 @@ use crate::apiserver::{ApiServer, WriteOptions};
 use crate::cluster::{ClusterOptions, SimCluster};
 use crate::timing::Timing;
 use crate::controllers;
+use crate::http::faults::ApiFaults;
 use crate::http::{self, HttpState};
 use crate::kubeconfig;
 use crate::tls;
@@ -58,6 +59,8 @@ pub struct SimServer {
     pub api: Arc<ApiServer>,
     /// The simulated nodes and controllers, when started with `SimOptions::cluster`.
     pub cluster: Option<Arc<SimCluster>>,
+    /// API-level faults (errors, latency) applied to resource requests.
+    pub faults: ApiFaults,
     pub addr: SocketAddr,
     pub token: String,
     /// PEM of the cluster CA that signed the serving certificate.
@@ -79,11 +82,12 @@ impl SimServer {
         let static_nodes: &[String] = if opts.cluster.is_some() { &[] } else { &opts.nodes };
         bootstrap(&api, static_nodes)?;
         let cluster = opts.cluster.clone().map(|c| SimCluster::start(api.clone(), &opts.nodes, c));
-        let state = HttpState { api: api.clone(), token: Arc::new(token.clone()), address: Arc::new(addr.to_string()), cluster: cluster.clone() };
+        let faults = ApiFaults::default();
+        let state = HttpState { api: api.clone(), token: Arc::new(token.clone()), address: Arc::new(addr.to_string()), cluster: cluster.clone(), faults: faults.clone() };
         let certs = tls::generate()?;
         let (shutdown, rx) = watch::channel(false);
         tasks.push(tokio::spawn(serve_tls(listener, tokio_rustls::TlsAcceptor::from(certs.server_config.clone()), http::router(state), rx)));
-        Ok(SimServer { api, cluster, addr, token, ca_pem: certs.ca_pem, shutdown, tasks })
+        Ok(SimServer { api, cluster, faults, addr, token, ca_pem: certs.ca_pem, shutdown, tasks })
     }
 
     pub fn url(&self) -> String {
