@@ -126,9 +126,10 @@ async fn injected_api_errors_and_latency() {
     let c = TestCluster::start(0).await;
     let client = c.client().await;
     let cms = "/api/v1/namespaces/default/configmaps";
-    let id = c.server.faults.add(ApiFault { kind: ApiFaultKind::Errors { rate: 1.0, code: 503 }, verbs: vec!["create".into()], resources: vec!["configmaps".into()] });
+    let id = c.server.faults.add(ApiFault { kind: ApiFaultKind::Errors { rate: 1.0, code: 500 }, verbs: vec!["create".into()], resources: vec!["configmaps".into()] });
+    // (kube-rs retries 503s with backoff for minutes, as client-go does with Retry-After: use 500.)
     let r = send(&client, Method::POST, cms, Some("application/json"), None, br#"{"metadata":{"name":"x"}}"#).await;
-    assert_status(&r, 503, "ServiceUnavailable");
+    assert_status(&r, 500, "InternalError");
     let listed = send(&client, Method::GET, cms, None, None, b"").await;
     assert_eq!(listed.code, 200, "other verbs are untouched");
     assert!(c.server.faults.remove(id));
