@@ -1,0 +1,9 @@
+//! Faultline: a chaos and simulation test harness for Kubernetes controllers.
+//!
+//! Layers: `model` (the scenario language) -> `loader` (files, diagnostics) -> `runner`
+//! (providers, faults, controller process, expectations) -> `report` (console, JUnit, JSON, HTML).
+
+pub mod celx;
+pub mod loader;
+pub mod model;
+pub mod spans;
