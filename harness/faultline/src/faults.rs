@@ -60,6 +60,11 @@ impl FaultManager {
         FaultManager { node_ops, kube, controller, timeline, anchors, op_timeout, active: Mutex::new(vec![]), records: Mutex::new(vec![]) }
     }
 
+    /// The anchors this manager sets (`<fault>.healed`).
+    pub fn anchors(&self) -> Anchors {
+        self.anchors.clone()
+    }
+
     pub fn records(&self) -> Vec<FaultRecord> {
         self.records.lock().clone()
     }

@@ -13,3 +13,7 @@ pub mod k8s;
 pub mod logs;
 pub mod provider;
 pub mod timeline;
+pub mod events;
+pub mod expect;
+pub mod report;
+pub mod runner;
