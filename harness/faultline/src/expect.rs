@@ -177,6 +177,9 @@ pub async fn evaluate(e: &Expect, anchor_name: &str, anchor: Instant, default_wi
     result
 }
 
+/// How long a judge waits for the first observation when the deadline is already over.
+pub const FIRST_OBSERVATION_GRACE: Duration = Duration::from_secs(5);
+
 pub struct Judged {
     pub verdict: Verdict,
     pub measured: Option<Duration>,
@@ -207,13 +210,20 @@ pub async fn judge(mode: Mode, mut rx: watch::Receiver<Option<Obs>>, anchor: Ins
                 since = None;
             }
             match mode {
-                Mode::Eventually { .. } if o.holds => {
+                Mode::Eventually { deadline } if o.holds => {
                     let m = o.at.saturating_duration_since(anchor);
+                    if o.at > deadline {
+                        return fail(format!("held only after {}", format_duration(m)), obs.clone(), Some(m));
+                    }
                     return pass(format!("held after {}", format_duration(m)), obs.clone(), Some(m));
                 }
                 Mode::EventuallyFor { deadline, hold } => {
                     if !o.holds && hold_started && o.at >= deadline {
                         return fail(format!("held at {} but stopped holding before {} had passed", first_true.map(|t| format_duration(t.saturating_duration_since(anchor))).unwrap_or_default(), format_duration(hold)), obs.clone(), None);
+                    }
+                    if o.holds && !hold_started && o.at > deadline {
+                        let m = o.at.saturating_duration_since(anchor);
+                        return fail(format!("held only after {}", format_duration(m)), obs.clone(), Some(m));
                     }
                     hold_started = since.is_some();
                 }
@@ -233,11 +243,14 @@ pub async fn judge(mode: Mode, mut rx: watch::Receiver<Option<Obs>>, anchor: Ins
             }
         }
         // What to wait for next.
+        // Until the first observation arrives, a deadline already past is extended by a grace
+        // period, so "too late" is reported with what was seen rather than "nothing seen".
+        let grace = |d: Instant| if obs.is_none() { d.max(window_start + FIRST_OBSERVATION_GRACE) } else { d };
         let timer: Option<(Instant, &str)> = match mode {
-            Mode::Eventually { deadline } => Some((deadline, "deadline")),
+            Mode::Eventually { deadline } => Some((grace(deadline), "deadline")),
             Mode::EventuallyFor { deadline, hold } => match since {
                 Some(s) => Some((s + hold, "held")),
-                None => Some((deadline, "deadline")),
+                None => Some((grace(deadline), "deadline")),
             },
             Mode::For { hold } => Some((window_start + hold, "held")),
             Mode::Never { until } => until.map(|u| (u, "held")),

@@ -59,7 +59,7 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
             for entry in rd.flatten() {
                 let f = entry.path();
                 let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                if f.is_file() && (name.ends_with(".yaml") || name.ends_with(".yml")) && name != SUITE_FILE {
+                if f.is_file() && (name.ends_with(".yaml") || name.ends_with(".yml")) && name != SUITE_FILE && !is_kubernetes_manifest(&f) {
                     out.insert(f);
                 }
             }
@@ -70,6 +70,18 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
         }
     }
     Ok(out.into_iter().collect())
+}
+
+/// In a directory, a YAML file whose apiVersion is not faultline's is a manifest the scenarios
+/// apply, not a scenario. (Named explicitly, every file is loaded as a scenario.)
+fn is_kubernetes_manifest(f: &Path) -> bool {
+    let Ok(src) = std::fs::read_to_string(f) else { return false };
+    let Some(doc) = serde_yaml::Deserializer::from_str(&src).next() else { return false };
+    let Ok(v) = <serde_yaml::Value as serde::Deserialize>::deserialize(doc) else { return false };
+    match v.get("apiVersion").and_then(|a| a.as_str()) {
+        Some(a) => !a.starts_with("faultline.dev/"),
+        None => false,
+    }
 }
 
 fn io_diag(p: &Path, e: &std::io::Error) -> Diagnostic {

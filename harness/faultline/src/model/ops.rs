@@ -39,6 +39,8 @@ pub enum VolumeRef {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct StaleDeviceMount {
     pub node: String,
+    #[serde(with = "serde_yaml::with::singleton_map")]
+    #[schemars(with = "VolumeRef")]
     pub volume: VolumeRef,
 }
 
@@ -274,7 +276,7 @@ impl Operation {
 pub fn compact(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::Object(m) => {
-            let inner: Vec<String> = m.iter().map(|(k, v)| format!("{k}: {}", compact(v))).collect();
+            let inner: Vec<String> = m.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| format!("{k}: {}", compact(v))).collect();
             format!("{{{}}}", inner.join(", "))
         }
         serde_json::Value::Array(a) => format!("[{}]", a.iter().map(compact).collect::<Vec<_>>().join(", ")),
@@ -356,6 +358,15 @@ pub enum Heal {
     Never,
 }
 
+/// `heal:` as YAML spells it: `never`, `{after: 30s}`, `{atStep: name}` (serde_yaml reads
+/// externally tagged enums only as `!tags` unless told to accept single-key maps).
+struct HealField(Heal);
+impl<'de> Deserialize<'de> for HealField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde_yaml::with::singleton_map::deserialize(d).map(HealField)
+    }
+}
+
 /// A fault step: `{name, heal, <operation>: {...}}`.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Fault {
@@ -379,7 +390,7 @@ impl<'de> Deserialize<'de> for Fault {
                     match key.as_str() {
                         "name" => name = Some(map.next_value()?),
                         "description" => description = Some(map.next_value()?),
-                        "heal" => heal = Some(map.next_value()?),
+                        "heal" => heal = Some(map.next_value::<HealField>()?.0),
                         k => {
                             if let (Some(prev), true) = (&op, Operation::is_key(k)) {
                                 return Err(de::Error::custom(format!(
