@@ -110,7 +110,7 @@ pub fn find_suite(start: &Path) -> Option<PathBuf> {
 /// map rather than of the offending key; those are moved to the key through `Spans`.
 fn yaml_diag(file: &Path, e: &serde_yaml::Error, src: &str) -> Diagnostic {
     let msg = e.to_string();
-    let re = Regex::new(r" at line \d+ column \d+$").unwrap();
+    let re = Regex::new(r" at line \d+ column \d+").unwrap();
     let msg = re.replace(&msg, "").to_string();
     let (mut line, mut col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
     let key_re = Regex::new(r"^([A-Za-z0-9_.\[\]-]+): unknown (?:field|variant) `([^`]+)`").unwrap();
@@ -176,7 +176,7 @@ pub fn load_scenario_str(file: &Path, src: &str, suite: &LoadedSuite) -> Result<
     let mut scenario: Scenario = serde_yaml::from_str(src).map_err(|e| vec![yaml_diag(file, &e, src)])?;
     let spans = Spans::parse(src);
     let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut v = Validator { file, spans: &spans, dir: &dir, suite, diags: vec![], steps: vec![], anchors: vec![] };
+    let mut v = Validator { file, spans: &spans, dir: &dir, suite, diags: vec![], steps: vec![], anchors: vec![], deferred_anchors: vec![] };
     v.scenario(&mut scenario);
     if v.diags.is_empty() {
         Ok(LoadedScenario { path: file.to_path_buf(), dir, scenario })
@@ -246,6 +246,8 @@ struct Validator<'a> {
     steps: Vec<StepInfo>,
     /// (path of `heal.atStep`, target, index of the fault step).
     anchors: Vec<(String, String, usize)>,
+    /// (`after:` value, its path, index of the expectation's step), checked once all steps are known.
+    deferred_anchors: Vec<(String, String, usize)>,
 }
 
 impl<'a> Validator<'a> {
@@ -292,6 +294,9 @@ impl<'a> Validator<'a> {
         }
         let mut counter = 0usize;
         self.steps_list(&mut s.spec.steps, "spec.steps", &nodes, &mut counter);
+        for (anchor, path, index) in std::mem::take(&mut self.deferred_anchors) {
+            self.anchor(&anchor, &path, index);
+        }
         // heal: {atStep} must name a step after the fault.
         for (path, target, fault_idx) in std::mem::take(&mut self.anchors) {
             match self.steps.iter().position(|st| st.name == target) {
@@ -397,7 +402,7 @@ impl<'a> Validator<'a> {
                 e.name = Some(name.clone());
             }
             if let Some(anchor) = &e.after {
-                self.anchor(anchor, &format!("{epath}.after"), index);
+                self.deferred_anchors.push((anchor.clone(), format!("{epath}.after"), index));
             }
             if e.never && e.within.is_some() {
                 self.err_key(&format!("{epath}.within"), "`never` and `within` exclude each other: bound a `never` window with `for`");

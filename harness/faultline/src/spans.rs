@@ -108,6 +108,13 @@ impl Builder {
                 Some(k) => Some(join(path, &k)),
                 None => {
                     let k = scalar.unwrap_or("?").to_string();
+                    // yaml-rust2 marks a block mapping where its first `:` is; the mapping
+                    // starts at its first key.
+                    if let Some(m) = self.spans.values.get_mut(path.as_str()) {
+                        if (mark.line, mark.col) < (m.line, m.col) {
+                            *m = mark;
+                        }
+                    }
                     self.spans.keys.insert(join(path, &k), mark);
                     *key = Some(k);
                     None
