@@ -84,6 +84,14 @@ fn is_kubernetes_manifest(f: &Path) -> bool {
     }
 }
 
+/// The directory of a file, `.` for a bare file name.
+pub fn parent_dir(file: &Path) -> PathBuf {
+    match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
 fn io_diag(p: &Path, e: &std::io::Error) -> Diagnostic {
     Diagnostic { file: p.to_path_buf(), line: 1, col: 1, message: format!("cannot read: {e}") }
 }
@@ -151,7 +159,7 @@ pub fn load_suite(file: &Path) -> Result<LoadedSuite, Vec<Diagnostic>> {
             }
         }
     }
-    let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dir = parent_dir(file);
     for (i, crd) in suite.crds.iter().enumerate() {
         if !dir.join(crd).is_file() {
             d.push(Diagnostic::at(file, spans.value(&format!("crds[{i}]")), format!("crds[{i}]: file `{crd}` not found")));
@@ -175,7 +183,7 @@ pub fn load_scenario(file: &Path, suite: &LoadedSuite) -> Result<LoadedScenario,
 pub fn load_scenario_str(file: &Path, src: &str, suite: &LoadedSuite) -> Result<LoadedScenario, Vec<Diagnostic>> {
     let mut scenario: Scenario = serde_yaml::from_str(src).map_err(|e| vec![yaml_diag(file, &e, src)])?;
     let spans = Spans::parse(src);
-    let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dir = parent_dir(file);
     let mut v = Validator { file, spans: &spans, dir: &dir, suite, diags: vec![], steps: vec![], anchors: vec![], deferred_anchors: vec![] };
     v.scenario(&mut scenario);
     if v.diags.is_empty() {
@@ -200,7 +208,7 @@ pub fn load_all(paths: &[PathBuf], suite_file: Option<&Path>) -> (LoadedSuite, V
             Ok(s) => s,
             Err(d) => {
                 diags.extend(d);
-                LoadedSuite { path: Some(p.clone()), dir: p.parent().map(Path::to_path_buf).unwrap_or_default(), suite: Suite::default() }
+                LoadedSuite { path: Some(p.clone()), dir: parent_dir(&p), suite: Suite::default() }
             }
         },
         None => LoadedSuite { path: None, dir: PathBuf::from("."), suite: Suite { api_version: API_VERSION.into(), kind: "Suite".into(), ..Default::default() } },

@@ -297,8 +297,10 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
         Stop::TimedOut(t) => (Verdict::Failed, Some(format!("scenario timeout {} exceeded during step `{current}`", format_duration(*t)))),
     };
     if let Some(r) = &reason {
-        let kind = if verdict == Verdict::Failed { EntryKind::Step } else { EntryKind::Error };
-        timeline.verdict(kind, r.clone(), verdict);
+        if !timeline.entries().iter().any(|e| &e.text == r) {
+            let kind = if verdict == Verdict::Failed { EntryKind::Step } else { EntryKind::Error };
+            timeline.verdict(kind, r.clone(), verdict);
+        }
     }
     let expectations: Vec<ExpectationResult> = scn.expectations.lock().clone();
     if verdict == Verdict::Passed {
