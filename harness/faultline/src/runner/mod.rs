@@ -253,8 +253,8 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
                 Err(e) if e.is_panic() => Stop::Panicked(panic_message(e.into_panic())),
                 Err(e) => Stop::Panicked(e.to_string()),
             },
-            sig = async { cancel.wait_for(|c| c.is_some()).await.ok().and_then(|r| r.clone()) } => Stop::Cancelled(sig.unwrap_or_default()),
-            why = async { abort_rx.wait_for(|a| a.is_some()).await.ok().and_then(|r| r.clone()) } => Stop::Aborted(why.unwrap_or_default()),
+            sig = wait_set(&mut cancel) => Stop::Cancelled(sig),
+            why = wait_set(&mut abort_rx) => Stop::Aborted(why),
             _ = tokio::time::sleep(timeout) => Stop::TimedOut(timeout),
         };
         if !task.is_finished() {
@@ -349,6 +349,14 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
     }
     opts.progress.scenario_finished(&report);
     report
+}
+
+/// The value once set; never, when the sender is gone without setting one.
+async fn wait_set(rx: &mut watch::Receiver<Option<String>>) -> String {
+    match rx.wait_for(|v| v.is_some()).await {
+        Ok(v) => v.clone().unwrap_or_default(),
+        Err(_) => std::future::pending().await,
+    }
 }
 
 fn faults_anchors(f: &FaultManager) -> Anchors {

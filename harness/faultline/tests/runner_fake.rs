@@ -1,0 +1,108 @@
+//! The runner in-process, against the sim provider with an in-memory `FakeNodeOps`: the order of
+//! node operations proves faults are healed on schedule, at their step, and by the final clean-up.
+
+use faultline::loader::{load_scenario_str, LoadedSuite};
+use faultline::provider::fake::{Call, FakeConfig, FakeNodeOps};
+use faultline::provider::sim::SimProvider;
+use faultline::runner::{self, NoProgress, RunOptions};
+use faultline::timeline::Verdict;
+use std::path::Path;
+use std::sync::Arc;
+
+fn opts(fake: Arc<FakeNodeOps>) -> RunOptions {
+    RunOptions {
+        provider: Arc::new(SimProvider::with_node_ops(fake)),
+        report_dir: None,
+        keep_cluster: false,
+        seed: 7,
+        jobs: 1,
+        cancel: tokio::sync::watch::channel(None).1,
+        progress: Arc::new(NoProgress),
+        faultline_bin: "faultline".into(),
+    }
+}
+
+fn actions(calls: &[Call]) -> Vec<String> {
+    calls.iter().map(|c| format!("{} {}", c.action, c.op.node().unwrap_or("-"))).collect()
+}
+
+async fn run(body: &str, fake: Arc<FakeNodeOps>) -> faultline::report::ScenarioReport {
+    let suite = LoadedSuite::default();
+    let src = format!("apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {{name: t}}\nspec:\n{body}");
+    let ls = load_scenario_str(Path::new("t.yaml"), &src, &suite).unwrap_or_else(|d| panic!("{d:?}"));
+    runner::run_scenario(&ls, &suite, &opts(fake), &Default::default()).await
+}
+
+#[tokio::test]
+async fn heals_on_schedule_at_step_and_at_cleanup_in_order() {
+    let fake = Arc::new(FakeNodeOps::new(FakeConfig::default()));
+    let r = run(concat!(
+        "  steps:\n",
+        "    - fault: {name: a, kubeletStop: {node: worker-01}, heal: {after: 100ms}}\n",
+        "    - fault: {name: b, hungNfs: {node: worker-02}, heal: {atStep: fix}}\n",
+        "    - fault: {name: c, ioErrors: {node: worker-03}}\n",
+        "    - sleep: 300ms\n",
+        "    - {name: fix, remediate: {nodePowerCycle: {node: worker-02}}}\n",
+    ), fake.clone()).await;
+    assert_eq!(r.verdict, Verdict::Passed, "{:?}", r.reason);
+    assert_eq!(actions(&fake.calls()), vec![
+        "apply worker-01", "apply worker-02", "apply worker-03",
+        "heal worker-01",                      // after 100ms
+        "heal worker-02", "apply worker-02",   // at step `fix`, before the power cycle runs
+        "heal worker-03",                      // clean-up
+    ]);
+    let by: Vec<&str> = r.faults.iter().map(|f| f.healed_by.as_str()).collect();
+    assert_eq!(by, vec!["schedule", "atStep", "cleanup"]);
+}
+
+#[tokio::test]
+async fn heals_when_an_expectation_fails_and_skips_the_rest() {
+    let fake = Arc::new(FakeNodeOps::new(FakeConfig::default()));
+    let r = run(concat!(
+        "  steps:\n",
+        "    - fault: {name: stale, staleDeviceMount: {node: worker-01, volume: {pvc: default/data}}}\n",
+        "    - expect: {name: recovers, within: 200ms, resource: {apiVersion: v1, kind: Pod, namespace: default, any: \"object.status.phase == 'Running'\"}}\n",
+        "    - expect: {name: never-reached, log: {source: kubelet, pattern: x}}\n",
+    ), fake.clone()).await;
+    assert_eq!(r.verdict, Verdict::Failed);
+    assert_eq!(actions(&fake.calls()), vec!["apply worker-01", "heal worker-01"]);
+    let e: Vec<(&str, Verdict)> = r.expectations.iter().map(|e| (e.name.as_str(), e.verdict)).collect();
+    assert_eq!(e, vec![("recovers", Verdict::Failed), ("never-reached", Verdict::Skipped)]);
+    assert_eq!(r.expectations[0].last_observed.as_deref(), Some("none of 0 Pod satisfy `object.status.phase == 'Running'`"));
+}
+
+#[tokio::test]
+async fn a_failed_injection_is_still_healed() {
+    let fake = Arc::new(FakeNodeOps::new(FakeConfig { fail_on: vec!["csiPluginDown".into()], ..Default::default() }));
+    let r = run("  steps:\n    - fault: {name: csi, csiPluginDown: {node: worker-01}}\n", fake.clone()).await;
+    assert_eq!(r.verdict, Verdict::Failed);
+    assert!(r.reason.as_deref().unwrap().contains("fake-node-ops: told to fail on csiPluginDown"), "{:?}", r.reason);
+    // The half-injected fault is healed anyway (heal must be idempotent).
+    assert_eq!(actions(&fake.calls()), vec!["heal worker-01"]);
+}
+
+#[tokio::test]
+async fn sim_node_ops_refuse_node_faults_clearly() {
+    let suite = LoadedSuite::default();
+    let src = "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {name: t}\nspec:\n  steps:\n    - fault: {name: k, kubeletStop: {node: worker-01}}\n";
+    let ls = load_scenario_str(Path::new("t.yaml"), src, &suite).unwrap();
+    let mut o = opts(Arc::new(FakeNodeOps::new(FakeConfig::default())));
+    o.provider = Arc::new(SimProvider::new());
+    let r = runner::run_scenario(&ls, &suite, &o, &Default::default()).await;
+    assert_eq!(r.verdict, Verdict::Failed);
+    assert!(r.reason.unwrap().contains("`kubeletStop` is unsupported on sim until the node simulation lands (issue 3)"));
+}
+
+#[tokio::test]
+async fn cordon_and_drain_are_done_through_the_api_and_healed() {
+    let fake = Arc::new(FakeNodeOps::new(FakeConfig::default()));
+    let r = run(concat!(
+        "  steps:\n",
+        "    - fault: {name: cordoned, cordon: {node: worker-02}}\n",
+        "    - expect: {name: unschedulable, within: 2s, resource: {apiVersion: v1, kind: Node, name: worker-02, condition: \"has(object.spec.unschedulable) && object.spec.unschedulable\"}}\n",
+        "    - remediate: {uncordon: {node: worker-02}}\n",
+        "    - expect: {name: schedulable, within: 2s, resource: {apiVersion: v1, kind: Node, name: worker-02, condition: \"!has(object.spec.unschedulable) || !object.spec.unschedulable\"}}\n",
+    ), fake.clone()).await;
+    assert_eq!(r.verdict, Verdict::Passed, "{:?} {:#?}", r.reason, r.expectations);
+    assert!(fake.calls().is_empty(), "runner operations never reach NodeOps");
+}
