@@ -619,3 +619,104 @@ async fn log_source(logs: LogStore, l: LogExpect, anchor: Instant, tx: watch::Se
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obs(holds: bool) -> Option<Obs> {
+        Some(Obs { at: Instant::now(), holds, summary: format!("holds={holds}"), objects: vec![] })
+    }
+
+    /// Feed observations at the given offsets (ms) and judge.
+    async fn judged(mode_of: impl FnOnce(Instant) -> Mode, feed: Vec<(u64, bool)>, end_after: Option<u64>) -> Judged {
+        let anchor = Instant::now();
+        let (tx, rx) = watch::channel(None);
+        let (etx, erx) = watch::channel(false);
+        tokio::spawn(async move {
+            for (at, h) in feed {
+                tokio::time::sleep_until((anchor + Duration::from_millis(at)).into()).await;
+                tx.send_replace(obs(h));
+            }
+            if let Some(e) = end_after {
+                tokio::time::sleep_until((anchor + Duration::from_millis(e)).into()).await;
+                let _ = etx.send(true);
+            }
+            std::future::pending::<()>().await;
+        });
+        judge(mode_of(anchor), rx, anchor, erx).await
+    }
+
+    #[tokio::test]
+    async fn eventually_passes_with_the_measured_time_and_fails_at_the_deadline() {
+        let j = judged(|a| Mode::Eventually { deadline: a + Duration::from_millis(500) }, vec![(0, false), (100, true)], None).await;
+        assert_eq!(j.verdict, Verdict::Passed);
+        let m = j.measured.unwrap().as_millis();
+        assert!((90..300).contains(&m), "{m}");
+        let j = judged(|a| Mode::Eventually { deadline: a + Duration::from_millis(150) }, vec![(0, false)], None).await;
+        assert_eq!(j.verdict, Verdict::Failed);
+        assert_eq!(j.message, "the condition never held");
+        assert_eq!(j.last.unwrap().summary, "holds=false");
+    }
+
+    #[tokio::test]
+    async fn eventually_for_restarts_the_hold_when_it_flips_before_the_deadline() {
+        let mode = |a: Instant| Mode::EventuallyFor { deadline: a + Duration::from_millis(400), hold: Duration::from_millis(150) };
+        let j = judged(mode, vec![(0, true), (50, false), (100, true)], None).await;
+        assert_eq!(j.verdict, Verdict::Passed, "{}", j.message);
+        assert!(j.measured.unwrap() >= Duration::from_millis(90), "measured from the streak that held");
+        let j = judged(mode, vec![(0, false), (350, true), (450, false)], None).await;
+        assert_eq!(j.verdict, Verdict::Failed, "{}", j.message);
+    }
+
+    #[tokio::test]
+    async fn for_fails_as_soon_as_it_stops_holding() {
+        let j = judged(|_| Mode::For { hold: Duration::from_millis(300) }, vec![(0, true), (100, false)], None).await;
+        assert_eq!(j.verdict, Verdict::Failed);
+        assert!(j.message.starts_with("did not hold continuously for 300ms"), "{}", j.message);
+        let j = judged(|_| Mode::For { hold: Duration::from_millis(150) }, vec![(0, true)], None).await;
+        assert_eq!(j.verdict, Verdict::Passed);
+    }
+
+    #[tokio::test]
+    async fn never_and_always_windows() {
+        let j = judged(|_| Mode::Never { until: None }, vec![(0, false), (50, true)], Some(300)).await;
+        assert_eq!(j.verdict, Verdict::Failed);
+        let j = judged(|_| Mode::Never { until: None }, vec![(0, false)], Some(100)).await;
+        assert_eq!(j.verdict, Verdict::Passed);
+        let j = judged(|a| Mode::Never { until: Some(a + Duration::from_millis(100)) }, vec![(0, false), (200, true)], None).await;
+        assert_eq!(j.verdict, Verdict::Passed, "true only after the window");
+        let j = judged(|_| Mode::Always, vec![(0, true), (60, false)], Some(300)).await;
+        assert_eq!(j.verdict, Verdict::Failed);
+        let j = judged(|_| Mode::Always, vec![(0, true)], Some(80)).await;
+        assert_eq!(j.verdict, Verdict::Passed);
+    }
+
+    fn objects(list: &[serde_json::Value]) -> BTreeMap<String, Value> {
+        list.iter().map(|o| (key_of(o), o.clone())).collect()
+    }
+
+    #[test]
+    fn selections_over_objects() {
+        let ws = |n: &str, phase: &str| json!({"metadata": {"name": n, "namespace": "ns"}, "status": {"phase": phase}});
+        let set = objects(&[ws("a", "Active"), ws("b", "Active"), ws("c", "Creating")]);
+        let r = |f: &dyn Fn(&mut ResourceExpect)| { let mut r = ResourceExpect { kind: "Workspace".into(), ..Default::default() }; f(&mut r); r };
+        let active = "object.status.phase == 'Active'".to_string();
+        let (ok, s) = observe_objects(&r(&|r| r.all = Some(active.clone())), &set);
+        assert!(!ok);
+        assert_eq!(s, "2 of 3 Workspace satisfy `object.status.phase == 'Active'`; not: ns/c (status: {phase: Creating})");
+        assert!(observe_objects(&r(&|r| r.any = Some(active.clone())), &set).0);
+        assert!(!observe_objects(&r(&|r| r.one = Some(active.clone())), &set).0);
+        assert!(observe_objects(&r(&|r| r.one = Some("object.status.phase == 'Creating'".into())), &set).0);
+        assert!(!observe_objects(&r(&|r| r.none = Some(active.clone())), &set).0);
+        let count = |eq| r(&|r| r.count = Some(crate::model::CountSpec { filter: Some(active.clone()), equals: Some(eq), ..Default::default() }));
+        assert!(observe_objects(&count(2), &set).0);
+        assert_eq!(observe_objects(&count(3), &set).1, "count = 2 (expected == 3) of 3 Workspace");
+        let (ok, s) = observe_objects(&r(&|r| r.all = Some(active.clone())), &BTreeMap::new());
+        assert!(!ok, "all over nothing does not hold");
+        assert_eq!(s, "no Workspace selected (all requires at least one)");
+        let named = r(&|r| { r.name = Some("zz".into()); r.condition = Some("object == null".into()) });
+        assert!(observe_objects(&named, &set).0, "absent object is null");
+    }
+}

@@ -50,3 +50,26 @@ pub fn compare(baseline: &Value, current: &RunReport, limit: f64) -> Vec<Regress
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn current(measured: &[(&str, Option<u64>)]) -> RunReport {
+        let mut r = crate::report::tests_support::empty_run();
+        r.scenarios.push(crate::report::tests_support::scenario("s", measured));
+        r
+    }
+
+    #[test]
+    fn flags_only_regressions_beyond_ratio_and_noise() {
+        let base = json!({"schemaVersion": 1, "scenarios": [{"name": "s", "expectations": [
+            {"name": "slow", "measuredMs": 1000}, {"name": "ok", "measuredMs": 1000}, {"name": "tiny", "measuredMs": 10}]}]});
+        let now = current(&[("slow", Some(2000)), ("ok", Some(1400)), ("tiny", Some(100)), ("new", Some(5))]);
+        let regs = compare(&base, &now, 1.5);
+        assert_eq!(regs.len(), 1, "{regs:?}");
+        assert_eq!((regs[0].expectation.as_str(), regs[0].baseline_ms, regs[0].current_ms), ("slow", 1000, 2000));
+        assert!((regs[0].ratio - 2.0).abs() < 1e-9);
+    }
+}

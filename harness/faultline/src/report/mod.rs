@@ -122,3 +122,45 @@ pub fn write_json(report: &RunReport, path: &std::path::Path) -> anyhow::Result<
 pub fn ms(d: u64) -> String {
     crate::model::duration::format_duration(std::time::Duration::from_millis(d))
 }
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+    use crate::expect::Budget;
+
+    pub fn empty_run() -> RunReport {
+        RunReport { schema_version: SCHEMA_VERSION, faultline_version: "test".into(), started_at: String::new(), duration_ms: 10, provider: "sim".into(),
+                    seed: 1, summary: Summary::default(), scenarios: vec![], regressions: vec![], interrupted_by: None }
+    }
+
+    pub fn scenario(name: &str, measured: &[(&str, Option<u64>)]) -> ScenarioReport {
+        ScenarioReport {
+            name: name.into(), file: format!("{name}.yaml"), description: None, verdict: Verdict::Passed, started_at: String::new(), duration_ms: 100,
+            reason: None, steps: vec![], faults: vec![], timeline: vec![], artifacts: None, controller_log_tail: vec![],
+            expectations: measured.iter().map(|(n, m)| ExpectationResult {
+                name: n.to_string(), kind: "resource".into(), description: format!("{n} & <friends>"), mode: "eventually".into(), anchor: "start".into(),
+                anchor_ms: 0, budget: Budget { within_ms: Some(1000), for_ms: None }, verdict: if m.is_some() { Verdict::Passed } else { Verdict::Failed },
+                started_ms: 0, finished_ms: 5, measured_ms: *m, message: "why".into(), last_observed: Some("seen".into()), invariant: false, background: false, objects: vec![],
+            }).collect(),
+        }
+    }
+
+    #[test]
+    fn junit_and_html_render_every_expectation_and_escape() {
+        let mut r = empty_run();
+        r.scenarios.push(scenario("a", &[("x", Some(5)), ("y", None)]));
+        let mut b = scenario("b", &[]);
+        b.verdict = Verdict::Error;
+        b.reason = Some("cluster failed to start".into());
+        r.scenarios.push(b);
+        r.summarize();
+        assert_eq!(r.exit_code(), 2);
+        let xml = junit::render(&r).unwrap();
+        assert!(xml.contains(r#"<testcase name="a/x""#) && xml.contains(r#"<testcase name="a/y""#));
+        assert!(xml.contains(r#"<testcase name="b/scenario (step)""#), "a harness error is a test case too: {xml}");
+        assert!(xml.contains("x &amp; &lt;friends&gt;") || !xml.contains("<friends>"));
+        let html = html::render(&r);
+        assert!(html.contains("x &amp; &lt;friends&gt;") && !html.contains("<friends>"));
+        assert_eq!(html.matches("<svg").count(), 2);
+    }
+}
