@@ -106,3 +106,26 @@ async fn cordon_and_drain_are_done_through_the_api_and_healed() {
     assert_eq!(r.verdict, Verdict::Passed, "{:?} {:#?}", r.reason, r.expectations);
     assert!(fake.calls().is_empty(), "runner operations never reach NodeOps");
 }
+
+#[tokio::test]
+async fn manifest_verbs_and_event_expectations() {
+    let fake = Arc::new(FakeNodeOps::new(FakeConfig::default()));
+    let r = run(concat!(
+        "  steps:\n",
+        "    - create: {objects: [{apiVersion: v1, kind: ConfigMap, metadata: {name: cm}, data: {phase: one}}]}\n",
+        "    - patch: {apiVersion: v1, kind: ConfigMap, name: cm, namespace: default, patch: {data: {phase: two}}}\n",
+        "    - expect: {name: patched, within: 2s, resource: {apiVersion: v1, kind: ConfigMap, namespace: default, name: cm, condition: \"object.data.phase == 'two'\"}}\n",
+        "    - apply: {objects: [{apiVersion: v1, kind: Event, metadata: {name: ev1}, reason: FailedMount, type: Warning,\n",
+        "               message: 'Unable to attach or mount volumes: timed out waiting for the condition',\n",
+        "               involvedObject: {kind: Pod, name: ws-a-1234, namespace: default}}]}\n",
+        "    - expect: {name: failed-mount, after: start, within: 2s, event: {reason: FailedMount, type: Warning, involvedKind: Pod, involvedName: /^ws-a-/, message: timed out}}\n",
+        "    - delete: {apiVersion: v1, kind: ConfigMap, name: cm, namespace: default}\n",
+        "    - expect: {name: gone, within: 2s, resource: {apiVersion: v1, kind: ConfigMap, namespace: default, name: cm, condition: \"object == null\"}}\n",
+        "    - expect: {name: no-more-events, never: true, for: 200ms, event: {reason: Killing}}\n",
+        "    - expect: {name: one-configmap-left, within: 1s, resource: {apiVersion: v1, kind: ConfigMap, namespace: default, count: {atMost: 1}}}\n",
+    ), fake).await;
+    assert_eq!(r.verdict, Verdict::Passed, "{:?} {:#?}", r.reason, r.expectations);
+    assert_eq!(r.expectations.len(), 5);
+    assert!(r.timeline.iter().any(|e| e.text.starts_with("event Warning FailedMount Pod default/ws-a-1234")), "events reach the timeline");
+    assert!(r.expectations.iter().find(|e| e.name == "failed-mount").unwrap().last_observed.as_ref().unwrap().contains("1 matching event(s)"));
+}
