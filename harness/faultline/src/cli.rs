@@ -30,7 +30,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run scenarios: inject faults, judge expectations against their budgets, report.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Check scenario files and the suite config; report errors as file:line:col.
     Validate {
         /// Scenario files or directories (default: scenarios).
@@ -170,7 +170,7 @@ async fn run(cli: Cli) -> Result<u8> {
             println!("{}", serde_json::to_string_pretty(&schema)?);
             Ok(0)
         }
-        Command::Run(args) => run_cmd(args).await,
+        Command::Run(args) => run_cmd(*args).await,
         Command::Kube { command } => kube_cmd(command).await,
     }
 }

@@ -227,11 +227,9 @@ pub async fn judge(mode: Mode, mut rx: watch::Receiver<Option<Obs>>, anchor: Ins
                     }
                     hold_started = since.is_some();
                 }
-                Mode::For { hold } => {
-                    if !o.holds {
-                        let when = format_duration(o.at.saturating_duration_since(window_start));
-                        return fail(format!("did not hold continuously for {}: false {when} into the window", format_duration(hold)), obs.clone(), None);
-                    }
+                Mode::For { hold } if !o.holds => {
+                    let when = format_duration(o.at.saturating_duration_since(window_start));
+                    return fail(format!("did not hold continuously for {}: false {when} into the window", format_duration(hold)), obs.clone(), None);
                 }
                 Mode::Never { .. } if o.holds => {
                     return fail(format!("held at {} after {} (it must never hold)", format_duration(o.at.saturating_duration_since(window_start)), "the window opened"), obs.clone(), Some(o.at.saturating_duration_since(anchor)));

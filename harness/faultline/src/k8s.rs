@@ -21,11 +21,14 @@ pub async fn client_from_kubeconfig(path: &Path) -> Result<Client> {
 
 pub const FIELD_MANAGER: &str = "faultline";
 
+/// (apiVersion, kind) -> how the cluster serves it.
+type KindCache = HashMap<(String, String), (ApiResource, ApiCapabilities)>;
+
 /// A client plus a cache of resolved kinds.
 #[derive(Clone)]
 pub struct Kube {
     pub client: Client,
-    cache: Arc<Mutex<HashMap<(String, String), (ApiResource, ApiCapabilities)>>>,
+    cache: Arc<Mutex<KindCache>>,
 }
 
 pub fn parse_api_version(api_version: &str) -> (String, String) {

@@ -155,8 +155,24 @@ fn interrupt(signal: i32, expected_code: i32) {
         assert!(Instant::now() < deadline, "the fault was never injected");
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(600));
-    let controller: i32 = std::fs::read_to_string(fx.path("controller.pid")).unwrap().trim().parse().unwrap();
+    let read_pid = || std::fs::read_to_string(fx.path("controller.pid")).ok().and_then(|s| s.trim().parse::<i32>().ok());
+    let first = loop {
+        if let Some(p) = read_pid() {
+            break p;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // controllerCrash heals after 200ms by starting the controller again: a new pid.
+    let controller = loop {
+        match read_pid() {
+            Some(p) if p != first => break p,
+            _ => {
+                assert!(Instant::now() < deadline, "the controller was never restarted");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    };
+    assert!(!alive(first), "the crashed controller is gone");
     assert!(alive(controller));
     // SAFETY: signalling the child we spawned.
     unsafe { libc::kill(pid, signal) };
