@@ -352,3 +352,26 @@ fn filter_and_shard_select_scenarios() {
     let out = fx.run(&["run", ".", "--shard", "3/2"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn sim_up_still_serves_until_interrupted() {
+    let fx = Fx::new();
+    let kc = fx.path("sim.kubeconfig");
+    let child = Command::new(BIN).args(["sim", "up", "--nodes", "2", "--kubeconfig"]).arg(&kc)
+        .stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !kc.is_file() {
+        assert!(Instant::now() < deadline, "no kubeconfig written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The kubeconfig works for faultline's own client.
+    std::fs::write(fx.path("ns.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: probe}\n").unwrap();
+    let out = Command::new(BIN).args(["kube", "apply", "-f"]).arg(fx.path("ns.yaml")).env("KUBECONFIG", &kc).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Namespace probe applied"));
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = wait_output(child, Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("faultline sim: stopping"));
+}
