@@ -44,6 +44,8 @@ enum Command {
         #[arg(long)]
         suite: bool,
     },
+    /// Node operations (logs, mounts, kubelet service, reboot) on a running `faultline sim up`.
+    Node(crate::node_cmd::NodeArgs),
     /// The simulated cluster.
     Sim {
         #[command(subcommand)]
@@ -116,6 +118,12 @@ enum SimCommand {
         /// Loopback address to listen on (port 0 picks a free port).
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: SocketAddr,
+        /// Multiply every simulated duration (backoffs, timeouts, reboots) by this factor.
+        #[arg(long, default_value_t = 1.0)]
+        time_scale: f64,
+        /// Serve the API alone: static nodes, no kubelets, scheduler or Longhorn.
+        #[arg(long)]
+        api_only: bool,
     },
 }
 
@@ -163,7 +171,8 @@ pub fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<u8> {
     match cli.command {
-        Command::Sim { command: SimCommand::Up { nodes, kubeconfig, listen } } => sim_up(nodes, kubeconfig, listen).await,
+        Command::Node(args) => crate::node_cmd::run(args).await.map(|_| 0),
+        Command::Sim { command: SimCommand::Up { nodes, kubeconfig, listen, time_scale, api_only } } => sim_up(nodes, kubeconfig, listen, time_scale, api_only).await,
         Command::Validate { paths, config } => validate(paths, config),
         Command::Schema { suite } => {
             let schema = if suite { schemars::schema_for!(faultline::model::Suite) } else { schemars::schema_for!(faultline::model::Scenario) };
@@ -355,8 +364,12 @@ async fn kube_cmd(c: KubeCommand) -> Result<u8> {
     Ok(0)
 }
 
-async fn sim_up(nodes: usize, kubeconfig: PathBuf, listen: SocketAddr) -> Result<u8> {
-    let opts = SimOptions { bind: listen, ..SimOptions::with_workers(nodes) };
+async fn sim_up(nodes: usize, kubeconfig: PathBuf, listen: SocketAddr, time_scale: f64, api_only: bool) -> Result<u8> {
+    if !(time_scale > 0.0) {
+        anyhow::bail!("--time-scale must be a positive number, got {time_scale}");
+    }
+    let base = if api_only { SimOptions::with_workers(nodes) } else { SimOptions::full(nodes, faultline_sim::Timing::scaled(time_scale)) };
+    let opts = SimOptions { bind: listen, ..base };
     let server = SimServer::start(opts).await?;
     let path = server.write_kubeconfig(&kubeconfig)?;
     println!("faultline sim: API server listening on {}", server.url());

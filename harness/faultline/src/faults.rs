@@ -118,7 +118,10 @@ impl FaultManager {
         self.heal_one(active, by).await
     }
 
+    /// `<fault>.healed` is the moment the heal began: what follows (a restarted controller's
+    /// first lines, the recovery) is measured from there, including the heal's own duration.
     async fn heal_one(&self, active: Active, by: &str) -> Result<()> {
+        let began = Instant::now();
         let r = match tokio::time::timeout(self.op_timeout, self.undo(&active.op)).await {
             Ok(r) => r,
             Err(_) => Err(anyhow!("timed out after {:?}", self.op_timeout)),
@@ -129,7 +132,7 @@ impl FaultManager {
             Ok(()) => self.timeline.record(EntryKind::Heal, format!("fault {} healed ({by})", active.name)),
             Err(e) => self.timeline.record(EntryKind::Error, format!("fault {} failed to heal: {e:#}", active.name)),
         }
-        self.anchors.set(&format!("{}.healed", active.name), now);
+        self.anchors.set(&format!("{}.healed", active.name), began);
         if let Some(rec) = self.records.lock().iter_mut().rev().find(|r| r.name == active.name) {
             rec.healed_ms = Some(ms);
             rec.healed_by = by.to_string();

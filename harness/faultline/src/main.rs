@@ -1,6 +1,7 @@
 //! The `faultline` command line.
 
 mod cli;
+mod node_cmd;
 
 use std::process::ExitCode;
 

@@ -117,8 +117,12 @@ pub fn is_dns1123_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
+/// The subdomain regex has no per-label length limit (only 253 overall), unlike labels.
 pub fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
+    let part_ok = |p: &str| {
+        !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') && !p.starts_with('-') && !p.ends_with('-')
+    };
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(part_ok)
 }
 
 /// The defaults real clients observe after a create. Not the whole of the Go defaulters: only
@@ -351,6 +355,14 @@ mod tests {
         assert_eq!(p["spec"]["containers"][1]["imagePullPolicy"], "IfNotPresent");
         assert_eq!(p["spec"]["tolerations"].as_array().unwrap().len(), 2);
         assert_eq!(p["spec"]["serviceAccountName"], "default");
+    }
+
+    #[test]
+    fn subdomain_parts_may_exceed_63_characters() {
+        let long = format!("csi-{}", "a".repeat(64));
+        assert!(is_dns1123_subdomain(&long));
+        assert!(!is_dns1123_label(&long));
+        assert!(!is_dns1123_subdomain("a..b") && !is_dns1123_subdomain("-a"));
     }
 
     #[test]

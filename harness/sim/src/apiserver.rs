@@ -73,11 +73,14 @@ pub struct ApiServer {
     pub store: Store,
     pub registry: Registry,
     log_source: parking_lot::RwLock<Option<Arc<dyn PodLogSource>>>,
+    /// Set when the storage controllers run: PVCs get `kubernetes.io/pvc-protection` on create
+    /// (the StorageObjectInUseProtection admission plugin), which those controllers remove.
+    pub storage_protection: std::sync::atomic::AtomicBool,
 }
 
 impl ApiServer {
     pub fn new(history: usize) -> Arc<Self> {
-        Arc::new(ApiServer { store: Store::new(history), registry: Registry::with_builtins(), log_source: Default::default() })
+        Arc::new(ApiServer { store: Store::new(history), registry: Registry::with_builtins(), log_source: Default::default(), storage_protection: Default::default() })
     }
 
     pub fn set_log_source(&self, src: Arc<dyn PodLogSource>) {
@@ -185,6 +188,7 @@ impl ApiServer {
         let warnings = validation::check_fields(rt, &obj, opts.field_validation.as_deref())?;
         let mut obj = admission::prepare_create(rt, ns, obj)?;
         self.require_namespace(rt, ns)?;
+        self.protect_claim(rt, &mut obj);
         let stored_rt = self.stored_type(rt);
         if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
             crd::prepare(&mut obj)?;
@@ -198,6 +202,16 @@ impl ApiServer {
             self.after_write(&stored_rt, &created);
         }
         Ok(Written { object: self.convert_out(rt, &created), warnings, created: true })
+    }
+
+    fn protect_claim(&self, rt: &ResourceType, obj: &mut Value) {
+        if rt.group.is_empty() && rt.plural == "persistentvolumeclaims" && self.storage_protection.load(std::sync::atomic::Ordering::Relaxed) {
+            let mut fins = meta::finalizers(obj);
+            if !fins.iter().any(|f| f == "kubernetes.io/pvc-protection") {
+                fins.push("kubernetes.io/pvc-protection".into());
+                meta::set_finalizers(obj, &fins);
+            }
+        }
     }
 
     /// PUT: replace the object (or its status), with optimistic concurrency on resourceVersion.

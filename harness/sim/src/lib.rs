@@ -8,23 +8,30 @@
 
 pub mod admission;
 pub mod apiserver;
+pub mod cluster;
 pub mod controllers;
 pub mod crd;
+pub mod events;
 pub mod event_convert;
 pub mod http;
+pub mod internal;
 pub mod kubeconfig;
 pub mod meta;
 pub mod nodes;
 pub mod patch;
+pub mod protobuf;
 pub mod resources;
 pub mod selectors;
 pub mod server;
 pub mod status;
 pub mod store;
 pub mod table;
+pub mod timing;
 pub mod tls;
 pub mod validation;
 
 pub use apiserver::ApiServer;
+pub use cluster::{ClusterOptions, SimCluster};
+pub use timing::Timing;
 pub use server::{SimOptions, SimServer};
 pub use status::{ApiError, ApiResult};

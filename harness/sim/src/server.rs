@@ -2,7 +2,10 @@
 //! control-plane loops, the bootstrap objects every cluster has, and a kubeconfig for clients.
 
 use crate::apiserver::{ApiServer, WriteOptions};
+use crate::cluster::{ClusterOptions, SimCluster};
+use crate::timing::Timing;
 use crate::controllers;
+use crate::http::faults::ApiFaults;
 use crate::http::{self, HttpState};
 use crate::kubeconfig;
 use crate::tls;
@@ -25,23 +28,39 @@ pub struct SimOptions {
     pub nodes: Vec<String>,
     /// Token clients must present; generated when absent.
     pub token: Option<String>,
+    /// Simulate the cluster around the API (scheduler, kubelets, Longhorn, ...). `None` serves
+    /// the API alone, with the nodes registered as static Ready objects.
+    pub cluster: Option<ClusterOptions>,
 }
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { bind: SocketAddr::from(([127, 0, 0, 1], 0)), watch_history: 10_000, nodes: vec![], token: None }
+        SimOptions { bind: SocketAddr::from(([127, 0, 0, 1], 0)), watch_history: 10_000, nodes: vec![], token: None, cluster: None }
     }
 }
 
 impl SimOptions {
+    /// The API alone with `n` static worker nodes (worker-01, worker-02, ...).
     pub fn with_workers(n: usize) -> Self {
         SimOptions { nodes: (1..=n).map(|i| format!("worker-{:02}", i)).collect(), ..Default::default() }
+    }
+
+    /// A whole simulated cluster: a control-plane node and `n` workers with kubelets, the
+    /// scheduler, node lifecycle, DaemonSets and Longhorn, at real speed times `timing.scale`.
+    pub fn full(n: usize, timing: Timing) -> Self {
+        let mut nodes = vec!["control-plane".to_string()];
+        nodes.extend((1..=n).map(|i| format!("worker-{:02}", i)));
+        SimOptions { nodes, cluster: Some(ClusterOptions { timing, ..Default::default() }), ..Default::default() }
     }
 }
 
 /// A running simulated cluster. Dropping it stops the server.
 pub struct SimServer {
     pub api: Arc<ApiServer>,
+    /// The simulated nodes and controllers, when started with `SimOptions::cluster`.
+    pub cluster: Option<Arc<SimCluster>>,
+    /// API-level faults (errors, latency) applied to resource requests.
+    pub faults: ApiFaults,
     pub addr: SocketAddr,
     pub token: String,
     /// PEM of the cluster CA that signed the serving certificate.
@@ -60,12 +79,15 @@ impl SimServer {
         let listener = TcpListener::bind(opts.bind).await.with_context(|| format!("binding {}", opts.bind))?;
         let addr = listener.local_addr()?;
         let mut tasks = vec![tokio::spawn(controllers::run(api.clone()))];
-        bootstrap(&api, &opts.nodes)?;
-        let state = HttpState { api: api.clone(), token: Arc::new(token.clone()), address: Arc::new(addr.to_string()) };
+        let static_nodes: &[String] = if opts.cluster.is_some() { &[] } else { &opts.nodes };
+        bootstrap(&api, static_nodes)?;
+        let cluster = opts.cluster.clone().map(|c| SimCluster::start(api.clone(), &opts.nodes, c));
+        let faults = ApiFaults::default();
+        let state = HttpState { api: api.clone(), token: Arc::new(token.clone()), address: Arc::new(addr.to_string()), cluster: cluster.clone(), faults: faults.clone() };
         let certs = tls::generate()?;
         let (shutdown, rx) = watch::channel(false);
         tasks.push(tokio::spawn(serve_tls(listener, tokio_rustls::TlsAcceptor::from(certs.server_config.clone()), http::router(state), rx)));
-        Ok(SimServer { api, addr, token, ca_pem: certs.ca_pem, shutdown, tasks })
+        Ok(SimServer { api, cluster, faults, addr, token, ca_pem: certs.ca_pem, shutdown, tasks })
     }
 
     pub fn url(&self) -> String {
@@ -83,6 +105,9 @@ impl SimServer {
 
     pub async fn stop(mut self) {
         let _ = self.shutdown.send(true);
+        if let Some(c) = &self.cluster {
+            c.stop();
+        }
         for t in self.tasks.drain(..) {
             t.abort();
         }
@@ -92,6 +117,9 @@ impl SimServer {
 impl Drop for SimServer {
     fn drop(&mut self) {
         let _ = self.shutdown.send(true);
+        if let Some(c) = &self.cluster {
+            c.stop();
+        }
         for t in &self.tasks {
             t.abort();
         }

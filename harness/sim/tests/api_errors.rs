@@ -119,3 +119,24 @@ async fn server_listens_on_loopback_only() {
     let url = c.server.url();
     assert!(url.starts_with("https://127.0.0.1:"), "{url}");
 }
+
+#[tokio::test]
+async fn injected_api_errors_and_latency() {
+    use faultline_sim::http::faults::{ApiFault, ApiFaultKind};
+    let c = TestCluster::start(0).await;
+    let client = c.client().await;
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let id = c.server.faults.add(ApiFault { kind: ApiFaultKind::Errors { rate: 1.0, code: 503 }, verbs: vec!["create".into()], resources: vec!["configmaps".into()] });
+    let r = send(&client, Method::POST, cms, Some("application/json"), None, br#"{"metadata":{"name":"x"}}"#).await;
+    assert_status(&r, 503, "ServiceUnavailable");
+    let listed = send(&client, Method::GET, cms, None, None, b"").await;
+    assert_eq!(listed.code, 200, "other verbs are untouched");
+    assert!(c.server.faults.remove(id));
+    let r = send(&client, Method::POST, cms, Some("application/json"), None, br#"{"metadata":{"name":"x"}}"#).await;
+    assert_eq!(r.code, 201);
+    c.server.faults.add(ApiFault { kind: ApiFaultKind::Latency(std::time::Duration::from_millis(300)), verbs: vec!["get".into()], resources: vec![] });
+    let t = std::time::Instant::now();
+    let r = send(&client, Method::GET, &format!("{cms}/x"), None, None, b"").await;
+    assert_eq!(r.code, 200);
+    assert!(t.elapsed() >= std::time::Duration::from_millis(300), "{:?}", t.elapsed());
+}

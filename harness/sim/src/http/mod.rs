@@ -2,7 +2,9 @@
 //! Bearer-token authentication on every request, content negotiation (JSON, YAML, Table,
 //! PartialObjectMetadata, aggregated discovery) and `Status` errors.
 
+pub mod control;
 pub mod discovery;
+pub mod faults;
 pub mod negotiate;
 pub mod openapi;
 pub mod route;
@@ -31,6 +33,10 @@ const MAX_BODY: usize = 3 * 1024 * 1024;
 #[derive(Clone)]
 pub struct HttpState {
     pub api: Arc<ApiServer>,
+    /// The simulated nodes, for the node control endpoint (`/faultline/v1/...`).
+    pub cluster: Option<Arc<crate::cluster::SimCluster>>,
+    /// Injected API errors and latency (`apiErrors` / `apiLatency` faults).
+    pub faults: faults::ApiFaults,
     pub token: Arc<String>,
     pub address: Arc<String>,
 }
@@ -140,6 +146,7 @@ async fn dispatch(c: &Ctx<'_>, route: Route) -> ApiResult<Response> {
             Ok(json_response(StatusCode::OK, &doc, &Output::Json, &[]))
         }
         Route::Resource(p) => resource(c, p).await,
+        Route::Control(path) => control::handle(c.s.cluster.as_ref(), &c.method, &path, &c.query, c.body),
         Route::NotFound => Err(not_found_path()),
     }
 }
@@ -148,8 +155,30 @@ fn not_found_path() -> ApiError {
     ApiError::new(404, "NotFound", "the server could not find the requested resource")
 }
 
+/// The verb of a resource request, as audit logs and RBAC name it.
+fn verb(method: &Method, p: &ResourcePath, watch: bool) -> &'static str {
+    match (method.clone(), p.name.is_some()) {
+        (Method::GET, _) if watch => "watch",
+        (Method::GET, true) => "get",
+        (Method::GET, false) => "list",
+        (Method::POST, _) => "create",
+        (Method::PUT, _) => "update",
+        (Method::PATCH, _) => "patch",
+        (Method::DELETE, true) => "delete",
+        (Method::DELETE, false) => "deletecollection",
+        _ => "unknown",
+    }
+}
+
 async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
     let api = &c.s.api;
+    let (injected, delay) = c.s.faults.decide(verb(&c.method, &p, p.watch_prefix || is_true(c.query.get("watch"))), &p.plural);
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    if let Some(e) = injected {
+        return Err(e);
+    }
     let rt = api.resource(&p.group, &p.version, &p.plural)?;
     // Cluster-scoped resources have no namespaced paths; namespaced ones are reachable without a
     // namespace only to list or watch across all namespaces.

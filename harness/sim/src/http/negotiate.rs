@@ -66,6 +66,9 @@ pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> ApiResult<Value> 
     match ct.as_str() {
         "application/json" | "" | "*/*" => decode_json(body),
         "application/yaml" | "application/x-yaml" | "text/yaml" => decode_yaml(body),
+        // client-go typed clients (kubectl create, drain, ...) send built-in objects as protobuf.
+        "application/vnd.kubernetes.protobuf" => crate::protobuf::decode(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding protobuf request body: {}", e))),
         other => Err(ApiError::unsupported_media_type(other)),
     }
 }
@@ -117,7 +120,8 @@ mod tests {
         assert_eq!(decode_body(Some("application/yaml"), b"a: 1\n").unwrap()["a"], 1);
         let e = decode_body(Some("application/json"), b"{\"a\":").unwrap_err();
         assert_eq!((e.code, e.reason), (400, "BadRequest"));
-        assert_eq!(decode_body(Some("application/vnd.kubernetes.protobuf"), b"x").unwrap_err().code, 415);
+        assert_eq!(decode_body(Some("application/cbor"), b"x").unwrap_err().code, 415);
+        assert_eq!(decode_body(Some("application/vnd.kubernetes.protobuf"), b"x").unwrap_err().code, 400);
         assert_eq!(decode_body(Some("application/json"), b"  ").unwrap_err().code, 400);
     }
 }

@@ -20,6 +20,8 @@ pub enum Route {
     /// `/openapi/v3/api/v1`, `/openapi/v3/apis/<g>/<v>`: the group-version path.
     OpenApiV3(String),
     Resource(ResourcePath),
+    /// `/faultline/v1/...`: the node control endpoint.
+    Control(Vec<String>),
     NotFound,
 }
 
@@ -55,6 +57,7 @@ pub fn parse(path: &str) -> Route {
         ["openapi", "v2"] => Route::OpenApiV2,
         ["openapi", "v3"] => Route::OpenApiV3Root,
         ["openapi", "v3", rest @ ..] => Route::OpenApiV3(rest.join("/")),
+        ["faultline", "v1", rest @ ..] => Route::Control(rest.iter().map(|s| s.to_string()).collect()),
         _ => Route::NotFound,
     }
 }

@@ -49,3 +49,14 @@ where
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// (reason, message) of the core events about the object named `name`, oldest first.
+pub async fn events_for(client: &kube::Client, name: &str) -> Vec<(String, String)> {
+    let events: kube::Api<k8s_openapi::api::core::v1::Event> = kube::Api::all(client.clone());
+    let lp = kube::api::ListParams::default().fields(&format!("involvedObject.name={name}"));
+    events
+        .list(&lp)
+        .await
+        .map(|l| l.items.into_iter().map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default())).collect())
+        .unwrap_or_default()
+}

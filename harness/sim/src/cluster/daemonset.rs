@@ -1,0 +1,151 @@
+//! The DaemonSet controller: one pod per eligible node, recreated when deleted (so deleting a
+//! `longhorn-csi-plugin` pod restarts that node's plugin, as in the runbook), with status counts.
+
+use crate::internal::Internal;
+use crate::meta;
+use crate::resources::ResourceKey;
+use crate::timing::Timing;
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+
+pub async fn run(client: Internal, timing: Timing) {
+    let mut rx = client.api.store.subscribe();
+    let mut ticker = tokio::time::interval(timing.s(Duration::from_secs(5)).max(Duration::from_millis(100)));
+    let keys = [ResourceKey::new("apps", "daemonsets"), ResourceKey::new("", "pods"), ResourceKey::new("", "nodes")];
+    loop {
+        let dirty = tokio::select! {
+            _ = ticker.tick() => true,
+            r = rx.recv() => match r {
+                Ok(ev) => keys.contains(&ev.key) && !(ev.key.plural == "pods" && !owned_by_daemonset(&ev.object)),
+                Err(RecvError::Lagged(_)) => true,
+                Err(RecvError::Closed) => return,
+            }
+        };
+        if dirty {
+            reconcile_all(&client);
+        }
+    }
+}
+
+fn owned_by_daemonset(pod: &Value) -> bool {
+    pod.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|rs| rs.iter().any(|r| r["kind"] == "DaemonSet"))
+        .unwrap_or(false)
+}
+
+/// Tolerations the DaemonSet controller adds to every daemon pod.
+fn daemon_tolerations(template: &Value) -> Value {
+    let mut ts: Vec<Value> = template.pointer("/spec/tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
+    for (key, effect) in [
+        ("node.kubernetes.io/not-ready", "NoExecute"),
+        ("node.kubernetes.io/unreachable", "NoExecute"),
+        ("node.kubernetes.io/disk-pressure", "NoSchedule"),
+        ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+        ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+        ("node.kubernetes.io/unschedulable", "NoSchedule"),
+    ] {
+        if !ts.iter().any(|t| t["key"] == key && t["effect"] == effect) {
+            ts.push(json!({"key": key, "operator": "Exists", "effect": effect}));
+        }
+    }
+    json!(ts)
+}
+
+/// May a daemon pod run on `node`? New pods need every NoSchedule and NoExecute taint
+/// tolerated; running pods only NoExecute ones (as the real controller decides).
+fn eligible(ds: &Value, node: &Value, new_pod: bool) -> bool {
+    let template = ds.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
+    if let Some(sel) = template.pointer("/spec/nodeSelector").and_then(Value::as_object) {
+        let labels = node.pointer("/metadata/labels");
+        if !sel.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v)) {
+            return false;
+        }
+    }
+    let tolerations = daemon_tolerations(&template);
+    node.pointer("/spec/taints").and_then(Value::as_array).into_iter().flatten().all(|taint| {
+        let effect = taint["effect"].as_str().unwrap_or("");
+        if effect != "NoExecute" && !(new_pod && effect == "NoSchedule") {
+            return true;
+        }
+        tolerations.as_array().into_iter().flatten().any(|t| {
+            (t["operator"] == "Exists" && (t.get("key").is_none() || t["key"] == taint["key"]))
+                && (t.get("effect").is_none() || t["effect"] == taint["effect"])
+        })
+    })
+}
+
+fn reconcile_all(client: &Internal) {
+    let nodes = client.list("", "nodes", None, &|_| true);
+    for ds in client.list("apps", "daemonsets", None, &|d| !meta::is_deleting(d)) {
+        let ns = meta::namespace(&ds).to_string();
+        let uid = meta::uid(&ds).to_string();
+        let pods = client.list("", "pods", Some(&ns), &|p| {
+            p.pointer("/metadata/ownerReferences").and_then(Value::as_array).map(|rs| rs.iter().any(|r| r["uid"] == json!(uid))).unwrap_or(false)
+        });
+        let mut desired = 0;
+        let mut ready = 0;
+        for node in &nodes {
+            let nname = meta::name(node);
+            let mine: Vec<_> = pods.iter().filter(|p| meta::str_at(p, "/spec/nodeName") == Some(nname)).collect();
+            if !eligible(&ds, node, mine.is_empty()) {
+                for p in mine {
+                    let _ = client.delete("", "pods", &ns, meta::name(p), None);
+                }
+                continue;
+            }
+            desired += 1;
+            let live: Vec<_> = mine.iter().filter(|p| !meta::is_deleting(p)).collect();
+            if live.is_empty() {
+                create_pod(client, &ds, nname);
+            } else if live.iter().any(|p| is_ready(p)) {
+                ready += 1;
+            }
+        }
+        let current = pods.iter().filter(|p| !meta::is_deleting(p)).count();
+        let status = json!({"status": {
+            "desiredNumberScheduled": desired, "currentNumberScheduled": current, "numberMisscheduled": 0,
+            "numberReady": ready, "numberAvailable": ready, "updatedNumberScheduled": current,
+            "numberUnavailable": if desired > ready { Value::from(desired - ready) } else { Value::Null },
+            "observedGeneration": ds.pointer("/metadata/generation").cloned().unwrap_or(json!(1)),
+        }});
+        if ds.pointer("/status/numberReady") != status.pointer("/status/numberReady")
+            || ds.pointer("/status/desiredNumberScheduled") != status.pointer("/status/desiredNumberScheduled")
+            || ds.pointer("/status/currentNumberScheduled") != status.pointer("/status/currentNumberScheduled")
+        {
+            let _ = client.merge_status("apps", "daemonsets", &ns, meta::name(&ds), &status);
+        }
+    }
+}
+
+fn is_ready(pod: &Value) -> bool {
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+        .unwrap_or(false)
+}
+
+fn create_pod(client: &Internal, ds: &Value, node: &str) {
+    let template = ds.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
+    let mut labels = template.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
+    labels["controller-revision-hash"] = json!(format!("{:x}", meta::uid(ds).bytes().fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64)) % 0xffffffffff));
+    labels["pod-template-generation"] = json!(ds.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1).to_string());
+    let mut spec = template.get("spec").cloned().unwrap_or_else(|| json!({}));
+    spec["tolerations"] = daemon_tolerations(&template);
+    spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}});
+    // Daemon pods are placed by the controller itself (see docs/fidelity.md).
+    spec["nodeName"] = json!(node);
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "generateName": format!("{}-", meta::name(ds)),
+            "namespace": meta::namespace(ds),
+            "labels": labels,
+            "annotations": template.pointer("/metadata/annotations").cloned().unwrap_or(Value::Null),
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": meta::name(ds), "uid": meta::uid(ds), "controller": true, "blockOwnerDeletion": true}],
+        },
+        "spec": spec,
+    });
+    let _ = client.create("", "pods", meta::namespace(ds), pod);
+}

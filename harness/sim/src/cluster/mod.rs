@@ -1,0 +1,189 @@
+//! The simulated cluster around the API server: scheduler, node lifecycle, DaemonSet controller,
+//! Longhorn and its storage controllers, and one kubelet per node, plus the node primitives
+//! (faults and remediations) that act on nodes from outside the API.
+
+pub mod daemonset;
+pub mod kubelet;
+pub mod lifecycle;
+pub mod longhorn;
+pub mod node;
+pub mod nodeops;
+pub mod scheduler;
+pub mod volumes;
+
+use crate::apiserver::{ApiServer, PodLogSource};
+use crate::internal::Internal;
+use crate::meta;
+use crate::resources::ResourceKey;
+use crate::status::{ApiError, ApiResult};
+use crate::store::EventType;
+use crate::timing::Timing;
+use kubelet::{Kubelet, PodEvent};
+use node::SimNode;
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    pub timing: Timing,
+    /// Install simulated Longhorn (namespace, DaemonSets, CSIDriver, StorageClass, controllers).
+    pub longhorn: bool,
+    /// Pod sync workers per kubelet.
+    pub sync_workers: usize,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions { timing: Timing::default(), longhorn: true, sync_workers: kubelet::DEFAULT_SYNC_WORKERS }
+    }
+}
+
+pub struct SimCluster {
+    pub api: Arc<ApiServer>,
+    pub timing: Timing,
+    pub nodes: BTreeMap<String, Arc<SimNode>>,
+    kubelets: BTreeMap<String, Arc<Mutex<Kubelet>>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// A node is the control plane when so named (kind's `<cluster>-control-plane` convention).
+pub fn is_control_plane(name: &str) -> bool {
+    name == "control-plane" || name.ends_with("-control-plane")
+}
+
+impl SimCluster {
+    pub fn start(api: Arc<ApiServer>, node_names: &[String], opts: ClusterOptions) -> Arc<SimCluster> {
+        let timing = opts.timing.clone();
+        let mut nodes = BTreeMap::new();
+        let mut kubelets = BTreeMap::new();
+        let mut senders = BTreeMap::new();
+        for (i, name) in node_names.iter().enumerate() {
+            let node = SimNode::new(name, i, is_control_plane(name));
+            let (tx, rx) = mpsc::unbounded_channel();
+            let k = Kubelet::new(node.clone(), Internal::new(api.clone(), "kubelet"), timing.clone(), rx, opts.sync_workers);
+            nodes.insert(name.clone(), node);
+            kubelets.insert(name.clone(), Arc::new(Mutex::new(k)));
+            senders.insert(name.clone(), tx);
+        }
+        let cluster = Arc::new(SimCluster { api: api.clone(), timing: timing.clone(), nodes, kubelets, tasks: Mutex::new(vec![]) });
+        api.set_log_source(Arc::new(ClusterLogs { cluster: Arc::downgrade(&cluster) }));
+        let mut tasks = vec![];
+        // Route pod events to the kubelet of the pod's node, before any kubelet registers.
+        tasks.push(tokio::spawn(route_pods(api.clone(), senders)));
+        for (name, k) in &cluster.kubelets {
+            let node = cluster.nodes[name].clone();
+            tasks.push(tokio::spawn(run_kubelet(k.clone(), node, timing.clone())));
+        }
+        tasks.push(tokio::spawn(scheduler::run(Internal::new(api.clone(), "default-scheduler"), timing.clone())));
+        tasks.push(tokio::spawn(lifecycle::run(Internal::new(api.clone(), "kube-controller-manager"), timing.clone())));
+        tasks.push(tokio::spawn(daemonset::run(Internal::new(api.clone(), "kube-controller-manager"), timing.clone())));
+        if opts.longhorn {
+            api.storage_protection.store(true, std::sync::atomic::Ordering::Relaxed);
+            longhorn::install(&Internal::new(api.clone(), "longhorn-manager"));
+            tasks.push(tokio::spawn(longhorn::run(Internal::new(api.clone(), "csi-provisioner"), timing.clone())));
+        }
+        *cluster.tasks.lock() = tasks;
+        cluster
+    }
+
+    pub fn node(&self, name: &str) -> ApiResult<&Arc<SimNode>> {
+        self.nodes.get(name).ok_or_else(|| ApiError::not_found("", "nodes", name))
+    }
+
+    pub fn kubelet(&self, name: &str) -> ApiResult<&Arc<Mutex<Kubelet>>> {
+        self.kubelets.get(name).ok_or_else(|| ApiError::not_found("", "nodes", name))
+    }
+
+    /// The node's mount table (`mount | grep longhorn` style lines), stale mounts included.
+    pub fn mounts(&self, name: &str) -> ApiResult<Vec<String>> {
+        let mut lines = self.kubelet(name)?.lock().mount_lines();
+        lines.extend(self.node(name)?.stale_mount_lines());
+        lines.sort();
+        lines.dedup();
+        Ok(lines)
+    }
+
+    pub fn stop(&self) {
+        for t in self.tasks.lock().drain(..) {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for SimCluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+async fn run_kubelet(k: Arc<Mutex<Kubelet>>, node: Arc<SimNode>, timing: Timing) {
+    k.lock().register();
+    let tick = timing.s(timing.volume_reconcile).max(std::time::Duration::from_millis(10));
+    let mut interval = tokio::time::interval(tick);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = node.wake.notified() => {}
+        }
+        if !k.lock().step() {
+            return;
+        }
+    }
+}
+
+async fn route_pods(api: Arc<ApiServer>, senders: BTreeMap<String, mpsc::UnboundedSender<PodEvent>>) {
+    let mut rx = api.store.subscribe();
+    let key = ResourceKey::new("", "pods");
+    let send_all = |senders: &BTreeMap<String, mpsc::UnboundedSender<PodEvent>>| {
+        let all = api.store.list(&key, None, None, None, &|_| true).items;
+        for p in all {
+            if let Some(tx) = meta::str_at(&p, "/spec/nodeName").and_then(|n| senders.get(n)) {
+                let _ = tx.send(PodEvent::Upsert(p.clone()));
+            }
+        }
+    };
+    send_all(&senders);
+    loop {
+        match rx.recv().await {
+            Ok(ev) if ev.key == key => {
+                let node = meta::str_at(&ev.object, "/spec/nodeName").unwrap_or("");
+                let Some(tx) = senders.get(node) else { continue };
+                let _ = match ev.event_type {
+                    EventType::Deleted => tx.send(PodEvent::Deleted(meta::uid(&ev.object).to_string())),
+                    _ => tx.send(PodEvent::Upsert(ev.object.clone())),
+                };
+            }
+            Ok(_) => {}
+            Err(RecvError::Lagged(_)) => send_all(&senders),
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// `pods/log` served from the kubelet that runs the pod.
+struct ClusterLogs {
+    cluster: std::sync::Weak<SimCluster>,
+}
+
+impl PodLogSource for ClusterLogs {
+    fn logs(&self, pod: &Value, container: &str, previous: bool) -> ApiResult<String> {
+        let name = meta::name(pod);
+        let Some(cluster) = self.cluster.upgrade() else { return Err(ApiError::service_unavailable("cluster stopped")) };
+        let node = meta::str_at(pod, "/spec/nodeName").unwrap_or("");
+        let Ok(k) = cluster.kubelet(node).cloned() else {
+            return Err(ApiError::bad_request(format!("container {:?} in pod {:?} is waiting to start: ContainerCreating", container, name)));
+        };
+        let logs = k.lock().container_logs(meta::uid(pod), container, previous);
+        match logs {
+            Some(Ok(text)) => Ok(text),
+            Some(Err(msg)) => Err(ApiError::bad_request(msg)),
+            None => Err(ApiError::bad_request(format!("container {} is not valid for pod {}", container, name))),
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The state of one simulated node that lives outside the API: its kubelet process, its CSI
+//! plugin registration, its mount table, injected faults, and its kubelet and CSI plugin logs.
+
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use tokio::sync::{broadcast, Notify};
+use tokio::time::Instant;
+
+/// The kubelet process as `systemctl status kubelet` would describe it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KubeletProcess {
+    Running,
+    /// `systemctl stop kubelet`: no sync, no heartbeats.
+    Stopped,
+    /// The process is alive (systemd says active) but its sync loop makes no progress.
+    Hung,
+    /// Restarting: back at `until`.
+    Restarting { until: Instant },
+    /// The node is rebooting; `until: None` means stuck (hung NFS, I/O errors) until power cycled.
+    Rebooting { until: Option<Instant> },
+}
+
+/// Who still holds a stale device mount: decides which remediation releases it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MountHolder {
+    /// The kubelet's own volume state; a kubelet restart reconstructs it and cleans the orphan up.
+    Kubelet,
+    /// The CSI node plugin keeps the device busy; restarting the plugin releases it.
+    CsiPlugin,
+    /// Another process or bind mount; only a reboot or power cycle releases it.
+    External,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StaleMount {
+    /// PV name, e.g. `pvc-81b676e6`.
+    pub pv: String,
+    /// True when the PV no longer exists in the API (the incident's case).
+    pub deleted_pv: bool,
+    pub holder: MountHolder,
+    /// The stuck UnmountDevice keeps every other volume operation of the node waiting (the
+    /// incident's root-cause analysis). When false, only operations on this volume are blocked.
+    pub blocks_queue: bool,
+}
+
+/// Faults and node-level conditions the node primitives set and clear.
+#[derive(Debug, Clone, Default)]
+pub struct NodeFaults {
+    pub stale_mounts: Vec<StaleMount>,
+    pub csi_plugin_down: bool,
+    pub prober_broken: bool,
+    pub partitioned: bool,
+    pub hung_nfs: bool,
+    pub io_errors: bool,
+}
+
+#[derive(Debug)]
+pub struct NodeState {
+    pub kubelet: KubeletProcess,
+    pub faults: NodeFaults,
+    /// Set by the primitives; the kubelet consumes it at its next tick (restart: drop volume
+    /// queue state and backoffs; reboot/power cycle: everything).
+    pub reset: Option<ResetKind>,
+    pub boot_id: String,
+    /// Bumped each kubelet start (klog prints a pid).
+    pub pid: u32,
+    pub started_at: Instant,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResetKind {
+    KubeletRestart,
+    Reboot,
+}
+
+/// A bounded log with live subscribers (`faultline node X logs kubelet -f`, log expectations).
+pub struct LogBuffer {
+    lines: Mutex<VecDeque<String>>,
+    capacity: usize,
+    tx: broadcast::Sender<String>,
+}
+
+impl LogBuffer {
+    pub fn new(capacity: usize) -> Self {
+        let (tx, _) = broadcast::channel(4096);
+        LogBuffer { lines: Mutex::new(VecDeque::new()), capacity, tx }
+    }
+    pub fn push(&self, line: String) {
+        let mut l = self.lines.lock();
+        if l.len() >= self.capacity {
+            l.pop_front();
+        }
+        l.push_back(line.clone());
+        let _ = self.tx.send(line);
+    }
+    pub fn snapshot(&self) -> Vec<String> {
+        self.lines.lock().iter().cloned().collect()
+    }
+    pub fn subscribe(&self) -> broadcast::Receiver<String> {
+        self.tx.subscribe()
+    }
+}
+
+pub struct SimNode {
+    pub name: String,
+    pub index: usize,
+    pub control_plane: bool,
+    pub state: Mutex<NodeState>,
+    pub kubelet_log: LogBuffer,
+    pub csi_log: LogBuffer,
+    /// Woken when the node's state changes, so the kubelet reacts without waiting a tick.
+    pub wake: Notify,
+}
+
+impl SimNode {
+    pub fn new(name: &str, index: usize, control_plane: bool) -> Arc<SimNode> {
+        Arc::new(SimNode {
+            name: name.into(),
+            index,
+            control_plane,
+            state: Mutex::new(NodeState {
+                kubelet: KubeletProcess::Running,
+                faults: NodeFaults::default(),
+                reset: None,
+                boot_id: uuid::Uuid::new_v4().to_string(),
+                pid: 1000 + (index as u32 * 7919) % 8000,
+                started_at: Instant::now(),
+            }),
+            kubelet_log: LogBuffer::new(20_000),
+            csi_log: LogBuffer::new(5_000),
+            wake: Notify::new(),
+        })
+    }
+
+    pub fn internal_ip(&self) -> String {
+        format!("172.18.0.{}", self.index + 2)
+    }
+
+    /// The mounts the node's mount table shows (`faultline node X mounts`): stale device mounts
+    /// plus whatever the kubelet reports as mounted.
+    pub fn stale_mount_lines(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .faults
+            .stale_mounts
+            .iter()
+            .map(|m| {
+                format!(
+                    "/dev/longhorn/{pv} on {path} type ext4 (rw,relatime)",
+                    pv = m.pv,
+                    path = crate::cluster::volumes::global_mount_path(&m.pv)
+                )
+            })
+            .collect()
+    }
+}
+
+/// klog's header: `I1202 14:00:00.123456    1234 file.go:123] `.
+pub fn klog(severity: char, pid: u32, file_line: &str, msg: &str) -> String {
+    let now = chrono::Utc::now();
+    format!("{}{} {:>7} {}] {}", severity, now.format("%m%d %H:%M:%S%.6f"), pid, file_line, msg)
+}

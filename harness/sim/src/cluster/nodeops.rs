@@ -1,0 +1,234 @@
+//! Node primitives: what faults inject and remediations do to a node from outside the API
+//! (talosctl-like). Every primitive has an inverse, so a fault can always be healed.
+
+use super::kubelet::script;
+use super::node::{KubeletProcess, MountHolder, ResetKind, StaleMount};
+use super::SimCluster;
+use crate::internal::Internal;
+use crate::meta;
+use crate::status::{ApiError, ApiResult};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tokio::time::Instant;
+
+/// One operation on one node. Serialized as `{"op": "...", ...}` on the control endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase")]
+pub enum NodeOp {
+    /// Leave a device mount of `pv` behind that UnmountDevice cannot clean up.
+    #[serde(rename_all = "camelCase")]
+    StaleDeviceMount { pv: String, #[serde(default)] deleted_pv: bool, #[serde(default = "default_holder")] holder: Holder, #[serde(default = "yes")] blocks_queue: bool },
+    #[serde(rename_all = "camelCase")]
+    ClearStaleDeviceMount { pv: String },
+    /// The CSI node plugin crashes (its pod CrashLoopBackOff; driver unregistered).
+    CsiPluginDown,
+    CsiPluginUp,
+    /// Kill and restart the plugin container (restartCount + 1).
+    CsiPluginRestart,
+    /// Terminated pods whose volumes never cleaned up occupy `count` pod workers.
+    #[serde(rename_all = "camelCase")]
+    SaturateWorkers { #[serde(default)] count: Option<usize>, #[serde(default = "default_stale_ns")] namespace: String },
+    /// Delete the stale pods the saturation created.
+    #[serde(rename_all = "camelCase")]
+    ClearStalePods { #[serde(default = "default_stale_ns")] namespace: String },
+    KubeletStop,
+    KubeletStart,
+    KubeletHang,
+    KubeletRestart,
+    ProberBroken,
+    ProberFixed,
+    /// Reboot; stuck in Rebooting (until power cycle) while NFS hangs or disks return I/O errors.
+    Reboot,
+    PowerCycle,
+    PartitionNetwork,
+    HealNetwork,
+    HungNfs,
+    ClearHungNfs,
+    IoErrors,
+    ClearIoErrors,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Holder {
+    Kubelet,
+    CsiPlugin,
+    External,
+}
+
+fn default_holder() -> Holder {
+    Holder::Kubelet
+}
+fn yes() -> bool {
+    true
+}
+fn default_stale_ns() -> String {
+    "snapshots".into()
+}
+
+impl SimCluster {
+    /// Apply a primitive to a node; returns a one-line description of what happened.
+    pub fn node_op(&self, node_name: &str, op: &NodeOp) -> ApiResult<String> {
+        let node = self.node(node_name)?.clone();
+        let now = Instant::now();
+        let t = &self.timing;
+        let msg = {
+            let mut st = node.state.lock();
+            match op {
+                NodeOp::StaleDeviceMount { pv, deleted_pv, holder, blocks_queue } => {
+                    st.faults.stale_mounts.retain(|m| &m.pv != pv);
+                    let holder = match holder {
+                        Holder::Kubelet => MountHolder::Kubelet,
+                        Holder::CsiPlugin => MountHolder::CsiPlugin,
+                        Holder::External => MountHolder::External,
+                    };
+                    st.faults.stale_mounts.push(StaleMount { pv: pv.clone(), deleted_pv: *deleted_pv, holder, blocks_queue: *blocks_queue });
+                    format!("stale device mount of {} left on {}", pv, node_name)
+                }
+                NodeOp::ClearStaleDeviceMount { pv } => {
+                    st.faults.stale_mounts.retain(|m| &m.pv != pv);
+                    format!("stale device mount of {} removed from {}", pv, node_name)
+                }
+                NodeOp::CsiPluginDown => {
+                    st.faults.csi_plugin_down = true;
+                    format!("CSI plugin on {} is crashing", node_name)
+                }
+                NodeOp::CsiPluginUp => {
+                    st.faults.csi_plugin_down = false;
+                    format!("CSI plugin on {} no longer crashes", node_name)
+                }
+                NodeOp::CsiPluginRestart => String::new(),
+                NodeOp::SaturateWorkers { .. } | NodeOp::ClearStalePods { .. } => String::new(),
+                NodeOp::KubeletStop => {
+                    st.kubelet = KubeletProcess::Stopped;
+                    format!("kubelet on {} stopped", node_name)
+                }
+                NodeOp::KubeletHang => {
+                    st.kubelet = KubeletProcess::Hung;
+                    format!("kubelet on {} hung", node_name)
+                }
+                NodeOp::KubeletStart | NodeOp::KubeletRestart => {
+                    if matches!(st.kubelet, KubeletProcess::Rebooting { .. }) {
+                        return Err(ApiError::new(409, "Conflict", format!("node {} is rebooting", node_name)));
+                    }
+                    st.kubelet = KubeletProcess::Restarting { until: now + t.s(t.kubelet_restart) };
+                    st.reset = Some(ResetKind::KubeletRestart);
+                    format!("kubelet on {} restarting", node_name)
+                }
+                NodeOp::ProberBroken => {
+                    st.faults.prober_broken = true;
+                    format!("prober manager on {} broken", node_name)
+                }
+                NodeOp::ProberFixed => {
+                    st.faults.prober_broken = false;
+                    format!("prober manager on {} fixed", node_name)
+                }
+                NodeOp::Reboot => {
+                    let stuck = st.faults.hung_nfs || st.faults.io_errors;
+                    st.kubelet = KubeletProcess::Rebooting { until: if stuck { None } else { Some(now + t.s(t.reboot)) } };
+                    st.reset = Some(ResetKind::Reboot);
+                    if stuck {
+                        format!("{} stuck in Rebooting (hung NFS / disk I/O errors): needs a power cycle", node_name)
+                    } else {
+                        format!("{} rebooting", node_name)
+                    }
+                }
+                NodeOp::PowerCycle => {
+                    st.faults.hung_nfs = false;
+                    st.faults.io_errors = false;
+                    st.kubelet = KubeletProcess::Rebooting { until: Some(now + t.s(t.reboot)) };
+                    st.reset = Some(ResetKind::Reboot);
+                    format!("{} power cycled", node_name)
+                }
+                NodeOp::PartitionNetwork => {
+                    st.faults.partitioned = true;
+                    format!("{} cut off from the API server", node_name)
+                }
+                NodeOp::HealNetwork => {
+                    st.faults.partitioned = false;
+                    format!("{} reconnected", node_name)
+                }
+                NodeOp::HungNfs => {
+                    st.faults.hung_nfs = true;
+                    format!("an NFS mount on {} hangs", node_name)
+                }
+                NodeOp::ClearHungNfs => {
+                    st.faults.hung_nfs = false;
+                    format!("the NFS mount on {} answers again", node_name)
+                }
+                NodeOp::IoErrors => {
+                    st.faults.io_errors = true;
+                    format!("disks on {} return I/O errors", node_name)
+                }
+                NodeOp::ClearIoErrors => {
+                    st.faults.io_errors = false;
+                    format!("disks on {} healthy", node_name)
+                }
+            }
+        };
+        let msg = match op {
+            NodeOp::CsiPluginRestart => self.restart_csi_plugin(node_name)?,
+            NodeOp::SaturateWorkers { count, namespace } => self.saturate_workers(node_name, count.unwrap_or(self.sync_workers()), namespace)?,
+            NodeOp::ClearStalePods { namespace } => self.clear_stale_pods(node_name, namespace)?,
+            _ => msg,
+        };
+        node.wake.notify_one();
+        Ok(msg)
+    }
+
+    fn sync_workers(&self) -> usize {
+        super::kubelet::DEFAULT_SYNC_WORKERS
+    }
+
+    fn restart_csi_plugin(&self, node_name: &str) -> ApiResult<String> {
+        let restarted = self.kubelet(node_name)?.lock().restart_container("longhorn-csi-plugin", "longhorn-csi-plugin");
+        if restarted {
+            Ok(format!("CSI plugin container on {} restarted", node_name))
+        } else {
+            Err(ApiError::new(409, "Conflict", format!("no running longhorn-csi-plugin container on {}", node_name)))
+        }
+    }
+
+    fn saturate_workers(&self, node_name: &str, count: usize, ns: &str) -> ApiResult<String> {
+        let client = Internal::new(self.api.clone(), "faultline");
+        if client.get("", "namespaces", "", ns).is_none() {
+            client.create("", "namespaces", "", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))?;
+        }
+        for i in 0..count {
+            let name = format!("snapshot-{}-{}", node_name, i);
+            let pod = json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": ns, "labels": {"app": "volume-snapshot"}, "annotations": {script::STALE_VOLUMES: "true"}},
+                "spec": {"nodeName": node_name, "restartPolicy": "Never", "containers": [{"name": "snapshot", "image": "longhornio/longhorn-manager:v1.9.1"}],
+                         "volumes": [{"name": "data", "emptyDir": {}}]}
+            });
+            match client.create("", "pods", ns, pod) {
+                Ok(_) | Err(ApiError { code: 409, .. }) => {}
+                Err(e) => return Err(e),
+            }
+            let now = meta::now_rfc3339();
+            client.merge_status(
+                "",
+                "pods",
+                ns,
+                &name,
+                &json!({"status": {"phase": "Failed", "reason": "Error", "hostIP": self.node(node_name)?.internal_ip(), "startTime": now,
+                        "conditions": [{"type": "Ready", "status": "False", "reason": "PodFailed", "lastTransitionTime": now}, {"type": "PodScheduled", "status": "True", "lastTransitionTime": now}],
+                        "containerStatuses": [{"name": "snapshot", "ready": false, "restartCount": 0, "image": "longhornio/longhorn-manager:v1.9.1", "imageID": "", "started": false,
+                                               "state": {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": now, "finishedAt": now}}}]}}),
+            )?;
+        }
+        Ok(format!("{} stale non-running pods hold the pod workers of {}", count, node_name))
+    }
+
+    fn clear_stale_pods(&self, node_name: &str, ns: &str) -> ApiResult<String> {
+        let client = Internal::new(self.api.clone(), "faultline");
+        let stale = client.list("", "pods", Some(ns), &|p| {
+            meta::str_at(p, "/spec/nodeName") == Some(node_name) && p.pointer("/metadata/annotations").and_then(|a| a.get(script::STALE_VOLUMES)).is_some()
+        });
+        for p in &stale {
+            let _ = client.delete("", "pods", ns, meta::name(p), Some(0));
+        }
+        Ok(format!("deleted {} stale pods on {}", stale.len(), node_name))
+    }
+}

@@ -1,0 +1,334 @@
+//! The default scheduler: binds Pending pods to Ready, schedulable nodes that pass the filters
+//! the real scheduler applies first (taints/tolerations, nodeSelector, required node affinity,
+//! cpu/memory requests against allocatable, PVC binding and PV node affinity), scoring by the
+//! fewest pods. Pods that fit nowhere get PodScheduled=False/Unschedulable with the real
+//! message shape and a FailedScheduling event; they are retried when nodes change.
+
+use crate::apiserver::set_condition;
+use crate::events::{EventKind, EventRecorder};
+use crate::internal::Internal;
+use crate::meta;
+use crate::resources::ResourceKey;
+use crate::store::EventType;
+use crate::timing::Timing;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+
+pub async fn run(client: Internal, timing: Timing) {
+    let recorder = EventRecorder::new(client.clone(), "default-scheduler", None);
+    let mut rx = client.api.store.subscribe();
+    let retry = timing.s(timing.scheduler_retry).max(Duration::from_millis(50));
+    let mut ticker = tokio::time::interval(retry);
+    let pods_key = ResourceKey::new("", "pods");
+    loop {
+        let mut dirty = false;
+        tokio::select! {
+            _ = ticker.tick() => dirty = true,
+            r = rx.recv() => match r {
+                Ok(ev) => {
+                    // New or changed pods, node changes and PVC bindings can make a pod schedulable.
+                    if ev.key == pods_key {
+                        dirty = ev.event_type != EventType::Deleted && unscheduled(&ev.object);
+                        // A pod that leaves a node frees room for others.
+                        if ev.event_type == EventType::Deleted { dirty = true; }
+                    } else if ev.key.group.is_empty() && matches!(ev.key.plural.as_str(), "nodes" | "persistentvolumeclaims") {
+                        dirty = true;
+                    }
+                }
+                Err(RecvError::Lagged(_)) => dirty = true,
+                Err(RecvError::Closed) => return,
+            }
+        }
+        if dirty {
+            schedule_all(&client, &recorder);
+        }
+    }
+}
+
+fn unscheduled(pod: &Value) -> bool {
+    meta::str_at(pod, "/spec/nodeName").unwrap_or("").is_empty()
+        && !meta::is_deleting(pod)
+        && meta::str_at(pod, "/spec/schedulerName").unwrap_or("default-scheduler") == "default-scheduler"
+        && !matches!(meta::str_at(pod, "/status/phase"), Some("Succeeded" | "Failed"))
+}
+
+fn schedule_all(client: &Internal, recorder: &EventRecorder) {
+    let pending = client.list("", "pods", None, &unscheduled);
+    if pending.is_empty() {
+        return;
+    }
+    let nodes = client.list("", "nodes", None, &|_| true);
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut used: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for p in client.list("", "pods", None, &|p| !meta::str_at(p, "/spec/nodeName").unwrap_or("").is_empty()) {
+        if matches!(meta::str_at(&p, "/status/phase"), Some("Succeeded" | "Failed")) {
+            continue;
+        }
+        let n = meta::str_at(&p, "/spec/nodeName").unwrap_or("").to_string();
+        *counts.entry(n.clone()).or_default() += 1;
+        let (c, m) = requests(&p);
+        let e = used.entry(n).or_default();
+        e.0 += c;
+        e.1 += m;
+    }
+    for pod in pending {
+        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        let mut best: Option<(usize, String)> = None;
+        let volume_problem = volume_check(client, &pod);
+        for node in &nodes {
+            let name = meta::name(node).to_string();
+            let verdict = match &volume_problem {
+                Some(v) => Err(v.clone()),
+                None => fits(&pod, node, used.get(&name).copied().unwrap_or_default(), client),
+            };
+            match verdict {
+                Ok(()) => {
+                    let c = counts.get(&name).copied().unwrap_or(0);
+                    if best.as_ref().map(|(bc, bn)| (c, &name) < (*bc, bn)).unwrap_or(true) {
+                        best = Some((c, name));
+                    }
+                }
+                Err(r) => *reasons.entry(r).or_default() += 1,
+            }
+        }
+        let ns = meta::namespace(&pod).to_string();
+        let pname = meta::name(&pod).to_string();
+        match best {
+            Some((_, node)) => {
+                let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": pname, "namespace": ns}, "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
+                if client.api.bind_pod(&ns, &pname, &binding).is_ok() {
+                    *counts.entry(node.clone()).or_default() += 1;
+                    let (c, m) = requests(&pod);
+                    let e = used.entry(node.clone()).or_default();
+                    e.0 += c;
+                    e.1 += m;
+                    recorder.record(&pod, EventKind::Normal, "Scheduled", &format!("Successfully assigned {}/{} to {}", ns, pname, node));
+                }
+            }
+            None => {
+                let total = nodes.len();
+                let detail: Vec<String> = reasons.iter().map(|(r, n)| format!("{} {}", n, r)).collect();
+                let msg = if total == 0 {
+                    "no nodes available to schedule pods".to_string()
+                } else {
+                    format!(
+                        "0/{} nodes are available: {}. preemption: 0/{} nodes are available: {} Preemption is not helpful for scheduling.",
+                        total,
+                        detail.join(", "),
+                        total,
+                        total
+                    )
+                };
+                let already = pod
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .and_then(|cs| cs.iter().find(|c| c["type"] == "PodScheduled"))
+                    .map(|c| c["message"] == json!(msg) && c["status"] == "False")
+                    .unwrap_or(false);
+                if !already {
+                    let mut next = (*pod).clone();
+                    set_condition(&mut next, "PodScheduled", "False", Some("Unschedulable"), Some(&msg));
+                    let conds = next["status"]["conditions"].clone();
+                    let _ = client.merge_status("", "pods", &ns, &pname, &json!({"status": {"conditions": conds}}));
+                    recorder.record(&pod, EventKind::Warning, "FailedScheduling", &msg);
+                }
+            }
+        }
+    }
+}
+
+/// Claims must exist and be bound before the pod can be placed (Immediate binding).
+fn volume_check(client: &Internal, pod: &Value) -> Option<String> {
+    let ns = meta::namespace(pod);
+    for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
+        if let Some(claim) = v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) {
+            match client.get("", "persistentvolumeclaims", ns, claim) {
+                None => return Some(format!("persistentvolumeclaim \"{}\" not found", claim)),
+                Some(pvc) if meta::str_at(&pvc, "/status/phase") != Some("Bound") => {
+                    return Some("pod has unbound immediate PersistentVolumeClaims".into())
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+fn tolerates(pod: &Value, taint: &Value) -> bool {
+    let tolerations = pod.pointer("/spec/tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
+    tolerations.iter().any(|t| {
+        let key_ok = match t.get("key").and_then(Value::as_str) {
+            None | Some("") => t.get("operator").and_then(Value::as_str) == Some("Exists"),
+            Some(k) => Some(k) == taint.get("key").and_then(Value::as_str),
+        };
+        let op_ok = match t.get("operator").and_then(Value::as_str).unwrap_or("Equal") {
+            "Exists" => true,
+            _ => t.get("value").and_then(Value::as_str).unwrap_or("") == taint.get("value").and_then(Value::as_str).unwrap_or(""),
+        };
+        let effect_ok = match t.get("effect").and_then(Value::as_str) {
+            None | Some("") => true,
+            Some(e) => Some(e) == taint.get("effect").and_then(Value::as_str),
+        };
+        key_ok && op_ok && effect_ok
+    })
+}
+
+fn fits(pod: &Value, node: &Value, used: (f64, f64), client: &Internal) -> Result<(), String> {
+    if node.pointer("/spec/unschedulable") == Some(&json!(true)) {
+        let t = json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"});
+        if !tolerates(pod, &t) {
+            return Err("node(s) were unschedulable".into());
+        }
+    }
+    for taint in node.pointer("/spec/taints").and_then(Value::as_array).into_iter().flatten() {
+        let effect = taint.get("effect").and_then(Value::as_str).unwrap_or("");
+        if (effect == "NoSchedule" || effect == "NoExecute") && !tolerates(pod, taint) {
+            let key = taint.get("key").and_then(Value::as_str).unwrap_or("");
+            let value = taint.get("value").and_then(Value::as_str).unwrap_or("");
+            return Err(format!("node(s) had untolerated taint {{{}: {}}}", key, value));
+        }
+    }
+    let ready = node
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+        .map(|c| c["status"] == "True")
+        .unwrap_or(false);
+    if !ready {
+        return Err("node(s) had untolerated taint {node.kubernetes.io/not-ready: }".into());
+    }
+    if let Some(sel) = pod.pointer("/spec/nodeSelector").and_then(Value::as_object) {
+        let labels = node.pointer("/metadata/labels");
+        let ok = sel.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
+        if !ok {
+            return Err("node(s) didn't match Pod's node affinity/selector".into());
+        }
+    }
+    if let Some(terms) = pod.pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms").and_then(Value::as_array) {
+        if !terms.iter().any(|t| node_selector_term_matches(t, node)) {
+            return Err("node(s) didn't match Pod's node affinity/selector".into());
+        }
+    }
+    let (cpu, mem) = requests(pod);
+    let alloc_cpu = node.pointer("/status/allocatable/cpu").and_then(Value::as_str).map(parse_cpu).unwrap_or(0.0);
+    let alloc_mem = node.pointer("/status/allocatable/memory").and_then(Value::as_str).map(parse_bytes).unwrap_or(0.0);
+    if cpu > 0.0 && used.0 + cpu > alloc_cpu {
+        return Err("Insufficient cpu".into());
+    }
+    if mem > 0.0 && used.1 + mem > alloc_mem {
+        return Err("Insufficient memory".into());
+    }
+    // Bound PVs with node affinity pin the pod (Longhorn PVs usually have none).
+    let ns = meta::namespace(pod);
+    for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
+        let Some(claim) = v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) else { continue };
+        let Some(pvc) = client.get("", "persistentvolumeclaims", ns, claim) else { continue };
+        let Some(pv_name) = meta::str_at(&pvc, "/spec/volumeName") else { continue };
+        let Some(pv) = client.get("", "persistentvolumes", "", pv_name) else { continue };
+        if let Some(terms) = pv.pointer("/spec/nodeAffinity/required/nodeSelectorTerms").and_then(Value::as_array) {
+            if !terms.iter().any(|t| node_selector_term_matches(t, node)) {
+                return Err("node(s) had volume node affinity conflict".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn node_selector_term_matches(term: &Value, node: &Value) -> bool {
+    let labels = node.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
+    let exprs = term.get("matchExpressions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let fields = term.get("matchFields").and_then(Value::as_array).cloned().unwrap_or_default();
+    let check = |e: &Value, value: Option<&str>| {
+        let vals: Vec<&str> = e.get("values").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+            "In" => value.map(|v| vals.contains(&v)).unwrap_or(false),
+            "NotIn" => value.map(|v| !vals.contains(&v)).unwrap_or(true),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            "Gt" | "Lt" => {
+                let (Some(v), Some(t)) = (value.and_then(|v| v.parse::<i64>().ok()), vals.first().and_then(|t| t.parse::<i64>().ok())) else { return false };
+                if e["operator"] == "Gt" { v > t } else { v < t }
+            }
+            _ => false,
+        }
+    };
+    if exprs.is_empty() && fields.is_empty() {
+        return false;
+    }
+    exprs.iter().all(|e| check(e, e.get("key").and_then(Value::as_str).and_then(|k| labels.get(k)).and_then(Value::as_str)))
+        && fields.iter().all(|f| check(f, if f["key"] == "metadata.name" { Some(meta::name(node)) } else { None }))
+}
+
+/// Summed cpu (cores) and memory (bytes) requests of the pod's containers (init: the max).
+fn requests(pod: &Value) -> (f64, f64) {
+    let sum = |field: &str| -> Vec<(f64, f64)> {
+        pod.pointer(&format!("/spec/{}", field))
+            .and_then(Value::as_array)
+            .map(|cs| {
+                cs.iter()
+                    .map(|c| {
+                        let r = c.pointer("/resources/requests");
+                        let cpu = r.and_then(|r| r.get("cpu")).and_then(Value::as_str).map(parse_cpu).unwrap_or(0.0);
+                        let mem = r.and_then(|r| r.get("memory")).and_then(Value::as_str).map(parse_bytes).unwrap_or(0.0);
+                        (cpu, mem)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let main = sum("containers").iter().fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+    let init = sum("initContainers").iter().fold((0.0f64, 0.0f64), |a, b| (a.0.max(b.0), a.1.max(b.1)));
+    (main.0.max(init.0), main.1.max(init.1))
+}
+
+pub fn parse_cpu(s: &str) -> f64 {
+    match s.strip_suffix('m') {
+        Some(m) => m.parse::<f64>().unwrap_or(0.0) / 1000.0,
+        None => s.parse().unwrap_or(0.0),
+    }
+}
+
+pub fn parse_bytes(s: &str) -> f64 {
+    const UNITS: &[(&str, f64)] = &[
+        ("Ki", 1024.0), ("Mi", 1048576.0), ("Gi", 1073741824.0), ("Ti", 1099511627776.0),
+        ("k", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12),
+    ];
+    for (u, f) in UNITS {
+        if let Some(n) = s.strip_suffix(u) {
+            return n.parse::<f64>().unwrap_or(0.0) * f;
+        }
+    }
+    s.parse().unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities() {
+        assert_eq!(parse_cpu("250m"), 0.25);
+        assert_eq!(parse_cpu("2"), 2.0);
+        assert_eq!(parse_bytes("1Gi"), 1073741824.0);
+        assert_eq!(parse_bytes("32760852Ki"), 32760852.0 * 1024.0);
+    }
+
+    #[test]
+    fn tolerations_match_taints() {
+        let pod = json!({"spec": {"tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]}});
+        assert!(tolerates(&pod, &json!({"key": "gpu", "value": "a100", "effect": "NoSchedule"})));
+        assert!(!tolerates(&pod, &json!({"key": "other", "effect": "NoSchedule"})));
+        let all = json!({"spec": {"tolerations": [{"operator": "Exists"}]}});
+        assert!(tolerates(&all, &json!({"key": "anything", "effect": "NoExecute"})));
+    }
+
+    #[test]
+    fn node_affinity_terms() {
+        let node = json!({"metadata": {"name": "n1", "labels": {"zone": "a"}}});
+        assert!(node_selector_term_matches(&json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]}), &node));
+        assert!(!node_selector_term_matches(&json!({"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}), &node));
+        assert!(node_selector_term_matches(&json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}), &node));
+    }
+}

@@ -1,0 +1,66 @@
+//! An in-process client for the simulated control plane and nodes: the same API semantics as
+//! HTTP clients get (admission, status split, managed fields, watch events), without HTTP.
+
+use crate::apiserver::{ApiServer, PatchType, WriteOptions};
+use crate::resources::{self, ResourceType};
+use crate::status::{ApiError, ApiResult};
+use crate::store::{DeleteOptions, DeleteOutcome};
+use serde_json::Value;
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub struct Internal {
+    pub api: Arc<ApiServer>,
+    /// Field manager and user-agent name of the component, e.g. "kubelet".
+    pub manager: String,
+}
+
+impl Internal {
+    pub fn new(api: Arc<ApiServer>, manager: &str) -> Self {
+        Internal { api, manager: manager.to_string() }
+    }
+
+    pub fn rt(&self, group: &str, plural: &str) -> ApiResult<Arc<ResourceType>> {
+        let key = resources::storage_key(group, plural);
+        self.api.registry.storage_type(&key).ok_or_else(|| ApiError::not_found(group, plural, ""))
+    }
+
+    fn opts(&self) -> WriteOptions {
+        WriteOptions { field_manager: Some(self.manager.clone()), ..Default::default() }
+    }
+
+    pub fn get(&self, group: &str, plural: &str, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.api.store.get(&resources::storage_key(group, plural), ns, name)
+    }
+
+    pub fn list(&self, group: &str, plural: &str, ns: Option<&str>, filter: &dyn Fn(&Value) -> bool) -> Vec<Arc<Value>> {
+        self.api.store.list(&resources::storage_key(group, plural), ns, None, None, filter).items
+    }
+
+    pub fn create(&self, group: &str, plural: &str, ns: &str, obj: Value) -> ApiResult<Value> {
+        let rt = self.rt(group, plural)?;
+        Ok(self.api.create(&rt, ns, obj, &self.opts())?.object)
+    }
+
+    /// JSON merge patch of the main resource.
+    pub fn merge(&self, group: &str, plural: &str, ns: &str, name: &str, patch: &Value) -> ApiResult<Value> {
+        let rt = self.rt(group, plural)?;
+        Ok(self.api.patch(&rt, ns, name, None, PatchType::Merge, patch, &self.opts())?.object)
+    }
+
+    /// JSON merge patch of the status subresource (lists in the patch replace lists).
+    pub fn merge_status(&self, group: &str, plural: &str, ns: &str, name: &str, patch: &Value) -> ApiResult<Value> {
+        let rt = self.rt(group, plural)?;
+        let sub = if rt.has_status() { Some("status") } else { None };
+        Ok(self.api.patch(&rt, ns, name, sub, PatchType::Merge, patch, &self.opts())?.object)
+    }
+
+    pub fn delete(&self, group: &str, plural: &str, ns: &str, name: &str, grace: Option<i64>) -> ApiResult<bool> {
+        let rt = self.rt(group, plural)?;
+        let opts = DeleteOptions { grace_period_seconds: grace, ..Default::default() };
+        match self.api.delete(&rt, ns, name, &opts)? {
+            DeleteOutcome::Deleted(_) => Ok(true),
+            DeleteOutcome::Pending(_) => Ok(false),
+        }
+    }
+}
