@@ -286,6 +286,10 @@ impl<'a> Validator<'a> {
                 self.err_value(&format!("spec.cluster.nodes[{i}].name"), format!("duplicate node `{}`", n.name));
             }
         }
+        let ts = s.spec.cluster.sim.time_scale;
+        if !(ts > 0.0 && ts <= 100.0) {
+            self.err_value("spec.cluster.sim.timeScale", format!("{ts} out of range: 0 < timeScale <= 100"));
+        }
         if let Some(c) = &s.spec.controller {
             if !self.suite.suite.controllers.contains_key(&c.reference) {
                 let known: Vec<&String> = self.suite.suite.controllers.keys().collect();

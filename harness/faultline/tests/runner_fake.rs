@@ -81,16 +81,53 @@ async fn a_failed_injection_is_still_healed() {
     assert_eq!(actions(&fake.calls()), vec!["heal worker-01"]);
 }
 
-#[tokio::test]
-async fn sim_node_ops_refuse_node_faults_clearly() {
+async fn run_on_sim(body: &str) -> faultline::report::ScenarioReport {
     let suite = LoadedSuite::default();
-    let src = "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {name: t}\nspec:\n  steps:\n    - fault: {name: k, kubeletStop: {node: worker-01}}\n";
-    let ls = load_scenario_str(Path::new("t.yaml"), src, &suite).unwrap();
+    let src = format!("apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {{name: t}}\nspec:\n{body}");
+    let ls = load_scenario_str(Path::new("t.yaml"), &src, &suite).unwrap_or_else(|d| panic!("{d:?}"));
     let mut o = opts(Arc::new(FakeNodeOps::new(FakeConfig::default())));
     o.provider = Arc::new(SimProvider::new());
-    let r = runner::run_scenario(&ls, &suite, &o, &Default::default()).await;
+    runner::run_scenario(&ls, &suite, &o, &Default::default()).await
+}
+
+#[tokio::test]
+async fn sim_node_ops_drive_the_simulated_nodes() {
+    let r = run_on_sim(concat!(
+        "  cluster: {nodes: [{name: control-plane, role: control-plane}, {name: worker-01}], storage: none, sim: {timeScale: 0.05}}\n",
+        "  steps:\n",
+        "    - expect: {name: ready, within: 10s, resource: {apiVersion: v1, kind: Node, name: worker-01, condition: \"object.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')\"}}\n",
+        "    - fault: {name: stop, kubeletStop: {node: worker-01}, heal: {atStep: back}}\n",
+        "    - expect: {name: not-ready, after: stop, within: 10s, resource: {apiVersion: v1, kind: Node, name: worker-01, condition: \"object.status.conditions.exists(c, c.type == 'Ready' && c.status != 'True')\"}}\n",
+        "    - {name: back, sleep: 1ms}\n",
+        "    - expect: {name: ready-again, after: stop.healed, within: 10s, resource: {apiVersion: v1, kind: Node, name: worker-01, condition: \"object.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')\"}}\n",
+    )).await;
+    assert_eq!(r.verdict, Verdict::Passed, "{:?} {:#?}", r.reason, r.expectations);
+    assert!(r.expectations[1].measured_ms.is_some(), "time to detect a stopped kubelet is measured");
+}
+
+#[tokio::test]
+async fn sim_api_errors_fault_fails_requests_until_healed() {
+    let r = run_on_sim(concat!(
+        "  cluster: {sim: {apiOnly: true}}\n",
+        "  steps:\n",
+        "    - fault: {name: flaky, apiErrors: {rate: 1.0, code: 500, verbs: [patch], resources: [configmaps]}, heal: {atStep: retry}}\n",
+        "    - try:\n",
+        "        - {timeout: 5s, apply: {objects: [{apiVersion: v1, kind: ConfigMap, metadata: {name: cm}}]}}\n",
+        "      finally:\n",
+        "        - {name: retry, apply: {objects: [{apiVersion: v1, kind: ConfigMap, metadata: {name: cm}}]}}\n",
+        "        - expect: {name: created, within: 2s, resource: {apiVersion: v1, kind: ConfigMap, namespace: default, name: cm, condition: \"object != null\"}}\n",
+    )).await;
+    assert_eq!(r.verdict, Verdict::Failed, "the first apply fails");
+    assert!(r.reason.as_deref().unwrap().contains("500"), "{:?}", r.reason);
+    assert_eq!(r.expectations[0].verdict, Verdict::Passed, "after the heal the retry went through");
+    assert_eq!(r.faults[0].healed_by, "atStep");
+}
+
+#[tokio::test]
+async fn node_faults_on_an_api_only_sim_are_refused_clearly() {
+    let r = run_on_sim("  cluster: {sim: {apiOnly: true}}\n  steps:\n    - fault: {name: k, kubeletStop: {node: worker-01}}\n").await;
     assert_eq!(r.verdict, Verdict::Failed);
-    assert!(r.reason.unwrap().contains("`kubeletStop` is unsupported on sim until the node simulation lands (issue 3)"));
+    assert!(r.reason.unwrap().contains("`kubeletStop` needs the simulated nodes, but this cluster serves the API only"));
 }
 
 #[tokio::test]

@@ -64,6 +64,30 @@ pub struct ClusterSpec {
     pub nodes: Vec<NodeSpec>,
     #[serde(default)]
     pub storage: Option<Storage>,
+    /// Options of the sim provider (ignored by kind and existing).
+    #[serde(default)]
+    pub sim: SimSpec,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SimSpec {
+    /// Multiply every simulated duration (kubelet backoffs, node grace periods, reboots) by this
+    /// factor; scenario budgets stay in real time. Default 1.
+    #[serde(default = "one")]
+    pub time_scale: f64,
+    /// Serve the API alone: static nodes, no kubelets, scheduler or Longhorn (node faults are
+    /// then refused).
+    #[serde(default)]
+    pub api_only: bool,
+}
+fn one() -> f64 {
+    1.0
+}
+impl Default for SimSpec {
+    fn default() -> Self {
+        SimSpec { time_scale: 1.0, api_only: false }
+    }
 }
 
 impl ClusterSpec {

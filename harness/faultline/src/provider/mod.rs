@@ -21,6 +21,9 @@ pub struct ClusterSpec {
     pub name: String,
     pub nodes: Vec<NodeSpec>,
     pub storage: Option<Storage>,
+    pub sim: crate::model::SimSpec,
+    /// The run's seed (seeded fault decisions, e.g. which requests apiErrors fails).
+    pub seed: u64,
     /// Where the cluster may keep files (kubeconfig, node logs); outlives the cluster.
     pub workdir: std::path::PathBuf,
 }
