@@ -34,7 +34,12 @@ impl ControllerSpec {
     /// From the suite's definition plus the scenario's extra args/env.
     pub fn resolve(name: &str, def: &ControllerDef, suite_dir: &Path, extra_args: &[String], extra_env: &BTreeMap<String, String>) -> ControllerSpec {
         let prog = &def.command[0];
-        let program = if prog.contains('/') && Path::new(prog).is_relative() { suite_dir.join(prog) } else { PathBuf::from(prog) };
+        // Absolute, since the process runs in `workdir`.
+        let program = if prog.contains('/') && Path::new(prog).is_relative() {
+            std::path::absolute(suite_dir.join(prog)).unwrap_or_else(|_| suite_dir.join(prog))
+        } else {
+            PathBuf::from(prog)
+        };
         let mut args: Vec<String> = def.command[1..].to_vec();
         args.extend(extra_args.iter().cloned());
         let mut env = def.env.clone();

@@ -62,7 +62,9 @@ impl EventStore {
     fn push(&self, e: &Event, timeline: Option<&Timeline>) {
         let v = serde_json::to_value(e).unwrap_or_default();
         if let Some(t) = timeline {
-            t.record(EntryKind::Event, describe(&v));
+            if timeline_worthy(&v) {
+                t.record(EntryKind::Event, describe(&v));
+            }
         }
         let n = {
             let mut items = self.items.lock();
@@ -89,6 +91,13 @@ impl Default for EventStore {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The timeline shows every Warning, and Normal events outside the system namespaces (the
+/// simulated Longhorn's image pulls would drown the story); events.json keeps them all.
+fn timeline_worthy(v: &Value) -> bool {
+    let ns = v.pointer("/involvedObject/namespace").and_then(Value::as_str).unwrap_or("");
+    v.pointer("/type").and_then(Value::as_str) == Some("Warning") || !matches!(ns, "kube-system" | "longhorn-system" | "kube-node-lease")
 }
 
 /// `Warning FailedMount Pod default/ws-a: Unable to attach or mount volumes ...`

@@ -148,6 +148,8 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
         (None, None) => std::env::temp_dir().join(format!("faultline-{name}")),
     };
     let _ = std::fs::create_dir_all(&workdir);
+    // Absolute: the kubeconfig in it is handed to processes running elsewhere.
+    let workdir = std::path::absolute(&workdir).unwrap_or(workdir);
     let spec = ClusterSpec { name: name.clone(), nodes: sc.spec.cluster.effective_nodes(), storage: sc.spec.cluster.storage, sim: sc.spec.cluster.sim.clone(), seed: opts.seed, workdir: workdir.clone() };
     let defaults = suite.suite.defaults.clone();
     let op_timeout = defaults.step_timeout.get();
