@@ -1,0 +1,201 @@
+//! The controller under test as a host process (sim, existing): started with KUBECONFIG, its
+//! stdout/stderr captured line by line, killed by a `controllerCrash` fault and started again
+//! when the fault heals, stopped when the scenario ends.
+//!
+//! The process runs in its own process group, so a Ctrl-C at the terminal reaches the harness
+//! only and the harness decides when the controller stops; signals go to the whole group, so a
+//! controller started through a wrapper (`sh -c`, `cargo run`) stops with its children.
+
+use crate::model::ControllerDef;
+use crate::provider::{LogLine, LogSource};
+use crate::timeline::{EntryKind, Timeline};
+use anyhow::{bail, Context, Result};
+use parking_lot::Mutex;
+use regex::Regex;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::{broadcast, watch};
+
+pub struct ControllerSpec {
+    pub name: String,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub workdir: PathBuf,
+    pub ready_pattern: Option<String>,
+}
+
+impl ControllerSpec {
+    /// From the suite's definition plus the scenario's extra args/env.
+    pub fn resolve(name: &str, def: &ControllerDef, suite_dir: &Path, extra_args: &[String], extra_env: &BTreeMap<String, String>) -> ControllerSpec {
+        let prog = &def.command[0];
+        // Absolute, since the process runs in `workdir`.
+        let program = if prog.contains('/') && Path::new(prog).is_relative() {
+            std::path::absolute(suite_dir.join(prog)).unwrap_or_else(|_| suite_dir.join(prog))
+        } else {
+            PathBuf::from(prog)
+        };
+        let mut args: Vec<String> = def.command[1..].to_vec();
+        args.extend(extra_args.iter().cloned());
+        let mut env = def.env.clone();
+        env.extend(extra_env.clone());
+        let workdir = def.workdir.as_ref().map(|w| suite_dir.join(w)).unwrap_or_else(|| suite_dir.to_path_buf());
+        ControllerSpec { name: name.to_string(), program, args, env, workdir, ready_pattern: def.ready_pattern.clone() }
+    }
+}
+
+struct Running {
+    pid: i32,
+    exited: watch::Receiver<bool>,
+}
+
+pub struct ControllerProcess {
+    spec: ControllerSpec,
+    kubeconfig: PathBuf,
+    extra_env: BTreeMap<String, String>,
+    logs: broadcast::Sender<LogLine>,
+    running: Mutex<Option<Running>>,
+    /// Set while the harness itself stops the process, so the exit is not reported as a crash.
+    stopping: Arc<AtomicBool>,
+    timeline: Timeline,
+}
+
+impl ControllerProcess {
+    pub fn new(spec: ControllerSpec, kubeconfig: &Path, extra_env: BTreeMap<String, String>, timeline: Timeline) -> Arc<ControllerProcess> {
+        Arc::new(ControllerProcess {
+            spec,
+            kubeconfig: kubeconfig.to_path_buf(),
+            extra_env,
+            logs: broadcast::channel(4096).0,
+            running: Mutex::new(None),
+            stopping: Arc::new(AtomicBool::new(false)),
+            timeline,
+        })
+    }
+
+    pub fn subscribe_logs(&self) -> broadcast::Receiver<LogLine> {
+        self.logs.subscribe()
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.running.lock().as_ref().is_some_and(|r| !*r.exited.borrow())
+    }
+
+    /// Start the process; with a ready pattern, wait (up to `ready_timeout`) for a matching line.
+    pub async fn start(&self, ready_timeout: Duration) -> Result<()> {
+        if self.is_running() {
+            return Ok(());
+        }
+        let ready = self.spec.ready_pattern.as_deref().map(Regex::new).transpose()?;
+        let mut ready_rx = self.logs.subscribe();
+        let mut cmd = tokio::process::Command::new(&self.spec.program);
+        cmd.args(&self.spec.args)
+            .current_dir(&self.spec.workdir)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .envs(&self.spec.env)
+            .envs(&self.extra_env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().with_context(|| format!("starting controller `{}` ({})", self.spec.name, self.spec.program.display()))?;
+        let pid = child.id().unwrap_or(0) as i32;
+        for out in [child.stdout.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+                    child.stderr.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>)].into_iter().flatten() {
+            let tx = self.logs.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(out).lines();
+                while let Ok(Some(l)) = lines.next_line().await {
+                    let _ = tx.send(LogLine { source: LogSource::Controller, node: None, text: l });
+                }
+            });
+        }
+        let (etx, erx) = watch::channel(false);
+        let stopping = self.stopping.clone();
+        let timeline = self.timeline.clone();
+        let name = self.spec.name.clone();
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            if !stopping.load(Ordering::SeqCst) {
+                let s = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+                timeline.record(EntryKind::Controller, format!("controller {name} exited on its own ({s})"));
+            }
+            let _ = etx.send(true);
+        });
+        *self.running.lock() = Some(Running { pid, exited: erx.clone() });
+        self.timeline.record(EntryKind::Controller, format!("controller {} started (pid {pid})", self.spec.name));
+        if let Some(re) = ready {
+            let mut exited = erx;
+            let wait = async {
+                loop {
+                    tokio::select! {
+                        l = ready_rx.recv() => match l {
+                            Ok(l) if re.is_match(&l.text) => return Ok(()),
+                            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                            Err(broadcast::error::RecvError::Closed) => bail!("controller output closed"),
+                        },
+                        _ = exited.wait_for(|e| *e) => bail!("controller `{}` exited before it was ready", self.spec.name),
+                    }
+                }
+            };
+            tokio::time::timeout(ready_timeout, wait)
+                .await
+                .map_err(|_| anyhow::anyhow!("controller `{}` not ready within {:?}: no log line matched `{}`", self.spec.name, ready_timeout, re))??;
+            self.timeline.record(EntryKind::Controller, format!("controller {} ready", self.spec.name));
+        }
+        Ok(())
+    }
+
+    /// Send `signal` to the process group and wait (up to `wait`) for the exit.
+    async fn signal_and_wait(&self, signal: i32, wait: Duration) -> bool {
+        let r = self.running.lock().as_ref().map(|r| (r.pid, r.exited.clone()));
+        let Some((pid, mut exited)) = r else { return true };
+        if *exited.borrow() {
+            return true;
+        }
+        if pid > 0 {
+            // SAFETY: kill(2) with a negative pid signals the process group we created.
+            unsafe {
+                libc::kill(-pid, signal);
+            }
+        }
+        let ok = tokio::time::timeout(wait, exited.wait_for(|e| *e)).await.is_ok();
+        ok
+    }
+
+    /// `controllerCrash`: kill with `signal` (KILL or TERM).
+    pub async fn crash(&self, signal: Option<&str>) -> Result<()> {
+        let sig = match signal.unwrap_or("KILL") {
+            "KILL" | "SIGKILL" => libc::SIGKILL,
+            "TERM" | "SIGTERM" => libc::SIGTERM,
+            other => bail!("controllerCrash: unsupported signal `{other}` (KILL or TERM)"),
+        };
+        if !self.is_running() {
+            bail!("controllerCrash: controller `{}` is not running", self.spec.name);
+        }
+        self.stopping.store(true, Ordering::SeqCst);
+        let ok = self.signal_and_wait(sig, Duration::from_secs(5)).await || self.signal_and_wait(libc::SIGKILL, Duration::from_secs(5)).await;
+        self.stopping.store(false, Ordering::SeqCst);
+        if !ok {
+            bail!("controller `{}` did not exit", self.spec.name);
+        }
+        Ok(())
+    }
+
+    /// Stop for good: TERM, then KILL after 3 s.
+    pub async fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        if !self.signal_and_wait(libc::SIGTERM, Duration::from_secs(3)).await {
+            self.signal_and_wait(libc::SIGKILL, Duration::from_secs(5)).await;
+        }
+        if self.running.lock().take().is_some() {
+            self.timeline.record(EntryKind::Controller, format!("controller {} stopped", self.spec.name));
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! Faultline: a chaos and simulation test harness for Kubernetes controllers.
+//!
+//! Layers: `model` (the scenario language) -> `loader` (files, diagnostics) -> `runner`
+//! (providers, faults, controller process, expectations) -> `report` (console, JUnit, JSON, HTML).
+
+pub mod celx;
+pub mod loader;
+pub mod model;
+pub mod spans;
+pub mod controller;
+pub mod faults;
+pub mod k8s;
+pub mod logs;
+pub mod provider;
+pub mod timeline;
+pub mod events;
+pub mod expect;
+pub mod report;
+pub mod runner;

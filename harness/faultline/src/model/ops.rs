@@ -1,0 +1,438 @@
+//! The operation catalog: faults and remediations. One typed catalog serves both, so a runbook's
+//! remediation steps are the same operations a fault injects ("remediate: {kubeletRestart: ...}").
+//!
+//! Node operations (`NodeOperation`) are carried out by the provider's `NodeOps`; runner
+//! operations (`RunnerOperation`) by the runner itself, through the Kubernetes API (cordon,
+//! uncordon, drain, deletePod) or process control (controllerCrash).
+
+use super::duration::Dur;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::de::{self, MapAccess};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::LazyLock;
+
+/// A node, the target of most operations.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodeTarget {
+    /// Node name, one of `spec.cluster.nodes`.
+    pub node: String,
+}
+
+/// The volume whose device mount goes stale.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub enum VolumeRef {
+    /// The volume bound to this PVC (`namespace/name` or `name` in `default`).
+    #[serde(rename = "pvc")]
+    Pvc(String),
+    /// This PersistentVolume.
+    #[serde(rename = "pv")]
+    Pv(String),
+    /// A PersistentVolume that no longer exists in the API (the incident's case).
+    #[serde(rename = "deletedPV")]
+    DeletedPv(String),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StaleDeviceMount {
+    pub node: String,
+    #[serde(with = "serde_yaml::with::singleton_map")]
+    #[schemars(with = "VolumeRef")]
+    pub volume: VolumeRef,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KubeletWorkersSaturated {
+    pub node: String,
+    /// Stale non-running pods holding the kubelet's sync workers.
+    pub stale_pods: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodeReboot {
+    pub node: String,
+    /// The node hangs in `Rebooting` (hung NFS, disk I/O errors) until `nodePowerCycle`.
+    #[serde(default)]
+    pub stuck_until_power_cycle: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ApiErrors {
+    /// Fraction of matching requests that fail, 0 < rate <= 1.
+    pub rate: f64,
+    /// HTTP status code returned, default 500.
+    #[serde(default = "default_code")]
+    pub code: u16,
+    /// Verbs affected (get, list, watch, create, update, patch, delete); empty: all.
+    #[serde(default)]
+    pub verbs: Vec<String>,
+    /// Resources affected (plural names, e.g. pods); empty: all.
+    #[serde(default)]
+    pub resources: Vec<String>,
+}
+fn default_code() -> u16 {
+    500
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ApiLatency {
+    /// Added to every matching request.
+    pub latency: Dur,
+    #[serde(default)]
+    pub verbs: Vec<String>,
+    #[serde(default)]
+    pub resources: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Drain {
+    pub node: String,
+    /// Delete pods that eviction cannot remove (no grace period).
+    #[serde(default)]
+    pub force: bool,
+    /// Give up waiting for evicted pods after this long (default 30s).
+    #[serde(default)]
+    pub timeout: Option<Dur>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeletePod {
+    /// Namespace (default `default`).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// One pod by name...
+    #[serde(default)]
+    pub name: Option<String>,
+    /// ...or every pod matching this label selector (e.g. `app=longhorn-csi-plugin`).
+    #[serde(default)]
+    pub selector: Option<String>,
+    /// Only pods bound to this node.
+    #[serde(default)]
+    pub node: Option<String>,
+    /// Delete with grace period 0 (`--force --grace-period=0`).
+    #[serde(default)]
+    pub force: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ControllerCrash {
+    /// Signal used to kill the controller: KILL (default) or TERM.
+    #[serde(default)]
+    pub signal: Option<String>,
+}
+
+macro_rules! catalog {
+    ($(#[$meta:meta])* $enum:ident { $($variant:ident($ty:ty) = $key:literal $(| $alias:literal)*, $doc:literal;)* }) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, Serialize, PartialEq)]
+        pub enum $enum {
+            $(#[doc = $doc] #[serde(rename = $key)] $variant($ty),)*
+        }
+        impl $enum {
+            pub const KEYS: &'static [&'static str] = &[$($key),*];
+            pub fn key(&self) -> &'static str {
+                match self { $(Self::$variant(_) => $key,)* }
+            }
+            fn from_key<'de, A: MapAccess<'de>>(key: &str, map: &mut A) -> Result<Option<Self>, A::Error> {
+                Ok(Some(match key {
+                    $($key $(| $alias)* => Self::$variant(map.next_value()?),)*
+                    _ => return Ok(None),
+                }))
+            }
+            fn is_key(key: &str) -> bool {
+                matches!(key, $($key $(| $alias)*)|*)
+            }
+            fn schema_entries(gen: &mut SchemaGenerator) -> Vec<(&'static str, Schema, &'static str)> {
+                vec![$(($key, gen.subschema_for::<$ty>(), $doc),)*]
+            }
+        }
+    };
+}
+
+catalog! {
+    /// Operations on a node (or, for apiErrors/apiLatency, the simulated API server), carried
+    /// out by the provider's `NodeOps`.
+    NodeOperation {
+        StaleDeviceMount(StaleDeviceMount) = "staleDeviceMount", "A device mount of a volume is left behind and blocks the kubelet's serialized volume operation queue on the node.";
+        CsiPluginDown(NodeTarget) = "csiPluginDown", "The Longhorn CSI node plugin on the node is dead (driver unregistered).";
+        CsiPluginRestart(NodeTarget) = "csiPluginRestart", "Restart the CSI node plugin pod on the node.";
+        KubeletWorkersSaturated(KubeletWorkersSaturated) = "kubeletWorkersSaturated", "Stale non-running pods hold the kubelet's pod sync workers.";
+        KubeletStop(NodeTarget) = "kubeletStop", "Stop the kubelet (node goes NotReady after the grace period).";
+        KubeletHang(NodeTarget) = "kubeletHang", "The kubelet process lives but stops syncing pods and heartbeats.";
+        KubeletRestart(NodeTarget) = "kubeletRestart", "Restart the kubelet (volume queue and workers reset).";
+        ProberManagerBroken(NodeTarget) = "proberManagerBroken", "The kubelet's prober manager stops running probes: containers never become ready.";
+        NodeReboot(NodeReboot) = "nodeReboot" | "reboot", "Reboot the node (optionally stuck until power cycled).";
+        NodePowerCycle(NodeTarget) = "nodePowerCycle" | "powerCycle", "Hard power cycle (IPMI/Redfish): the node comes back clean.";
+        NodeNetworkPartition(NodeTarget) = "nodeNetworkPartition", "The node loses its connection to the API server.";
+        HungNfs(NodeTarget) = "hungNfs", "NFS mounts on the node hang (unmounts and reboots block).";
+        IoErrors(NodeTarget) = "ioErrors", "Disk I/O errors on the node.";
+        ApiErrors(ApiErrors) = "apiErrors", "The API server fails a fraction of matching requests (sim only).";
+        ApiLatency(ApiLatency) = "apiLatency", "The API server answers matching requests late (sim only).";
+    }
+}
+
+catalog! {
+    /// Operations the runner carries out itself, through the Kubernetes API or process control.
+    RunnerOperation {
+        Cordon(NodeTarget) = "cordon", "Mark the node unschedulable (heal: uncordon).";
+        Uncordon(NodeTarget) = "uncordon", "Mark the node schedulable.";
+        Drain(Drain) = "drain", "Cordon the node and evict its pods (heal: uncordon).";
+        DeletePod(DeletePod) = "deletePod", "Delete pods by name or selector (no heal).";
+        ControllerCrash(ControllerCrash) = "controllerCrash", "Kill the controller under test (heal: start it again).";
+    }
+}
+
+impl NodeOperation {
+    /// The node this operation targets (None for API-server-wide operations).
+    pub fn node(&self) -> Option<&str> {
+        use NodeOperation::*;
+        match self {
+            StaleDeviceMount(s) => Some(&s.node),
+            KubeletWorkersSaturated(k) => Some(&k.node),
+            NodeReboot(r) => Some(&r.node),
+            CsiPluginDown(t) | CsiPluginRestart(t) | KubeletStop(t) | KubeletHang(t) | KubeletRestart(t)
+            | ProberManagerBroken(t) | NodePowerCycle(t) | NodeNetworkPartition(t) | HungNfs(t) | IoErrors(t) => Some(&t.node),
+            ApiErrors(_) | ApiLatency(_) => None,
+        }
+    }
+    /// One-shot actions have nothing to heal (a restart or power cycle is over when it returns).
+    pub fn is_one_shot(&self) -> bool {
+        matches!(self, NodeOperation::KubeletRestart(_) | NodeOperation::CsiPluginRestart(_) | NodeOperation::NodePowerCycle(_))
+    }
+}
+
+impl RunnerOperation {
+    pub fn node(&self) -> Option<&str> {
+        match self {
+            RunnerOperation::Cordon(t) | RunnerOperation::Uncordon(t) => Some(&t.node),
+            RunnerOperation::Drain(d) => Some(&d.node),
+            RunnerOperation::DeletePod(d) => d.node.as_deref(),
+            RunnerOperation::ControllerCrash(_) => None,
+        }
+    }
+}
+
+/// Any operation: a node operation or a runner operation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Operation {
+    Node(NodeOperation),
+    Runner(RunnerOperation),
+}
+
+pub static OPERATION_KEYS: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| NodeOperation::KEYS.iter().chain(RunnerOperation::KEYS).copied().collect());
+
+static FAULT_FIELDS: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| ["name", "heal", "description"].into_iter().chain(OPERATION_KEYS.iter().copied()).collect());
+
+impl Operation {
+    pub fn key(&self) -> &'static str {
+        match self {
+            Operation::Node(n) => n.key(),
+            Operation::Runner(r) => r.key(),
+        }
+    }
+    pub fn node(&self) -> Option<&str> {
+        match self {
+            Operation::Node(n) => n.node(),
+            Operation::Runner(r) => r.node(),
+        }
+    }
+    fn is_key(key: &str) -> bool {
+        NodeOperation::is_key(key) || RunnerOperation::is_key(key)
+    }
+    fn from_key<'de, A: MapAccess<'de>>(key: &str, map: &mut A) -> Result<Option<Self>, A::Error> {
+        if let Some(n) = NodeOperation::from_key(key, map)? {
+            return Ok(Some(Operation::Node(n)));
+        }
+        Ok(RunnerOperation::from_key(key, map)?.map(Operation::Runner))
+    }
+    /// A compact one-line rendering for timelines: `staleDeviceMount{node: worker-04, volume: {deletedPV: pvc-81b676e6}}`.
+    pub fn summary(&self) -> String {
+        let v = serde_json::to_value(self).unwrap_or_default();
+        match v {
+            serde_json::Value::Object(m) => m.into_iter().map(|(k, v)| format!("{k}{}", compact(&v))).collect(),
+            other => other.to_string(),
+        }
+    }
+    fn schema_entries(gen: &mut SchemaGenerator) -> Vec<(&'static str, Schema, &'static str)> {
+        let mut v = NodeOperation::schema_entries(gen);
+        v.extend(RunnerOperation::schema_entries(gen));
+        v
+    }
+}
+
+/// `{node: worker-04, volume: {deletedPV: x}}`: JSON without quotes, for people.
+pub fn compact(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Object(m) => {
+            let inner: Vec<String> = m.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| format!("{k}: {}", compact(v))).collect();
+            format!("{{{}}}", inner.join(", "))
+        }
+        serde_json::Value::Array(a) => format!("[{}]", a.iter().map(compact).collect::<Vec<_>>().join(", ")),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl Serialize for Operation {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Operation::Node(n) => n.serialize(s),
+            Operation::Runner(r) => r.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Operation {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = Operation;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "a map with one operation, one of {}", list(&OPERATION_KEYS))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Operation, A::Error> {
+                let mut op: Option<Operation> = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if let Some(prev) = &op {
+                        if Operation::is_key(&key) {
+                            return Err(de::Error::custom(format!(
+                                "two operations (`{}` and `{key}`): a remediation names exactly one", prev.key()
+                            )));
+                        }
+                    }
+                    match Operation::from_key(&key, &mut map)? {
+                        Some(o) => op = Some(o),
+                        None => return Err(de::Error::unknown_variant(&key, &OPERATION_KEYS)),
+                    }
+                }
+                op.ok_or_else(|| de::Error::custom(format!("no operation given: expected one of {}", list(&OPERATION_KEYS))))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+fn list(keys: &[&str]) -> String {
+    keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+}
+
+impl JsonSchema for Operation {
+    fn schema_name() -> Cow<'static, str> {
+        "Operation".into()
+    }
+    fn json_schema(gen: &mut SchemaGenerator) -> Schema {
+        let one_of: Vec<serde_json::Value> = Operation::schema_entries(gen)
+            .into_iter()
+            .map(|(k, s, doc)| {
+                serde_json::json!({"type": "object", "description": doc, "required": [k], "additionalProperties": false,
+                                   "properties": {k: s}})
+            })
+            .collect();
+        schemars::json_schema!({"description": "One operation (fault or remediation)", "oneOf": one_of})
+    }
+}
+
+/// When an injected fault is healed. Whatever is chosen, every fault still active when the
+/// scenario ends (pass, fail, panic, SIGINT/SIGTERM) is healed then.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Heal {
+    /// This long after injection.
+    After(Dur),
+    /// When the named step is reached (before it runs).
+    AtStep(String),
+    /// Not during the scenario: only by the final clean-up (the default).
+    #[default]
+    Never,
+}
+
+/// `heal:` as YAML spells it: `never`, `{after: 30s}`, `{atStep: name}` (serde_yaml reads
+/// externally tagged enums only as `!tags` unless told to accept single-key maps).
+struct HealField(Heal);
+impl<'de> Deserialize<'de> for HealField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde_yaml::with::singleton_map::deserialize(d).map(HealField)
+    }
+}
+
+/// A fault step: `{name, heal, <operation>: {...}}`.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Fault {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub heal: Heal,
+    pub op: Operation,
+}
+
+impl<'de> Deserialize<'de> for Fault {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = Fault;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a fault: a map with `name`, `heal` and one operation")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fault, A::Error> {
+                let (mut name, mut description, mut heal, mut op) = (None, None, None, None::<Operation>);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "name" => name = Some(map.next_value()?),
+                        "description" => description = Some(map.next_value()?),
+                        "heal" => heal = Some(map.next_value::<HealField>()?.0),
+                        k => {
+                            if let (Some(prev), true) = (&op, Operation::is_key(k)) {
+                                return Err(de::Error::custom(format!(
+                                    "two operations (`{}` and `{k}`): a fault step injects exactly one", prev.key()
+                                )));
+                            }
+                            match Operation::from_key(k, &mut map)? {
+                                Some(o) => op = Some(o),
+                                None => return Err(de::Error::unknown_field(k, &FAULT_FIELDS)),
+                            }
+                        }
+                    }
+                }
+                let op = op.ok_or_else(|| {
+                    de::Error::custom(format!("fault names no operation: expected one of {}", list(&OPERATION_KEYS)))
+                })?;
+                Ok(Fault { name, description, heal: heal.unwrap_or_default(), op })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl JsonSchema for Fault {
+    fn schema_name() -> Cow<'static, str> {
+        "Fault".into()
+    }
+    fn json_schema(gen: &mut SchemaGenerator) -> Schema {
+        let mut props = serde_json::Map::new();
+        props.insert("name".into(), serde_json::json!({"type": "string", "description": "Name, for anchors (`after: <name>`, `after: <name>.healed`) and reports"}));
+        props.insert("description".into(), serde_json::json!({"type": "string"}));
+        props.insert("heal".into(), serde_json::to_value(gen.subschema_for::<Heal>()).unwrap());
+        let mut one_of = vec![];
+        for (k, s, doc) in Operation::schema_entries(gen) {
+            let mut s = serde_json::to_value(s).unwrap();
+            if let Some(o) = s.as_object_mut() {
+                o.insert("description".into(), doc.into());
+            }
+            props.insert(k.into(), s);
+            one_of.push(serde_json::json!({"required": [k]}));
+        }
+        schemars::json_schema!({"type": "object", "description": "Inject one fault", "properties": props,
+                                "additionalProperties": false, "oneOf": one_of})
+    }
+}

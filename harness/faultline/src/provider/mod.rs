@@ -1,0 +1,125 @@
+//! The cluster side of the runner: a `Provider` starts a `Cluster` for a scenario; the cluster
+//! gives a kubeconfig and a `NodeOps` handle for node-level faults and remediations.
+//!
+//! Runner operations (cordon, uncordon, drain, deletePod, controllerCrash) never reach `NodeOps`:
+//! the runner does them through the Kubernetes API or process control.
+
+pub mod fake;
+pub mod sim;
+
+use crate::model::{LogSourceKind, NodeOperation, NodeSpec, Storage};
+use futures::future::BoxFuture;
+use serde::Serialize;
+use std::path::Path;
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// What a scenario asks of its cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterSpec {
+    /// The scenario's name (for cluster names, log prefixes).
+    pub name: String,
+    pub nodes: Vec<NodeSpec>,
+    pub storage: Option<Storage>,
+    pub sim: crate::model::SimSpec,
+    /// The run's seed (seeded fault decisions, e.g. which requests apiErrors fails).
+    pub seed: u64,
+    /// Where the cluster may keep files (kubeconfig, node logs); outlives the cluster.
+    pub workdir: std::path::PathBuf,
+}
+
+/// Which log a line came from.
+pub type LogSource = LogSourceKind;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LogLine {
+    pub source: LogSource,
+    /// The node, for kubelet and CSI plugin logs.
+    pub node: Option<String>,
+    pub text: String,
+}
+
+/// Node-level operations of one cluster. `apply` injects (or performs, for one-shot operations
+/// such as `kubeletRestart`); `heal` undoes an applied operation and must be idempotent: the
+/// runner heals every fault still active when a scenario ends, whatever happened before.
+pub trait NodeOps: Send + Sync {
+    fn apply<'a>(&'a self, op: &'a NodeOperation) -> BoxFuture<'a, anyhow::Result<()>>;
+    fn heal<'a>(&'a self, op: &'a NodeOperation) -> BoxFuture<'a, anyhow::Result<()>>;
+    /// Log lines of a node component from now on. `node` is a hint: a receiver may also carry
+    /// other nodes' lines, so consumers filter on `LogLine::node`.
+    fn subscribe_logs(&self, node: Option<&str>, source: LogSource) -> broadcast::Receiver<LogLine>;
+}
+
+/// How the controller under test runs on this cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControllerMode {
+    /// A host process with KUBECONFIG (sim, existing).
+    HostProcess,
+    /// Deployed into the cluster from manifests (kind).
+    InCluster,
+}
+
+pub trait Cluster: Send + Sync {
+    fn kubeconfig(&self) -> &Path;
+    fn node_ops(&self) -> Arc<dyn NodeOps>;
+    fn controller_mode(&self) -> ControllerMode;
+    /// Tear the cluster down. `keep`: leave it running for inspection (`--keep-cluster`); a
+    /// provider that cannot outlive the process (sim) returns a description of what to do.
+    fn teardown(self: Box<Self>, keep: bool) -> BoxFuture<'static, anyhow::Result<Option<KeptCluster>>>;
+}
+
+/// A cluster left running by `--keep-cluster`. Dropping it stops an in-process cluster.
+pub struct KeptCluster {
+    pub description: String,
+    pub guard: Option<Box<dyn std::any::Any + Send>>,
+}
+
+pub trait Provider: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn start<'a>(&'a self, spec: &'a ClusterSpec) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>>;
+}
+
+/// `--provider`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    Sim,
+    Kind,
+    Existing,
+}
+
+/// Build the provider named on the command line. kind and existing land with issue 6.
+pub fn make_provider(kind: ProviderKind, existing_allowed: &[String], context: Option<&str>) -> anyhow::Result<Arc<dyn Provider>> {
+    match kind {
+        ProviderKind::Sim => Ok(Arc::new(sim::SimProvider::from_env()?)),
+        ProviderKind::Kind => anyhow::bail!("provider `kind` is not implemented yet (issue 6)"),
+        ProviderKind::Existing => {
+            check_existing_allowed(existing_allowed, context)?;
+            anyhow::bail!("provider `existing` is not implemented yet (issue 6)")
+        }
+    }
+}
+
+/// `--provider existing` injects faults into a real cluster: only into a context the suite
+/// config allow-lists (`existing.allowedContexts`).
+pub fn check_existing_allowed(allowed: &[String], context: Option<&str>) -> anyhow::Result<()> {
+    let ctx = match context {
+        Some(c) => c.to_string(),
+        None => current_context().unwrap_or_default(),
+    };
+    if ctx.is_empty() {
+        anyhow::bail!("provider `existing`: no kubeconfig context (pass --context or set current-context)");
+    }
+    if !allowed.iter().any(|a| a == &ctx) {
+        anyhow::bail!(
+            "provider `existing`: context `{ctx}` is not in the suite's existing.allowedContexts ({}); faultline injects faults only into allow-listed clusters",
+            if allowed.is_empty() { "empty".to_string() } else { allowed.join(", ") }
+        );
+    }
+    Ok(())
+}
+
+fn current_context() -> Option<String> {
+    let kc = kube::config::Kubeconfig::read().ok()?;
+    kc.current_context
+}

@@ -1,0 +1,166 @@
+//! The run's results as data (serialized as the JSON report, docs/report-schema.md), and the
+//! reporters that render them: console, JUnit XML, JSON, HTML. Reporters only read a finished
+//! `RunReport`; the runner knows nothing of them (besides the live progress hook).
+
+pub mod baseline;
+pub mod console;
+pub mod html;
+pub mod junit;
+
+use crate::expect::ExpectationResult;
+use crate::faults::FaultRecord;
+use crate::timeline::{Entry, Verdict};
+use serde::Serialize;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepResult {
+    pub name: String,
+    pub kind: String,
+    pub started_ms: u64,
+    pub duration_ms: u64,
+    pub verdict: Verdict,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScenarioReport {
+    pub name: String,
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub verdict: Verdict,
+    /// RFC 3339.
+    pub started_at: String,
+    pub duration_ms: u64,
+    /// The first reason the scenario did not pass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub steps: Vec<StepResult>,
+    pub expectations: Vec<ExpectationResult>,
+    pub faults: Vec<FaultRecord>,
+    pub timeline: Vec<Entry>,
+    /// Where objects, events and logs were written (with --report-dir).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<String>,
+    /// Last lines of the controller's log (failed scenarios).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub controller_log_tail: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub scenarios: usize,
+    pub passed: usize,
+    pub failed: usize,
+    pub errors: usize,
+    pub cancelled: usize,
+    pub expectations: usize,
+    pub expectations_failed: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunReport {
+    pub schema_version: u32,
+    pub faultline_version: String,
+    pub started_at: String,
+    pub duration_ms: u64,
+    pub provider: String,
+    pub seed: u64,
+    pub summary: Summary,
+    pub scenarios: Vec<ScenarioReport>,
+    /// With --baseline: measured durations that regressed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub regressions: Vec<baseline::Regression>,
+    /// Set when the run was interrupted (SIGINT, SIGTERM).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<String>,
+}
+
+impl RunReport {
+    pub fn summarize(&mut self) {
+        let mut s = Summary { scenarios: self.scenarios.len(), ..Default::default() };
+        for sc in &self.scenarios {
+            match sc.verdict {
+                Verdict::Passed => s.passed += 1,
+                Verdict::Failed => s.failed += 1,
+                Verdict::Error => s.errors += 1,
+                Verdict::Cancelled | Verdict::Skipped => s.cancelled += 1,
+            }
+            s.expectations += sc.expectations.len();
+            s.expectations_failed += sc.expectations.iter().filter(|e| e.verdict == Verdict::Failed).count();
+        }
+        self.summary = s;
+    }
+
+    /// 0 all passed, 1 a scenario failed (or a duration regressed), 2 a harness error.
+    pub fn exit_code(&self) -> u8 {
+        if self.scenarios.iter().any(|s| s.verdict == Verdict::Error) {
+            2
+        } else if self.scenarios.iter().any(|s| matches!(s.verdict, Verdict::Failed | Verdict::Cancelled)) || !self.regressions.is_empty() {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+pub fn write_json(report: &RunReport, path: &std::path::Path) -> anyhow::Result<()> {
+    if let Some(p) = path.parent() {
+        std::fs::create_dir_all(p)?;
+    }
+    std::fs::write(path, serde_json::to_string_pretty(report)?)?;
+    Ok(())
+}
+
+pub fn ms(d: u64) -> String {
+    crate::model::duration::format_duration(std::time::Duration::from_millis(d))
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+    use crate::expect::Budget;
+
+    pub fn empty_run() -> RunReport {
+        RunReport { schema_version: SCHEMA_VERSION, faultline_version: "test".into(), started_at: String::new(), duration_ms: 10, provider: "sim".into(),
+                    seed: 1, summary: Summary::default(), scenarios: vec![], regressions: vec![], interrupted_by: None }
+    }
+
+    pub fn scenario(name: &str, measured: &[(&str, Option<u64>)]) -> ScenarioReport {
+        ScenarioReport {
+            name: name.into(), file: format!("{name}.yaml"), description: None, verdict: Verdict::Passed, started_at: String::new(), duration_ms: 100,
+            reason: None, steps: vec![], faults: vec![], timeline: vec![], artifacts: None, controller_log_tail: vec![],
+            expectations: measured.iter().map(|(n, m)| ExpectationResult {
+                name: n.to_string(), kind: "resource".into(), description: format!("{n} & <friends>"), mode: "eventually".into(), anchor: "start".into(),
+                anchor_ms: 0, budget: Budget { within_ms: Some(1000), for_ms: None }, verdict: if m.is_some() { Verdict::Passed } else { Verdict::Failed },
+                started_ms: 0, finished_ms: 5, measured_ms: *m, message: "why".into(), last_observed: Some("seen".into()), invariant: false, background: false, objects: vec![],
+            }).collect(),
+        }
+    }
+
+    #[test]
+    fn junit_and_html_render_every_expectation_and_escape() {
+        let mut r = empty_run();
+        r.scenarios.push(scenario("a", &[("x", Some(5)), ("y", None)]));
+        let mut b = scenario("b", &[]);
+        b.verdict = Verdict::Error;
+        b.reason = Some("cluster failed to start".into());
+        r.scenarios.push(b);
+        r.summarize();
+        assert_eq!(r.exit_code(), 2);
+        let xml = junit::render(&r).unwrap();
+        assert!(xml.contains(r#"<testcase name="a/x""#) && xml.contains(r#"<testcase name="a/y""#));
+        assert!(xml.contains(r#"<testcase name="b/scenario (step)""#), "a harness error is a test case too: {xml}");
+        assert!(xml.contains("x &amp; &lt;friends&gt;") || !xml.contains("<friends>"));
+        let html = html::render(&r);
+        assert!(html.contains("x &amp; &lt;friends&gt;") && !html.contains("<friends>"));
+        assert_eq!(html.matches("<svg").count(), 2);
+    }
+}

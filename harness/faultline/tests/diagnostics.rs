@@ -1,0 +1,184 @@
+//! The malformed-scenario corpus: each case is a scenario file and the exact diagnostic
+//! (`file:line:col: error: message`) faultline must report for it.
+
+use faultline::loader::{load_all, load_scenario, load_suite};
+use rstest::rstest;
+use std::path::{Path, PathBuf};
+
+const HEAD: &str = "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {name: corpus}\n";
+
+fn suite_dir() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("faultline.yaml"), "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrollers:\n  ctl: {command: [sh, -c, 'sleep 1000']}\n").unwrap();
+    std::fs::create_dir_all(d.path().join("manifests")).unwrap();
+    std::fs::write(d.path().join("manifests/cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n").unwrap();
+    d
+}
+
+fn diagnose(dir: &Path, body: &str) -> (PathBuf, Vec<String>) {
+    let file = dir.join("case.yaml");
+    std::fs::write(&file, body).unwrap();
+    let suite = load_suite(&dir.join("faultline.yaml")).expect("suite loads");
+    let d = match load_scenario(&file, &suite) {
+        Ok(_) => vec![],
+        Err(d) => d.into_iter().map(|d| d.to_string()).collect(),
+    };
+    (file, d)
+}
+
+const STEP_FIELDS: &str = "`name`, `description`, `timeout`, `apply`, `create`, `patch`, `delete`, `fault`, `remediate`, `sleep`, `expect`, `script`, `try`, `catch`, `finally`";
+const OPS: &str = "`staleDeviceMount`, `csiPluginDown`, `csiPluginRestart`, `kubeletWorkersSaturated`, `kubeletStop`, `kubeletHang`, `kubeletRestart`, `proberManagerBroken`, `nodeReboot`, `nodePowerCycle`, `nodeNetworkPartition`, `hungNfs`, `ioErrors`, `apiErrors`, `apiLatency`, `cordon`, `uncordon`, `drain`, `deletePod`, `controllerCrash`";
+const KINDS: &str = "`apply`, `create`, `patch`, `delete`, `fault`, `remediate`, `sleep`, `expect`, `script`, `try`";
+const NODES: &str = "`control-plane`, `worker-01`, `worker-02`, `worker-03`";
+
+#[rstest]
+#[case::unknown_step_field(
+    "spec:\n  steps:\n    - aply: manifests/cm.yaml\n",
+    format!("6:7: error: spec.steps[0]: unknown field `aply`, expected one of {STEP_FIELDS}"))]
+#[case::unknown_fault_operation(
+    "spec:\n  steps:\n    - fault:\n        name: x\n        staleDeviceMont: {node: worker-01}\n",
+    format!("8:9: error: spec.steps[0].fault: unknown field `staleDeviceMont`, expected one of `name`, `heal`, `description`, {OPS}"))]
+#[case::unknown_remediation(
+    "spec:\n  steps:\n    - remediate: {kubeletRestrt: {node: worker-01}}\n",
+    format!("6:19: error: spec.steps[0].remediate: unknown variant `kubeletRestrt`, expected one of {OPS}"))]
+#[case::two_fault_operations(
+    "spec:\n  steps:\n    - fault: {name: y, kubeletStop: {node: worker-01}, cordon: {node: worker-01}}\n",
+    "6:14: error: spec.steps[0].fault: two operations (`kubeletStop` and `cordon`): a fault step injects exactly one".to_string())]
+#[case::fault_without_operation(
+    "spec:\n  steps:\n    - fault: {name: y}\n",
+    format!("6:14: error: spec.steps[0].fault: fault names no operation: expected one of {OPS}"))]
+#[case::bad_duration_unit(
+    "spec:\n  steps:\n    - sleep: 3x\n",
+    "6:14: error: spec.steps[0].sleep: invalid duration `3x`: unknown unit `x`; expected a duration: a number followed by ms, s, m or h (e.g. 500ms, 30s, 2m, 1h30m)".to_string())]
+#[case::duration_without_unit(
+    "spec:\n  steps:\n    - sleep: 30\n",
+    "6:14: error: spec.steps[0].sleep: invalid duration `30`: a unit is required; expected a duration: a number followed by ms, s, m or h (e.g. 500ms, 30s, 2m, 1h30m)".to_string())]
+#[case::unknown_log_source(
+    "spec:\n  steps:\n    - expect: {log: {source: kubelt, pattern: x}}\n",
+    "6:30: error: spec.steps[0].expect.log.source: unknown variant `kubelt`, expected one of `controller`, `kubelet`, `csiPlugin`".to_string())]
+#[case::unknown_heal(
+    "spec:\n  steps:\n    - fault: {name: y, heal: sometimes, kubeletStop: {node: worker-01}}\n",
+    "6:30: error: spec.steps[0].fault.heal: unknown variant `sometimes`, expected one of `after`, `atStep`, `never`".to_string())]
+#[case::missing_steps(
+    "spec:\n  cluster: {}\n",
+    "5:3: error: spec: missing field `steps`".to_string())]
+#[case::yaml_syntax(
+    "spec:\n  steps:\n    - sleep: 1s\n     oops: 1\n",
+    "7:6: error: did not find expected '-' indicator, while parsing a block collection at line 6 column 5".to_string())]
+#[case::wrong_api_version(
+    "spec:\n  steps:\n    - sleep: 1s\n",
+    "1:13: error: apiVersion: unsupported `faultline.dev/v2`, expected `faultline.dev/v1alpha1`".to_string())]
+#[case::invalid_name(
+    "spec:\n  steps:\n    - sleep: 1s\n",
+    "3:18: error: metadata.name: invalid name `Corpus_1`: lowercase letters, digits and `-`, starting and ending with a letter or digit".to_string())]
+#[case::two_step_kinds(
+    "spec:\n  steps:\n    - apply: manifests/cm.yaml\n      sleep: 1s\n",
+    format!("6:7: error: spec.steps[0]: a step needs exactly one of {KINDS}, found `apply`, `sleep`"))]
+#[case::no_step_kind(
+    "spec:\n  steps:\n    - name: lonely\n",
+    format!("6:7: error: spec.steps[0]: a step needs exactly one of {KINDS}, found none"))]
+#[case::catch_without_try(
+    "spec:\n  steps:\n    - sleep: 1s\n      catch: [{sleep: 1s}]\n",
+    "7:7: error: spec.steps[0].catch: `catch` goes with `try`".to_string())]
+#[case::unknown_node(
+    "spec:\n  steps:\n    - fault: {name: y, kubeletStop: {node: worker-09}}\n",
+    format!("6:44: error: spec.steps[0].fault.kubeletStop.node: unknown node `worker-09`, expected one of {NODES}"))]
+#[case::invalid_cel(
+    "spec:\n  steps:\n    - expect: {resource: {apiVersion: v1, kind: ConfigMap, all: \"object.x ==\"}}\n",
+    "6:65: error: spec.steps[0].expect.resource.all: invalid CEL expression `object.x ==`: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER} (at 1:12)".to_string())]
+#[case::unknown_anchor(
+    "spec:\n  steps:\n    - {name: boot, sleep: 1s}\n    - expect: {log: {source: controller, pattern: x}, after: boto}\n",
+    "7:62: error: spec.steps[1].expect.after: unknown anchor `boto`, expected one of `start`, `previous`, `boot`, `boot.start`".to_string())]
+#[case::anchor_after_expectation(
+    "spec:\n  steps:\n    - expect: {log: {source: controller, pattern: x}, after: later}\n    - {name: later, sleep: 1s}\n",
+    "6:62: error: spec.steps[0].expect.after: step `later` does not come before this expectation, expected one of `start`, `previous`".to_string())]
+#[case::healed_anchor_of_non_fault(
+    "spec:\n  steps:\n    - {name: nap, sleep: 1s}\n    - expect: {log: {source: controller, pattern: x}, after: nap.healed}\n",
+    "7:62: error: spec.steps[1].expect.after: `nap` is not a fault, so it has no `.healed` anchor".to_string())]
+#[case::heal_at_unknown_step(
+    "spec:\n  steps:\n    - fault: {name: y, heal: {atStep: fix}, kubeletStop: {node: worker-01}}\n    - {name: repair, sleep: 1s}\n",
+    "6:39: error: spec.steps[0].fault.heal.atStep: unknown step `fix`, expected one of `repair`".to_string())]
+#[case::never_with_within(
+    "spec:\n  steps:\n    - expect: {never: true, within: 5s, log: {source: controller, pattern: x}}\n",
+    "6:29: error: spec.steps[0].expect.within: `never` and `within` exclude each other: bound a `never` window with `for`".to_string())]
+#[case::condition_without_name(
+    "spec:\n  steps:\n    - expect: {resource: {apiVersion: v1, kind: ConfigMap, condition: \"object != null\"}}\n",
+    "6:60: error: spec.steps[0].expect.resource.condition: `condition` is about one object: give its `name` (or use one, any, all, none, count)".to_string())]
+#[case::two_selection_modes(
+    "spec:\n  steps:\n    - expect: {resource: {apiVersion: v1, kind: ConfigMap, any: \"true\", all: \"true\"}}\n",
+    "6:26: error: spec.steps[0].expect.resource: a resource expectation needs exactly one of `condition`, `one`, `any`, `all`, `none`, `count`, found `any`, `all`".to_string())]
+#[case::two_expectation_kinds(
+    "spec:\n  steps:\n    - expect: {event: {reason: X}, log: {source: controller, pattern: x}}\n",
+    "6:15: error: spec.steps[0].expect: an expectation needs exactly one of `resource`, `event`, `log`, found `event`, `log`".to_string())]
+#[case::bad_regex(
+    "spec:\n  steps:\n    - expect: {log: {source: controller, pattern: \"bumped(\"}}\n",
+    "6:51: error: spec.steps[0].expect.log.pattern: invalid regular expression `bumped(`: error: unclosed group".to_string())]
+#[case::node_on_controller_log(
+    "spec:\n  steps:\n    - expect: {log: {source: controller, node: worker-01, pattern: x}}\n",
+    "6:42: error: spec.steps[0].expect.log.node: the controller's log has no node; `node` goes with `kubelet` or `csiPlugin`".to_string())]
+#[case::unknown_controller(
+    "spec:\n  controller: {ref: clt}\n  steps:\n    - sleep: 1s\n",
+    "5:21: error: spec.controller.ref: unknown controller `clt`, expected one of `ctl` (from SUITE)".to_string())]
+#[case::missing_manifest(
+    "spec:\n  steps:\n    - apply: manifests/nope.yaml\n",
+    "6:14: error: spec.steps[0].apply: file `manifests/nope.yaml` not found (relative to DIR)".to_string())]
+#[case::duplicate_step_name(
+    "spec:\n  steps:\n    - {name: a, sleep: 1s}\n    - {name: a, sleep: 2s}\n",
+    "7:14: error: spec.steps[1].name: duplicate step name `a` (also spec.steps[0])".to_string())]
+#[case::log_rate_with_never(
+    "spec:\n  steps:\n    - expect: {never: true, for: 1s, log: {source: controller, pattern: x, atMost: 3}}\n",
+    "6:76: error: spec.steps[0].expect.log.atMost: a rate limit (`atMost`) is already an invariant: drop `never`/`for`".to_string())]
+#[case::invariant_with_within(
+    "spec:\n  steps:\n    - sleep: 1s\n  invariants:\n    - {within: 3s, never: true, log: {source: controller, pattern: x}}\n",
+    "8:8: error: spec.invariants[0].within: invariants are checked for the whole run; `within` is not allowed".to_string())]
+fn malformed_scenario_gets_its_precise_error(#[case] body: &str, #[case] expected: String) {
+    let dir = suite_dir();
+    let head = match expected.as_str() {
+        e if e.contains("apiVersion: unsupported") => HEAD.replace("v1alpha1", "v2"),
+        e if e.contains("invalid name") => HEAD.replace("corpus", "Corpus_1"),
+        _ => HEAD.to_string(),
+    };
+    let (file, diags) = diagnose(dir.path(), &format!("{head}{body}"));
+    let expected = expected
+        .replace("SUITE", &dir.path().join("faultline.yaml").display().to_string())
+        .replace("DIR", &dir.path().display().to_string());
+    let want = format!("{}:{expected}", file.display());
+    assert_eq!(diags.first().map(String::as_str), Some(want.as_str()), "all diagnostics: {diags:#?}");
+}
+
+#[test]
+fn valid_scenario_has_no_diagnostics() {
+    let dir = suite_dir();
+    let body = "spec:\n  controller: {ref: ctl}\n  steps:\n    - apply: manifests/cm.yaml\n    - fault: {name: f, heal: {atStep: fix}, staleDeviceMount: {node: worker-01, volume: {deletedPV: pvc-1}}}\n    - expect: {name: e, after: f, within: 2s, resource: {apiVersion: v1, kind: ConfigMap, all: \"true\"}}\n    - {name: fix, remediate: {kubeletRestart: {node: worker-01}}}\n    - expect: {after: f.healed, log: {source: kubelet, node: worker-01, pattern: ok}}\n  invariants:\n    - {log: {source: controller, pattern: bumped, atMost: 3, per: 1m}}\n";
+    let (_, diags) = diagnose(dir.path(), &format!("{HEAD}{body}"));
+    assert!(diags.is_empty(), "{diags:#?}");
+}
+
+#[test]
+fn every_file_of_a_directory_is_checked_and_names_are_unique() {
+    let dir = suite_dir();
+    let ok = format!("{HEAD}spec:\n  steps:\n    - sleep: 1s\n");
+    std::fs::write(dir.path().join("a.yaml"), &ok).unwrap();
+    std::fs::write(dir.path().join("b.yaml"), &ok).unwrap();
+    std::fs::write(dir.path().join("c.yaml"), format!("{HEAD}spec:\n  steps:\n    - slep: 1s\n")).unwrap();
+    let (_, loaded, diags) = load_all(&[dir.path().to_path_buf()], None);
+    // The manifest directory is not scanned (not named), and manifests are not scenarios.
+    assert_eq!(loaded.len(), 1);
+    let text: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
+    assert_eq!(text.len(), 2, "{text:#?}");
+    let want = format!("b.yaml:3:18: error: metadata.name: `corpus` is already the name of {}", dir.path().join("a.yaml").display());
+    assert!(text[0].ends_with(&want), "{text:#?}");
+    assert!(text[1].contains("c.yaml:6:7: error: spec.steps[0]: unknown field `slep`"), "{text:#?}");
+}
+
+#[test]
+fn suite_config_errors_are_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("faultline.yaml");
+    std::fs::write(&f, "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncrds: [crds/missing.yaml]\ndefaults: {expectWithin: 10s, regressionRatio: 0.5}\n").unwrap();
+    let d: Vec<String> = load_suite(&f).unwrap_err().into_iter().map(|d| d.to_string()).collect();
+    assert_eq!(d, vec![
+        format!("{}:3:8: error: crds[0]: file `crds/missing.yaml` not found", f.display()),
+        format!("{}:4:48: error: defaults.regressionRatio: must be greater than 1", f.display()),
+    ]);
+}
