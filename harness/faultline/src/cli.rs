@@ -96,6 +96,10 @@ struct RunArgs {
     /// Keep clusters after the run (sim: serve them until Ctrl-C).
     #[arg(long)]
     keep_cluster: bool,
+    /// An extra argument for every controller under test (repeatable), after the scenario's
+    /// own, e.g. `--controller-arg=--regression=hot-loop` to check a build with a flag flipped.
+    #[arg(long = "controller-arg", allow_hyphen_values = true)]
+    controller_args: Vec<String>,
     /// Compare measured durations with a previous JSON report.
     #[arg(long)]
     baseline: Option<PathBuf>,
@@ -283,6 +287,7 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
         cancel: cancel_rx.clone(),
         progress,
         faultline_bin: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("faultline")),
+        controller_args: a.controller_args.clone(),
     };
     let kept: runner::Kept = Default::default();
     let reports = runner::run_all(scenarios, &suite, &opts, &kept).await;

@@ -19,6 +19,7 @@ fn opts(fake: Arc<FakeNodeOps>) -> RunOptions {
         cancel: tokio::sync::watch::channel(None).1,
         progress: Arc::new(NoProgress),
         faultline_bin: "faultline".into(),
+        controller_args: vec![],
     }
 }
 

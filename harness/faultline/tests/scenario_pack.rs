@@ -1,6 +1,6 @@
-//! The scenario pack's incident scenario (scenarios/stale-csi-mount.yaml) on the sim provider
-//! with the real workspace-controller fixture: it passes with the fixed controller and catches
-//! the upstream regressions (FN3b testing "zero statuses", the restartGeneration hot loop).
+//! The scenario pack (scenarios/) on the sim provider with the real workspace-controller: with the
+//! fixed controller every scenario passes; each `--regression` switch brings back a known bug and
+//! at least one scenario fails, exit 1, naming the violated budget or invariant.
 
 use rstest::rstest;
 use std::path::{Path, PathBuf};
@@ -12,47 +12,54 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
-/// The controller binary next to faultline's (ci/test.sh builds every binary first).
-fn controller_binary() -> PathBuf {
+/// The suite config runs `../target/debug/workspace-controller` (ci/test.sh builds every binary
+/// first); build it when a developer runs this test alone.
+fn ensure_controller() {
     let bin = Path::new(BIN).parent().unwrap().join("workspace-controller");
     if !bin.is_file() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let st = Command::new(cargo).args(["build", "-p", "workspace-controller"]).current_dir(repo()).status().unwrap();
         assert!(st.success(), "building workspace-controller");
     }
-    assert!(bin.is_file(), "{} missing", bin.display());
-    bin
+}
+
+fn run_pack(extra: &[&str]) -> (i32, String, serde_json::Value) {
+    ensure_controller();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let out = Command::new(BIN)
+        .args(["run", "scenarios", "--jobs", "3", "--seed", "7", "--json"])
+        .arg(&json)
+        .args(extra)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let report = std::fs::read_to_string(&json).ok().and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
+    (out.status.code().unwrap_or(-1), text, report)
+}
+
+#[test]
+fn fixed_controller_passes_the_whole_pack() {
+    let (code, text, report) = run_pack(&[]);
+    assert_eq!(code, 0, "{text}");
+    let scenarios = report["scenarios"].as_array().expect("scenarios in the JSON report");
+    assert!(scenarios.len() >= 9, "the pack has at least 9 scenarios: {}", scenarios.len());
+    for s in scenarios {
+        assert_eq!(s["verdict"], "passed", "{}: {text}", s["name"]);
+    }
+    // The timeline of each scenario is printed (the runbook's table).
+    assert!(text.contains("| Time | Event |") && text.contains("### stale-csi-mount - PASS"), "{text}");
 }
 
 #[rstest]
-#[case::fixed_controller_recovers(&[], 0, &["expect recovered: PASS", "expect fn3b-fires: PASS"])]
-#[case::fn3b_zero_statuses_is_caught(&["--regression=fn3b-zero-statuses"], 1,
-    &["expectation `fn3b-fires` failed: budget missed: within 20s after stale-mount: the condition never held"])]
-#[case::hot_loop_is_caught(&["--regression=hot-loop"], 1,
-    &["invariant `no-hot-loop` failed: violated at", "matching lines within 30s (at most 3 allowed); last: "])]
-fn stale_csi_mount(#[case] extra: &[&str], #[case] code: i32, #[case] wanted: &[&str]) {
-    let controller = controller_binary();
-    let dir = tempfile::tempdir().unwrap();
-    let src = repo().join("scenarios");
-    std::fs::create_dir_all(dir.path().join("manifests")).unwrap();
-    std::fs::copy(src.join("manifests/workspace-demo.yaml"), dir.path().join("manifests/workspace-demo.yaml")).unwrap();
-    let suite = std::fs::read_to_string(src.join("faultline.yaml")).unwrap()
-        .replace("../target/debug/workspace-controller", &controller.display().to_string())
-        .replace("../fixtures/", &format!("{}/fixtures/", repo().display()));
-    std::fs::write(dir.path().join("faultline.yaml"), suite).unwrap();
-    let mut args = "--infra-backoff-base=1s".to_string();
-    for e in extra {
-        args += &format!(", {e}");
-    }
-    let scenario = std::fs::read_to_string(src.join("stale-csi-mount.yaml")).unwrap()
-        .replace("--infra-backoff-base=1s", &args)
-        .replace("within: 60s", "within: 20s");
-    std::fs::write(dir.path().join("stale-csi-mount.yaml"), scenario).unwrap();
-    let out = Command::new(BIN).args(["run", "."]).current_dir(dir.path()).output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.status.code(), Some(code), "{text}");
-    for w in wanted {
-        assert!(text.contains(w), "missing `{w}` in:\n{text}");
-    }
-    assert!(text.contains("fault stale-mount healed (cleanup)"), "{text}");
+#[case::hot_loop("hot-loop", "^restart-generation-hot-loop$", "FAIL restart-generation-hot-loop: invariant `no-hot-loop` failed: violated at")]
+#[case::fn3b_zero_statuses("fn3b-zero-statuses", "^dead-csi-plugin$", "FAIL dead-csi-plugin: expectation `fn3b-fires` failed: budget missed: within 15s after create-workspace")]
+#[case::no_fn3b("no-fn3b", "^saturated-kubelet-workers$", "FAIL saturated-kubelet-workers: expectation `fn3b-fires` failed: budget missed: within 15s after create-workspace")]
+#[case::no_backoff("no-backoff", "^dead-csi-plugin$", "FAIL dead-csi-plugin: expectation `retry-backed-off` failed: budget missed: within 5s")]
+fn each_regression_fails_a_scenario(#[case] regression: &str, #[case] filter: &str, #[case] wanted: &str) {
+    let arg = format!("--controller-arg=--regression={regression}");
+    let (code, text, _) = run_pack(&["--filter", filter, &arg]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains(wanted), "missing `{wanted}` in:\n{text}");
 }

@@ -42,6 +42,21 @@ pub struct StaleDeviceMount {
     #[serde(with = "serde_yaml::with::singleton_map")]
     #[schemars(with = "VolumeRef")]
     pub volume: VolumeRef,
+    /// What keeps the device busy, which decides the remediation that releases it: `kubelet`
+    /// (its own stale state: a kubelet restart cleans it up; the default), `csiPlugin` (the node
+    /// plugin process: restart or delete the plugin pod), `external` (another reference: only a
+    /// reboot or power cycle).
+    #[serde(default)]
+    pub held_by: MountHolder,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum MountHolder {
+    #[default]
+    Kubelet,
+    CsiPlugin,
+    External,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]

@@ -136,7 +136,12 @@ impl SimNodeOps {
         Ok(match (op, heal) {
             (N::StaleDeviceMount(s), false) => {
                 let (pv, deleted_pv) = self.pv(&s.volume)?;
-                vec![NodeOp::StaleDeviceMount { pv, deleted_pv, holder: Holder::Kubelet, blocks_queue: true }]
+                let holder = match s.held_by {
+                    crate::model::ops::MountHolder::Kubelet => Holder::Kubelet,
+                    crate::model::ops::MountHolder::CsiPlugin => Holder::CsiPlugin,
+                    crate::model::ops::MountHolder::External => Holder::External,
+                };
+                vec![NodeOp::StaleDeviceMount { pv, deleted_pv, holder, blocks_queue: true }]
             }
             (N::StaleDeviceMount(s), true) => vec![NodeOp::ClearStaleDeviceMount { pv: self.pv(&s.volume)?.0 }],
             (N::CsiPluginDown(_), false) => vec![NodeOp::CsiPluginDown],

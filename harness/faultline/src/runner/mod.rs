@@ -51,6 +51,8 @@ pub struct RunOptions {
     pub progress: Arc<dyn Progress>,
     /// The faultline binary, exported to scripts as $FAULTLINE.
     pub faultline_bin: PathBuf,
+    /// `--controller-arg`: appended to every controller's arguments.
+    pub controller_args: Vec<String>,
 }
 
 /// Clusters left running by --keep-cluster.
@@ -192,7 +194,8 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
     if let Some(c) = &sc.spec.controller {
         let def = &suite.suite.controllers[&c.reference];
         if cluster.controller_mode() == ControllerMode::HostProcess {
-            let cspec = ControllerSpec::resolve(&c.reference, def, &suite.dir, &c.args, &c.env);
+            let args: Vec<String> = c.args.iter().chain(opts.controller_args.iter()).cloned().collect();
+            let cspec = ControllerSpec::resolve(&c.reference, def, &suite.dir, &args, &c.env);
             let extra = [("FAULTLINE_SEED".to_string(), opts.seed.to_string()), ("FAULTLINE_SCENARIO".to_string(), name.clone())].into_iter().collect();
             let p = ControllerProcess::new(cspec, &kubeconfig, extra, timeline.clone());
             log_tasks.push(logs.attach(p.subscribe_logs()));
