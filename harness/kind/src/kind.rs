@@ -1,0 +1,442 @@
+//! The kind provider: clusters of `kindest/node` containers, reused across the scenarios of a
+//! run when their topology matches, with node faults through `docker exec` and the engine.
+//!
+//! Entry points for the runner: [`KindProvider::start`] -> [`KindCluster`] (`kubeconfig`,
+//! `apply`, `heal`, `subscribe_logs`, `collect_logs`, `release`), and
+//! [`KindProvider::shutdown`] at the end of the run.
+
+use crate::exec::docker::TestcontainersExecutor;
+use crate::exec::{run_steps, DryRun, Executor, Vars};
+use crate::input::{ClusterPlanInput, FaultOp, LogSource, NodeLogLine};
+use crate::plan::cluster::{cluster_plan, ClusterPlan};
+use crate::plan::container::HostPaths;
+use crate::plan::faults::{plan_fault, FaultContext, FaultPlan, Flavour, Unsupported};
+use crate::plan::kubeadm::bootstrap_token;
+use crate::plan::longhorn::NAMESPACE as LONGHORN_NS;
+use anyhow::{bail, Context, Result};
+use parking_lot::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+#[derive(Clone, Debug)]
+pub struct KindOptions {
+    /// Reuse a cluster for the next scenario with the same topology (reset in between).
+    pub reuse: bool,
+}
+
+impl Default for KindOptions {
+    fn default() -> Self {
+        KindOptions { reuse: true }
+    }
+}
+
+struct Inner {
+    exec: Arc<dyn Executor>,
+    input: ClusterPlanInput,
+    plan: ClusterPlan,
+    kubeconfig_text: Mutex<String>,
+    active: Mutex<Vec<FaultOp>>,
+    logs: broadcast::Sender<NodeLogLine>,
+    followed: Mutex<Vec<(String, LogSource)>>,
+    alive: Arc<AtomicBool>,
+}
+
+/// A running kind cluster handed to one scenario.
+pub struct KindCluster {
+    inner: Arc<Inner>,
+    kubeconfig: PathBuf,
+    pool: Arc<Mutex<Vec<Arc<Inner>>>>,
+    reuse: bool,
+}
+
+pub struct KindProvider {
+    opts: KindOptions,
+    /// Idle clusters, ready for the next scenario.
+    pool: Arc<Mutex<Vec<Arc<Inner>>>>,
+    make_executor: Box<dyn Fn() -> Result<Arc<dyn Executor>> + Send + Sync>,
+}
+
+impl KindProvider {
+    /// Against the Docker engine (DOCKER_HOST or the local socket).
+    pub fn new(opts: KindOptions) -> KindProvider {
+        KindProvider {
+            opts,
+            pool: Arc::new(Mutex::new(vec![])),
+            make_executor: Box::new(|| Ok(Arc::new(TestcontainersExecutor::connect()?) as Arc<dyn Executor>)),
+        }
+    }
+
+    /// With another executor (tests, dry runs).
+    pub fn with_executor(opts: KindOptions, make: impl Fn() -> Result<Arc<dyn Executor>> + Send + Sync + 'static) -> KindProvider {
+        KindProvider { opts, pool: Arc::new(Mutex::new(vec![])), make_executor: Box::new(make) }
+    }
+
+    /// A cluster for one scenario: an idle one with the same topology if reuse is on, else a
+    /// new one. `workdir` gets `kubeconfig` (and, for a new cluster, the image directory).
+    pub async fn start(&self, input: &ClusterPlanInput, workdir: &Path) -> Result<KindCluster> {
+        std::fs::create_dir_all(workdir).with_context(|| format!("creating {}", workdir.display()))?;
+        let workdir = workdir.canonicalize()?;
+        let kubeconfig = workdir.join("kubeconfig");
+        if self.opts.reuse {
+            let key = input.reuse_key();
+            let found = {
+                let mut pool = self.pool.lock();
+                pool.iter().position(|c| c.input.reuse_key() == key).map(|i| pool.remove(i))
+            };
+            if let Some(inner) = found {
+                inner.exec.note(&format!("# reuse cluster {} for this scenario", inner.plan.names.cluster));
+                write_kubeconfig(&kubeconfig, &inner.kubeconfig_text.lock())?;
+                return Ok(KindCluster { inner, kubeconfig, pool: self.pool.clone(), reuse: true });
+            }
+        }
+        let exec = (self.make_executor)()?;
+        let images_dir = workdir.join("kind-images");
+        std::fs::create_dir_all(&images_dir)?;
+        let host = HostPaths { images_dir: images_dir.display().to_string() };
+        let seed = if exec.is_dry_run() {
+            input.cluster_name.clone()
+        } else {
+            format!("{}:{}:{:?}", input.cluster_name, std::process::id(), std::time::SystemTime::now())
+        };
+        let plan = cluster_plan(input, &host, &bootstrap_token(&seed), &kubeconfig.display().to_string())?;
+        let inner = Arc::new(Inner {
+            exec: exec.clone(),
+            input: input.clone(),
+            plan,
+            kubeconfig_text: Mutex::new(String::new()),
+            active: Mutex::new(vec![]),
+            logs: broadcast::channel(4096).0,
+            followed: Mutex::new(vec![]),
+            alive: Arc::new(AtomicBool::new(true)),
+        });
+        let mut vars = Vars::new();
+        if let Err(e) = run_steps(exec.as_ref(), &inner.plan.names, &inner.plan.bring_up, &mut vars).await {
+            // Leave the evidence next to the kubeconfig, then clean up.
+            let logs = workdir.join("kind-logs");
+            let _ = collect(&inner, &logs).await;
+            let _ = run_steps(exec.as_ref(), &inner.plan.names, &inner.plan.teardown, &mut vars).await;
+            return Err(e.context(format!("bringing up kind cluster {} (node logs in {})", inner.plan.names.cluster, logs.display())));
+        }
+        if !exec.is_dry_run() {
+            *inner.kubeconfig_text.lock() = std::fs::read_to_string(&kubeconfig)?;
+        }
+        Ok(KindCluster { inner, kubeconfig, pool: self.pool.clone(), reuse: self.opts.reuse })
+    }
+
+    /// Tear down every idle cluster (call once at the end of the run).
+    pub async fn shutdown(&self) -> Result<()> {
+        let idle: Vec<Arc<Inner>> = std::mem::take(&mut *self.pool.lock());
+        for inner in idle {
+            teardown(&inner).await?;
+        }
+        Ok(())
+    }
+
+    /// Number of idle clusters waiting for reuse.
+    pub fn idle_clusters(&self) -> usize {
+        self.pool.lock().len()
+    }
+}
+
+impl Drop for KindProvider {
+    fn drop(&mut self) {
+        let idle: Vec<Arc<Inner>> = std::mem::take(&mut *self.pool.lock());
+        if idle.is_empty() {
+            return;
+        }
+        // Async clean-up from a synchronous drop: a thread with its own runtime.
+        let _ = std::thread::spawn(move || {
+            if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                rt.block_on(async {
+                    for inner in idle {
+                        if let Err(e) = teardown(&inner).await {
+                            tracing::warn!("tearing down kind cluster {}: {e:#}", inner.plan.names.cluster);
+                        }
+                    }
+                });
+            }
+        })
+        .join();
+    }
+}
+
+async fn teardown(inner: &Inner) -> Result<()> {
+    inner.alive.store(false, Ordering::SeqCst);
+    run_steps(inner.exec.as_ref(), &inner.plan.names, &inner.plan.teardown, &mut Vars::new()).await
+}
+
+async fn collect(inner: &Inner, dir: &Path) -> Result<()> {
+    for l in &inner.plan.collect_logs {
+        let out = crate::exec::run_step(inner.exec.as_ref(), &inner.plan.names, &l.step, &mut Vars::new()).await?;
+        if inner.exec.is_dry_run() {
+            continue;
+        }
+        let path = dir.join(&l.file);
+        if let Some(p) = path.parent() {
+            std::fs::create_dir_all(p)?;
+        }
+        let mut text = out.stdout;
+        if !out.stderr.is_empty() {
+            text.push_str("\n--- stderr ---\n");
+            text.push_str(&out.stderr);
+        }
+        std::fs::write(&path, text)?;
+    }
+    Ok(())
+}
+
+fn write_kubeconfig(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
+}
+
+impl KindCluster {
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+    pub fn name(&self) -> &str {
+        &self.inner.plan.names.cluster
+    }
+    pub fn plan(&self) -> &ClusterPlan {
+        &self.inner.plan
+    }
+
+    fn context(&self, op: &FaultOp) -> Result<FaultContext> {
+        if let Some(n) = op.node() {
+            if !self.inner.input.nodes.iter().any(|x| x.name == n) {
+                bail!("`{}`: node `{n}` is not a node of this cluster ({})", op.key(), self.inner.input.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", "));
+            }
+        }
+        let stuck = op.node().is_some_and(|n| {
+            self.inner.active.lock().iter().any(|a| matches!(a, FaultOp::HungNfs(t) | FaultOp::IoErrors(t) if t.node == n))
+        });
+        Ok(FaultContext {
+            flavour: Flavour::Kind(self.inner.plan.names.clone()),
+            longhorn: self.inner.input.longhorn,
+            stuck_io_on_node: stuck,
+        })
+    }
+
+    /// The steps `op` would run here (for reports and `--dry-run`).
+    pub fn fault_plan(&self, op: &FaultOp) -> Result<FaultPlan> {
+        Ok(plan_fault(op, &self.context(op)?)?)
+    }
+
+    /// Inject a fault (or perform a one-shot operation). A failed inject is healed at once.
+    pub async fn apply(&self, op: &FaultOp) -> Result<()> {
+        if let FaultOp::NodePowerCycle(t) = op {
+            // A power cycle clears what made a reboot hang, and ends a stuck reboot.
+            let clear: Vec<FaultOp> = self
+                .inner
+                .active
+                .lock()
+                .iter()
+                .filter(|a| matches!(a, FaultOp::HungNfs(x) | FaultOp::IoErrors(x) if x.node == t.node)
+                    || matches!(a, FaultOp::NodeReboot(r) if r.node == t.node))
+                .cloned()
+                .collect();
+            for a in clear {
+                self.heal(&a).await?;
+            }
+        }
+        let plan = self.fault_plan(op)?;
+        let names = &self.inner.plan.names;
+        let exec = self.inner.exec.as_ref();
+        let mut vars = Vars::new();
+        if let Err(e) = run_steps(exec, names, &plan.inject, &mut vars).await {
+            let _ = run_steps(exec, names, &plan.heal, &mut vars).await;
+            return Err(e);
+        }
+        if !op.is_one_shot() {
+            self.inner.active.lock().push(op.clone());
+        }
+        Ok(())
+    }
+
+    /// Undo an applied fault; idempotent.
+    pub async fn heal(&self, op: &FaultOp) -> Result<()> {
+        let mut ctx = self.context(op)?;
+        ctx.stuck_io_on_node = false;
+        let plan = match plan_fault(op, &ctx) {
+            Ok(p) => p,
+            // Nothing can have been applied.
+            Err(Unsupported { .. }) => return Ok(()),
+        };
+        run_steps(self.inner.exec.as_ref(), &self.inner.plan.names, &plan.heal, &mut Vars::new()).await?;
+        self.inner.active.lock().retain(|a| a != op);
+        Ok(())
+    }
+
+    /// Operations applied and not healed yet.
+    pub fn active_faults(&self) -> Vec<FaultOp> {
+        self.inner.active.lock().clone()
+    }
+
+    /// Node log lines from now on (`node`: None for every node). Lines of other nodes may
+    /// arrive too: filter on `NodeLogLine::node`.
+    pub fn subscribe_logs(&self, node: Option<&str>, source: LogSource) -> broadcast::Receiver<NodeLogLine> {
+        let rx = self.inner.logs.subscribe();
+        let nodes: Vec<String> = match node {
+            Some(n) => vec![n.to_string()],
+            None => self.inner.input.nodes.iter().map(|n| n.name.clone()).collect(),
+        };
+        for n in nodes {
+            let key = (n.clone(), source);
+            {
+                let mut f = self.inner.followed.lock();
+                if f.contains(&key) {
+                    continue;
+                }
+                f.push(key);
+            }
+            let inner = self.inner.clone();
+            tokio::spawn(async move { follow_loop(inner, n, source).await });
+        }
+        rx
+    }
+
+    /// Write node and cluster logs under `dir` (call on failure).
+    pub async fn collect_logs(&self, dir: &Path) -> Result<()> {
+        collect(&self.inner, dir).await
+    }
+
+    /// End of the scenario. `keep` (`--keep-cluster`): leave it running and return what to
+    /// tell the user. Otherwise heal what is still active and, with reuse on, reset it for the
+    /// next scenario (torn down when the reset fails or reuse is off).
+    pub async fn release(self, keep: bool) -> Result<Option<String>> {
+        let inner = self.inner.clone();
+        if keep {
+            inner.exec.keep_containers();
+            inner.alive.store(false, Ordering::SeqCst);
+            let n = &inner.plan.names;
+            let rm: Vec<String> = inner.plan.teardown.iter().map(|s| n.render(&s.action)).collect();
+            return Ok(Some(format!(
+                "kind cluster {} kept: KUBECONFIG={} (nodes: docker ps --filter label={}={}); remove it with: {}",
+                n.cluster,
+                self.kubeconfig.display(),
+                crate::plan::container::LABEL_CLUSTER,
+                n.cluster,
+                rm.join(" && ")
+            )));
+        }
+        let active = self.active_faults();
+        let mut heal_error = None;
+        for op in active.iter().rev() {
+            if let Err(e) = self.heal(op).await {
+                heal_error.get_or_insert(e);
+            }
+        }
+        let reset_ok = heal_error.is_none()
+            && self.reuse
+            && run_steps(inner.exec.as_ref(), &inner.plan.names, &inner.plan.reset, &mut Vars::new()).await.is_ok();
+        if reset_ok {
+            self.pool.lock().push(inner);
+        } else {
+            teardown(&inner).await?;
+        }
+        match heal_error {
+            Some(e) => Err(e.context("healing faults still active at the end of the scenario")),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The command that streams a node log.
+pub fn follow_argv(source: LogSource) -> Vec<String> {
+    let script = match source {
+        LogSource::Kubelet => "journalctl -u kubelet -f -n 0 -o cat".to_string(),
+        // Follows the plugin container across restarts (a new container after each).
+        LogSource::CsiPlugin => "while true; do id=$(crictl ps --name longhorn-csi-plugin -q | head -n1); \
+             if [ -n \"$id\" ]; then crictl logs -f --tail 0 \"$id\" 2>&1; fi; sleep 2; done"
+            .to_string(),
+    };
+    vec!["sh".into(), "-c".into(), script]
+}
+
+async fn follow_loop(inner: Arc<Inner>, node: String, source: LogSource) {
+    let container = inner.plan.names.container(&node);
+    let argv = follow_argv(source);
+    while inner.alive.load(Ordering::SeqCst) {
+        if let Ok(mut rx) = inner.exec.follow(&container, &argv).await {
+            while let Some(text) = rx.recv().await {
+                let _ = inner.logs.send(NodeLogLine { source, node: node.clone(), text });
+            }
+        }
+        if inner.exec.is_dry_run() {
+            break;
+        }
+        // The node rebooted or the follower died: start again.
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
+}
+
+/// The Longhorn namespace, for callers that look at CSI pods.
+pub const LONGHORN_NAMESPACE: &str = LONGHORN_NS;
+
+/// Everything `faultline run --provider kind --dry-run` prints for one scenario: pinned
+/// versions, each node container spec and the files copied into it, every bring-up command,
+/// inject and heal commands of `faults`, log collection and teardown. Needs no Docker.
+pub async fn dry_run_report(input: &ClusterPlanInput, faults: &[FaultOp]) -> Result<String> {
+    let dry = Arc::new(DryRun::new());
+    let d2 = dry.clone();
+    let provider = KindProvider::with_executor(KindOptions { reuse: false }, move || Ok(d2.clone() as Arc<dyn Executor>));
+    let workdir = std::env::temp_dir().join(format!("faultline-kind-dry-run-{}", std::process::id()));
+    dry.print(&format!(
+        "# faultline kind provider, dry run of cluster `{}`\n# kind release {} node image {}\n# Kubernetes {}{}\n# Nodes: {}\n",
+        input.cluster_name,
+        crate::versions::KIND_RELEASE,
+        input.node_image,
+        input.kubernetes_version,
+        if input.longhorn { format!(", Longhorn {} ({})", crate::versions::LONGHORN_VERSION, crate::versions::longhorn_manifest_url()) } else { String::new() },
+        input.nodes.iter().map(|n| format!("{} ({:?})", n.name, n.role)).collect::<Vec<_>>().join(", ")
+    ));
+    dry.print("## Bring-up");
+    let cluster = provider.start(input, &workdir).await;
+    let _ = std::fs::remove_dir_all(&workdir);
+    let cluster = cluster?;
+    for op in faults {
+        dry.print(&format!("\n## Fault {}", serde_json::to_string(op).unwrap_or_default()));
+        match cluster.fault_plan(op) {
+            Err(e) => dry.print(&format!("# UNSUPPORTED on kind: {e:#}")),
+            Ok(p) => {
+                dry.print(&format!("# fidelity: {}", p.fidelity));
+                dry.print("### inject");
+                cluster.apply(op).await?;
+                dry.print(if p.heal.is_empty() { "### heal: nothing (one-shot)" } else { "### heal" });
+                cluster.heal(op).await?;
+            }
+        }
+    }
+    dry.print("\n## Node logs followed for log expectations");
+    for n in &input.nodes {
+        for s in [LogSource::Kubelet, LogSource::CsiPlugin] {
+            let argv = follow_argv(s);
+            dry.print(&format!("docker exec {} {}", crate::shell::quote(&cluster.inner.plan.names.container(&n.name)), crate::shell::join(&argv)));
+        }
+    }
+    dry.print("\n## On failure: logs collected into <report-dir>/<scenario>/kind-logs/");
+    cluster.collect_logs(Path::new("/nonexistent")).await?;
+    dry.print("\n## Between scenarios sharing the cluster: reset");
+    run_steps(dry.as_ref(), &cluster.inner.plan.names, &cluster.inner.plan.reset, &mut Vars::new()).await?;
+    dry.print("\n## Teardown (--keep-cluster skips it and prints these commands)");
+    cluster.release(false).await?;
+    Ok(dry.take())
+}
+
+/// [`dry_run_report`] from synchronous code (runs on a thread of its own).
+pub fn dry_run_report_blocking(input: &ClusterPlanInput, faults: &[FaultOp]) -> Result<String> {
+    let input = input.clone();
+    let faults = faults.to_vec();
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(dry_run_report(&input, &faults))
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("dry run panicked"))?
+}
