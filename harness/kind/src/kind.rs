@@ -274,6 +274,14 @@ impl KindCluster {
         Ok(())
     }
 
+    /// `kubectl <args>` with cluster-admin credentials, run inside the control-plane node (no
+    /// kubectl needed on the host), e.g. to apply the controller's manifests.
+    pub async fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Result<crate::exec::Output> {
+        let action = crate::plan::Action::Kubectl { args: args.iter().map(|s| s.to_string()).collect(), stdin: stdin.map(str::to_string) };
+        let (c, argv) = self.inner.plan.names.exec_argv(&action).expect("kubectl runs in a container");
+        self.inner.exec.exec(&c, &argv, stdin).await
+    }
+
     /// Operations applied and not healed yet.
     pub fn active_faults(&self) -> Vec<FaultOp> {
         self.inner.active.lock().clone()
@@ -384,10 +392,15 @@ pub const LONGHORN_NAMESPACE: &str = LONGHORN_NS;
 /// versions, each node container spec and the files copied into it, every bring-up command,
 /// inject and heal commands of `faults`, log collection and teardown. Needs no Docker.
 pub async fn dry_run_report(input: &ClusterPlanInput, faults: &[FaultOp]) -> Result<String> {
+    dry_run_report_in(input, faults, &std::env::temp_dir().join("faultline-kind-dry-run")).await
+}
+
+/// [`dry_run_report`] with the scenario's work directory (where the kubeconfig and the image
+/// directory would go; it is created, nothing else is written).
+pub async fn dry_run_report_in(input: &ClusterPlanInput, faults: &[FaultOp], workdir: &Path) -> Result<String> {
     let dry = Arc::new(DryRun::new());
     let d2 = dry.clone();
     let provider = KindProvider::with_executor(KindOptions { reuse: false }, move || Ok(d2.clone() as Arc<dyn Executor>));
-    let workdir = std::env::temp_dir().join(format!("faultline-kind-dry-run-{}", std::process::id()));
     dry.print(&format!(
         "# faultline kind provider, dry run of cluster `{}`\n# kind release {} node image {}\n# Kubernetes {}{}\n# Nodes: {}\n",
         input.cluster_name,
@@ -398,9 +411,7 @@ pub async fn dry_run_report(input: &ClusterPlanInput, faults: &[FaultOp]) -> Res
         input.nodes.iter().map(|n| format!("{} ({:?})", n.name, n.role)).collect::<Vec<_>>().join(", ")
     ));
     dry.print("## Bring-up");
-    let cluster = provider.start(input, &workdir).await;
-    let _ = std::fs::remove_dir_all(&workdir);
-    let cluster = cluster?;
+    let cluster = provider.start(input, workdir).await?;
     for op in faults {
         dry.print(&format!("\n## Fault {}", serde_json::to_string(op).unwrap_or_default()));
         match cluster.fault_plan(op) {
@@ -439,4 +450,240 @@ pub fn dry_run_report_blocking(input: &ClusterPlanInput, faults: &[FaultOp]) -> 
     })
     .join()
     .map_err(|_| anyhow::anyhow!("dry run panicked"))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::Output;
+    use crate::input::{NodeInput, NodeReboot, NodeTarget};
+    use crate::plan::container::NodeContainerSpec;
+    use crate::plan::DockerOp;
+    use futures::future::BoxFuture;
+    use tokio::sync::mpsc;
+
+    /// Records every call as a line; fails execs whose command contains `fail_on`.
+    #[derive(Default)]
+    struct Recorder {
+        calls: Mutex<Vec<String>>,
+        fail_on: Mutex<Option<String>>,
+        kept: AtomicBool,
+    }
+    impl Recorder {
+        fn calls(&self) -> Vec<String> {
+            self.calls.lock().clone()
+        }
+        fn clear(&self) {
+            self.calls.lock().clear();
+        }
+        fn count(&self, needle: &str) -> usize {
+            self.calls().iter().filter(|c| c.contains(needle)).count()
+        }
+    }
+    impl Executor for Recorder {
+        fn run_container<'a>(&'a self, spec: &'a NodeContainerSpec) -> BoxFuture<'a, Result<()>> {
+            Box::pin(async move {
+                self.calls.lock().push(format!("run {}", spec.container_name));
+                Ok(())
+            })
+        }
+        fn exec<'a>(&'a self, c: &'a str, argv: &'a [String], _stdin: Option<&'a str>) -> BoxFuture<'a, Result<Output>> {
+            Box::pin(async move {
+                let line = format!("exec {c} {}", argv.join(" "));
+                self.calls.lock().push(line.clone());
+                if let Some(f) = self.fail_on.lock().as_deref() {
+                    if line.contains(f) {
+                        return Ok(Output { code: 1, stdout: String::new(), stderr: "boom".into() });
+                    }
+                }
+                if argv.last().map(String::as_str) == Some("/etc/kubernetes/admin.conf") {
+                    return Ok(Output::ok("apiVersion: v1\nclusters:\n- cluster:\n    server: https://x:6443\n"));
+                }
+                Ok(Output::ok("pvc-1"))
+            })
+        }
+        fn docker<'a>(&'a self, op: &'a DockerOp) -> BoxFuture<'a, Result<Output>> {
+            Box::pin(async move {
+                self.calls.lock().push(crate::plan::render_docker(op));
+                Ok(Output::ok(""))
+            })
+        }
+        fn api_server_url<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<String>> {
+            Box::pin(async { Ok("https://127.0.0.1:40000".into()) })
+        }
+        fn follow<'a>(&'a self, c: &'a str, _: &'a [String]) -> BoxFuture<'a, Result<mpsc::Receiver<String>>> {
+            Box::pin(async move {
+                let (tx, rx) = mpsc::channel(4);
+                tx.send(format!("line from {c}")).await.unwrap();
+                Ok(rx)
+            })
+        }
+        fn keep_containers(&self) {
+            self.kept.store(true, Ordering::SeqCst);
+        }
+        fn note(&self, _: &str) {}
+    }
+
+    fn provider(rec: &Arc<Recorder>, reuse: bool) -> KindProvider {
+        let r = rec.clone();
+        KindProvider::with_executor(KindOptions { reuse }, move || Ok(r.clone() as Arc<dyn Executor>))
+    }
+    fn input() -> ClusterPlanInput {
+        ClusterPlanInput::new("t", vec![NodeInput::control_plane("cp"), NodeInput::worker("w1")])
+    }
+    fn t(n: &str) -> NodeTarget {
+        NodeTarget { node: n.into() }
+    }
+
+    #[tokio::test]
+    async fn start_brings_the_cluster_up_and_exports_the_kubeconfig() {
+        let rec = Arc::new(Recorder::default());
+        let dir = tempfile::tempdir().unwrap();
+        let c = provider(&rec, true).start(&input(), dir.path()).await.unwrap();
+        assert_eq!(rec.count("run t-"), 2);
+        assert_eq!(rec.count("kubeadm init"), 1);
+        assert_eq!(rec.count("exec t-w1 sh -c kubeadm join"), 1);
+        let kc = std::fs::read_to_string(c.kubeconfig()).unwrap();
+        assert!(kc.contains("server: https://127.0.0.1:40000"), "{kc}");
+        assert_eq!(c.kubeconfig(), dir.path().canonicalize().unwrap().join("kubeconfig"));
+    }
+
+    #[tokio::test]
+    async fn a_released_cluster_is_reset_and_reused_by_the_same_topology_only() {
+        let rec = Arc::new(Recorder::default());
+        let p = provider(&rec, true);
+        let (d1, d2, d3) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let c = p.start(&input(), d1.path()).await.unwrap();
+        assert_eq!(c.release(false).await.unwrap(), None);
+        assert_eq!(rec.count("uncordon w1"), 1, "reset ran");
+        assert_eq!(rec.count("docker rm"), 0, "not torn down");
+        assert_eq!(p.idle_clusters(), 1);
+        rec.clear();
+        let mut renamed = input();
+        renamed.cluster_name = "other-scenario".into();
+        let c2 = p.start(&renamed, d2.path()).await.unwrap();
+        assert_eq!(rec.count("run "), 0, "reused: {:?}", rec.calls());
+        assert_eq!(c2.name(), "t");
+        assert!(std::fs::read_to_string(c2.kubeconfig()).unwrap().contains("127.0.0.1:40000"));
+        let bigger = ClusterPlanInput::new("t2", vec![NodeInput::control_plane("cp"), NodeInput::worker("w1"), NodeInput::worker("w2")]);
+        let _c3 = p.start(&bigger, d3.path()).await.unwrap();
+        assert_eq!(rec.count("run t2-"), 3, "another topology gets its own cluster");
+        c2.release(false).await.unwrap();
+        p.shutdown().await.unwrap();
+        assert_eq!(rec.count("docker rm --force --volumes t-cp"), 1);
+        assert_eq!(rec.count("docker network rm faultline-t"), 1);
+        assert_eq!(p.idle_clusters(), 0);
+    }
+
+    #[tokio::test]
+    async fn without_reuse_release_tears_down() {
+        let rec = Arc::new(Recorder::default());
+        let p = provider(&rec, false);
+        let d = tempfile::tempdir().unwrap();
+        p.start(&input(), d.path()).await.unwrap().release(false).await.unwrap();
+        assert_eq!(rec.count("uncordon"), 0);
+        assert_eq!(rec.count("docker rm --force --volumes"), 2);
+        assert_eq!(p.idle_clusters(), 0);
+    }
+
+    #[tokio::test]
+    async fn release_heals_what_is_still_active() {
+        let rec = Arc::new(Recorder::default());
+        let d = tempfile::tempdir().unwrap();
+        let c = provider(&rec, true).start(&input(), d.path()).await.unwrap();
+        c.apply(&FaultOp::KubeletStop(t("w1"))).await.unwrap();
+        c.apply(&FaultOp::NodeNetworkPartition(t("w1"))).await.unwrap();
+        assert_eq!(c.active_faults().len(), 2);
+        rec.clear();
+        c.release(false).await.unwrap();
+        let calls = rec.calls();
+        let reconnect = calls.iter().position(|l| l.contains("docker network connect faultline-t t-w1")).unwrap();
+        let start = calls.iter().position(|l| l.contains("systemctl start kubelet")).unwrap();
+        assert!(reconnect < start, "healed in reverse order: {calls:?}");
+    }
+
+    #[tokio::test]
+    async fn a_failed_inject_is_healed_at_once_and_not_left_active() {
+        let rec = Arc::new(Recorder::default());
+        let d = tempfile::tempdir().unwrap();
+        let c = provider(&rec, true).start(&input(), d.path()).await.unwrap();
+        *rec.fail_on.lock() = Some("SIGSTOP".into());
+        let e = c.apply(&FaultOp::KubeletHang(t("w1"))).await.unwrap_err().to_string();
+        assert!(e.contains("freeze the kubelet on w1") && e.contains("boom"), "{e}");
+        assert_eq!(rec.count("SIGCONT"), 1);
+        assert!(c.active_faults().is_empty());
+    }
+
+    #[tokio::test]
+    async fn one_shot_operations_are_not_remembered() {
+        let rec = Arc::new(Recorder::default());
+        let d = tempfile::tempdir().unwrap();
+        let c = provider(&rec, true).start(&input(), d.path()).await.unwrap();
+        c.apply(&FaultOp::KubeletRestart(t("w1"))).await.unwrap();
+        assert!(c.active_faults().is_empty());
+        assert_eq!(rec.count("exec t-w1 sh -c systemctl restart kubelet"), 1);
+    }
+
+    #[tokio::test]
+    async fn a_reboot_during_io_errors_hangs_until_the_power_cycle_which_clears_them() {
+        let rec = Arc::new(Recorder::default());
+        let d = tempfile::tempdir().unwrap();
+        let c = provider(&rec, true).start(&input(), d.path()).await.unwrap();
+        c.apply(&FaultOp::IoErrors(t("w1"))).await.unwrap();
+        c.apply(&FaultOp::NodeReboot(NodeReboot { node: "w1".into(), stuck_until_power_cycle: false })).await.unwrap();
+        assert_eq!(rec.count("docker stop --time 30 t-w1"), 1);
+        assert_eq!(rec.count("docker restart"), 0);
+        rec.clear();
+        c.apply(&FaultOp::NodePowerCycle(t("w1"))).await.unwrap();
+        let calls = rec.calls();
+        let unoffline = calls.iter().position(|l| l.contains("echo running > /sys/block")).expect("ioErrors healed");
+        let kill = calls.iter().position(|l| l.contains("docker kill --signal KILL t-w1")).unwrap();
+        assert!(unoffline < kill, "{calls:?}");
+        assert!(c.active_faults().is_empty(), "{:?}", c.active_faults());
+    }
+
+    #[tokio::test]
+    async fn keep_cluster_leaves_containers_and_says_how_to_remove_them() {
+        let rec = Arc::new(Recorder::default());
+        let d = tempfile::tempdir().unwrap();
+        let c = provider(&rec, true).start(&input(), d.path()).await.unwrap();
+        let kc = c.kubeconfig().display().to_string();
+        let msg = c.release(true).await.unwrap().unwrap();
+        assert!(rec.kept.load(Ordering::SeqCst));
+        assert!(msg.contains(&format!("KUBECONFIG={kc}")) && msg.contains("docker network rm faultline-t"), "{msg}");
+        assert_eq!(rec.count("docker rm"), 0);
+    }
+
+    #[tokio::test]
+    async fn faults_on_unknown_nodes_are_refused() {
+        let rec = Arc::new(Recorder::default());
+        let d = tempfile::tempdir().unwrap();
+        let c = provider(&rec, true).start(&input(), d.path()).await.unwrap();
+        let e = c.apply(&FaultOp::KubeletStop(t("worker-09"))).await.unwrap_err().to_string();
+        assert!(e.contains("worker-09") && e.contains("cp, w1"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_failed_bring_up_collects_logs_and_cleans_up() {
+        let rec = Arc::new(Recorder::default());
+        *rec.fail_on.lock() = Some("kubeadm init".into());
+        let d = tempfile::tempdir().unwrap();
+        let e = provider(&rec, true).start(&input(), d.path()).await.err().unwrap();
+        let msg = format!("{e:#}");
+        assert!(msg.contains("bringing up kind cluster t") && msg.contains("kubeadm init"), "{msg}");
+        assert!(rec.count("journalctl --no-pager -u kubelet") >= 2);
+        assert!(d.path().join("kind-logs/cp/kubelet.log").exists());
+        assert_eq!(rec.count("docker network rm faultline-t"), 1);
+    }
+
+    #[tokio::test]
+    async fn node_logs_are_streamed_with_their_node() {
+        let rec = Arc::new(Recorder::default());
+        let d = tempfile::tempdir().unwrap();
+        let c = provider(&rec, true).start(&input(), d.path()).await.unwrap();
+        let mut rx = c.subscribe_logs(Some("w1"), LogSource::Kubelet);
+        let line = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
+        assert_eq!((line.node.as_str(), line.source, line.text.as_str()), ("w1", LogSource::Kubelet, "line from t-w1"));
+        c.release(false).await.unwrap();
+    }
 }

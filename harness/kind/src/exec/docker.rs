@@ -325,7 +325,7 @@ mod tests {
         assert_eq!(req.image().tag(), crate::versions::NODE_IMAGE.split_once(':').unwrap().1);
         assert_eq!(req.image().entrypoint(), Some("/usr/local/bin/entrypoint"));
         assert_eq!(req.cmd().collect::<Vec<_>>(), ["/sbin/init"]);
-        assert_eq!(req.privileged(), true);
+        assert!(req.privileged());
         assert_eq!(req.network().as_deref(), Some("faultline-c"));
         assert_eq!(req.container_name().as_deref(), Some("c-cp"));
         let targets: Vec<&str> = req.mounts().filter_map(|m| m.target()).collect();

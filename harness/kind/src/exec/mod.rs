@@ -135,9 +135,13 @@ async fn attempt(exec: &dyn Executor, names: &KindNames, action: &Action) -> Res
         Action::Docker(DockerOp::Run { spec }) => exec.run_container(spec).await.map(|_| Output::ok("")),
         Action::Docker(op) => exec.docker(op).await,
         Action::ExportKubeconfig { host_path } => {
+            if exec.is_dry_run() {
+                exec.note(&names.render(action));
+                return Ok(Output::ok(""));
+            }
             let (c, argv) = names.exec_argv(action).expect("exec action");
             let out = exec.exec(&c, &argv, None).await?;
-            if !out.success() || exec.is_dry_run() {
+            if !out.success() {
                 return Ok(out);
             }
             let url = exec.api_server_url(&c).await?;

@@ -245,10 +245,10 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                 format!("bind-mount the globalmount of {pv_expr} on {n}, so UnmountDevice finds another reference"),
                 n,
                 format!(
-                    "set -eu\npv={pv}\nroot={root}\ngm=''\n\
+                    "set -eu\npv={pv}\nroot={root}\ngm=\n\
                      for f in \"$root\"/*/vol_data.json; do\n  [ -e \"$f\" ] || continue\n  \
                        if grep -q \"\\\"volumeHandle\\\":\\\"$pv\\\"\" \"$f\"; then gm=\"$(dirname \"$f\")/globalmount\"; fi\ndone\n\
-                     if [ -z \"$gm\" ]; then gm=\"$root/$(printf %s \"$pv\" | sha256sum | cut -d' ' -f1)/globalmount\"; fi\n\
+                     if [ -z \"$gm\" ]; then set -- $(printf %s \"$pv\" | sha256sum); gm=\"$root/$1/globalmount\"; fi\n\
                      mountpoint -q \"$gm\" || {{ echo \"no device mount of $pv on this node ($gm): run a pod that uses the volume on this node first\" >&2; exit 1; }}\n\
                      mkdir -p {hold}\nmountpoint -q {hold} || mount --bind \"$gm\" {hold}\necho \"$gm is also mounted at {hold}\"",
                     pv = quote(&pv_expr),
