@@ -81,6 +81,39 @@ impl ClusterPlanInput {
         self.load_images = images.into_iter().map(Into::into).collect();
         self
     }
+    /// Settings from the environment (`with_env_from(|k| std::env::var(k).ok())`):
+    /// * `FAULTLINE_KIND_IMAGES`: comma-separated images to load (the controller under test);
+    /// * `FAULTLINE_KIND_NODE_IMAGE` (and `FAULTLINE_KIND_KUBERNETES_VERSION` with it);
+    /// * `FAULTLINE_KIND_API_ADDRESS`: host address the API server port is published on;
+    /// * `DOCKER_HOST=tcp://HOST:PORT` (a remote engine, e.g. docker-in-docker): publish on
+    ///   0.0.0.0 and add HOST to the API server certificate, since the kubeconfig will name it.
+    pub fn with_env_from(mut self, get: impl Fn(&str) -> Option<String>) -> Self {
+        if let Some(images) = get("FAULTLINE_KIND_IMAGES") {
+            for i in images.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+                if !self.load_images.iter().any(|x| x == i) {
+                    self.load_images.push(i.to_string());
+                }
+            }
+        }
+        if let Some(img) = get("FAULTLINE_KIND_NODE_IMAGE").filter(|s| !s.is_empty()) {
+            self.node_image = img;
+        }
+        if let Some(v) = get("FAULTLINE_KIND_KUBERNETES_VERSION").filter(|s| !s.is_empty()) {
+            self.kubernetes_version = v;
+        }
+        if let Some(host) = get("DOCKER_HOST").and_then(|h| h.strip_prefix("tcp://").map(|r| r.split(':').next().unwrap_or("").to_string())) {
+            if !host.is_empty() {
+                self.api_server_address = "0.0.0.0".into();
+                if !self.extra_cert_sans.contains(&host) {
+                    self.extra_cert_sans.push(host);
+                }
+            }
+        }
+        if let Some(a) = get("FAULTLINE_KIND_API_ADDRESS").filter(|s| !s.is_empty()) {
+            self.api_server_address = a;
+        }
+        self
+    }
     pub fn control_plane(&self) -> Option<&NodeInput> {
         self.nodes.iter().find(|n| n.role == Role::ControlPlane)
     }
@@ -344,6 +377,23 @@ mod tests {
     #[case("a_very_long_name_that_goes_on_and_on_and_on_forever_and_ever", "a-very-long-name-that-goes-on-and-on-and")]
     fn sanitizes_cluster_names(#[case] raw: &str, #[case] want: &str) {
         assert_eq!(sanitize_cluster_name(raw), want);
+    }
+
+    #[test]
+    fn environment_adds_images_and_adapts_to_a_remote_engine() {
+        let env = |k: &str| match k {
+            "FAULTLINE_KIND_IMAGES" => Some("ctrl:ci, helper:1 ,".to_string()),
+            "DOCKER_HOST" => Some("tcp://docker:2375".to_string()),
+            _ => None,
+        };
+        let i = ClusterPlanInput::new("x", vec![NodeInput::control_plane("cp")]).with_images(["ctrl:ci"]).with_env_from(env);
+        assert_eq!(i.load_images, ["ctrl:ci", "helper:1"]);
+        assert_eq!(i.api_server_address, "0.0.0.0");
+        assert_eq!(i.extra_cert_sans, ["docker"]);
+        let local = ClusterPlanInput::new("x", vec![NodeInput::control_plane("cp")])
+            .with_env_from(|k| (k == "DOCKER_HOST").then(|| "unix:///var/run/docker.sock".to_string()));
+        assert_eq!(local.api_server_address, "127.0.0.1");
+        assert!(local.extra_cert_sans.is_empty());
     }
 
     #[test]

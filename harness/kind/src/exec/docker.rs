@@ -6,7 +6,7 @@
 //! Not run on the machines this was written on (no Docker engine): see docs/kind.md.
 
 use super::{Executor, Output};
-use crate::plan::container::{MountKind, NodeContainerSpec, API_SERVER_PORT};
+use crate::plan::container::{FileSource, MountKind, NodeContainerSpec, API_SERVER_PORT};
 use crate::plan::DockerOp;
 use anyhow::{anyhow, bail, Context, Result};
 use base64::Engine as _;
@@ -90,7 +90,10 @@ fn request(spec: &NodeContainerSpec) -> testcontainers::core::ContainerRequest<G
         req = req.with_label(k, v);
     }
     for f in &spec.files {
-        req = req.with_copy_to(f.path.clone(), f.content.clone().into_bytes());
+        req = match &f.source {
+            FileSource::Inline(text) => req.with_copy_to(f.path.clone(), text.clone().into_bytes()),
+            FileSource::HostFile(path) => req.with_copy_to(f.path.clone(), std::path::PathBuf::from(path)),
+        };
     }
     // Publish only the API server, on the chosen host address with an engine-picked port
     // (testcontainers would publish every exposed port on all addresses).
@@ -329,7 +332,7 @@ mod tests {
         assert_eq!(req.network().as_deref(), Some("faultline-c"));
         assert_eq!(req.container_name().as_deref(), Some("c-cp"));
         let targets: Vec<&str> = req.mounts().filter_map(|m| m.target()).collect();
-        assert_eq!(targets, ["/run", "/tmp", "/lib/modules", "/var/lib/containerd", "/faultline/images"]);
+        assert_eq!(targets, ["/run", "/tmp", "/lib/modules", "/var/lib/containerd"]);
         assert_eq!(req.copy_to_sources().count(), 1);
         assert!(req.host_config_modifier().is_some());
     }

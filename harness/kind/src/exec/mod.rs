@@ -275,13 +275,18 @@ impl Executor for DryRun {
         Box::pin(async move {
             let mut s = String::new();
             for f in &spec.files {
-                s.push_str(&format!(
-                    "# copied into {} before it starts: {}\n#   ---8<--- {}\n{}\n#   --->8---\n",
-                    spec.container_name,
-                    f.path,
-                    f.path,
-                    f.content.trim_end()
-                ));
+                match &f.source {
+                    crate::plan::container::FileSource::Inline(text) => s.push_str(&format!(
+                        "# copied into {} before it starts: {}\n#   ---8<--- {}\n{}\n#   --->8---\n",
+                        spec.container_name,
+                        f.path,
+                        f.path,
+                        text.trim_end()
+                    )),
+                    crate::plan::container::FileSource::HostFile(host) => {
+                        s.push_str(&format!("# copied into {} before it starts: {} (from {host})\n", spec.container_name, f.path))
+                    }
+                }
             }
             s.push_str(&spec.docker_run_command());
             self.print(&s);

@@ -3,7 +3,7 @@
 //! reuse it, log collection on failure, and teardown.
 
 use crate::input::{ClusterPlanInput, Role};
-use crate::plan::container::{self, HostPaths, NodeContainerSpec, IMAGES_MOUNT, KUBEADM_CONFIG_PATH};
+use crate::plan::container::{self, image_tar_name, HostPaths, NodeContainerSpec, IMAGES_DIR, KUBEADM_CONFIG_PATH};
 use crate::plan::faults::{check_name, CSI_DOWN_LABEL, STALE_NAMESPACE};
 use crate::plan::{kubeadm, longhorn, Action, DockerOp, KindNames, Step, ADMIN_KUBECONFIG};
 use std::fmt;
@@ -39,12 +39,6 @@ pub struct ClusterPlan {
 /// Namespaces a reset keeps.
 pub const SYSTEM_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease", "local-path-storage", "longhorn-system", "faultline-system"];
-
-/// File name of an image tarball in the shared image directory.
-pub fn image_tar_name(image: &str) -> String {
-    let s: String = image.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect();
-    format!("{s}.tar")
-}
 
 pub fn validate(input: &ClusterPlanInput) -> Result<(), PlanError> {
     let cps: Vec<_> = input.nodes.iter().filter(|n| n.role == Role::ControlPlane).collect();
@@ -94,10 +88,17 @@ pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kub
         .map(|n| container::node_container(input, &names, n, kubeadm::node_config_yaml(input, &names, n, token), host))
         .collect();
 
-    let mut up = vec![Step::docker(
+    let mut up = vec![];
+    for image in &input.load_images {
+        up.push(Step::docker(
+            format!("save {image} from the Docker engine (copied into every node at creation)"),
+            DockerOp::SaveImage { image: image.clone(), host_path: format!("{}/{}", host.images_dir, image_tar_name(image)) },
+        ));
+    }
+    up.push(Step::docker(
         "a bridge network of the cluster's own (partitions disconnect nodes from it)",
         DockerOp::NetworkCreate { name: names.network(), labels: vec![(container::LABEL_CLUSTER.into(), names.cluster.clone())] },
-    )];
+    ));
     for c in &containers {
         up.push(Step::docker(format!("node container {} ({:?})", c.node, c.role), DockerOp::Run { spec: Box::new(c.clone()) }));
     }
@@ -148,15 +149,11 @@ pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kub
     );
     for image in &input.load_images {
         let tar = image_tar_name(image);
-        up.push(Step::docker(
-            format!("save {image} from the Docker engine"),
-            DockerOp::SaveImage { image: image.clone(), host_path: format!("{}/{tar}", host.images_dir) },
-        ));
         for n in &input.nodes {
             up.push(Step::node(
                 format!("load {image} into {}'s containerd", n.name),
                 &n.name,
-                format!("ctr --namespace=k8s.io images import --all-platforms --digests {IMAGES_MOUNT}/{tar}"),
+                format!("ctr --namespace=k8s.io images import --all-platforms --digests {IMAGES_DIR}/{tar} && rm -f {IMAGES_DIR}/{tar}"),
             ));
         }
     }
@@ -284,15 +281,20 @@ mod tests {
             let containerd = c.mounts.iter().find(|m| m.target == "/var/lib/containerd").unwrap();
             assert_eq!(containerd.kind, MountKind::Volume);
             assert!(c.mounts.iter().any(|m| m.target == "/var/lib/longhorn" && m.kind == MountKind::Volume));
-            assert!(c.mounts.iter().any(|m| m.target == IMAGES_MOUNT && m.source == "/tmp/fl/images" && m.read_only));
             assert_eq!(c.files[0].path, KUBEADM_CONFIG_PATH);
+            assert_eq!(c.files[1].path, "/faultline/images/workspace-controller_ci.tar");
+            assert_eq!(c.files[1].source, container::FileSource::HostFile("/tmp/fl/images/workspace-controller_ci.tar".into()));
         }
         let cp = &p.containers[0];
         assert_eq!(cp.ports.len(), 1);
         assert_eq!((cp.ports[0].host_ip.as_str(), cp.ports[0].host_port, cp.ports[0].container_port), ("127.0.0.1", None, 6443));
         assert!(p.containers[1].ports.is_empty());
-        assert!(cp.files[0].content.contains("kind: InitConfiguration"));
-        assert!(p.containers[2].files[0].content.contains("kind: JoinConfiguration"));
+        let inline = |c: &NodeContainerSpec| match &c.files[0].source {
+            container::FileSource::Inline(s) => s.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(inline(cp).contains("kind: InitConfiguration"));
+        assert!(inline(&p.containers[2]).contains("kind: JoinConfiguration"));
     }
 
     #[test]
@@ -321,13 +323,13 @@ mod tests {
         let r = rendered(&p, &p.bring_up);
         let pos = |needle: &str| r.iter().position(|l| l.contains(needle)).unwrap_or_else(|| panic!("no step with {needle}:\n{}", r.join("\n")));
         let order = [
+            "docker save --output /tmp/fl/images/workspace-controller_ci.tar workspace-controller:ci",
             "docker network create",
             "docker run --detach",
             "kubeadm init --config=/kind/kubeadm.conf --skip-phases=preflight",
             "/kind/manifests/default-cni.yaml",
             "docker exec stale-csi-mount-worker-01 sh -c 'kubeadm join --config=/kind/kubeadm.conf",
             "wait --for=condition=Ready nodes --all",
-            "docker save --output /tmp/fl/images/workspace-controller_ci.tar workspace-controller:ci",
             "ctr --namespace=k8s.io images import",
             "/sys/module/iscsi_tcp",
             "longhorn/v1.9.1/deploy/longhorn.yaml",

@@ -18,8 +18,10 @@ pub const API_SERVER_PORT: u16 = 6443;
 /// look for `/kind/kubeadm.conf`, e.g. to renew the API server certificate after a restart that
 /// changed the node's address).
 pub const KUBEADM_CONFIG_PATH: &str = "/kind/kubeadm.conf";
-/// Host directory shared read-only with every node, for image tarballs.
-pub const IMAGES_MOUNT: &str = "/faultline/images";
+/// Directory of every node where image tarballs are copied (through the engine's API, so it
+/// works with a remote engine such as docker-in-docker, where bind mounts of the runner's
+/// files would not).
+pub const IMAGES_DIR: &str = "/faultline/images";
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub enum MountKind {
@@ -49,7 +51,14 @@ pub struct PortSpec {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FileSpec {
     pub path: String,
-    pub content: String,
+    pub source: FileSource,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum FileSource {
+    Inline(String),
+    /// A file on the host running faultline (an image tarball written by `docker save`).
+    HostFile(String),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -130,11 +139,17 @@ impl NodeContainerSpec {
     }
 }
 
-/// Host-side paths a cluster needs (the image directory is bind-mounted into every node).
+/// Host-side paths a cluster needs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostPaths {
-    /// Absolute path of a directory the Docker engine can bind-mount (same host).
+    /// Where `docker save` writes the image tarballs before they are copied into the nodes.
     pub images_dir: String,
+}
+
+/// File name of an image tarball.
+pub fn image_tar_name(image: &str) -> String {
+    let s: String = image.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect();
+    format!("{s}.tar")
 }
 
 /// The container of one node.
@@ -155,7 +170,6 @@ pub fn node_container(input: &ClusterPlanInput, names: &KindNames, node: &NodeIn
         // and is not overlayfs.
         mounts.push(MountSpec { kind: MountKind::Volume, source: format!("{container_name}-longhorn"), target: "/var/lib/longhorn".into(), read_only: false });
     }
-    mounts.push(MountSpec { kind: MountKind::Bind, source: host.images_dir.clone(), target: IMAGES_MOUNT.into(), read_only: true });
     let ports = if node.role == Role::ControlPlane {
         vec![PortSpec { host_ip: input.api_server_address.clone(), host_port: None, container_port: API_SERVER_PORT }]
     } else {
@@ -182,6 +196,11 @@ pub fn node_container(input: &ClusterPlanInput, names: &KindNames, node: &NodeIn
             (LABEL_ROLE.into(), role.into()),
         ],
         ports,
-        files: vec![FileSpec { path: KUBEADM_CONFIG_PATH.into(), content: kubeadm_yaml }],
+        files: std::iter::once(FileSpec { path: KUBEADM_CONFIG_PATH.into(), source: FileSource::Inline(kubeadm_yaml) })
+            .chain(input.load_images.iter().map(|i| FileSpec {
+                path: format!("{IMAGES_DIR}/{}", image_tar_name(i)),
+                source: FileSource::HostFile(format!("{}/{}", host.images_dir, image_tar_name(i))),
+            }))
+            .collect(),
     }
 }
