@@ -359,6 +359,11 @@ impl ExistingCluster {
 /// What `--provider existing --dry-run` prints: the allow-list decision, the node agent, and
 /// each fault's commands or the reason it is refused. Touches no cluster.
 pub fn dry_run_report(input: &ExistingInput, faults: &[FaultOp]) -> Result<String> {
+    // Its own runtime on its own thread: callable from async code too.
+    std::thread::scope(|s| s.spawn(|| dry_run_report_inner(input, faults)).join()).map_err(|_| anyhow!("dry run panicked"))?
+}
+
+fn dry_run_report_inner(input: &ExistingInput, faults: &[FaultOp]) -> Result<String> {
     let path = input.kubeconfig_path()?;
     let text = std::fs::read_to_string(&path).with_context(|| format!("provider `existing`: reading {}", path.display()))?;
     let context = check_context_allowed(&input.allowed_contexts, input.context.as_deref(), &text)?;
@@ -530,5 +535,21 @@ users: []
         assert!(r.contains("nsenter --target 1"));
         assert!(r.contains("# UNSUPPORTED on existing clusters: the node agent is reached through the kubelet"));
         assert_eq!(r.matches("\n## Fault ").count(), FaultOp::KEYS.len());
+    }
+}
+
+#[cfg(test)]
+mod async_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn dry_run_is_callable_from_async_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let kc = dir.path().join("kubeconfig");
+        std::fs::write(&kc, "current-context: a\ncontexts: [{name: a}]\n").unwrap();
+        let mut input = ExistingInput::new(vec!["a".into()]);
+        input.kubeconfig = Some(kc);
+        let r = dry_run_report(&input, &[FaultOp::HungNfs(crate::input::NodeTarget { node: "n".into() })]).unwrap();
+        assert!(r.contains("--dport 2049"), "{r}");
     }
 }

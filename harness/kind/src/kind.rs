@@ -146,19 +146,27 @@ impl Drop for KindProvider {
         if idle.is_empty() {
             return;
         }
-        // Async clean-up from a synchronous drop: a thread with its own runtime.
-        let _ = std::thread::spawn(move || {
-            if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        // Async clean-up from a synchronous drop: a thread with its own runtime and a fresh
+        // executor (the clusters' own engine connections belong to the caller's runtime, which
+        // is blocked here).
+        let make = &self.make_executor;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
                 rt.block_on(async {
-                    for inner in idle {
-                        if let Err(e) = teardown(&inner).await {
+                    for inner in &idle {
+                        inner.alive.store(false, Ordering::SeqCst);
+                        let result = match make() {
+                            Ok(exec) => run_steps(exec.as_ref(), &inner.plan.names, &inner.plan.teardown, &mut Vars::new()).await,
+                            Err(e) => Err(e),
+                        };
+                        if let Err(e) = result {
                             tracing::warn!("tearing down kind cluster {}: {e:#}", inner.plan.names.cluster);
                         }
                     }
                 });
-            }
-        })
-        .join();
+            });
+        });
     }
 }
 
@@ -685,5 +693,26 @@ mod tests {
         let line = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
         assert_eq!((line.node.as_str(), line.source, line.text.as_str()), ("w1", LogSource::Kubelet, "line from t-w1"));
         c.release(false).await.unwrap();
+    }
+}
+
+#[cfg(test)]
+mod drop_tests {
+    use super::*;
+    use crate::exec::DryRun;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn dropping_the_provider_tears_idle_clusters_down_even_on_a_current_thread_runtime() {
+        let dry = Arc::new(DryRun::new());
+        let d2 = dry.clone();
+        let p = KindProvider::with_executor(KindOptions { reuse: true }, move || Ok(d2.clone() as Arc<dyn Executor>));
+        let dir = tempfile::tempdir().unwrap();
+        let c = p.start(&ClusterPlanInput::new("d", vec![crate::input::NodeInput::control_plane("cp")]), dir.path()).await.unwrap();
+        c.release(false).await.unwrap();
+        assert_eq!(p.idle_clusters(), 1);
+        dry.take();
+        drop(p);
+        let out = dry.take();
+        assert!(out.contains("docker rm --force --volumes d-cp") && out.contains("docker network rm faultline-d"), "{out}");
     }
 }
