@@ -6,7 +6,7 @@
 pub mod docker;
 
 use crate::plan::container::NodeContainerSpec;
-use crate::plan::{substitute, Action, DockerOp, KindNames, Step};
+use crate::plan::{substitute, Action, DockerOp, Expect, KindNames, Step};
 use crate::shell;
 use anyhow::{anyhow, bail, Context, Result};
 use futures::future::BoxFuture;
@@ -95,6 +95,9 @@ fn describe_step(step: &Step) -> String {
     }
     if let Some(c) = &step.capture {
         s.push_str(&format!(" (stdout -> {{{{{c}}}}})"));
+    }
+    if step.expect == Some(Expect::EmptyStdout) {
+        s.push_str(" (until it prints nothing)");
     }
     s
 }
@@ -211,7 +214,13 @@ pub async fn run_step_with(runner: &dyn ActionRunner, step: &Step, vars: &mut Va
     let action = substitute_action(&step.action, vars);
     let started = Instant::now();
     let result = loop {
-        let r = runner.run(&action).await;
+        let r = runner.run(&action).await.map(|mut o| {
+            if o.success() && !runner.is_dry_run() && step.expect == Some(Expect::EmptyStdout) && !o.stdout.trim().is_empty() {
+                o.code = 1;
+                o.stderr = format!("expected no output, got: {}", o.stdout.trim());
+            }
+            o
+        });
         let ok = matches!(&r, Ok(o) if o.success());
         match (&step.retry, ok) {
             (Some(retry), false) if !runner.is_dry_run() && started.elapsed() + retry.interval < retry.timeout => {
@@ -402,6 +411,18 @@ mod tests {
             .to_string();
         assert!(e.starts_with("the host lacks iscsi_tcp"), "{e}");
         assert!(run_step(&ex, &names(), &Step::node("x", "w", "false").ignore_failure(), &mut vec![]).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn an_expected_empty_stdout_is_waited_for() {
+        let ex = flaky(0, "pod/x\n");
+        let mut s = Step::kubectl("gone", &["get", "pods", "-o", "name"]).expect_empty_stdout();
+        s.retry = Some(Retry { interval: Duration::from_millis(1), timeout: Duration::from_millis(20) });
+        let e = run_step(&ex, &names(), &s, &mut vec![]).await.unwrap_err().to_string();
+        assert!(e.contains("expected no output, got: pod/x"), "{e}");
+        assert!(ex.calls.load(Ordering::SeqCst) > 1, "retried");
+        let empty = flaky(0, "");
+        run_step(&empty, &names(), &s, &mut vec![]).await.unwrap();
     }
 
     #[tokio::test]

@@ -281,20 +281,23 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                     format!("exclude {n} from the CSI plugin DaemonSet"),
                     vec!["label".into(), "node".into(), n.clone(), format!("{CSI_DOWN_LABEL}=true"), "--overwrite".into()],
                 ),
+                // Not `kubectl wait --for=delete -l`: it fails when nothing matches
+                // (kubernetes/kubernetes#83242).
                 Step::kubectl_owned(
                     format!("the CSI plugin pod on {n} is gone (the registrar unregisters {DRIVER})"),
                     vec![
                         "-n".into(),
                         LONGHORN_NS.into(),
-                        "wait".into(),
-                        "--for=delete".into(),
-                        "pod".into(),
+                        "get".into(),
+                        "pods".into(),
                         "-l".into(),
                         CSI_PLUGIN_LABEL.into(),
                         format!("--field-selector=spec.nodeName={n}"),
-                        "--timeout=120s".into(),
+                        "-o".into(),
+                        "name".into(),
                     ],
                 )
+                .expect_empty_stdout()
                 .retry(5, 300),
             ];
             let heal = vec![

@@ -31,6 +31,14 @@ pub struct Step {
     /// When this step fails, this message is the error (a clear one, e.g. the host lacks
     /// `iscsi_tcp`); the command's output follows it.
     pub on_failure: Option<String>,
+    /// Success also needs this of stdout.
+    pub expect: Option<Expect>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum Expect {
+    /// Nothing printed (e.g. no pod matches).
+    EmptyStdout,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -96,7 +104,7 @@ pub enum DockerOp {
 
 impl Step {
     pub fn new(what: impl Into<String>, action: Action) -> Step {
-        Step { what: what.into(), action, retry: None, ignore_failure: false, capture: None, on_failure: None }
+        Step { what: what.into(), action, retry: None, ignore_failure: false, capture: None, on_failure: None, expect: None }
     }
     pub fn node(what: impl Into<String>, node: &str, script: impl Into<String>) -> Step {
         Step::new(what, Action::NodeShell { node: node.into(), script: script.into() })
@@ -123,6 +131,10 @@ impl Step {
     }
     pub fn capture(mut self, var: &str) -> Step {
         self.capture = Some(var.into());
+        self
+    }
+    pub fn expect_empty_stdout(mut self) -> Step {
+        self.expect = Some(Expect::EmptyStdout);
         self
     }
     pub fn on_failure(mut self, msg: impl Into<String>) -> Step {
