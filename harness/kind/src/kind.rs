@@ -290,6 +290,17 @@ impl KindCluster {
         self.inner.exec.exec(&c, &argv, stdin).await
     }
 
+    /// `sh -c <script>` on a node (`faultline node <NODE> ...`: e.g. `journalctl -u kubelet
+    /// --no-pager`, `cat /proc/mounts`, `systemctl restart kubelet`).
+    pub async fn node_shell(&self, node: &str, script: &str) -> Result<crate::exec::Output> {
+        if !self.inner.input.nodes.iter().any(|n| n.name == node) {
+            bail!("`{node}` is not a node of this cluster");
+        }
+        let action = crate::plan::Action::NodeShell { node: node.into(), script: script.into() };
+        let (c, argv) = self.inner.plan.names.exec_argv(&action).expect("node shell runs in a container");
+        self.inner.exec.exec(&c, &argv, None).await
+    }
+
     /// Operations applied and not healed yet.
     pub fn active_faults(&self) -> Vec<FaultOp> {
         self.inner.active.lock().clone()
@@ -660,6 +671,21 @@ mod tests {
         assert!(rec.kept.load(Ordering::SeqCst));
         assert!(msg.contains(&format!("KUBECONFIG={kc}")) && msg.contains("docker network rm faultline-t"), "{msg}");
         assert_eq!(rec.count("docker rm"), 0);
+    }
+
+    #[tokio::test]
+    async fn node_shell_and_kubectl_run_in_the_right_containers() {
+        let rec = Arc::new(Recorder::default());
+        let d = tempfile::tempdir().unwrap();
+        let c = provider(&rec, true).start(&input(), d.path()).await.unwrap();
+        rec.clear();
+        c.node_shell("w1", "cat /proc/mounts").await.unwrap();
+        c.kubectl(&["get", "nodes"], None).await.unwrap();
+        assert_eq!(
+            rec.calls(),
+            ["exec t-w1 sh -c cat /proc/mounts", "exec t-cp kubectl --kubeconfig=/etc/kubernetes/admin.conf get nodes"]
+        );
+        assert!(c.node_shell("nope", "true").await.is_err());
     }
 
     #[tokio::test]
