@@ -1,0 +1,407 @@
+//! What the kind and existing providers are asked for, in types of this crate (it must not
+//! depend on `faultline`). The runner's types map onto these one to one:
+//! `ClusterSpec.nodes` -> [`NodeInput`], `Storage::Longhorn` -> `longhorn: true`, and a
+//! `NodeOperation` serialized with serde_json deserializes as a [`FaultOp`] (same keys, same
+//! fields: see [`FaultOp::from_runner_json`]).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
+pub enum Role {
+    #[serde(rename = "control-plane")]
+    ControlPlane,
+    #[serde(rename = "worker")]
+    Worker,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
+pub struct NodeInput {
+    /// The Kubernetes node name (and the container's hostname).
+    pub name: String,
+    pub role: Role,
+}
+
+impl NodeInput {
+    pub fn control_plane(name: &str) -> NodeInput {
+        NodeInput { name: name.into(), role: Role::ControlPlane }
+    }
+    pub fn worker(name: &str) -> NodeInput {
+        NodeInput { name: name.into(), role: Role::Worker }
+    }
+}
+
+/// One cluster to bring up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClusterPlanInput {
+    /// Cluster name: a DNS label prefix of container, network and volume names
+    /// (`[a-z0-9-]`, at most 40 characters; [`sanitize_cluster_name`] makes one).
+    pub cluster_name: String,
+    /// Exactly one control-plane node; workers in order.
+    pub nodes: Vec<NodeInput>,
+    /// `kindest/node` image (default: the pinned [`crate::versions::NODE_IMAGE`]).
+    pub node_image: String,
+    /// Must match the node image (kubeadm refuses a version its binaries do not have).
+    pub kubernetes_version: String,
+    /// Install Longhorn (open-iscsi in every node, the pinned release manifest, wait healthy).
+    pub longhorn: bool,
+    /// Images to load into every node's containerd (the controller under test), from the
+    /// Docker engine's image store (build them first, e.g. `docker build -t ctrl:ci .`).
+    pub load_images: Vec<String>,
+    /// Host address the API server port is published on (default 127.0.0.1; `0.0.0.0` when
+    /// the Docker engine is remote, e.g. docker-in-docker in GitLab CI).
+    pub api_server_address: String,
+    /// Extra names or addresses for the API server certificate (e.g. `docker` for dind).
+    pub extra_cert_sans: Vec<String>,
+    /// Pod network (kindnet) and service network.
+    pub pod_subnet: String,
+    pub service_subnet: String,
+}
+
+impl ClusterPlanInput {
+    /// The pinned defaults for these nodes.
+    pub fn new(cluster_name: &str, nodes: Vec<NodeInput>) -> ClusterPlanInput {
+        ClusterPlanInput {
+            cluster_name: sanitize_cluster_name(cluster_name),
+            nodes,
+            node_image: crate::versions::NODE_IMAGE.into(),
+            kubernetes_version: crate::versions::KUBERNETES_VERSION.into(),
+            longhorn: false,
+            load_images: vec![],
+            api_server_address: "127.0.0.1".into(),
+            extra_cert_sans: vec![],
+            pod_subnet: "10.244.0.0/16".into(),
+            service_subnet: "10.96.0.0/16".into(),
+        }
+    }
+    pub fn with_longhorn(mut self, on: bool) -> Self {
+        self.longhorn = on;
+        self
+    }
+    pub fn with_images(mut self, images: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.load_images = images.into_iter().map(Into::into).collect();
+        self
+    }
+    /// Settings from the environment (`with_env_from(|k| std::env::var(k).ok())`):
+    /// * `FAULTLINE_KIND_IMAGES`: comma-separated images to load (the controller under test);
+    /// * `FAULTLINE_KIND_NODE_IMAGE` (and `FAULTLINE_KIND_KUBERNETES_VERSION` with it);
+    /// * `FAULTLINE_KIND_API_ADDRESS`: host address the API server port is published on;
+    /// * `DOCKER_HOST=tcp://HOST:PORT` (a remote engine, e.g. docker-in-docker): publish on
+    ///   0.0.0.0 and add HOST to the API server certificate, since the kubeconfig will name it.
+    pub fn with_env_from(mut self, get: impl Fn(&str) -> Option<String>) -> Self {
+        if let Some(images) = get("FAULTLINE_KIND_IMAGES") {
+            for i in images.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+                if !self.load_images.iter().any(|x| x == i) {
+                    self.load_images.push(i.to_string());
+                }
+            }
+        }
+        if let Some(img) = get("FAULTLINE_KIND_NODE_IMAGE").filter(|s| !s.is_empty()) {
+            self.node_image = img;
+        }
+        if let Some(v) = get("FAULTLINE_KIND_KUBERNETES_VERSION").filter(|s| !s.is_empty()) {
+            self.kubernetes_version = v;
+        }
+        if let Some(host) = get("DOCKER_HOST").and_then(|h| h.strip_prefix("tcp://").map(|r| r.split(':').next().unwrap_or("").to_string())) {
+            if !host.is_empty() {
+                self.api_server_address = "0.0.0.0".into();
+                if !self.extra_cert_sans.contains(&host) {
+                    self.extra_cert_sans.push(host);
+                }
+            }
+        }
+        if let Some(a) = get("FAULTLINE_KIND_API_ADDRESS").filter(|s| !s.is_empty()) {
+            self.api_server_address = a;
+        }
+        self
+    }
+    pub fn control_plane(&self) -> Option<&NodeInput> {
+        self.nodes.iter().find(|n| n.role == Role::ControlPlane)
+    }
+    pub fn workers(&self) -> impl Iterator<Item = &NodeInput> {
+        self.nodes.iter().filter(|n| n.role == Role::Worker)
+    }
+    /// Two inputs with the same fingerprint can share one cluster (cluster reuse across the
+    /// scenarios of a run): same topology, image, version, storage and images.
+    pub fn reuse_key(&self) -> String {
+        let mut c = self.clone();
+        c.cluster_name = String::new();
+        serde_json::to_string(&c).unwrap_or_default()
+    }
+}
+
+/// A name usable as a container/network name prefix and DNS label: lower case, `[a-z0-9-]`,
+/// no leading/trailing '-', at most 40 characters, never empty.
+pub fn sanitize_cluster_name(raw: &str) -> String {
+    let mut s: String = raw
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .collect();
+    while s.contains("--") {
+        s = s.replace("--", "-");
+    }
+    let s = s.trim_matches('-');
+    let mut s: String = s.chars().take(40).collect();
+    while s.ends_with('-') {
+        s.pop();
+    }
+    if s.is_empty() {
+        "faultline".into()
+    } else {
+        s
+    }
+}
+
+/// The volume whose device mount goes stale (the runner's `VolumeRef`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum VolumeRef {
+    /// The volume bound to this PVC (`namespace/name`, or `name` in `default`).
+    #[serde(rename = "pvc")]
+    Pvc(String),
+    #[serde(rename = "pv")]
+    Pv(String),
+    /// A PV deleted from the API (the incident): on a real node the mount is made while the
+    /// PV exists; deleting its workload is the scenario's business.
+    #[serde(rename = "deletedPV")]
+    DeletedPv(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeTarget {
+    pub node: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StaleDeviceMount {
+    pub node: String,
+    pub volume: VolumeRef,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KubeletWorkersSaturated {
+    pub node: String,
+    pub stale_pods: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeReboot {
+    pub node: String,
+    #[serde(default)]
+    pub stuck_until_power_cycle: bool,
+}
+
+/// The runner's node-operation catalog (`NodeOperation`), same keys and fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum FaultOp {
+    #[serde(rename = "staleDeviceMount")]
+    StaleDeviceMount(StaleDeviceMount),
+    #[serde(rename = "csiPluginDown")]
+    CsiPluginDown(NodeTarget),
+    #[serde(rename = "csiPluginRestart")]
+    CsiPluginRestart(NodeTarget),
+    #[serde(rename = "kubeletWorkersSaturated")]
+    KubeletWorkersSaturated(KubeletWorkersSaturated),
+    #[serde(rename = "kubeletStop")]
+    KubeletStop(NodeTarget),
+    #[serde(rename = "kubeletHang")]
+    KubeletHang(NodeTarget),
+    #[serde(rename = "kubeletRestart")]
+    KubeletRestart(NodeTarget),
+    #[serde(rename = "proberManagerBroken")]
+    ProberManagerBroken(NodeTarget),
+    #[serde(rename = "nodeReboot", alias = "reboot")]
+    NodeReboot(NodeReboot),
+    #[serde(rename = "nodePowerCycle", alias = "powerCycle")]
+    NodePowerCycle(NodeTarget),
+    #[serde(rename = "nodeNetworkPartition")]
+    NodeNetworkPartition(NodeTarget),
+    #[serde(rename = "hungNfs")]
+    HungNfs(NodeTarget),
+    #[serde(rename = "ioErrors")]
+    IoErrors(NodeTarget),
+    /// Simulated API server only.
+    #[serde(rename = "apiErrors")]
+    ApiErrors(serde_json::Value),
+    /// Simulated API server only.
+    #[serde(rename = "apiLatency")]
+    ApiLatency(serde_json::Value),
+}
+
+impl FaultOp {
+    /// Every key of the catalog, in the runner's order.
+    pub const KEYS: &'static [&'static str] = &[
+        "staleDeviceMount",
+        "csiPluginDown",
+        "csiPluginRestart",
+        "kubeletWorkersSaturated",
+        "kubeletStop",
+        "kubeletHang",
+        "kubeletRestart",
+        "proberManagerBroken",
+        "nodeReboot",
+        "nodePowerCycle",
+        "nodeNetworkPartition",
+        "hungNfs",
+        "ioErrors",
+        "apiErrors",
+        "apiLatency",
+    ];
+
+    /// Convert the runner's `NodeOperation` through its JSON form:
+    /// `FaultOp::from_runner_json(serde_json::to_value(&op)?)`.
+    pub fn from_runner_json(v: serde_json::Value) -> anyhow::Result<FaultOp> {
+        serde_json::from_value(v.clone()).map_err(|e| anyhow::anyhow!("not a node operation faultline-kind knows ({e}): {v}"))
+    }
+
+    pub fn key(&self) -> &'static str {
+        use FaultOp::*;
+        match self {
+            StaleDeviceMount(_) => "staleDeviceMount",
+            CsiPluginDown(_) => "csiPluginDown",
+            CsiPluginRestart(_) => "csiPluginRestart",
+            KubeletWorkersSaturated(_) => "kubeletWorkersSaturated",
+            KubeletStop(_) => "kubeletStop",
+            KubeletHang(_) => "kubeletHang",
+            KubeletRestart(_) => "kubeletRestart",
+            ProberManagerBroken(_) => "proberManagerBroken",
+            NodeReboot(_) => "nodeReboot",
+            NodePowerCycle(_) => "nodePowerCycle",
+            NodeNetworkPartition(_) => "nodeNetworkPartition",
+            HungNfs(_) => "hungNfs",
+            IoErrors(_) => "ioErrors",
+            ApiErrors(_) => "apiErrors",
+            ApiLatency(_) => "apiLatency",
+        }
+    }
+
+    pub fn node(&self) -> Option<&str> {
+        use FaultOp::*;
+        match self {
+            StaleDeviceMount(s) => Some(&s.node),
+            KubeletWorkersSaturated(k) => Some(&k.node),
+            NodeReboot(r) => Some(&r.node),
+            CsiPluginDown(t) | CsiPluginRestart(t) | KubeletStop(t) | KubeletHang(t) | KubeletRestart(t)
+            | ProberManagerBroken(t) | NodePowerCycle(t) | NodeNetworkPartition(t) | HungNfs(t) | IoErrors(t) => Some(&t.node),
+            ApiErrors(_) | ApiLatency(_) => None,
+        }
+    }
+
+    /// One-shot operations have nothing to heal.
+    pub fn is_one_shot(&self) -> bool {
+        matches!(self, FaultOp::KubeletRestart(_) | FaultOp::CsiPluginRestart(_) | FaultOp::NodePowerCycle(_))
+    }
+
+    /// One example of every operation (for the dry run's fault table and the tests).
+    pub fn examples(node: &str) -> Vec<FaultOp> {
+        let t = || NodeTarget { node: node.into() };
+        vec![
+            FaultOp::StaleDeviceMount(StaleDeviceMount { node: node.into(), volume: VolumeRef::DeletedPv("pvc-81b676e6".into()) }),
+            FaultOp::CsiPluginDown(t()),
+            FaultOp::CsiPluginRestart(t()),
+            FaultOp::KubeletWorkersSaturated(KubeletWorkersSaturated { node: node.into(), stale_pods: 3 }),
+            FaultOp::KubeletStop(t()),
+            FaultOp::KubeletHang(t()),
+            FaultOp::KubeletRestart(t()),
+            FaultOp::ProberManagerBroken(t()),
+            FaultOp::NodeReboot(NodeReboot { node: node.into(), stuck_until_power_cycle: false }),
+            FaultOp::NodePowerCycle(t()),
+            FaultOp::NodeNetworkPartition(t()),
+            FaultOp::HungNfs(t()),
+            FaultOp::IoErrors(t()),
+            FaultOp::ApiErrors(serde_json::json!({"rate": 0.5, "code": 500})),
+            FaultOp::ApiLatency(serde_json::json!({"latency": "2s"})),
+        ]
+    }
+}
+
+/// Which node log a line came from (the runner's `LogSourceKind` minus the controller).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "camelCase")]
+pub enum LogSource {
+    Kubelet,
+    CsiPlugin,
+}
+
+/// A line of a node log.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NodeLogLine {
+    pub source: LogSource,
+    pub node: String,
+    pub text: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    #[rstest]
+    #[case(json!({"staleDeviceMount": {"node": "worker-04", "volume": {"deletedPV": "pvc-81b676e6"}}}), "staleDeviceMount", Some("worker-04"))]
+    #[case(json!({"staleDeviceMount": {"node": "w", "volume": {"pvc": "ns/data"}}}), "staleDeviceMount", Some("w"))]
+    #[case(json!({"csiPluginDown": {"node": "w"}}), "csiPluginDown", Some("w"))]
+    #[case(json!({"kubeletWorkersSaturated": {"node": "w", "stalePods": 4}}), "kubeletWorkersSaturated", Some("w"))]
+    #[case(json!({"nodeReboot": {"node": "w", "stuckUntilPowerCycle": true}}), "nodeReboot", Some("w"))]
+    #[case(json!({"reboot": {"node": "w"}}), "nodeReboot", Some("w"))]
+    #[case(json!({"powerCycle": {"node": "w"}}), "nodePowerCycle", Some("w"))]
+    #[case(json!({"apiErrors": {"rate": 1.0, "code": 503, "verbs": [], "resources": []}}), "apiErrors", None)]
+    fn reads_the_runners_json_shape(#[case] v: serde_json::Value, #[case] key: &str, #[case] node: Option<&str>) {
+        let op = FaultOp::from_runner_json(v).unwrap();
+        assert_eq!(op.key(), key);
+        assert_eq!(op.node(), node);
+    }
+
+    #[test]
+    fn unknown_operations_are_refused_with_the_json() {
+        let e = FaultOp::from_runner_json(json!({"meteorStrike": {"node": "w"}})).unwrap_err().to_string();
+        assert!(e.contains("meteorStrike"), "{e}");
+    }
+
+    #[test]
+    fn examples_cover_every_key_once() {
+        let keys: Vec<&str> = FaultOp::examples("w").iter().map(FaultOp::key).collect();
+        assert_eq!(keys, FaultOp::KEYS);
+        for op in FaultOp::examples("w") {
+            let back: FaultOp = serde_json::from_value(serde_json::to_value(&op).unwrap()).unwrap();
+            assert_eq!(back, op);
+        }
+    }
+
+    #[rstest]
+    #[case("stale-csi-mount", "stale-csi-mount")]
+    #[case("Stale CSI  mount!", "stale-csi-mount")]
+    #[case("---", "faultline")]
+    #[case("a_very_long_name_that_goes_on_and_on_and_on_forever_and_ever", "a-very-long-name-that-goes-on-and-on-and")]
+    fn sanitizes_cluster_names(#[case] raw: &str, #[case] want: &str) {
+        assert_eq!(sanitize_cluster_name(raw), want);
+    }
+
+    #[test]
+    fn environment_adds_images_and_adapts_to_a_remote_engine() {
+        let env = |k: &str| match k {
+            "FAULTLINE_KIND_IMAGES" => Some("ctrl:ci, helper:1 ,".to_string()),
+            "DOCKER_HOST" => Some("tcp://docker:2375".to_string()),
+            _ => None,
+        };
+        let i = ClusterPlanInput::new("x", vec![NodeInput::control_plane("cp")]).with_images(["ctrl:ci"]).with_env_from(env);
+        assert_eq!(i.load_images, ["ctrl:ci", "helper:1"]);
+        assert_eq!(i.api_server_address, "0.0.0.0");
+        assert_eq!(i.extra_cert_sans, ["docker"]);
+        let local = ClusterPlanInput::new("x", vec![NodeInput::control_plane("cp")])
+            .with_env_from(|k| (k == "DOCKER_HOST").then(|| "unix:///var/run/docker.sock".to_string()));
+        assert_eq!(local.api_server_address, "127.0.0.1");
+        assert!(local.extra_cert_sans.is_empty());
+    }
+
+    #[test]
+    fn reuse_key_ignores_the_name_only() {
+        let a = ClusterPlanInput::new("a", vec![NodeInput::control_plane("cp"), NodeInput::worker("w1")]);
+        let b = ClusterPlanInput::new("b", vec![NodeInput::control_plane("cp"), NodeInput::worker("w1")]);
+        assert_eq!(a.reuse_key(), b.reuse_key());
+        assert_ne!(a.reuse_key(), b.clone().with_longhorn(true).reuse_key());
+        assert_ne!(a.reuse_key(), ClusterPlanInput::new("a", vec![NodeInput::control_plane("cp")]).reuse_key());
+    }
+}

@@ -1,0 +1,724 @@
+//! Every operation of the runner's catalog as inject/heal steps, for kind nodes (node scripts
+//! through `docker exec`, engine operations on the node's container) and for existing clusters
+//! (the same node scripts through the privileged node agent, or unsupported with the reason).
+//!
+//! Heal steps are idempotent: they may run after a partial inject, twice, or after a reboot.
+
+use crate::input::{FaultOp, VolumeRef};
+use crate::plan::longhorn::{CSI_PLUGIN_DAEMONSET, CSI_PLUGIN_LABEL, DRIVER, NAMESPACE as LONGHORN_NS};
+use crate::plan::{DockerOp, KindNames, Step};
+use crate::shell::quote;
+use crate::versions;
+use std::fmt;
+
+/// Where the plan will run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Flavour {
+    Kind(KindNames),
+    Existing,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultContext {
+    pub flavour: Flavour,
+    /// The cluster runs Longhorn (CSI faults need it).
+    pub longhorn: bool,
+    /// The target node has hungNfs or ioErrors active: a reboot then hangs until power cycled
+    /// (as in the incident and the sim).
+    pub stuck_io_on_node: bool,
+}
+
+/// The steps of one operation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultPlan {
+    pub key: &'static str,
+    pub inject: Vec<Step>,
+    /// Empty for one-shot operations.
+    pub heal: Vec<Step>,
+    /// How faithful this is to the catalog's meaning, in one sentence.
+    pub fidelity: String,
+}
+
+/// An operation this provider cannot carry out, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unsupported {
+    pub key: &'static str,
+    pub reason: String,
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "`{}` is unsupported here: {}", self.key, self.reason)
+    }
+}
+impl std::error::Error for Unsupported {}
+
+pub const STALE_DIR: &str = "/var/lib/faultline/stale";
+pub const STATE_DIR: &str = "/var/lib/faultline";
+pub const CSI_DOWN_LABEL: &str = "faultline.dev/csi-plugin-down";
+pub const STALE_NAMESPACE: &str = "faultline-stale";
+pub const STALE_NODE_LABEL: &str = "faultline.dev/stale-node";
+pub const PROBER_COMMENT: &str = "faultline-prober-broken";
+pub const NFS_COMMENT: &str = "faultline-hung-nfs";
+pub const IO_ERRORS_FILE: &str = "/var/lib/faultline/io-errors";
+/// Grace of a reboot (`docker restart --time`): systemd's shutdown gets this long.
+pub const REBOOT_GRACE_SECS: u32 = 30;
+
+/// A Kubernetes object name we put into shell scripts: DNS subdomain characters only.
+pub fn check_name(what: &str, s: &str) -> Result<(), String> {
+    let ok = !s.is_empty()
+        && s.len() <= 253
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{what} `{s}` is not a valid Kubernetes name (lower-case letters, digits, '-', '.')"))
+    }
+}
+
+fn unsupported(op: &FaultOp, reason: impl Into<String>) -> Unsupported {
+    Unsupported { key: op.key(), reason: reason.into() }
+}
+
+fn wait_kubelet_active(node: &str) -> Step {
+    Step::node(format!("kubelet on {node} is active"), node, "systemctl is-active --quiet kubelet").retry(2, 300)
+}
+
+fn wait_csi_plugin_ready(node: &str) -> Step {
+    Step::kubectl_owned(
+        format!("the CSI node plugin on {node} is Ready"),
+        vec![
+            "-n".into(),
+            LONGHORN_NS.into(),
+            "wait".into(),
+            "--for=condition=Ready".into(),
+            "pod".into(),
+            "-l".into(),
+            CSI_PLUGIN_LABEL.into(),
+            format!("--field-selector=spec.nodeName={node}"),
+            "--timeout=60s".into(),
+        ],
+    )
+    .retry(5, 300)
+}
+
+/// The directory name the stale mount of `v` lives under (stable across inject and heal, so
+/// heal needs no API lookup: the PVC may be gone by then).
+fn stale_key(v: &VolumeRef) -> String {
+    let raw = match v {
+        VolumeRef::Pvc(p) => format!("pvc-ref-{}", p.replace('/', "-")),
+        VolumeRef::Pv(p) | VolumeRef::DeletedPv(p) => p.clone(),
+    };
+    raw
+}
+
+fn iptables_rule_script(op: &str, spec: &str) -> String {
+    // -C checks, -I inserts first: insert once; delete every copy.
+    match op {
+        "add" => format!("iptables -C OUTPUT {spec} 2>/dev/null || iptables -I OUTPUT 1 {spec}"),
+        _ => format!("while iptables -D OUTPUT {spec} 2>/dev/null; do :; done"),
+    }
+}
+
+fn prober_specs(flavour: &Flavour) -> Vec<String> {
+    // Kubelet probes are new connections from the node's root network namespace to pod IPs,
+    // leaving through the host side of the pods' veth pairs. Replies to pod-initiated
+    // connections are ESTABLISHED and pass.
+    let ifaces: &[&str] = match flavour {
+        Flavour::Kind(_) => &["veth+"],
+        // Common CNIs on real clusters name their host-side interfaces differently.
+        Flavour::Existing => &["veth+", "cali+", "lxc+"],
+    };
+    ifaces
+        .iter()
+        .map(|i| format!("-o {i} -p tcp -m conntrack --ctstate NEW -m comment --comment {PROBER_COMMENT} -j DROP"))
+        .collect()
+}
+
+fn nfs_specs() -> Vec<String> {
+    ["tcp", "udp"].iter().map(|p| format!("-p {p} --dport 2049 -m comment --comment {NFS_COMMENT} -j DROP")).collect()
+}
+
+fn io_errors_inject() -> String {
+    format!(
+        "set -eu\nmkdir -p {STATE_DIR}\ntouch {IO_ERRORS_FILE}\n\
+         for d in $(iscsiadm -m session -P 3 2>/dev/null | awk '/Attached scsi disk/ {{print $4}}'); do\n  \
+           echo offline > /sys/block/$d/device/state\n  grep -qx \"$d\" {IO_ERRORS_FILE} || echo \"$d\" >> {IO_ERRORS_FILE}\ndone\n\
+         if [ -s {IO_ERRORS_FILE} ]; then echo \"offline: $(tr '\\n' ' ' < {IO_ERRORS_FILE})\"; \
+         else echo 'no iSCSI disks attached on this node yet: only a later reboot is affected (it hangs until power cycled)'; fi"
+    )
+}
+
+fn io_errors_heal() -> String {
+    format!(
+        "if [ -f {IO_ERRORS_FILE} ]; then\n  while read -r d; do [ -e /sys/block/$d/device/state ] && echo running > /sys/block/$d/device/state || true; done < {IO_ERRORS_FILE}\n  rm -f {IO_ERRORS_FILE}\nfi"
+    )
+}
+
+fn stale_pods_manifest(node: &str, count: u32) -> String {
+    let mut docs = vec![format!(
+        "apiVersion: v1
+kind: Namespace
+metadata:
+  name: {STALE_NAMESPACE}
+  labels:
+    app.kubernetes.io/managed-by: faultline
+"
+    )];
+    for i in 0..count {
+        docs.push(format!(
+            "apiVersion: v1
+kind: Pod
+metadata:
+  name: stale-{node}-{i}
+  namespace: {STALE_NAMESPACE}
+  labels:
+    {STALE_NODE_LABEL}: {node}
+spec:
+  nodeName: {node}
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: snapshot
+    image: {img}
+    command: [\"sh\", \"-c\", \"until [ -e /data/pin ]; do sleep 1; done; exit 1\"]
+    volumeMounts:
+    - name: faultline-stale
+      mountPath: /data
+  volumes:
+  - name: faultline-stale
+    emptyDir: {{}}
+",
+            img = versions::STALE_POD_IMAGE
+        ));
+    }
+    docs.join("---\n")
+}
+
+/// The plan of one operation.
+pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsupported> {
+    let kind = match &ctx.flavour {
+        Flavour::Kind(n) => Some(n),
+        Flavour::Existing => None,
+    };
+    if let Some(node) = op.node() {
+        check_name("node", node).map_err(|e| unsupported(op, e))?;
+    }
+    let needs_longhorn = || {
+        if ctx.longhorn {
+            Ok(())
+        } else {
+            Err(unsupported(op, "it needs Longhorn (`storage: longhorn`)"))
+        }
+    };
+    let plan = |inject: Vec<Step>, heal: Vec<Step>, fidelity: &str| FaultPlan { key: op.key(), inject, heal, fidelity: fidelity.into() };
+    Ok(match op {
+        FaultOp::StaleDeviceMount(s) => {
+            needs_longhorn()?;
+            let n = &s.node;
+            let mut inject = vec![];
+            let pv_expr = match &s.volume {
+                VolumeRef::Pvc(r) => {
+                    let (ns, name) = r.split_once('/').unwrap_or(("default", r.as_str()));
+                    check_name("namespace", ns).map_err(|e| unsupported(op, e))?;
+                    check_name("PVC", name).map_err(|e| unsupported(op, e))?;
+                    inject.push(
+                        Step::kubectl_owned(
+                            format!("the PV bound to PVC {ns}/{name}"),
+                            vec!["-n".into(), ns.into(), "get".into(), "pvc".into(), name.into(), "-o".into(), "jsonpath={.spec.volumeName}".into()],
+                        )
+                        .capture("pv"),
+                    );
+                    "{{pv}}".to_string()
+                }
+                VolumeRef::Pv(p) | VolumeRef::DeletedPv(p) => {
+                    check_name("PV", p).map_err(|e| unsupported(op, e))?;
+                    p.clone()
+                }
+            };
+            let key = stale_key(&s.volume);
+            let hold = format!("{STALE_DIR}/{key}");
+            let root = format!("/var/lib/kubelet/plugins/kubernetes.io/csi/{DRIVER}");
+            inject.push(Step::node(
+                format!("bind-mount the globalmount of {pv_expr} on {n}, so UnmountDevice finds another reference"),
+                n,
+                format!(
+                    "set -eu\npv={pv}\nroot={root}\ngm=\n\
+                     for f in \"$root\"/*/vol_data.json; do\n  [ -e \"$f\" ] || continue\n  \
+                       if grep -q \"\\\"volumeHandle\\\":\\\"$pv\\\"\" \"$f\"; then gm=\"$(dirname \"$f\")/globalmount\"; fi\ndone\n\
+                     if [ -z \"$gm\" ]; then set -- $(printf %s \"$pv\" | sha256sum); gm=\"$root/$1/globalmount\"; fi\n\
+                     mountpoint -q \"$gm\" || {{ echo \"no device mount of $pv on this node ($gm): run a pod that uses the volume on this node first\" >&2; exit 1; }}\n\
+                     mkdir -p {hold}\nmountpoint -q {hold} || mount --bind \"$gm\" {hold}\necho \"$gm is also mounted at {hold}\"",
+                    pv = quote(&pv_expr),
+                ),
+            ));
+            let heal = vec![Step::node(
+                format!("remove the stale reference to {pv_expr} on {n}"),
+                n,
+                format!("if mountpoint -q {hold}; then umount {hold}; fi\nrmdir {hold} 2>/dev/null || true"),
+            )];
+            plan(
+                inject,
+                heal,
+                "real kubelet behaviour: the globalmount has another mount reference, so GetDeviceMountRefs fails UnmountDevice \
+                 (for deletedPV the mount is made while the PV exists; deleting the workload and PV is the scenario's steps)",
+            )
+        }
+        FaultOp::CsiPluginDown(t) => {
+            needs_longhorn()?;
+            let n = &t.node;
+            let patch = format!(
+                r#"{{"spec":{{"template":{{"spec":{{"affinity":{{"nodeAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":{{"nodeSelectorTerms":[{{"matchExpressions":[{{"key":"{CSI_DOWN_LABEL}","operator":"DoesNotExist"}}]}}]}}}}}}}}}}}}}}"#
+            );
+            let inject = vec![
+                Step::kubectl_owned(
+                    format!("keep {CSI_PLUGIN_DAEMONSET} off nodes labelled {CSI_DOWN_LABEL} (idempotent)"),
+                    vec!["-n".into(), LONGHORN_NS.into(), "patch".into(), "daemonset".into(), CSI_PLUGIN_DAEMONSET.into(), "--type=merge".into(), "-p".into(), patch],
+                ),
+                Step::kubectl_owned(
+                    format!("exclude {n} from the CSI plugin DaemonSet"),
+                    vec!["label".into(), "node".into(), n.clone(), format!("{CSI_DOWN_LABEL}=true"), "--overwrite".into()],
+                ),
+                // Not `kubectl wait --for=delete -l`: it fails when nothing matches
+                // (kubernetes/kubernetes#83242).
+                Step::kubectl_owned(
+                    format!("the CSI plugin pod on {n} is gone (the registrar unregisters {DRIVER})"),
+                    vec![
+                        "-n".into(),
+                        LONGHORN_NS.into(),
+                        "get".into(),
+                        "pods".into(),
+                        "-l".into(),
+                        CSI_PLUGIN_LABEL.into(),
+                        format!("--field-selector=spec.nodeName={n}"),
+                        "-o".into(),
+                        "name".into(),
+                    ],
+                )
+                .expect_empty_stdout()
+                .retry(5, 300),
+            ];
+            let heal = vec![
+                Step::kubectl_owned(
+                    format!("let the CSI plugin DaemonSet back onto {n}"),
+                    vec!["label".into(), "node".into(), n.clone(), format!("{CSI_DOWN_LABEL}-")],
+                )
+                .ignore_failure(),
+                wait_csi_plugin_ready(n),
+            ];
+            plan(
+                inject,
+                heal,
+                "the plugin pod is removed from the node, so the driver is unregistered there (`driver name driver.longhorn.io not \
+                 found in the list of registered CSI drivers`); the first inject changes the DaemonSet's pod template, which rolls \
+                 the plugin once on every node",
+            )
+        }
+        FaultOp::CsiPluginRestart(t) => {
+            needs_longhorn()?;
+            let n = &t.node;
+            let inject = vec![
+                Step::kubectl_owned(
+                    format!("delete the CSI plugin pod on {n}"),
+                    vec![
+                        "-n".into(),
+                        LONGHORN_NS.into(),
+                        "delete".into(),
+                        "pod".into(),
+                        "-l".into(),
+                        CSI_PLUGIN_LABEL.into(),
+                        format!("--field-selector=spec.nodeName={n}"),
+                        "--wait=true".into(),
+                        "--timeout=120s".into(),
+                    ],
+                ),
+                wait_csi_plugin_ready(n),
+            ];
+            plan(inject, vec![], "the runbook's option 2, as it is done on a real cluster")
+        }
+        FaultOp::KubeletWorkersSaturated(k) => {
+            let n = &k.node;
+            if k.stale_pods == 0 || k.stale_pods > 200 {
+                return Err(unsupported(op, format!("stalePods must be 1..=200, not {}", k.stale_pods)));
+            }
+            let sel = format!("{STALE_NODE_LABEL}={n}");
+            let inject = vec![
+                Step::apply(format!("{} pods pinned to {n} whose emptyDir will not clean up", k.stale_pods), stale_pods_manifest(n, k.stale_pods)),
+                Step::kubectl_owned(
+                    format!("the stale pods on {n} run"),
+                    vec!["-n".into(), STALE_NAMESPACE.into(), "wait".into(), "--for=condition=Ready".into(), "pod".into(), "-l".into(), sel.clone(), "--timeout=60s".into()],
+                )
+                .retry(5, 600),
+                Step::node(
+                    format!("pin a mount inside each stale pod's emptyDir on {n} (teardown then fails with EBUSY)"),
+                    n,
+                    format!(
+                        "set -eu\nc=0\nfor d in /var/lib/kubelet/pods/*/volumes/kubernetes.io~empty-dir/faultline-stale; do\n  [ -d \"$d\" ] || continue\n  \
+                         mkdir -p \"$d/pin\"\n  mountpoint -q \"$d/pin\" || mount -t tmpfs faultline-stale \"$d/pin\"\n  c=$((c+1))\ndone\n\
+                         [ \"$c\" -ge {want} ] || {{ echo \"pinned $c stale pod volumes, expected {want}\" >&2; exit 1; }}",
+                        want = k.stale_pods
+                    ),
+                ),
+                Step::kubectl_owned(
+                    format!("the stale pods on {n} have terminated (Failed) and keep their volumes"),
+                    vec![
+                        "-n".into(),
+                        STALE_NAMESPACE.into(),
+                        "wait".into(),
+                        "--for=jsonpath={.status.phase}=Failed".into(),
+                        "pod".into(),
+                        "-l".into(),
+                        sel.clone(),
+                        "--timeout=60s".into(),
+                    ],
+                )
+                .retry(5, 300),
+            ];
+            let heal = vec![
+                Step::node(
+                    format!("unpin the stale pods' volumes on {n}"),
+                    n,
+                    "awk '$1==\"faultline-stale\" {print $2}' /proc/mounts | while read -r m; do umount \"$m\" || true; done",
+                ),
+                Step::kubectl_owned(
+                    format!("delete the stale pods on {n}"),
+                    vec!["-n".into(), STALE_NAMESPACE.into(), "delete".into(), "pod".into(), "-l".into(), sel, "--ignore-not-found".into(), "--wait=false".into()],
+                ),
+            ];
+            plan(
+                inject,
+                heal,
+                "terminated pods whose volumes cannot be cleaned up (`Pod is terminated, but some volumes have not been cleaned up`); \
+                 how much they slow the real kubelet's other pods is the real kubelet's business",
+            )
+        }
+        FaultOp::KubeletStop(t) => {
+            if kind.is_none() {
+                return Err(unsupported(op, "the node agent is reached through the kubelet: with the kubelet stopped the heal could not be delivered"));
+            }
+            let n = &t.node;
+            plan(
+                vec![Step::node(format!("stop the kubelet on {n}"), n, "systemctl stop kubelet")],
+                vec![Step::node(format!("start the kubelet on {n}"), n, "systemctl start kubelet"), wait_kubelet_active(n)],
+                "the real kubelet stopped by systemd; the node goes NotReady after the node monitor grace period",
+            )
+        }
+        FaultOp::KubeletHang(t) => {
+            if kind.is_none() {
+                return Err(unsupported(op, "the node agent is reached through the kubelet: with the kubelet frozen the heal could not be delivered"));
+            }
+            let n = &t.node;
+            plan(
+                vec![Step::node(format!("freeze the kubelet on {n} (SIGSTOP)"), n, "systemctl kill --signal=SIGSTOP kubelet")],
+                vec![Step::node(format!("thaw the kubelet on {n} (SIGCONT)"), n, "systemctl kill --signal=SIGCONT kubelet")],
+                "the kubelet process lives (systemd: active) but does nothing: no pod syncs, no heartbeats",
+            )
+        }
+        FaultOp::KubeletRestart(t) => {
+            let n = &t.node;
+            let script = match kind {
+                Some(_) => "systemctl restart kubelet".to_string(),
+                // Through the agent: the exec stream rides on the kubelet, so let the restart
+                // happen after the exec returned.
+                None => "systemd-run --on-active=2 --unit=faultline-kubelet-restart --collect systemctl restart kubelet".to_string(),
+            };
+            let mut inject = vec![Step::node(format!("restart the kubelet on {n}"), n, script)];
+            if kind.is_some() {
+                inject.push(wait_kubelet_active(n));
+            }
+            plan(inject, vec![], "the runbook's option 1 (systemd restarts the kubelet; a frozen kubelet is thawed by systemd's SIGCONT)")
+        }
+        FaultOp::ProberManagerBroken(t) => {
+            let n = &t.node;
+            let specs = prober_specs(&ctx.flavour);
+            plan(
+                vec![Step::node(
+                    format!("drop the kubelet's new connections to pods on {n} (HTTP/TCP/gRPC probes fail)"),
+                    n,
+                    specs.iter().map(|s| iptables_rule_script("add", s)).collect::<Vec<_>>().join("\n"),
+                )],
+                vec![Step::node(
+                    format!("let the kubelet's probes through on {n}"),
+                    n,
+                    specs.iter().map(|s| iptables_rule_script("del", s)).collect::<Vec<_>>().join("\n"),
+                )],
+                "HTTP, TCP and gRPC probes time out, so containers with readiness probes never become ready; exec probes still run \
+                 (the real prober manager cannot be broken from outside)",
+            )
+        }
+        FaultOp::NodeReboot(r) => {
+            let n = &r.node;
+            let stuck = r.stuck_until_power_cycle || ctx.stuck_io_on_node;
+            match kind {
+                Some(names) => {
+                    let c = names.container(n);
+                    if stuck {
+                        plan(
+                            vec![Step::docker(
+                                format!("{n} goes down and stays in Rebooting until power cycled"),
+                                DockerOp::Stop { container: c.clone(), grace_secs: REBOOT_GRACE_SECS },
+                            )],
+                            vec![Step::docker(format!("power {n} back on"), DockerOp::Start { container: c }), wait_kubelet_active(n)],
+                            "the node's container is stopped (systemd shuts down) and not started again until nodePowerCycle or heal",
+                        )
+                    } else {
+                        plan(
+                            vec![
+                                Step::docker(format!("reboot {n}"), DockerOp::Restart { container: c.clone(), grace_secs: REBOOT_GRACE_SECS }),
+                                wait_kubelet_active(n),
+                            ],
+                            vec![Step::docker(format!("{n} is running"), DockerOp::Start { container: c })],
+                            "a container restart: systemd shuts down and boots again; mounts, iptables rules and processes are gone, \
+                             the container file system and volumes stay (the node's address may change, the node image handles it)",
+                        )
+                    }
+                }
+                None => {
+                    if stuck {
+                        return Err(unsupported(op, "a stuck reboot needs a power cycle, which an existing cluster's nodes do not offer faultline"));
+                    }
+                    plan(
+                        vec![Step::node(
+                            format!("reboot {n}"),
+                            n,
+                            "systemd-run --on-active=2 --unit=faultline-reboot --collect systemctl reboot",
+                        )],
+                        vec![],
+                        "a real reboot through systemd (the node comes back on its own)",
+                    )
+                }
+            }
+        }
+        FaultOp::NodePowerCycle(t) => {
+            let n = &t.node;
+            let Some(names) = kind else {
+                return Err(unsupported(op, "no power control (IPMI/Redfish) of an existing cluster's nodes"));
+            };
+            let c = names.container(n);
+            plan(
+                vec![
+                    Step::docker(format!("cut {n}'s power"), DockerOp::Kill { container: c.clone(), signal: "KILL".into() }).ignore_failure(),
+                    Step::docker(format!("power {n} on"), DockerOp::Start { container: c }),
+                    wait_kubelet_active(n),
+                ],
+                vec![],
+                "SIGKILL to every process of the node (no shutdown), then a clean boot",
+            )
+        }
+        FaultOp::NodeNetworkPartition(t) => {
+            let n = &t.node;
+            let Some(names) = kind else {
+                return Err(unsupported(op, "partitioning a node would also cut faultline off from its node agent, so the heal could not be delivered"));
+            };
+            let c = names.container(n);
+            plan(
+                vec![Step::docker(format!("disconnect {n} from the cluster network"), DockerOp::NetworkDisconnect { network: names.network(), container: c.clone() })],
+                vec![Step::docker(
+                    format!("reconnect {n}"),
+                    DockerOp::NetworkConnect { network: names.network(), container: c },
+                )],
+                "the node loses its only network interface: no API server, no peers (it may get a new address on reconnect)",
+            )
+        }
+        FaultOp::HungNfs(t) => {
+            let n = &t.node;
+            let specs = nfs_specs();
+            plan(
+                vec![Step::node(
+                    format!("NFS servers stop answering {n}"),
+                    n,
+                    specs.iter().map(|s| iptables_rule_script("add", s)).collect::<Vec<_>>().join("\n"),
+                )],
+                vec![Step::node(
+                    format!("NFS answers {n} again"),
+                    n,
+                    specs.iter().map(|s| iptables_rule_script("del", s)).collect::<Vec<_>>().join("\n"),
+                )],
+                "NFS traffic (port 2049, e.g. Longhorn RWX share managers) from the node is dropped, so hard NFS mounts hang; \
+                 a reboot meanwhile hangs until power cycled",
+            )
+        }
+        FaultOp::IoErrors(t) => {
+            let n = &t.node;
+            plan(
+                vec![Step::node(format!("offline the iSCSI disks (Longhorn volumes) attached on {n}"), n, io_errors_inject())],
+                vec![Step::node(format!("bring the iSCSI disks on {n} back"), n, io_errors_heal())],
+                "SCSI devices set offline fail every I/O with EIO (Longhorn volumes attached on the node); the node's own disk is not \
+                 touched; a reboot meanwhile hangs until power cycled",
+            )
+        }
+        FaultOp::ApiErrors(_) | FaultOp::ApiLatency(_) => {
+            return Err(unsupported(op, "only the simulated API server can be told to fail or delay requests (use --provider sim)"));
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::*;
+    use crate::plan::Action;
+    use rstest::rstest;
+
+    fn kind_ctx() -> FaultContext {
+        FaultContext {
+            flavour: Flavour::Kind(KindNames { cluster: "fl".into(), control_plane_node: "control-plane".into() }),
+            longhorn: true,
+            stuck_io_on_node: false,
+        }
+    }
+    fn existing_ctx() -> FaultContext {
+        FaultContext { flavour: Flavour::Existing, longhorn: true, stuck_io_on_node: false }
+    }
+    fn scripts(steps: &[Step]) -> String {
+        steps
+            .iter()
+            .map(|s| match &s.action {
+                Action::NodeShell { node, script } => format!("[{node}] {script}"),
+                Action::Kubectl { args, stdin } => format!("kubectl {} {}", args.join(" "), stdin.clone().unwrap_or_default()),
+                Action::Docker(op) => crate::plan::render_docker(op),
+                Action::ExportKubeconfig { host_path } => format!("export {host_path}"),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+    fn t(n: &str) -> NodeTarget {
+        NodeTarget { node: n.into() }
+    }
+
+    /// Every operation of the catalog, on kind: (op, a fragment of inject, a fragment of heal
+    /// or "" for one-shot operations).
+    #[rstest]
+    #[case(FaultOp::StaleDeviceMount(StaleDeviceMount { node: "worker-04".into(), volume: VolumeRef::DeletedPv("pvc-81b676e6".into()) }),
+           "mount --bind \"$gm\" /var/lib/faultline/stale/pvc-81b676e6", "umount /var/lib/faultline/stale/pvc-81b676e6")]
+    #[case(FaultOp::CsiPluginDown(t("worker-04")), "label node worker-04 faultline.dev/csi-plugin-down=true", "label node worker-04 faultline.dev/csi-plugin-down-")]
+    #[case(FaultOp::CsiPluginRestart(t("worker-04")), "delete pod -l app=longhorn-csi-plugin --field-selector=spec.nodeName=worker-04", "")]
+    #[case(FaultOp::KubeletWorkersSaturated(KubeletWorkersSaturated { node: "worker-04".into(), stale_pods: 2 }), "mount -t tmpfs faultline-stale", "umount \"$m\"")]
+    #[case(FaultOp::KubeletStop(t("worker-04")), "[worker-04] systemctl stop kubelet", "[worker-04] systemctl start kubelet")]
+    #[case(FaultOp::KubeletHang(t("worker-04")), "systemctl kill --signal=SIGSTOP kubelet", "systemctl kill --signal=SIGCONT kubelet")]
+    #[case(FaultOp::KubeletRestart(t("worker-04")), "[worker-04] systemctl restart kubelet", "")]
+    #[case(FaultOp::ProberManagerBroken(t("worker-04")), "iptables -I OUTPUT 1 -o veth+ -p tcp -m conntrack --ctstate NEW", "while iptables -D OUTPUT -o veth+")]
+    #[case(FaultOp::NodeReboot(NodeReboot { node: "worker-04".into(), stuck_until_power_cycle: false }), "docker restart --time 30 fl-worker-04", "docker start fl-worker-04")]
+    #[case(FaultOp::NodeReboot(NodeReboot { node: "worker-04".into(), stuck_until_power_cycle: true }), "docker stop --time 30 fl-worker-04", "docker start fl-worker-04")]
+    #[case(FaultOp::NodePowerCycle(t("worker-04")), "docker kill --signal KILL fl-worker-04\ndocker start fl-worker-04", "")]
+    #[case(FaultOp::NodeNetworkPartition(t("worker-04")), "docker network disconnect --force faultline-fl fl-worker-04", "docker network connect faultline-fl fl-worker-04")]
+    #[case(FaultOp::HungNfs(t("worker-04")), "iptables -I OUTPUT 1 -p tcp --dport 2049", "while iptables -D OUTPUT -p udp --dport 2049")]
+    #[case(FaultOp::IoErrors(t("worker-04")), "echo offline > /sys/block/$d/device/state", "echo running > /sys/block/$d/device/state")]
+    fn every_kind_operation_maps_to_node_commands(#[case] op: FaultOp, #[case] inject: &str, #[case] heal: &str) {
+        let p = plan_fault(&op, &kind_ctx()).unwrap();
+        assert_eq!(p.key, op.key());
+        let i = scripts(&p.inject);
+        assert!(i.contains(inject), "inject of {}:\n{i}", op.key());
+        if heal.is_empty() {
+            assert!(op.is_one_shot() && p.heal.is_empty(), "{} heals: {:?}", op.key(), p.heal);
+        } else {
+            let h = scripts(&p.heal);
+            assert!(h.contains(heal), "heal of {}:\n{h}", op.key());
+        }
+        assert!(!p.fidelity.is_empty());
+        // Every node-side step runs on the target node (kubectl steps run on the control plane).
+        for s in p.inject.iter().chain(&p.heal) {
+            if let Some(n) = s.target_node() {
+                assert_eq!(n, "worker-04");
+            }
+        }
+    }
+
+    #[test]
+    fn the_catalog_is_covered_on_kind_except_the_sim_only_api_faults() {
+        for op in FaultOp::examples("worker-04") {
+            match plan_fault(&op, &kind_ctx()) {
+                Ok(_) => assert!(!matches!(op, FaultOp::ApiErrors(_) | FaultOp::ApiLatency(_))),
+                Err(u) => {
+                    assert!(matches!(op, FaultOp::ApiErrors(_) | FaultOp::ApiLatency(_)), "{u}");
+                    assert!(u.reason.contains("--provider sim"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn stale_mount_of_a_pvc_resolves_the_pv_first_and_heals_without_the_api() {
+        let op = FaultOp::StaleDeviceMount(StaleDeviceMount { node: "w".into(), volume: VolumeRef::Pvc("llmsafespaces/workspace-a".into()) });
+        let p = plan_fault(&op, &kind_ctx()).unwrap();
+        assert_eq!(p.inject[0].capture.as_deref(), Some("pv"));
+        assert!(matches!(&p.inject[0].action, Action::Kubectl { args, .. } if args.join(" ") == "-n llmsafespaces get pvc workspace-a -o jsonpath={.spec.volumeName}"));
+        assert!(scripts(&p.inject).contains("pv='{{pv}}'"));
+        let h = scripts(&p.heal);
+        assert!(h.contains("/var/lib/faultline/stale/pvc-ref-llmsafespaces-workspace-a") && !h.contains("kubectl"), "{h}");
+    }
+
+    #[test]
+    fn a_reboot_during_hung_io_stays_down_until_power_cycled() {
+        let op = FaultOp::NodeReboot(NodeReboot { node: "w".into(), stuck_until_power_cycle: false });
+        let p = plan_fault(&op, &FaultContext { stuck_io_on_node: true, ..kind_ctx() }).unwrap();
+        assert!(scripts(&p.inject).contains("docker stop --time 30 fl-w"));
+        assert!(!scripts(&p.inject).contains("docker start"));
+    }
+
+    #[test]
+    fn csi_faults_need_longhorn() {
+        let ctx = FaultContext { longhorn: false, ..kind_ctx() };
+        for op in [FaultOp::CsiPluginDown(t("w")), FaultOp::CsiPluginRestart(t("w"))] {
+            let e = plan_fault(&op, &ctx).unwrap_err();
+            assert!(e.to_string().contains("Longhorn"), "{e}");
+        }
+    }
+
+    #[rstest]
+    #[case("worker-04; rm -rf /")]
+    #[case("Worker")]
+    #[case("")]
+    fn names_that_could_break_a_script_are_refused(#[case] node: &str) {
+        let e = plan_fault(&FaultOp::KubeletStop(t(node)), &kind_ctx()).unwrap_err();
+        assert!(e.reason.contains("not a valid Kubernetes name"), "{e}");
+        let e = plan_fault(
+            &FaultOp::StaleDeviceMount(StaleDeviceMount { node: "w".into(), volume: VolumeRef::Pv(format!("pv{node}x")) }),
+            &kind_ctx(),
+        );
+        assert!(node.is_empty() || e.is_err());
+    }
+
+    #[rstest]
+    #[case(FaultOp::KubeletStop(t("w")), "kubelet")]
+    #[case(FaultOp::KubeletHang(t("w")), "kubelet")]
+    #[case(FaultOp::NodePowerCycle(t("w")), "power control")]
+    #[case(FaultOp::NodeNetworkPartition(t("w")), "node agent")]
+    #[case(FaultOp::NodeReboot(NodeReboot { node: "w".into(), stuck_until_power_cycle: true }), "power cycle")]
+    #[case(FaultOp::ApiErrors(serde_json::json!({})), "simulated")]
+    fn existing_refuses_what_it_could_not_heal(#[case] op: FaultOp, #[case] why: &str) {
+        let e = plan_fault(&op, &existing_ctx()).unwrap_err();
+        assert!(e.reason.contains(why), "{e}");
+    }
+
+    #[test]
+    fn existing_runs_node_scripts_and_never_docker() {
+        for op in FaultOp::examples("w") {
+            if let Ok(p) = plan_fault(&op, &existing_ctx()) {
+                assert!(p.inject.iter().chain(&p.heal).all(|s| !matches!(s.action, Action::Docker(_))), "{}", op.key());
+            }
+        }
+        let p = plan_fault(&FaultOp::KubeletRestart(t("w")), &existing_ctx()).unwrap();
+        assert!(scripts(&p.inject).contains("systemd-run --on-active=2"));
+        let p = plan_fault(&FaultOp::ProberManagerBroken(t("w")), &existing_ctx()).unwrap();
+        assert!(scripts(&p.inject).contains("-o cali+"));
+    }
+
+    #[test]
+    fn saturation_pods_are_pinned_to_the_node_and_wait_for_their_pin() {
+        let m = stale_pods_manifest("worker-04", 2);
+        let docs: Vec<serde_yaml::Value> =
+            serde_yaml::Deserializer::from_str(&m).map(|d| serde::Deserialize::deserialize(d).unwrap()).collect();
+        assert_eq!(docs.len(), 3);
+        assert_eq!(docs[0]["kind"], "Namespace");
+        for (i, pod) in docs[1..].iter().enumerate() {
+            assert_eq!(pod["metadata"]["name"].as_str().unwrap(), format!("stale-worker-04-{i}"));
+            assert_eq!(pod["spec"]["nodeName"], "worker-04");
+            assert_eq!(pod["spec"]["restartPolicy"], "Never");
+            assert_eq!(pod["spec"]["volumes"][0]["name"], "faultline-stale");
+            assert!(pod["spec"]["containers"][0]["command"][2].as_str().unwrap().contains("/data/pin"));
+        }
+    }
+}
