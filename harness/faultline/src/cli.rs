@@ -100,6 +100,10 @@ struct RunArgs {
     /// own, e.g. `--controller-arg=--regression=hot-loop` to check a build with a flag flipped.
     #[arg(long = "controller-arg", allow_hyphen_values = true)]
     controller_args: Vec<String>,
+    /// With --provider kind: print the exact container specs and commands the run would use
+    /// (cluster bring-up, Longhorn, every fault's inject and heal), and run nothing.
+    #[arg(long)]
+    dry_run: bool,
     /// Compare measured durations with a previous JSON report.
     #[arg(long)]
     baseline: Option<PathBuf>,
@@ -269,6 +273,25 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
         bail!("--regression-ratio must be greater than 1");
     }
     let baseline = a.baseline.as_deref().map(report::baseline::load).transpose()?;
+    if a.dry_run {
+        if a.provider != ProviderKind::Kind {
+            bail!("--dry-run is for --provider kind (sim runs in-process; there is nothing to review)");
+        }
+        for s in &scenarios {
+            let sc = &s.scenario;
+            let spec = provider::ClusterSpec {
+                name: sc.metadata.name.clone(),
+                nodes: sc.spec.cluster.effective_nodes(),
+                storage: sc.spec.cluster.storage,
+                sim: sc.spec.cluster.sim.clone(),
+                seed: a.seed.unwrap_or(0),
+                workdir: std::env::temp_dir().join("faultline-dry-run").join(&sc.metadata.name),
+            };
+            println!("## scenario {}\n", sc.metadata.name);
+            println!("{}", provider::kind::dry_run(&spec, &sc.spec.steps)?);
+        }
+        return Ok(0);
+    }
     let provider = provider::make_provider(a.provider, &suite.suite.existing.allowed_contexts, a.context.as_deref())?;
     let seed = a.seed.unwrap_or_else(rand::random);
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(None);

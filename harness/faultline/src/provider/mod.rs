@@ -5,6 +5,7 @@
 //! the runner does them through the Kubernetes API or process control.
 
 pub mod fake;
+pub mod kind;
 pub mod sim;
 
 use crate::model::{LogSourceKind, NodeOperation, NodeSpec, Storage};
@@ -92,7 +93,7 @@ pub enum ProviderKind {
 pub fn make_provider(kind: ProviderKind, existing_allowed: &[String], context: Option<&str>) -> anyhow::Result<Arc<dyn Provider>> {
     match kind {
         ProviderKind::Sim => Ok(Arc::new(sim::SimProvider::from_env()?)),
-        ProviderKind::Kind => anyhow::bail!("provider `kind` is not implemented yet (issue 6)"),
+        ProviderKind::Kind => Ok(Arc::new(kind::KindProvider::new())),
         ProviderKind::Existing => {
             check_existing_allowed(existing_allowed, context)?;
             anyhow::bail!("provider `existing` is not implemented yet (issue 6)")
