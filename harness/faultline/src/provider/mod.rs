@@ -5,6 +5,7 @@
 //! the runner does them through the Kubernetes API or process control.
 
 pub mod fake;
+pub mod existing;
 pub mod kind;
 pub mod sim;
 
@@ -96,7 +97,7 @@ pub fn make_provider(kind: ProviderKind, existing_allowed: &[String], context: O
         ProviderKind::Kind => Ok(Arc::new(kind::KindProvider::new())),
         ProviderKind::Existing => {
             check_existing_allowed(existing_allowed, context)?;
-            anyhow::bail!("provider `existing` is not implemented yet (issue 6)")
+            Ok(Arc::new(existing::ExistingProvider { allowed: existing_allowed.to_vec(), context: context.map(String::from) }))
         }
     }
 }

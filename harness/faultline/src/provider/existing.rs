@@ -1,0 +1,78 @@
+//! The existing provider: a real cluster from a kubeconfig context that the suite allow-lists.
+//! Faults go through `faultline-kind::existing` (a privileged node agent where a fault needs the
+//! node; refused with the reason where it cannot be done safely). The controller under test runs
+//! as a host process against the context.
+
+use super::*;
+use crate::model::NodeOperation;
+use faultline_kind::existing::{ExistingCluster, ExistingInput};
+
+pub struct ExistingProvider {
+    pub allowed: Vec<String>,
+    pub context: Option<String>,
+}
+
+impl Provider for ExistingProvider {
+    fn name(&self) -> &'static str {
+        "existing"
+    }
+    fn start<'a>(&'a self, spec: &'a ClusterSpec) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>> {
+        Box::pin(async move {
+            let mut input = ExistingInput::new(self.allowed.clone());
+            input.context = self.context.clone();
+            input.longhorn = spec.storage != Some(crate::model::Storage::None);
+            let cluster = ExistingCluster::connect(&input)?;
+            // The runner and the controller use this file: the allow-listed context, made current.
+            std::fs::create_dir_all(&spec.workdir)?;
+            let raw = std::fs::read_to_string(&cluster.kubeconfig)?;
+            let mut doc: serde_yaml::Value = serde_yaml::from_str(&raw)?;
+            doc["current-context"] = serde_yaml::Value::String(cluster.context.clone());
+            let kubeconfig = spec.workdir.join("kubeconfig");
+            std::fs::write(&kubeconfig, serde_yaml::to_string(&doc)?)?;
+            Ok(Box::new(ExistingHandle { kubeconfig, ops: Arc::new(ExistingOps { cluster, logs: broadcast::channel(16).0 }) }) as Box<dyn Cluster>)
+        })
+    }
+}
+
+struct ExistingOps {
+    cluster: ExistingCluster,
+    /// Node logs are not streamed from existing clusters (no node access by default).
+    logs: broadcast::Sender<LogLine>,
+}
+
+impl NodeOps for ExistingOps {
+    fn apply<'a>(&'a self, op: &'a NodeOperation) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move { self.cluster.apply(&super::kind::fault_op(op)?).await })
+    }
+    fn heal<'a>(&'a self, op: &'a NodeOperation) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move { self.cluster.heal(&super::kind::fault_op(op)?).await })
+    }
+    fn subscribe_logs(&self, _node: Option<&str>, _source: LogSource) -> broadcast::Receiver<LogLine> {
+        self.logs.subscribe()
+    }
+}
+
+struct ExistingHandle {
+    kubeconfig: std::path::PathBuf,
+    ops: Arc<ExistingOps>,
+}
+
+impl Cluster for ExistingHandle {
+    fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+    fn node_ops(&self) -> Arc<dyn NodeOps> {
+        self.ops.clone()
+    }
+    fn controller_mode(&self) -> ControllerMode {
+        ControllerMode::HostProcess
+    }
+    fn teardown(self: Box<Self>, keep: bool) -> BoxFuture<'static, anyhow::Result<Option<KeptCluster>>> {
+        let ops = self.ops.clone();
+        Box::pin(async move {
+            // Heal whatever is still active and remove the node agent; the cluster itself stays.
+            ops.cluster.close().await?;
+            Ok(keep.then(|| KeptCluster { description: format!("existing context {}", ops.cluster.context), guard: None }))
+        })
+    }
+}
