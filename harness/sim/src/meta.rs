@@ -74,6 +74,15 @@ pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
     md.as_object_mut().expect("metadata object")
 }
 
+/// `status` of the condition of type `ctype` in `status.conditions`, e.g. "True".
+pub fn condition_status<'a>(obj: &'a Value, ctype: &str) -> Option<&'a str> {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(ctype))
+        .and_then(|c| c.get("status").and_then(Value::as_str))
+}
+
 pub fn labels(obj: &Value) -> Option<&Value> {
     obj.pointer("/metadata/labels")
 }

@@ -120,10 +120,7 @@ fn reconcile_all(client: &Internal) {
 }
 
 fn is_ready(pod: &Value) -> bool {
-    pod.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .map(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
-        .unwrap_or(false)
+    meta::condition_status(pod, "Ready") == Some("True")
 }
 
 fn create_pod(client: &Internal, ds: &Value, node: &str) {

@@ -397,12 +397,7 @@ impl Kubelet {
         }
         // The kubelet posts Ready=True whenever it runs and the node does not say so.
         let Some(node) = self.client.get("", "nodes", "", &name) else { return };
-        let ready = node
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
-            .map(|c| c["status"] == "True")
-            .unwrap_or(false);
+        let ready = meta::condition_status(&node, "Ready") == Some("True");
         let boot_id = self.node.state.lock().boot_id.clone();
         let boot_changed = node.pointer("/status/nodeInfo/bootID").and_then(Value::as_str) != Some(boot_id.as_str());
         if !ready || force_ready || boot_changed {

@@ -55,10 +55,7 @@ pub async fn run(client: Internal, timing: Timing) {
 }
 
 fn ready_status(node: &Value) -> Option<String> {
-    node.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
-        .and_then(|c| c["status"].as_str().map(String::from))
+    meta::condition_status(node, "Ready").map(String::from)
 }
 
 fn mark_unknown(client: &Internal, node: &Value) {

@@ -190,13 +190,7 @@ fn fits(pod: &Value, node: &Value, used: (f64, f64), client: &Internal) -> Resul
             return Err(format!("node(s) had untolerated taint {{{}: {}}}", key, value));
         }
     }
-    let ready = node
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
-        .map(|c| c["status"] == "True")
-        .unwrap_or(false);
-    if !ready {
+    if meta::condition_status(node, "Ready") != Some("True") {
         return Err("node(s) had untolerated taint {node.kubernetes.io/not-ready: }".into());
     }
     if let Some(sel) = pod.pointer("/spec/nodeSelector").and_then(Value::as_object) {
