@@ -199,3 +199,66 @@ impl ControllerProcess {
         }
     }
 }
+
+/// A controller deployed into the cluster from the suite's `manifests` (kind): applied with
+/// server-side apply, then the logs of its Deployments' pods are followed into the same stream a
+/// host process would feed, so `log` expectations work unchanged.
+pub async fn deploy_in_cluster(kube: &crate::k8s::Kube, manifests: &[std::path::PathBuf]) -> anyhow::Result<broadcast::Receiver<LogLine>> {
+    use futures::{AsyncBufReadExt, StreamExt};
+    use k8s_openapi::api::core::v1::Pod;
+    if manifests.is_empty() {
+        anyhow::bail!("the controller has no `manifests` to deploy it into the cluster (needed on kind)");
+    }
+    let mut selectors: Vec<(String, String)> = vec![];
+    for f in manifests {
+        for o in crate::k8s::read_manifests(f)? {
+            kube.apply(&o, "default").await?;
+            if o.get("kind").and_then(serde_json::Value::as_str) == Some("Deployment") {
+                let ns = o.pointer("/metadata/namespace").and_then(serde_json::Value::as_str).unwrap_or("default").to_string();
+                let labels: Vec<String> = o
+                    .pointer("/spec/selector/matchLabels")
+                    .and_then(serde_json::Value::as_object)
+                    .map(|m| m.iter().map(|(k, v)| format!("{}={}", k, v.as_str().unwrap_or(""))).collect())
+                    .unwrap_or_default();
+                selectors.push((ns, labels.join(",")));
+            }
+        }
+    }
+    let (tx, rx) = broadcast::channel(4096);
+    for (ns, selector) in selectors {
+        let pods: kube::Api<Pod> = kube::Api::namespaced(kube.client.clone(), &ns);
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            // Follow each pod of the Deployment once it runs; restarts bring new pods.
+            let mut followed = std::collections::HashSet::new();
+            loop {
+                if let Ok(list) = pods.list(&kube::api::ListParams::default().labels(&selector)).await {
+                    for p in list.items {
+                        let name = p.metadata.name.clone().unwrap_or_default();
+                        let running = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+                        if !running || !followed.insert(name.clone()) {
+                            continue;
+                        }
+                        let (pods, tx) = (pods.clone(), tx.clone());
+                        tokio::spawn(async move {
+                            let lp = kube::api::LogParams { follow: true, ..Default::default() };
+                            if let Ok(stream) = pods.log_stream(&name, &lp).await {
+                                let mut lines = stream.lines();
+                                while let Some(Ok(l)) = lines.next().await {
+                                    if tx.send(LogLine { source: crate::model::LogSourceKind::Controller, node: None, text: l }).is_err() {
+                                        break;
+                                    }
+                                }
+                            }
+                        });
+                    }
+                }
+                if tx.receiver_count() == 0 {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            }
+        });
+    }
+    Ok(rx)
+}

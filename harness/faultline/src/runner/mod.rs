@@ -204,7 +204,11 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
             }
             controller = Some(p);
         } else {
-            harness_error = Some("in-cluster controllers (kind) land with issue 6".into());
+            let files: Vec<PathBuf> = def.manifests.iter().map(|m| suite.dir.join(m)).collect();
+            match crate::controller::deploy_in_cluster(&kube, &files).await {
+                Ok(rx) => log_tasks.push(logs.attach(rx)),
+                Err(e) => harness_error = Some(format!("deploying the controller in the cluster: {e:#}")),
+            }
         }
     }
 
