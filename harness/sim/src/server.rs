@@ -31,11 +31,13 @@ pub struct SimOptions {
     /// Simulate the cluster around the API (scheduler, kubelets, Longhorn, ...). `None` serves
     /// the API alone, with the nodes registered as static Ready objects.
     pub cluster: Option<ClusterOptions>,
+    /// Seed of the generator behind injected API errors (same seed, same failed requests).
+    pub seed: u64,
 }
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { bind: SocketAddr::from(([127, 0, 0, 1], 0)), watch_history: 10_000, nodes: vec![], token: None, cluster: None }
+        SimOptions { bind: SocketAddr::from(([127, 0, 0, 1], 0)), watch_history: 10_000, nodes: vec![], token: None, cluster: None, seed: 0 }
     }
 }
 
@@ -82,7 +84,7 @@ impl SimServer {
         let static_nodes: &[String] = if opts.cluster.is_some() { &[] } else { &opts.nodes };
         bootstrap(&api, static_nodes)?;
         let cluster = opts.cluster.clone().map(|c| SimCluster::start(api.clone(), &opts.nodes, c));
-        let faults = ApiFaults::default();
+        let faults = ApiFaults::seeded(opts.seed);
         let state = HttpState { api: api.clone(), token: Arc::new(token.clone()), address: Arc::new(addr.to_string()), cluster: cluster.clone(), faults: faults.clone() };
         let certs = tls::generate()?;
         let (shutdown, rx) = watch::channel(false);

@@ -48,10 +48,10 @@ impl Provider for SimProvider {
             let api_only = spec.sim.api_only || self.node_ops.is_some();
             let opts = if api_only {
                 let workers: Vec<String> = spec.nodes.iter().filter(|n| n.role == crate::model::NodeRole::Worker).map(|n| n.name.clone()).collect();
-                SimOptions { nodes: workers, ..Default::default() }
+                SimOptions { nodes: workers, seed: spec.seed, ..Default::default() }
             } else {
                 let cluster = ClusterOptions { timing: Timing::scaled(spec.sim.time_scale), longhorn: spec.storage != Some(Storage::None), ..Default::default() };
-                SimOptions { nodes: spec.nodes.iter().map(|n| n.name.clone()).collect(), cluster: Some(cluster), ..Default::default() }
+                SimOptions { nodes: spec.nodes.iter().map(|n| n.name.clone()).collect(), cluster: Some(cluster), seed: spec.seed, ..Default::default() }
             };
             let server = SimServer::start(opts).await?;
             std::fs::create_dir_all(&spec.workdir)?;
