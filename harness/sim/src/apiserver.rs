@@ -69,6 +69,41 @@ pub struct ListQuery<'a> {
     pub continue_token: Option<&'a str>,
 }
 
+/// The result of a LIST: the list object's parts, with the items in the served version.
+pub struct ListPage {
+    pub kind: String,
+    pub api_version: String,
+    pub metadata: Value,
+    pub items: Vec<Arc<Value>>,
+}
+
+impl ListPage {
+    /// The list object (copies every item).
+    pub fn into_value(self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("kind".into(), Value::String(self.kind));
+        m.insert("apiVersion".into(), Value::String(self.api_version));
+        m.insert("metadata".into(), self.metadata);
+        m.insert("items".into(), Value::Array(self.items.into_iter().map(|i| Arc::try_unwrap(i).unwrap_or_else(|a| (*a).clone())).collect()));
+        Value::Object(m)
+    }
+
+    /// The list object serialized as JSON, straight from the shared items (same bytes as
+    /// serializing `into_value`).
+    pub fn to_json(&self) -> Vec<u8> {
+        #[derive(serde::Serialize)]
+        struct Out<'a> {
+            kind: &'a str,
+            #[serde(rename = "apiVersion")]
+            api_version: &'a str,
+            metadata: &'a Value,
+            items: Vec<&'a Value>,
+        }
+        let out = Out { kind: &self.kind, api_version: &self.api_version, metadata: &self.metadata, items: self.items.iter().map(|i| i.as_ref()).collect() };
+        serde_json::to_vec(&out).unwrap_or_default()
+    }
+}
+
 pub struct ApiServer {
     pub store: Store,
     pub registry: Registry,
@@ -127,6 +162,16 @@ impl ApiServer {
             .unwrap_or_else(|| Arc::new(rt.clone()))
     }
 
+    /// `get` sharing the stored object when no conversion is needed (the HTTP GET path).
+    pub fn get_shared(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Arc<Value>> {
+        let key = resources::storage_key(&rt.group, &rt.plural);
+        let ns = if rt.namespaced { ns } else { "" };
+        self.store
+            .get(&key, ns, name)
+            .map(|o| self.convert_out_shared(rt, o))
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
+    }
+
     pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Value> {
         let key = resources::storage_key(&rt.group, &rt.plural);
         let ns = if rt.namespaced { ns } else { "" };
@@ -137,6 +182,12 @@ impl ApiServer {
     }
 
     pub fn list(&self, rt: &ResourceType, ns: Option<&str>, q: &ListQuery) -> ApiResult<Value> {
+        Ok(self.list_page(rt, ns, q)?.into_value())
+    }
+
+    /// `list` without building the list object: the items stay shared with the store unless
+    /// the served version differs from the stored one, so serving a LIST copies nothing.
+    pub fn list_page(&self, rt: &ResourceType, ns: Option<&str>, q: &ListQuery) -> ApiResult<ListPage> {
         q.fields.validate(&rt.group, &rt.kind, rt.namespaced, &rt.selectable_fields).map_err(ApiError::bad_request)?;
         let key = resources::storage_key(&rt.group, &rt.plural);
         let start_after = match q.continue_token {
@@ -157,13 +208,16 @@ impl ApiServer {
             md["continue"] = json!(encode_continue(list_rv, after));
             md["remainingItemCount"] = json!(res.remaining);
         }
-        let items: Vec<Value> = res.items.iter().map(|o| self.convert_out(rt, o)).collect();
-        Ok(json!({
-            "kind": format!("{}List", rt.kind),
-            "apiVersion": rt.api_version(),
-            "metadata": md,
-            "items": items,
-        }))
+        let items = res.items.into_iter().map(|o| self.convert_out_shared(rt, o)).collect();
+        Ok(ListPage { kind: format!("{}List", rt.kind), api_version: rt.api_version(), metadata: md, items })
+    }
+
+    /// `convert_out` that shares the stored object when no conversion is needed.
+    pub fn convert_out_shared(&self, rt: &ResourceType, obj: Arc<Value>) -> Arc<Value> {
+        if rt.group != "events.k8s.io" && obj.get("apiVersion").and_then(Value::as_str) == Some(rt.api_version().as_str()) {
+            return obj;
+        }
+        Arc::new(self.convert_out(rt, &obj))
     }
 
     fn require_namespace(&self, rt: &ResourceType, ns: &str) -> ApiResult<()> {

@@ -31,7 +31,7 @@ fn resync(api: &ApiServer) {
     for key in api.store.resource_keys() {
         let all = api.store.list(&key, None, None, None, &|_| true);
         for obj in all.items {
-            let ev = StoreEvent { rv: 0, key: key.clone(), event_type: EventType::Modified, object: obj.clone(), prev: Some(obj) };
+            let ev = StoreEvent::new(0, key.clone(), EventType::Modified, obj.clone(), Some(obj));
             handle(api, &ev);
         }
     }

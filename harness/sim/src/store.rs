@@ -45,6 +45,19 @@ pub struct StoreEvent {
     pub object: Arc<Value>,
     /// The object before this change (absent for ADDED); watchers with selectors need it.
     pub prev: Option<Arc<Value>>,
+    /// `object` serialized as JSON, encoded once for every watcher that serves it unchanged.
+    encoded: std::sync::OnceLock<bytes::Bytes>,
+}
+
+impl StoreEvent {
+    pub fn new(rv: u64, key: ResourceKey, event_type: EventType, object: Arc<Value>, prev: Option<Arc<Value>>) -> Self {
+        StoreEvent { rv, key, event_type, object, prev, encoded: Default::default() }
+    }
+
+    /// The JSON encoding of `object`, computed on first use and shared.
+    pub fn object_json(&self) -> &bytes::Bytes {
+        self.encoded.get_or_init(|| bytes::Bytes::from(serde_json::to_vec(&*self.object).unwrap_or_default()))
+    }
 }
 
 /// (namespace, name); cluster-scoped objects use an empty namespace. Ordered like etcd keys.
@@ -418,7 +431,7 @@ impl Store {
     }
 
     fn emit(&self, inner: &mut Inner, key: ResourceKey, event_type: EventType, object: Arc<Value>, prev: Option<Arc<Value>>) {
-        let ev = Arc::new(StoreEvent { rv: inner.rv, key, event_type, object, prev });
+        let ev = Arc::new(StoreEvent::new(inner.rv, key, event_type, object, prev));
         inner.history.push_back(ev.clone());
         while inner.history.len() > self.history_capacity {
             inner.history.pop_front();

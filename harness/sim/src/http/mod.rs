@@ -210,7 +210,7 @@ async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
             Ok((StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response())
         }
         (Method::GET, Some(name), None | Some("status")) => {
-            let obj = api.get(&rt, &ns, name)?;
+            let obj = api.get_shared(&rt, &ns, name)?;
             object_response(c, &rt, StatusCode::OK, &obj, &[])
         }
         (Method::POST, None, None) if rt.group.is_empty() && rt.plural == "bindings" => {
@@ -297,23 +297,24 @@ fn list(c: &Ctx<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResult<Response>
     .filter(|l| *l > 0)
     .map(|l| l as usize);
     let out = c.output(false)?;
-    let list = c.s.api.list(rt, ns, &ListQuery { labels: &labels, fields: &fields, limit, continue_token: c.q("continue") })?;
+    let page = c.s.api.list_page(rt, ns, &ListQuery { labels: &labels, fields: &fields, limit, continue_token: c.q("continue") })?;
     match out {
         Output::Table => {
             let printer = printer_for(rt);
-            let items: Vec<&Value> = list["items"].as_array().map(|a| a.iter().collect()).unwrap_or_default();
-            let mut t = table::to_table(&printer, &items, meta::str_at(&list, "/metadata/resourceVersion").unwrap_or(""), c.q("includeObject").unwrap_or("Metadata"), true, chrono::Utc::now());
-            if let Some(cont) = list.pointer("/metadata/continue") {
+            let items: Vec<&Value> = page.items.iter().map(|i| i.as_ref()).collect();
+            let mut t = table::to_table(&printer, &items, meta::str_at(&page.metadata, "/resourceVersion").unwrap_or(""), c.q("includeObject").unwrap_or("Metadata"), true, chrono::Utc::now());
+            if let Some(cont) = page.metadata.get("continue") {
                 t["metadata"]["continue"] = cont.clone();
             }
             Ok(json_response(StatusCode::OK, &t, &Output::Json, &[]))
         }
         Output::PartialMetadata => {
-            let items: Vec<Value> = list["items"].as_array().map(|a| a.iter().map(partial_metadata).collect()).unwrap_or_default();
-            let l = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list["metadata"], "items": items});
+            let items: Vec<Value> = page.items.iter().map(|i| partial_metadata(i)).collect();
+            let l = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": page.metadata, "items": items});
             Ok(json_response(StatusCode::OK, &l, &Output::Json, &[]))
         }
-        o => Ok(json_response(StatusCode::OK, &list, &o, &[])),
+        Output::Json => Ok(bytes_response(StatusCode::OK, "application/json", page.to_json(), &[])),
+        o => Ok(json_response(StatusCode::OK, &page.into_value(), &o, &[])),
     }
 }
 
@@ -378,6 +379,10 @@ pub fn json_response(code: StatusCode, v: &Value, out: &Output, warnings: &[Stri
         Output::Yaml => ("application/yaml", serde_yaml::to_string(v).unwrap_or_default().into_bytes()),
         _ => ("application/json", serde_json::to_vec(v).unwrap_or_default()),
     };
+    bytes_response(code, ct, body, warnings)
+}
+
+fn bytes_response(code: StatusCode, ct: &str, body: Vec<u8>, warnings: &[String]) -> Response {
     let mut r = Response::builder().status(code).header(header::CONTENT_TYPE, ct);
     for w in warnings {
         if let Ok(h) = HeaderValue::from_str(&format!("299 - {:?}", w)) {

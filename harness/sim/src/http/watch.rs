@@ -73,6 +73,21 @@ impl Encoder {
             _ => obj.clone(),
         }
     }
+    /// The line of a store event: its shared JSON encoding when this watcher serves the stored
+    /// object as it is (plain JSON, same version), else encoded for this watcher.
+    fn event_line(&mut self, event_type: &str, obj: &Arc<Value>, ev: &StoreEvent) -> Bytes {
+        if self.out != Output::Json || !Arc::ptr_eq(obj, &ev.object) {
+            return self.line(event_type, obj);
+        }
+        let body = ev.object_json();
+        let mut b = Vec::with_capacity(body.len() + event_type.len() + 24);
+        b.extend_from_slice(br#"{"type":""#);
+        b.extend_from_slice(event_type.as_bytes());
+        b.extend_from_slice(br#"","object":"#);
+        b.extend_from_slice(body);
+        b.extend_from_slice(b"}\n");
+        Bytes::from(b)
+    }
     fn line(&mut self, event_type: &str, obj: &Value) -> Bytes {
         let object = if event_type == "BOOKMARK" || event_type == "ERROR" { obj.clone() } else { self.object(obj) };
         let mut b = serde_json::to_vec(&json!({"type": event_type, "object": object})).unwrap_or_default();
@@ -90,9 +105,9 @@ impl Encoder {
 }
 
 /// Translate a store event into what this watcher sees, given its filter.
-fn view(ev: &StoreEvent, filter: &Filter, api: &ApiServer, rt: &ResourceType) -> Option<(&'static str, Value)> {
-    let now = api.convert_out(rt, &ev.object);
-    let prev = ev.prev.as_ref().map(|p| api.convert_out(rt, p));
+fn view(ev: &StoreEvent, filter: &Filter, api: &ApiServer, rt: &ResourceType) -> Option<(&'static str, Arc<Value>)> {
+    let now = api.convert_out_shared(rt, ev.object.clone());
+    let prev = ev.prev.as_ref().map(|p| api.convert_out_shared(rt, p.clone()));
     let now_in = filter.matches(&now);
     let prev_in = prev.as_ref().map(|p| filter.matches(p)).unwrap_or(false);
     match ev.event_type {
@@ -203,7 +218,7 @@ async fn run(
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let mut consumed_rv = snapshot_rv;
     for obj in &snapshot {
-        let o = api.convert_out(&rt, obj);
+        let o = api.convert_out_shared(&rt, obj.clone());
         if filter.matches(&o) && tx.send(enc.line("ADDED", &o)).await.is_err() {
             return;
         }
@@ -217,13 +232,14 @@ async fn run(
     for ev in &replay {
         consumed_rv = consumed_rv.max(ev.rv);
         if let Some((t, o)) = view(ev, &filter, &api, &rt) {
-            if tx.send(enc.line(t, &o)).await.is_err() {
+            if tx.send(enc.event_line(t, &o, ev)).await.is_err() {
                 return;
             }
         }
     }
     // Live events at or below what the replay or snapshot covered were already delivered.
     let floor = consumed_rv.max(snapshot_rv);
+    let key = resources::storage_key(&rt.group, &rt.plural);
     let mut ticker = tokio::time::interval(BOOKMARK_INTERVAL);
     ticker.tick().await;
     loop {
@@ -242,13 +258,13 @@ async fn run(
             }
             r = rx.recv() => match r {
                 Ok(ev) => {
-                    if ev.rv <= floor || ev.key != resources::storage_key(&rt.group, &rt.plural) {
+                    if ev.rv <= floor || ev.key != key {
                         consumed_rv = consumed_rv.max(ev.rv);
                         continue;
                     }
                     consumed_rv = consumed_rv.max(ev.rv);
                     if let Some((t, o)) = view(&ev, &filter, &api, &rt) {
-                        if tx.send(enc.line(t, &o)).await.is_err() {
+                        if tx.send(enc.event_line(t, &o, &ev)).await.is_err() {
                             return;
                         }
                     }
@@ -263,5 +279,28 @@ async fn run(
                 Err(RecvError::Closed) => return,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::{Registry, ResourceKey};
+
+    #[test]
+    fn shared_event_encoding_is_byte_identical_to_per_watcher_encoding() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let obj = Arc::new(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "d", "resourceVersion": "7"}, "data": {"k": "v \"quoted\" \u{e9}"}}));
+        let ev = StoreEvent::new(7, ResourceKey::new("", "configmaps"), EventType::Modified, obj.clone(), None);
+        let mut enc = Encoder { rt: rt.clone(), out: Output::Json, printer: None, headers_sent: false };
+        let shared = enc.event_line("MODIFIED", &obj, &ev);
+        assert_eq!(shared, enc.line("MODIFIED", &obj));
+        // A converted (different) object is encoded for the watcher, not taken from the cache.
+        let other = Arc::new(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}));
+        assert_eq!(enc.event_line("ADDED", &other, &ev), enc.line("ADDED", &other));
+        // Table output never uses the JSON cache.
+        let mut table = Encoder { rt, out: Output::Table, printer: None, headers_sent: false };
+        assert!(!String::from_utf8_lossy(&table.event_line("ADDED", &obj, &ev)).starts_with(r#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap""#));
     }
 }

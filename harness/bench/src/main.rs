@@ -1,0 +1,107 @@
+//! `faultline-bench`: run one benchmark and print its table (or `--json`) and verdict. The exit
+//! code is non-zero when the verdict fails (for `load`: any lost, duplicated or out-of-order
+//! watch event).
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use faultline_bench::{load, scale, start, throughput};
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(name = "faultline-bench", about = "Performance, scale and reliability benchmarks of faultline-sim (ratios measured in one run)")]
+struct Cli {
+    /// Print the result as JSON instead of a table.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Sim cluster start (workers + Longhorn) to the first successful list through kube-rs.
+    Start {
+        #[arg(long, default_value_t = 10)]
+        reps: usize,
+        #[arg(long, default_value_t = 3)]
+        workers: usize,
+        /// Timing scale of the simulated components (1.0 = real durations).
+        #[arg(long, default_value_t = 1.0)]
+        timing_scale: f64,
+    },
+    /// Requests/s of the sim API (GET one ConfigMap, LIST 100) against a bare hyper server.
+    Throughput {
+        /// Seconds of measurement per target (split into rounds).
+        #[arg(long, default_value_t = 12.0)]
+        duration: f64,
+        #[arg(long, default_value_t = 8)]
+        connections: usize,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+    },
+    /// Nodes and pods in one process: RSS, create time, LIST latency, watch fan-out.
+    Scale {
+        #[arg(long, default_value_t = 1000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 100_000)]
+        pods: usize,
+        #[arg(long, default_value_t = 10)]
+        namespaces: usize,
+        /// `full` (kubelets, scheduler, controllers) or `api` (static nodes, pre-bound pods).
+        #[arg(long, default_value = "full")]
+        mode: String,
+        #[arg(long, default_value_t = 100)]
+        watchers: usize,
+        #[arg(long, default_value_t = 200)]
+        fanout_writes: usize,
+        #[arg(long, default_value_t = 8)]
+        connections: usize,
+        #[arg(long, default_value_t = 1.0)]
+        timing_scale: f64,
+    },
+    /// Watchers and a fixed write rate: no lost, duplicated or out-of-order watch events.
+    Load {
+        #[arg(long, default_value_t = 100)]
+        watchers: usize,
+        /// Writes per second (total).
+        #[arg(long, default_value_t = 1000.0)]
+        rate: f64,
+        /// Seconds of writing.
+        #[arg(long, default_value_t = 60.0)]
+        duration: f64,
+        #[arg(long, default_value_t = 10)]
+        writers: usize,
+        #[arg(long, default_value_t = 20)]
+        objects_per_writer: usize,
+    },
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let report = match cli.cmd {
+        Cmd::Start { reps, workers, timing_scale } => {
+            start::run(&start::StartConfig { repetitions: reps, workers, timing_scale, ..Default::default() }).await?
+        }
+        Cmd::Throughput { duration, connections, rounds } => {
+            throughput::run(&throughput::ThroughputConfig { duration: Duration::from_secs_f64(duration), connections, rounds, ..Default::default() }).await?
+        }
+        Cmd::Scale { nodes, pods, namespaces, mode, watchers, fanout_writes, connections, timing_scale } => {
+            let mode = match mode.as_str() {
+                "full" => scale::Mode::Full,
+                "api" => scale::Mode::Api,
+                other => anyhow::bail!("--mode must be full or api, not {other:?}"),
+            };
+            scale::run(&scale::ScaleConfig { nodes, pods, namespaces, mode, watchers, fanout_writes, connections, timing_scale, ..Default::default() }).await?
+        }
+        Cmd::Load { watchers, rate, duration, writers, objects_per_writer } => {
+            let cfg = load::LoadConfig { watchers, rate, duration: Duration::from_secs_f64(duration), writers, objects_per_writer, ..Default::default() };
+            load::run(&cfg).await?.report
+        }
+    };
+    report.print(cli.json);
+    if !report.pass {
+        std::process::exit(1);
+    }
+    Ok(())
+}
