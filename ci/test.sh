@@ -9,4 +9,4 @@ if [ -x .venv/bin/kubectl ]; then
   export FAULTLINE_PYTHON="$PWD/.venv/bin/python"
 fi
 cargo build --workspace --locked --bins
-cargo test --workspace --locked -- --test-threads="${FAULTLINE_TEST_THREADS:-4}"
+cargo test --workspace --locked --no-fail-fast -- --test-threads="${FAULTLINE_TEST_THREADS:-4}"

@@ -65,7 +65,7 @@ impl Report {
 
     pub fn render_table(&self) -> String {
         let fmt_v = |v: f64| {
-            if v != 0.0 && v.abs() < 0.01 {
+            if v != 0.0 && v.abs() < 0.1 {
                 format!("{:.4}", v)
             } else if v.fract() == 0.0 && v.abs() < 1e15 {
                 format!("{}", v as i64)
