@@ -44,6 +44,9 @@ enum Command {
         #[arg(long)]
         suite: bool,
     },
+    /// Heal the faults a killed run left in a cluster (from the fault journals the runner keeps
+    /// in clusters that outlive it); exit 0 when nothing is left active.
+    Cleanup(CleanupArgs),
     /// Node operations (logs, mounts, kubelet service, reboot) on a running `faultline sim up`.
     Node(crate::node_cmd::NodeArgs),
     /// The simulated cluster.
@@ -56,6 +59,22 @@ enum Command {
         #[command(subcommand)]
         command: KubeCommand,
     },
+}
+
+#[derive(Args)]
+struct CleanupArgs {
+    /// Scenario files or directories, to find the suite config (default: scenarios).
+    paths: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "existing")]
+    provider: ProviderKind,
+    /// The kubeconfig context (must be allow-listed in the suite's existing.allowedContexts).
+    #[arg(long)]
+    context: Option<String>,
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Heal journals of runs that still look alive, too.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -188,6 +207,7 @@ async fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Command::Run(args) => run_cmd(*args).await,
+        Command::Cleanup(args) => cleanup_cmd(args).await,
         Command::Kube { command } => kube_cmd(command).await,
     }
 }
@@ -251,6 +271,19 @@ fn install_signals(tx: tokio::sync::watch::Sender<Option<String>>) -> Result<()>
     Ok(())
 }
 
+async fn cleanup_cmd(a: CleanupArgs) -> Result<u8> {
+    let (suite, _, diags) = loader::load_all(&default_paths(a.paths.clone()), a.config.as_deref());
+    if !diags.is_empty() {
+        print_diagnostics(&diags);
+        return Ok(2);
+    }
+    let provider = provider::make_provider(a.provider, &suite.suite.existing.allowed_contexts, a.context.as_deref())?;
+    let dir = tempfile::tempdir()?;
+    let report = faultline::cleanup::cleanup(provider.as_ref(), dir.path(), a.force, suite.suite.defaults.step_timeout.get()).await?;
+    print!("{}", report.render());
+    Ok(if report.ok() { 0 } else { 2 })
+}
+
 async fn run_cmd(a: RunArgs) -> Result<u8> {
     let started = Instant::now();
     let started_at = chrono::Utc::now();
@@ -300,6 +333,17 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
         eprintln!("faultline: no scenario selected");
     }
     println!("faultline: {} scenario(s), provider {}, seed {seed}, jobs {}", scenarios.len(), provider.name(), a.jobs);
+    // A run killed earlier may have left faults in a cluster that outlives it: heal them first.
+    let dir = tempfile::tempdir()?;
+    if let Some(r) = faultline::cleanup::before_run(provider.clone(), dir.path(), suite.suite.defaults.step_timeout.get()).await {
+        if !r.restored.is_empty() || !r.unreadable.is_empty() {
+            eprint!("faultline: faults left by an interrupted run:\n{}", r.render());
+        }
+        if !r.ok() {
+            eprintln!("faultline: the cluster could not be restored; not running scenarios against it");
+            return Ok(2);
+        }
+    }
     let progress = Arc::new(report::console::ConsoleProgress::new());
     let opts = RunOptions {
         provider,

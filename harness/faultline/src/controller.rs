@@ -104,6 +104,15 @@ impl ControllerProcess {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        // The controller must not outlive a harness killed with SIGKILL (kill_on_drop never runs
+        // then): the kernel kills it when the spawning thread, a runtime worker, is gone.
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
         let mut child = cmd.spawn().with_context(|| format!("starting controller `{}` ({})", self.spec.name, self.spec.program.display()))?;
         let pid = child.id().unwrap_or(0) as i32;
         for out in [child.stdout.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),

@@ -1,8 +1,11 @@
 //! Injecting and healing faults. Every injected fault that has something to undo is registered
 //! as active until healed; `heal_all` (run when a scenario ends, however it ends) heals what is
-//! left, in reverse order of injection, and reports each heal in the timeline.
+//! left, in reverse order of injection, and reports each heal in the timeline. On a cluster that
+//! outlives the harness, the active faults are also kept in the cluster's fault journal, so a
+//! killed run can be healed later (`journal`).
 
 use crate::controller::ControllerProcess;
+use crate::journal::Journal;
 use crate::k8s::Kube;
 use crate::model::ops::{DeletePod, Drain};
 use crate::model::{NodeOperation, Operation, RunnerOperation};
@@ -46,6 +49,7 @@ pub struct FaultManager {
     op_timeout: Duration,
     active: Mutex<Vec<Active>>,
     records: Mutex<Vec<FaultRecord>>,
+    journal: Option<Arc<Journal>>,
 }
 
 fn has_undo(op: &Operation) -> bool {
@@ -57,7 +61,17 @@ fn has_undo(op: &Operation) -> bool {
 
 impl FaultManager {
     pub fn new(node_ops: Arc<dyn NodeOps>, kube: Kube, controller: Option<Arc<ControllerProcess>>, timeline: Timeline, anchors: Anchors, op_timeout: Duration) -> FaultManager {
-        FaultManager { node_ops, kube, controller, timeline, anchors, op_timeout, active: Mutex::new(vec![]), records: Mutex::new(vec![]) }
+        FaultManager { node_ops, kube, controller, timeline, anchors, op_timeout, active: Mutex::new(vec![]), records: Mutex::new(vec![]), journal: None }
+    }
+
+    /// Keep the active faults in this journal too (clusters that outlive the harness).
+    pub fn with_journal(mut self, journal: Arc<Journal>) -> FaultManager {
+        self.journal = Some(journal);
+        self
+    }
+
+    pub fn journal(&self) -> Option<Arc<Journal>> {
+        self.journal.clone()
     }
 
     /// The anchors this manager sets (`<fault>.healed`).
@@ -77,6 +91,14 @@ impl FaultManager {
     /// operation runs, so a fault whose injection fails or panics half-way is still healed.
     pub async fn inject(&self, name: &str, op: &Operation) -> Result<()> {
         let undo = has_undo(op);
+        if let (true, Some(j)) = (undo, &self.journal) {
+            // Journaled before injection: a fault the harness cannot promise to heal after a
+            // crash is not injected at all.
+            if let Err(e) = j.add(name, op).await {
+                self.timeline.record(EntryKind::Error, format!("fault {name} not injected: {e:#}"));
+                return Err(e);
+            }
+        }
         if undo {
             self.active.lock().push(Active { name: name.to_string(), op: op.clone() });
         }
@@ -128,6 +150,11 @@ impl FaultManager {
         };
         let now = Instant::now();
         let ms = self.timeline.offset(now).as_millis() as u64;
+        if let (Ok(()), Some(j)) = (&r, &self.journal) {
+            if let Err(e) = j.remove(&active.name).await {
+                self.timeline.record(EntryKind::Error, format!("fault {} healed, but the journal still lists it: {e:#}", active.name));
+            }
+        }
         match &r {
             Ok(()) => self.timeline.record(EntryKind::Heal, format!("fault {} healed ({by})", active.name)),
             Err(e) => self.timeline.record(EntryKind::Error, format!("fault {} failed to heal: {e:#}", active.name)),
@@ -169,7 +196,8 @@ impl FaultManager {
         }
     }
 
-    async fn undo(&self, op: &Operation) -> Result<()> {
+    /// Undo an operation (what healing a fault does), without the bookkeeping.
+    pub async fn undo(&self, op: &Operation) -> Result<()> {
         match op {
             Operation::Node(n) => self.node_ops.heal(n).await,
             Operation::Runner(RunnerOperation::Cordon(t)) => self.set_unschedulable(&t.node, false).await,

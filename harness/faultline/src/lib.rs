@@ -9,6 +9,8 @@ pub mod model;
 pub mod spans;
 pub mod controller;
 pub mod faults;
+pub mod journal;
+pub mod cleanup;
 pub mod k8s;
 pub mod logs;
 pub mod provider;

@@ -220,6 +220,13 @@ impl NodeOperation {
             ApiErrors(_) | ApiLatency(_) => None,
         }
     }
+    /// The volume a volume-level operation targets.
+    pub fn volume(&self) -> Option<&VolumeRef> {
+        match self {
+            NodeOperation::StaleDeviceMount(s) => Some(&s.volume),
+            _ => None,
+        }
+    }
     /// One-shot actions have nothing to heal (a restart or power cycle is over when it returns).
     pub fn is_one_shot(&self) -> bool {
         matches!(self, NodeOperation::KubeletRestart(_) | NodeOperation::CsiPluginRestart(_) | NodeOperation::NodePowerCycle(_))

@@ -1,7 +1,8 @@
 //! The existing provider: a real cluster from a kubeconfig context that the suite allow-lists.
 //! Faults go through `faultline-kind::existing` (a privileged node agent where a fault needs the
 //! node; refused with the reason where it cannot be done safely). The controller under test runs
-//! as a host process against the context.
+//! as a host process against the context. A `faultline sim up` cluster is recognised by its
+//! control endpoint; its node faults then go through that endpoint (`sim_remote`).
 
 use super::*;
 use crate::model::NodeOperation;
@@ -16,6 +17,9 @@ impl Provider for ExistingProvider {
     fn name(&self) -> &'static str {
         "existing"
     }
+    fn clusters_outlive_harness(&self) -> bool {
+        true
+    }
     fn start<'a>(&'a self, spec: &'a ClusterSpec) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>> {
         Box::pin(async move {
             let mut input = ExistingInput::new(self.allowed.clone());
@@ -29,7 +33,13 @@ impl Provider for ExistingProvider {
             doc["current-context"] = serde_yaml::Value::String(cluster.context.clone());
             let kubeconfig = spec.workdir.join("kubeconfig");
             std::fs::write(&kubeconfig, serde_yaml::to_string(&doc)?)?;
-            Ok(Box::new(ExistingHandle { kubeconfig, ops: Arc::new(ExistingOps { cluster, logs: broadcast::channel(16).0 }) }) as Box<dyn Cluster>)
+            let client = crate::k8s::client_from_kubeconfig(&kubeconfig).await?;
+            let ops = Arc::new(ExistingOps { cluster, logs: broadcast::channel(16).0 });
+            let node_ops: Arc<dyn NodeOps> = match super::sim_remote::RemoteSimOps::detect(&client).await {
+                Some(sim) => Arc::new(sim),
+                None => ops.clone(),
+            };
+            Ok(Box::new(ExistingHandle { kubeconfig, ops, node_ops }) as Box<dyn Cluster>)
         })
     }
 }
@@ -55,6 +65,8 @@ impl NodeOps for ExistingOps {
 struct ExistingHandle {
     kubeconfig: std::path::PathBuf,
     ops: Arc<ExistingOps>,
+    /// `ops`, or the control endpoint of a `faultline sim up`.
+    node_ops: Arc<dyn NodeOps>,
 }
 
 impl Cluster for ExistingHandle {
@@ -62,7 +74,7 @@ impl Cluster for ExistingHandle {
         &self.kubeconfig
     }
     fn node_ops(&self) -> Arc<dyn NodeOps> {
-        self.ops.clone()
+        self.node_ops.clone()
     }
     fn controller_mode(&self) -> ControllerMode {
         ControllerMode::HostProcess

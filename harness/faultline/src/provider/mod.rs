@@ -8,6 +8,7 @@ pub mod fake;
 pub mod existing;
 pub mod kind;
 pub mod sim;
+pub mod sim_remote;
 
 use crate::model::{LogSourceKind, NodeOperation, NodeSpec, Storage};
 use futures::future::BoxFuture;
@@ -78,6 +79,13 @@ pub struct KeptCluster {
 
 pub trait Provider: Send + Sync {
     fn name(&self) -> &'static str;
+    /// Whether its clusters go on existing when the harness dies (a real or `sim up` cluster):
+    /// the runner then journals faults in the cluster, so that a killed run can be healed by
+    /// the next run or `faultline cleanup`. An in-process sim dies with the harness; kind
+    /// containers are removed by testcontainers' reaper once the harness is gone.
+    fn clusters_outlive_harness(&self) -> bool {
+        false
+    }
     fn start<'a>(&'a self, spec: &'a ClusterSpec) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>>;
 }
 

@@ -130,47 +130,6 @@ impl SimNodeOps {
         }
     }
 
-    /// The primitives that inject `op` (`heal == false`) or undo it.
-    fn primitives(&self, op: &NodeOperation, heal: bool) -> anyhow::Result<Vec<NodeOp>> {
-        use NodeOperation as N;
-        Ok(match (op, heal) {
-            (N::StaleDeviceMount(s), false) => {
-                let (pv, deleted_pv) = self.pv(&s.volume)?;
-                let holder = match s.held_by {
-                    crate::model::ops::MountHolder::Kubelet => Holder::Kubelet,
-                    crate::model::ops::MountHolder::CsiPlugin => Holder::CsiPlugin,
-                    crate::model::ops::MountHolder::External => Holder::External,
-                };
-                vec![NodeOp::StaleDeviceMount { pv, deleted_pv, holder, blocks_queue: true }]
-            }
-            (N::StaleDeviceMount(s), true) => vec![NodeOp::ClearStaleDeviceMount { pv: self.pv(&s.volume)?.0 }],
-            (N::CsiPluginDown(_), false) => vec![NodeOp::CsiPluginDown],
-            (N::CsiPluginDown(_), true) => vec![NodeOp::CsiPluginUp],
-            (N::CsiPluginRestart(_), false) => vec![NodeOp::CsiPluginRestart],
-            (N::KubeletWorkersSaturated(k), false) => vec![NodeOp::SaturateWorkers { count: Some(k.stale_pods as usize), namespace: "snapshots".into() }],
-            (N::KubeletWorkersSaturated(_), true) => vec![NodeOp::ClearStalePods { namespace: "snapshots".into() }],
-            (N::KubeletStop(_), false) => vec![NodeOp::KubeletStop],
-            (N::KubeletHang(_), false) => vec![NodeOp::KubeletHang],
-            (N::KubeletStop(_) | N::KubeletHang(_), true) => vec![NodeOp::KubeletStart],
-            (N::KubeletRestart(_), false) => vec![NodeOp::KubeletRestart],
-            (N::ProberManagerBroken(_), false) => vec![NodeOp::ProberBroken],
-            (N::ProberManagerBroken(_), true) => vec![NodeOp::ProberFixed],
-            // Stuck in Rebooting: the sim keeps a node there while NFS hangs.
-            (N::NodeReboot(r), false) if r.stuck_until_power_cycle => vec![NodeOp::HungNfs, NodeOp::Reboot],
-            (N::NodeReboot(_), false) => vec![NodeOp::Reboot],
-            (N::NodeReboot(r), true) if r.stuck_until_power_cycle => vec![NodeOp::PowerCycle],
-            (N::NodePowerCycle(_), false) => vec![NodeOp::PowerCycle],
-            (N::NodeNetworkPartition(_), false) => vec![NodeOp::PartitionNetwork],
-            (N::NodeNetworkPartition(_), true) => vec![NodeOp::HealNetwork],
-            (N::HungNfs(_), false) => vec![NodeOp::HungNfs],
-            (N::HungNfs(_), true) => vec![NodeOp::ClearHungNfs],
-            (N::IoErrors(_), false) => vec![NodeOp::IoErrors],
-            (N::IoErrors(_), true) => vec![NodeOp::ClearIoErrors],
-            // One-shot operations, a reboot that comes back by itself, API faults: nothing here.
-            _ => vec![],
-        })
-    }
-
     fn api_fault(&self, op: &NodeOperation, heal: bool) -> bool {
         let (kind, verbs, resources) = match op {
             NodeOperation::ApiErrors(a) => (ApiFaultKind::Errors { rate: a.rate, code: a.code }, &a.verbs, &a.resources),
@@ -193,7 +152,8 @@ impl SimNodeOps {
         if self.api_fault(op, heal) {
             return Ok(());
         }
-        let prims = self.primitives(op, heal)?;
+        let pv = op.volume().map(|v| self.pv(v)).transpose()?;
+        let prims = primitives(op, heal, pv);
         if prims.is_empty() {
             return Ok(());
         }
@@ -206,6 +166,49 @@ impl SimNodeOps {
             nodes.node_op(node, &p).map_err(|e| anyhow::anyhow!("{} on {node}: {e}", op.key()))?;
         }
         Ok(())
+    }
+}
+
+/// The sim node primitives that inject `op` (`heal == false`) or undo it; `pv` is the resolved
+/// PersistentVolume of a volume operation (and whether it is gone from the API). Shared by the
+/// in-process cluster and a remote `faultline sim up` (`sim_remote`).
+pub fn primitives(op: &NodeOperation, heal: bool, pv: Option<(String, bool)>) -> Vec<NodeOp> {
+    use NodeOperation as N;
+    match (op, heal) {
+        (N::StaleDeviceMount(s), false) => {
+            let (pv, deleted_pv) = pv.unwrap_or_default();
+            let holder = match s.held_by {
+                crate::model::ops::MountHolder::Kubelet => Holder::Kubelet,
+                crate::model::ops::MountHolder::CsiPlugin => Holder::CsiPlugin,
+                crate::model::ops::MountHolder::External => Holder::External,
+            };
+            vec![NodeOp::StaleDeviceMount { pv, deleted_pv, holder, blocks_queue: true }]
+        }
+        (N::StaleDeviceMount(_), true) => vec![NodeOp::ClearStaleDeviceMount { pv: pv.unwrap_or_default().0 }],
+        (N::CsiPluginDown(_), false) => vec![NodeOp::CsiPluginDown],
+        (N::CsiPluginDown(_), true) => vec![NodeOp::CsiPluginUp],
+        (N::CsiPluginRestart(_), false) => vec![NodeOp::CsiPluginRestart],
+        (N::KubeletWorkersSaturated(k), false) => vec![NodeOp::SaturateWorkers { count: Some(k.stale_pods as usize), namespace: "snapshots".into() }],
+        (N::KubeletWorkersSaturated(_), true) => vec![NodeOp::ClearStalePods { namespace: "snapshots".into() }],
+        (N::KubeletStop(_), false) => vec![NodeOp::KubeletStop],
+        (N::KubeletHang(_), false) => vec![NodeOp::KubeletHang],
+        (N::KubeletStop(_) | N::KubeletHang(_), true) => vec![NodeOp::KubeletStart],
+        (N::KubeletRestart(_), false) => vec![NodeOp::KubeletRestart],
+        (N::ProberManagerBroken(_), false) => vec![NodeOp::ProberBroken],
+        (N::ProberManagerBroken(_), true) => vec![NodeOp::ProberFixed],
+        // Stuck in Rebooting: the sim keeps a node there while NFS hangs.
+        (N::NodeReboot(r), false) if r.stuck_until_power_cycle => vec![NodeOp::HungNfs, NodeOp::Reboot],
+        (N::NodeReboot(_), false) => vec![NodeOp::Reboot],
+        (N::NodeReboot(r), true) if r.stuck_until_power_cycle => vec![NodeOp::PowerCycle],
+        (N::NodePowerCycle(_), false) => vec![NodeOp::PowerCycle],
+        (N::NodeNetworkPartition(_), false) => vec![NodeOp::PartitionNetwork],
+        (N::NodeNetworkPartition(_), true) => vec![NodeOp::HealNetwork],
+        (N::HungNfs(_), false) => vec![NodeOp::HungNfs],
+        (N::HungNfs(_), true) => vec![NodeOp::ClearHungNfs],
+        (N::IoErrors(_), false) => vec![NodeOp::IoErrors],
+        (N::IoErrors(_), true) => vec![NodeOp::ClearIoErrors],
+        // One-shot operations, a reboot that comes back by itself, API faults: nothing here.
+        _ => vec![],
     }
 }
 

@@ -212,7 +212,21 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
         }
     }
 
-    let faults = Arc::new(FaultManager::new(node_ops, kube.clone(), controller.clone(), timeline.clone(), Anchors::new(), op_timeout));
+    let mut faults = FaultManager::new(node_ops, kube.clone(), controller.clone(), timeline.clone(), Anchors::new(), op_timeout);
+    let mut heartbeat = None;
+    if opts.provider.clusters_outlive_harness() {
+        let journal = Arc::new(crate::journal::Journal::new(kube.client.clone(), crate::journal::run_id(), &name));
+        timeline.record(EntryKind::Step, format!("faults are journaled in {}/{}", crate::journal::NAMESPACE, journal.name()));
+        let j = journal.clone();
+        heartbeat = Some(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(crate::journal::HEARTBEAT).await;
+                let _ = j.beat().await;
+            }
+        }));
+        faults = faults.with_journal(journal);
+    }
+    let faults = Arc::new(faults);
     // The fault manager sets `<fault>.healed` anchors on its own Anchors; share one.
     let anchors = faults_anchors(&faults);
     anchors.set("start", timeline.start);
@@ -289,6 +303,9 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
         t.abort();
     }
     let heal_errors = faults.heal_all().await;
+    if let Some(h) = heartbeat {
+        h.abort();
+    }
     if let Some(c) = &controller {
         c.stop().await;
     }
