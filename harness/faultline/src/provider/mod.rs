@@ -81,8 +81,8 @@ pub trait Provider: Send + Sync {
     fn name(&self) -> &'static str;
     /// Whether its clusters go on existing when the harness dies (a real or `sim up` cluster):
     /// the runner then journals faults in the cluster, so that a killed run can be healed by
-    /// the next run or `faultline cleanup`. An in-process sim dies with the harness; kind
-    /// containers are removed by testcontainers' reaper once the harness is gone.
+    /// the next run or `faultline cleanup`. An in-process sim dies with the harness; a kind
+    /// cluster is the run's own (its leftover containers are labelled, docs/kind.md).
     fn clusters_outlive_harness(&self) -> bool {
         false
     }
