@@ -5,8 +5,10 @@
 //! are shared and noisy, so absolute figures from different runs are not comparable.
 //! Figures and how to reproduce them: `docs/performance.md`.
 
+pub mod detect;
 pub mod http;
 pub mod load;
+pub mod pack;
 pub mod report;
 pub mod scale;
 pub mod start;

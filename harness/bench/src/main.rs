@@ -4,7 +4,8 @@
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use faultline_bench::{load, scale, start, throughput};
+use faultline_bench::{detect, load, pack, scale, start, throughput};
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Parser)]
@@ -74,6 +75,23 @@ enum Cmd {
         #[arg(long, default_value_t = 20)]
         objects_per_writer: usize,
     },
+    /// The scenario pack's wall time against its own sleeps and expectation waits.
+    Pack {
+        /// The harness binary (default: the workspace's target/debug/faultline, as the main job runs it).
+        #[arg(long)]
+        faultline: Option<PathBuf>,
+        #[arg(long)]
+        scenarios: Option<PathBuf>,
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        #[arg(long, default_value_t = 20261203)]
+        seed: u64,
+    },
+    /// Detection latency: a state change to the expectation's verdict (resource, event, log).
+    Detect {
+        #[arg(long, default_value_t = 200)]
+        reps: usize,
+    },
 }
 
 #[tokio::main]
@@ -98,6 +116,12 @@ async fn main() -> Result<()> {
             let cfg = load::LoadConfig { watchers, rate, duration: Duration::from_secs_f64(duration), writers, objects_per_writer, ..Default::default() };
             load::run(&cfg).await?.report
         }
+        Cmd::Pack { faultline, scenarios, jobs, seed } => {
+            let d = pack::PackConfig::default();
+            let cfg = pack::PackConfig { faultline: faultline.unwrap_or(d.faultline.clone()), scenarios: scenarios.unwrap_or(d.scenarios.clone()), jobs, seed, ..d };
+            tokio::task::spawn_blocking(move || pack::run(&cfg)).await??
+        }
+        Cmd::Detect { reps } => detect::run(&detect::DetectConfig { repetitions: reps, ..Default::default() }).await?,
     };
     report.print(cli.json);
     if !report.pass {

@@ -19,3 +19,4 @@ pub mod events;
 pub mod expect;
 pub mod report;
 pub mod runner;
+pub mod fuzzing;

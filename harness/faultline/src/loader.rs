@@ -139,8 +139,12 @@ fn read(file: &Path) -> Result<String, Vec<Diagnostic>> {
 
 pub fn load_suite(file: &Path) -> Result<LoadedSuite, Vec<Diagnostic>> {
     let src = read(file)?;
-    let suite: Suite = serde_yaml::from_str(&src).map_err(|e| vec![yaml_diag(file, &e, &src)])?;
-    let spans = Spans::parse(&src);
+    load_suite_str(file, &src)
+}
+
+pub fn load_suite_str(file: &Path, src: &str) -> Result<LoadedSuite, Vec<Diagnostic>> {
+    let suite: Suite = serde_yaml::from_str(src).map_err(|e| vec![yaml_diag(file, &e, src)])?;
+    let spans = Spans::parse(src);
     let mut d = vec![];
     if suite.api_version != API_VERSION {
         d.push(Diagnostic::at(file, spans.value("apiVersion"), format!("apiVersion: unsupported `{}`, expected `{API_VERSION}`", suite.api_version)));

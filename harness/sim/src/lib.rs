@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod controllers;
 pub mod crd;
 pub mod events;
+pub mod fuzzing;
 pub mod event_convert;
 pub mod http;
 pub mod internal;

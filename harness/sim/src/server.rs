@@ -164,7 +164,7 @@ fn random_token() -> String {
 }
 
 /// Objects every cluster starts with: the system namespaces, the `kubernetes` service, nodes.
-fn bootstrap(api: &ApiServer, nodes: &[String]) -> Result<()> {
+pub(crate) fn bootstrap(api: &ApiServer, nodes: &[String]) -> Result<()> {
     let opts = WriteOptions { field_manager: Some("kube-apiserver".into()), ..Default::default() };
     let ns_rt = api.resource("", "v1", "namespaces").map_err(anyhow::Error::msg)?;
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {

@@ -8,6 +8,7 @@
 use super::duration::Dur;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::{self, MapAccess};
+use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
 use std::fmt;
@@ -158,6 +159,10 @@ macro_rules! catalog {
             pub fn key(&self) -> &'static str {
                 match self { $(Self::$variant(_) => $key,)* }
             }
+            /// `<key>: <value>` as one map entry, as scenarios spell it.
+            fn serialize_entry<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
+                match self { $(Self::$variant(v) => m.serialize_entry($key, v),)* }
+            }
             fn from_key<'de, A: MapAccess<'de>>(key: &str, map: &mut A) -> Result<Option<Self>, A::Error> {
                 Ok(Some(match key {
                     $($key $(| $alias)* => Self::$variant(map.next_value()?),)*
@@ -307,11 +312,21 @@ pub fn compact(v: &serde_json::Value) -> String {
     }
 }
 
+/// A single-key map in every format (serde's derive would make YAML `!tags`, which the
+/// deserializer, like scenario authors, does not use).
 impl Serialize for Operation {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(1))?;
+        self.serialize_entry(&mut m)?;
+        m.end()
+    }
+}
+
+impl Operation {
+    fn serialize_entry<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
         match self {
-            Operation::Node(n) => n.serialize(s),
-            Operation::Runner(r) => r.serialize(s),
+            Operation::Node(n) => n.serialize_entry(m),
+            Operation::Runner(r) => r.serialize_entry(m),
         }
     }
 }
@@ -390,12 +405,38 @@ impl<'de> Deserialize<'de> for HealField {
 }
 
 /// A fault step: `{name, heal, <operation>: {...}}`.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Fault {
     pub name: Option<String>,
     pub description: Option<String>,
     pub heal: Heal,
     pub op: Operation,
+}
+
+/// `heal` as a single-key map (`{after: 30s}`) or `never`, as `HealField` reads it.
+struct HealOut<'a>(&'a Heal);
+impl Serialize for HealOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serde_yaml::with::singleton_map::serialize(self.0, s)
+    }
+}
+
+/// The shape the deserializer reads: `{name, description, heal, <operation>: {...}}`.
+impl Serialize for Fault {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        if let Some(n) = &self.name {
+            m.serialize_entry("name", n)?;
+        }
+        if let Some(d) = &self.description {
+            m.serialize_entry("description", d)?;
+        }
+        if self.heal != Heal::Never {
+            m.serialize_entry("heal", &HealOut(&self.heal))?;
+        }
+        self.op.serialize_entry(&mut m)?;
+        m.end()
+    }
 }
 
 impl<'de> Deserialize<'de> for Fault {
@@ -456,5 +497,23 @@ impl JsonSchema for Fault {
         }
         schemars::json_schema!({"type": "object", "description": "Inject one fault", "properties": props,
                                 "additionalProperties": false, "oneOf": one_of})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fault_serializes_in_the_shape_scenarios_use() {
+        let src = "{name: csi-down, heal: {atStep: plugin-back}, csiPluginDown: {node: worker-02}}";
+        let f: Fault = serde_yaml::from_str(src).unwrap();
+        let yaml = serde_yaml::to_string(&f).unwrap();
+        assert!(!yaml.contains('!'), "YAML tags in {yaml}");
+        assert_eq!(serde_yaml::from_str::<Fault>(&yaml).unwrap(), f, "{yaml}");
+        let json = serde_json::to_value(&f).unwrap();
+        assert_eq!(json, serde_json::json!({"name": "csi-down", "heal": {"atStep": "plugin-back"}, "csiPluginDown": {"node": "worker-02"}}));
+        let after: Fault = serde_yaml::from_str("{heal: {after: 30s}, kubeletStop: {node: w}}").unwrap();
+        assert_eq!(serde_yaml::from_str::<Fault>(&serde_yaml::to_string(&after).unwrap()).unwrap(), after);
     }
 }

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Bounded cargo-fuzz campaign: each target of harness/fuzz runs for FAULTLINE_FUZZ_SECONDS
+# (default 60) from its seed corpus. Exit 0: no crash; 1: a target crashed, its input is in
+# reports/fuzz/artifacts/<target>/ (add it to harness/fuzz/regressions/<target>/ once fixed,
+# and the replay tests keep it fixed); 2: the campaign could not run.
+#
+# Stable toolchain only here: RUSTC_BOOTSTRAP lets cargo-fuzz pass its -Z flags, and
+# `--sanitizer none` because AddressSanitizer's runtime ships with nightly toolchains only.
+# Safe Rust needs no ASan to find what these targets look for: panics and broken invariants.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+SECS="${FAULTLINE_FUZZ_SECONDS:-60}"
+TARGETS="${FAULTLINE_FUZZ_TARGETS:-scenario_loader api_request}"
+OUT="${FAULTLINE_FUZZ_DIR:-reports/fuzz}"
+CARGO_FUZZ_VERSION=0.13.2
+
+if ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
+  cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked || { echo "fuzz: cannot install cargo-fuzz" >&2; exit 2; }
+fi
+export RUSTC_BOOTSTRAP=1
+fuzz=(cargo fuzz --fuzz-dir harness/fuzz)
+"${fuzz[@]}" build --sanitizer none --locked || { echo "fuzz: the targets do not build" >&2; exit 2; }
+
+status=0
+for t in $TARGETS; do
+  mkdir -p "$OUT/corpus/$t" "$OUT/artifacts/$t"
+  echo "fuzz: $t for ${SECS}s"
+  # New inputs go to the first corpus directory (under reports/), the seeds stay untouched.
+  "${fuzz[@]}" run --sanitizer none --locked "$t" "$OUT/corpus/$t" "harness/fuzz/corpus/$t" -- \
+      -max_total_time="$SECS" -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
+      -artifact_prefix="$OUT/artifacts/$t/" -print_final_stats=1 2>&1 | tee "$OUT/$t.log" | grep -E '^#[0-9]+ +(DONE|INITED)|^stat::|panicked|ERROR|SUMMARY|Done [0-9]+ runs'
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" -ne 0 ]; then
+    echo "fuzz: $t FAILED (exit $rc); inputs: $(ls "$OUT/artifacts/$t" | tr '\n' ' ')" >&2
+    status=1
+  else
+    echo "fuzz: $t ok"
+  fi
+done
+exit $status
