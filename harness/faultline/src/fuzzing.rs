@@ -50,13 +50,20 @@ pub fn scenario_loader(data: &[u8]) {
 
 fn check_diagnostics(file: &Path, src: &str, diags: &[Diagnostic]) {
     assert!(!diags.is_empty(), "an error without diagnostics");
-    let lines = src.lines().count().max(1);
+    let lines = yaml_line_count(src);
     for d in diags {
         assert_eq!(d.file, file, "diagnostic names another file: {d}");
         assert!(d.line >= 1 && d.line <= lines + 1, "diagnostic line {} outside the {lines}-line source: {d}", d.line);
         assert!(d.col >= 1, "diagnostic column {} : {d}", d.col);
         assert!(!d.message.trim().is_empty(), "diagnostic without a message at {}:{}", d.line, d.col);
     }
+}
+
+/// Lines as YAML (and editors) count them: `\n`, `\r\n` and a lone `\r` each end a line.
+fn yaml_line_count(src: &str) -> usize {
+    let b = src.as_bytes();
+    let breaks = (0..b.len()).filter(|&i| b[i] == b'\n' || (b[i] == b'\r' && b.get(i + 1) != Some(&b'\n'))).count();
+    breaks + 1
 }
 
 #[cfg(test)]
@@ -76,6 +83,12 @@ mod tests {
             }
         }
         assert!(n >= 9, "only {n} scenarios in the pack");
+    }
+
+    #[test]
+    fn lines_end_at_lf_crlf_and_a_lone_cr() {
+        assert_eq!(yaml_line_count("a"), 1);
+        assert_eq!(yaml_line_count("a\nb\r\nc\rd\r\r"), 6);
     }
 
     #[test]
