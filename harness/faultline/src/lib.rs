@@ -1,12 +1,9 @@
 //! Faultline: a chaos and simulation test harness for Kubernetes controllers.
 //!
-//! Layers: `model` (the scenario language) -> `loader` (files, diagnostics) -> `runner`
+//! Layers: `model` (the scenario language) -> `loader` (files, diagnostics), both from crate
+//! `faultline-scenario` and re-exported here -> `runner`
 //! (providers, faults, controller process, expectations) -> `report` (console, JUnit, JSON, HTML).
 
-pub mod celx;
-pub mod loader;
-pub mod model;
-pub mod spans;
 pub mod controller;
 pub mod faults;
 pub mod journal;
@@ -19,4 +16,5 @@ pub mod events;
 pub mod expect;
 pub mod report;
 pub mod runner;
-pub mod fuzzing;
+
+pub use faultline_scenario::{celx, fuzzing, loader, model, spans};

@@ -48,8 +48,11 @@ fn github_pipeline_builds_runs_publishes_and_gates_the_release() {
     let uses: Vec<&Value> = job["steps"].as_sequence().unwrap().iter().filter(|s| s["uses"].is_string()).collect();
     assert!(uses.iter().any(|s| s["uses"].as_str().unwrap().starts_with("actions/upload-artifact") && s["if"] == "always()" && s["with"]["path"] == "reports/"));
     assert!(uses.iter().any(|s| s["with"]["report_paths"] == "reports/junit.xml"));
-    assert_eq!(p["jobs"]["release"]["needs"], "scenarios-on-kind");
+    let needs: Vec<&str> = p["jobs"]["release"]["needs"].as_sequence().unwrap().iter().filter_map(|s| s.as_str()).collect();
+    assert_eq!(needs, ["scenarios-on-kind", "fuzz"]);
     assert_eq!(job["env"]["FAULTLINE_KIND_IMAGES"], "workspace-controller:ci");
+    let fuzz: Vec<&str> = p["jobs"]["fuzz"]["steps"].as_sequence().unwrap().iter().filter_map(|s| s["run"].as_str()).collect();
+    assert!(fuzz.iter().any(|r| r.contains("bash ci/fuzz.sh")), "{fuzz:?}");
 }
 
 #[test]
@@ -64,6 +67,8 @@ fn gitlab_pipeline_builds_runs_publishes_and_gates_the_release() {
     assert_eq!(job["artifacts"]["when"], "always");
     assert_eq!(job["artifacts"]["reports"]["junit"], "reports/junit.xml");
     assert_eq!(p["release"]["needs"][0], "scenarios-on-kind");
+    assert_eq!(p["release"]["needs"][1], "fuzz");
+    assert!(p["fuzz"]["script"].as_sequence().unwrap().iter().any(|s| s.as_str().is_some_and(|s| s.contains("bash ci/fuzz.sh"))));
     assert_eq!(p["variables"]["DOCKER_HOST"], "tcp://docker:2375");
 }
 

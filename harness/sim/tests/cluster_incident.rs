@@ -278,8 +278,12 @@ async fn reboot_stuck_on_hung_nfs_needs_a_power_cycle() {
         (c.status == want).then_some(())
     };
     eventually(20, "worker-02 NotReady (Unknown)", || ready(nodes.clone(), "Unknown")).await;
-    let n = nodes.get("worker-02").await.unwrap();
-    assert!(n.spec.unwrap().taints.unwrap().iter().any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute"));
+    // The lifecycle controller taints on a later pass than the one that marks the node Unknown.
+    eventually(10, "unreachable NoExecute taint", || {
+        let nodes = nodes.clone();
+        async move { nodes.get("worker-02").await.ok()?.spec?.taints?.iter().any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute").then_some(()) }
+    })
+    .await;
     // Stuck: after several reboot durations it is still down.
     tokio::time::sleep(Duration::from_millis(2000)).await;
     assert!(ready(nodes.clone(), "Unknown").await.is_some());

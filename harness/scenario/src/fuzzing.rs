@@ -1,5 +1,5 @@
 //! The scenario loader as a fuzz target, shared by the cargo-fuzz target (`harness/fuzz`) and
-//! the replay test (`tests/fuzz_replay.rs`). Bytes are a scenario file (or, after a first line
+//! the replay test (`harness/faultline/tests/fuzz_replay.rs`). Bytes are a scenario file (or, after a first line
 //! `#suite`, a suite config) loaded against the pack's own directory and suite, so references
 //! to manifests and controllers can resolve and validation runs to its end.
 //!
