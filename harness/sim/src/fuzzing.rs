@@ -195,6 +195,11 @@ mod tests {
     }
 }
 
+/// Inputs of `harness/fuzz/<dir>` (e.g. `corpus/api_request`, `regressions/scenario_loader`).
+pub fn fuzz_inputs(dir: &str) -> Vec<(String, Vec<u8>)> {
+    corpus(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz").join(dir))
+}
+
 /// Inputs of a fuzz corpus directory (seeds and minimized crashes), sorted by name; empty when
 /// the directory does not exist.
 pub fn corpus(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {

@@ -2,19 +2,14 @@
 //! mutations of it, replayed through the same invariants cargo-fuzz checks
 //! (`faultline_sim::fuzzing`): no panic, no 5xx, 401 and no change without the token.
 
-use faultline_sim::fuzzing::{corpus, mutations, ApiTarget};
-use std::path::Path;
-
-fn inputs(dir: &str) -> Vec<(String, Vec<u8>)> {
-    corpus(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz").join(dir))
-}
+use faultline_sim::fuzzing::{fuzz_inputs, mutations, ApiTarget};
 
 #[test]
 fn seed_corpus_and_regressions_hold_the_invariants() {
-    let seeds = inputs("corpus/api_request");
+    let seeds = fuzz_inputs("corpus/api_request");
     assert!(seeds.len() >= 20, "the seed corpus has {} inputs", seeds.len());
     let target = ApiTarget::new();
-    for (name, data) in seeds.iter().chain(inputs("regressions/api_request").iter()) {
+    for (name, data) in seeds.iter().chain(fuzz_inputs("regressions/api_request").iter()) {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target.run(data)));
         assert!(r.is_ok(), "input {name} broke an invariant (see the panic above)");
     }
@@ -22,7 +17,7 @@ fn seed_corpus_and_regressions_hold_the_invariants() {
 
 #[test]
 fn mutated_requests_hold_the_invariants() {
-    let seeds: Vec<Vec<u8>> = inputs("corpus/api_request").into_iter().map(|(_, d)| d).collect();
+    let seeds: Vec<Vec<u8>> = fuzz_inputs("corpus/api_request").into_iter().map(|(_, d)| d).collect();
     let target = ApiTarget::new();
     for (i, data) in mutations(&seeds, 3000, 20261203).iter().enumerate() {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target.run(data)));
