@@ -48,8 +48,9 @@ enum Cmd {
         pods: usize,
         #[arg(long, default_value_t = 10)]
         namespaces: usize,
-        /// `full` (kubelets, scheduler, controllers) or `api` (static nodes, pre-bound pods).
-        #[arg(long, default_value = "full")]
+        /// `api` (static nodes, pre-bound pods) or `full` (kubelets, scheduler, controllers;
+        /// at 1,000 nodes it does not finish on 2 cores, docs/performance.md).
+        #[arg(long, default_value = "api")]
         mode: String,
         #[arg(long, default_value_t = 100)]
         watchers: usize,
