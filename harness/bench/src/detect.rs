@@ -66,16 +66,16 @@ pub async fn run(cfg: &DetectConfig) -> Result<Report> {
             if kind == "resource" {
                 cms.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": name}, "data": {"v": "wait"}}))?).await?;
             }
-            let expect: Expect = serde_yaml::from_value(match kind {
-                "resource" => serde_yaml::to_value(json!({"name": "probe", "within": "10s", "resource": {
-                    "apiVersion": "v1", "kind": "ConfigMap", "namespace": NS, "name": name, "condition": "object.data.v == 'go'"}}))?,
-                "event" => serde_yaml::to_value(json!({"name": "probe", "within": "10s", "event": {"reason": format!("Probe{i}"), "namespace": NS}}))?,
-                _ => serde_yaml::to_value(json!({"name": "probe", "within": "10s", "log": {"source": "controller", "pattern": format!("probe {i} done$")}}))?,
+            let expect: Expect = serde_json::from_value(match kind {
+                "resource" => json!({"name": "probe", "within": "10s", "resource": {
+                    "apiVersion": "v1", "kind": "ConfigMap", "namespace": NS, "name": name, "condition": "object.data.v == 'go'"}}),
+                "event" => json!({"name": "probe", "within": "10s", "event": {"reason": format!("Probe{i}"), "namespace": NS}}),
+                _ => json!({"name": "probe", "within": "10s", "log": {"source": "controller", "pattern": format!("probe {i} done$")}}),
             })
             .context("the probe expectation")?;
             let anchor = Instant::now();
             let judged = {
-                let ctx = Ctx { kube: ctx.kube.clone(), timeline: ctx.timeline.clone(), events: ctx.events.clone(), logs: ctx.logs.clone(), end: ctx.end.clone() };
+                let ctx = ctx.clone();
                 tokio::spawn(async move { evaluate(&expect, "start", anchor, Duration::from_secs(10), false, &ctx).await })
             };
             tokio::time::sleep(cfg.settle).await;

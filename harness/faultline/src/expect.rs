@@ -97,6 +97,7 @@ impl Mode {
     }
 }
 
+#[derive(Clone)]
 pub struct Ctx {
     pub kube: Kube,
     pub timeline: Timeline,
