@@ -11,7 +11,7 @@ use crate::patch::{self, PatchError};
 use crate::resources::{self, Registry, ResourceType};
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, ApiResult};
-use crate::store::{DeleteOptions, DeleteOutcome, Store, UpdateScope};
+use crate::store::{DeleteOptions, DeleteOutcome, Store, Stored, UpdateScope};
 use crate::validation;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -74,7 +74,8 @@ pub struct ListPage {
     pub kind: String,
     pub api_version: String,
     pub metadata: Value,
-    pub items: Vec<Arc<Value>>,
+    /// Shared with the store (encodings included) unless converted for the served version.
+    pub items: Vec<Stored>,
 }
 
 impl ListPage {
@@ -84,23 +85,34 @@ impl ListPage {
         m.insert("kind".into(), Value::String(self.kind));
         m.insert("apiVersion".into(), Value::String(self.api_version));
         m.insert("metadata".into(), self.metadata);
-        m.insert("items".into(), Value::Array(self.items.into_iter().map(|i| Arc::try_unwrap(i).unwrap_or_else(|a| (*a).clone())).collect()));
+        m.insert("items".into(), Value::Array(self.items.into_iter().map(|i| Arc::try_unwrap(i.object).unwrap_or_else(|a| (*a).clone())).collect()));
         Value::Object(m)
     }
 
-    /// The list object serialized as JSON, straight from the shared items (same bytes as
-    /// serializing `into_value`).
+    /// The list object serialized as JSON, joined from the items' shared encodings (same
+    /// bytes as serializing `into_value`).
     pub fn to_json(&self) -> Vec<u8> {
         #[derive(serde::Serialize)]
-        struct Out<'a> {
+        struct Head<'a> {
             kind: &'a str,
             #[serde(rename = "apiVersion")]
             api_version: &'a str,
             metadata: &'a Value,
-            items: Vec<&'a Value>,
         }
-        let out = Out { kind: &self.kind, api_version: &self.api_version, metadata: &self.metadata, items: self.items.iter().map(|i| i.as_ref()).collect() };
-        serde_json::to_vec(&out).unwrap_or_default()
+        let head = serde_json::to_vec(&Head { kind: &self.kind, api_version: &self.api_version, metadata: &self.metadata }).unwrap_or_default();
+        let items: Vec<&[u8]> = self.items.iter().map(|i| i.json().as_ref()).collect();
+        let mut out = Vec::with_capacity(head.len() + 12 + items.iter().map(|i| i.len() + 1).sum::<usize>());
+        // `head` is `{...}`: reopen it to append the items.
+        out.extend_from_slice(&head[..head.len() - 1]);
+        out.extend_from_slice(br#","items":["#);
+        for (n, item) in items.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(item);
+        }
+        out.extend_from_slice(b"]}");
+        out
     }
 }
 
@@ -172,6 +184,16 @@ impl ApiServer {
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
     }
 
+    /// `get_shared` with the served object's encoding (shared with the store when unconverted).
+    pub fn get_stored(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Stored> {
+        let key = resources::storage_key(&rt.group, &rt.plural);
+        let ns = if rt.namespaced { ns } else { "" };
+        self.store
+            .get_stored(&key, ns, name)
+            .map(|o| self.convert_out_stored(rt, o))
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
+    }
+
     pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Value> {
         let key = resources::storage_key(&rt.group, &rt.plural);
         let ns = if rt.namespaced { ns } else { "" };
@@ -201,15 +223,25 @@ impl ApiServer {
                 && if converts { q.fields.matches(&rt.group, &rt.kind, &self.convert_out(rt, o)) } else { q.fields.matches(&rt.group, &rt.kind, o) }
         };
         let ns = if rt.namespaced { ns } else { None };
-        let res = self.store.list(&key, ns, start_after.as_ref().map(|(_, k)| k), q.limit, &filter);
+        let res = self.store.list_stored(&key, ns, start_after.as_ref().map(|(_, k)| k), q.limit, &filter);
         let list_rv = start_after.as_ref().map(|(rv, _)| *rv).unwrap_or(res.resource_version);
         let mut md = json!({"resourceVersion": list_rv.to_string()});
         if let Some(after) = &res.continue_after {
             md["continue"] = json!(encode_continue(list_rv, after));
             md["remainingItemCount"] = json!(res.remaining);
         }
-        let items = res.items.into_iter().map(|o| self.convert_out_shared(rt, o)).collect();
+        let items = res.items.into_iter().map(|o| self.convert_out_stored(rt, o)).collect();
         Ok(ListPage { kind: format!("{}List", rt.kind), api_version: rt.api_version(), metadata: md, items })
+    }
+
+    /// `convert_out_shared` that keeps the shared encoding when no conversion is needed.
+    pub fn convert_out_stored(&self, rt: &ResourceType, stored: Stored) -> Stored {
+        let served = self.convert_out_shared(rt, stored.object.clone());
+        if Arc::ptr_eq(&served, &stored.object) {
+            stored
+        } else {
+            Stored::new(served)
+        }
     }
 
     /// `convert_out` that shares the stored object when no conversion is needed.
@@ -672,6 +704,27 @@ fn decode_continue(token: &str) -> ApiResult<(u64, (String, String))> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn page(items: Vec<Value>, metadata: Value) -> ListPage {
+        ListPage { kind: "ConfigMapList".into(), api_version: "v1".into(), metadata, items: items.into_iter().map(|i| Stored::new(Arc::new(i))).collect() }
+    }
+
+    #[test]
+    fn a_list_joined_from_shared_encodings_is_byte_identical_to_serializing_it() {
+        let cm = |n: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n, "namespace": "d"}, "data": {"k": "v \"q\" \u{e9}\n"}});
+        for (items, md) in [
+            (vec![], json!({"resourceVersion": "5"})),
+            (vec![cm("a")], json!({"resourceVersion": "6"})),
+            (vec![cm("a"), cm("b"), cm("c")], json!({"resourceVersion": "7", "continue": "abc", "remainingItemCount": 2})),
+        ] {
+            let p = page(items.clone(), md.clone());
+            let joined = p.to_json();
+            assert_eq!(joined, serde_json::to_vec(&p.into_value()).unwrap());
+            let parsed: Value = serde_json::from_slice(&joined).unwrap();
+            assert_eq!(parsed["items"], Value::Array(items));
+            assert_eq!(parsed["metadata"], md);
+        }
+    }
 
     #[test]
     fn continue_tokens_round_trip_and_reject_garbage() {

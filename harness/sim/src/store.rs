@@ -15,8 +15,9 @@ use crate::status::{ApiError, ApiResult};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tokio::sync::broadcast;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +37,26 @@ impl EventType {
     }
 }
 
+/// An object as stored, with its JSON encoding. Serializing is most of what a GET, LIST or
+/// watch event costs, so the encoding is computed on first use and then shared by every
+/// response and watch event that serves this version of the object unchanged.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub object: Arc<Value>,
+    encoded: Arc<OnceLock<Bytes>>,
+}
+
+impl Stored {
+    pub fn new(object: Arc<Value>) -> Self {
+        Stored { object, encoded: Default::default() }
+    }
+
+    /// `object` serialized as JSON (the bytes `serde_json::to_vec` gives).
+    pub fn json(&self) -> &Bytes {
+        self.encoded.get_or_init(|| Bytes::from(serde_json::to_vec(&*self.object).unwrap_or_default()))
+    }
+}
+
 /// One committed change, as watchers see it.
 #[derive(Debug, Clone)]
 pub struct StoreEvent {
@@ -45,18 +66,27 @@ pub struct StoreEvent {
     pub object: Arc<Value>,
     /// The object before this change (absent for ADDED); watchers with selectors need it.
     pub prev: Option<Arc<Value>>,
-    /// `object` serialized as JSON, encoded once for every watcher that serves it unchanged.
-    encoded: std::sync::OnceLock<bytes::Bytes>,
+    /// `object` with its encoding, shared with the store's copy of it.
+    stored: Stored,
 }
 
 impl StoreEvent {
     pub fn new(rv: u64, key: ResourceKey, event_type: EventType, object: Arc<Value>, prev: Option<Arc<Value>>) -> Self {
-        StoreEvent { rv, key, event_type, object, prev, encoded: Default::default() }
+        Self::of(rv, key, event_type, Stored::new(object), prev)
+    }
+
+    fn of(rv: u64, key: ResourceKey, event_type: EventType, stored: Stored, prev: Option<Arc<Value>>) -> Self {
+        StoreEvent { rv, key, event_type, object: stored.object.clone(), prev, stored }
     }
 
     /// The JSON encoding of `object`, computed on first use and shared.
-    pub fn object_json(&self) -> &bytes::Bytes {
-        self.encoded.get_or_init(|| bytes::Bytes::from(serde_json::to_vec(&*self.object).unwrap_or_default()))
+    pub fn object_json(&self) -> &Bytes {
+        self.stored.json()
+    }
+
+    /// `object` with its shared encoding.
+    pub fn stored(&self) -> &Stored {
+        &self.stored
     }
 }
 
@@ -101,7 +131,7 @@ pub enum UpdateScope {
 
 struct Inner {
     rv: u64,
-    buckets: HashMap<ResourceKey, BTreeMap<ObjKey, Arc<Value>>>,
+    buckets: HashMap<ResourceKey, BTreeMap<ObjKey, Stored>>,
     history: VecDeque<Arc<StoreEvent>>,
     /// uid -> (resource, key) of the objects that name it as owner, for the garbage collector.
     dependents: HashMap<String, HashSet<(ResourceKey, ObjKey)>>,
@@ -118,13 +148,13 @@ pub struct Store {
 /// What a watch starts from: a replay of history or a snapshot, then the live receiver.
 pub struct WatchStart {
     pub replay: Vec<Arc<StoreEvent>>,
-    pub snapshot: Vec<Arc<Value>>,
+    pub snapshot: Vec<Stored>,
     pub snapshot_rv: u64,
     pub rx: broadcast::Receiver<Arc<StoreEvent>>,
 }
 
-pub struct ListResult {
-    pub items: Vec<Arc<Value>>,
+pub struct ListResult<T = Arc<Value>> {
+    pub items: Vec<T>,
     pub resource_version: u64,
     /// Key of the last item returned when the list was cut at `limit`.
     pub continue_after: Option<ObjKey>,
@@ -153,6 +183,11 @@ impl Store {
     }
 
     pub fn get(&self, key: &ResourceKey, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.get_stored(key, ns, name).map(|s| s.object)
+    }
+
+    /// `get` with the object's shared encoding.
+    pub fn get_stored(&self, key: &ResourceKey, ns: &str, name: &str) -> Option<Stored> {
         self.inner.lock().buckets.get(key)?.get(&(ns.to_string(), name.to_string())).cloned()
     }
 
@@ -165,12 +200,36 @@ impl Store {
         limit: Option<usize>,
         filter: &dyn Fn(&Value) -> bool,
     ) -> ListResult {
+        self.list_with(key, ns, start_after, limit, filter, |s| s.object.clone())
+    }
+
+    /// `list` with each object's shared encoding (what serving a LIST needs).
+    pub fn list_stored(
+        &self,
+        key: &ResourceKey,
+        ns: Option<&str>,
+        start_after: Option<&ObjKey>,
+        limit: Option<usize>,
+        filter: &dyn Fn(&Value) -> bool,
+    ) -> ListResult<Stored> {
+        self.list_with(key, ns, start_after, limit, filter, Stored::clone)
+    }
+
+    fn list_with<T>(
+        &self,
+        key: &ResourceKey,
+        ns: Option<&str>,
+        start_after: Option<&ObjKey>,
+        limit: Option<usize>,
+        filter: &dyn Fn(&Value) -> bool,
+        take: impl Fn(&Stored) -> T,
+    ) -> ListResult<T> {
         let inner = self.inner.lock();
         let mut items = Vec::new();
         let mut continue_after = None;
         let mut remaining = 0;
         if let Some(bucket) = inner.buckets.get(key) {
-            let range: Box<dyn Iterator<Item = (&ObjKey, &Arc<Value>)>> = match (ns, start_after) {
+            let range: Box<dyn Iterator<Item = (&ObjKey, &Stored)>> = match (ns, start_after) {
                 (_, Some(after)) => Box::new(
                     bucket.range((std::ops::Bound::Excluded(after.clone()), std::ops::Bound::Unbounded)),
                 ),
@@ -186,7 +245,7 @@ impl Store {
                         continue;
                     }
                 }
-                if !filter(obj) {
+                if !filter(&obj.object) {
                     continue;
                 }
                 if let Some(l) = limit {
@@ -195,7 +254,7 @@ impl Store {
                         continue;
                     }
                 }
-                items.push(obj.clone());
+                items.push(take(obj));
                 if limit == Some(items.len()) {
                     continue_after = Some(k.clone());
                 }
@@ -240,9 +299,10 @@ impl Store {
             return Ok(obj);
         }
         inner.rv = rv;
-        inner.buckets.entry(key.clone()).or_default().insert((ns.clone(), name.clone()), obj.clone());
+        let stored = Stored::new(obj.clone());
+        inner.buckets.entry(key.clone()).or_default().insert((ns.clone(), name.clone()), stored.clone());
         index_owners(&mut inner, &key, &(ns, name), None, &obj);
-        self.emit(&mut inner, key, EventType::Added, obj.clone(), None);
+        self.emit(&mut inner, key, EventType::Added, stored, None);
         Ok(obj)
     }
 
@@ -255,7 +315,7 @@ impl Store {
             .buckets
             .get(&key)
             .and_then(|b| b.get(&okey))
-            .cloned()
+            .map(|s| s.object.clone())
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
         let wanted_rv = meta::resource_version(&new);
         if !wanted_rv.is_empty() && wanted_rv != meta::resource_version(&current) {
@@ -287,12 +347,13 @@ impl Store {
             // The last finalizer went away: the object is removed now.
             inner.buckets.get_mut(&key).map(|b| b.remove(&okey));
             unindex_owners(&mut inner, &key, &okey, &current);
-            self.emit(&mut inner, key, EventType::Deleted, merged.clone(), Some(current));
+            self.emit(&mut inner, key, EventType::Deleted, Stored::new(merged.clone()), Some(current));
             return Ok(merged);
         }
-        inner.buckets.entry(key.clone()).or_default().insert(okey.clone(), merged.clone());
+        let stored = Stored::new(merged.clone());
+        inner.buckets.entry(key.clone()).or_default().insert(okey.clone(), stored.clone());
         index_owners(&mut inner, &key, &okey, Some(&current), &merged);
-        self.emit(&mut inner, key, EventType::Modified, merged.clone(), Some(current));
+        self.emit(&mut inner, key, EventType::Modified, stored, Some(current));
         Ok(merged)
     }
 
@@ -305,7 +366,7 @@ impl Store {
             .buckets
             .get(&key)
             .and_then(|b| b.get(&okey))
-            .cloned()
+            .map(|s| s.object.clone())
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
         if let Some(uid) = &opts.precondition_uid {
             if uid != meta::uid(&current) {
@@ -336,7 +397,7 @@ impl Store {
             inner.rv = rv;
             inner.buckets.get_mut(&key).map(|b| b.remove(&okey));
             unindex_owners(&mut inner, &key, &okey, &current);
-            self.emit(&mut inner, key, EventType::Deleted, obj.clone(), Some(current));
+            self.emit(&mut inner, key, EventType::Deleted, Stored::new(obj.clone()), Some(current));
             return Ok(DeleteOutcome::Deleted(obj));
         }
         // Pending deletion. A second delete may only shorten a grace period.
@@ -363,8 +424,9 @@ impl Store {
             return Ok(DeleteOutcome::Pending(obj));
         }
         inner.rv = rv;
-        inner.buckets.entry(key.clone()).or_default().insert(okey, obj.clone());
-        self.emit(&mut inner, key, EventType::Modified, obj.clone(), Some(current));
+        let stored = Stored::new(obj.clone());
+        inner.buckets.entry(key.clone()).or_default().insert(okey, stored.clone());
+        self.emit(&mut inner, key, EventType::Modified, stored, Some(current));
         Ok(DeleteOutcome::Pending(obj))
     }
 
@@ -373,7 +435,7 @@ impl Store {
         let inner = self.inner.lock();
         let Some(set) = inner.dependents.get(uid) else { return vec![] };
         set.iter()
-            .filter_map(|(k, ok)| inner.buckets.get(k).and_then(|b| b.get(ok)).map(|o| (k.clone(), o.clone())))
+            .filter_map(|(k, ok)| inner.buckets.get(k).and_then(|b| b.get(ok)).map(|o| (k.clone(), o.object.clone())))
             .collect()
     }
 
@@ -430,8 +492,8 @@ impl Store {
         inner.history.front().map(|e| e.rv.saturating_sub(1)).unwrap_or(inner.rv)
     }
 
-    fn emit(&self, inner: &mut Inner, key: ResourceKey, event_type: EventType, object: Arc<Value>, prev: Option<Arc<Value>>) {
-        let ev = Arc::new(StoreEvent::new(inner.rv, key, event_type, object, prev));
+    fn emit(&self, inner: &mut Inner, key: ResourceKey, event_type: EventType, object: Stored, prev: Option<Arc<Value>>) {
+        let ev = Arc::new(StoreEvent::of(inner.rv, key, event_type, object, prev));
         inner.history.push_back(ev.clone());
         while inner.history.len() > self.history_capacity {
             inner.history.pop_front();
@@ -600,6 +662,28 @@ mod tests {
         assert!(rb > ra);
         assert_eq!(s.current_rv(), rb);
         assert!(s.create(&rt, cm("a"), false).unwrap_err().code == 409);
+    }
+
+    #[test]
+    fn a_stored_encoding_is_shared_with_its_event_and_replaced_on_write() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(100);
+        let mut events = s.subscribe();
+        let a = s.create(&rt, cm("a"), false).unwrap();
+        let stored = s.get_stored(&rt.key(), "default", "a").unwrap();
+        assert_eq!(stored.json().as_ref(), serde_json::to_vec(&*a).unwrap().as_slice());
+        // The ADDED event serves the very bytes the store cached (one encoding for both).
+        let added = events.try_recv().unwrap();
+        assert_eq!(added.object_json().as_ptr(), stored.json().as_ptr());
+        let mut upd = (*a).clone();
+        upd["data"]["a"] = json!("2");
+        s.update(&rt, "default", "a", upd, UpdateScope::Main, false).unwrap();
+        let after = s.get_stored(&rt.key(), "default", "a").unwrap();
+        let decoded: Value = serde_json::from_slice(after.json()).unwrap();
+        assert_eq!(decoded["data"]["a"], "2", "a write must not serve the old encoding");
+        let listed = s.list_stored(&rt.key(), Some("default"), None, None, &|_| true);
+        assert_eq!(listed.items[0].json().as_ptr(), after.json().as_ptr());
     }
 
     #[test]

@@ -210,8 +210,11 @@ async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
             Ok((StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response())
         }
         (Method::GET, Some(name), None | Some("status")) => {
-            let obj = api.get_shared(&rt, &ns, name)?;
-            object_response(c, &rt, StatusCode::OK, &obj, &[])
+            let obj = api.get_stored(&rt, &ns, name)?;
+            match c.output(false)? {
+                Output::Json => Ok(bytes_response(StatusCode::OK, "application/json", obj.json().clone(), &[])),
+                _ => object_response(c, &rt, StatusCode::OK, &obj.object, &[]),
+            }
         }
         (Method::POST, None, None) if rt.group.is_empty() && rt.plural == "bindings" => {
             let b = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
@@ -301,7 +304,7 @@ fn list(c: &Ctx<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResult<Response>
     match out {
         Output::Table => {
             let printer = printer_for(rt);
-            let items: Vec<&Value> = page.items.iter().map(|i| i.as_ref()).collect();
+            let items: Vec<&Value> = page.items.iter().map(|i| i.object.as_ref()).collect();
             let mut t = table::to_table(&printer, &items, meta::str_at(&page.metadata, "/resourceVersion").unwrap_or(""), c.q("includeObject").unwrap_or("Metadata"), true, chrono::Utc::now());
             if let Some(cont) = page.metadata.get("continue") {
                 t["metadata"]["continue"] = cont.clone();
@@ -309,7 +312,7 @@ fn list(c: &Ctx<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResult<Response>
             Ok(json_response(StatusCode::OK, &t, &Output::Json, &[]))
         }
         Output::PartialMetadata => {
-            let items: Vec<Value> = page.items.iter().map(|i| partial_metadata(i)).collect();
+            let items: Vec<Value> = page.items.iter().map(|i| partial_metadata(&i.object)).collect();
             let l = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": page.metadata, "items": items});
             Ok(json_response(StatusCode::OK, &l, &Output::Json, &[]))
         }
@@ -382,14 +385,14 @@ pub fn json_response(code: StatusCode, v: &Value, out: &Output, warnings: &[Stri
     bytes_response(code, ct, body, warnings)
 }
 
-fn bytes_response(code: StatusCode, ct: &str, body: Vec<u8>, warnings: &[String]) -> Response {
+fn bytes_response(code: StatusCode, ct: &str, body: impl Into<Body>, warnings: &[String]) -> Response {
     let mut r = Response::builder().status(code).header(header::CONTENT_TYPE, ct);
     for w in warnings {
         if let Ok(h) = HeaderValue::from_str(&format!("299 - {:?}", w)) {
             r = r.header(header::WARNING, h);
         }
     }
-    r.body(Body::from(body)).unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+    r.body(body.into()).unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
 fn discovery_response(v: &Value, version: &str) -> Response {

@@ -11,7 +11,7 @@ use crate::meta;
 use crate::resources::{self, ResourceType};
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, ApiResult};
-use crate::store::{EventType, StoreEvent};
+use crate::store::{EventType, StoreEvent, Stored};
 use crate::table;
 use axum::body::Body;
 use axum::http::{header, StatusCode};
@@ -76,10 +76,14 @@ impl Encoder {
     /// The line of a store event: its shared JSON encoding when this watcher serves the stored
     /// object as it is (plain JSON, same version), else encoded for this watcher.
     fn event_line(&mut self, event_type: &str, obj: &Arc<Value>, ev: &StoreEvent) -> Bytes {
-        if self.out != Output::Json || !Arc::ptr_eq(obj, &ev.object) {
+        self.stored_line(event_type, obj, ev.stored())
+    }
+    /// `event_line` for an object served as `obj` whose stored form is `stored`.
+    fn stored_line(&mut self, event_type: &str, obj: &Arc<Value>, stored: &Stored) -> Bytes {
+        if self.out != Output::Json || !Arc::ptr_eq(obj, &stored.object) {
             return self.line(event_type, obj);
         }
-        let body = ev.object_json();
+        let body = stored.json();
         let mut b = Vec::with_capacity(body.len() + event_type.len() + 24);
         b.extend_from_slice(br#"{"type":""#);
         b.extend_from_slice(event_type.as_bytes());
@@ -217,9 +221,9 @@ async fn run(
     let crate::store::WatchStart { replay, snapshot, snapshot_rv, mut rx } = start;
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let mut consumed_rv = snapshot_rv;
-    for obj in &snapshot {
-        let o = api.convert_out_shared(&rt, obj.clone());
-        if filter.matches(&o) && tx.send(enc.line("ADDED", &o)).await.is_err() {
+    for stored in &snapshot {
+        let o = api.convert_out_shared(&rt, stored.object.clone());
+        if filter.matches(&o) && tx.send(enc.stored_line("ADDED", &o, stored)).await.is_err() {
             return;
         }
     }
