@@ -223,7 +223,10 @@ impl ApiServer {
                 && if converts { q.fields.matches(&rt.group, &rt.kind, &self.convert_out(rt, o)) } else { q.fields.matches(&rt.group, &rt.kind, o) }
         };
         let ns = if rt.namespaced { ns } else { None };
-        let res = self.store.list_stored(&key, ns, start_after.as_ref().map(|(_, k)| k), q.limit, &filter);
+        // `spec.nodeName=X` (kubelets, `kubectl get pods --field-selector`) is answered from the
+        // store's node index; the filter still checks every selector term.
+        let on_node = if rt.group.is_empty() && rt.plural == "pods" { q.fields.requires_exact_match("spec.nodeName").filter(|n| !n.is_empty()) } else { None };
+        let res = self.store.list_stored(&key, ns, start_after.as_ref().map(|(_, k)| k), q.limit, &filter, on_node);
         let list_rv = start_after.as_ref().map(|(rv, _)| *rv).unwrap_or(res.resource_version);
         let mut md = json!({"resourceVersion": list_rv.to_string()});
         if let Some(after) = &res.continue_after {

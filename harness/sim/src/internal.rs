@@ -2,6 +2,7 @@
 //! HTTP clients get (admission, status split, managed fields, watch events), without HTTP.
 
 use crate::apiserver::{ApiServer, PatchType, WriteOptions};
+use crate::meta;
 use crate::resources::{self, ResourceType};
 use crate::status::{ApiError, ApiResult};
 use crate::store::{DeleteOptions, DeleteOutcome};
@@ -35,6 +36,12 @@ impl Internal {
 
     pub fn list(&self, group: &str, plural: &str, ns: Option<&str>, filter: &dyn Fn(&Value) -> bool) -> Vec<Arc<Value>> {
         self.api.store.list(&resources::storage_key(group, plural), ns, None, None, filter).items
+    }
+
+    /// The pods bound to `node` that `filter` keeps, through the store's node index.
+    pub fn pods_on_node(&self, node: &str, filter: &dyn Fn(&Value) -> bool) -> Vec<Arc<Value>> {
+        let res = self.api.store.list_stored(&resources::storage_key("", "pods"), None, None, None, &|p| meta::str_at(p, "/spec/nodeName") == Some(node) && filter(p), Some(node));
+        res.items.into_iter().map(|s| s.object).collect()
     }
 
     pub fn create(&self, group: &str, plural: &str, ns: &str, obj: Value) -> ApiResult<Value> {

@@ -14,7 +14,7 @@ use crate::resources::{ResourceKey, ResourceType};
 use crate::status::{ApiError, ApiResult};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -135,6 +135,36 @@ struct Inner {
     history: VecDeque<Arc<StoreEvent>>,
     /// uid -> (resource, key) of the objects that name it as owner, for the garbage collector.
     dependents: HashMap<String, HashSet<(ResourceKey, ObjKey)>>,
+    /// spec.nodeName -> pods bound to that node (kubelets and `fieldSelector=spec.nodeName`
+    /// list by node; scanning every pod for it is what the real apiserver's index avoids).
+    pods_by_node: HashMap<String, BTreeSet<ObjKey>>,
+}
+
+fn pods_key() -> ResourceKey {
+    ResourceKey::new("", "pods")
+}
+
+/// Keep `pods_by_node` in step with a pod write (`old` -> `new`, either absent).
+fn index_node(inner: &mut Inner, key: &ResourceKey, okey: &ObjKey, old: Option<&Value>, new: Option<&Value>) {
+    if key.plural != "pods" || !key.group.is_empty() {
+        return;
+    }
+    let node_of = |o: Option<&Value>| o.and_then(|o| meta::str_at(o, "/spec/nodeName")).filter(|n| !n.is_empty()).map(str::to_string);
+    let (before, after) = (node_of(old), node_of(new));
+    if before == after {
+        return;
+    }
+    if let Some(b) = before {
+        if let Some(set) = inner.pods_by_node.get_mut(&b) {
+            set.remove(okey);
+            if set.is_empty() {
+                inner.pods_by_node.remove(&b);
+            }
+        }
+    }
+    if let Some(a) = after {
+        inner.pods_by_node.entry(a).or_default().insert(okey.clone());
+    }
 }
 
 pub struct Store {
@@ -167,7 +197,7 @@ impl Store {
         // further behind than a resumed watch could replay anyway.
         let (tx, _) = broadcast::channel(history_capacity.max(1024) * 2);
         Store {
-            inner: Mutex::new(Inner { rv: 1, buckets: HashMap::new(), history: VecDeque::new(), dependents: HashMap::new() }),
+            inner: Mutex::new(Inner { rv: 1, buckets: HashMap::new(), history: VecDeque::new(), dependents: HashMap::new(), pods_by_node: HashMap::new() }),
             history_capacity,
             tx,
             last_sent_rv: AtomicU64::new(1),
@@ -200,10 +230,12 @@ impl Store {
         limit: Option<usize>,
         filter: &dyn Fn(&Value) -> bool,
     ) -> ListResult {
-        self.list_with(key, ns, start_after, limit, filter, |s| s.object.clone())
+        self.list_with(key, ns, start_after, limit, filter, None, |s| s.object.clone())
     }
 
-    /// `list` with each object's shared encoding (what serving a LIST needs).
+    /// `list` with each object's shared encoding (what serving a LIST needs). `on_node`
+    /// narrows a pod list to one node's pods through the `spec.nodeName` index (as the real
+    /// apiserver indexes it) before `filter` runs; the result is the same as filtering all.
     pub fn list_stored(
         &self,
         key: &ResourceKey,
@@ -211,8 +243,9 @@ impl Store {
         start_after: Option<&ObjKey>,
         limit: Option<usize>,
         filter: &dyn Fn(&Value) -> bool,
+        on_node: Option<&str>,
     ) -> ListResult<Stored> {
-        self.list_with(key, ns, start_after, limit, filter, Stored::clone)
+        self.list_with(key, ns, start_after, limit, filter, on_node, Stored::clone)
     }
 
     fn list_with<T>(
@@ -222,19 +255,26 @@ impl Store {
         start_after: Option<&ObjKey>,
         limit: Option<usize>,
         filter: &dyn Fn(&Value) -> bool,
+        on_node: Option<&str>,
         take: impl Fn(&Stored) -> T,
     ) -> ListResult<T> {
+        use std::ops::Bound;
         let inner = self.inner.lock();
         let mut items = Vec::new();
         let mut continue_after = None;
         let mut remaining = 0;
         if let Some(bucket) = inner.buckets.get(key) {
-            let range: Box<dyn Iterator<Item = (&ObjKey, &Stored)>> = match (ns, start_after) {
-                (_, Some(after)) => Box::new(
-                    bucket.range((std::ops::Bound::Excluded(after.clone()), std::ops::Bound::Unbounded)),
+            let from = match (ns, start_after) {
+                (_, Some(after)) => Bound::Excluded(after.clone()),
+                (Some(ns), None) => Bound::Included((ns.to_string(), String::new())),
+                (None, None) => Bound::Unbounded,
+            };
+            let range: Box<dyn Iterator<Item = (&ObjKey, &Stored)>> = match on_node.filter(|_| *key == pods_key()) {
+                // The index holds the same keys in the same order, so paging is unchanged.
+                Some(node) => Box::new(
+                    inner.pods_by_node.get(node).into_iter().flat_map(move |set| set.range((from.clone(), Bound::Unbounded))).filter_map(|k| bucket.get_key_value(k)),
                 ),
-                (Some(ns), None) => Box::new(bucket.range((ns.to_string(), String::new())..)),
-                (None, None) => Box::new(bucket.iter()),
+                None => Box::new(bucket.range((from, Bound::Unbounded))),
             };
             for (k, obj) in range {
                 if let Some(ns) = ns {
@@ -301,6 +341,7 @@ impl Store {
         inner.rv = rv;
         let stored = Stored::new(obj.clone());
         inner.buckets.entry(key.clone()).or_default().insert((ns.clone(), name.clone()), stored.clone());
+        index_node(&mut inner, &key, &(ns.clone(), name.clone()), None, Some(&obj));
         index_owners(&mut inner, &key, &(ns, name), None, &obj);
         self.emit(&mut inner, key, EventType::Added, stored, None);
         Ok(obj)
@@ -346,12 +387,14 @@ impl Store {
         if meta::is_deleting(&merged) && !held_by_finalizers(rt, &merged) {
             // The last finalizer went away: the object is removed now.
             inner.buckets.get_mut(&key).map(|b| b.remove(&okey));
+            index_node(&mut inner, &key, &okey, Some(&current), None);
             unindex_owners(&mut inner, &key, &okey, &current);
             self.emit(&mut inner, key, EventType::Deleted, Stored::new(merged.clone()), Some(current));
             return Ok(merged);
         }
         let stored = Stored::new(merged.clone());
         inner.buckets.entry(key.clone()).or_default().insert(okey.clone(), stored.clone());
+        index_node(&mut inner, &key, &okey, Some(&current), Some(&merged));
         index_owners(&mut inner, &key, &okey, Some(&current), &merged);
         self.emit(&mut inner, key, EventType::Modified, stored, Some(current));
         Ok(merged)
@@ -396,6 +439,7 @@ impl Store {
             }
             inner.rv = rv;
             inner.buckets.get_mut(&key).map(|b| b.remove(&okey));
+            index_node(&mut inner, &key, &okey, Some(&current), None);
             unindex_owners(&mut inner, &key, &okey, &current);
             self.emit(&mut inner, key, EventType::Deleted, Stored::new(obj.clone()), Some(current));
             return Ok(DeleteOutcome::Deleted(obj));
@@ -425,6 +469,7 @@ impl Store {
         }
         inner.rv = rv;
         let stored = Stored::new(obj.clone());
+        index_node(&mut inner, &key, &okey, Some(&current), Some(&obj));
         inner.buckets.entry(key.clone()).or_default().insert(okey, stored.clone());
         self.emit(&mut inner, key, EventType::Modified, stored, Some(current));
         Ok(DeleteOutcome::Pending(obj))
@@ -682,8 +727,52 @@ mod tests {
         let after = s.get_stored(&rt.key(), "default", "a").unwrap();
         let decoded: Value = serde_json::from_slice(after.json()).unwrap();
         assert_eq!(decoded["data"]["a"], "2", "a write must not serve the old encoding");
-        let listed = s.list_stored(&rt.key(), Some("default"), None, None, &|_| true);
+        let listed = s.list_stored(&rt.key(), Some("default"), None, None, &|_| true, None);
         assert_eq!(listed.items[0].json().as_ptr(), after.json().as_ptr());
+    }
+
+    #[test]
+    fn listing_through_the_node_index_gives_what_filtering_every_pod_gives() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "pods").unwrap();
+        let s = Store::new(100);
+        let pod = |ns: &str, name: &str, node: &str| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": {"nodeName": node, "containers": []}});
+        for i in 0..30 {
+            s.create(&rt, pod(if i % 2 == 0 { "a" } else { "b" }, &format!("p{i:02}"), &format!("n{}", i % 3)), false).unwrap();
+        }
+        s.create(&rt, pod("a", "unbound", ""), false).unwrap();
+        let names = |r: &ListResult| r.items.iter().map(|o| meta::name(o).to_string()).collect::<Vec<_>>();
+        let stored_names = |r: &ListResult<Stored>| r.items.iter().map(|o| meta::name(&o.object).to_string()).collect::<Vec<_>>();
+        let on = |node: &'static str| move |o: &Value| meta::str_at(o, "/spec/nodeName") == Some(node);
+        for ns in [None, Some("a"), Some("b")] {
+            // Whole lists, then pages of 4 followed to the end.
+            let scan = s.list(&rt.key(), ns, None, None, &on("n1"));
+            let indexed = s.list_stored(&rt.key(), ns, None, None, &on("n1"), Some("n1"));
+            assert_eq!(names(&scan), stored_names(&indexed));
+            let (mut after, mut paged) = (None, vec![]);
+            loop {
+                let scan = s.list(&rt.key(), ns, after.as_ref(), Some(4), &on("n1"));
+                let page = s.list_stored(&rt.key(), ns, after.as_ref(), Some(4), &on("n1"), Some("n1"));
+                assert_eq!((names(&scan), scan.remaining, scan.continue_after.clone()), (stored_names(&page), page.remaining, page.continue_after.clone()));
+                paged.extend(stored_names(&page));
+                match page.continue_after {
+                    Some(k) => after = Some(k),
+                    None => break,
+                }
+            }
+            assert_eq!(paged, names(&s.list(&rt.key(), ns, None, None, &on("n1"))));
+        }
+        // Moving a pod and deleting one keep the index true.
+        let mut moved = (*s.get(&rt.key(), "b", "p01").unwrap()).clone();
+        moved["spec"]["nodeName"] = json!("n2");
+        s.update(&rt, "b", "p01", moved, UpdateScope::Any, false).unwrap();
+        s.delete(&rt, "a", "p04", &DeleteOptions { grace_period_seconds: Some(0), ..Default::default() }).unwrap();
+        for node in ["n0", "n1", "n2"] {
+            let filter = move |o: &Value| meta::str_at(o, "/spec/nodeName") == Some(node);
+            assert_eq!(names(&s.list(&rt.key(), None, None, None, &filter)), stored_names(&s.list_stored(&rt.key(), None, None, None, &filter, Some(node))));
+        }
+        assert!(stored_names(&s.list_stored(&rt.key(), None, None, None, &|_| true, Some("n2"))).contains(&"p01".to_string()));
+        assert!(!stored_names(&s.list_stored(&rt.key(), None, None, None, &|_| true, Some("n1"))).contains(&"p04".to_string()));
     }
 
     #[test]

@@ -1,30 +1,21 @@
 //! The DaemonSet controller: one pod per eligible node, recreated when deleted (so deleting a
 //! `longhorn-csi-plugin` pod restarts that node's plugin, as in the runbook), with status counts.
 
+use super::changes::Changes;
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
 use crate::timing::Timing;
 use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::error::RecvError;
 
 pub async fn run(client: Internal, timing: Timing) {
-    let mut rx = client.api.store.subscribe();
-    let mut ticker = tokio::time::interval(timing.s(Duration::from_secs(5)).max(Duration::from_millis(100)));
+    let mut changes = Changes::new(&client.api.store, timing.s(Duration::from_secs(5)).max(Duration::from_millis(100)));
     let keys = [ResourceKey::new("apps", "daemonsets"), ResourceKey::new("", "pods"), ResourceKey::new("", "nodes")];
-    loop {
-        let dirty = tokio::select! {
-            _ = ticker.tick() => true,
-            r = rx.recv() => match r {
-                Ok(ev) => keys.contains(&ev.key) && !(ev.key.plural == "pods" && !owned_by_daemonset(&ev.object)),
-                Err(RecvError::Lagged(_)) => true,
-                Err(RecvError::Closed) => return,
-            }
-        };
-        if dirty {
-            reconcile_all(&client);
-        }
+    while changes.wait(|ev| keys.contains(&ev.key) && !(ev.key.plural == "pods" && !owned_by_daemonset(&ev.object))).await {
+        reconcile_all(&client);
     }
 }
 
@@ -84,11 +75,15 @@ fn reconcile_all(client: &Internal) {
         let pods = client.list("", "pods", Some(&ns), &|p| {
             p.pointer("/metadata/ownerReferences").and_then(Value::as_array).map(|rs| rs.iter().any(|r| r["uid"] == json!(uid))).unwrap_or(false)
         });
+        let mut by_node: HashMap<&str, Vec<&Arc<Value>>> = HashMap::new();
+        for p in &pods {
+            by_node.entry(meta::str_at(p, "/spec/nodeName").unwrap_or("")).or_default().push(p);
+        }
         let mut desired = 0;
         let mut ready = 0;
         for node in &nodes {
             let nname = meta::name(node);
-            let mine: Vec<_> = pods.iter().filter(|p| meta::str_at(p, "/spec/nodeName") == Some(nname)).collect();
+            let mine: Vec<&Arc<Value>> = by_node.get(nname).cloned().unwrap_or_default();
             if !eligible(&ds, node, mine.is_empty()) {
                 for p in mine {
                     let _ = client.delete("", "pods", &ns, meta::name(p), None);

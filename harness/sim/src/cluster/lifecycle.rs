@@ -35,7 +35,7 @@ pub async fn run(client: Internal, timing: Timing) {
             if stale && ready.as_deref() != Some("Unknown") {
                 mark_unknown(&client, &node);
                 recorder.record(&node, EventKind::Normal, "NodeNotReady", &format!("Node {} status is now: NodeNotReady", name));
-                for pod in client.list("", "pods", None, &|p| meta::str_at(p, "/spec/nodeName") == Some(name.as_str())) {
+                for pod in client.pods_on_node(&name, &|_| true) {
                     mark_pod_not_ready(&client, &pod);
                 }
             }
@@ -111,7 +111,7 @@ fn set_unreachable_taints(client: &Internal, name: &str, on: bool) {
 
 /// Taint-based eviction: delete pods whose unreachable toleration has expired.
 fn evict_expired(client: &Internal, recorder: &EventRecorder, node: &str, since: Instant, timing: &Timing) {
-    for pod in client.list("", "pods", None, &|p| meta::str_at(p, "/spec/nodeName") == Some(node) && !meta::is_deleting(p)) {
+    for pod in client.pods_on_node(node, &|p| !meta::is_deleting(p)) {
         let tolerations = pod.pointer("/spec/tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
         let t = tolerations.iter().find(|t| {
             (t["key"] == UNREACHABLE || (t.get("key").is_none() && t["operator"] == "Exists"))

@@ -9,41 +9,29 @@ use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
-use crate::store::EventType;
+use super::changes::Changes;
+use crate::store::{EventType, StoreEvent};
 use crate::timing::Timing;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
-use tokio::sync::broadcast::error::RecvError;
 
 pub async fn run(client: Internal, timing: Timing) {
     let recorder = EventRecorder::new(client.clone(), "default-scheduler", None);
-    let mut rx = client.api.store.subscribe();
     let retry = timing.s(timing.scheduler_retry).max(Duration::from_millis(50));
-    let mut ticker = tokio::time::interval(retry);
+    let mut changes = Changes::new(&client.api.store, retry);
     let pods_key = ResourceKey::new("", "pods");
-    loop {
-        let mut dirty = false;
-        tokio::select! {
-            _ = ticker.tick() => dirty = true,
-            r = rx.recv() => match r {
-                Ok(ev) => {
-                    // New or changed pods, node changes and PVC bindings can make a pod schedulable.
-                    if ev.key == pods_key {
-                        dirty = ev.event_type != EventType::Deleted && unscheduled(&ev.object);
-                        // A pod that leaves a node frees room for others.
-                        if ev.event_type == EventType::Deleted { dirty = true; }
-                    } else if ev.key.group.is_empty() && matches!(ev.key.plural.as_str(), "nodes" | "persistentvolumeclaims") {
-                        dirty = true;
-                    }
-                }
-                Err(RecvError::Lagged(_)) => dirty = true,
-                Err(RecvError::Closed) => return,
-            }
+    // New or changed unscheduled pods, pods leaving nodes (room for others), node changes and
+    // PVC bindings can make a pod schedulable.
+    let relevant = |ev: &StoreEvent| {
+        if ev.key == pods_key {
+            ev.event_type == EventType::Deleted || unscheduled(&ev.object)
+        } else {
+            ev.key.group.is_empty() && matches!(ev.key.plural.as_str(), "nodes" | "persistentvolumeclaims")
         }
-        if dirty {
-            schedule_all(&client, &recorder);
-        }
+    };
+    while changes.wait(relevant).await {
+        schedule_all(&client, &recorder);
     }
 }
 
@@ -59,7 +47,9 @@ fn schedule_all(client: &Internal, recorder: &EventRecorder) {
     if pending.is_empty() {
         return;
     }
-    let nodes = client.list("", "nodes", None, &|_| true);
+    let node_objs = client.list("", "nodes", None, &|_| true);
+    // Node facts are read once per pass, not once per (pod, node) pair.
+    let nodes: Vec<NodeInfo> = node_objs.iter().map(|n| NodeInfo::of(n)).collect();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut used: BTreeMap<String, (f64, f64)> = BTreeMap::new();
     for p in client.list("", "pods", None, &|p| !meta::str_at(p, "/spec/nodeName").unwrap_or("").is_empty()) {
@@ -77,11 +67,12 @@ fn schedule_all(client: &Internal, recorder: &EventRecorder) {
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
         let mut best: Option<(usize, String)> = None;
         let volume_problem = volume_check(client, &pod);
+        let needs = PodNeeds::of(&pod, client);
         for node in &nodes {
-            let name = meta::name(node).to_string();
+            let name = node.name.to_string();
             let verdict = match &volume_problem {
                 Some(v) => Err(v.clone()),
-                None => fits(&pod, node, used.get(&name).copied().unwrap_or_default(), client),
+                None => fits(&pod, &needs, node, used.get(&name).copied().unwrap_or_default()),
             };
             match verdict {
                 Ok(()) => {
@@ -157,7 +148,7 @@ fn volume_check(client: &Internal, pod: &Value) -> Option<String> {
 }
 
 fn tolerates(pod: &Value, taint: &Value) -> bool {
-    let tolerations = pod.pointer("/spec/tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
+    let tolerations = pod.pointer("/spec/tolerations").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     tolerations.iter().any(|t| {
         let key_ok = match t.get("key").and_then(Value::as_str) {
             None | Some("") => t.get("operator").and_then(Value::as_str) == Some("Exists"),
@@ -175,65 +166,114 @@ fn tolerates(pod: &Value, taint: &Value) -> bool {
     })
 }
 
-fn fits(pod: &Value, node: &Value, used: (f64, f64), client: &Internal) -> Result<(), String> {
-    if node.pointer("/spec/unschedulable") == Some(&json!(true)) {
+/// What the filters read of a node.
+struct NodeInfo<'a> {
+    node: &'a Value,
+    name: &'a str,
+    unschedulable: bool,
+    /// The NoSchedule and NoExecute taints.
+    taints: Vec<&'a Value>,
+    ready: bool,
+    allocatable: (f64, f64),
+}
+
+impl<'a> NodeInfo<'a> {
+    fn of(node: &'a Value) -> Self {
+        let taints = node
+            .pointer("/spec/taints")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|t| matches!(t.get("effect").and_then(Value::as_str), Some("NoSchedule" | "NoExecute")))
+            .collect();
+        NodeInfo {
+            node,
+            name: meta::name(node),
+            unschedulable: node.pointer("/spec/unschedulable") == Some(&json!(true)),
+            taints,
+            ready: meta::condition_status(node, "Ready") == Some("True"),
+            allocatable: (
+                node.pointer("/status/allocatable/cpu").and_then(Value::as_str).map(parse_cpu).unwrap_or(0.0),
+                node.pointer("/status/allocatable/memory").and_then(Value::as_str).map(parse_bytes).unwrap_or(0.0),
+            ),
+        }
+    }
+}
+
+/// What the filters read of a pod beyond its spec: its requests and the node affinity of the
+/// PVs its claims are bound to (Longhorn PVs usually have none).
+struct PodNeeds {
+    requests: (f64, f64),
+    pv_terms: Vec<Vec<Value>>,
+}
+
+impl PodNeeds {
+    fn of(pod: &Value, client: &Internal) -> Self {
+        let ns = meta::namespace(pod);
+        let mut pv_terms = Vec::new();
+        for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
+            let Some(claim) = v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) else { continue };
+            let Some(pvc) = client.get("", "persistentvolumeclaims", ns, claim) else { continue };
+            let Some(pv_name) = meta::str_at(&pvc, "/spec/volumeName") else { continue };
+            let Some(pv) = client.get("", "persistentvolumes", "", pv_name) else { continue };
+            if let Some(terms) = pv.pointer("/spec/nodeAffinity/required/nodeSelectorTerms").and_then(Value::as_array) {
+                pv_terms.push(terms.clone());
+            }
+        }
+        PodNeeds { requests: requests(pod), pv_terms }
+    }
+}
+
+fn fits(pod: &Value, needs: &PodNeeds, node: &NodeInfo, used: (f64, f64)) -> Result<(), String> {
+    if node.unschedulable {
         let t = json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"});
         if !tolerates(pod, &t) {
             return Err("node(s) were unschedulable".into());
         }
     }
-    for taint in node.pointer("/spec/taints").and_then(Value::as_array).into_iter().flatten() {
-        let effect = taint.get("effect").and_then(Value::as_str).unwrap_or("");
-        if (effect == "NoSchedule" || effect == "NoExecute") && !tolerates(pod, taint) {
+    for taint in &node.taints {
+        if !tolerates(pod, taint) {
             let key = taint.get("key").and_then(Value::as_str).unwrap_or("");
             let value = taint.get("value").and_then(Value::as_str).unwrap_or("");
             return Err(format!("node(s) had untolerated taint {{{}: {}}}", key, value));
         }
     }
-    if meta::condition_status(node, "Ready") != Some("True") {
+    if !node.ready {
         return Err("node(s) had untolerated taint {node.kubernetes.io/not-ready: }".into());
     }
     if let Some(sel) = pod.pointer("/spec/nodeSelector").and_then(Value::as_object) {
-        let labels = node.pointer("/metadata/labels");
+        let labels = node.node.pointer("/metadata/labels");
         let ok = sel.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
         if !ok {
             return Err("node(s) didn't match Pod's node affinity/selector".into());
         }
     }
     if let Some(terms) = pod.pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms").and_then(Value::as_array) {
-        if !terms.iter().any(|t| node_selector_term_matches(t, node)) {
+        if !terms.iter().any(|t| node_selector_term_matches(t, node.node)) {
             return Err("node(s) didn't match Pod's node affinity/selector".into());
         }
     }
-    let (cpu, mem) = requests(pod);
-    let alloc_cpu = node.pointer("/status/allocatable/cpu").and_then(Value::as_str).map(parse_cpu).unwrap_or(0.0);
-    let alloc_mem = node.pointer("/status/allocatable/memory").and_then(Value::as_str).map(parse_bytes).unwrap_or(0.0);
+    let (cpu, mem) = needs.requests;
+    let (alloc_cpu, alloc_mem) = node.allocatable;
     if cpu > 0.0 && used.0 + cpu > alloc_cpu {
         return Err("Insufficient cpu".into());
     }
     if mem > 0.0 && used.1 + mem > alloc_mem {
         return Err("Insufficient memory".into());
     }
-    // Bound PVs with node affinity pin the pod (Longhorn PVs usually have none).
-    let ns = meta::namespace(pod);
-    for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
-        let Some(claim) = v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) else { continue };
-        let Some(pvc) = client.get("", "persistentvolumeclaims", ns, claim) else { continue };
-        let Some(pv_name) = meta::str_at(&pvc, "/spec/volumeName") else { continue };
-        let Some(pv) = client.get("", "persistentvolumes", "", pv_name) else { continue };
-        if let Some(terms) = pv.pointer("/spec/nodeAffinity/required/nodeSelectorTerms").and_then(Value::as_array) {
-            if !terms.iter().any(|t| node_selector_term_matches(t, node)) {
-                return Err("node(s) had volume node affinity conflict".into());
-            }
+    // Bound PVs with node affinity pin the pod.
+    for terms in &needs.pv_terms {
+        if !terms.iter().any(|t| node_selector_term_matches(t, node.node)) {
+            return Err("node(s) had volume node affinity conflict".into());
         }
     }
     Ok(())
 }
 
 fn node_selector_term_matches(term: &Value, node: &Value) -> bool {
-    let labels = node.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
-    let exprs = term.get("matchExpressions").and_then(Value::as_array).cloned().unwrap_or_default();
-    let fields = term.get("matchFields").and_then(Value::as_array).cloned().unwrap_or_default();
+    let labels = node.pointer("/metadata/labels");
+    let exprs = term.get("matchExpressions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let fields = term.get("matchFields").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     let check = |e: &Value, value: Option<&str>| {
         let vals: Vec<&str> = e.get("values").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
         match e.get("operator").and_then(Value::as_str).unwrap_or("") {
@@ -251,7 +291,7 @@ fn node_selector_term_matches(term: &Value, node: &Value) -> bool {
     if exprs.is_empty() && fields.is_empty() {
         return false;
     }
-    exprs.iter().all(|e| check(e, e.get("key").and_then(Value::as_str).and_then(|k| labels.get(k)).and_then(Value::as_str)))
+    exprs.iter().all(|e| check(e, e.get("key").and_then(Value::as_str).and_then(|k| labels.and_then(|l| l.get(k))).and_then(Value::as_str)))
         && fields.iter().all(|f| check(f, if f["key"] == "metadata.name" { Some(meta::name(node)) } else { None }))
 }
 
