@@ -176,12 +176,7 @@ impl ApiServer {
 
     /// `get` sharing the stored object when no conversion is needed (the HTTP GET path).
     pub fn get_shared(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Arc<Value>> {
-        let key = resources::storage_key(&rt.group, &rt.plural);
-        let ns = if rt.namespaced { ns } else { "" };
-        self.store
-            .get(&key, ns, name)
-            .map(|o| self.convert_out_shared(rt, o))
-            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
+        Ok(self.get_stored(rt, ns, name)?.object)
     }
 
     /// `get_shared` with the served object's encoding (shared with the store when unconverted).
