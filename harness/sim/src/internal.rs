@@ -2,7 +2,6 @@
 //! HTTP clients get (admission, status split, managed fields, watch events), without HTTP.
 
 use crate::apiserver::{ApiServer, PatchType, WriteOptions};
-use crate::meta;
 use crate::resources::{self, ResourceType};
 use crate::status::{ApiError, ApiResult};
 use crate::store::{DeleteOptions, DeleteOutcome};
@@ -40,7 +39,7 @@ impl Internal {
 
     /// The pods bound to `node` that `filter` keeps, through the store's node index.
     pub fn pods_on_node(&self, node: &str, filter: &dyn Fn(&Value) -> bool) -> Vec<Arc<Value>> {
-        let res = self.api.store.list_stored(&resources::storage_key("", "pods"), None, None, None, &|p| meta::str_at(p, "/spec/nodeName") == Some(node) && filter(p), Some(node));
+        let res = self.api.store.list_stored(&resources::storage_key("", "pods"), None, None, None, filter, Some(node));
         res.items.into_iter().map(|s| s.object).collect()
     }
 

@@ -66,19 +66,17 @@ fn schedule_all(client: &Internal, recorder: &EventRecorder) {
     for pod in pending {
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
         let mut best: Option<(usize, String)> = None;
-        let volume_problem = volume_check(client, &pod);
         let needs = PodNeeds::of(&pod, client);
         for node in &nodes {
-            let name = node.name.to_string();
-            let verdict = match &volume_problem {
+            let verdict = match &needs.volume_problem {
                 Some(v) => Err(v.clone()),
-                None => fits(&pod, &needs, node, used.get(&name).copied().unwrap_or_default()),
+                None => fits(&pod, &needs, node, used.get(node.name).copied().unwrap_or_default()),
             };
             match verdict {
                 Ok(()) => {
-                    let c = counts.get(&name).copied().unwrap_or(0);
-                    if best.as_ref().map(|(bc, bn)| (c, &name) < (*bc, bn)).unwrap_or(true) {
-                        best = Some((c, name));
+                    let c = counts.get(node.name).copied().unwrap_or(0);
+                    if best.as_ref().map(|(bc, bn)| (c, node.name) < (*bc, bn.as_str())).unwrap_or(true) {
+                        best = Some((c, node.name.to_string()));
                     }
                 }
                 Err(r) => *reasons.entry(r).or_default() += 1,
@@ -91,7 +89,7 @@ fn schedule_all(client: &Internal, recorder: &EventRecorder) {
                 let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": pname, "namespace": ns}, "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
                 if client.api.bind_pod(&ns, &pname, &binding).is_ok() {
                     *counts.entry(node.clone()).or_default() += 1;
-                    let (c, m) = requests(&pod);
+                    let (c, m) = needs.requests;
                     let e = used.entry(node.clone()).or_default();
                     e.0 += c;
                     e.1 += m;
@@ -128,23 +126,6 @@ fn schedule_all(client: &Internal, recorder: &EventRecorder) {
             }
         }
     }
-}
-
-/// Claims must exist and be bound before the pod can be placed (Immediate binding).
-fn volume_check(client: &Internal, pod: &Value) -> Option<String> {
-    let ns = meta::namespace(pod);
-    for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
-        if let Some(claim) = v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) {
-            match client.get("", "persistentvolumeclaims", ns, claim) {
-                None => return Some(format!("persistentvolumeclaim \"{}\" not found", claim)),
-                Some(pvc) if meta::str_at(&pvc, "/status/phase") != Some("Bound") => {
-                    return Some("pod has unbound immediate PersistentVolumeClaims".into())
-                }
-                _ => {}
-            }
-        }
-    }
-    None
 }
 
 fn tolerates(pod: &Value, taint: &Value) -> bool {
@@ -200,27 +181,40 @@ impl<'a> NodeInfo<'a> {
     }
 }
 
-/// What the filters read of a pod beyond its spec: its requests and the node affinity of the
-/// PVs its claims are bound to (Longhorn PVs usually have none).
+/// What the filters read of a pod beyond its spec, once per pass: its requests, whether its
+/// claims keep it from any node, and the node affinity of the PVs its claims are bound to
+/// (Longhorn PVs usually have none).
 struct PodNeeds {
     requests: (f64, f64),
+    /// Claims must exist and be bound before the pod can be placed (Immediate binding).
+    volume_problem: Option<String>,
     pv_terms: Vec<Vec<Value>>,
 }
 
 impl PodNeeds {
     fn of(pod: &Value, client: &Internal) -> Self {
         let ns = meta::namespace(pod);
-        let mut pv_terms = Vec::new();
+        let mut needs = PodNeeds { requests: requests(pod), volume_problem: None, pv_terms: Vec::new() };
         for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
             let Some(claim) = v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) else { continue };
-            let Some(pvc) = client.get("", "persistentvolumeclaims", ns, claim) else { continue };
+            let pvc = match client.get("", "persistentvolumeclaims", ns, claim) {
+                None => {
+                    needs.volume_problem = Some(format!("persistentvolumeclaim \"{}\" not found", claim));
+                    break;
+                }
+                Some(pvc) if meta::str_at(&pvc, "/status/phase") != Some("Bound") => {
+                    needs.volume_problem = Some("pod has unbound immediate PersistentVolumeClaims".into());
+                    break;
+                }
+                Some(pvc) => pvc,
+            };
             let Some(pv_name) = meta::str_at(&pvc, "/spec/volumeName") else { continue };
             let Some(pv) = client.get("", "persistentvolumes", "", pv_name) else { continue };
             if let Some(terms) = pv.pointer("/spec/nodeAffinity/required/nodeSelectorTerms").and_then(Value::as_array) {
-                pv_terms.push(terms.clone());
+                needs.pv_terms.push(terms.clone());
             }
         }
-        PodNeeds { requests: requests(pod), pv_terms }
+        needs
     }
 }
 
