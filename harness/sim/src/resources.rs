@@ -75,7 +75,7 @@ impl ResourceType {
     /// The verbs advertised in discovery.
     pub fn verbs(&self) -> Vec<&'static str> {
         match (self.group.as_str(), self.plural.as_str()) {
-            ("", "bindings") => vec!["create"],
+            ("", "bindings") | ("authorization.k8s.io" | "authentication.k8s.io", _) => vec!["create"],
             _ => vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
         }
     }
@@ -105,7 +105,7 @@ const BUILTINS: &[B] = &[
     B { group: "", version: "v1", kind: "Event", plural: "events", namespaced: true, short: &["ev"], subs: &[], categories: &[] },
     B { group: "", version: "v1", kind: "ConfigMap", plural: "configmaps", namespaced: true, short: &["cm"], subs: &[], categories: &[] },
     B { group: "", version: "v1", kind: "Secret", plural: "secrets", namespaced: true, short: &[], subs: &[], categories: &[] },
-    B { group: "", version: "v1", kind: "ServiceAccount", plural: "serviceaccounts", namespaced: true, short: &["sa"], subs: &[], categories: &[] },
+    B { group: "", version: "v1", kind: "ServiceAccount", plural: "serviceaccounts", namespaced: true, short: &["sa"], subs: &["token"], categories: &[] },
     B { group: "", version: "v1", kind: "Service", plural: "services", namespaced: true, short: &["svc"], subs: &["status"], categories: ALL },
     B { group: "", version: "v1", kind: "Binding", plural: "bindings", namespaced: true, short: &[], subs: &[], categories: &[] },
     B { group: "storage.k8s.io", version: "v1", kind: "StorageClass", plural: "storageclasses", namespaced: false, short: &["sc"], subs: &[], categories: &[] },
@@ -118,6 +118,16 @@ const BUILTINS: &[B] = &[
     B { group: "apps", version: "v1", kind: "DaemonSet", plural: "daemonsets", namespaced: true, short: &["ds"], subs: &["status"], categories: ALL },
     B { group: "apps", version: "v1", kind: "ReplicaSet", plural: "replicasets", namespaced: true, short: &["rs"], subs: &["status", "scale"], categories: ALL },
     B { group: "policy", version: "v1", kind: "PodDisruptionBudget", plural: "poddisruptionbudgets", namespaced: true, short: &["pdb"], subs: &["status"], categories: &[] },
+    B { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRole", plural: "clusterroles", namespaced: false, short: &[], subs: &[], categories: &[] },
+    B { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRoleBinding", plural: "clusterrolebindings", namespaced: false, short: &[], subs: &[], categories: &[] },
+    B { group: "rbac.authorization.k8s.io", version: "v1", kind: "Role", plural: "roles", namespaced: true, short: &[], subs: &[], categories: &[] },
+    B { group: "rbac.authorization.k8s.io", version: "v1", kind: "RoleBinding", plural: "rolebindings", namespaced: true, short: &[], subs: &[], categories: &[] },
+    B { group: "authorization.k8s.io", version: "v1", kind: "SelfSubjectAccessReview", plural: "selfsubjectaccessreviews", namespaced: false, short: &[], subs: &[], categories: &[] },
+    B { group: "authorization.k8s.io", version: "v1", kind: "SubjectAccessReview", plural: "subjectaccessreviews", namespaced: false, short: &[], subs: &[], categories: &[] },
+    B { group: "authorization.k8s.io", version: "v1", kind: "LocalSubjectAccessReview", plural: "localsubjectaccessreviews", namespaced: true, short: &[], subs: &[], categories: &[] },
+    B { group: "authorization.k8s.io", version: "v1", kind: "SelfSubjectRulesReview", plural: "selfsubjectrulesreviews", namespaced: false, short: &[], subs: &[], categories: &[] },
+    B { group: "authentication.k8s.io", version: "v1", kind: "SelfSubjectReview", plural: "selfsubjectreviews", namespaced: false, short: &[], subs: &[], categories: &[] },
+    B { group: "authentication.k8s.io", version: "v1", kind: "TokenReview", plural: "tokenreviews", namespaced: false, short: &[], subs: &[], categories: &[] },
     B { group: "apiextensions.k8s.io", version: "v1", kind: "CustomResourceDefinition", plural: "customresourcedefinitions", namespaced: false, short: &["crd", "crds"], subs: &["status"], categories: &["api-extensions"] },
 ];
 

@@ -55,6 +55,7 @@ fn sub_kind(t: &ResourceType, sub: &str) -> (String, String, String) {
         "eviction" => ("policy".into(), "v1".into(), "Eviction".into()),
         "binding" => ("".into(), "v1".into(), "Binding".into()),
         "scale" => ("autoscaling".into(), "v1".into(), "Scale".into()),
+        "token" => ("authentication.k8s.io".into(), "v1".into(), "TokenRequest".into()),
         _ => (t.group.clone(), t.version.clone(), t.kind.clone()),
     }
 }
@@ -63,7 +64,7 @@ fn sub_verbs(sub: &str) -> Vec<&'static str> {
     match sub {
         "status" | "scale" => vec!["get", "patch", "update"],
         "log" => vec!["get"],
-        "eviction" | "binding" => vec!["create"],
+        "eviction" | "binding" | "token" => vec!["create"],
         "finalize" => vec!["update"],
         _ => vec!["get"],
     }
