@@ -108,11 +108,12 @@ impl ApiError {
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "code": self.code,
         });
+        // The apiserver writes `details` before `code` (clients compare bodies as strings).
         if let Some(d) = &self.details {
             s["details"] = d.clone();
         }
+        s["code"] = self.code.into();
         s
     }
 }
