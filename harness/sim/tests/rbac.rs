@@ -230,6 +230,16 @@ async fn kubectl_auth_can_i_create_token_and_whoami() {
         r#"Error from server (Forbidden): deployments.apps is forbidden: User "system:serviceaccount:team:ctl" cannot list resource "deployments" in API group "apps" in the namespace "team""#
     );
     kubectl_ok(kc, &["create", "rolebinding", "ctl-edit", "--clusterrole=edit", "--serviceaccount=team:ctl", "-n", "team"]).await;
+    // Server-side printing of the RBAC kinds, as kubectl shows it.
+    let wide = kubectl_ok(kc, &["get", "rolebinding", "ctl-edit", "-n", "team", "-o", "wide"]).await;
+    let mut lines = wide.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"], "{wide}");
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!((row[0], row[1], row[3]), ("ctl-edit", "ClusterRole/edit", "team/ctl"), "{wide}");
+    let roles = kubectl_ok(kc, &["get", "clusterroles", "cluster-admin", "view"]).await;
+    assert_eq!(roles.lines().next().unwrap().split_whitespace().collect::<Vec<_>>(), ["NAME", "CREATED", "AT"], "{roles}");
+    assert!(roles.lines().nth(1).unwrap().starts_with("cluster-admin "), "{roles}");
     let yes = run(as_sa(&["auth", "can-i", "create", "deployments.apps", "-n", "team"])).await;
     assert_eq!(String::from_utf8_lossy(&yes.stdout).trim(), "yes", "{}", String::from_utf8_lossy(&yes.stderr));
     let scale = run(as_sa(&["auth", "can-i", "update", "deployments.apps", "--subresource=scale", "-n", "team"])).await;
