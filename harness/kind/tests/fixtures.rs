@@ -23,7 +23,8 @@ fn controller_manifest_runs_the_loaded_image_without_pulling() {
     let c = &dep["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(c["image"], "workspace-controller:ci");
     assert_eq!(c["imagePullPolicy"], "Never");
-    let role = d.iter().find(|v| v["kind"] == "ClusterRole").unwrap();
+    let rbac = docs("fixtures/rbac/workspace-controller.yaml");
+    let role = rbac.iter().find(|v| v["kind"] == "ClusterRole").unwrap();
     let groups: Vec<&str> = role["rules"].as_sequence().unwrap().iter().flat_map(|r| r["apiGroups"].as_sequence().unwrap()).filter_map(|g| g.as_str()).collect();
     assert!(groups.contains(&"llmsafespaces.dev"));
 }

@@ -157,6 +157,16 @@ pub fn load_suite_str(file: &Path, src: &str) -> Result<LoadedSuite, Vec<Diagnos
         if c.command.is_empty() {
             d.push(Diagnostic::at(file, spans.value(&format!("{path}.command")), format!("{path}.command: the command is empty")));
         }
+        if let Some(sa) = &c.service_account {
+            if sa.split_once('/').is_none_or(|(ns, n)| ns.is_empty() || n.is_empty() || n.contains('/')) {
+                d.push(Diagnostic::at(file, spans.value(&format!("{path}.serviceAccount")), format!("{path}.serviceAccount: `{sa}` is not `namespace/name`")));
+            }
+        }
+        for (i, m) in c.rbac.iter().enumerate() {
+            if !parent_dir(file).join(m).is_file() {
+                d.push(Diagnostic::at(file, spans.value(&format!("{path}.rbac[{i}]")), format!("{path}.rbac[{i}]: file `{m}` not found")));
+            }
+        }
         if let Some(p) = &c.ready_pattern {
             if let Err(e) = Regex::new(p) {
                 d.push(Diagnostic::at(file, spans.value(&format!("{path}.readyPattern")), format!("{path}.readyPattern: invalid regular expression: {e}")));

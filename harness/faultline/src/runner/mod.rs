@@ -197,7 +197,14 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
             let args: Vec<String> = c.args.iter().chain(opts.controller_args.iter()).cloned().collect();
             let cspec = ControllerSpec::resolve(&c.reference, def, &suite.dir, &args, &c.env);
             let extra = [("FAULTLINE_SEED".to_string(), opts.seed.to_string()), ("FAULTLINE_SCENARIO".to_string(), name.clone())].into_iter().collect();
-            let p = ControllerProcess::new(cspec, &kubeconfig, extra, timeline.clone());
+            let controller_kubeconfig = match crate::controller::service_account_kubeconfig(&kube, def, &suite.dir, &kubeconfig, &workdir.join("controller.kubeconfig")).await {
+                Ok(k) => k.unwrap_or_else(|| kubeconfig.clone()),
+                Err(e) => {
+                    harness_error = Some(format!("running the controller as its ServiceAccount: {e:#}"));
+                    kubeconfig.clone()
+                }
+            };
+            let p = ControllerProcess::new(cspec, &controller_kubeconfig, extra, timeline.clone());
             log_tasks.push(logs.attach(p.subscribe_logs()));
             if let Err(e) = p.start(op_timeout).await {
                 harness_error = Some(format!("{e:#}"));
