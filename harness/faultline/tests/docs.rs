@@ -27,6 +27,11 @@ fn documented_examples_validate() {
     for c in v["crds"].as_sequence().unwrap() {
         stub(&scen_dir, c.as_str().unwrap());
     }
+    for c in v["controllers"].as_mapping().unwrap().values() {
+        for m in c["rbac"].as_sequence().into_iter().flatten() {
+            stub(&scen_dir, m.as_str().unwrap());
+        }
+    }
     std::fs::write(scen_dir.join("faultline.yaml"), suite).unwrap();
     let suite = load_suite(&scen_dir.join("faultline.yaml")).unwrap_or_else(|d| panic!("{}", d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n")));
     for line in scenario.lines() {
