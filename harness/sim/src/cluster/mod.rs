@@ -3,7 +3,6 @@
 //! (faults and remediations) that act on nodes from outside the API.
 
 pub mod changes;
-pub mod daemonset;
 pub mod kubelet;
 pub mod lifecycle;
 pub mod longhorn;
@@ -13,6 +12,7 @@ pub mod scheduler;
 pub mod volumes;
 
 use crate::apiserver::{ApiServer, PodLogSource};
+use crate::controllers::daemonset;
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;

@@ -3,7 +3,11 @@
 //! the namespace lifecycle (default ServiceAccount and root CA ConfigMap, emptying a terminating
 //! namespace, then finalizing it) and CRD cleanup (deleting custom resources of a deleted CRD).
 
+pub mod daemonset;
+
 use crate::apiserver::ApiServer;
+// The loops share the event-stream helper with the scheduler.
+use crate::cluster::changes;
 use crate::crd::{self, CLEANUP_FINALIZER};
 use crate::meta;
 use crate::resources::{ResourceKey, ResourceType};
