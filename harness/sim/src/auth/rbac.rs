@@ -81,46 +81,29 @@ fn list(api: &ApiServer, plural: &str, ns: Option<&str>) -> Vec<Arc<Value>> {
     api.store.list(&key(plural), ns, None, None, &|_| true).items
 }
 
+/// `visit(source, rule, error)` returns false to stop the walk.
+type Visitor<'a> = dyn FnMut(&dyn Fn() -> String, Option<&Value>, Option<String>) -> bool + 'a;
+
 /// The visitor of `VisitRulesFor`: ClusterRoleBindings first, then the RoleBindings of the
-/// namespace; `visit(source, rule, error)` returns false to stop.
-fn visit_rules(api: &ApiServer, user: &UserInfo, namespace: &str, visit: &mut dyn FnMut(&dyn Fn() -> String, Option<&Value>, Option<String>) -> bool) {
-    for b in list(api, "clusterrolebindings", None) {
-        let Some(subject) = applies_to(&b, user, "") else { continue };
-        let source = || describe_binding("ClusterRoleBinding", &name(&b), &b, &subject, "");
-        match role_rules(api, &b, "") {
-            Err(e) => {
-                if !visit(&source, None, Some(e)) {
-                    return;
-                }
+/// namespace, each binding's rules in order.
+fn visit_rules(api: &ApiServer, user: &UserInfo, namespace: &str, visit: &mut Visitor<'_>) {
+    let cluster = list(api, "clusterrolebindings", None).into_iter().map(|b| (b, ""));
+    let namespaced = if namespace.is_empty() { vec![] } else { list(api, "rolebindings", Some(namespace)) };
+    for (b, ns) in cluster.chain(namespaced.into_iter().map(|b| (b, namespace))) {
+        let Some(subject) = applies_to(&b, user, ns) else { continue };
+        let source = || {
+            if ns.is_empty() {
+                describe_binding("ClusterRoleBinding", &name(&b), &b, &subject, "")
+            } else {
+                describe_binding("RoleBinding", &format!("{}/{}", name(&b), ns), &b, &subject, ns)
             }
-            Ok(rules) => {
-                for r in &rules {
-                    if !visit(&source, Some(r), None) {
-                        return;
-                    }
-                }
-            }
-        }
-    }
-    if namespace.is_empty() {
-        return;
-    }
-    for b in list(api, "rolebindings", Some(namespace)) {
-        let Some(subject) = applies_to(&b, user, namespace) else { continue };
-        let source = || describe_binding("RoleBinding", &format!("{}/{}", name(&b), namespace), &b, &subject, namespace);
-        match role_rules(api, &b, namespace) {
-            Err(e) => {
-                if !visit(&source, None, Some(e)) {
-                    return;
-                }
-            }
-            Ok(rules) => {
-                for r in &rules {
-                    if !visit(&source, Some(r), None) {
-                        return;
-                    }
-                }
-            }
+        };
+        let keep_going = match role_rules(api, &b, ns) {
+            Err(e) => visit(&source, None, Some(e)),
+            Ok(rules) => rules.iter().all(|r| visit(&source, Some(r), None)),
+        };
+        if !keep_going {
+            return;
         }
     }
 }

@@ -74,6 +74,26 @@ const fn printer(group: &'static str, kind: &'static str, columns: &'static [Col
     PrinterDef { group, kind, columns, row_conditions: None }
 }
 
+/// The Event columns, over the cell functions of one Event version (core/v1 and
+/// events.k8s.io/v1 name the same fields differently).
+const fn event_columns(last: CellFn, object: CellFn, subobject: CellFn, source: CellFn, message: CellFn, first: CellFn, count: CellFn) -> [ColumnDef; 10] {
+    [
+        col("Last Seen", "string", D_EV_LAST, Cell::Fn(last)),
+        col("Type", "string", D_EV_TYPE, Cell::Str(&["type"])),
+        col("Reason", "string", D_EV_REASON, Cell::Str(&["reason"])),
+        col("Object", "string", D_EV_OBJECT, Cell::Fn(object)),
+        wide("Subobject", "string", D_EV_SUBOBJECT, Cell::Fn(subobject)),
+        wide("Source", "string", D_EV_SOURCE, Cell::Fn(source)),
+        col("Message", "string", D_EV_MESSAGE, Cell::Fn(message)),
+        wide("First Seen", "string", D_EV_FIRST, Cell::Fn(first)),
+        wide("Count", "string", D_EV_COUNT, Cell::Fn(count)),
+        ColumnDef { priority: 1, ..NAME },
+    ]
+}
+
+const CORE_EVENT_COLUMNS: [ColumnDef; 10] = event_columns(ev_last, ev_object, ev_subobject, ev_source, ev_message, ev_first, ev_count);
+const EVENTS_API_EVENT_COLUMNS: [ColumnDef; 10] = event_columns(evapi_last, evapi_object, evapi_subobject, evapi_source, evapi_message, evapi_first, evapi_count);
+
 pub(super) static PRINTERS: &[PrinterDef] = &[
     // ----- core -----
     PrinterDef {
@@ -135,30 +155,8 @@ pub(super) static PRINTERS: &[PrinterDef] = &[
         AGE,
         wide("VolumeMode", "string", D_PV_VOLUME_MODE, Cell::StrPtr(&["spec", "volumeMode"], "Filesystem")),
     ]),
-    printer("", "Event", &[
-        col("Last Seen", "string", D_EV_LAST, Cell::Fn(ev_last)),
-        col("Type", "string", D_EV_TYPE, Cell::Str(&["type"])),
-        col("Reason", "string", D_EV_REASON, Cell::Str(&["reason"])),
-        col("Object", "string", D_EV_OBJECT, Cell::Fn(ev_object)),
-        wide("Subobject", "string", D_EV_SUBOBJECT, Cell::Fn(ev_subobject)),
-        wide("Source", "string", D_EV_SOURCE, Cell::Fn(ev_source)),
-        col("Message", "string", D_EV_MESSAGE, Cell::Fn(ev_message)),
-        wide("First Seen", "string", D_EV_FIRST, Cell::Fn(ev_first)),
-        wide("Count", "string", D_EV_COUNT, Cell::Fn(ev_count)),
-        ColumnDef { priority: 1, ..NAME },
-    ]),
-    printer("events.k8s.io", "Event", &[
-        col("Last Seen", "string", D_EV_LAST, Cell::Fn(evapi_last)),
-        col("Type", "string", D_EV_TYPE, Cell::Str(&["type"])),
-        col("Reason", "string", D_EV_REASON, Cell::Str(&["reason"])),
-        col("Object", "string", D_EV_OBJECT, Cell::Fn(evapi_object)),
-        wide("Subobject", "string", D_EV_SUBOBJECT, Cell::Fn(evapi_subobject)),
-        wide("Source", "string", D_EV_SOURCE, Cell::Fn(evapi_source)),
-        col("Message", "string", D_EV_MESSAGE, Cell::Fn(evapi_message)),
-        wide("First Seen", "string", D_EV_FIRST, Cell::Fn(evapi_first)),
-        wide("Count", "string", D_EV_COUNT, Cell::Fn(evapi_count)),
-        ColumnDef { priority: 1, ..NAME },
-    ]),
+    printer("", "Event", &CORE_EVENT_COLUMNS),
+    printer("events.k8s.io", "Event", &EVENTS_API_EVENT_COLUMNS),
     printer("", "ConfigMap", &[NAME, col("Data", "string", D_CM_DATA, Cell::Fn(config_map_data)), AGE]),
     printer("", "Secret", &[
         NAME,
