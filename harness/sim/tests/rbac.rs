@@ -1,7 +1,7 @@
 //! Authentication and RBAC through real clients: kube-rs with a ServiceAccount token (403, then
 //! 200 once a RoleBinding grants it, 401 once the account is deleted), the apiserver's exact
-//! 403 body, access and rules reviews, and kubectl 1.37 `auth can-i`, `create token`,
-//! `auth whoami`.
+//! 403 body, access and rules reviews, and kubectl 1.37 `auth can-i` (also `--as`), `create
+//! token`, `auth whoami`.
 
 mod common;
 
@@ -229,7 +229,20 @@ async fn kubectl_auth_can_i_create_token_and_whoami() {
         String::from_utf8_lossy(&get.stderr).trim(),
         r#"Error from server (Forbidden): deployments.apps is forbidden: User "system:serviceaccount:team:ctl" cannot list resource "deployments" in API group "apps" in the namespace "team""#
     );
+    // The admin asks on the ServiceAccount's behalf (impersonation, `--as`).
+    let as_ctl = ["--as=system:serviceaccount:team:ctl", "-n", "team"];
+    let no = kubectl(kc, &[&["auth", "can-i", "create", "deployments.apps"][..], &as_ctl[..]].concat()).await;
+    assert_eq!(String::from_utf8_lossy(&no.stdout).trim(), "no", "{}", String::from_utf8_lossy(&no.stderr));
+    let who = kubectl_ok(kc, &[&["auth", "whoami"][..], &as_ctl[..]].concat()).await;
+    assert!(who.contains("[system:serviceaccounts system:serviceaccounts:team system:authenticated]"), "{who}");
+    // A ServiceAccount may not impersonate anyone.
+    let imp = run(as_sa(&["get", "pods", "-n", "team", "--as=alice"])).await;
+    assert_eq!(
+        String::from_utf8_lossy(&imp.stderr).trim(),
+        r#"Error from server (Forbidden): users "alice" is forbidden: User "system:serviceaccount:team:ctl" cannot impersonate resource "users" in API group "" at the cluster scope"#
+    );
     kubectl_ok(kc, &["create", "rolebinding", "ctl-edit", "--clusterrole=edit", "--serviceaccount=team:ctl", "-n", "team"]).await;
+    assert_eq!(kubectl_ok(kc, &[&["auth", "can-i", "create", "deployments.apps"][..], &as_ctl[..]].concat()).await.trim(), "yes");
     // Server-side printing of the RBAC kinds, as kubectl shows it.
     let wide = kubectl_ok(kc, &["get", "rolebinding", "ctl-edit", "-n", "team", "-o", "wide"]).await;
     let mut lines = wide.lines();

@@ -1,12 +1,14 @@
 //! Authentication and authorization, as kube-apiserver's filter chain does them before a
 //! request reaches its handler: who is calling (`authn`: the admin bearer token, or a
-//! ServiceAccount token that `tokens` signed), what the request asks (`attributes`), may they
+//! ServiceAccount token that `tokens` signed; `impersonation` for `kubectl --as`), what the
+//! request asks (`attributes`), may they
 //! (`rbac`, over the Roles and bindings in the store, seeded by `bootstrap`), and the APIs that
 //! ask those questions themselves (`reviews`, TokenRequest in `tokens`).
 
 pub mod attributes;
 pub mod authn;
 pub mod bootstrap;
+pub mod impersonation;
 pub mod rbac;
 pub mod reviews;
 pub mod tokens;
@@ -135,6 +137,7 @@ pub fn serve(auth: &Auth, api: &ApiServer, user: &UserInfo, method: &str, p: &Re
 /// Authenticate and authorize one request: the caller, or the 401/403 to answer with.
 pub fn check(auth: &Auth, api: &ApiServer, headers: &axum::http::HeaderMap, method: &str, path: &str, query: &std::collections::HashMap<String, String>) -> ApiResult<UserInfo> {
     let user = authn::authenticate(auth, api, headers).ok_or_else(ApiError::unauthorized)?;
+    let user = impersonation::apply(api, user, headers)?;
     if user.is_privileged() {
         return Ok(user);
     }
