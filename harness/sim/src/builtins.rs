@@ -220,6 +220,16 @@ pub fn verbs(group: &str, plural: &str, listable: bool) -> &'static [&'static st
     }
 }
 
+/// Whether DELETE answers with the deleted object rather than a success Status: the registries
+/// upstream that set `ReturnDeletedObject` (custom resources and all others answer a Status).
+pub fn delete_returns_object(group: &str, plural: &str) -> bool {
+    matches!(
+        (group, plural),
+        ("", "pods" | "services" | "serviceaccounts" | "namespaces" | "nodes" | "persistentvolumes" | "persistentvolumeclaims")
+            | ("storage.k8s.io", "storageclasses" | "csidrivers" | "csinodes" | "volumeattachments")
+    )
+}
+
 /// The kind a subresource answers with, as (group, version, kind), when it is not the parent's:
 /// the subresource kinds k8s-openapi marks with `SubResourceScope`, `pods/binding`, and the
 /// streaming and option kinds of core.

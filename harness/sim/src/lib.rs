@@ -26,6 +26,7 @@ pub mod resources;
 pub mod scale;
 pub mod selectors;
 pub mod server;
+pub mod service_alloc;
 pub mod status;
 pub mod store;
 pub mod table;
