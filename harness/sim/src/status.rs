@@ -100,6 +100,7 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
+    /// The Status body, fields in the apiserver's order (`details` before `code`).
     pub fn to_status(&self) -> Value {
         let mut s = json!({
             "kind": "Status",
@@ -109,11 +110,10 @@ impl ApiError {
             "message": self.message,
             "reason": self.reason,
         });
-        // The apiserver writes `details` before `code` (clients compare bodies as strings).
         if let Some(d) = &self.details {
             s["details"] = d.clone();
         }
-        s["code"] = self.code.into();
+        s["code"] = json!(self.code);
         s
     }
 }
