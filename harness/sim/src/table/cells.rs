@@ -1045,3 +1045,23 @@ pub(super) fn api_service_available(a: &Value, _: DateTime<Utc>) -> Value {
         Some(c) => format!("{} ({})", str_at(c, &["status"]), str_at(c, &["reason"])),
     })
 }
+
+// ----- admissionregistration ---------------------------------------------------------
+
+pub(super) fn admission_policy_param_kind(p: &Value, _: DateTime<Utc>) -> Value {
+    Value::String(match object_at(p, &["spec", "paramKind"]) {
+        Some(k) => format!("{}/{}", str_at(k, &["apiVersion"]), str_at(k, &["kind"])),
+        None => "<unset>".to_string(),
+    })
+}
+
+/// `namespace/name`, `*/name` (namespace unknown here), or the selector of the binding's paramRef.
+pub(super) fn admission_binding_param_ref(b: &Value, _: DateTime<Utc>) -> Value {
+    let Some(r) = object_at(b, &["spec", "paramRef"]) else { return s("<unset>") };
+    Value::String(match (str_at(r, &["name"]), str_at(r, &["namespace"])) {
+        ("", _) if object_at(r, &["selector"]).is_some() => format_label_selector(at(r, &["selector"])),
+        ("", _) => "<unset>".to_string(),
+        (name, "") => format!("*/{}", name),
+        (name, ns) => format!("{}/{}", ns, name),
+    })
+}

@@ -365,6 +365,20 @@ pub(super) static PRINTERS: &[PrinterDef] = &[
     ]),
     printer("admissionregistration.k8s.io", "MutatingWebhookConfiguration", &[NAME, col("Webhooks", "integer", D_WEBHOOKS, Cell::Len(&["webhooks"])), AGE]),
     printer("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", &[NAME, col("Webhooks", "integer", D_WEBHOOKS, Cell::Len(&["webhooks"])), AGE]),
+    printer("admissionregistration.k8s.io", "ValidatingAdmissionPolicy", &[
+        NAME,
+        col("Validations", "integer", "Validations indicates the number of validation rules defined in this configuration", Cell::Len(&["spec", "validations"])),
+        col("ParamKind", "string", "ParamKind specifies the kind of resources used to parameterize this policy", Cell::Fn(admission_policy_param_kind)),
+        AGE,
+    ]),
+    printer("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding", &[
+        NAME,
+        col("PolicyName", "string", "PolicyName indicates the policy definition which the policy binding binded to", Cell::Str(&["spec", "policyName"])),
+        col("ParamRef", "string", "ParamRef indicates the param resource which sets the configration param", Cell::Fn(admission_binding_param_ref)),
+        AGE,
+    ]),
+    printer("resource.k8s.io", "DeviceClass", &[NAME, AGE]),
+    printer("resource.k8s.io", "ResourceClaimTemplate", &[NAME, AGE]),
     printer("apiregistration.k8s.io", "APIService", &[
         NAME,
         col("Service", "string", "The reference to the service that hosts this API endpoint.", Cell::Fn(api_service_service)),

@@ -1783,3 +1783,12 @@ fn network_and_misc_printers() {
     let pc = json!({"metadata": {"name": "high", "creationTimestamp": ago(5)}, "value": 1000, "globalDefault": true});
     assert_eq!(cells("scheduling.k8s.io", "PriorityClass", &pc), vec![json!("high"), json!(1000), json!(true), json!("5s"), json!("PreemptLowerPriority")]);
 }
+
+#[test]
+fn admission_policy_printers() {
+    let vap = json!({"metadata": {"name": "p", "creationTimestamp": ago(5)}, "spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}, "validations": [{"expression": "true"}]}});
+    assert_eq!(cells("admissionregistration.k8s.io", "ValidatingAdmissionPolicy", &vap), vec![json!("p"), json!(1), json!("v1/ConfigMap"), json!("5s")]);
+    let vapb = json!({"metadata": {"name": "b", "creationTimestamp": ago(5)}, "spec": {"policyName": "p", "paramRef": {"name": "cfg"}}});
+    assert_eq!(cells("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding", &vapb), vec![json!("b"), json!("p"), json!("*/cfg"), json!("5s")]);
+    assert_eq!(names(&Printer::builtin("resource.k8s.io", "DeviceClass")), vec!["Name", "Age"]);
+}
