@@ -234,7 +234,11 @@ fn junit_has_one_testcase_per_expectation_and_the_json_report_has_durations() {
     assert!(std::fs::read_to_string(fx.path("out/report.html")).unwrap().contains("<svg"));
     assert!(fx.path("out/passes/logs/controller.log").is_file());
     assert!(fx.path("out/passes/events.json").is_file());
-    assert!(t.contains("| T+") && t.contains("fault stop injected: kubeletStop{node: worker-01}"), "{t}");
+    // A pass is one line on the console; its timeline is in the artifacts (and with --verbose).
+    assert!(t.lines().any(|l| l.starts_with("PASS  passes  ") && l.contains("kubelet-healed ")), "{t}");
+    assert!(!t.contains("| T+"), "{t}");
+    let timeline = std::fs::read_to_string(fx.path("out/passes/timeline.txt")).unwrap();
+    assert!(timeline.contains("| T+") && timeline.contains("fault stop injected: kubeletStop{node: worker-01}"), "{timeline}");
 }
 
 #[test]

@@ -25,7 +25,7 @@ fn color(v: Verdict) -> &'static str {
 pub fn svg(s: &ScenarioReport) -> String {
     let width = 960.0;
     let left = 170.0;
-    let plot = width - left - 20.0;
+    let plot = width - left - 50.0; // room for the verdict word after the last window
     let end_ms = s.expectations.iter().map(|e| e.finished_ms.max(e.anchor_ms + e.budget.within_ms.unwrap_or(0)))
         .chain(s.faults.iter().map(|f| f.healed_ms.unwrap_or(f.injected_ms)))
         .chain([s.duration_ms, 1])
@@ -102,10 +102,11 @@ fn word(s: &ScenarioReport) -> &'static str {
 fn budgets(s: &ScenarioReport) -> String {
     let mut cells = vec![];
     for e in &s.expectations {
-        let Some(m) = e.measured_ms else { continue };
-        let (text, over) = match e.budget.within_ms {
-            Some(w) => (format!("{}: {} / {}", e.name, ms(m), ms(w)), m > w),
-            None => (format!("{}: {}", e.name, ms(m)), false),
+        let (text, over) = match (e.measured_ms, e.budget.within_ms) {
+            (Some(m), Some(w)) => (format!("{}: {} / {}", e.name, ms(m), ms(w)), m > w || e.verdict == Verdict::Failed),
+            (Some(m), None) => (format!("{}: {}", e.name, ms(m)), e.verdict == Verdict::Failed),
+            (None, Some(w)) if e.verdict == Verdict::Failed => (format!("{}: not met / {}", e.name, ms(w)), true),
+            _ => continue,
         };
         let class = if over { r#" class="over""# } else { "" };
         cells.push(format!("<span{class}>{}</span>", esc(&text)));

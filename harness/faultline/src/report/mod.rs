@@ -113,14 +113,19 @@ pub struct ScenarioReport {
 impl ScenarioReport {
     /// Measured durations against their budgets, for one-line summaries:
     /// `fn3b-fires 8.1s/40s`.
+    /// A failed expectation that never held shows `not met`: `recovered not met/2m`.
     pub fn budget_summary(&self) -> Vec<String> {
         self.expectations
             .iter()
             .filter_map(|e| {
-                let m = e.measured_ms?;
+                let measured = match (e.measured_ms, e.verdict) {
+                    (Some(m), _) => ms(m),
+                    (None, Verdict::Failed) if e.budget.within_ms.is_some() => "not met".into(),
+                    _ => return None,
+                };
                 Some(match e.budget.within_ms {
-                    Some(w) => format!("{} {}/{}", e.name, ms(m), ms(w)),
-                    None => format!("{} {}", e.name, ms(m)),
+                    Some(w) => format!("{} {measured}/{}", e.name, ms(w)),
+                    None => format!("{} {measured}", e.name),
                 })
             })
             .collect()

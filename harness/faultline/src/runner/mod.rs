@@ -477,14 +477,14 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
     if verdict != Verdict::Passed {
         report.controller_log_tail = logs.tail(LogSourceKind::Controller, 20);
     }
-    // ---- artifacts ----
-    if opts.report_dir.is_some() {
-        let _ = write_artifacts(&workdir, &report, &events);
-        report.artifacts = Some(workdir.display().to_string());
-    }
     timeline.verdict(EntryKind::Step, format!("scenario {}", verdict.word()), verdict);
     report.timeline = timeline.entries();
     report.duration_ms = timeline.offset(Instant::now()).as_millis() as u64;
+    // ---- artifacts (the timeline complete) ----
+    if opts.report_dir.is_some() {
+        report.artifacts = Some(workdir.display().to_string());
+        let _ = write_artifacts(&workdir, &report, &events);
+    }
     for t in log_tasks {
         t.abort();
     }
