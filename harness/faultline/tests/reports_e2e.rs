@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_faultline");
-const HEAD: &str = "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\n";
+mod common;
+use common::{json, text, BIN, HEAD};
 
 struct Fx {
     dir: tempfile::TempDir,
@@ -45,13 +45,6 @@ impl Fx {
     }
 }
 
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 #[test]
 fn a_pass_is_one_line_a_failure_its_whole_timeline() {

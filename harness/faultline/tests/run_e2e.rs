@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_faultline");
-const HEAD: &str = "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\n";
+mod common;
+use common::{json, text, BIN, HEAD};
 
 struct Fx {
     dir: tempfile::TempDir,
@@ -68,13 +68,6 @@ fn wait_output(mut child: Child, max: Duration) -> Output {
     }
 }
 
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks for existence.
