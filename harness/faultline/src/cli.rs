@@ -585,7 +585,7 @@ async fn kube_cmd(c: KubeCommand) -> Result<u8> {
 }
 
 async fn sim_up(nodes: usize, kubeconfig: PathBuf, listen: SocketAddr, time_scale: f64, api_only: bool) -> Result<u8> {
-    if !(time_scale > 0.0) {
+    if time_scale.is_nan() || time_scale <= 0.0 {
         anyhow::bail!("--time-scale must be a positive number, got {time_scale}");
     }
     let base = if api_only { SimOptions::with_workers(nodes) } else { SimOptions::full(nodes, faultline_sim::Timing::scaled(time_scale)) };

@@ -112,7 +112,7 @@ impl FaultManager {
         let summary = op.summary();
         match &r {
             Ok(()) => self.timeline.record(EntryKind::Fault, format!("fault {name} injected: {summary}")),
-            Err(e) => self.timeline.record(EntryKind::Error, format!("fault {name} failed to inject: {}", crate::k8s::explain(&e))),
+            Err(e) => self.timeline.record(EntryKind::Error, format!("fault {name} failed to inject: {}", crate::k8s::explain(e))),
         }
         self.records.lock().push(FaultRecord {
             name: name.to_string(),
@@ -130,7 +130,7 @@ impl FaultManager {
         let r = self.perform(op).await;
         match &r {
             Ok(()) => self.timeline.record(EntryKind::Remediate, format!("remediation: {}", op.summary())),
-            Err(e) => self.timeline.record(EntryKind::Error, format!("remediation {} failed: {}", op.summary(), crate::k8s::explain(&e))),
+            Err(e) => self.timeline.record(EntryKind::Error, format!("remediation {} failed: {}", op.summary(), crate::k8s::explain(e))),
         }
         r
     }
@@ -162,7 +162,7 @@ impl FaultManager {
         }
         match &r {
             Ok(()) => self.timeline.record(EntryKind::Heal, format!("fault {} healed ({by})", active.name)),
-            Err(e) => self.timeline.record(EntryKind::Error, format!("fault {} failed to heal: {}", active.name, crate::k8s::explain(&e))),
+            Err(e) => self.timeline.record(EntryKind::Error, format!("fault {} failed to heal: {}", active.name, crate::k8s::explain(e))),
         }
         self.anchors.set(&format!("{}.healed", active.name), began);
         if let Some(rec) = self.records.lock().iter_mut().rev().find(|r| r.name == active.name) {

@@ -222,7 +222,7 @@ fn referenced_manifests_are_parsed_and_each_object_checked() {
 fn a_suite_file_is_validated_alone_and_its_errors_reported_once() {
     let dir = suite_dir();
     let suite = dir.path().join("faultline.yaml");
-    let (_, loaded, diags) = load_all(&[suite.clone()], None);
+    let (_, loaded, diags) = load_all(std::slice::from_ref(&suite), None);
     assert!(diags.is_empty() && loaded.is_empty(), "{diags:?}");
     // A broken suite: one error, not one more per scenario that names its controller.
     std::fs::write(&suite, "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrolers: {}\n").unwrap();
@@ -234,7 +234,7 @@ fn a_suite_file_is_validated_alone_and_its_errors_reported_once() {
     assert_eq!(text.len(), 1, "{text:#?}");
     assert!(text[0].starts_with(&format!("{}:3:1: error: unknown field `controlers`", suite.display())), "{text:#?}");
     // Named on its own, the broken suite gives the same one error.
-    let (_, _, diags) = load_all(&[suite.clone()], None);
+    let (_, _, diags) = load_all(std::slice::from_ref(&suite), None);
     assert_eq!(diags.len(), 1, "{diags:?}");
 }
 

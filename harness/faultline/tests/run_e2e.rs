@@ -2,7 +2,7 @@
 //! node operations (FAULTLINE_TEST_NODE_OPS) so "every fault is healed" is observable from
 //! outside the process, after failures, panics and signals.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 

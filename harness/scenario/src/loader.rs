@@ -166,11 +166,12 @@ pub fn manifest_objects(src: &str) -> Result<Vec<(serde_json::Value, usize)>, (u
         }
     }
     let mut out = vec![];
+    let location = Regex::new(r" at line \d+ column \d+").unwrap();
     for (n, doc) in serde_yaml::Deserializer::from_str(src).enumerate() {
         let line = starts.get(n).copied().unwrap_or(1);
         let v: serde_json::Value = serde::Deserialize::deserialize(doc).map_err(|e| {
             let l = e.location().map(|l| l.line()).unwrap_or(line);
-            let msg = Regex::new(r" at line \d+ column \d+").unwrap().replace(&e.to_string(), "").to_string();
+            let msg = location.replace(&e.to_string(), "").to_string();
             (l, format!("not valid YAML: {msg}"))
         })?;
         match v {
@@ -308,7 +309,7 @@ pub fn load_scenario_str(file: &Path, src: &str, suite: &LoadedSuite) -> Result<
     if v.diags.is_empty() {
         Ok(LoadedScenario { path: file.to_path_buf(), dir, scenario })
     } else {
-        v.diags.sort_by(|a, b| (a.file != file, a.line, a.col).cmp(&(b.file != file, b.line, b.col)));
+        v.diags.sort_by_key(|d| (d.file != file, d.line, d.col));
         Err(v.diags)
     }
 }

@@ -309,7 +309,7 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
             let p = ControllerProcess::new(cspec, &kubeconfig, extra, timeline.clone());
             log_tasks.push(logs.attach(p.subscribe_logs()));
             if let Err(e) = p.start(op_timeout).await {
-                harness_error = Some(format!("{}", crate::k8s::explain(&e)));
+                harness_error = Some(crate::k8s::explain(&e));
             }
             controller = Some(p);
         } else {

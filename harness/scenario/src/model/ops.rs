@@ -189,10 +189,10 @@ macro_rules! catalog {
             }
             /// Every key the deserializer accepts, aliases included, so editors accept them too.
             fn schema_entries(gen: &mut SchemaGenerator) -> Vec<(&'static str, Schema, String)> {
-                let mut v = vec![];
+                let mut v: Vec<(&'static str, Schema, String)> = Vec::new();
                 $(
-                    v.push(($key, gen.subschema_for::<$ty>(), $doc.to_string()));
-                    $(v.push(($alias, gen.subschema_for::<$ty>(), format!("Alias of `{}`. {}", $key, $doc)));)*
+                    v.extend(std::iter::once(($key, gen.subschema_for::<$ty>(), $doc.to_string()))
+                        .chain([$(($alias, gen.subschema_for::<$ty>(), format!("Alias of `{}`. {}", $key, $doc))),*]));
                 )*
                 v
             }
