@@ -345,10 +345,13 @@ fn print_diagnostics(d: &[Diagnostic]) {
 }
 
 fn validate(paths: Vec<PathBuf>, config: Option<PathBuf>) -> Result<u8> {
-    let (_, scenarios, diags) = loader::load_all(&default_paths(paths), config.as_deref());
+    let (suite, scenarios, diags) = loader::load_all(&default_paths(paths), config.as_deref());
     if !diags.is_empty() {
         print_diagnostics(&diags);
         return Ok(2);
+    }
+    if let Some(p) = &suite.path {
+        println!("suite config {} valid", p.display());
     }
     println!("{} scenario(s) valid", scenarios.len());
     Ok(0)

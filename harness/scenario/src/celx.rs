@@ -136,6 +136,27 @@ const RETURNS: &[(&str, Ty)] = &[
     ("getDayOfYear", Ty::Int), ("getHours", Ty::Int), ("getMinutes", Ty::Int), ("getSeconds", Ty::Int), ("getMilliseconds", Ty::Int),
 ];
 
+/// Fields every Kubernetes object has, with their types, by path from `object`: the rest of
+/// an object is schemaless here (`dyn`).
+const OBJECT_FIELDS: &[(&str, Ty)] = &[
+    ("apiVersion", Ty::String), ("kind", Ty::String), ("metadata", Ty::Map), ("metadata.name", Ty::String),
+    ("metadata.namespace", Ty::String), ("metadata.uid", Ty::String), ("metadata.resourceVersion", Ty::String),
+    ("metadata.generateName", Ty::String), ("metadata.creationTimestamp", Ty::String), ("metadata.deletionTimestamp", Ty::String),
+    ("metadata.generation", Ty::Int), ("metadata.labels", Ty::Map), ("metadata.annotations", Ty::Map),
+    ("metadata.finalizers", Ty::List), ("metadata.ownerReferences", Ty::List),
+];
+
+/// `object.a.b` as `a.b` (a field path from a context variable), if `e` is one.
+fn object_path(e: &IdedExpr, context: &[&str]) -> Option<String> {
+    match &e.expr {
+        Expr::Select(s) if !s.test => match &s.operand.expr {
+            Expr::Ident(root) if context.contains(&root.as_str()) => Some(s.field.clone()),
+            _ => object_path(&s.operand, context).map(|p| format!("{p}.{}", s.field)),
+        },
+        _ => None,
+    }
+}
+
 /// String methods: their receiver must be a string.
 const STRING_METHODS: &[&str] = &["contains", "startsWith", "endsWith", "matches"];
 
@@ -225,7 +246,14 @@ impl Checker<'_> {
                 if !matches!(t, Ty::Dyn | Ty::Map | Ty::Null) {
                     return Err(format!("`.{}` selects a field of {}, which has none", s.field, t.a()));
                 }
-                if s.test { Ty::Bool } else { Ty::Dyn }
+                if s.test {
+                    Ty::Bool
+                } else {
+                    // Unless a macro variable shadows `object`.
+                    let shadowed = self.scope.iter().any(|(v, _)| self.context.contains(&v.as_str()));
+                    let path = object_path(e, self.context).filter(|_| !shadowed);
+                    path.and_then(|p| OBJECT_FIELDS.iter().find(|(f, _)| *f == p).map(|(_, t)| *t)).unwrap_or(Ty::Dyn)
+                }
             }
             Expr::Comprehension(c) => {
                 self.check(&c.iter_range)?;
@@ -356,14 +384,16 @@ mod tests {
         let ok = ["object.status.phase == 'Active'", "has(object.status) && object.status.restartCount >= 2", "object == null",
                   "object.spec.containers.all(c, c.image.startsWith('x'))", "size(object.metadata.labels) > 0",
                   "object.metadata.name.contains('ws')", "object.items.exists_one(i, i == 1)", "int(object.status.count) + 1 > 2",
-                  "object.status.conditions.filter(c, c.type == 'Ready').size() == 1", "type(object) == map"];
+                  "object.status.conditions.filter(c, c.type == 'Ready').size() == 1", "type(object) == map",
+                  "object.metadata.name.startsWith('ws-')", "object.metadata.labels['app'] == 'x'", "object.metadata.generation > 1"];
         for src in ok {
             Condition::compile_checked(src, &["object"]).unwrap_or_else(|e| panic!("{src}: {e}"));
         }
         let bad = [("nosuchfn(object)", "unknown function `nosuchfn`"), ("object.name.nosuch()", "unknown method `nosuch`"),
                    ("object.status.phase", ""), ("1 + 2", "it is an int"), ("obj.status == 1", "unknown variable `obj`"),
                    ("'a' == 1", "compares a string with an int"), ("1 && object.x", "`&&` needs booleans"),
-                   ("(1).contains('a')", "string method"), ("size(3) > 1", "`size` of an int"), ("'a' + 1 == 'b'", "no `+`")];
+                   ("(1).contains('a')", "string method"), ("object.metadata.name", "it is a string"),
+                   ("object.metadata.generation.startsWith('1')", "string method"), ("size(3) > 1", "`size` of an int"), ("'a' + 1 == 'b'", "no `+`")];
         for (src, want) in bad {
             match Condition::compile_checked(src, &["object"]) {
                 Ok(_) if src == "object.status.phase" => {} // dyn: a bool at run time is possible
