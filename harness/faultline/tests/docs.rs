@@ -27,9 +27,12 @@ fn documented_examples_validate() {
     for c in v["crds"].as_sequence().unwrap() {
         stub(&scen_dir, c.as_str().unwrap());
     }
-    for (_, c) in v["controllers"].as_mapping().unwrap() {
-        for m in c["manifests"].as_sequence().into_iter().flatten() {
-            stub(&scen_dir, m.as_str().unwrap());
+    // The files a controller definition references: kind manifests, and RBAC manifests.
+    for c in v["controllers"].as_mapping().unwrap().values() {
+        for key in ["manifests", "rbac"] {
+            for m in c[key].as_sequence().into_iter().flatten() {
+                stub(&scen_dir, m.as_str().unwrap());
+            }
         }
     }
     std::fs::write(scen_dir.join("faultline.yaml"), suite).unwrap();
