@@ -128,6 +128,7 @@ fn every_attempt_failed_is_a_failure_with_reruns() {
     fx.failing("always-bad");
     let out = fx.run(&["run", ".", "--retries", "1", "--junit", "j.xml", "--json", "r.json"], &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).lines().any(|l| l.starts_with("FAIL  always-bad  ") && l.ends_with("(every one of 2 attempts)")), "{}", text(&out));
     let r = json(&fx.path("r.json"));
     assert_eq!((r["scenarios"][0]["flaky"].as_bool(), r["scenarios"][0]["attempts"].as_u64()), (Some(false), Some(2)));
     let xml = std::fs::read_to_string(fx.path("j.xml")).unwrap();

@@ -67,6 +67,8 @@ pub fn status_line(r: &ScenarioReport) -> String {
     }
     if r.flaky {
         line += &format!("  (passed on attempt {} of {})", r.attempts, r.attempts);
+    } else if r.attempts > 1 {
+        line += &format!("  (every one of {} attempts)", r.attempts);
     }
     line
 }
