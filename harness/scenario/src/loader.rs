@@ -322,8 +322,12 @@ pub fn load_all(paths: &[PathBuf], suite_file: Option<&Path>) -> (LoadedSuite, V
         Ok(f) => f,
         Err(d) => return (LoadedSuite::default(), vec![], vec![d]),
     };
-    // A suite config named on the command line is validated (and used) as the suite.
-    let named_suite = files.iter().position(|f| std::fs::read_to_string(f).is_ok_and(|s| is_suite_source(&s))).map(|i| files.remove(i));
+    // A suite config named on the command line is validated (and used) as the suite; one met in
+    // a directory scan is an error there ("a suite config, not a scenario").
+    let named_suite = paths.iter().find(|p| p.is_file() && std::fs::read_to_string(p).is_ok_and(|s| is_suite_source(&s))).cloned();
+    if let Some(n) = &named_suite {
+        files.retain(|f| f != n);
+    }
     let suite_path = suite_file.map(Path::to_path_buf).or(named_suite).or_else(|| paths.first().and_then(|p| find_suite(p)));
     let suite = match suite_path {
         Some(p) => match load_suite(&p) {
