@@ -219,6 +219,21 @@ fn referenced_manifests_are_parsed_and_each_object_checked() {
 }
 
 #[test]
+fn a_broken_manifest_two_scenarios_apply_is_one_error() {
+    let dir = suite_dir();
+    std::fs::write(dir.path().join("manifests/half.yaml"), "apiVersion: v1\nkind: ConfigMap\n").unwrap();
+    for n in ["a", "b"] {
+        std::fs::write(dir.path().join(format!("{n}.yaml")), format!("{}spec:\n  steps:\n    - apply: manifests/half.yaml\n", HEAD.replace("corpus", n))).unwrap();
+    }
+    let (_, _, diags) = load_all(&[dir.path().to_path_buf()], None);
+    let text: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
+    let (a, b) = (dir.path().join("a.yaml"), dir.path().join("b.yaml"));
+    assert_eq!(text, vec![format!(
+        "{}:1:1: error: referenced by {}:6:14 (spec.steps[0].apply), {}:6:14 (spec.steps[0].apply): an object needs `apiVersion`, `kind`, `metadata.name`; missing `metadata.name`",
+        dir.path().join("manifests/half.yaml").display(), a.display(), b.display())]);
+}
+
+#[test]
 fn a_suite_file_is_validated_alone_and_its_errors_reported_once() {
     let dir = suite_dir();
     let suite = dir.path().join("faultline.yaml");

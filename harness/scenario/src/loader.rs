@@ -357,10 +357,34 @@ pub fn load_all(paths: &[PathBuf], suite_file: Option<&Path>) -> (LoadedSuite, V
             Err(d) => diags.extend(d),
         }
     }
-    // One root cause, one error: a manifest several scenarios reference is reported once.
-    let mut seen = BTreeSet::new();
-    diags.retain(|d| seen.insert(d.to_string()));
-    (suite, out, diags)
+    (suite, out, merge_references(diags))
+}
+
+/// One root cause, one error: a finding in a manifest that several steps or scenarios reference
+/// is reported once, naming every reference.
+fn merge_references(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    const PREFIX: &str = "referenced by ";
+    let mut out: Vec<Diagnostic> = vec![];
+    for d in diags {
+        let split = d.message.strip_prefix(PREFIX).and_then(|m| m.split_once("): ")).map(|(r, rest)| (format!("{r})"), rest.to_string()));
+        let Some((reference, rest)) = split else {
+            if !out.contains(&d) {
+                out.push(d);
+            }
+            continue;
+        };
+        let same = out.iter_mut().find(|o| o.file == d.file && o.line == d.line && o.col == d.col && o.message.starts_with(PREFIX) && o.message.ends_with(&format!("): {rest}")));
+        match same {
+            Some(o) => {
+                let refs = &o.message[PREFIX.len()..o.message.len() - rest.len() - 2];
+                if !refs.split(", ").any(|r| r == reference) {
+                    o.message = format!("{PREFIX}{refs}, {reference}: {rest}");
+                }
+            }
+            None => out.push(d),
+        }
+    }
+    out
 }
 
 fn list(items: &[impl AsRef<str>]) -> String {
