@@ -91,6 +91,20 @@ pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value) -> ApiResult<
 /// Names must be DNS-1123 subdomains (labels for namespaces), at most 253 characters.
 pub fn validate_name(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
     let name = meta::name(obj);
+    // RBAC objects only need to be valid path segments (`system:discovery`, `kubeadm:...`).
+    if rt.group == "rbac.authorization.k8s.io" {
+        let why = match name {
+            "." => Some("may not be '.'"),
+            ".." => Some("may not be '..'"),
+            n if n.contains('/') => Some("may not contain '/'"),
+            n if n.contains('%') => Some("may not contain '%'"),
+            _ => None,
+        };
+        return match why {
+            None => Ok(()),
+            Some(w) => Err(ApiError::invalid(&rt.group, &rt.kind, name, vec![("metadata.name".into(), format!("Invalid value: {:?}: {}", name, w), "FieldValueInvalid")])),
+        };
+    }
     let label_only = rt.group.is_empty() && (rt.plural == "namespaces" || rt.plural == "services");
     let ok = if label_only { is_dns1123_label(name) } else { is_dns1123_subdomain(name) };
     // Custom resources and nodes follow subdomain rules; events and some others allow more, but

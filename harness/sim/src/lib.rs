@@ -8,6 +8,7 @@
 
 pub mod admission;
 pub mod apiserver;
+pub mod auth;
 pub mod builtins;
 pub mod cluster;
 pub mod controllers;

@@ -1,5 +1,5 @@
 //! The HTTP front end: the Kubernetes REST API over the apiserver semantics in `apiserver`.
-//! Bearer-token authentication on every request, content negotiation (JSON, YAML, Table,
+//! Authentication and authorization on every request (`crate::auth`), content negotiation (JSON, YAML, Table,
 //! PartialObjectMetadata, aggregated discovery) and `Status` errors.
 
 pub mod control;
@@ -20,7 +20,7 @@ use crate::store::{DeleteOptions, DeleteOutcome, Propagation};
 use crate::table;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use negotiate::Output;
 use route::{is_true, ResourcePath, Route};
@@ -39,6 +39,8 @@ pub struct HttpState {
     /// Injected API errors and latency (`apiErrors` / `apiLatency` faults).
     pub faults: faults::ApiFaults,
     pub token: Arc<String>,
+    /// Authentication (admin token, ServiceAccount tokens) and RBAC: `crate::auth`.
+    pub auth: Arc<crate::auth::Auth>,
     pub address: Arc<String>,
 }
 
@@ -48,30 +50,29 @@ pub fn router(state: HttpState) -> axum::Router {
 
 async fn handle(State(s): State<HttpState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    if !authorized(&parts.headers, &s.token) {
-        return error_response(&ApiError::unauthorized());
-    }
+    let query = route::query_map(parts.uri.query());
+    let user = match crate::auth::check(&s.auth, &s.api, &parts.headers, parts.method.as_str(), parts.uri.path(), &query) {
+        Ok(u) => u,
+        Err(e) => return error_response(&e),
+    };
     let body = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(b) => b,
         Err(_) => return error_response(&ApiError::new(413, "RequestEntityTooLarge", "the request body is too large")),
     };
-    let query = route::query_map(parts.uri.query());
     let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).map(String::from);
     let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(String::from);
     let user_agent = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
     let route = route::parse(parts.uri.path());
+    if let Route::Resource(p) = &route {
+        if let Some(r) = crate::auth::serve(&s.auth, &s.api, &user, parts.method.as_str(), p, content_type.as_deref(), &body) {
+            return r.map(|v| json_response(StatusCode::CREATED, &v, &Output::Json, &[])).unwrap_or_else(|e| error_response(&e));
+        }
+    }
     let ctx = Ctx { s: &s, method: parts.method.clone(), query, accept, content_type, body: &body, user_agent };
     match dispatch(&ctx, route).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
     }
-}
-
-/// Constant-time comparison of the bearer token.
-fn authorized(headers: &HeaderMap, token: &str) -> bool {
-    let Some(v) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else { return false };
-    let Some(given) = v.strip_prefix("Bearer ").map(str::trim) else { return false };
-    given.len() == token.len() && given.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
 struct Ctx<'a> {
