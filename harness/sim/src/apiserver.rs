@@ -304,6 +304,7 @@ impl ApiServer {
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);
         }
+        let created = self.after_create_status(&stored_rt, created);
         Ok(Written { object: self.convert_out(rt, &created), warnings, created: true })
     }
 
@@ -317,6 +318,15 @@ impl ApiServer {
         let services = self.store.list(&stored_rt.key(), None, None, None, &|_| true);
         service_alloc::allocate(&mut obj, &service_alloc::InUse::from_services(services.items.iter().map(|s| s.as_ref())))?;
         self.store.create(stored_rt, obj, dry_run)
+    }
+
+    /// A new CRD is answered as established (acceptedNames, storedVersions, conditions): the
+    /// sim's CRD controllers run synchronously within the create.
+    fn after_create_status(&self, stored_rt: &ResourceType, created: Arc<Value>) -> Arc<Value> {
+        if stored_rt.group != "apiextensions.k8s.io" || stored_rt.plural != "customresourcedefinitions" {
+            return created;
+        }
+        self.store.get(&stored_rt.key(), "", meta::name(&created)).unwrap_or(created)
     }
 
     fn protect_claim(&self, rt: &ResourceType, obj: &mut Value) {
@@ -442,6 +452,14 @@ impl ApiServer {
             let now = meta::now_rfc3339();
             let (next, created) = match (ptype, current.as_ref()) {
                 (PatchType::Apply, live) => {
+                    let given = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+                    if given != rt.api_version() {
+                        return Err(ApiError::bad_request(format!(
+                            "Incorrect version specified in apply patch. Specified patch version: {}, expected: {}",
+                            given,
+                            rt.api_version()
+                        )));
+                    }
                     warnings = validation::check_fields(rt, body, opts.field_validation.as_deref())?;
                     admission::check_type(rt, body)?;
                     // An applied configuration without a name takes the one on the URL.
