@@ -117,6 +117,13 @@ const BUILTINS: &[B] = &[
     B { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true, short: &["deploy"], subs: &["status", "scale"], categories: ALL },
     B { group: "apps", version: "v1", kind: "DaemonSet", plural: "daemonsets", namespaced: true, short: &["ds"], subs: &["status"], categories: ALL },
     B { group: "apps", version: "v1", kind: "ReplicaSet", plural: "replicasets", namespaced: true, short: &["rs"], subs: &["status", "scale"], categories: ALL },
+    B { group: "", version: "v1", kind: "ReplicationController", plural: "replicationcontrollers", namespaced: true, short: &["rc"], subs: &["status", "scale"], categories: ALL },
+    B { group: "", version: "v1", kind: "Endpoints", plural: "endpoints", namespaced: true, short: &["ep"], subs: &[], categories: &[] },
+    B { group: "apps", version: "v1", kind: "StatefulSet", plural: "statefulsets", namespaced: true, short: &["sts"], subs: &["status", "scale"], categories: ALL },
+    B { group: "apps", version: "v1", kind: "ControllerRevision", plural: "controllerrevisions", namespaced: true, short: &[], subs: &[], categories: &[] },
+    B { group: "batch", version: "v1", kind: "Job", plural: "jobs", namespaced: true, short: &[], subs: &["status"], categories: ALL },
+    B { group: "batch", version: "v1", kind: "CronJob", plural: "cronjobs", namespaced: true, short: &["cj"], subs: &["status"], categories: ALL },
+    B { group: "discovery.k8s.io", version: "v1", kind: "EndpointSlice", plural: "endpointslices", namespaced: true, short: &[], subs: &[], categories: &[] },
     B { group: "policy", version: "v1", kind: "PodDisruptionBudget", plural: "poddisruptionbudgets", namespaced: true, short: &["pdb"], subs: &["status"], categories: &[] },
     B { group: "apiextensions.k8s.io", version: "v1", kind: "CustomResourceDefinition", plural: "customresourcedefinitions", namespaced: false, short: &["crd", "crds"], subs: &["status"], categories: &["api-extensions"] },
 ];
