@@ -3,14 +3,21 @@
 //!
 //! The loops the API semantics themselves depend on (garbage collector, namespace lifecycle,
 //! service accounts, root CA publisher, CRD finalizer) share one event-by-event dispatcher
-//! (`run`); the workload loops (DaemonSet, ...) are level-triggered on coalesced bursts.
+//! (`run`); the workload loops are level-triggered on coalesced bursts (`queue`).
+//!
+//! Like kube-controller-manager they run whenever the API server runs, API-only mode included:
+//! there, pods they create stay Pending (no scheduler, no kubelets); in a full cluster the
+//! scheduler and kubelets make them Running and Ready, so rollouts complete.
 
 pub mod crdfinalizer;
 pub mod daemonset;
 pub mod garbagecollector;
 pub mod namespace;
+pub mod queue;
+pub mod replicaset;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+pub mod util;
 
 use crate::apiserver::ApiServer;
 // The loops share the event-stream helper with the scheduler.
@@ -18,9 +25,28 @@ use crate::cluster::changes;
 use crate::crd;
 use crate::meta;
 use crate::resources::ResourceKey;
+use crate::internal::Internal;
 use crate::store::{EventType, StoreEvent};
+use crate::timing::Timing;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::task::JoinHandle;
+
+/// Start every loop; the handles stop them when aborted.
+pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
+    let client = |name: &str| Internal::new(api.clone(), name);
+    // Resync as a safety net only: changes and requeues drive the loops.
+    let resync = timing.s(Duration::from_secs(30)).max(Duration::from_millis(200));
+    let mut tasks = vec![tokio::spawn(run(api.clone()))];
+    tasks.push(tokio::spawn(daemonset::run(client("kube-controller-manager"), timing.clone())));
+    for flavour in [replicaset::REPLICA_SET, replicaset::REPLICATION_CONTROLLER] {
+        let r = replicaset::ReplicaSetController::new(client("kube-controller-manager"), timing.clone(), flavour);
+        let api = api.clone();
+        tasks.push(tokio::spawn(async move { queue::drive(r, &api.store, resync).await }));
+    }
+    tasks
+}
 
 /// Run the event-by-event loops until the store closes.
 pub async fn run(api: Arc<ApiServer>) {
