@@ -11,6 +11,8 @@
 
 pub mod crdfinalizer;
 pub mod daemonset;
+pub mod deployment;
+pub mod disruption;
 pub mod garbagecollector;
 pub mod namespace;
 pub mod queue;
@@ -28,6 +30,7 @@ use crate::resources::ResourceKey;
 use crate::internal::Internal;
 use crate::store::{EventType, StoreEvent};
 use crate::timing::Timing;
+use queue::Reconciler;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
@@ -35,16 +38,21 @@ use tokio::task::JoinHandle;
 
 /// Start every loop; the handles stop them when aborted.
 pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
-    let client = |name: &str| Internal::new(api.clone(), name);
+    let client = || Internal::new(api.clone(), "kube-controller-manager");
     // Resync as a safety net only: changes and requeues drive the loops.
     let resync = timing.s(Duration::from_secs(30)).max(Duration::from_millis(200));
-    let mut tasks = vec![tokio::spawn(run(api.clone()))];
-    tasks.push(tokio::spawn(daemonset::run(client("kube-controller-manager"), timing.clone())));
-    for flavour in [replicaset::REPLICA_SET, replicaset::REPLICATION_CONTROLLER] {
-        let r = replicaset::ReplicaSetController::new(client("kube-controller-manager"), timing.clone(), flavour);
+    let spawn = |r: Box<dyn Reconciler>| {
         let api = api.clone();
-        tasks.push(tokio::spawn(async move { queue::drive(r, &api.store, resync).await }));
-    }
+        tokio::spawn(async move { queue::drive(r, &api.store, resync).await })
+    };
+    let loops: Vec<Box<dyn Reconciler>> = vec![
+        Box::new(deployment::DeploymentController::new(client(), timing.clone())),
+        Box::new(replicaset::ReplicaSetController::new(client(), timing.clone(), replicaset::REPLICA_SET)),
+        Box::new(replicaset::ReplicaSetController::new(client(), timing.clone(), replicaset::REPLICATION_CONTROLLER)),
+        Box::new(disruption::DisruptionController::new(client(), timing.clone())),
+    ];
+    let mut tasks = vec![tokio::spawn(run(api.clone())), tokio::spawn(daemonset::run(client(), timing.clone()))];
+    tasks.extend(loops.into_iter().map(spawn));
     tasks
 }
 

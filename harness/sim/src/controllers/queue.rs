@@ -24,7 +24,7 @@ pub enum Work {
 
 /// One kube-controller-manager loop: which keys a change touches, every key, and the reconcile
 /// of one key (which may ask to be looked at again after a delay).
-pub trait Reconciler: Send {
+pub trait Reconciler: Send + Sync {
     /// The keys a change touches (its own, or its controller's).
     fn keys_of(&self, ev: &StoreEvent, out: &mut Vec<Key>);
     fn all_keys(&self) -> Vec<Key>;
@@ -100,6 +100,18 @@ async fn sleep_until(t: Option<Instant>) {
     match t {
         Some(t) => tokio::time::sleep_until(t).await,
         None => std::future::pending().await,
+    }
+}
+
+impl<R: Reconciler + ?Sized> Reconciler for Box<R> {
+    fn keys_of(&self, ev: &StoreEvent, out: &mut Vec<Key>) {
+        (**self).keys_of(ev, out)
+    }
+    fn all_keys(&self) -> Vec<Key> {
+        (**self).all_keys()
+    }
+    fn reconcile(&mut self, key: &Key) -> Option<Duration> {
+        (**self).reconcile(key)
     }
 }
 
