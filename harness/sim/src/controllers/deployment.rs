@@ -55,16 +55,27 @@ pub fn fenceposts(d: &Value) -> (i64, i64) {
     (surge, unavailable.min(replicas))
 }
 
-/// The pod template a Deployment's ReplicaSet is compared by: without `pod-template-hash`.
+/// The pod template a Deployment's ReplicaSet is compared by: without `pod-template-hash`, and
+/// with null and empty fields dropped, since Go's semantic equality does not tell them apart
+/// (`kubectl rollout undo` sends `creationTimestamp: null` back, for one).
 fn template_without_hash(t: &Value) -> Value {
     let mut t = t.clone();
     if let Some(l) = t.pointer_mut("/metadata/labels").and_then(Value::as_object_mut) {
         l.remove(POD_TEMPLATE_HASH);
-        if l.is_empty() {
-            t["metadata"].as_object_mut().map(|m| m.remove("labels"));
-        }
     }
+    prune_empty(&mut t);
     t
+}
+
+fn prune_empty(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.values_mut().for_each(prune_empty);
+            m.retain(|_, v| !(v.is_null() || v.as_object().is_some_and(|o| o.is_empty()) || v.as_array().is_some_and(|a| a.is_empty())));
+        }
+        Value::Array(a) => a.iter_mut().for_each(prune_empty),
+        _ => {}
+    }
 }
 
 fn revision(rs: &Value) -> i64 {
@@ -161,10 +172,11 @@ impl DeploymentController {
     /// is an older one coming back, as a rollback does) or created.
     fn new_replica_set(&self, d: &Value, rss: &[Arc<Value>], create: bool, initial: i64) -> Option<Arc<Value>> {
         let template = d.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
-        let hash = util::template_hash(&template);
+        let hash = util::template_hash(&template_without_hash(&template));
+        let wanted = template_without_hash(&template);
         let max_old = rss.iter().map(|r| revision(r)).max().unwrap_or(0);
         let found = rss.iter().find(|r| {
-            meta::str_at(r, "/metadata/labels/pod-template-hash") == Some(hash.as_str()) || r.pointer("/spec/template").map(template_without_hash) == Some(template.clone())
+            meta::str_at(r, "/metadata/labels/pod-template-hash") == Some(hash.as_str()) || r.pointer("/spec/template").map(template_without_hash).as_ref() == Some(&wanted)
         });
         if let Some(rs) = found {
             let rev = revision(rs);
