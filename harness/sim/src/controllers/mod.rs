@@ -14,6 +14,7 @@ pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
 pub mod garbagecollector;
+pub mod job;
 pub mod namespace;
 pub mod queue;
 pub mod replicaset;
@@ -50,6 +51,7 @@ pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
         Box::new(replicaset::ReplicaSetController::new(client(), timing.clone(), replicaset::REPLICA_SET)),
         Box::new(replicaset::ReplicaSetController::new(client(), timing.clone(), replicaset::REPLICATION_CONTROLLER)),
         Box::new(disruption::DisruptionController::new(client(), timing.clone())),
+        Box::new(job::JobController::new(client(), timing.clone())),
     ];
     let mut tasks = vec![tokio::spawn(run(api.clone())), tokio::spawn(daemonset::run(client(), timing.clone()))];
     tasks.extend(loops.into_iter().map(spawn));

@@ -1,0 +1,95 @@
+//! The workload controllers through kube-rs typed clients, as a controller's own tests would
+//! use them: Jobs to completion and to their backoff limit, a Deployment rollout, and a
+//! StatefulSet whose volumeClaimTemplates get PVCs bound by the simulated Longhorn.
+
+mod common;
+
+use common::{eventually, events_for, TestCluster};
+use faultline_sim::{SimOptions, Timing};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::json;
+
+const SCALE: f64 = 0.02;
+
+async fn full_cluster(workers: usize) -> (TestCluster, kube::Client) {
+    let c = TestCluster::start_with(SimOptions::full(workers, Timing::scaled(SCALE))).await;
+    let client = c.client().await;
+    (c, client)
+}
+
+fn condition<'a>(job: &'a Job, t: &str) -> Option<&'a k8s_openapi::api::batch::v1::JobCondition> {
+    job.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == t && c.status == "True")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_runs_to_completion_with_parallel_pods() {
+    let (_c, client) = full_cluster(2).await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": "batch"},
+        "spec": {"completions": 3, "parallelism": 2, "template": {
+            "metadata": {"annotations": {"sim.faultline.dev/exit-after": "2s"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "work", "image": "busybox:1.36"}]}}}
+    }))
+    .unwrap();
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    let done = eventually(60, "Job complete", || async {
+        let j = jobs.get("batch").await.ok()?;
+        condition(&j, "Complete").is_some().then_some(j)
+    })
+    .await;
+    let st = done.status.clone().unwrap();
+    assert_eq!(st.succeeded, Some(3));
+    assert_eq!(st.failed, None);
+    assert!(st.completion_time.is_some() && st.start_time.is_some());
+    let types: Vec<&str> = st.conditions.as_ref().unwrap().iter().map(|c| c.type_.as_str()).collect();
+    assert_eq!(types, ["SuccessCriteriaMet", "Complete"]);
+    let complete = condition(&done, "Complete").unwrap();
+    assert_eq!(complete.reason.as_deref(), Some("CompletionsReached"));
+    assert_eq!(complete.message.as_deref(), Some("Reached expected number of succeeded pods"));
+    // Pods carry the job labels, and their tracking finalizers are gone once counted.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let mine = pods.list(&ListParams::default().labels("batch.kubernetes.io/job-name=batch")).await.unwrap();
+    assert_eq!(mine.items.len(), 3);
+    assert!(mine.items.iter().all(|p| p.metadata.finalizers.as_ref().is_none_or(|f| f.is_empty())), "tracking finalizers released");
+    let events = events_for(&client, "batch").await;
+    assert!(events.iter().any(|(r, m)| r == "Completed" && m == "Job completed"), "{events:?}");
+    assert_eq!(events.iter().filter(|(r, _)| r == "SuccessfulCreate").count(), 3, "{events:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_pods_are_retried_with_backoff_until_the_limit() {
+    let (_c, client) = full_cluster(1).await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": "flaky"},
+        "spec": {"backoffLimit": 2, "template": {
+            "metadata": {"annotations": {"sim.faultline.dev/crash-after": "1s"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "work", "image": "busybox:1.36"}]}}}
+    }))
+    .unwrap();
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    let failed = eventually(60, "Job failed", || async {
+        let j = jobs.get("flaky").await.ok()?;
+        condition(&j, "Failed").is_some().then_some(j)
+    })
+    .await;
+    let st = failed.status.clone().unwrap();
+    // backoffLimit 2: the third failure ends it.
+    assert_eq!(st.failed, Some(3));
+    let types: Vec<&str> = st.conditions.as_ref().unwrap().iter().map(|c| c.type_.as_str()).collect();
+    assert_eq!(types, ["FailureTarget", "Failed"]);
+    let cond = condition(&failed, "Failed").unwrap();
+    assert_eq!(cond.reason.as_deref(), Some("BackoffLimitExceeded"));
+    assert_eq!(cond.message.as_deref(), Some("Job has reached the specified backoff limit"));
+    // Three pods, created one after another: each replacement waited for the failure backoff.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let mut mine = pods.list(&ListParams::default().labels("job-name=flaky")).await.unwrap().items;
+    assert_eq!(mine.len(), 3);
+    mine.sort_by_key(|p| p.metadata.creation_timestamp.clone().map(|t| t.0));
+    assert!(mine.iter().all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed")));
+    let events = events_for(&client, "flaky").await;
+    assert!(events.iter().any(|(r, m)| r == "BackoffLimitExceeded" && m == "Job has reached the specified backoff limit"), "{events:?}");
+}
