@@ -9,6 +9,7 @@ use faultline_sim::{SimOptions, Timing};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams};
+use kube::ResourceExt;
 use serde_json::json;
 
 const SCALE: f64 = 0.02;
@@ -92,4 +93,59 @@ async fn failing_pods_are_retried_with_backoff_until_the_limit() {
     assert!(mine.iter().all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed")));
     let events = events_for(&client, "flaky").await;
     assert!(events.iter().any(|(r, m)| r == "BackoffLimitExceeded" && m == "Job has reached the specified backoff limit"), "{events:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statefulset_starts_in_order_with_bound_longhorn_claims() {
+    use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    let (_c, client) = full_cluster(2).await;
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
+    let set: StatefulSet = serde_json::from_value(json!({
+        "metadata": {"name": "db"},
+        "spec": {"replicas": 2, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": "db", "image": "postgres:17", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "longhorn", "resources": {"requests": {"storage": "1Gi"}}}}]}
+    }))
+    .unwrap();
+    sets.create(&PostParams::default(), &set).await.unwrap();
+    let ready = eventually(90, "StatefulSet ready", || async {
+        let s = sets.get("db").await.ok()?;
+        (s.status.as_ref()?.ready_replicas == Some(2)).then_some(s)
+    })
+    .await;
+    let st = ready.status.unwrap();
+    assert_eq!(st.current_revision, st.update_revision);
+    assert!(st.update_revision.as_deref().unwrap().starts_with("db-"));
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    for claim in ["data-db-0", "data-db-1"] {
+        let pvc = pvcs.get(claim).await.unwrap();
+        assert_eq!(pvc.status.and_then(|s| s.phase).as_deref(), Some("Bound"), "{claim} bound by the simulated Longhorn");
+        assert!(pvc.spec.unwrap().volume_name.unwrap().starts_with("pvc-"));
+    }
+    // OrderedReady: db-1 was created only after db-0 was Running and Ready.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let p0 = pods.get("db-0").await.unwrap();
+    let p1 = pods.get("db-1").await.unwrap();
+    let ready0 = p0.status.as_ref().unwrap().conditions.as_ref().unwrap().iter().find(|c| c.type_ == "Ready").unwrap().last_transition_time.clone().unwrap().0;
+    assert!(p1.metadata.creation_timestamp.clone().unwrap().0 >= ready0, "db-1 created before db-0 was ready");
+    assert_eq!(p1.spec.as_ref().unwrap().hostname.as_deref(), Some("db-1"));
+    assert_eq!(p1.labels().get("apps.kubernetes.io/pod-index").map(String::as_str), Some("1"));
+    let revs: Api<ControllerRevision> = Api::namespaced(client.clone(), "default");
+    assert_eq!(revs.list(&ListParams::default().labels("app=db")).await.unwrap().items.len(), 1);
+    let events = events_for(&client, "db").await;
+    assert!(events.iter().any(|(r, m)| r == "SuccessfulCreate" && m == "create Claim data-db-0 Pod db-0 in StatefulSet db success"), "{events:?}");
+    assert!(events.iter().any(|(r, m)| r == "SuccessfulCreate" && m == "create Pod db-1 in StatefulSet db successful"), "{events:?}");
+
+    // A template change rolls the pods from the highest ordinal down, keeping their claims.
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "db", "image": "postgres:18"}]}}}});
+    sets.patch("db", &kube::api::PatchParams::default(), &kube::api::Patch::Strategic(&patch)).await.unwrap();
+    eventually(90, "rolled to the new revision", || async {
+        let s = sets.get("db").await.ok()?.status?;
+        (s.updated_replicas == Some(2) && s.ready_replicas == Some(2) && s.current_revision == s.update_revision).then_some(())
+    })
+    .await;
+    let p0 = pods.get("db-0").await.unwrap();
+    assert_eq!(p0.spec.unwrap().containers[0].image.as_deref(), Some("postgres:18"));
+    assert_eq!(pvcs.list(&ListParams::default().labels("app=db")).await.unwrap().items.len(), 2, "claims are kept across the update");
 }

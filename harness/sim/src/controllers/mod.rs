@@ -20,6 +20,7 @@ pub mod queue;
 pub mod replicaset;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+pub mod statefulset;
 pub mod util;
 
 use crate::apiserver::ApiServer;
@@ -52,6 +53,7 @@ pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
         Box::new(replicaset::ReplicaSetController::new(client(), timing.clone(), replicaset::REPLICATION_CONTROLLER)),
         Box::new(disruption::DisruptionController::new(client(), timing.clone())),
         Box::new(job::JobController::new(client(), timing.clone())),
+        Box::new(statefulset::StatefulSetController::new(client())),
     ];
     let mut tasks = vec![tokio::spawn(run(api.clone())), tokio::spawn(daemonset::run(client(), timing.clone()))];
     tasks.extend(loops.into_iter().map(spawn));
