@@ -149,3 +149,45 @@ async fn a_statefulset_starts_in_order_with_bound_longhorn_claims() {
     assert_eq!(p0.spec.unwrap().containers[0].image.as_deref(), Some("postgres:18"));
     assert_eq!(pvcs.list(&ListParams::default().labels("app=db")).await.unwrap().items.len(), 2, "claims are kept across the update");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_rolls_out_and_its_service_gets_endpoints() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Endpoints, Service};
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    let (_c, client) = full_cluster(2).await;
+    let deploys: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "api"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "api"}},
+            "template": {"metadata": {"labels": {"app": "api"}}, "spec": {"containers": [{"name": "api", "image": "nginx:1.27", "ports": [{"name": "http", "containerPort": 8080}]}]}}}
+    }))
+    .unwrap();
+    deploys.create(&PostParams::default(), &d).await.unwrap();
+    let svcs: Api<Service> = Api::namespaced(client.clone(), "default");
+    let svc: Service = serde_json::from_value(json!({"metadata": {"name": "api"}, "spec": {"selector": {"app": "api"}, "ports": [{"name": "web", "port": 80, "targetPort": "http"}]}})).unwrap();
+    svcs.create(&PostParams::default(), &svc).await.unwrap();
+    let done = eventually(60, "Deployment available", || async {
+        let d = deploys.get("api").await.ok()?;
+        let st = d.status.clone()?;
+        (st.available_replicas == Some(2) && st.updated_replicas == Some(2) && st.observed_generation == d.metadata.generation).then_some(d)
+    })
+    .await;
+    let conds = done.status.unwrap().conditions.unwrap();
+    let avail = conds.iter().find(|c| c.type_.as_deref() == Some("Available")).unwrap();
+    assert_eq!((avail.status.as_deref(), avail.reason.as_deref(), avail.message.as_deref()), (Some("True"), Some("MinimumReplicasAvailable"), Some("Deployment has minimum availability.")));
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
+    let slice = eventually(30, "two ready endpoints", || async {
+        let l = slices.list(&ListParams::default().labels("kubernetes.io/service-name=api")).await.ok()?;
+        let s = l.items.into_iter().next()?;
+        (s.endpoints.iter().flatten().filter(|e| e.conditions.as_ref().and_then(|c| c.ready) == Some(true)).count() == 2).then_some(s)
+    })
+    .await;
+    assert_eq!(slice.address_type, "IPv4");
+    let port = &slice.ports.as_ref().unwrap()[0];
+    assert_eq!((port.name.as_deref(), port.port), (Some("web"), Some(8080)), "named targetPort resolved from the container");
+    assert_eq!(slice.labels().get("endpointslice.kubernetes.io/managed-by").map(String::as_str), Some("endpointslice-controller.k8s.io"));
+    let eps: Api<Endpoints> = Api::namespaced(client.clone(), "default");
+    let ep = eps.get("api").await.unwrap();
+    assert_eq!(ep.subsets.unwrap()[0].addresses.as_ref().unwrap().len(), 2);
+}

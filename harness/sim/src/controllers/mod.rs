@@ -13,6 +13,7 @@ pub mod crdfinalizer;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
+pub mod endpointslice;
 pub mod garbagecollector;
 pub mod job;
 pub mod namespace;
@@ -54,6 +55,7 @@ pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
         Box::new(disruption::DisruptionController::new(client(), timing.clone())),
         Box::new(job::JobController::new(client(), timing.clone())),
         Box::new(statefulset::StatefulSetController::new(client())),
+        Box::new(endpointslice::EndpointSliceController::new(client())),
     ];
     let mut tasks = vec![tokio::spawn(run(api.clone())), tokio::spawn(daemonset::run(client(), timing.clone()))];
     tasks.extend(loops.into_iter().map(spawn));
