@@ -191,3 +191,41 @@ async fn a_deployment_rolls_out_and_its_service_gets_endpoints() {
     let ep = eps.get("api").await.unwrap();
     assert_eq!(ep.subsets.unwrap()[0].addresses.as_ref().unwrap().len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cronjob_runs_on_the_sim_clock_and_keeps_its_history_limit() {
+    use k8s_openapi::api::batch::v1::CronJob;
+    let (_c, client) = full_cluster(1).await;
+    let cjs: Api<CronJob> = Api::namespaced(client.clone(), "default");
+    // Every minute of simulated time is 1.2 s here.
+    let cj: CronJob = serde_json::from_value(json!({
+        "metadata": {"name": "tick"},
+        "spec": {"schedule": "* * * * *", "successfulJobsHistoryLimit": 2, "jobTemplate": {"spec": {"template": {
+            "metadata": {"annotations": {"sim.faultline.dev/exit-after": "1s"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "tick", "image": "busybox:1.36"}]}}}}}
+    }))
+    .unwrap();
+    cjs.create(&PostParams::default(), &cj).await.unwrap();
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    eventually(60, "four jobs scheduled and the history trimmed", || async {
+        let events = events_for(&client, "tick").await;
+        let created = events.iter().filter(|(r, _)| r == "SuccessfulCreate").count();
+        let deleted = events.iter().filter(|(r, m)| r == "SuccessfulDelete" && m.starts_with("Deleted job tick-")).count();
+        (created >= 4 && deleted >= 1).then_some(())
+    })
+    .await;
+    let cj = cjs.get("tick").await.unwrap();
+    let st = cj.status.unwrap();
+    assert!(st.last_schedule_time.is_some() && st.last_successful_time.is_some());
+    let left = jobs.list(&ListParams::default()).await.unwrap().items;
+    let complete = left.iter().filter(|j| condition(j, "Complete").is_some()).count();
+    assert!(complete <= 2, "successfulJobsHistoryLimit 2, found {complete} complete jobs");
+    for j in &left {
+        let name = j.metadata.name.clone().unwrap();
+        let minutes: i64 = name.strip_prefix("tick-").unwrap().parse().unwrap();
+        let scheduled = j.annotations().get("batch.kubernetes.io/cronjob-scheduled-timestamp").unwrap();
+        assert_eq!(chrono::DateTime::parse_from_rfc3339(scheduled).unwrap().timestamp() / 60, minutes, "{name}");
+    }
+    let events = events_for(&client, "tick").await;
+    assert!(events.iter().any(|(r, m)| r == "SawCompletedJob" && m.ends_with(", status: Complete")), "{events:?}");
+}

@@ -10,6 +10,7 @@
 //! scheduler and kubelets make them Running and Ready, so rollouts complete.
 
 pub mod crdfinalizer;
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
@@ -56,6 +57,7 @@ pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
         Box::new(job::JobController::new(client(), timing.clone())),
         Box::new(statefulset::StatefulSetController::new(client())),
         Box::new(endpointslice::EndpointSliceController::new(client())),
+        Box::new(cronjob::CronJobController::new(client(), timing.clone())),
     ];
     let mut tasks = vec![tokio::spawn(run(api.clone())), tokio::spawn(daemonset::run(client(), timing.clone()))];
     tasks.extend(loops.into_iter().map(spawn));
