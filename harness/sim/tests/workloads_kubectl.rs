@@ -141,3 +141,26 @@ async fn drain_waits_for_the_disruption_budget() {
     let pending = kubectl_ok(kc, &["get", "pods", "-l", "app=web", "-o", "jsonpath={range .items[*]}{.status.phase}{\"\\n\"}{end}"]).await;
     assert!(pending.lines().all(|p| p == "Pending"), "replacements wait for a schedulable node: {pending}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scaling_a_deployment_moves_its_replicaset_and_pods() {
+    let c = full_cluster(2).await;
+    let kc = &c.kubeconfig;
+    apply(kc, c.dir.path(), "web.yaml", &deployment_yaml("web", "nginx:1.27", 1)).await;
+    kubectl_ok(kc, &["rollout", "status", "deployment/web", "--timeout=60s"]).await;
+    // `kubectl scale` needs the scale subresource (served by the API catalogue work); the
+    // controller side is the same spec.replicas change.
+    for (replicas, op) in [(4, "up"), (2, "down")] {
+        kubectl_ok(kc, &["patch", "deployment", "web", "--type=merge", "-p", &format!("{{\"spec\":{{\"replicas\":{replicas}}}}}")]).await;
+        kubectl_ok(kc, &["rollout", "status", "deployment/web", "--timeout=60s"]).await;
+        let got = eventually(30, "pods follow the replica count", || async {
+            let pods = kubectl_ok(kc, &["get", "pods", "-l", "app=web", "--field-selector=status.phase=Running", "-o", "name"]).await;
+            let rs = kubectl_ok(kc, &["get", "rs", "-l", "app=web", "-o", "jsonpath={.items[0].spec.replicas}/{.items[0].status.readyReplicas}"]).await;
+            (pods.lines().count() == replicas && rs == format!("{replicas}/{replicas}")).then_some(rs)
+        })
+        .await;
+        assert_eq!(got, format!("{replicas}/{replicas}"));
+        let events = kubectl_ok(kc, &["get", "events", "--field-selector", "involvedObject.kind=Deployment,involvedObject.name=web", "-o", "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}"]).await;
+        assert!(events.lines().any(|l| l.starts_with(&format!("Scaled {op} replica set web-")) && l.ends_with(&format!(" to {replicas}"))), "{events}");
+    }
+}

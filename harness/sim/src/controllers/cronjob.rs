@@ -3,13 +3,12 @@
 //! (Allow/Forbid/Replace), startingDeadlineSeconds, suspend, `status.active`,
 //! lastScheduleTime/lastSuccessfulTime and the successful/failed job history limits.
 
-use super::queue::{Key, Reconciler};
+use super::queue::{Key, Reconciler, Watches};
 use super::util::{self, i64_at};
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
-use crate::store::StoreEvent;
 use crate::timing::{SimClock, Timing};
 use chrono::{DateTime, Utc};
 use croner::parser::{CronParser, Seconds, Year};
@@ -56,16 +55,12 @@ fn finished_as(job: &Value) -> Option<&'static str> {
 }
 
 impl Reconciler for CronJobController {
-    fn keys_of(&self, ev: &StoreEvent, out: &mut Vec<Key>) {
-        if ev.key == ResourceKey::new("batch", "cronjobs") {
-            out.push(util::key_of(&ev.object));
-        } else if ev.key == ResourceKey::new("batch", "jobs") {
-            util::push_controller_key(ev, "CronJob", out);
-        }
+    fn client(&self) -> &Internal {
+        &self.client
     }
 
-    fn all_keys(&self) -> Vec<Key> {
-        self.client.list("batch", "cronjobs", None, &|_| true).iter().map(|o| util::key_of(o)).collect()
+    fn watches(&self) -> Watches {
+        Watches { group: "batch", plural: "cronjobs", kind: "CronJob", children: &[("batch", "jobs")], selects_pods: None }
     }
 
     fn reconcile(&mut self, (ns, name): &Key) -> Option<Duration> {

@@ -5,13 +5,12 @@
 //! and the Available/Progressing conditions (with progressDeadlineSeconds) are written as the
 //! upstream controller writes them, so `kubectl rollout status|undo|restart` and `scale` work.
 
-use super::queue::{Key, Reconciler};
+use super::queue::{Key, Reconciler, Watches};
 use super::util::{self, i64_at, int_or_percent};
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
-use crate::store::StoreEvent;
 use crate::timing::Timing;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -250,16 +249,12 @@ impl DeploymentController {
 }
 
 impl Reconciler for DeploymentController {
-    fn keys_of(&self, ev: &StoreEvent, out: &mut Vec<Key>) {
-        if ev.key == ResourceKey::new("apps", "deployments") {
-            out.push(util::key_of(&ev.object));
-        } else if ev.key == ResourceKey::new("apps", "replicasets") {
-            util::push_controller_key(ev, "Deployment", out);
-        }
+    fn client(&self) -> &Internal {
+        &self.client
     }
 
-    fn all_keys(&self) -> Vec<Key> {
-        self.client.list("apps", "deployments", None, &|_| true).iter().map(|o| util::key_of(o)).collect()
+    fn watches(&self) -> Watches {
+        Watches { group: "apps", plural: "deployments", kind: "Deployment", children: &[("apps", "replicasets")], selects_pods: None }
     }
 
     fn reconcile(&mut self, (ns, name): &Key) -> Option<Duration> {

@@ -2,14 +2,12 @@
 //! desiredHealthy, disruptionsAllowed, disruptedPods, the DisruptionAllowed condition), and the
 //! eviction decision the API server's `pods/eviction` makes against it (`check_eviction`).
 
-use super::queue::{Key, Reconciler};
+use super::queue::{Key, Reconciler, Watches};
 use super::util::{self, i64_at, int_or_percent};
 use crate::internal::Internal;
 use crate::meta;
-use crate::resources::ResourceKey;
 use crate::selectors::LabelSelector;
 use crate::status::ApiError;
-use crate::store::StoreEvent;
 use crate::timing::Timing;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -66,22 +64,12 @@ pub fn desired_healthy(pdb: &Value, expected: i64) -> i64 {
 }
 
 impl Reconciler for DisruptionController {
-    fn keys_of(&self, ev: &StoreEvent, out: &mut Vec<Key>) {
-        if ev.key == ResourceKey::new("policy", "poddisruptionbudgets") {
-            out.push(util::key_of(&ev.object));
-        } else if ev.key == ResourceKey::new("", "pods") {
-            let ns = meta::namespace(&ev.object);
-            for pdb in self.client.list("policy", "poddisruptionbudgets", Some(ns), &|_| true) {
-                let sel = selector_of(&pdb);
-                if [Some(&ev.object), ev.prev.as_ref()].into_iter().flatten().any(|p| sel.matches(meta::labels(p))) {
-                    out.push(util::key_of(&pdb));
-                }
-            }
-        }
+    fn client(&self) -> &Internal {
+        &self.client
     }
 
-    fn all_keys(&self) -> Vec<Key> {
-        self.client.list("policy", "poddisruptionbudgets", None, &|_| true).iter().map(|o| util::key_of(o)).collect()
+    fn watches(&self) -> Watches {
+        Watches { group: "policy", plural: "poddisruptionbudgets", kind: "PodDisruptionBudget", children: &[], selects_pods: Some(|o| Some(selector_of(o))) }
     }
 
     fn reconcile(&mut self, (ns, name): &Key) -> Option<Duration> {

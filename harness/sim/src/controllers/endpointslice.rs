@@ -3,13 +3,12 @@
 //! terminating conditions, target ports resolved against the containers' named ports) and the
 //! core `Endpoints` object (ready and not-ready addresses).
 
-use super::queue::{Key, Reconciler};
+use super::queue::{Key, Reconciler, Watches};
 use super::util;
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
 use crate::selectors::LabelSelector;
-use crate::store::StoreEvent;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,22 +83,12 @@ pub fn slice_content(svc: &Value, pods: &[Arc<Value>]) -> (Vec<Value>, Vec<Value
 }
 
 impl Reconciler for EndpointSliceController {
-    fn keys_of(&self, ev: &StoreEvent, out: &mut Vec<Key>) {
-        if ev.key == ResourceKey::new("", "services") {
-            out.push(util::key_of(&ev.object));
-        } else if ev.key == ResourceKey::new("", "pods") {
-            let ns = meta::namespace(&ev.object);
-            for svc in self.client.list("", "services", Some(ns), &|_| true) {
-                let Some(sel) = selector_of(&svc) else { continue };
-                if [Some(&ev.object), ev.prev.as_ref()].into_iter().flatten().any(|p| sel.matches(meta::labels(p))) {
-                    out.push(util::key_of(&svc));
-                }
-            }
-        }
+    fn client(&self) -> &Internal {
+        &self.client
     }
 
-    fn all_keys(&self) -> Vec<Key> {
-        self.client.list("", "services", None, &|_| true).iter().map(|o| util::key_of(o)).collect()
+    fn watches(&self) -> Watches {
+        Watches { group: "", plural: "services", kind: "Service", children: &[("discovery.k8s.io", "endpointslices")], selects_pods: Some(selector_of) }
     }
 
     fn reconcile(&mut self, (ns, name): &Key) -> Option<Duration> {

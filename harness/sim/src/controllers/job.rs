@@ -4,13 +4,12 @@
 //! `batch.kubernetes.io/job-tracking` finalizer, the SuccessCriteriaMet/Complete and
 //! FailureTarget/Failed conditions as 1.35 writes them, and `ttlSecondsAfterFinished`.
 
-use super::queue::{Key, Reconciler};
+use super::queue::{Key, Reconciler, Watches};
 use super::util::{self, i64_at};
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
-use crate::store::StoreEvent;
 use crate::timing::Timing;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -61,16 +60,12 @@ fn job_labels(job: &Value) -> Value {
 }
 
 impl Reconciler for JobController {
-    fn keys_of(&self, ev: &StoreEvent, out: &mut Vec<Key>) {
-        if ev.key == ResourceKey::new("batch", "jobs") {
-            out.push(util::key_of(&ev.object));
-        } else if ev.key == ResourceKey::new("", "pods") {
-            util::push_controller_key(ev, "Job", out);
-        }
+    fn client(&self) -> &Internal {
+        &self.client
     }
 
-    fn all_keys(&self) -> Vec<Key> {
-        self.client.list("batch", "jobs", None, &|_| true).iter().map(|o| util::key_of(o)).collect()
+    fn watches(&self) -> Watches {
+        Watches { group: "batch", plural: "jobs", kind: "Job", children: &[("", "pods")], selects_pods: None }
     }
 
     fn reconcile(&mut self, (ns, name): &Key) -> Option<Duration> {

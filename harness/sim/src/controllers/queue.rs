@@ -4,6 +4,11 @@
 //! minReadySeconds, deadlines, schedules), and a lagged stream or the resync tick asks for every
 //! object. Reconciles are level-triggered: they read the current state, never the event.
 
+use super::util;
+use crate::internal::Internal;
+use crate::meta;
+use crate::selectors::LabelSelector;
+use serde_json::Value;
 use crate::store::{Store, StoreEvent};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -22,13 +27,49 @@ pub enum Work {
     Keys(BTreeSet<Key>),
 }
 
-/// One kube-controller-manager loop: which keys a change touches, every key, and the reconcile
-/// of one key (which may ask to be looked at again after a delay).
+/// What a loop reconciles and which objects lead back to it.
+pub struct Watches {
+    /// (group, plural) of the reconciled objects...
+    pub group: &'static str,
+    pub plural: &'static str,
+    /// ...their kind, as the controller ownerReference of what they create names it...
+    pub kind: &'static str,
+    /// ...and the (group, plural) of those created objects: a change to one requeues its controller.
+    pub children: &'static [(&'static str, &'static str)],
+    /// For loops that follow pods by label selector (Services, PodDisruptionBudgets): how to
+    /// read an object's selector; a pod change then requeues every object selecting it.
+    pub selects_pods: Option<fn(&Value) -> Option<LabelSelector>>,
+}
+
+/// One kube-controller-manager loop: which objects it watches, and the reconcile of one key
+/// (which may ask to be looked at again after a delay).
 pub trait Reconciler: Send + Sync {
-    /// The keys a change touches (its own, or its controller's).
-    fn keys_of(&self, ev: &StoreEvent, out: &mut Vec<Key>);
-    fn all_keys(&self) -> Vec<Key>;
+    fn client(&self) -> &Internal;
+    fn watches(&self) -> Watches;
     fn reconcile(&mut self, key: &Key) -> Option<Duration>;
+
+    /// The keys a change touches: its own, or its controller's.
+    fn keys_of(&self, ev: &StoreEvent, out: &mut Vec<Key>) {
+        let w = self.watches();
+        if ev.key.group == w.group && ev.key.plural == w.plural {
+            out.push(util::key_of(&ev.object));
+        } else if w.children.iter().any(|(g, p)| ev.key.group == *g && ev.key.plural == *p) {
+            util::push_controller_key(ev, w.kind, out);
+        }
+        if let Some(selector_of) = w.selects_pods.filter(|_| ev.key.group.is_empty() && ev.key.plural == "pods") {
+            for obj in self.client().list(w.group, w.plural, Some(meta::namespace(&ev.object)), &|_| true) {
+                let Some(sel) = selector_of(&obj) else { continue };
+                if [Some(&ev.object), ev.prev.as_ref()].into_iter().flatten().any(|p| sel.matches(meta::labels(p))) {
+                    out.push(util::key_of(&obj));
+                }
+            }
+        }
+    }
+
+    fn all_keys(&self) -> Vec<Key> {
+        let w = self.watches();
+        self.client().list(w.group, w.plural, None, &|_| true).iter().map(|o| util::key_of(o)).collect()
+    }
 }
 
 pub struct Queue {
@@ -104,14 +145,20 @@ async fn sleep_until(t: Option<Instant>) {
 }
 
 impl<R: Reconciler + ?Sized> Reconciler for Box<R> {
+    fn client(&self) -> &Internal {
+        (**self).client()
+    }
+    fn watches(&self) -> Watches {
+        (**self).watches()
+    }
+    fn reconcile(&mut self, key: &Key) -> Option<Duration> {
+        (**self).reconcile(key)
+    }
     fn keys_of(&self, ev: &StoreEvent, out: &mut Vec<Key>) {
         (**self).keys_of(ev, out)
     }
     fn all_keys(&self) -> Vec<Key> {
         (**self).all_keys()
-    }
-    fn reconcile(&mut self, key: &Key) -> Option<Duration> {
-        (**self).reconcile(key)
     }
 }
 

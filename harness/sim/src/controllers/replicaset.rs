@@ -2,13 +2,12 @@
 //! keep `spec.replicas` active pods from the template, delete the surplus (least useful first),
 //! and report replicas / ready / available / terminating counts.
 
-use super::queue::{Key, Reconciler};
+use super::queue::{Key, Reconciler, Watches};
 use super::util::{self, i64_at};
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
-use crate::store::StoreEvent;
 use crate::timing::Timing;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -69,16 +68,12 @@ fn deletion_rank(pod: &Value) -> (u8, u8, u8, std::cmp::Reverse<String>) {
 }
 
 impl Reconciler for ReplicaSetController {
-    fn keys_of(&self, ev: &StoreEvent, out: &mut Vec<Key>) {
-        if ev.key == ResourceKey::new(self.flavour.group, self.flavour.plural) {
-            out.push(util::key_of(&ev.object));
-        } else if ev.key == ResourceKey::new("", "pods") {
-            util::push_controller_key(ev, self.flavour.kind, out);
-        }
+    fn client(&self) -> &Internal {
+        &self.client
     }
 
-    fn all_keys(&self) -> Vec<Key> {
-        self.client.list(self.flavour.group, self.flavour.plural, None, &|_| true).iter().map(|o| util::key_of(o)).collect()
+    fn watches(&self) -> Watches {
+        Watches { group: self.flavour.group, plural: self.flavour.plural, kind: self.flavour.kind, children: &[("", "pods")], selects_pods: None }
     }
 
     fn reconcile(&mut self, (ns, name): &Key) -> Option<Duration> {

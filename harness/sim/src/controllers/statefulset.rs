@@ -4,13 +4,12 @@
 //! Parallel management, ControllerRevisions with current/update revisions, and the rolling
 //! update (highest ordinal first, honouring `partition`).
 
-use super::queue::{Key, Reconciler};
+use super::queue::{Key, Reconciler, Watches};
 use super::util::{self, i64_at};
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
-use crate::store::StoreEvent;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -129,16 +128,12 @@ impl StatefulSetController {
 }
 
 impl Reconciler for StatefulSetController {
-    fn keys_of(&self, ev: &StoreEvent, out: &mut Vec<Key>) {
-        if ev.key == ResourceKey::new("apps", "statefulsets") {
-            out.push(util::key_of(&ev.object));
-        } else if ev.key == ResourceKey::new("", "pods") {
-            util::push_controller_key(ev, "StatefulSet", out);
-        }
+    fn client(&self) -> &Internal {
+        &self.client
     }
 
-    fn all_keys(&self) -> Vec<Key> {
-        self.client.list("apps", "statefulsets", None, &|_| true).iter().map(|o| util::key_of(o)).collect()
+    fn watches(&self) -> Watches {
+        Watches { group: "apps", plural: "statefulsets", kind: "StatefulSet", children: &[("", "pods")], selects_pods: None }
     }
 
     fn reconcile(&mut self, (ns, name): &Key) -> Option<Duration> {
