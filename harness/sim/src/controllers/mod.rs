@@ -43,8 +43,9 @@ use tokio::task::JoinHandle;
 /// Start every loop; the handles stop them when aborted.
 pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
     let client = || Internal::new(api.clone(), "kube-controller-manager");
-    // Resync as a safety net only: changes and requeues drive the loops.
-    let resync = timing.s(Duration::from_secs(30)).max(Duration::from_millis(200));
+    // Resync as a safety net only: changes and requeues drive the loops. Not below 5 s even on
+    // a fast clock: a resync reconciles every object, which large clusters must not pay often.
+    let resync = timing.s(Duration::from_secs(30)).max(Duration::from_secs(5));
     let spawn = |r: Box<dyn Reconciler>| {
         let api = api.clone();
         tokio::spawn(async move { queue::drive(r, &api.store, resync).await })
