@@ -148,10 +148,8 @@ async fn scaling_a_deployment_moves_its_replicaset_and_pods() {
     let kc = &c.kubeconfig;
     apply(kc, c.dir.path(), "web.yaml", &deployment_yaml("web", "nginx:1.27", 1)).await;
     kubectl_ok(kc, &["rollout", "status", "deployment/web", "--timeout=60s"]).await;
-    // `kubectl scale` needs the scale subresource (served by the API catalogue work); the
-    // controller side is the same spec.replicas change.
     for (replicas, op) in [(4, "up"), (2, "down")] {
-        kubectl_ok(kc, &["patch", "deployment", "web", "--type=merge", "-p", &format!("{{\"spec\":{{\"replicas\":{replicas}}}}}")]).await;
+        kubectl_ok(kc, &["scale", "deployment/web", &format!("--replicas={replicas}")]).await;
         kubectl_ok(kc, &["rollout", "status", "deployment/web", "--timeout=60s"]).await;
         let got = eventually(30, "pods follow the replica count", || async {
             let pods = kubectl_ok(kc, &["get", "pods", "-l", "app=web", "--field-selector=status.phase=Running", "-o", "name"]).await;

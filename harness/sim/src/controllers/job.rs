@@ -53,7 +53,8 @@ fn set_job_condition(status: &mut Value, ctype: &str, reason: &str, message: &st
     util::set_condition(status, ctype, "True", reason, message, &[("lastProbeTime", now)]);
 }
 
-/// The labels the apiserver puts on a Job's template (and selector) and so on its pods.
+/// The labels the apiserver puts on a Job's template, repeated on its pods for Jobs created with
+/// a manual selector.
 fn job_labels(job: &Value) -> Value {
     let (name, uid) = (meta::name(job), meta::uid(job));
     json!({CONTROLLER_UID_LABEL: uid, JOB_NAME_LABEL: name, "controller-uid": uid, "job-name": name})
@@ -74,13 +75,6 @@ impl Reconciler for JobController {
         if meta::is_deleting(&job) {
             self.release(ns, &pods);
             return None;
-        }
-        // The selector and template labels the apiserver defaults from the Job's uid.
-        if job.pointer("/spec/selector").is_none() && job.pointer("/spec/manualSelector") != Some(&json!(true)) {
-            let labels = job_labels(&job);
-            let patch = json!({"spec": {"selector": {"matchLabels": {CONTROLLER_UID_LABEL: meta::uid(&job)}}, "template": {"metadata": {"labels": labels}}}});
-            let _ = self.client.merge("batch", "jobs", ns, name, &patch);
-            return Some(Duration::ZERO);
         }
         let mut status = job.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
         if finished(&job) {
