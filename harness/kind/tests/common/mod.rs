@@ -93,6 +93,29 @@ impl TierEnv {
     }
 }
 
+impl Drop for TierEnv {
+    /// A failed test still leaves the engine clean for the rest of CI: whatever carries this
+    /// test's cluster name prefix goes (a passing test has already checked there is nothing).
+    fn drop(&mut self) {
+        let prefix = format!("fl-tier-{}-", self.label);
+        let ids = |args: &[&str]| docker(args).split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        let containers = ids(&["ps", "-aq", "--filter", &format!("name={prefix}")]);
+        if !containers.is_empty() {
+            let mut a = vec!["rm", "-f"];
+            a.extend(containers.iter().map(String::as_str));
+            docker(&a);
+        }
+        for (kind, filter) in [("network", format!("name=faultline-{prefix}")), ("volume", format!("name={prefix}"))] {
+            let found = ids(&[kind, "ls", "-q", "--filter", &filter]);
+            if !found.is_empty() {
+                let mut a = vec![kind, "rm"];
+                a.extend(found.iter().map(String::as_str));
+                docker(&a);
+            }
+        }
+    }
+}
+
 /// The docker CLI, to observe the engine independently of the code under test.
 pub fn docker(args: &[&str]) -> String {
     let out = std::process::Command::new("docker").args(args).output().expect("docker CLI");
