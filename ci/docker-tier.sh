@@ -33,12 +33,18 @@ ensure_privileged "$image"
 
 export FAULTLINE_DOCKER=1
 export FAULTLINE_KIND_NODE_IMAGE="$image"
-cargo build --locked -p faultline --bin faultline
+# The same build as ci/test.sh (workspace-wide features), so after it nothing is rebuilt.
+cargo build --workspace --locked --bins
+cargo test --workspace --locked --no-run \
+  --test docker_engine --test docker_engine_env --test docker_cleanup --test evidence 2>&1 | tail -n 1
+built=$(date +%s)
+echo "docker tier: engine, node image and build ready in $(( built - started )) s"
 export FAULTLINE_BIN="${CARGO_TARGET_DIR:-target}/debug/faultline"
 # Two at a time: each test brings up two node containers on a 2-core machine.
-cargo test --locked -p faultline-kind \
+cargo test --workspace --locked \
   --test docker_engine --test docker_engine_env --test docker_cleanup --test evidence \
   -- --test-threads=2
+echo "docker tier: tests ran in $(( $(date +%s) - built )) s"
 
 # Every test removes what it created; anything labelled by faultline now is a leak.
 left="$(docker ps -aq --filter label=dev.faultline.cluster)$(docker network ls -q --filter label=dev.faultline.cluster)"
