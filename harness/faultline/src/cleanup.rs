@@ -165,7 +165,7 @@ pub async fn before_run(provider: Arc<dyn Provider>, workdir: &Path, op_timeout:
         }
         Ok(r) => Some(r),
         Err(e) => {
-            eprintln!("faultline: could not check the cluster for faults left by an earlier run: {e:#}");
+            eprintln!("faultline: could not check the cluster for faults left by an earlier run: {}", crate::k8s::explain(&e));
             None
         }
     }
