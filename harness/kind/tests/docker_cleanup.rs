@@ -71,13 +71,15 @@ fn a_harness_killed_mid_fault_is_healed_by_faultline_cleanup() {
     harness.wait().unwrap();
     assert_eq!(docker(&["inspect", "-f", "{{.State.Running}}", &cp]).trim(), "true", "left behind by the killed harness");
 
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let out = std::process::Command::new(&faultline)
-        .args(["cleanup", "--provider", "kind"])
-        .env("FAULTLINE_KIND_STATE_DIR", env.state.path())
-        .current_dir(&repo)
-        .output()
-        .unwrap();
+    let cleanup = || {
+        std::process::Command::new(&faultline)
+            .args(["cleanup", "--provider", "kind"])
+            .env("FAULTLINE_KIND_STATE_DIR", env.state.path())
+            .current_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .output()
+            .unwrap()
+    };
+    let out = cleanup();
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{text}");
     for healed in ["healed nodeReboot on worker-01", "healed hungNfs on worker-01", "healed kubeletHang on worker-01", "healed kubeletStop on control-plane"] {
@@ -89,11 +91,6 @@ fn a_harness_killed_mid_fault_is_healed_by_faultline_cleanup() {
     env.assert_nothing_left(&cluster);
 
     // A second cleanup finds nothing.
-    let again = std::process::Command::new(&faultline)
-        .args(["cleanup", "--provider", "kind"])
-        .env("FAULTLINE_KIND_STATE_DIR", env.state.path())
-        .current_dir(&repo)
-        .output()
-        .unwrap();
+    let again = cleanup();
     assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to heal"), "{}", String::from_utf8_lossy(&again.stdout));
 }
