@@ -11,4 +11,5 @@ fi
 cargo build --workspace --locked --bins
 cargo test --workspace --locked --no-fail-fast -- --test-threads="${FAULTLINE_TEST_THREADS:-4}" --skip python_clients_packaged_live_tests_pass
 # The Python clients' own packaged live tests, with their pass count in the log.
-cargo test -p faultline-sim --locked --test python_packaged -- --nocapture
+# --workspace: the same feature resolution as above, so nothing is rebuilt.
+cargo test --workspace --locked --test python_packaged -- --nocapture
