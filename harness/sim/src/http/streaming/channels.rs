@@ -61,18 +61,21 @@ impl Protocol {
         }
     }
 
-    /// A data message from the client as (channel, bytes); None for control frames and
-    /// malformed messages (which the apiserver's wsstream also drops).
+    /// A data message from the client as (channel, bytes); None for control frames and empty
+    /// messages. Like the apiserver's wsstream, the frame's opcode does not matter (the Python
+    /// client sends binary-protocol stdin in text frames); the negotiated protocol does.
     pub fn decode(&self, msg: &Message) -> Option<(u8, Vec<u8>)> {
-        match msg {
-            Message::Binary(b) if !self.base64 && !b.is_empty() => Some((b[0], b[1..].to_vec())),
-            Message::Text(t) if self.base64 && !t.is_empty() => {
-                let s = t.as_str();
-                let channel = s.as_bytes()[0].checked_sub(b'0')?;
-                let data = base64::engine::general_purpose::STANDARD.decode(&s[1..]).ok()?;
-                Some((channel, data))
-            }
-            _ => None,
+        let bytes: &[u8] = match msg {
+            Message::Binary(b) => b,
+            Message::Text(t) => t.as_bytes(),
+            _ => return None,
+        };
+        let (&first, rest) = bytes.split_first()?;
+        if self.base64 {
+            let data = base64::engine::general_purpose::STANDARD.decode(rest).ok()?;
+            Some((first.checked_sub(b'0')?, data))
+        } else {
+            Some((first, rest.to_vec()))
         }
     }
 
@@ -151,6 +154,7 @@ mod tests {
         assert_eq!(bin.encode(STDERR, b"x"), Message::binary(vec![2, b'x']));
         assert_eq!(bin.decode(&Message::binary(vec![255, 0])), Some((CLOSE, vec![0])));
         assert_eq!(bin.decode(&Message::binary(Vec::<u8>::new())), None);
+        assert_eq!(bin.decode(&Message::text("\u{0}typed")), Some((STDIN, b"typed".to_vec())));
     }
 
     #[test]

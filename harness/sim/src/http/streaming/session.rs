@@ -10,6 +10,8 @@ use futures::{SinkExt, StreamExt};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
@@ -157,11 +159,16 @@ where
     close(ws).await;
 }
 
+fn normal_close() -> CloseFrame {
+    CloseFrame { code: CloseCode::Normal, reason: "".into() }
+}
+
 async fn close<S>(mut ws: WebSocketStream<S>)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let _ = ws.close(None).await;
+    // Clients read a normal closure (1000) as the end of their streams, anything else as an error.
+    let _ = ws.close(Some(normal_close())).await;
     // Wait briefly for the client's close frame so the TLS stream ends cleanly.
     let _ = tokio::time::timeout(Duration::from_secs(2), async { while let Some(Ok(_)) = ws.next().await {} }).await;
 }
@@ -242,6 +249,7 @@ where
                 break;
             }
         }
+        let _ = sink.send(Message::Close(Some(normal_close()))).await;
         let _ = sink.close().await;
     };
     tokio::join!(up, down);
