@@ -3,16 +3,16 @@
 //! (faults and remediations) that act on nodes from outside the API.
 
 pub mod changes;
-pub mod daemonset;
-pub mod kubelet;
 pub mod lifecycle;
-pub mod longhorn;
 pub mod node;
-pub mod nodeops;
 pub mod scheduler;
-pub mod volumes;
+pub mod storage;
+
+pub use node::{kubelet, nodeops, volumes};
+pub use storage::longhorn;
 
 use crate::apiserver::{ApiServer, PodLogSource};
+use crate::controllers::daemonset;
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
