@@ -147,6 +147,37 @@ async fn kubectl_port_forward_to_declared_listeners() {
     drop(status);
 }
 
+/// kubectl attach follows the container it attached to and ends (exit 0) when that
+/// container instance stops: here it crashes after 60 simulated seconds (3 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_attach_ends_with_the_container() {
+    let c = cluster().await;
+    let pods: Api<Pod> = Api::namespaced(c.client().await, "default");
+    let p: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "crasher", "annotations": {"sim.faultline.dev/crash-after": "60s", "sim.faultline.dev/log": "started"}},
+        "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &p).await.unwrap();
+    eventually(30, "pod crasher Running", || {
+        let pods = pods.clone();
+        async move {
+            let p = pods.get("crasher").await.ok()?;
+            let s = p.status?.container_statuses?;
+            (s[0].restart_count == 0 && s[0].state.as_ref()?.running.is_some()).then_some(())
+        }
+    })
+    .await;
+    let started = std::time::Instant::now();
+    let out = tokio::time::timeout(Duration::from_secs(20), kubectl(&c.kubeconfig, &["attach", "crasher", "-c", "main"])).await.expect("attach ended with the container");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Output written before attaching is not replayed.
+    assert!(!text(&out.stdout).contains("started"), "{}", text(&out.stdout));
+    assert!(started.elapsed() > Duration::from_millis(500), "attach ended before the container stopped");
+    let p = pods.get("crasher").await.unwrap();
+    assert!(p.status.unwrap().container_statuses.unwrap()[0].restart_count >= 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_stream_and_portforward() {
     let c = cluster().await;

@@ -190,8 +190,10 @@ fn container_running(pod: &Value, container: &str) -> bool {
     statuses(pod).any(|s| s.get("name").and_then(Value::as_str) == Some(container) && s.pointer("/state/running").is_some())
 }
 
-fn container_id(pod: &Value, container: &str) -> Option<String> {
-    statuses(pod).find(|s| s.get("name").and_then(Value::as_str) == Some(container)).and_then(|s| s.get("containerID")).and_then(Value::as_str).map(String::from)
+/// Which instance of the container runs: its ID and restart count.
+fn container_id(pod: &Value, container: &str) -> Option<(String, i64)> {
+    let s = statuses(pod).find(|s| s.get("name").and_then(Value::as_str) == Some(container))?;
+    Some((s.get("containerID").and_then(Value::as_str).unwrap_or("").to_string(), s.get("restartCount").and_then(Value::as_i64).unwrap_or(0)))
 }
 
 fn pod_running(pod: &Value) -> bool {
