@@ -145,7 +145,8 @@ async fn serve_tls(listener: TcpListener, acceptor: tokio_rustls::TlsAcceptor, a
         tokio::spawn(async move {
             let Ok(tls) = acceptor.accept(tcp).await else { return };
             let svc = hyper_util::service::TowerToHyperService::new(app);
-            let conn = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(tls), svc);
+            // with_upgrades: pods/exec, attach and portforward switch the connection to WebSocket or SPDY.
+            let conn = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(tls), svc).with_upgrades();
             tokio::select! {
                 _ = conn => {}
                 _ = stop.wait_for(|v| *v) => {}

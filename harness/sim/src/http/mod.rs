@@ -8,6 +8,7 @@ pub mod faults;
 pub mod negotiate;
 pub mod openapi;
 pub mod route;
+pub mod streaming;
 pub mod watch;
 
 use crate::apiserver::{ApiServer, ListQuery, PatchType, WriteOptions};
@@ -55,6 +56,12 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
         Ok(u) => u,
         Err(e) => return error_response(&e),
     };
+    // exec, attach and portforward take over the connection: they never read a body.
+    if let Route::Resource(p) = route::parse(parts.uri.path()) {
+        if streaming::is_streaming(&p) {
+            return streaming::serve(&s, parts, p).await;
+        }
+    }
     let body = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(b) => b,
         Err(_) => return error_response(&ApiError::new(413, "RequestEntityTooLarge", "the request body is too large")),
