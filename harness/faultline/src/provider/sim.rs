@@ -182,7 +182,7 @@ pub fn primitives(op: &NodeOperation, heal: bool, pv: Option<(String, bool)>) ->
                 crate::model::ops::MountHolder::CsiPlugin => Holder::CsiPlugin,
                 crate::model::ops::MountHolder::External => Holder::External,
             };
-            vec![NodeOp::StaleDeviceMount { pv, deleted_pv, holder, blocks_queue: true }]
+            vec![NodeOp::StaleDeviceMount { pv, deleted_pv, holder, blocks_queue: false }]
         }
         (N::StaleDeviceMount(_), true) => vec![NodeOp::ClearStaleDeviceMount { pv: pv.unwrap_or_default().0 }],
         (N::CsiPluginDown(_), false) => vec![NodeOp::CsiPluginDown],
