@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job (README): build the harness and the controller fixture, then run the whole
-# scenario pack on the sim provider. Reports land in reports/ (JUnit, JSON, HTML, timelines).
+# scenario pack on the sim provider: one line per passing scenario, the whole timeline of a failing
+# one. Reports land in reports/ (JUnit, JSON, HTML, summary.md, per-scenario timelines and logs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --workspace --locked --bins

@@ -147,7 +147,7 @@ pub async fn before_run(provider: Arc<dyn Provider>, workdir: &Path, op_timeout:
         Ok(r) if r.not_applicable.is_some() => None,
         Ok(r) => Some(r),
         Err(e) => {
-            eprintln!("faultline: could not check the cluster for faults left by an earlier run: {e:#}");
+            eprintln!("faultline: could not check the cluster for faults left by an earlier run: {}", crate::k8s::explain(&e));
             None
         }
     }

@@ -1,6 +1,7 @@
 //! Argument parsing and dispatch.
 //!
-//! Exit codes: 0 success; 1 a scenario failed (or, with --baseline, a duration regressed);
+//! Exit codes: 0 success (flaky scenarios included, unless --flaky-fails); 1 a scenario failed
+//! (or, with --baseline, a duration regressed; with --flaky-fails, a scenario was flaky);
 //! 2 invalid input or harness error (including a fault that could not be healed);
 //! 130 / 143 interrupted by SIGINT / SIGTERM after every fault was healed and every cluster torn
 //! down (2 instead when healing failed). A second SIGINT/SIGTERM during the clean-up exits at
@@ -58,6 +59,42 @@ enum Command {
     Kube {
         #[command(subcommand)]
         command: KubeCommand,
+    },
+    /// Reports: merge the JSON reports of sharded runs.
+    Report {
+        #[command(subcommand)]
+        command: ReportCommand,
+    },
+    /// Start a suite: a suite config for your controller, an example scenario, a CI snippet.
+    Init {
+        /// The project directory (default: the current one); writes DIR/scenarios/ and DIR/ci/.
+        dir: Option<PathBuf>,
+        /// How to start the controller under test, run with `sh -c` from DIR, e.g.
+        /// `./bin/manager --leader-elect=false` or `go run ./cmd/manager`.
+        #[arg(long)]
+        controller_command: String,
+        /// A CRD manifest (relative to DIR) applied before the controller starts (repeatable).
+        #[arg(long = "crd")]
+        crds: Vec<String>,
+        /// A log line (regular expression) the controller prints once it is ready.
+        #[arg(long)]
+        ready_pattern: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ReportCommand {
+    /// One JSON, JUnit and HTML report (and a Markdown summary) from the JSON reports of
+    /// sharded runs (`run --shard I/N --json shard-I.json`); exit code as the merged run's.
+    Merge {
+        /// Where to write report.json, junit.xml, report.html and summary.md.
+        out_dir: PathBuf,
+        /// The shard reports.
+        #[arg(required = true)]
+        reports: Vec<PathBuf>,
+        /// With --flaky-fails: a flaky scenario fails the merged run.
+        #[arg(long)]
+        flaky_fails: bool,
     },
 }
 
@@ -123,6 +160,30 @@ struct RunArgs {
     /// (cluster bring-up, Longhorn, every fault's inject and heal), and run nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Print every scenario's timeline (default: one line per passing scenario, everything
+    /// about a failing one).
+    #[arg(short, long, conflicts_with = "quiet")]
+    verbose: bool,
+    /// Print only failures and the total.
+    #[arg(short, long)]
+    quiet: bool,
+    /// Write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when that is set).
+    #[arg(long)]
+    summary: Option<PathBuf>,
+    /// Run a scenario that did not pass again, on a fresh cluster, up to N times; a pass after
+    /// a failure is reported as flaky.
+    #[arg(long, default_value_t = 0)]
+    retries: u32,
+    /// A flaky scenario (passed only on a retry) fails the run (exit 1).
+    #[arg(long)]
+    flaky_fails: bool,
+    /// When a scenario fails, hold it at that moment - faults active, controller running - print
+    /// the kubeconfig and the node commands, and wait for Enter (or Ctrl-C) before healing.
+    #[arg(long)]
+    pause_on_failure: bool,
+    /// Hold every scenario that has this step before it runs (repeatable), as --pause-on-failure.
+    #[arg(long = "pause-at", value_name = "STEP")]
+    pause_at: Vec<String>,
     /// Compare measured durations with a previous JSON report.
     #[arg(long)]
     baseline: Option<PathBuf>,
@@ -188,7 +249,7 @@ pub fn main() -> ExitCode {
     let code = match rt.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", faultline::k8s::explain(&e));
             2
         }
     };
@@ -209,6 +270,62 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Run(args) => run_cmd(*args).await,
         Command::Cleanup(args) => cleanup_cmd(args).await,
         Command::Kube { command } => kube_cmd(command).await,
+        Command::Report { command: ReportCommand::Merge { out_dir, reports, flaky_fails } } => merge_cmd(out_dir, reports, flaky_fails),
+        Command::Init { dir, controller_command, crds, ready_pattern } => {
+            let o = faultline::init::InitOptions { dir: dir.unwrap_or_else(|| PathBuf::from(".")), controller_command, crds, ready_pattern };
+            for p in faultline::init::init(&o)? {
+                println!("wrote {}", p.display());
+            }
+            println!("next: faultline validate {0} && faultline run {0}", o.dir.join("scenarios").display());
+            Ok(0)
+        }
+    }
+}
+
+/// `$GITHUB_STEP_SUMMARY`, when set: where GitHub Actions reads a job's Markdown summary.
+fn github_step_summary() -> Option<PathBuf> {
+    std::env::var_os("GITHUB_STEP_SUMMARY").filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+/// Every output the report goes to: (path, kind), kind one of json, junit, html, summary.
+fn write_outputs(rep: &RunReport, outputs: &[(PathBuf, &str)]) -> Result<()> {
+    for (path, kind) in outputs {
+        let r = match *kind {
+            "json" => report::write_json(rep, path),
+            "junit" => report::junit::write(rep, path),
+            "summary" => report::markdown::write(rep, path, false),
+            _ => std::fs::write(path, report::html::render(rep)).map_err(Into::into),
+        };
+        r.with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(p) = github_step_summary() {
+        report::markdown::write(rep, &p, true).with_context(|| format!("writing $GITHUB_STEP_SUMMARY ({})", p.display()))?;
+    }
+    Ok(())
+}
+
+fn merge_cmd(out_dir: PathBuf, files: Vec<PathBuf>, flaky_fails: bool) -> Result<u8> {
+    let mut shards = vec![];
+    for f in files {
+        let r = report::merge::read(&f)?;
+        shards.push((f, r));
+    }
+    let mut rep = report::merge::merge(shards)?;
+    rep.flaky_fails |= flaky_fails;
+    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    write_outputs(&rep, &[(out_dir.join("report.json"), "json"), (out_dir.join("junit.xml"), "junit"), (out_dir.join("report.html"), "html"), (out_dir.join("summary.md"), "summary")])?;
+    print!("{}", report::console::render_summary(&rep));
+    println!("faultline: merged {} shard report(s) into {}", rep.merged_from.len(), out_dir.display());
+    Ok(rep.exit_code())
+}
+
+/// Every step name of a scenario, nested ones included (as validated: defaults filled in).
+fn step_names(steps: &[faultline::model::Step], out: &mut Vec<String>) {
+    for s in steps {
+        out.extend(s.name.clone());
+        for sub in [&s.try_steps, &s.catch, &s.finally].into_iter().flatten() {
+            step_names(sub, out);
+        }
     }
 }
 
@@ -228,10 +345,13 @@ fn print_diagnostics(d: &[Diagnostic]) {
 }
 
 fn validate(paths: Vec<PathBuf>, config: Option<PathBuf>) -> Result<u8> {
-    let (_, scenarios, diags) = loader::load_all(&default_paths(paths), config.as_deref());
+    let (suite, scenarios, diags) = loader::load_all(&default_paths(paths), config.as_deref());
     if !diags.is_empty() {
         print_diagnostics(&diags);
         return Ok(2);
+    }
+    if let Some(p) = &suite.path {
+        println!("suite config {} valid", p.display());
     }
     println!("{} scenario(s) valid", scenarios.len());
     Ok(0)
@@ -246,8 +366,9 @@ fn parse_shard(s: &str) -> Result<(usize, usize)> {
     Ok((i, n))
 }
 
-/// Wait for SIGINT/SIGTERM; the first cancels the run, the second exits at once.
-fn install_signals(tx: tokio::sync::watch::Sender<Option<String>>) -> Result<()> {
+/// Wait for SIGINT/SIGTERM; the first cancels the run, the second exits at once. While a
+/// scenario is paused, SIGINT continues it instead.
+fn install_signals(tx: tokio::sync::watch::Sender<Option<String>>, pauser: Option<Arc<faultline::pause::ConsolePauser>>) -> Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut int = signal(SignalKind::interrupt())?;
     let mut term = signal(SignalKind::terminate())?;
@@ -258,6 +379,9 @@ fn install_signals(tx: tokio::sync::watch::Sender<Option<String>>) -> Result<()>
                 _ = int.recv() => "SIGINT",
                 _ = term.recv() => "SIGTERM",
             };
+            if name == "SIGINT" && pauser.as_ref().is_some_and(|p| p.resume_if_paused()) {
+                continue;
+            }
             count += 1;
             if count == 1 {
                 eprintln!("faultline: {name}: healing active faults, stopping the controller, tearing down (repeat to exit at once)");
@@ -325,14 +449,36 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
         }
         return Ok(0);
     }
+    for step in &a.pause_at {
+        let mut all = vec![];
+        for s in &scenarios {
+            step_names(&s.scenario.spec.steps, &mut all);
+        }
+        if !all.contains(step) {
+            all.sort();
+            all.dedup();
+            bail!("--pause-at {step}: no selected scenario has a step `{step}`; steps: {}", all.join(", "));
+        }
+    }
     let provider = provider::make_provider(a.provider, &suite.suite.existing.allowed_contexts, a.context.as_deref())?;
     let seed = a.seed.unwrap_or_else(rand::random);
+    let faultline_bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("faultline"));
+    let pauser = (a.pause_on_failure || !a.pause_at.is_empty()).then(|| Arc::new(faultline::pause::ConsolePauser::new(faultline_bin.clone())));
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(None);
-    install_signals(cancel_tx)?;
+    install_signals(cancel_tx, pauser.clone())?;
     if scenarios.is_empty() {
         eprintln!("faultline: no scenario selected");
     }
-    println!("faultline: {} scenario(s), provider {}, seed {seed}, jobs {}", scenarios.len(), provider.name(), a.jobs);
+    let verbosity = match (a.quiet, a.verbose) {
+        (true, _) => report::console::Verbosity::Quiet,
+        (_, true) => report::console::Verbosity::Verbose,
+        _ => report::console::Verbosity::Normal,
+    };
+    if verbosity != report::console::Verbosity::Quiet {
+        println!("faultline: {} scenario(s), provider {}, seed {seed}, jobs {}{}{}", scenarios.len(), provider.name(), a.jobs,
+            a.shard.as_ref().map(|s| format!(", shard {s}")).unwrap_or_default(),
+            if a.retries > 0 { format!(", retries {}", a.retries) } else { String::new() });
+    }
     // A run killed earlier may have left faults in a cluster that outlives it: heal them first.
     let dir = tempfile::tempdir()?;
     if let Some(r) = faultline::cleanup::before_run(provider.clone(), dir.path(), suite.suite.defaults.step_timeout.get()).await {
@@ -344,7 +490,7 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
             return Ok(2);
         }
     }
-    let progress = Arc::new(report::console::ConsoleProgress::new());
+    let progress = Arc::new(report::console::ConsoleProgress::new(verbosity));
     let opts = RunOptions {
         provider,
         report_dir: a.report_dir.clone(),
@@ -353,8 +499,14 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
         jobs: a.jobs,
         cancel: cancel_rx.clone(),
         progress,
-        faultline_bin: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("faultline")),
+        faultline_bin,
         controller_args: a.controller_args.clone(),
+        retries: a.retries,
+        pause: runner::PausePolicy {
+            on_failure: a.pause_on_failure,
+            at_steps: a.pause_at.clone(),
+            pauser: pauser.map(|p| p as Arc<dyn runner::Pauser>),
+        },
     };
     let kept: runner::Kept = Default::default();
     let reports = runner::run_all(scenarios, &suite, &opts, &kept).await;
@@ -366,19 +518,22 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
         duration_ms: started.elapsed().as_millis() as u64,
         provider: format!("{:?}", a.provider).to_lowercase(),
         seed,
+        shard: a.shard.clone(),
+        flaky_fails: a.flaky_fails,
         summary: Default::default(),
         scenarios: reports,
         regressions: vec![],
         interrupted_by: interrupted.clone(),
+        merged_from: vec![],
     };
     if let Some(b) = &baseline {
         rep.regressions = report::baseline::compare(b, &rep, ratio);
     }
     rep.summarize();
-    print!("{}", report::console::render(&rep));
+    print!("{}", report::console::render_summary(&rep));
     let mut outputs: Vec<(PathBuf, &str)> = vec![];
     if let Some(d) = &a.report_dir {
-        outputs.extend([(d.join("report.json"), "json"), (d.join("junit.xml"), "junit"), (d.join("report.html"), "html")]);
+        outputs.extend([(d.join("report.json"), "json"), (d.join("junit.xml"), "junit"), (d.join("report.html"), "html"), (d.join("summary.md"), "summary")]);
     }
     if let Some(p) = &a.json {
         outputs.push((p.clone(), "json"));
@@ -389,14 +544,10 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
     if let Some(p) = &a.html {
         outputs.push((p.clone(), "html"));
     }
-    for (path, kind) in outputs {
-        let r = match kind {
-            "json" => report::write_json(&rep, &path),
-            "junit" => report::junit::write(&rep, &path),
-            _ => std::fs::write(&path, report::html::render(&rep)).map_err(Into::into),
-        };
-        r.with_context(|| format!("writing {}", path.display()))?;
+    if let Some(p) = &a.summary {
+        outputs.push((p.clone(), "summary"));
     }
+    write_outputs(&rep, &outputs)?;
     let kept: Vec<_> = std::mem::take(&mut *kept.lock());
     if !kept.is_empty() && interrupted.is_none() {
         println!("faultline: --keep-cluster: {} cluster(s) kept; press Ctrl-C to stop them", kept.len());
@@ -437,7 +588,7 @@ async fn kube_cmd(c: KubeCommand) -> Result<u8> {
 }
 
 async fn sim_up(nodes: usize, kubeconfig: PathBuf, listen: SocketAddr, time_scale: f64, api_only: bool) -> Result<u8> {
-    if !(time_scale > 0.0) {
+    if time_scale.is_nan() || time_scale <= 0.0 {
         anyhow::bail!("--time-scale must be a positive number, got {time_scale}");
     }
     let base = if api_only { SimOptions::with_workers(nodes) } else { SimOptions::full(nodes, faultline_sim::Timing::scaled(time_scale)) };

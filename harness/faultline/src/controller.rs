@@ -271,3 +271,35 @@ pub async fn deploy_in_cluster(kube: &crate::k8s::Kube, manifests: &[std::path::
     }
     Ok(rx)
 }
+
+/// For a controller that runs as a ServiceAccount (`serviceAccount: namespace/name`): apply its
+/// `rbac` manifests as admin, request a token for the account (TokenRequest) and write a copy of
+/// the cluster's kubeconfig whose user carries that token instead of the admin credentials.
+pub async fn service_account_kubeconfig(kube: &crate::k8s::Kube, def: &ControllerDef, suite_dir: &Path, admin_kubeconfig: &Path, out: &Path) -> Result<Option<PathBuf>> {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let Some(account) = &def.service_account else { return Ok(None) };
+    let Some((ns, name)) = account.split_once('/') else { bail!("serviceAccount `{account}` is not `namespace/name`") };
+    for m in &def.rbac {
+        for o in crate::k8s::read_manifests(&suite_dir.join(m))? {
+            kube.apply(&o, ns).await?;
+        }
+    }
+    let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(kube.client.clone(), ns);
+    // A day: longer than any scenario, so the controller never needs a refresh.
+    let request = TokenRequest { spec: Some(TokenRequestSpec { expiration_seconds: Some(86_400), ..Default::default() }), ..Default::default() };
+    let issued = accounts
+        .create_token_request(name, &Default::default(), &request)
+        .await
+        .with_context(|| format!("requesting a token for ServiceAccount {account} (do the `rbac` manifests create it?)"))?;
+    let token = issued.status.and_then(|s| s.token).filter(|t| !t.is_empty()).with_context(|| format!("the TokenRequest for {account} returned no token"))?;
+    let text = std::fs::read_to_string(admin_kubeconfig).with_context(|| format!("reading {}", admin_kubeconfig.display()))?;
+    let mut config: serde_yaml::Value = serde_yaml::from_str(&text).with_context(|| format!("parsing {}", admin_kubeconfig.display()))?;
+    if let Some(users) = config.get_mut("users").and_then(serde_yaml::Value::as_sequence_mut) {
+        for u in users {
+            u["user"] = serde_yaml::to_value(BTreeMap::from([("token", token.as_str())]))?;
+        }
+    }
+    std::fs::write(out, serde_yaml::to_string(&config)?).with_context(|| format!("writing {}", out.display()))?;
+    Ok(Some(out.to_path_buf()))
+}

@@ -13,7 +13,7 @@ use crate::timeline::{EntryKind, Timeline, Verdict};
 use futures::StreamExt;
 use kube::runtime::watcher;
 use regex::Regex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ pub struct Obs {
     pub objects: Vec<Value>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Budget {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -39,7 +39,7 @@ pub struct Budget {
     pub for_ms: Option<u64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExpectationResult {
     pub name: String,
@@ -456,7 +456,7 @@ async fn resource_source(kube: Kube, r: ResourceExpect, tx: watch::Sender<Option
         match kube.resolve(&r.api_version, &r.kind).await {
             Ok(x) => break x,
             Err(e) => {
-                tx.send_replace(Some(Obs { at: Instant::now(), holds: false, summary: format!("{e:#}"), objects: vec![] }));
+                tx.send_replace(Some(Obs { at: Instant::now(), holds: false, summary: crate::k8s::explain(&e), objects: vec![] }));
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
         }

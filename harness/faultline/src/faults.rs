@@ -16,11 +16,11 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{DeleteParams, EvictParams, ListParams, Patch, PatchParams};
 use kube::Api;
 use parking_lot::Mutex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FaultRecord {
     pub name: String,
@@ -79,6 +79,11 @@ impl FaultManager {
         self.anchors.clone()
     }
 
+    /// The faults injected and not healed yet: `name: operation`.
+    pub fn active_summaries(&self) -> Vec<String> {
+        self.active.lock().iter().map(|a| format!("{}: {}", a.name, a.op.summary())).collect()
+    }
+
     pub fn records(&self) -> Vec<FaultRecord> {
         self.records.lock().clone()
     }
@@ -95,7 +100,7 @@ impl FaultManager {
             // Journaled before injection: a fault the harness cannot promise to heal after a
             // crash is not injected at all.
             if let Err(e) = j.add(name, op).await {
-                self.timeline.record(EntryKind::Error, format!("fault {name} not injected: {e:#}"));
+                self.timeline.record(EntryKind::Error, format!("fault {name} not injected: {}", crate::k8s::explain(&e)));
                 return Err(e);
             }
         }
@@ -107,7 +112,7 @@ impl FaultManager {
         let summary = op.summary();
         match &r {
             Ok(()) => self.timeline.record(EntryKind::Fault, format!("fault {name} injected: {summary}")),
-            Err(e) => self.timeline.record(EntryKind::Error, format!("fault {name} failed to inject: {e:#}")),
+            Err(e) => self.timeline.record(EntryKind::Error, format!("fault {name} failed to inject: {}", crate::k8s::explain(e))),
         }
         self.records.lock().push(FaultRecord {
             name: name.to_string(),
@@ -125,7 +130,7 @@ impl FaultManager {
         let r = self.perform(op).await;
         match &r {
             Ok(()) => self.timeline.record(EntryKind::Remediate, format!("remediation: {}", op.summary())),
-            Err(e) => self.timeline.record(EntryKind::Error, format!("remediation {} failed: {e:#}", op.summary())),
+            Err(e) => self.timeline.record(EntryKind::Error, format!("remediation {} failed: {}", op.summary(), crate::k8s::explain(e))),
         }
         r
     }
@@ -152,18 +157,18 @@ impl FaultManager {
         let ms = self.timeline.offset(now).as_millis() as u64;
         if let (Ok(()), Some(j)) = (&r, &self.journal) {
             if let Err(e) = j.remove(&active.name).await {
-                self.timeline.record(EntryKind::Error, format!("fault {} healed, but the journal still lists it: {e:#}", active.name));
+                self.timeline.record(EntryKind::Error, format!("fault {} healed, but the journal still lists it: {}", active.name, crate::k8s::explain(&e)));
             }
         }
         match &r {
             Ok(()) => self.timeline.record(EntryKind::Heal, format!("fault {} healed ({by})", active.name)),
-            Err(e) => self.timeline.record(EntryKind::Error, format!("fault {} failed to heal: {e:#}", active.name)),
+            Err(e) => self.timeline.record(EntryKind::Error, format!("fault {} failed to heal: {}", active.name, crate::k8s::explain(e))),
         }
         self.anchors.set(&format!("{}.healed", active.name), began);
         if let Some(rec) = self.records.lock().iter_mut().rev().find(|r| r.name == active.name) {
             rec.healed_ms = Some(ms);
             rec.healed_by = by.to_string();
-            rec.heal_error = r.as_ref().err().map(|e| format!("{e:#}"));
+            rec.heal_error = r.as_ref().err().map(crate::k8s::explain);
         }
         r
     }
@@ -176,7 +181,7 @@ impl FaultManager {
             let Some(a) = next else { break };
             let name = a.name.clone();
             if let Err(e) = self.heal_one(a, "cleanup").await {
-                errors.push(format!("fault {name}: {e:#}"));
+                errors.push(format!("fault {name}: {}", crate::k8s::explain(&e)));
             }
         }
         errors

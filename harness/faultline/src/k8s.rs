@@ -52,7 +52,7 @@ impl Kube {
         let gvk = GroupVersionKind::gvk(&g, &v, kind);
         let found = kube::discovery::pinned_kind(&self.client, &gvk)
             .await
-            .map_err(|e| anyhow!("the cluster does not serve {kind} in {api_version}: {e}"))?;
+            .map_err(|e| anyhow!("the cluster does not serve {kind} in {api_version}: {}", explain(&e.into())))?;
         self.cache.lock().insert(key, found.clone());
         Ok(found)
     }
@@ -172,4 +172,60 @@ pub fn read_manifests(path: &Path) -> Result<Vec<Value>> {
         }
     }
     Ok(out)
+}
+
+/// An API error as kubectl shows it: the Status message, code and reason
+/// (`configmaps "x" already exists (409 AlreadyExists)`), never kube-rs's Debug dump of the Status.
+pub fn status_text(s: &kube::core::Status) -> String {
+    let reason = if s.reason.is_empty() { String::new() } else { format!(" {}", s.reason) };
+    let message = if s.message.is_empty() { "the API server returned an error".to_string() } else { s.message.clone() };
+    format!("{message} ({}{reason})", s.code)
+}
+
+/// An error chain for people (`context: cause: cause`), with every Kubernetes API error in it
+/// shown by `status_text`. kube-rs formats `Error::Api` with the Status' Debug output, and the
+/// errors wrapping it (watcher, discovery) repeat that text in their own message.
+pub fn explain(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = vec![];
+    let mut api: Option<(String, String)> = None;
+    for cause in e.chain() {
+        if let Some(kube::Error::Api(s)) = cause.downcast_ref::<kube::Error>() {
+            api = Some((cause.to_string(), status_text(s)));
+            break;
+        }
+        parts.push(cause.to_string());
+    }
+    let mut out: Vec<String> = vec![];
+    if let Some((raw, clean)) = &api {
+        for p in &mut parts {
+            *p = p.replace(raw.as_str(), clean);
+        }
+        if !parts.iter().any(|p| p.contains(clean.as_str())) {
+            parts.push(clean.clone());
+        }
+    }
+    for p in parts {
+        // A wrapper that repeats its source's message adds nothing.
+        if out.last().is_some_and(|l: &String| l.ends_with(&p)) {
+            continue;
+        }
+        out.push(p);
+    }
+    out.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_errors_read_like_kubectl() {
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure", "message": "configmaps \"x\" already exists", "reason": "AlreadyExists", "code": 409,
+            "metadata": {}, "details": {"name": "x", "kind": "configmaps"}})).unwrap();
+        let e = anyhow::Error::new(kube::Error::Api(Box::new(status))).context("creating ConfigMap default/x");
+        let text = explain(&e);
+        assert_eq!(text, "creating ConfigMap default/x: configmaps \"x\" already exists (409 AlreadyExists)");
+        assert!(!format!("{e:#}").is_empty());
+    }
 }

@@ -2,7 +2,8 @@
 //!
 //! Layers: `model` (the scenario language) -> `loader` (files, diagnostics), both from crate
 //! `faultline-scenario` and re-exported here -> `runner`
-//! (providers, faults, controller process, expectations) -> `report` (console, JUnit, JSON, HTML).
+//! (providers, faults, controller process, expectations) -> `report` (console, Markdown, JUnit,
+//! JSON, HTML, shard merge). `pause` is the console side of `--pause-*`; `init` starts a suite.
 
 pub mod controller;
 pub mod faults;
@@ -16,5 +17,7 @@ pub mod events;
 pub mod expect;
 pub mod report;
 pub mod runner;
+pub mod pause;
+pub mod init;
 
 pub use faultline_scenario::{celx, fuzzing, loader, model, spans};

@@ -97,7 +97,25 @@ const NODES: &str = "`control-plane`, `worker-01`, `worker-02`, `worker-03`";
     "7:62: error: spec.steps[1].expect.after: `nap` is not a fault, so it has no `.healed` anchor".to_string())]
 #[case::heal_at_unknown_step(
     "spec:\n  steps:\n    - fault: {name: y, heal: {atStep: fix}, kubeletStop: {node: worker-01}}\n    - {name: repair, sleep: 1s}\n",
-    "6:39: error: spec.steps[0].fault.heal.atStep: unknown step `fix`, expected one of `repair`".to_string())]
+    "6:39: error: spec.steps[0].fault.heal.atStep: unknown step `fix`, expected one of `repair` (the steps after this fault)".to_string())]
+#[case::heal_at_step_with_no_step_after(
+    "spec:\n  steps:\n    - fault: {name: y, heal: {atStep: ghost}, kubeletStop: {node: worker-01}}\n",
+    "6:39: error: spec.steps[0].fault.heal.atStep: unknown step `ghost`, and no step comes after this fault: heal it with `{after: <duration>}`, or leave it to the clean-up at the end (`never`)".to_string())]
+#[case::duration_beyond_u64(
+    "spec:\n  steps:\n    - sleep: 18446744073709551616ms\n",
+    "6:14: error: spec.steps[0].sleep: invalid duration `18446744073709551616ms`: out of range, the longest is 2562047h47m16s (2562047h)".to_string())]
+#[case::cel_unknown_function(
+    "spec:\n  steps:\n    - expect: {resource: {apiVersion: v1, kind: ConfigMap, all: \"nosuch(object)\"}}\n",
+    "6:65: error: spec.steps[0].expect.resource.all: invalid CEL expression `nosuch(object)`: unknown function `nosuch`".to_string())]
+#[case::cel_not_a_bool(
+    "spec:\n  steps:\n    - expect: {resource: {apiVersion: v1, kind: ConfigMap, all: \"object.data.count + 1\"}}\n",
+    "6:65: error: spec.steps[0].expect.resource.all: invalid CEL expression `object.data.count + 1`: it is an int, a condition must be a bool (e.g. `... == ...`)".to_string())]
+#[case::cel_unknown_variable(
+    "spec:\n  steps:\n    - expect: {resource: {apiVersion: v1, kind: ConfigMap, count: {where: \"obj.x == 1\", atLeast: 1}}}\n",
+    "6:75: error: spec.steps[0].expect.resource.count.where: invalid CEL expression `obj.x == 1`: unknown variable `obj`: the condition sees `object`".to_string())]
+#[case::expect_and_step_named_differently(
+    "spec:\n  steps:\n    - name: a\n      expect: {name: b, log: {source: controller, pattern: x}}\n",
+    "7:22: error: spec.steps[0].expect.name: the expectation is named `b` but its step `a`; give one name".to_string())]
 #[case::never_with_within(
     "spec:\n  steps:\n    - expect: {never: true, within: 5s, log: {source: controller, pattern: x}}\n",
     "6:29: error: spec.steps[0].expect.within: `never` and `within` exclude each other: bound a `never` window with `for`".to_string())]
@@ -169,6 +187,70 @@ fn every_file_of_a_directory_is_checked_and_names_are_unique() {
     let want = format!("b.yaml:3:18: error: metadata.name: `corpus` is already the name of {}", dir.path().join("a.yaml").display());
     assert!(text[0].ends_with(&want), "{text:#?}");
     assert!(text[1].contains("c.yaml:6:7: error: spec.steps[0]: unknown field `slep`"), "{text:#?}");
+}
+
+#[test]
+fn a_byte_order_mark_is_accepted() {
+    let dir = suite_dir();
+    let (_, diags) = diagnose(dir.path(), &format!("\u{feff}{HEAD}spec:\n  steps:\n    - sleep: 1s\n"));
+    assert!(diags.is_empty(), "{diags:#?}");
+}
+
+#[test]
+fn an_expectation_name_is_an_anchor() {
+    let dir = suite_dir();
+    let body = "spec:\n  steps:\n    - expect: {name: seen, after: start, log: {source: controller, pattern: x}}\n    - expect: {after: seen, within: 2s, log: {source: controller, pattern: y}}\n";
+    let (_, diags) = diagnose(dir.path(), &format!("{HEAD}{body}"));
+    assert!(diags.is_empty(), "{diags:#?}");
+}
+
+#[test]
+fn referenced_manifests_are_parsed_and_each_object_checked() {
+    let dir = suite_dir();
+    std::fs::write(dir.path().join("manifests/notyaml.yaml"), "kind: [unclosed\n").unwrap();
+    std::fs::write(dir.path().join("manifests/nokind.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\napiVersion: v1\nmetadata: {name: x}\n").unwrap();
+    let body = "spec:\n  steps:\n    - apply: manifests/notyaml.yaml\n    - delete: {file: manifests/nokind.yaml}\n";
+    let (file, diags) = diagnose(dir.path(), &format!("{HEAD}{body}"));
+    let m = dir.path().join("manifests");
+    assert_eq!(diags.len(), 2, "{diags:#?}");
+    assert!(diags[0].starts_with(&format!("{}:2:1: error: referenced by {}:6:14 (spec.steps[0].apply): not valid YAML: ", m.join("notyaml.yaml").display(), file.display())), "{diags:#?}");
+    assert_eq!(diags[1], format!("{}:5:1: error: referenced by {}:7:22 (spec.steps[1].delete.file): an object needs `apiVersion`, `kind`, `metadata.name`; missing `kind`",
+        m.join("nokind.yaml").display(), file.display()));
+}
+
+#[test]
+fn a_broken_manifest_two_scenarios_apply_is_one_error() {
+    let dir = suite_dir();
+    std::fs::write(dir.path().join("manifests/half.yaml"), "apiVersion: v1\nkind: ConfigMap\n").unwrap();
+    for n in ["a", "b"] {
+        std::fs::write(dir.path().join(format!("{n}.yaml")), format!("{}spec:\n  steps:\n    - apply: manifests/half.yaml\n", HEAD.replace("corpus", n))).unwrap();
+    }
+    let (_, _, diags) = load_all(&[dir.path().to_path_buf()], None);
+    let text: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
+    let (a, b) = (dir.path().join("a.yaml"), dir.path().join("b.yaml"));
+    assert_eq!(text, vec![format!(
+        "{}:1:1: error: referenced by {}:6:14 (spec.steps[0].apply), {}:6:14 (spec.steps[0].apply): an object needs `apiVersion`, `kind`, `metadata.name`; missing `metadata.name`",
+        dir.path().join("manifests/half.yaml").display(), a.display(), b.display())]);
+}
+
+#[test]
+fn a_suite_file_is_validated_alone_and_its_errors_reported_once() {
+    let dir = suite_dir();
+    let suite = dir.path().join("faultline.yaml");
+    let (_, loaded, diags) = load_all(std::slice::from_ref(&suite), None);
+    assert!(diags.is_empty() && loaded.is_empty(), "{diags:?}");
+    // A broken suite: one error, not one more per scenario that names its controller.
+    std::fs::write(&suite, "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrolers: {}\n").unwrap();
+    for n in ["a", "b"] {
+        std::fs::write(dir.path().join(format!("{n}.yaml")), format!("{}spec:\n  controller: {{ref: ctl}}\n  steps:\n    - sleep: 1s\n", HEAD.replace("corpus", n))).unwrap();
+    }
+    let (_, _, diags) = load_all(&[dir.path().to_path_buf()], None);
+    let text: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
+    assert_eq!(text.len(), 1, "{text:#?}");
+    assert!(text[0].starts_with(&format!("{}:3:1: error: unknown field `controlers`", suite.display())), "{text:#?}");
+    // Named on its own, the broken suite gives the same one error.
+    let (_, _, diags) = load_all(std::slice::from_ref(&suite), None);
+    assert_eq!(diags.len(), 1, "{diags:?}");
 }
 
 #[test]

@@ -2,12 +2,12 @@
 //! node operations (FAULTLINE_TEST_NODE_OPS) so "every fault is healed" is observable from
 //! outside the process, after failures, panics and signals.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_faultline");
-const HEAD: &str = "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\n";
+mod common;
+use common::{json, text, BIN, HEAD};
 
 struct Fx {
     dir: tempfile::TempDir,
@@ -68,13 +68,6 @@ fn wait_output(mut child: Child, max: Duration) -> Output {
     }
 }
 
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks for existence.
@@ -234,7 +227,11 @@ fn junit_has_one_testcase_per_expectation_and_the_json_report_has_durations() {
     assert!(std::fs::read_to_string(fx.path("out/report.html")).unwrap().contains("<svg"));
     assert!(fx.path("out/passes/logs/controller.log").is_file());
     assert!(fx.path("out/passes/events.json").is_file());
-    assert!(t.contains("| T+") && t.contains("fault stop injected: kubeletStop{node: worker-01}"), "{t}");
+    // A pass is one line on the console; its timeline is in the artifacts (and with --verbose).
+    assert!(t.lines().any(|l| l.starts_with("PASS  passes  ") && l.contains("kubelet-healed ")), "{t}");
+    assert!(!t.contains("| T+"), "{t}");
+    let timeline = std::fs::read_to_string(fx.path("out/passes/timeline.txt")).unwrap();
+    assert!(timeline.contains("| T+") && timeline.contains("fault stop injected: kubeletStop{node: worker-01}"), "{timeline}");
 }
 
 #[test]

@@ -20,6 +20,8 @@ fn opts(fake: Arc<FakeNodeOps>) -> RunOptions {
         progress: Arc::new(NoProgress),
         faultline_bin: "faultline".into(),
         controller_args: vec![],
+        retries: 0,
+        pause: Default::default(),
     }
 }
 
@@ -31,7 +33,7 @@ async fn run(body: &str, fake: Arc<FakeNodeOps>) -> faultline::report::ScenarioR
     let suite = LoadedSuite::default();
     let src = format!("apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {{name: t}}\nspec:\n{body}");
     let ls = load_scenario_str(Path::new("t.yaml"), &src, &suite).unwrap_or_else(|d| panic!("{d:?}"));
-    runner::run_scenario(&ls, &suite, &opts(fake), &Default::default()).await
+    runner::run_scenario(&ls, &suite, &opts(fake), &Default::default(), 1).await
 }
 
 #[tokio::test]
@@ -88,7 +90,7 @@ async fn run_on_sim(body: &str) -> faultline::report::ScenarioReport {
     let ls = load_scenario_str(Path::new("t.yaml"), &src, &suite).unwrap_or_else(|d| panic!("{d:?}"));
     let mut o = opts(Arc::new(FakeNodeOps::new(FakeConfig::default())));
     o.provider = Arc::new(SimProvider::new());
-    runner::run_scenario(&ls, &suite, &o, &Default::default()).await
+    runner::run_scenario(&ls, &suite, &o, &Default::default(), 1).await
 }
 
 #[tokio::test]

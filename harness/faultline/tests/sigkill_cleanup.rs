@@ -138,7 +138,7 @@ impl Env {
             assert!(run.0.try_wait().unwrap().is_none(), "the run ended before it was killed");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let controller = children(run.0.id()).into_iter().find(|&p| cmdline(p) == "sleep\0417\0").expect("the run's controller process");
+        let controller = children(run.0.id()).into_iter().find(|&p| cmdline(p) == "sleep\x00417\x00").expect("the run's controller process");
         // While the run lives, cleanup leaves its journal alone.
         let out = self.output(&["cleanup", "s"]);
         assert!(out.status.success(), "{}", text(&out));

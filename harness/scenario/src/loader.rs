@@ -47,6 +47,8 @@ pub struct LoadedSuite {
     pub path: Option<PathBuf>,
     pub dir: PathBuf,
     pub suite: Suite,
+    /// The suite config has errors (reported once): scenarios skip the checks that need it.
+    pub broken: bool,
 }
 
 /// The scenario files named by `paths` (directories: their `*.yaml`/`*.yml` files, except the
@@ -137,12 +139,107 @@ fn read(file: &Path) -> Result<String, Vec<Diagnostic>> {
     std::fs::read_to_string(file).map_err(|e| vec![io_diag(file, &e)])
 }
 
+/// Editors on Windows save UTF-8 with a byte order mark; YAML allows it, serde_yaml does not.
+fn without_bom(src: &str) -> &str {
+    src.strip_prefix('\u{feff}').unwrap_or(src)
+}
+
+/// Whether a YAML source is a suite config (`kind: Suite`), so a suite file named on the command
+/// line is validated as one.
+pub fn is_suite_source(src: &str) -> bool {
+    let Some(doc) = serde_yaml::Deserializer::from_str(without_bom(src)).next() else { return false };
+    let Ok(v) = <serde_yaml::Value as serde::Deserialize>::deserialize(doc) else { return false };
+    v.get("kind").and_then(|k| k.as_str()) == Some("Suite")
+}
+
+/// The objects of a manifest file as the runner applies them (every document; a `kind: List`
+/// contributes its items), each with the line its document starts on; or why it cannot be.
+pub fn manifest_objects(src: &str) -> Result<Vec<(serde_json::Value, usize)>, (usize, String)> {
+    let src = without_bom(src);
+    // Document start lines: the first, and the line after each `---`.
+    let mut starts = vec![1];
+    for (i, line) in src.lines().enumerate() {
+        if line.starts_with("---") && i > 0 {
+            starts.push(i + 2);
+        } else if line.starts_with("---") {
+            starts[0] = 2;
+        }
+    }
+    let mut out = vec![];
+    let location = Regex::new(r" at line \d+ column \d+").unwrap();
+    for (n, doc) in serde_yaml::Deserializer::from_str(src).enumerate() {
+        let line = starts.get(n).copied().unwrap_or(1);
+        let v: serde_json::Value = serde::Deserialize::deserialize(doc).map_err(|e| {
+            let l = e.location().map(|l| l.line()).unwrap_or(line);
+            let msg = location.replace(&e.to_string(), "").to_string();
+            (l, format!("not valid YAML: {msg}"))
+        })?;
+        match v {
+            serde_json::Value::Null => {}
+            serde_json::Value::Object(ref m) if m.get("kind").and_then(|k| k.as_str()) == Some("List") => {
+                for item in m.get("items").and_then(|i| i.as_array()).cloned().unwrap_or_default() {
+                    out.push((item, line));
+                }
+            }
+            serde_json::Value::Object(_) => out.push((v, line)),
+            other => return Err((line, format!("document {} is a {}, not a Kubernetes object", n + 1, json_type(&other)))),
+        }
+    }
+    Ok(out)
+}
+
+fn json_type(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "list",
+        serde_json::Value::Object(_) => "map",
+    }
+}
+
+/// What a Kubernetes object lacks of `apiVersion`, `kind`, `metadata.name` (non-empty strings).
+pub fn object_missing(o: &serde_json::Value) -> Vec<&'static str> {
+    let has = |ptr: &str| o.pointer(ptr).and_then(|v| v.as_str()).is_some_and(|s| !s.is_empty());
+    [("/apiVersion", "apiVersion"), ("/kind", "kind"), ("/metadata/name", "metadata.name")]
+        .into_iter()
+        .filter(|(ptr, _)| !has(ptr))
+        .map(|(_, f)| f)
+        .collect()
+}
+
+/// Check a referenced manifest file: it exists, parses, and each object names its apiVersion,
+/// kind and metadata.name. Findings are placed in the manifest itself and name the reference.
+pub fn check_manifest_file(path: &Path, referenced_by: &str) -> Vec<Diagnostic> {
+    let src = match std::fs::read_to_string(path) {
+        Ok(s) => s,
+        Err(e) => return vec![Diagnostic { file: path.to_path_buf(), line: 1, col: 1, message: format!("{referenced_by}: cannot read: {e}") }],
+    };
+    match manifest_objects(&src) {
+        Err((line, why)) => vec![Diagnostic { file: path.to_path_buf(), line, col: 1, message: format!("{referenced_by}: {why}") }],
+        Ok(objs) => objs
+            .iter()
+            .filter_map(|(o, line)| {
+                let missing = object_missing(o);
+                (!missing.is_empty()).then(|| Diagnostic {
+                    file: path.to_path_buf(),
+                    line: *line,
+                    col: 1,
+                    message: format!("{referenced_by}: an object needs {}; missing {}", list(&["apiVersion", "kind", "metadata.name"]), list(&missing)),
+                })
+            })
+            .collect(),
+    }
+}
+
 pub fn load_suite(file: &Path) -> Result<LoadedSuite, Vec<Diagnostic>> {
     let src = read(file)?;
     load_suite_str(file, &src)
 }
 
 pub fn load_suite_str(file: &Path, src: &str) -> Result<LoadedSuite, Vec<Diagnostic>> {
+    let src = without_bom(src);
     let suite: Suite = serde_yaml::from_str(src).map_err(|e| vec![yaml_diag(file, &e, src)])?;
     let spans = Spans::parse(src);
     let mut d = vec![];
@@ -157,6 +254,16 @@ pub fn load_suite_str(file: &Path, src: &str) -> Result<LoadedSuite, Vec<Diagnos
         if c.command.is_empty() {
             d.push(Diagnostic::at(file, spans.value(&format!("{path}.command")), format!("{path}.command: the command is empty")));
         }
+        if let Some(sa) = &c.service_account {
+            if sa.split_once('/').is_none_or(|(ns, n)| ns.is_empty() || n.is_empty() || n.contains('/')) {
+                d.push(Diagnostic::at(file, spans.value(&format!("{path}.serviceAccount")), format!("{path}.serviceAccount: `{sa}` is not `namespace/name`")));
+            }
+        }
+        for (i, m) in c.rbac.iter().enumerate() {
+            if !parent_dir(file).join(m).is_file() {
+                d.push(Diagnostic::at(file, spans.value(&format!("{path}.rbac[{i}]")), format!("{path}.rbac[{i}]: file `{m}` not found")));
+            }
+        }
         if let Some(p) = &c.ready_pattern {
             if let Err(e) = Regex::new(p) {
                 d.push(Diagnostic::at(file, spans.value(&format!("{path}.readyPattern")), format!("{path}.readyPattern: invalid regular expression: {e}")));
@@ -167,13 +274,27 @@ pub fn load_suite_str(file: &Path, src: &str) -> Result<LoadedSuite, Vec<Diagnos
     for (i, crd) in suite.crds.iter().enumerate() {
         if !dir.join(crd).is_file() {
             d.push(Diagnostic::at(file, spans.value(&format!("crds[{i}]")), format!("crds[{i}]: file `{crd}` not found")));
+        } else {
+            let pos = spans.value(&format!("crds[{i}]"));
+            d.extend(check_manifest_file(&dir.join(crd), &format!("referenced by {}:{}:{} (crds[{i}])", file.display(), pos.line, pos.col)));
+        }
+    }
+    for (name, c) in &suite.controllers {
+        for (i, m) in c.manifests.iter().enumerate() {
+            let path = format!("controllers.{name}.manifests[{i}]");
+            if !dir.join(m).is_file() {
+                d.push(Diagnostic::at(file, spans.value(&path), format!("{path}: file `{m}` not found")));
+            } else {
+                let pos = spans.value(&path);
+                d.extend(check_manifest_file(&dir.join(m), &format!("referenced by {}:{}:{} ({path})", file.display(), pos.line, pos.col)));
+            }
         }
     }
     if suite.defaults.regression_ratio <= 1.0 {
         d.push(Diagnostic::at(file, spans.value("defaults.regressionRatio"), "defaults.regressionRatio: must be greater than 1"));
     }
     if d.is_empty() {
-        Ok(LoadedSuite { path: Some(file.to_path_buf()), dir, suite })
+        Ok(LoadedSuite { path: Some(file.to_path_buf()), dir, suite, broken: false })
     } else {
         Err(d)
     }
@@ -185,6 +306,11 @@ pub fn load_scenario(file: &Path, suite: &LoadedSuite) -> Result<LoadedScenario,
 }
 
 pub fn load_scenario_str(file: &Path, src: &str, suite: &LoadedSuite) -> Result<LoadedScenario, Vec<Diagnostic>> {
+    let src = without_bom(src);
+    if is_suite_source(src) {
+        return Err(vec![Diagnostic::at(file, Spans::parse(src).value("kind"), format!(
+            "kind: `Suite` is a suite config, not a scenario: name it {SUITE_FILE}, or pass it with --config"))]);
+    }
     let mut scenario: Scenario = serde_yaml::from_str(src).map_err(|e| vec![yaml_diag(file, &e, src)])?;
     let spans = Spans::parse(src);
     let dir = parent_dir(file);
@@ -193,7 +319,7 @@ pub fn load_scenario_str(file: &Path, src: &str, suite: &LoadedSuite) -> Result<
     if v.diags.is_empty() {
         Ok(LoadedScenario { path: file.to_path_buf(), dir, scenario })
     } else {
-        v.diags.sort_by_key(|d| (d.line, d.col));
+        v.diags.sort_by_key(|d| (d.file != file, d.line, d.col));
         Err(v.diags)
     }
 }
@@ -202,20 +328,26 @@ pub fn load_scenario_str(file: &Path, src: &str, suite: &LoadedSuite) -> Result<
 /// diagnostic (all files are checked, not just up to the first error).
 pub fn load_all(paths: &[PathBuf], suite_file: Option<&Path>) -> (LoadedSuite, Vec<LoadedScenario>, Vec<Diagnostic>) {
     let mut diags = vec![];
-    let files = match collect_files(paths) {
+    let mut files = match collect_files(paths) {
         Ok(f) => f,
         Err(d) => return (LoadedSuite::default(), vec![], vec![d]),
     };
-    let suite_path = suite_file.map(Path::to_path_buf).or_else(|| paths.first().and_then(|p| find_suite(p)));
+    // A suite config named on the command line is validated (and used) as the suite; one met in
+    // a directory scan is an error there ("a suite config, not a scenario").
+    let named_suite = paths.iter().find(|p| p.is_file() && std::fs::read_to_string(p).is_ok_and(|s| is_suite_source(&s))).cloned();
+    if let Some(n) = &named_suite {
+        files.retain(|f| f != n);
+    }
+    let suite_path = suite_file.map(Path::to_path_buf).or(named_suite).or_else(|| paths.first().and_then(|p| find_suite(p)));
     let suite = match suite_path {
         Some(p) => match load_suite(&p) {
             Ok(s) => s,
             Err(d) => {
                 diags.extend(d);
-                LoadedSuite { path: Some(p.clone()), dir: parent_dir(&p), suite: Suite::default() }
+                LoadedSuite { path: Some(p.clone()), dir: parent_dir(&p), suite: Suite::default(), broken: true }
             }
         },
-        None => LoadedSuite { path: None, dir: PathBuf::from("."), suite: Suite { api_version: API_VERSION.into(), kind: "Suite".into(), ..Default::default() } },
+        None => LoadedSuite { path: None, dir: PathBuf::from("."), suite: Suite { api_version: API_VERSION.into(), kind: "Suite".into(), ..Default::default() }, broken: false },
     };
     let mut out: Vec<LoadedScenario> = vec![];
     let mut names: HashMap<String, PathBuf> = HashMap::new();
@@ -235,7 +367,34 @@ pub fn load_all(paths: &[PathBuf], suite_file: Option<&Path>) -> (LoadedSuite, V
             Err(d) => diags.extend(d),
         }
     }
-    (suite, out, diags)
+    (suite, out, merge_references(diags))
+}
+
+/// One root cause, one error: a finding in a manifest that several steps or scenarios reference
+/// is reported once, naming every reference.
+fn merge_references(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    const PREFIX: &str = "referenced by ";
+    let mut out: Vec<Diagnostic> = vec![];
+    for d in diags {
+        let split = d.message.strip_prefix(PREFIX).and_then(|m| m.split_once("): ")).map(|(r, rest)| (format!("{r})"), rest.to_string()));
+        let Some((reference, rest)) = split else {
+            if !out.contains(&d) {
+                out.push(d);
+            }
+            continue;
+        };
+        let same = out.iter_mut().find(|o| o.file == d.file && o.line == d.line && o.col == d.col && o.message.starts_with(PREFIX) && o.message.ends_with(&format!("): {rest}")));
+        match same {
+            Some(o) => {
+                let refs = &o.message[PREFIX.len()..o.message.len() - rest.len() - 2];
+                if !refs.split(", ").any(|r| r == reference) {
+                    o.message = format!("{PREFIX}{refs}, {reference}: {rest}");
+                }
+            }
+            None => out.push(d),
+        }
+    }
+    out
 }
 
 fn list(items: &[impl AsRef<str>]) -> String {
@@ -295,7 +454,7 @@ impl<'a> Validator<'a> {
             self.err_value("spec.cluster.sim.timeScale", format!("{ts} out of range: 0 < timeScale <= 100"));
         }
         if let Some(c) = &s.spec.controller {
-            if !self.suite.suite.controllers.contains_key(&c.reference) {
+            if !self.suite.broken && !self.suite.suite.controllers.contains_key(&c.reference) {
                 let known: Vec<&String> = self.suite.suite.controllers.keys().collect();
                 let msg = match &self.suite.path {
                     None => format!("unknown controller `{}`: no suite config (faultline.yaml) found", c.reference),
@@ -320,7 +479,12 @@ impl<'a> Validator<'a> {
                 Some(_) => self.err_value(&path, format!("step `{target}` does not come after this fault")),
                 None => {
                     let later: Vec<String> = self.steps.iter().skip(fault_idx + 1).map(|s| s.name.clone()).collect();
-                    self.err_value(&path, format!("unknown step `{target}`, expected one of {}", list(&later)));
+                    let msg = if later.is_empty() {
+                        format!("unknown step `{target}`, and no step comes after this fault: heal it with `{{after: <duration>}}`, or leave it to the clean-up at the end (`never`)")
+                    } else {
+                        format!("unknown step `{target}`, expected one of {} (the steps after this fault)", list(&later))
+                    };
+                    self.err_value(&path, msg);
                 }
             }
         }
@@ -361,14 +525,16 @@ impl<'a> Validator<'a> {
                 }
             }
         }
-        // The name: given, a fault's own name, or <kind>-<n>.
-        let fault_name = step.fault.as_ref().and_then(|f| f.name.clone());
-        if let (Some(a), Some(b)) = (&step.name, &fault_name) {
+        // The name: given, a fault's or an expectation's own name, or <kind>-<n>.
+        let own_name = step.fault.as_ref().and_then(|f| f.name.clone()).map(|n| (n, "fault"))
+            .or_else(|| step.expect.as_ref().and_then(|e| e.name.clone()).map(|n| (n, "expect")));
+        if let (Some(a), Some((b, k))) = (&step.name, &own_name) {
             if a != b {
-                self.err_value(&format!("{path}.fault.name"), format!("the fault is named `{b}` but its step `{a}`; give one name"));
+                let what = if *k == "fault" { "fault" } else { "expectation" };
+                self.err_value(&format!("{path}.{k}.name"), format!("the {what} is named `{b}` but its step `{a}`; give one name"));
             }
         }
-        let name = step.name.clone().or(fault_name).unwrap_or_else(|| format!("{}-{}", step.kind(), counter));
+        let name = step.name.clone().or(own_name.map(|(n, _)| n)).unwrap_or_else(|| format!("{}-{}", step.kind(), counter));
         if let Some(prev) = self.steps.iter().find(|s| s.name == name) {
             let prev_path = prev.path.clone();
             self.err_value(&format!("{path}.name"), format!("duplicate step name `{name}` (also {prev_path})"));
@@ -394,9 +560,7 @@ impl<'a> Validator<'a> {
             let by_ref = d.api_version.is_some() && d.kind.is_some() && d.name.is_some();
             match (&d.file, by_ref) {
                 (Some(f), false) if d.api_version.is_none() && d.kind.is_none() && d.name.is_none() => {
-                    if !self.dir.join(f).is_file() {
-                        self.err_value(&format!("{path}.delete.file"), format!("file `{f}` not found (relative to {})", self.dir.display()));
-                    }
+                    self.manifest_file(f, &format!("{path}.delete.file"));
                 }
                 (None, true) => {}
                 _ => self.err_value(&format!("{path}.delete"), "give either `file`, or `apiVersion`, `kind` and `name`"),
@@ -442,24 +606,32 @@ impl<'a> Validator<'a> {
     fn manifests(&mut self, m: &Manifests, path: &str) {
         match (&m.file, m.objects.is_empty()) {
             (Some(f), true) => {
-                if !self.dir.join(f).is_file() {
-                    let p = if self.spans.has(&format!("{path}.file")) { format!("{path}.file") } else { path.to_string() };
-                    self.err_value(&p, format!("file `{f}` not found (relative to {})", self.dir.display()));
-                }
+                let p = if self.spans.has(&format!("{path}.file")) { format!("{path}.file") } else { path.to_string() };
+                self.manifest_file(f, &p);
             }
             (None, false) => {
                 for (i, o) in m.objects.iter().enumerate() {
-                    let ok = o.get("apiVersion").and_then(|v| v.as_str()).is_some()
-                        && o.get("kind").and_then(|v| v.as_str()).is_some()
-                        && o.pointer("/metadata/name").and_then(|v| v.as_str()).is_some();
-                    if !ok {
-                        self.err_value(&format!("{path}.objects[{i}]"), "an object needs `apiVersion`, `kind` and `metadata.name`");
+                    let missing = object_missing(o);
+                    if !missing.is_empty() {
+                        self.err_value(&format!("{path}.objects[{i}]"), format!("an object needs `apiVersion`, `kind` and `metadata.name`; missing {}", list(&missing)));
                     }
                 }
             }
             (Some(_), false) => self.err_value(path, "give either `file` or `objects`, not both"),
             (None, true) => self.err_value(path, "give `file` or `objects`"),
         }
+    }
+
+    /// A manifest file a step references: found, parsed, every object complete.
+    fn manifest_file(&mut self, f: &str, path: &str) {
+        let full = self.dir.join(f);
+        if !full.is_file() {
+            self.err_value(path, format!("file `{f}` not found (relative to {})", self.dir.display()));
+            return;
+        }
+        let pos = self.spans.value(path);
+        let by = format!("referenced by {}:{}:{} ({path})", self.file.display(), pos.line, pos.col);
+        self.diags.extend(check_manifest_file(&full, &by));
     }
 
     fn operation(&mut self, op: &Operation, path: &str, nodes: &[String]) {
@@ -511,8 +683,9 @@ impl<'a> Validator<'a> {
         }
     }
 
+    /// A condition over the expectation's context: the selected object, bound to `object`.
     fn cel(&mut self, src: &str, path: &str) {
-        if let Err(e) = Condition::compile(src) {
+        if let Err(e) = Condition::compile_checked(src, &["object"]) {
             self.err_value(path, e);
         }
     }

@@ -73,6 +73,8 @@ pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value) -> ApiResult<
             }
         }
         md.remove("managedFields");
+        // The uid is assigned before the strategies run (a Job's generated selector names it).
+        md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
     }
     validate_name(rt, &obj)?;
     // Status is the server's and controllers' to write: creates reset it (kubelets register
@@ -89,6 +91,20 @@ pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value) -> ApiResult<
 /// Names must be DNS-1123 subdomains (labels for namespaces), at most 253 characters.
 pub fn validate_name(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
     let name = meta::name(obj);
+    // RBAC objects only need to be valid path segments (`system:discovery`, `kubeadm:...`).
+    if rt.group == "rbac.authorization.k8s.io" {
+        let why = match name {
+            "." => Some("may not be '.'"),
+            ".." => Some("may not be '..'"),
+            n if n.contains('/') => Some("may not contain '/'"),
+            n if n.contains('%') => Some("may not contain '%'"),
+            _ => None,
+        };
+        return match why {
+            None => Ok(()),
+            Some(w) => Err(ApiError::invalid(&rt.group, &rt.kind, name, vec![("metadata.name".into(), format!("Invalid value: {:?}: {}", name, w), "FieldValueInvalid")])),
+        };
+    }
     let label_only = rt.group.is_empty() && (rt.plural == "namespaces" || rt.plural == "services");
     let ok = if label_only { is_dns1123_label(name) } else { is_dns1123_subdomain(name) };
     // Custom resources and nodes follow subdomain rules; events and some others allow more, but
@@ -129,8 +145,11 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
 /// what controllers and kubectl read back (see docs/fidelity.md).
 pub fn apply_defaults(rt: &ResourceType, obj: &mut Value) {
     if !rt.group.is_empty() {
-        if rt.group == "apps" {
-            default_workload(obj);
+        match rt.group.as_str() {
+            "apps" => default_workload(obj),
+            "batch" if rt.kind == "Job" => default_job(obj),
+            "batch" if rt.kind == "CronJob" => default_cron_job(obj),
+            _ => {}
         }
         return;
     }
@@ -148,6 +167,16 @@ pub fn apply_defaults(rt: &ResourceType, obj: &mut Value) {
             obj["status"] = json!({"phase": "Active"});
         }
         "pods" => default_pod(obj),
+        "replicationcontrollers" => {
+            // An RC without selector or labels takes its template's labels.
+            let tpl_labels = obj.pointer("/spec/template/metadata/labels").cloned();
+            if let Some(l) = tpl_labels.filter(|l| l.as_object().map(|m| !m.is_empty()).unwrap_or(false)) {
+                let md = meta::metadata_mut(obj);
+                md.entry("labels").or_insert_with(|| l.clone());
+                ensure_object(obj, "spec").entry("selector").or_insert(l);
+            }
+            default_workload(obj);
+        }
         "persistentvolumeclaims" => {
             let spec = ensure_object(obj, "spec");
             spec.entry("volumeMode").or_insert_with(|| json!("Filesystem"));
@@ -164,6 +193,7 @@ pub fn apply_defaults(rt: &ResourceType, obj: &mut Value) {
             }
         }
         "services" => {
+            obj["status"] = json!({"loadBalancer": {}});
             let spec = ensure_object(obj, "spec");
             spec.entry("type").or_insert_with(|| json!("ClusterIP"));
             spec.entry("sessionAffinity").or_insert_with(|| json!("None"));
@@ -285,6 +315,20 @@ pub fn qos_class(pod: &Value) -> &'static str {
 fn default_workload(obj: &mut Value) {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
     let spec = ensure_object(obj, "spec");
+    if kind == "Deployment" || kind == "ReplicaSet" || kind == "StatefulSet" || kind == "ReplicationController" {
+        spec.entry("replicas").or_insert_with(|| json!(1));
+    }
+    if kind == "StatefulSet" {
+        spec.entry("revisionHistoryLimit").or_insert_with(|| json!(10));
+        spec.entry("podManagementPolicy").or_insert_with(|| json!("OrderedReady"));
+        spec.entry("updateStrategy").or_insert_with(|| json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
+        spec.entry("persistentVolumeClaimRetentionPolicy").or_insert_with(|| json!({"whenDeleted": "Retain", "whenScaled": "Retain"}));
+        for t in spec.get_mut("volumeClaimTemplates").and_then(Value::as_array_mut).into_iter().flatten() {
+            if t.pointer("/spec/volumeMode").is_none() && t.get("spec").map(Value::is_object).unwrap_or(false) {
+                t["spec"]["volumeMode"] = json!("Filesystem");
+            }
+        }
+    }
     if kind == "Deployment" || kind == "ReplicaSet" {
         spec.entry("replicas").or_insert_with(|| json!(1));
         spec.entry("revisionHistoryLimit").or_insert_with(|| json!(10));
@@ -299,17 +343,62 @@ fn default_workload(obj: &mut Value) {
         spec.entry("updateStrategy")
             .or_insert_with(|| json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}));
     }
-    if let Some(tpl) = obj.pointer_mut("/spec/template") {
-        if tpl.is_object() {
-            let mut pod = json!({"spec": tpl.get("spec").cloned().unwrap_or_else(|| json!({}))});
-            default_pod(&mut pod);
-            tpl["spec"] = pod["spec"].take();
-            if let Some(ts) = tpl.pointer_mut("/spec/tolerations").and_then(Value::as_array_mut) {
-                // Templates are not admitted as pods: the toleration defaults apply to the pods later.
-                ts.retain(|t| t.get("tolerationSeconds") != Some(&json!(300)));
-            }
+    default_template(obj.pointer_mut("/spec/template"));
+}
+
+/// A pod template gets the pod defaults, except those the pods get when admitted.
+fn default_template(tpl: Option<&mut Value>) {
+    if let Some(tpl) = tpl.filter(|t| t.is_object()) {
+        let mut pod = json!({"spec": tpl.get("spec").cloned().unwrap_or_else(|| json!({}))});
+        default_pod(&mut pod);
+        tpl["spec"] = pod["spec"].take();
+        if let Some(ts) = tpl.pointer_mut("/spec/tolerations").and_then(Value::as_array_mut) {
+            // Templates are not admitted as pods: the toleration defaults apply to the pods later.
+            ts.retain(|t| t.get("tolerationSeconds") != Some(&json!(300)));
         }
     }
+}
+
+/// Job defaults, and the selector the Job strategy generates (unless `manualSelector`): the
+/// pods carry the Job's uid and name as labels, and the selector matches the uid.
+fn default_job(obj: &mut Value) {
+    let uid = meta::uid(obj).to_string();
+    let name = meta::name(obj).to_string();
+    let spec = ensure_object(obj, "spec");
+    if spec.get("completions").is_none() && spec.get("parallelism").is_none() {
+        spec.insert("completions".into(), json!(1));
+        spec.insert("parallelism".into(), json!(1));
+    }
+    spec.entry("parallelism").or_insert_with(|| json!(1));
+    spec.entry("backoffLimit").or_insert_with(|| json!(6));
+    spec.entry("completionMode").or_insert_with(|| json!("NonIndexed"));
+    spec.entry("suspend").or_insert_with(|| json!(false));
+    let replacement = if spec.get("podFailurePolicy").is_some() { "Failed" } else { "TerminatingOrFailed" };
+    spec.entry("podReplacementPolicy").or_insert_with(|| json!(replacement));
+    if spec.get("manualSelector").and_then(Value::as_bool) != Some(true) {
+        spec.insert("selector".into(), json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}));
+        let tpl = spec.entry("template").or_insert_with(|| json!({}));
+        if !tpl.get("metadata").map(Value::is_object).unwrap_or(false) {
+            tpl["metadata"] = json!({});
+        }
+        if !tpl["metadata"].get("labels").map(Value::is_object).unwrap_or(false) {
+            tpl["metadata"]["labels"] = json!({});
+        }
+        let labels = &mut tpl["metadata"]["labels"];
+        for (k, v) in [("batch.kubernetes.io/controller-uid", &uid), ("batch.kubernetes.io/job-name", &name), ("controller-uid", &uid), ("job-name", &name)] {
+            labels[k] = json!(v);
+        }
+    }
+    default_template(spec.get_mut("template"));
+}
+
+fn default_cron_job(obj: &mut Value) {
+    let spec = ensure_object(obj, "spec");
+    spec.entry("concurrencyPolicy").or_insert_with(|| json!("Allow"));
+    spec.entry("suspend").or_insert_with(|| json!(false));
+    spec.entry("successfulJobsHistoryLimit").or_insert_with(|| json!(3));
+    spec.entry("failedJobsHistoryLimit").or_insert_with(|| json!(1));
+    default_template(obj.pointer_mut("/spec/jobTemplate/spec/template"));
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@ use crate::event_convert;
 use crate::meta;
 use crate::patch::{self, PatchError};
 use crate::resources::{self, Registry, ResourceType};
+use crate::scale;
+use crate::service_alloc;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, ApiResult};
 use crate::store::{DeleteOptions, DeleteOutcome, Store, Stored, UpdateScope};
@@ -123,11 +125,13 @@ pub struct ApiServer {
     /// Set when the storage controllers run: PVCs get `kubernetes.io/pvc-protection` on create
     /// (the StorageObjectInUseProtection admission plugin), which those controllers remove.
     pub storage_protection: std::sync::atomic::AtomicBool,
+    /// Held while a Service's addresses are chosen and stored.
+    service_allocation: parking_lot::Mutex<()>,
 }
 
 impl ApiServer {
     pub fn new(history: usize) -> Arc<Self> {
-        Arc::new(ApiServer { store: Store::new(history), registry: Registry::with_builtins(), log_source: Default::default(), storage_protection: Default::default() })
+        Arc::new(ApiServer { store: Store::new(history), registry: Registry::with_builtins(), log_source: Default::default(), storage_protection: Default::default(), service_allocation: Default::default() })
     }
 
     pub fn set_log_source(&self, src: Arc<dyn PodLogSource>) {
@@ -232,6 +236,21 @@ impl ApiServer {
         Ok(ListPage { kind: format!("{}List", rt.kind), api_version: rt.api_version(), metadata: md, items })
     }
 
+    /// LIST at an exact past resourceVersion (`resourceVersionMatch=Exact`), without paging.
+    pub fn list_exact(&self, rt: &ResourceType, ns: Option<&str>, labels: &LabelSelector, fields: &FieldSelector, rv: u64) -> ApiResult<ListPage> {
+        fields.validate(&rt.group, &rt.kind, rt.namespaced, &rt.selectable_fields).map_err(ApiError::bad_request)?;
+        let key = resources::storage_key(&rt.group, &rt.plural);
+        let ns = if rt.namespaced { ns } else { None };
+        let items = self
+            .store
+            .snapshot_at(&key, ns, rv)?
+            .into_iter()
+            .map(|o| self.convert_out_stored(rt, o))
+            .filter(|o| labels.matches(meta::labels(&o.object)) && fields.matches(&rt.group, &rt.kind, &o.object))
+            .collect();
+        Ok(ListPage { kind: format!("{}List", rt.kind), api_version: rt.api_version(), metadata: json!({"resourceVersion": rv.to_string()}), items })
+    }
+
     /// `convert_out_shared` that keeps the shared encoding when no conversion is needed.
     pub fn convert_out_stored(&self, rt: &ResourceType, stored: Stored) -> Stored {
         let served = self.convert_out_shared(rt, stored.object.clone());
@@ -281,11 +300,23 @@ impl ApiServer {
         let mut obj = validation::prune_typed(&stored_rt, obj)?;
         let manager = opts.field_manager.clone().unwrap_or_else(|| "unknown".into());
         patch::apply::record_update(&stored_rt.kind, None, &mut obj, &manager, &meta::now_rfc3339());
-        let created = self.store.create(&stored_rt, obj, opts.dry_run)?;
+        let created = self.store_new(&stored_rt, obj, opts.dry_run)?;
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);
         }
         Ok(Written { object: self.convert_out(rt, &created), warnings, created: true })
+    }
+
+    /// The store write of a create, with what the apiserver allocates first: a Service's cluster
+    /// IP and node ports, chosen under a lock so concurrent creates never share one.
+    fn store_new(&self, stored_rt: &ResourceType, mut obj: Value, dry_run: bool) -> ApiResult<Arc<Value>> {
+        if !(stored_rt.group.is_empty() && stored_rt.plural == "services") {
+            return self.store.create(stored_rt, obj, dry_run);
+        }
+        let _guard = self.service_allocation.lock();
+        let services = self.store.list(&stored_rt.key(), None, None, None, &|_| true);
+        service_alloc::allocate(&mut obj, &service_alloc::InUse::from_services(services.items.iter().map(|s| s.as_ref())))?;
+        self.store.create(stored_rt, obj, dry_run)
     }
 
     fn protect_claim(&self, rt: &ResourceType, obj: &mut Value) {
@@ -334,6 +365,7 @@ impl ApiServer {
             None => UpdateScope::Main,
             Some("status") if stored_rt.has_status() => UpdateScope::Status,
             Some("finalize") if stored_rt.plural == "namespaces" => UpdateScope::Main,
+            Some("ephemeralcontainers") if stored_rt.group.is_empty() && stored_rt.plural == "pods" => UpdateScope::Main,
             Some(other) => {
                 return Err(ApiError::not_found(&stored_rt.group, &format!("{}/{}", stored_rt.plural, other), name))
             }
@@ -351,8 +383,16 @@ impl ApiServer {
             }
             obj = next;
         }
+        if sub == Some("ephemeralcontainers") {
+            // pods/ephemeralcontainers changes only spec.ephemeralContainers.
+            let mut next = (*current).clone();
+            next["spec"]["ephemeralContainers"] = obj.pointer("/spec/ephemeralContainers").cloned().unwrap_or_else(|| json!([]));
+            next["metadata"]["resourceVersion"] =
+                obj.pointer("/metadata/resourceVersion").cloned().unwrap_or_else(|| json!(meta::resource_version(&current)));
+            obj = next;
+        }
         let mut obj = validation::prune_typed(stored_rt, obj)?;
-        if scope == UpdateScope::Main {
+        if scope == UpdateScope::Main && sub != Some("ephemeralcontainers") {
             validation::check_update(stored_rt, &current, &obj)?;
         }
         if apply_result.is_none() {
@@ -404,6 +444,14 @@ impl ApiServer {
                 (PatchType::Apply, live) => {
                     warnings = validation::check_fields(rt, body, opts.field_validation.as_deref())?;
                     admission::check_type(rt, body)?;
+                    // An applied configuration without a name takes the one on the URL.
+                    let named;
+                    let body = if meta::name(body).is_empty() {
+                        named = with_name(body, name);
+                        &named
+                    } else {
+                        body
+                    };
                     if meta::name(body) != name {
                         return Err(ApiError::bad_request(format!("the name of the object ({}) does not match the name on the URL ({})", meta::name(body), name)));
                     }
@@ -412,12 +460,7 @@ impl ApiServer {
                     (applied, live.is_none())
                 }
                 (_, None) => return Err(ApiError::not_found(&rt.group, &rt.plural, name)),
-                (PatchType::Merge, Some(cur)) => (patch::merge_patch(cur, body), false),
-                (PatchType::Json, Some(cur)) => (patch::json_patch(cur, body).map_err(|e| patch_error(rt, name, e))?, false),
-                (PatchType::Strategic, Some(cur)) => (
-                    patch::strategic::strategic_merge_patch(&rt.kind, cur, body).map_err(|e| patch_error(rt, name, e))?,
-                    false,
-                ),
+                (_, Some(cur)) => (patched(rt, &rt.kind, name, cur, ptype, body)?, false),
             };
             if created {
                 if sub.is_some() {
@@ -449,6 +492,54 @@ impl ApiServer {
         Err(ApiError::conflict(&rt.group, &rt.plural, name, "too many concurrent writes; please retry"))
     }
 
+    /// `componentstatuses`: computed on every read like the real registry, which probes the
+    /// scheduler, the controller manager and etcd; in the sim they are always healthy.
+    pub fn component_statuses(&self) -> Vec<Value> {
+        ["controller-manager", "etcd-0", "scheduler"]
+            .iter()
+            .map(|name| {
+                json!({"kind": "ComponentStatus", "apiVersion": "v1", "metadata": {"name": name},
+                       "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}]})
+            })
+            .collect()
+    }
+
+    /// GET .../scale: the autoscaling/v1 Scale of a workload.
+    pub fn get_scale(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Value> {
+        let paths = rt.scale.as_ref().ok_or_else(|| ApiError::not_found(&rt.group, &format!("{}/scale", rt.plural), name))?;
+        Ok(scale::scale_of(&self.get(rt, ns, name)?, paths))
+    }
+
+    /// PUT .../scale: set the workload's replicas from a Scale; answers the new Scale.
+    pub fn update_scale(&self, rt: &ResourceType, ns: &str, name: &str, body: &Value, opts: &WriteOptions) -> ApiResult<Written> {
+        let paths = rt.scale.as_ref().ok_or_else(|| ApiError::not_found(&rt.group, &format!("{}/scale", rt.plural), name))?;
+        let current = self.get(rt, ns, name)?;
+        let next = scale::apply_scale(&current, body, paths, name)?;
+        let w = self.update(rt, ns, name, None, next, opts)?;
+        Ok(Written { object: scale::scale_of(&w.object, paths), warnings: w.warnings, created: false })
+    }
+
+    /// PATCH .../scale: the patch applies to the Scale view, then its replicas to the workload;
+    /// retried on a concurrent write unless the patch pins a resourceVersion. Server-side apply
+    /// is treated as a merge patch here (no field ownership of Scale fields).
+    pub fn patch_scale(&self, rt: &ResourceType, ns: &str, name: &str, ptype: PatchType, body: &Value, opts: &WriteOptions) -> ApiResult<Written> {
+        let paths = rt.scale.as_ref().ok_or_else(|| ApiError::not_found(&rt.group, &format!("{}/scale", rt.plural), name))?;
+        let pinned = body.pointer("/metadata/resourceVersion").is_some();
+        for _attempt in 0..5 {
+            let current = self.get(rt, ns, name)?;
+            let view = scale::scale_of(&current, paths);
+            let ptype = if ptype == PatchType::Apply { PatchType::Merge } else { ptype };
+            let wanted = patched(rt, "Scale", name, &view, ptype, body)?;
+            let next = scale::apply_scale(&current, &wanted, paths, name)?;
+            match self.update(rt, ns, name, None, next, opts) {
+                Err(e) if e.code == 409 && e.reason == "Conflict" && !pinned => continue,
+                Err(e) => return Err(e),
+                Ok(w) => return Ok(Written { object: scale::scale_of(&w.object, paths), warnings: w.warnings, created: false }),
+            }
+        }
+        Err(ApiError::conflict(&rt.group, &rt.plural, name, "too many concurrent writes; please retry"))
+    }
+
     /// Create through server-side apply: managed fields come from the apply, not an Update entry.
     fn create_applied(&self, rt: &ResourceType, ns: &str, obj: Value, opts: &WriteOptions) -> ApiResult<Written> {
         let managed = obj.pointer("/metadata/managedFields").cloned();
@@ -462,7 +553,7 @@ impl ApiServer {
         }
         let stored_rt = self.stored_type(rt);
         let obj = validation::prune_typed(&stored_rt, self.convert_in(rt, obj))?;
-        let created = self.store.create(&stored_rt, obj, opts.dry_run)?;
+        let created = self.store_new(&stored_rt, obj, opts.dry_run)?;
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);
         }
@@ -635,6 +726,21 @@ impl ApiServer {
 
     pub fn delete_internal(&self, rt: &ResourceType, ns: &str, name: &str, opts: &DeleteOptions) -> ApiResult<DeleteOutcome> {
         self.delete(rt, ns, name, opts)
+    }
+}
+
+fn with_name(obj: &Value, name: &str) -> Value {
+    let mut o = obj.clone();
+    meta::metadata_mut(&mut o).insert("name".into(), json!(name));
+    o
+}
+
+/// `cur` after a merge, JSON or strategic merge patch (`kind` picks the strategic merge keys).
+fn patched(rt: &ResourceType, kind: &str, name: &str, cur: &Value, ptype: PatchType, body: &Value) -> ApiResult<Value> {
+    match ptype {
+        PatchType::Merge | PatchType::Apply => Ok(patch::merge_patch(cur, body)),
+        PatchType::Json => patch::json_patch(cur, body).map_err(|e| patch_error(rt, name, e)),
+        PatchType::Strategic => patch::strategic::strategic_merge_patch(kind, cur, body).map_err(|e| patch_error(rt, name, e)),
     }
 }
 

@@ -121,6 +121,9 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
                 printer_columns: v.get("additionalPrinterColumns").cloned(),
                 selectable_fields,
                 custom: true,
+                verbs: crate::resources::CRUD_VERBS,
+                round_trip: None,
+                scale: v.pointer("/subresources/scale").map(crate::scale::ScalePaths::from_crd),
             }
         })
         .collect()

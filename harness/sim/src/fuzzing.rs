@@ -41,6 +41,7 @@ impl ApiTarget {
             cluster: None,
             faults: ApiFaults::seeded(0),
             token: Arc::new(TOKEN.to_string()),
+            auth: Arc::new(crate::auth::Auth::new(TOKEN)),
             address: Arc::new("127.0.0.1:6443".into()),
         };
         ApiTarget { rt, api, router: http::router(state) }

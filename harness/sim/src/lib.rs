@@ -8,6 +8,8 @@
 
 pub mod admission;
 pub mod apiserver;
+pub mod auth;
+pub mod builtins;
 pub mod cluster;
 pub mod controllers;
 pub mod crd;
@@ -22,8 +24,10 @@ pub mod nodes;
 pub mod patch;
 pub mod protobuf;
 pub mod resources;
+pub mod scale;
 pub mod selectors;
 pub mod server;
+pub mod service_alloc;
 pub mod status;
 pub mod store;
 pub mod table;

@@ -145,10 +145,44 @@ pub fn same_content(a: &Value, b: &Value) -> bool {
     strip(a) == strip(b)
 }
 
+/// Put an object's top-level fields in the order the apiserver writes them: `kind`,
+/// `apiVersion`, `metadata`, the type's own fields, `status` last (Go struct order; clients'
+/// tests compare response texts).
+pub fn canonical_order(obj: &mut Value) {
+    let Some(m) = obj.as_object_mut() else { return };
+    let head = ["kind", "apiVersion", "metadata"];
+    let present: Vec<&str> = head.iter().copied().filter(|k| m.contains_key(*k)).collect();
+    let in_order = m.keys().take(present.len()).map(String::as_str).eq(present.iter().copied())
+        && m.keys().last().map(|k| k == "status" || !m.contains_key("status")).unwrap_or(true);
+    if in_order {
+        return;
+    }
+    let mut old = std::mem::take(m);
+    for k in head {
+        if let Some(v) = old.shift_remove(k) {
+            m.insert(k.into(), v);
+        }
+    }
+    let status = old.shift_remove("status");
+    m.extend(old);
+    if let Some(s) = status {
+        m.insert("status".into(), s);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn canonical_order_puts_kind_first_and_status_last() {
+        let mut o = json!({"apiVersion": "v1", "status": {}, "data": {}, "metadata": {}, "kind": "ConfigMap"});
+        canonical_order(&mut o);
+        let keys: Vec<&String> = o.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["kind", "apiVersion", "metadata", "data", "status"]);
+        assert_eq!(serde_json::to_string(&o).unwrap(), r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{},"data":{},"status":{}}"#);
+    }
 
     #[test]
     fn spec_part_ignores_metadata_and_status() {

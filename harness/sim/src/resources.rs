@@ -1,9 +1,12 @@
-//! The catalogue of API resources the simulated server serves: the built-in types and the
-//! resources that CustomResourceDefinitions add at run time.
+//! The catalogue of API resources the simulated server serves: the built-in types (from
+//! `builtins`, derived from k8s-openapi) and the resources that CustomResourceDefinitions add at
+//! run time.
 //!
 //! A resource is identified for storage by `(group, plural)`: every served version of it shares one
 //! store bucket (the real apiserver converts between versions; we only rewrite `apiVersion`).
 
+use crate::builtins::{self, RoundTrip, Scope};
+use crate::scale::ScalePaths;
 use parking_lot::RwLock;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -32,6 +35,9 @@ impl std::fmt::Display for ResourceKey {
     }
 }
 
+/// The verbs of a resource that is stored and served like any other.
+pub const CRUD_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+
 /// One served (group, version, resource).
 #[derive(Debug, Clone)]
 pub struct ResourceType {
@@ -53,6 +59,12 @@ pub struct ResourceType {
     pub selectable_fields: Vec<String>,
     /// True for resources defined by a CRD (no strategic merge patch, no protobuf).
     pub custom: bool,
+    /// The verbs advertised in discovery.
+    pub verbs: &'static [&'static str],
+    /// Built-ins: decoding through the k8s-openapi type (schema check, unknown-field pruning).
+    pub round_trip: Option<RoundTrip>,
+    /// Where the `scale` subresource reads and writes replicas, when the resource has one.
+    pub scale: Option<ScalePaths>,
 }
 
 impl ResourceType {
@@ -72,54 +84,11 @@ impl ResourceType {
     pub fn has_subresource(&self, sub: &str) -> bool {
         self.subresources.iter().any(|s| s == sub)
     }
-    /// The verbs advertised in discovery.
-    pub fn verbs(&self) -> Vec<&'static str> {
-        match (self.group.as_str(), self.plural.as_str()) {
-            ("", "bindings") => vec!["create"],
-            _ => vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
-        }
+    /// Resources that are created and answered but never stored (bindings, reviews).
+    pub fn create_only(&self) -> bool {
+        self.verbs == ["create"]
     }
 }
-
-/// Shorthand for the built-in table below.
-struct B {
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-    namespaced: bool,
-    short: &'static [&'static str],
-    subs: &'static [&'static str],
-    categories: &'static [&'static str],
-}
-
-const ALL: &[&str] = &["all"];
-
-/// Built-in resources. Subresources follow the real apiserver's registrations for the ones we serve.
-const BUILTINS: &[B] = &[
-    B { group: "", version: "v1", kind: "Namespace", plural: "namespaces", namespaced: false, short: &["ns"], subs: &["status", "finalize"], categories: &[] },
-    B { group: "", version: "v1", kind: "Node", plural: "nodes", namespaced: false, short: &["no"], subs: &["status"], categories: &[] },
-    B { group: "", version: "v1", kind: "Pod", plural: "pods", namespaced: true, short: &["po"], subs: &["status", "log", "eviction", "binding"], categories: ALL },
-    B { group: "", version: "v1", kind: "PersistentVolumeClaim", plural: "persistentvolumeclaims", namespaced: true, short: &["pvc"], subs: &["status"], categories: &[] },
-    B { group: "", version: "v1", kind: "PersistentVolume", plural: "persistentvolumes", namespaced: false, short: &["pv"], subs: &["status"], categories: &[] },
-    B { group: "", version: "v1", kind: "Event", plural: "events", namespaced: true, short: &["ev"], subs: &[], categories: &[] },
-    B { group: "", version: "v1", kind: "ConfigMap", plural: "configmaps", namespaced: true, short: &["cm"], subs: &[], categories: &[] },
-    B { group: "", version: "v1", kind: "Secret", plural: "secrets", namespaced: true, short: &[], subs: &[], categories: &[] },
-    B { group: "", version: "v1", kind: "ServiceAccount", plural: "serviceaccounts", namespaced: true, short: &["sa"], subs: &[], categories: &[] },
-    B { group: "", version: "v1", kind: "Service", plural: "services", namespaced: true, short: &["svc"], subs: &["status"], categories: ALL },
-    B { group: "", version: "v1", kind: "Binding", plural: "bindings", namespaced: true, short: &[], subs: &[], categories: &[] },
-    B { group: "storage.k8s.io", version: "v1", kind: "StorageClass", plural: "storageclasses", namespaced: false, short: &["sc"], subs: &[], categories: &[] },
-    B { group: "storage.k8s.io", version: "v1", kind: "VolumeAttachment", plural: "volumeattachments", namespaced: false, short: &[], subs: &["status"], categories: &[] },
-    B { group: "storage.k8s.io", version: "v1", kind: "CSIDriver", plural: "csidrivers", namespaced: false, short: &[], subs: &[], categories: &[] },
-    B { group: "storage.k8s.io", version: "v1", kind: "CSINode", plural: "csinodes", namespaced: false, short: &[], subs: &[], categories: &[] },
-    B { group: "events.k8s.io", version: "v1", kind: "Event", plural: "events", namespaced: true, short: &["ev"], subs: &[], categories: &[] },
-    B { group: "coordination.k8s.io", version: "v1", kind: "Lease", plural: "leases", namespaced: true, short: &[], subs: &[], categories: &[] },
-    B { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true, short: &["deploy"], subs: &["status", "scale"], categories: ALL },
-    B { group: "apps", version: "v1", kind: "DaemonSet", plural: "daemonsets", namespaced: true, short: &["ds"], subs: &["status"], categories: ALL },
-    B { group: "apps", version: "v1", kind: "ReplicaSet", plural: "replicasets", namespaced: true, short: &["rs"], subs: &["status", "scale"], categories: ALL },
-    B { group: "policy", version: "v1", kind: "PodDisruptionBudget", plural: "poddisruptionbudgets", namespaced: true, short: &["pdb"], subs: &["status"], categories: &[] },
-    B { group: "apiextensions.k8s.io", version: "v1", kind: "CustomResourceDefinition", plural: "customresourcedefinitions", namespaced: false, short: &["crd", "crds"], subs: &["status"], categories: &["api-extensions"] },
-];
 
 /// Where in storage two resources share a bucket although served under different groups.
 /// core/v1 events and events.k8s.io/v1 events are one stored type (conversion in `event_convert`).
@@ -143,21 +112,33 @@ pub struct Registry {
 impl Registry {
     pub fn with_builtins() -> Self {
         let r = Registry::default();
-        for b in BUILTINS {
+        let types: Vec<_> = builtins::all().into_iter().filter(|b| b.scope != Scope::Subresource).collect();
+        for b in &types {
+            // The newest version is the stored one (autoscaling/v2 for HorizontalPodAutoscalers).
+            let mut versions: Vec<String> =
+                types.iter().filter(|o| o.group == b.group && o.plural == b.plural).map(|o| o.version.to_string()).collect();
+            sort_versions(&mut versions);
+            let extra = builtins::extra(b.group, b.kind);
+            let strings = |f: fn(&builtins::Extra) -> &'static [&'static str]| -> Vec<String> {
+                extra.map(|e| f(e).iter().map(|s| s.to_string()).collect()).unwrap_or_default()
+            };
             r.insert(ResourceType {
                 group: b.group.into(),
                 version: b.version.into(),
                 kind: b.kind.into(),
                 plural: b.plural.into(),
                 singular: b.kind.to_lowercase(),
-                namespaced: b.namespaced,
-                short_names: b.short.iter().map(|s| s.to_string()).collect(),
-                categories: b.categories.iter().map(|s| s.to_string()).collect(),
-                subresources: b.subs.iter().map(|s| s.to_string()).collect(),
-                storage_version: true,
+                namespaced: b.scope == Scope::Namespaced,
+                short_names: strings(|e| e.short_names),
+                categories: strings(|e| e.categories),
+                subresources: strings(|e| e.subresources),
+                storage_version: versions[0] == b.version,
                 printer_columns: None,
                 selectable_fields: vec![],
                 custom: false,
+                verbs: builtins::verbs(b.group, b.plural, b.listable),
+                round_trip: Some(b.round_trip),
+                scale: extra.filter(|e| e.subresources.contains(&"scale")).map(|_| ScalePaths::builtin(b.kind)),
             });
         }
         r

@@ -85,7 +85,7 @@ impl SimServer {
         bootstrap(&api, static_nodes)?;
         let cluster = opts.cluster.clone().map(|c| SimCluster::start(api.clone(), &opts.nodes, c));
         let faults = ApiFaults::seeded(opts.seed);
-        let state = HttpState { api: api.clone(), token: Arc::new(token.clone()), address: Arc::new(addr.to_string()), cluster: cluster.clone(), faults: faults.clone() };
+        let state = HttpState { api: api.clone(), auth: Arc::new(crate::auth::Auth::new(&token)), token: Arc::new(token.clone()), address: Arc::new(addr.to_string()), cluster: cluster.clone(), faults: faults.clone() };
         let certs = tls::generate()?;
         let (shutdown, rx) = watch::channel(false);
         tasks.push(tokio::spawn(serve_tls(listener, tokio_rustls::TlsAcceptor::from(certs.server_config.clone()), http::router(state), rx)));
@@ -180,6 +180,7 @@ pub(crate) fn bootstrap(api: &ApiServer, nodes: &[String]) -> Result<()> {
         &opts,
     )
     .map_err(anyhow::Error::msg)?;
+    crate::auth::bootstrap::create_defaults(api)?;
     let node_rt = api.resource("", "v1", "nodes").map_err(anyhow::Error::msg)?;
     for (i, name) in nodes.iter().enumerate() {
         api.create(&node_rt, "", crate::nodes::node_object(name, i, false), &opts).map_err(anyhow::Error::msg)?;

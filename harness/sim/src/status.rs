@@ -100,6 +100,7 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
+    /// The Status body, fields in the apiserver's order (`details` before `code`).
     pub fn to_status(&self) -> Value {
         let mut s = json!({
             "kind": "Status",
@@ -108,11 +109,11 @@ impl ApiError {
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "code": self.code,
         });
         if let Some(d) = &self.details {
             s["details"] = d.clone();
         }
+        s["code"] = json!(self.code);
         s
     }
 }

@@ -319,7 +319,10 @@ impl Store {
         let rv = inner.rv + 1;
         {
             let md = meta::metadata_mut(&mut obj);
-            md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            // Admission assigns the uid; objects created without it (internal writers) get one here.
+            if md.get("uid").and_then(Value::as_str).map(str::is_empty).unwrap_or(true) {
+                md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            }
             md.insert("resourceVersion".into(), json!(rv.to_string()));
             md.insert("creationTimestamp".into(), json!(meta::now_rfc3339()));
             md.remove("deletionTimestamp");
@@ -334,10 +337,13 @@ impl Store {
                 md.remove("namespace");
             }
         }
-        let obj = Arc::new(obj);
+        meta::canonical_order(&mut obj);
         if dry_run {
-            return Ok(obj);
+            // Nothing was stored, so there is no resourceVersion to report.
+            meta::metadata_mut(&mut obj).remove("resourceVersion");
+            return Ok(Arc::new(obj));
         }
+        let obj = Arc::new(obj);
         inner.rv = rv;
         let stored = Stored::new(obj.clone());
         inner.buckets.entry(key.clone()).or_default().insert((ns.clone(), name.clone()), stored.clone());
@@ -377,12 +383,15 @@ impl Store {
             // The apiserver skips no-op writes: no new resourceVersion, no watch event.
             return Ok(current);
         }
+        meta::canonical_order(&mut merged);
+        if dry_run {
+            // A dry run stores nothing: the answer keeps the stored resourceVersion.
+            meta::metadata_mut(&mut merged).insert("resourceVersion".into(), json!(meta::resource_version(&current)));
+            return Ok(Arc::new(merged));
+        }
         let rv = inner.rv + 1;
         meta::metadata_mut(&mut merged).insert("resourceVersion".into(), json!(rv.to_string()));
         let merged = Arc::new(merged);
-        if dry_run {
-            return Ok(merged);
-        }
         inner.rv = rv;
         if meta::is_deleting(&merged) && !held_by_finalizers(rt, &merged) {
             // The last finalizer went away: the object is removed now.
@@ -431,12 +440,12 @@ impl Store {
         let grace = effective_grace_period(rt, &obj, opts.grace_period_seconds);
         let already_deleting = meta::is_deleting(&obj);
         if fins.is_empty() && grace == 0 {
+            if opts.dry_run {
+                return Ok(DeleteOutcome::Deleted(Arc::new(obj)));
+            }
             let rv = inner.rv + 1;
             meta::metadata_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
             let obj = Arc::new(obj);
-            if opts.dry_run {
-                return Ok(DeleteOutcome::Deleted(obj));
-            }
             inner.rv = rv;
             inner.buckets.get_mut(&key).map(|b| b.remove(&okey));
             index_node(&mut inner, &key, &okey, Some(&current), None);
@@ -461,12 +470,12 @@ impl Store {
         if meta::same_content(&obj, &current) {
             return Ok(DeleteOutcome::Pending(current));
         }
+        if opts.dry_run {
+            return Ok(DeleteOutcome::Pending(Arc::new(obj)));
+        }
         let rv = inner.rv + 1;
         meta::metadata_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
         let obj = Arc::new(obj);
-        if opts.dry_run {
-            return Ok(DeleteOutcome::Pending(obj));
-        }
         inner.rv = rv;
         let stored = Stored::new(obj.clone());
         index_node(&mut inner, &key, &okey, Some(&current), Some(&obj));
@@ -524,6 +533,30 @@ impl Store {
                 Ok(WatchStart { replay, snapshot: vec![], snapshot_rv: inner.rv, rx })
             }
         }
+    }
+
+    /// The objects of `key` as they were at resourceVersion `rv` (LIST with
+    /// `resourceVersionMatch=Exact`): the current state with every later change undone from the
+    /// watch history, or 410 Expired when the history no longer reaches back to `rv`.
+    pub fn snapshot_at(&self, key: &ResourceKey, ns: Option<&str>, rv: u64) -> ApiResult<Vec<Stored>> {
+        let inner = self.inner.lock();
+        if rv > inner.rv {
+            return Err(ApiError::new(504, "Timeout", format!("Too large resource version: {}, current: {}", rv, inner.rv)));
+        }
+        let oldest = inner.history.front().map(|e| e.rv).unwrap_or(inner.rv + 1);
+        if rv + 1 < oldest && rv < inner.rv {
+            return Err(ApiError::gone(format!("too old resource version: {} ({})", rv, oldest - 1)));
+        }
+        let mut objects: std::collections::BTreeMap<ObjKey, Stored> =
+            inner.buckets.get(key).map(|b| b.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default();
+        for ev in inner.history.iter().rev().take_while(|e| e.rv > rv).filter(|e| &e.key == key) {
+            let okey = (meta::namespace(&ev.object).to_string(), meta::name(&ev.object).to_string());
+            match &ev.prev {
+                Some(prev) => objects.insert(okey, Stored::new(prev.clone())),
+                None => objects.remove(&okey),
+            };
+        }
+        Ok(objects.into_iter().filter(|(k, _)| ns.map(|n| k.0 == n).unwrap_or(true)).map(|(_, v)| v).collect())
     }
 
     /// Subscribe to every committed change (in-process controllers use this).

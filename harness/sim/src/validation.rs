@@ -4,46 +4,11 @@
 
 use crate::resources::ResourceType;
 use crate::status::{ApiError, ApiResult};
-use k8s_openapi::api::{apps, coordination, core, policy, storage};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_json::Value;
 
-/// Decode `obj` as `T` and re-encode it: the re-encoded form holds only known fields.
-fn round_trip<T: DeserializeOwned + Serialize>(obj: &Value) -> Result<Value, String> {
-    let typed: T = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
-    serde_json::to_value(&typed).map_err(|e| e.to_string())
-}
-
+/// The built-in type's decoding (`None` for custom resources, which pass through unchanged).
 fn typed_round_trip(rt: &ResourceType, obj: &Value) -> Option<Result<Value, String>> {
-    if rt.custom {
-        return None;
-    }
-    Some(match (rt.group.as_str(), rt.kind.as_str()) {
-        ("", "Pod") => round_trip::<core::v1::Pod>(obj),
-        ("", "Node") => round_trip::<core::v1::Node>(obj),
-        ("", "Namespace") => round_trip::<core::v1::Namespace>(obj),
-        ("", "PersistentVolumeClaim") => round_trip::<core::v1::PersistentVolumeClaim>(obj),
-        ("", "PersistentVolume") => round_trip::<core::v1::PersistentVolume>(obj),
-        ("", "Event") => round_trip::<core::v1::Event>(obj),
-        ("", "ConfigMap") => round_trip::<core::v1::ConfigMap>(obj),
-        ("", "Secret") => round_trip::<core::v1::Secret>(obj),
-        ("", "ServiceAccount") => round_trip::<core::v1::ServiceAccount>(obj),
-        ("", "Service") => round_trip::<core::v1::Service>(obj),
-        ("storage.k8s.io", "StorageClass") => round_trip::<storage::v1::StorageClass>(obj),
-        ("storage.k8s.io", "VolumeAttachment") => round_trip::<storage::v1::VolumeAttachment>(obj),
-        ("storage.k8s.io", "CSIDriver") => round_trip::<storage::v1::CSIDriver>(obj),
-        ("storage.k8s.io", "CSINode") => round_trip::<storage::v1::CSINode>(obj),
-        ("events.k8s.io", "Event") => round_trip::<k8s_openapi::api::events::v1::Event>(obj),
-        ("coordination.k8s.io", "Lease") => round_trip::<coordination::v1::Lease>(obj),
-        ("apps", "Deployment") => round_trip::<apps::v1::Deployment>(obj),
-        ("apps", "DaemonSet") => round_trip::<apps::v1::DaemonSet>(obj),
-        ("apps", "ReplicaSet") => round_trip::<apps::v1::ReplicaSet>(obj),
-        ("policy", "PodDisruptionBudget") => round_trip::<policy::v1::PodDisruptionBudget>(obj),
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => round_trip::<apiext::CustomResourceDefinition>(obj),
-        _ => return None,
-    })
+    rt.round_trip.map(|decode| decode(obj))
 }
 
 /// Decode a built-in object through its type, as the apiserver's decoder does: a body that does

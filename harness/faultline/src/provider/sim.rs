@@ -182,7 +182,7 @@ pub fn primitives(op: &NodeOperation, heal: bool, pv: Option<(String, bool)>) ->
                 crate::model::ops::MountHolder::CsiPlugin => Holder::CsiPlugin,
                 crate::model::ops::MountHolder::External => Holder::External,
             };
-            vec![NodeOp::StaleDeviceMount { pv, deleted_pv, holder, blocks_queue: false }]
+            vec![NodeOp::StaleDeviceMount { pv, deleted_pv, holder, blocks_queue: s.blocks_queue }]
         }
         (N::StaleDeviceMount(_), true) => vec![NodeOp::ClearStaleDeviceMount { pv: pv.unwrap_or_default().0 }],
         (N::CsiPluginDown(_), false) => vec![NodeOp::CsiPluginDown],
@@ -247,5 +247,27 @@ impl NodeOps for SimNodeOps {
             });
         }
         rx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stale_mount_blocks_the_node_queue_unless_told_otherwise() {
+        let op = |src: &str| match serde_yaml::from_str::<crate::model::Operation>(src).unwrap() {
+            crate::model::Operation::Node(n) => n,
+            other => panic!("{other:?}"),
+        };
+        let pv = Some(("pvc-1".to_string(), true));
+        let blocks = |ops: Vec<NodeOp>| match &ops[..] {
+            [NodeOp::StaleDeviceMount { blocks_queue, holder, .. }] => (*blocks_queue, *holder),
+            other => panic!("{other:?}"),
+        };
+        let default = blocks(primitives(&op("staleDeviceMount: {node: w, volume: {deletedPV: pvc-1}}"), false, pv.clone()));
+        assert_eq!(default, (true, Holder::Kubelet));
+        let per_volume = blocks(primitives(&op("staleDeviceMount: {node: w, volume: {deletedPV: pvc-1}, heldBy: external, blocksQueue: false}"), false, pv));
+        assert_eq!(per_volume, (false, Holder::External));
     }
 }

@@ -5,12 +5,12 @@
 //! and has no measurement now is not compared (it failed, which fails the run anyway).
 
 use super::RunReport;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub const MIN_DELTA_MS: u64 = 250;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Regression {
     pub scenario: String,

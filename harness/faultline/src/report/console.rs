@@ -1,7 +1,8 @@
-//! The console: live progress (indicatif spinners on a TTY, one line per scenario otherwise),
-//! then per scenario a timeline table in the style of the incident runbook (T+offset | event),
-//! and for failures: the expectation, its budget, the last observed value, where the collected
-//! objects, events and logs are, and the controller's last log lines.
+//! The console, modelled on cargo-nextest: the runner reports progress, this reporter decides
+//! what to show. A passing scenario is one line (name, duration, its measured durations against
+//! their budgets); a failing one prints its whole timeline, why, the last observed values and
+//! where its artifacts are; `--verbose` prints every timeline, `--quiet` only failures and the
+//! total. Live spinners on a TTY (stderr); plain lines otherwise.
 
 use super::{ms, RunReport, ScenarioReport};
 use crate::runner::Progress;
@@ -9,40 +10,80 @@ use crate::timeline::Verdict;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::time::Duration;
+
+/// How much the console prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verbosity {
+    /// Failures and the total.
+    Quiet,
+    /// One line per passing scenario, everything about a failing one.
+    Normal,
+    /// Every timeline.
+    Verbose,
+}
 
 pub struct ConsoleProgress {
     multi: MultiProgress,
     bars: Mutex<HashMap<String, ProgressBar>>,
     tty: bool,
+    verbosity: Verbosity,
 }
 
 impl ConsoleProgress {
-    pub fn new() -> ConsoleProgress {
+    pub fn new(verbosity: Verbosity) -> ConsoleProgress {
         let tty = std::io::stderr().is_terminal();
         let target = if tty { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
-        ConsoleProgress { multi: MultiProgress::with_draw_target(target), bars: Mutex::new(HashMap::new()), tty }
+        ConsoleProgress { multi: MultiProgress::with_draw_target(target), bars: Mutex::new(HashMap::new()), tty, verbosity }
     }
-    fn line(&self, s: String) {
+    /// Print a block at once (scenarios finish concurrently with --jobs).
+    fn print(&self, block: String) {
         if self.tty {
-            let _ = self.multi.println(s);
+            let _ = self.multi.suspend(|| {
+                let mut out = std::io::stdout().lock();
+                out.write_all(block.as_bytes()).and_then(|_| out.flush())
+            });
         } else {
-            println!("{s}");
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(block.as_bytes()).and_then(|_| out.flush());
         }
     }
 }
 
 impl Default for ConsoleProgress {
     fn default() -> Self {
-        Self::new()
+        Self::new(Verbosity::Normal)
     }
+}
+
+/// `PASS  name  12.3s  fn3b-fires 8.1s/40s, recovered 20.2s/2m`.
+pub fn status_line(r: &ScenarioReport) -> String {
+    let word = if r.flaky { "FLAKY" } else { r.verdict.word() };
+    let budgets = r.budget_summary();
+    let mut line = format!("{word:<5} {}  {}", r.name, ms(r.duration_ms));
+    if !budgets.is_empty() {
+        line += &format!("  {}", budgets.join(", "));
+    }
+    if r.flaky {
+        line += &format!("  (passed on attempt {} of {})", r.attempts, r.attempts);
+    } else if r.attempts > 1 {
+        line += &format!("  (every one of {} attempts)", r.attempts);
+    }
+    line
+}
+
+/// Everything about a scenario that did not pass: status line, timeline, why.
+pub fn failure_block(r: &ScenarioReport) -> String {
+    format!("{}\n\n{}\n{}\n", status_line(r), timeline_table(r), failure_details(r))
 }
 
 impl Progress for ConsoleProgress {
     fn scenario_started(&self, name: &str) {
         if !self.tty {
-            println!("RUN   {name}");
+            if self.verbosity == Verbosity::Verbose {
+                self.print(format!("RUN   {name}\n"));
+            }
             return;
         }
         let pb = self.multi.add(ProgressBar::new_spinner());
@@ -56,12 +97,33 @@ impl Progress for ConsoleProgress {
             pb.set_message(format!("{kind} {step}"));
         }
     }
+    fn scenario_retrying(&self, r: &ScenarioReport, attempt: u32, of: u32) {
+        self.clear_bar(&r.name);
+        if self.verbosity >= Verbosity::Normal {
+            self.print(format!("RETRY {}  attempt {attempt} of {of} {}: {}\n", r.name, r.verdict.word(), r.reason.clone().unwrap_or_default()));
+        }
+    }
     fn scenario_finished(&self, r: &ScenarioReport) {
-        if let Some(pb) = self.bars.lock().remove(&r.name) {
+        self.clear_bar(&r.name);
+        let block = if r.verdict != Verdict::Passed {
+            format!("\n{}", failure_block(r))
+        } else if self.verbosity == Verbosity::Verbose {
+            format!("{}\n\n{}\n", status_line(r), timeline_table(r))
+        } else if self.verbosity == Verbosity::Normal || r.flaky {
+            format!("{}\n", status_line(r))
+        } else {
+            return;
+        };
+        self.print(block);
+    }
+}
+
+impl ConsoleProgress {
+    fn clear_bar(&self, name: &str) {
+        if let Some(pb) = self.bars.lock().remove(name) {
             pb.finish_and_clear();
             self.multi.remove(&pb);
         }
-        self.line(format!("{:<5} {} ({})", r.verdict.word(), r.name, ms(r.duration_ms)));
     }
 }
 
@@ -122,14 +184,23 @@ pub fn failure_details(r: &ScenarioReport) -> String {
     out
 }
 
-pub fn render(report: &RunReport) -> String {
+/// The end of the run: regressions, flaky and failed scenarios by name, and the total.
+pub fn render_summary(report: &RunReport) -> String {
     let mut out = String::new();
-    for s in &report.scenarios {
-        out += "\n";
-        out += &timeline_table(s);
-        if s.verdict != Verdict::Passed {
-            out += "\n";
-            out += &failure_details(s);
+    let flaky: Vec<_> = report.scenarios.iter().filter(|s| s.flaky).collect();
+    if !flaky.is_empty() {
+        out += "\nFlaky (passed after failing; --flaky-fails makes this a failure):\n";
+        for s in flaky {
+            for a in &s.failed_attempts {
+                out += &format!("  FLAKY {}: attempt {} {}: {}\n", s.name, a.attempt, a.verdict.word(), a.reason.clone().unwrap_or_default());
+            }
+        }
+    }
+    let failed: Vec<_> = report.scenarios.iter().filter(|s| s.verdict != Verdict::Passed).collect();
+    if !failed.is_empty() {
+        out += "\nNot passed:\n";
+        for s in failed {
+            out += &format!("  {:<5} {}: {}\n", s.verdict.word(), s.name, s.reason.clone().unwrap_or_default());
         }
     }
     if !report.regressions.is_empty() {
@@ -138,11 +209,17 @@ pub fn render(report: &RunReport) -> String {
             out += &format!("  {}/{}: {} -> {} (x{:.2}, limit x{:.2})\n", r.scenario, r.expectation, ms(r.baseline_ms), ms(r.current_ms), r.ratio, r.limit);
         }
     }
-    let s = &report.summary;
-    out += &format!(
-        "\n{} scenario(s): {} passed, {} failed, {} error(s), {} cancelled; {} expectation(s), {} failed (seed {}){}\n",
-        s.scenarios, s.passed, s.failed, s.errors, s.cancelled, s.expectations, s.expectations_failed, report.seed,
-        report.interrupted_by.as_ref().map(|i| format!("; interrupted by {i}")).unwrap_or_default()
-    );
+    out += &format!("\n{}\n", total_line(report));
     out
+}
+
+/// `9 scenario(s) in 1m2s: 8 passed (1 flaky), 1 failed, ...`.
+pub fn total_line(report: &RunReport) -> String {
+    let s = &report.summary;
+    format!(
+        "{} scenario(s) in {}: {} passed{}, {} failed, {} error(s), {} cancelled; {} expectation(s), {} failed (seed {}){}",
+        s.scenarios, ms(report.duration_ms), s.passed, if s.flaky > 0 { format!(" ({} flaky)", s.flaky) } else { String::new() },
+        s.failed, s.errors, s.cancelled, s.expectations, s.expectations_failed, report.seed,
+        report.interrupted_by.as_ref().map(|i| format!("; interrupted by {i}")).unwrap_or_default()
+    )
 }

@@ -1,6 +1,9 @@
-//! A self-contained HTML page (no scripts, no external assets): a summary, and per scenario an
-//! inline SVG timeline (steps, fault windows, expectation windows with their deadlines and the
-//! moment each condition held), the runbook-style table and, for failures, the details.
+//! A self-contained HTML page (no scripts, no external assets). It opens with a summary table
+//! (scenario, verdict, duration, each measured duration against its budget, linked to the
+//! scenario's section); then per scenario an inline SVG timeline (steps, fault windows,
+//! expectation windows with their deadlines and the moment each condition held), the
+//! expectations, and the runbook-style timeline table - folded (`<details>`) for a passing
+//! scenario, open for one that did not pass, which also shows why.
 
 use super::{ms, RunReport, ScenarioReport};
 use crate::timeline::{EntryKind, Verdict};
@@ -22,7 +25,7 @@ fn color(v: Verdict) -> &'static str {
 pub fn svg(s: &ScenarioReport) -> String {
     let width = 960.0;
     let left = 170.0;
-    let plot = width - left - 20.0;
+    let plot = width - left - 50.0; // room for the verdict word after the last window
     let end_ms = s.expectations.iter().map(|e| e.finished_ms.max(e.anchor_ms + e.budget.within_ms.unwrap_or(0)))
         .chain(s.faults.iter().map(|f| f.healed_ms.unwrap_or(f.injected_ms)))
         .chain([s.duration_ms, 1])
@@ -86,9 +89,46 @@ pub fn svg(s: &ScenarioReport) -> String {
     o
 }
 
+/// The anchor of a scenario's section.
+fn anchor(s: &ScenarioReport) -> String {
+    format!("scenario-{}", s.name)
+}
+
+fn word(s: &ScenarioReport) -> &'static str {
+    if s.flaky { "FLAKY" } else { s.verdict.word() }
+}
+
+/// Each measured duration against its budget, `fn3b-fires: 8.1s / 40s`, over budget in red.
+fn budgets(s: &ScenarioReport) -> String {
+    let mut cells = vec![];
+    for e in &s.expectations {
+        let (text, over) = match (e.measured_ms, e.budget.within_ms) {
+            (Some(m), Some(w)) => (format!("{}: {} / {}", e.name, ms(m), ms(w)), m > w || e.verdict == Verdict::Failed),
+            (Some(m), None) => (format!("{}: {}", e.name, ms(m)), e.verdict == Verdict::Failed),
+            (None, Some(w)) if e.verdict == Verdict::Failed => (format!("{}: not met / {}", e.name, ms(w)), true),
+            _ => continue,
+        };
+        let class = if over { r#" class="over""# } else { "" };
+        cells.push(format!("<span{class}>{}</span>", esc(&text)));
+    }
+    cells.join("<br>")
+}
+
+fn summary_table(r: &RunReport) -> String {
+    let mut o = String::from(r#"<table class="summary"><thead><tr><th>scenario</th><th>verdict</th><th>duration</th><th>measured / budget</th></tr></thead><tbody>"#);
+    for s in &r.scenarios {
+        let badge = if s.flaky { "#ef6c00" } else { color(s.verdict) };
+        o += &format!(r##"<tr><td><a href="#{}">{}</a></td><td><span class="badge" style="background:{badge}">{}</span></td><td>{}</td><td>{}</td></tr>"##,
+            esc(&anchor(s)), esc(&s.name), word(s), esc(&ms(s.duration_ms)), budgets(s));
+    }
+    o += "</tbody></table>";
+    o
+}
+
 fn scenario(s: &ScenarioReport) -> String {
-    let mut o = format!(r#"<section><h2><span class="badge" style="background:{}">{}</span> {} <small>{} - {}</small></h2>"#,
-        color(s.verdict), s.verdict.word(), esc(&s.name), esc(&ms(s.duration_ms)), esc(&s.file));
+    let badge = if s.flaky { "#ef6c00" } else { color(s.verdict) };
+    let mut o = format!(r#"<section id="{}"><h2><span class="badge" style="background:{badge}">{}</span> {} <small>{} - {}</small></h2>"#,
+        esc(&anchor(s)), word(s), esc(&s.name), esc(&ms(s.duration_ms)), esc(&s.file));
     if let Some(d) = &s.description {
         o += &format!("<p>{}</p>", esc(d));
     }
@@ -105,7 +145,8 @@ fn scenario(s: &ScenarioReport) -> String {
             color(e.verdict), e.verdict.word(), esc(&e.message),
             e.last_observed.as_ref().map(|l| format!("<br><em>last observed:</em> {}", esc(l))).unwrap_or_default());
     }
-    o += "</table><h3>Timeline</h3><table><tr><th>Time</th><th>Event</th></tr>";
+    let open = if s.verdict == Verdict::Passed { "" } else { " open" };
+    o += &format!(r#"</table><details class="timeline"{open}><summary>Timeline ({} events)</summary><table><tr><th>Time</th><th>Event</th></tr>"#, s.timeline.len());
     for e in &s.timeline {
         let class = match e.kind {
             EntryKind::Fault => "fault",
@@ -115,9 +156,17 @@ fn scenario(s: &ScenarioReport) -> String {
         };
         o += &format!(r#"<tr class="{class}"><td>T+{}</td><td>{}</td></tr>"#, esc(&ms(e.at_ms)), esc(&e.text));
     }
-    o += "</table>";
+    o += "</table></details>";
     if s.verdict != Verdict::Passed {
         o += &format!("<h3>Details</h3><pre>{}</pre>", esc(&super::console::failure_details(s)));
+    }
+    if !s.failed_attempts.is_empty() {
+        o += "<h3>Earlier attempts</h3><ul>";
+        for a in &s.failed_attempts {
+            o += &format!("<li>attempt {} {} after {}: {}{}</li>", a.attempt, a.verdict.word(), esc(&ms(a.duration_ms)), esc(a.reason.as_deref().unwrap_or("")),
+                a.artifacts.as_ref().map(|d| format!(" (artifacts: {})", esc(d))).unwrap_or_default());
+        }
+        o += "</ul>";
     }
     o += "</section>";
     o
@@ -125,13 +174,17 @@ fn scenario(s: &ScenarioReport) -> String {
 
 pub fn render(r: &RunReport) -> String {
     let s = &r.summary;
-    let mut o = String::from(r#"<!DOCTYPE html><html><head><meta charset="utf-8"><title>faultline report</title><style>
+    let mut o = String::from(r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>faultline report</title><link rel="icon" href="data:,"><style>
 body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top;font-size:13px}
 .badge{color:#fff;padding:2px 8px;border-radius:4px;font-size:14px}small{color:#777;font-weight:normal}.reason{color:#c62828}
 tr.fault td{background:#fff3e0}tr.heal td{background:#e8f5e9}tr.err td{background:#ffebee}section{border-top:1px solid #ccc;margin-top:1.5em}pre{background:#f6f6f6;padding:1em;overflow:auto}
+table.summary td{font-size:14px}.over{color:#c62828;font-weight:bold}details.timeline>summary{cursor:pointer;font-weight:bold;margin:.8em 0}a{color:#1565c0}
 </style></head><body>"#);
-    o += &format!("<h1>faultline report</h1><p>{} scenario(s): {} passed, {} failed, {} error(s), {} cancelled - provider {}, seed {}, started {}</p>",
-        s.scenarios, s.passed, s.failed, s.errors, s.cancelled, esc(&r.provider), r.seed, esc(&r.started_at));
+    o += &format!("<h1>faultline report</h1><p id=\"totals\">{} scenario(s) in {}: {} passed{}, {} failed, {} error(s), {} cancelled - provider {}, seed {}, started {}{}</p>",
+        s.scenarios, esc(&ms(r.duration_ms)), s.passed, if s.flaky > 0 { format!(" ({} flaky)", s.flaky) } else { String::new() },
+        s.failed, s.errors, s.cancelled, esc(&r.provider), r.seed, esc(&r.started_at),
+        if r.merged_from.is_empty() { String::new() } else { format!(", merged from {} shard report(s)", r.merged_from.len()) });
+    o += &summary_table(r);
     if !r.regressions.is_empty() {
         o += "<h2>Regressions</h2><table><tr><th>scenario</th><th>expectation</th><th>baseline</th><th>now</th><th>ratio</th></tr>";
         for g in &r.regressions {

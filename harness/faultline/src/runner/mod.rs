@@ -33,7 +33,38 @@ use tokio::sync::watch;
 pub trait Progress: Send + Sync {
     fn scenario_started(&self, _name: &str) {}
     fn step_started(&self, _scenario: &str, _step: &str, _kind: &str) {}
+    /// Attempt `attempt` of `of` did not pass; the scenario runs again on a fresh cluster.
+    fn scenario_retrying(&self, _report: &ScenarioReport, _attempt: u32, _of: u32) {}
+    /// The final result (after retries).
     fn scenario_finished(&self, _report: &ScenarioReport) {}
+}
+
+/// What a paused scenario shows: where its cluster is and what can be done to it.
+#[derive(Clone, Debug)]
+pub struct PauseInfo {
+    pub scenario: String,
+    /// `the step `x` failed: ...` or `before step `y``.
+    pub why: String,
+    pub provider: &'static str,
+    pub kubeconfig: PathBuf,
+    pub nodes: Vec<String>,
+    /// Faults injected and not healed yet, as the timeline shows them.
+    pub active_faults: Vec<String>,
+}
+
+/// Holds a scenario in place (`--pause-on-failure`, `--pause-at`) until the user continues;
+/// everything else - the cluster, the controller, the faults, watches - goes on meanwhile.
+pub trait Pauser: Send + Sync {
+    fn hold<'a>(&'a self, info: PauseInfo) -> BoxFuture<'a, ()>;
+}
+
+/// When to pause.
+#[derive(Clone, Default)]
+pub struct PausePolicy {
+    pub on_failure: bool,
+    /// Step names: pause before each (before faults due at it are healed).
+    pub at_steps: Vec<String>,
+    pub pauser: Option<Arc<dyn Pauser>>,
 }
 
 pub struct NoProgress;
@@ -53,6 +84,9 @@ pub struct RunOptions {
     pub faultline_bin: PathBuf,
     /// `--controller-arg`: appended to every controller's arguments.
     pub controller_args: Vec<String>,
+    /// `--retries`: run a scenario that did not pass again, on a fresh cluster, up to this often.
+    pub retries: u32,
+    pub pause: PausePolicy,
 }
 
 /// Clusters left running by --keep-cluster.
@@ -63,9 +97,9 @@ pub async fn run_all(scenarios: Vec<LoadedScenario>, suite: &LoadedSuite, opts: 
     let mut reports: Vec<ScenarioReport> = futures::stream::iter(scenarios)
         .map(|s| async move {
             if opts.cancel.borrow().is_some() {
-                return cancelled_report(&s, "not started: the run was interrupted");
+                return cancelled_report(&s, "not started: the run was interrupted", opts.seed);
             }
-            run_scenario(&s, suite, opts, kept).await
+            run_with_retries(&s, suite, opts, kept).await
         })
         .buffer_unordered(jobs)
         .collect()
@@ -74,15 +108,37 @@ pub async fn run_all(scenarios: Vec<LoadedScenario>, suite: &LoadedSuite, opts: 
     reports
 }
 
-fn cancelled_report(s: &LoadedScenario, why: &str) -> ScenarioReport {
-    let mut r = empty_report(s, &Timeline::new());
+/// Attempts until one passes or `retries` more have failed; a pass after a failure is flaky.
+async fn run_with_retries(s: &LoadedScenario, suite: &LoadedSuite, opts: &RunOptions, kept: &Kept) -> ScenarioReport {
+    let attempts = opts.retries + 1;
+    let mut failed = vec![];
+    let mut attempt = 1;
+    loop {
+        let mut r = run_scenario(s, suite, opts, kept, attempt).await;
+        let retry = matches!(r.verdict, Verdict::Failed | Verdict::Error) && attempt < attempts && opts.cancel.borrow().is_none();
+        if retry {
+            opts.progress.scenario_retrying(&r, attempt, attempts);
+            failed.push(crate::report::FailedAttempt::of(&r, attempt));
+            attempt += 1;
+            continue;
+        }
+        r.attempts = attempt;
+        r.flaky = r.verdict == Verdict::Passed && !failed.is_empty();
+        r.failed_attempts = failed;
+        opts.progress.scenario_finished(&r);
+        return r;
+    }
+}
+
+fn cancelled_report(s: &LoadedScenario, why: &str, seed: u64) -> ScenarioReport {
+    let mut r = empty_report(s, &Timeline::new(), seed);
     r.verdict = Verdict::Cancelled;
     r.reason = Some(why.into());
     r.expectations = skipped_expectations(&s.scenario.spec.steps, &s.scenario.spec.invariants, &[]);
     r
 }
 
-fn empty_report(s: &LoadedScenario, tl: &Timeline) -> ScenarioReport {
+fn empty_report(s: &LoadedScenario, tl: &Timeline, seed: u64) -> ScenarioReport {
     ScenarioReport {
         name: s.scenario.metadata.name.clone(),
         file: s.path.display().to_string(),
@@ -97,6 +153,10 @@ fn empty_report(s: &LoadedScenario, tl: &Timeline) -> ScenarioReport {
         timeline: vec![],
         artifacts: None,
         controller_log_tail: vec![],
+        seed,
+        attempts: 1,
+        flaky: false,
+        failed_attempts: vec![],
     }
 }
 
@@ -135,17 +195,66 @@ struct Scn {
     steps: Mutex<Vec<StepResult>>,
     expectations: Mutex<Vec<ExpectationResult>>,
     background: Mutex<Vec<tokio::task::JoinHandle<ExpectationResult>>>,
+    provider: &'static str,
+    nodes: Vec<String>,
+    pause: PausePolicy,
+    /// Paused time, which the scenario timeout does not count; `paused` is set while holding.
+    paused: watch::Sender<bool>,
+    paused_total: Mutex<Duration>,
 }
 
-pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOptions, kept: &Kept) -> ScenarioReport {
+impl Scn {
+    /// Hold here (the cluster, controller and faults stay as they are) until the user continues.
+    async fn pause(&self, why: String) {
+        let Some(p) = &self.pause.pauser else { return };
+        self.timeline.record(EntryKind::Step, format!("paused: {why}"));
+        let info = PauseInfo {
+            scenario: self.name.clone(),
+            why,
+            provider: self.provider,
+            kubeconfig: self.kubeconfig.clone(),
+            nodes: self.nodes.clone(),
+            active_faults: self.faults.active_summaries(),
+        };
+        let began = Instant::now();
+        self.paused.send_replace(true);
+        p.hold(info).await;
+        *self.paused_total.lock() += began.elapsed();
+        self.paused.send_replace(false);
+        self.timeline.record(EntryKind::Step, "resumed");
+    }
+
+    /// Sleeps until `timeout` of unpaused time has passed since `start`.
+    async fn deadline(&self, start: Instant, timeout: Duration) {
+        let mut paused = self.paused.subscribe();
+        loop {
+            let _ = paused.wait_for(|p| !*p).await;
+            let until = start + timeout + *self.paused_total.lock();
+            tokio::select! {
+                _ = tokio::time::sleep_until(until.into()) => {
+                    if !*self.paused.borrow() && Instant::now() >= start + timeout + *self.paused_total.lock() {
+                        return;
+                    }
+                }
+                _ = paused.wait_for(|p| *p) => {}
+            }
+        }
+    }
+}
+
+/// One attempt (1-based) of a scenario; a retry writes its artifacts to `<name>-attempt-<n>`.
+pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOptions, kept: &Kept, attempt: u32) -> ScenarioReport {
     let sc = &ls.scenario;
     let name = sc.metadata.name.clone();
-    opts.progress.scenario_started(&name);
+    if attempt == 1 {
+        opts.progress.scenario_started(&name);
+    }
     let timeline = Timeline::new();
-    let mut report = empty_report(ls, &timeline);
+    let mut report = empty_report(ls, &timeline, opts.seed);
     let tmp = tempfile::tempdir().ok();
+    let dir_name = if attempt == 1 { name.clone() } else { format!("{name}-attempt-{attempt}") };
     let workdir = match (&opts.report_dir, &tmp) {
-        (Some(d), _) => d.join(&name),
+        (Some(d), _) => d.join(&dir_name),
         (None, Some(t)) => t.path().to_path_buf(),
         (None, None) => std::env::temp_dir().join(format!("faultline-{name}")),
     };
@@ -159,8 +268,8 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
     timeline.record(EntryKind::Step, format!("cluster starting ({})", opts.provider.name()));
     let cluster = match tokio::time::timeout(Duration::from_secs(120), opts.provider.start(&spec)).await {
         Ok(Ok(c)) => c,
-        Ok(Err(e)) => return finish_error(report, &timeline, format!("cluster failed to start: {e:#}"), opts),
-        Err(_) => return finish_error(report, &timeline, "cluster failed to start within 120s".into(), opts),
+        Ok(Err(e)) => return finish_error(report, &timeline, format!("cluster failed to start: {}", crate::k8s::explain(&e))),
+        Err(_) => return finish_error(report, &timeline, "cluster failed to start within 120s".into()),
     };
     let kubeconfig = cluster.kubeconfig().to_path_buf();
     let setup = async {
@@ -173,7 +282,7 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
         Ok(k) => k,
         Err(e) => {
             let _ = cluster.teardown(false).await;
-            return finish_error(report, &timeline, format!("cluster setup failed: {e:#}"), opts);
+            return finish_error(report, &timeline, format!("cluster setup failed: {}", crate::k8s::explain(&e)));
         }
     };
     timeline.record(EntryKind::Step, "cluster ready");
@@ -197,17 +306,24 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
             let args: Vec<String> = c.args.iter().chain(opts.controller_args.iter()).cloned().collect();
             let cspec = ControllerSpec::resolve(&c.reference, def, &suite.dir, &args, &c.env);
             let extra = [("FAULTLINE_SEED".to_string(), opts.seed.to_string()), ("FAULTLINE_SCENARIO".to_string(), name.clone())].into_iter().collect();
-            let p = ControllerProcess::new(cspec, &kubeconfig, extra, timeline.clone());
+            let controller_kubeconfig = match crate::controller::service_account_kubeconfig(&kube, def, &suite.dir, &kubeconfig, &workdir.join("controller.kubeconfig")).await {
+                Ok(k) => k.unwrap_or_else(|| kubeconfig.clone()),
+                Err(e) => {
+                    harness_error = Some(format!("running the controller as its ServiceAccount: {e:#}"));
+                    kubeconfig.clone()
+                }
+            };
+            let p = ControllerProcess::new(cspec, &controller_kubeconfig, extra, timeline.clone());
             log_tasks.push(logs.attach(p.subscribe_logs()));
             if let Err(e) = p.start(op_timeout).await {
-                harness_error = Some(format!("{e:#}"));
+                harness_error = Some(crate::k8s::explain(&e));
             }
             controller = Some(p);
         } else {
             let files: Vec<PathBuf> = def.manifests.iter().map(|m| suite.dir.join(m)).collect();
             match crate::controller::deploy_in_cluster(&kube, &files).await {
                 Ok(rx) => log_tasks.push(logs.attach(rx)),
-                Err(e) => harness_error = Some(format!("deploying the controller in the cluster: {e:#}")),
+                Err(e) => harness_error = Some(format!("deploying the controller in the cluster: {}", crate::k8s::explain(&e))),
             }
         }
     }
@@ -256,6 +372,11 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
         steps: Mutex::new(vec![]),
         expectations: Mutex::new(vec![]),
         background: Mutex::new(vec![]),
+        provider: opts.provider.name(),
+        nodes: sc.spec.cluster.effective_nodes().into_iter().map(|n| n.name).collect(),
+        pause: opts.pause.clone(),
+        paused: watch::channel(false).0,
+        paused_total: Mutex::new(Duration::ZERO),
     });
 
     let stop = if let Some(e) = harness_error.clone() {
@@ -270,6 +391,7 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
         let mut task = tokio::spawn(async move { exec_steps(&s2, &steps).await });
         let timeout = sc.spec.timeout.unwrap_or(defaults.scenario_timeout).get();
         let mut cancel = opts.cancel.clone();
+        let steps_started = Instant::now();
         let stop = tokio::select! {
             r = &mut task => match r {
                 Ok(r) => Stop::Done(r),
@@ -278,7 +400,7 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
             },
             sig = wait_set(&mut cancel) => Stop::Cancelled(sig),
             why = wait_set(&mut abort_rx) => Stop::Aborted(why),
-            _ = tokio::time::sleep(timeout) => Stop::TimedOut(timeout),
+            _ = scn.deadline(steps_started, timeout) => Stop::TimedOut(timeout),
         };
         if !task.is_finished() {
             task.abort();
@@ -286,6 +408,19 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
         }
         stop
     };
+
+    // ---- pause at the failing moment: faults active, controller running ----
+    if opts.pause.on_failure {
+        let why = match &stop {
+            Stop::Done(Err(e)) | Stop::Aborted(e) => Some(e.clone()),
+            Stop::Panicked(m) => Some(format!("a step panicked: {m}")),
+            Stop::TimedOut(t) => Some(format!("scenario timeout {} exceeded", format_duration(*t))),
+            Stop::Done(Ok(())) | Stop::Cancelled(_) => None,
+        };
+        if let Some(why) = why {
+            scn.pause(why).await;
+        }
+    }
 
     // ---- clean-up: always ----
     let interrupted = matches!(stop, Stop::Cancelled(_));
@@ -349,14 +484,14 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
     if verdict != Verdict::Passed {
         report.controller_log_tail = logs.tail(LogSourceKind::Controller, 20);
     }
-    // ---- artifacts ----
-    if opts.report_dir.is_some() {
-        let _ = write_artifacts(&workdir, &report, &events);
-        report.artifacts = Some(workdir.display().to_string());
-    }
     timeline.verdict(EntryKind::Step, format!("scenario {}", verdict.word()), verdict);
     report.timeline = timeline.entries();
     report.duration_ms = timeline.offset(Instant::now()).as_millis() as u64;
+    // ---- artifacts (the timeline complete) ----
+    if opts.report_dir.is_some() {
+        report.artifacts = Some(workdir.display().to_string());
+        let _ = write_artifacts(&workdir, &report, &events);
+    }
     for t in log_tasks {
         t.abort();
     }
@@ -366,14 +501,13 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
         Ok(None) => {}
         Err(e) => {
             report.verdict = Verdict::Error;
-            report.reason = Some(format!("{}; teardown failed: {e:#}", report.reason.clone().unwrap_or_default()));
+            report.reason = Some(format!("{}; teardown failed: {}", report.reason.clone().unwrap_or_default(), crate::k8s::explain(&e)));
         }
     }
     if opts.keep_cluster && tmp.is_some() && opts.report_dir.is_none() {
         // Keep the kubeconfig of a kept cluster.
         std::mem::forget(tmp);
     }
-    opts.progress.scenario_finished(&report);
     report
 }
 
@@ -389,13 +523,12 @@ fn faults_anchors(f: &FaultManager) -> Anchors {
     f.anchors()
 }
 
-fn finish_error(mut report: ScenarioReport, tl: &Timeline, why: String, opts: &RunOptions) -> ScenarioReport {
+fn finish_error(mut report: ScenarioReport, tl: &Timeline, why: String) -> ScenarioReport {
     tl.verdict(EntryKind::Error, why.clone(), Verdict::Error);
     report.verdict = Verdict::Error;
     report.reason = Some(why);
     report.timeline = tl.entries();
     report.duration_ms = tl.offset(Instant::now()).as_millis() as u64;
-    opts.progress.scenario_finished(&report);
     report
 }
 
@@ -519,11 +652,14 @@ fn exec_steps<'a>(scn: &'a Arc<Scn>, steps: &'a [Step]) -> BoxFuture<'a, Result<
 async fn exec_step(scn: &Arc<Scn>, step: &Step) -> Result<(), String> {
     let name = step.name.clone().unwrap_or_else(|| step.kind().to_string());
     let kind = step.kind();
+    if scn.pause.at_steps.contains(&name) {
+        scn.pause(format!("before step `{name}`")).await;
+    }
     // Faults healed when this step is reached.
     let due = scn.heal_at.lock().remove(&name).unwrap_or_default();
     for f in due {
         if let Err(e) = scn.faults.heal(&f, "atStep").await {
-            return Err(format!("healing fault `{f}` at step `{name}`: {e:#}"));
+            return Err(format!("healing fault `{f}` at step `{name}`: {}", crate::k8s::explain(&e)));
         }
     }
     let started = Instant::now();
@@ -558,7 +694,7 @@ async fn exec_step(scn: &Arc<Scn>, step: &Step) -> Result<(), String> {
             Ok(())
         }
         _ => match tokio::time::timeout(timeout, run_simple(scn, step, &name)).await {
-            Ok(r) => r.map_err(|e| format!("step `{name}` ({kind}) failed: {e:#}")),
+            Ok(r) => r.map_err(|e| format!("step `{name}` ({kind}) failed: {}", crate::k8s::explain(&e))),
             Err(_) => Err(format!("step `{name}` ({kind}) timed out after {}", format_duration(timeout))),
         },
     };

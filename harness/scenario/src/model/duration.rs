@@ -20,6 +20,10 @@ impl Dur {
 
 pub const DURATION_HELP: &str = "expected a duration: a number followed by ms, s, m or h (e.g. 500ms, 30s, 2m, 1h30m)";
 
+/// The longest duration accepted: Go's `time.Duration` (int64 nanoseconds, about 292 years),
+/// which is what Kubernetes and kubectl accept too. Beyond it deadlines stop meaning anything.
+pub const MAX_DURATION: Duration = Duration::new(9_223_372_036, 854_775_807);
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     if t.is_empty() {
@@ -44,7 +48,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             "h" => 3600.0,
             _ => return Err(format!("invalid duration `{s}`: unknown unit `{unit}`; {DURATION_HELP}")),
         };
-        total += Duration::from_secs_f64(value * factor);
+        let out_of_range = || format!("invalid duration `{s}`: out of range, the longest is {} (2562047h)", format_duration(MAX_DURATION));
+        let part = Duration::try_from_secs_f64(value * factor).map_err(|_| out_of_range())?;
+        total = total.checked_add(part).filter(|t| *t <= MAX_DURATION).ok_or_else(out_of_range)?;
     }
     Ok(total)
 }
@@ -147,6 +153,9 @@ mod tests {
     #[case("s")]
     #[case("3x")]
     #[case("")]
+    #[case("18446744073709551616ms")]
+    #[case("99999999999999999999999999999h")]
+    #[case("2562048h")]
     fn rejects(#[case] s: &str) {
         assert!(parse_duration(s).is_err(), "{s}");
     }

@@ -543,6 +543,14 @@ pub struct ControllerDef {
     /// For kind: manifests that deploy the controller.
     #[serde(default)]
     pub manifests: Vec<String>,
+    /// For sim/existing: run the controller with a token of this ServiceAccount
+    /// (`namespace/name`) instead of the admin credentials, so the cluster enforces its RBAC.
+    #[serde(default)]
+    pub service_account: Option<String>,
+    /// Manifests applied (as admin) before the controller starts, e.g. its ServiceAccount,
+    /// ClusterRole and binding (relative to the suite file).
+    #[serde(default)]
+    pub rbac: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]

@@ -49,6 +49,16 @@ pub struct StaleDeviceMount {
     /// reboot or power cycle).
     #[serde(default)]
     pub held_by: MountHolder,
+    /// Sim only, off by default: the incident RCA's reading, where no other volume operation of
+    /// the node starts while the unmount fails. By default (as upstream, which keys operations per
+    /// volume) only this volume's operations wait, and the node plugin's calls hang behind the
+    /// stale device (docs/fidelity.md).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub blocks_queue: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
@@ -73,7 +83,9 @@ pub struct KubeletWorkersSaturated {
 pub struct NodeReboot {
     pub node: String,
     /// The node hangs in `Rebooting` (hung NFS, disk I/O errors) until `nodePowerCycle`.
-    #[serde(default)]
+    /// Left out of timelines when false: a reboot can still hang because of another fault
+    /// (`hungNfs`, `ioErrors`), and "false" there would read as "it did not hang".
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stuck_until_power_cycle: bool,
 }
 
@@ -172,8 +184,14 @@ macro_rules! catalog {
             fn is_key(key: &str) -> bool {
                 matches!(key, $($key $(| $alias)*)|*)
             }
-            fn schema_entries(gen: &mut SchemaGenerator) -> Vec<(&'static str, Schema, &'static str)> {
-                vec![$(($key, gen.subschema_for::<$ty>(), $doc),)*]
+            /// Every key the deserializer accepts, aliases included, so editors accept them too.
+            fn schema_entries(gen: &mut SchemaGenerator) -> Vec<(&'static str, Schema, String)> {
+                let mut v: Vec<(&'static str, Schema, String)> = Vec::new();
+                $(
+                    v.extend(std::iter::once(($key, gen.subschema_for::<$ty>(), $doc.to_string()))
+                        .chain([$(($alias, gen.subschema_for::<$ty>(), format!("Alias of `{}`. {}", $key, $doc))),*]));
+                )*
+                v
             }
         }
     };
@@ -292,7 +310,7 @@ impl Operation {
             other => other.to_string(),
         }
     }
-    fn schema_entries(gen: &mut SchemaGenerator) -> Vec<(&'static str, Schema, &'static str)> {
+    fn schema_entries(gen: &mut SchemaGenerator) -> Vec<(&'static str, Schema, String)> {
         let mut v = NodeOperation::schema_entries(gen);
         v.extend(RunnerOperation::schema_entries(gen));
         v

@@ -3,7 +3,6 @@
 //! (faults and remediations) that act on nodes from outside the API.
 
 pub mod changes;
-pub mod daemonset;
 pub mod lifecycle;
 pub mod node;
 pub mod scheduler;
@@ -13,6 +12,7 @@ pub use node::{kubelet, nodeops, volumes};
 pub use storage::longhorn;
 
 use crate::apiserver::{ApiServer, PodLogSource};
+use crate::controllers::daemonset;
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;

@@ -1,6 +1,7 @@
 //! Discovery documents: `/version`, `/api`, `/apis`, per group and group-version, and the
 //! aggregated discovery (apidiscovery.k8s.io v2) form client-go and kubectl prefer.
 
+use crate::builtins;
 use crate::resources::{Registry, ResourceType};
 use serde_json::{json, Value};
 
@@ -51,22 +52,14 @@ pub fn group(reg: &Registry, group: &str) -> Option<Value> {
 
 /// responseKind of a subresource, as the real server advertises it.
 fn sub_kind(t: &ResourceType, sub: &str) -> (String, String, String) {
-    match sub {
-        "eviction" => ("policy".into(), "v1".into(), "Eviction".into()),
-        "binding" => ("".into(), "v1".into(), "Binding".into()),
-        "scale" => ("autoscaling".into(), "v1".into(), "Scale".into()),
-        _ => (t.group.clone(), t.version.clone(), t.kind.clone()),
+    match builtins::subresource_kind(sub) {
+        Some((g, v, k)) => (g.into(), v.into(), k.into()),
+        None => (t.group.clone(), t.version.clone(), t.kind.clone()),
     }
 }
 
-fn sub_verbs(sub: &str) -> Vec<&'static str> {
-    match sub {
-        "status" | "scale" => vec!["get", "patch", "update"],
-        "log" => vec!["get"],
-        "eviction" | "binding" => vec!["create"],
-        "finalize" => vec!["update"],
-        _ => vec!["get"],
-    }
+fn sub_verbs(sub: &str) -> &'static [&'static str] {
+    builtins::subresource_verbs(sub)
 }
 
 fn sorted(mut types: Vec<std::sync::Arc<ResourceType>>) -> Vec<std::sync::Arc<ResourceType>> {
@@ -82,7 +75,7 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
     let mut resources = Vec::new();
     for t in &types {
         let mut r = json!({
-            "name": t.plural, "singularName": t.singular, "namespaced": t.namespaced, "kind": t.kind, "verbs": t.verbs(),
+            "name": t.plural, "singularName": t.singular, "namespaced": t.namespaced, "kind": t.kind, "verbs": t.verbs,
         });
         if !t.short_names.is_empty() {
             r["shortNames"] = json!(t.short_names);
@@ -131,7 +124,7 @@ pub fn aggregated(reg: &Registry, core: bool, api_version: &str) -> Value {
                                 "responseKind": {"group": t.group, "version": t.version, "kind": t.kind},
                                 "scope": if t.namespaced { "Namespaced" } else { "Cluster" },
                                 "singularResource": t.singular,
-                                "verbs": t.verbs(),
+                                "verbs": t.verbs,
                             });
                             if !t.short_names.is_empty() {
                                 r["shortNames"] = json!(t.short_names);

@@ -1,5 +1,5 @@
 //! The HTTP front end: the Kubernetes REST API over the apiserver semantics in `apiserver`.
-//! Bearer-token authentication on every request, content negotiation (JSON, YAML, Table,
+//! Authentication and authorization on every request (`crate::auth`), content negotiation (JSON, YAML, Table,
 //! PartialObjectMetadata, aggregated discovery) and `Status` errors.
 
 pub mod control;
@@ -11,6 +11,7 @@ pub mod route;
 pub mod watch;
 
 use crate::apiserver::{ApiServer, ListQuery, PatchType, WriteOptions};
+use crate::builtins;
 use crate::meta;
 use crate::resources::ResourceType;
 use crate::selectors::{FieldSelector, LabelSelector};
@@ -19,7 +20,7 @@ use crate::store::{DeleteOptions, DeleteOutcome, Propagation};
 use crate::table;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use negotiate::Output;
 use route::{is_true, ResourcePath, Route};
@@ -38,6 +39,8 @@ pub struct HttpState {
     /// Injected API errors and latency (`apiErrors` / `apiLatency` faults).
     pub faults: faults::ApiFaults,
     pub token: Arc<String>,
+    /// Authentication (admin token, ServiceAccount tokens) and RBAC: `crate::auth`.
+    pub auth: Arc<crate::auth::Auth>,
     pub address: Arc<String>,
 }
 
@@ -47,30 +50,29 @@ pub fn router(state: HttpState) -> axum::Router {
 
 async fn handle(State(s): State<HttpState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    if !authorized(&parts.headers, &s.token) {
-        return error_response(&ApiError::unauthorized());
-    }
+    let query = route::query_map(parts.uri.query());
+    let user = match crate::auth::check(&s.auth, &s.api, &parts.headers, parts.method.as_str(), parts.uri.path(), &query) {
+        Ok(u) => u,
+        Err(e) => return error_response(&e),
+    };
     let body = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(b) => b,
         Err(_) => return error_response(&ApiError::new(413, "RequestEntityTooLarge", "the request body is too large")),
     };
-    let query = route::query_map(parts.uri.query());
     let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).map(String::from);
     let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(String::from);
     let user_agent = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
     let route = route::parse(parts.uri.path());
+    if let Route::Resource(p) = &route {
+        if let Some(r) = crate::auth::serve(&s.auth, &s.api, &user, parts.method.as_str(), p, content_type.as_deref(), &body) {
+            return r.map(|v| json_response(StatusCode::CREATED, &v, &Output::Json, &[])).unwrap_or_else(|e| error_response(&e));
+        }
+    }
     let ctx = Ctx { s: &s, method: parts.method.clone(), query, accept, content_type, body: &body, user_agent };
     match dispatch(&ctx, route).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
     }
-}
-
-/// Constant-time comparison of the bearer token.
-fn authorized(headers: &HeaderMap, token: &str) -> bool {
-    let Some(v) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else { return false };
-    let Some(given) = v.strip_prefix("Bearer ").map(str::trim) else { return false };
-    given.len() == token.len() && given.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
 struct Ctx<'a> {
@@ -190,6 +192,8 @@ async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
         if !rt.has_subresource(sub) {
             return Err(not_found_path());
         }
+    } else if !rt.verbs.contains(&verb(&c.method, &p, p.watch_prefix || is_true(c.query.get("watch")))) {
+        return Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource"));
     }
     let ns = p.namespace.clone().unwrap_or_default();
     let is_watch = p.watch_prefix || is_true(c.query.get("watch"));
@@ -197,6 +201,27 @@ async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
         (Method::GET, None, None) if is_watch => watch::serve(c.s.api.clone(), rt, p.namespace.clone(), &c.query, c.output(false)?, None),
         (Method::GET, Some(name), None) if is_watch => {
             watch::serve(c.s.api.clone(), rt, p.namespace.clone(), &c.query, c.output(false)?, Some(name.to_string()))
+        }
+        (Method::GET, name, None) if rt.group.is_empty() && rt.plural == "componentstatuses" => {
+            let warning = ["v1 ComponentStatus is deprecated in v1.19+".to_string()];
+            let items = api.component_statuses();
+            match name {
+                None => match c.output(false)? {
+                    Output::Table => {
+                        let refs: Vec<&Value> = items.iter().collect();
+                        let t = table::to_table(&printer_for(&rt), &refs, "", c.q("includeObject").unwrap_or("Metadata"), true, chrono::Utc::now());
+                        Ok(json_response(StatusCode::OK, &t, &Output::Json, &warning))
+                    }
+                    o => {
+                        let l = json!({"kind": "ComponentStatusList", "apiVersion": "v1", "metadata": {}, "items": items});
+                        Ok(json_response(StatusCode::OK, &l, &o, &warning))
+                    }
+                },
+                Some(n) => {
+                    let o = items.into_iter().find(|o| meta::name(o) == n).ok_or_else(|| ApiError::not_found("", "componentstatuses", n))?;
+                    object_response(c, &rt, StatusCode::OK, &o, &warning)
+                }
+            }
         }
         (Method::GET, None, None) => list(c, &rt, p.namespace.as_deref()),
         (Method::GET, Some(name), Some("log")) => {
@@ -209,7 +234,18 @@ async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
             }
             Ok((StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response())
         }
-        (Method::GET, Some(name), None | Some("status")) => {
+        (Method::GET, Some(name), Some("scale")) => object_response(c, &rt, StatusCode::OK, &api.get_scale(&rt, &ns, name)?, &[]),
+        (Method::PUT, Some(name), Some("scale")) => {
+            let body = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
+            let w = api.update_scale(&rt, &ns, name, &body, &c.write_options())?;
+            object_response(c, &rt, StatusCode::OK, &w.object, &w.warnings)
+        }
+        (Method::PATCH, Some(name), Some("scale")) => {
+            let (ptype, body) = patch_body(c)?;
+            let w = api.patch_scale(&rt, &ns, name, ptype, &body, &c.write_options())?;
+            object_response(c, &rt, StatusCode::OK, &w.object, &w.warnings)
+        }
+        (Method::GET, Some(name), None | Some("status") | Some("ephemeralcontainers")) => {
             let obj = api.get_stored(&rt, &ns, name)?;
             match c.output(false)? {
                 Output::Json => Ok(bytes_response(StatusCode::OK, "application/json", obj.json().clone(), &[])),
@@ -236,17 +272,13 @@ async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
             api.evict_pod(&ns, name, &e)?;
             Ok(json_response(StatusCode::CREATED, &success_status(None), &Output::Json, &[]))
         }
-        (Method::PUT, Some(name), sub @ (None | Some("status") | Some("finalize"))) => {
+        (Method::PUT, Some(name), sub @ (None | Some("status") | Some("finalize") | Some("ephemeralcontainers"))) => {
             let obj = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
             let w = api.update(&rt, &ns, name, sub, obj, &c.write_options())?;
             object_response(c, &rt, StatusCode::OK, &w.object, &w.warnings)
         }
-        (Method::PATCH, Some(name), sub @ (None | Some("status"))) => {
-            let ct = c.content_type.clone().unwrap_or_default();
-            let ptype = PatchType::from_content_type(&ct).ok_or_else(|| {
-                ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {:?})", ct))
-            })?;
-            let body = if ptype == PatchType::Apply { negotiate::decode_yaml(c.body)? } else { negotiate::decode_json(c.body)? };
+        (Method::PATCH, Some(name), sub @ (None | Some("status") | Some("ephemeralcontainers"))) => {
+            let (ptype, body) = patch_body(c)?;
             let w = api.patch(&rt, &ns, name, sub, ptype, &body, &c.write_options())?;
             let code = if w.created { StatusCode::CREATED } else { StatusCode::OK };
             object_response(c, &rt, code, &w.object, &w.warnings)
@@ -255,7 +287,9 @@ async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
             let opts = delete_options(c)?;
             match api.delete(&rt, &ns, name, &opts)? {
                 DeleteOutcome::Pending(o) => object_response(c, &rt, StatusCode::OK, &o, &[]),
-                DeleteOutcome::Deleted(o) if rt.group.is_empty() && rt.plural == "pods" => object_response(c, &rt, StatusCode::OK, &o, &[]),
+                DeleteOutcome::Deleted(o) if !rt.custom && builtins::delete_returns_object(&rt.group, &rt.plural) => {
+                    object_response(c, &rt, StatusCode::OK, &o, &[])
+                }
                 DeleteOutcome::Deleted(o) => {
                     let mut d = json!({"name": name, "kind": rt.plural, "uid": meta::uid(&o)});
                     if !rt.group.is_empty() {
@@ -274,6 +308,16 @@ async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
         }
         _ => Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource")),
     }
+}
+
+/// The patch type from Content-Type and the decoded patch body.
+fn patch_body(c: &Ctx<'_>) -> ApiResult<(PatchType, Value)> {
+    let ct = c.content_type.clone().unwrap_or_default();
+    let ptype = PatchType::from_content_type(&ct).ok_or_else(|| {
+        ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {:?})", ct))
+    })?;
+    let body = if ptype == PatchType::Apply { negotiate::decode_yaml(c.body)? } else { negotiate::decode_json(c.body)? };
+    Ok((ptype, body))
 }
 
 fn label_selector(c: &Ctx<'_>) -> ApiResult<LabelSelector> {
@@ -300,7 +344,19 @@ fn list(c: &Ctx<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResult<Response>
     .filter(|l| *l > 0)
     .map(|l| l as usize);
     let out = c.output(false)?;
-    let page = c.s.api.list_page(rt, ns, &ListQuery { labels: &labels, fields: &fields, limit, continue_token: c.q("continue") })?;
+    let page = match (c.q("resourceVersionMatch").unwrap_or(""), c.q("resourceVersion").unwrap_or("")) {
+        ("Exact", "") => {
+            return Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", vec![("resourceVersionMatch".into(), "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided".into(), "FieldValueForbidden")]))
+        }
+        ("Exact", rv) => {
+            let rv = rv.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {}", rv)))?;
+            c.s.api.list_exact(rt, ns, &labels, &fields, rv)?
+        }
+        ("" | "NotOlderThan", _) => c.s.api.list_page(rt, ns, &ListQuery { labels: &labels, fields: &fields, limit, continue_token: c.q("continue") })?,
+        (other, _) => {
+            return Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", vec![("resourceVersionMatch".into(), format!("Unsupported value: {:?}: supported values: \"Exact\", \"NotOlderThan\", \"\"", other), "FieldValueNotSupported")]))
+        }
+    };
     match out {
         Output::Table => {
             let printer = printer_for(rt);

@@ -1,0 +1,152 @@
+//! Authentication and authorization, as kube-apiserver's filter chain does them before a
+//! request reaches its handler: who is calling (`authn`: the admin bearer token, or a
+//! ServiceAccount token that `tokens` signed; `impersonation` for `kubectl --as`), what the
+//! request asks (`attributes`), may they
+//! (`rbac`, over the Roles and bindings in the store, seeded by `bootstrap`), and the APIs that
+//! ask those questions themselves (`reviews`, TokenRequest in `tokens`).
+
+pub mod attributes;
+pub mod authn;
+pub mod bootstrap;
+pub mod impersonation;
+pub mod rbac;
+pub mod reviews;
+pub mod tokens;
+
+use crate::apiserver::ApiServer;
+use crate::http::route::ResourcePath;
+use crate::status::{ApiError, ApiResult};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// The authenticated caller (`user.Info`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct UserInfo {
+    pub name: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+/// The group whose members every authorizer allows (kube-apiserver's privileged-group authorizer).
+pub const SYSTEM_MASTERS: &str = "system:masters";
+pub const AUTHENTICATED: &str = "system:authenticated";
+
+impl UserInfo {
+    /// The holder of the cluster's admin token: kubeadm's `kubernetes-admin` in `system:masters`,
+    /// which keeps full access whatever the RBAC objects say.
+    pub fn admin() -> UserInfo {
+        UserInfo { name: "kubernetes-admin".into(), groups: vec![SYSTEM_MASTERS.into(), AUTHENTICATED.into()], ..Default::default() }
+    }
+
+    /// `system:serviceaccount:<ns>:<name>` with the groups the ServiceAccount authenticator adds.
+    pub fn service_account(namespace: &str, name: &str, uid: &str) -> UserInfo {
+        UserInfo {
+            name: service_account_username(namespace, name),
+            uid: uid.into(),
+            groups: vec!["system:serviceaccounts".into(), format!("system:serviceaccounts:{}", namespace), AUTHENTICATED.into()],
+            extra: BTreeMap::new(),
+        }
+    }
+
+    pub fn is_privileged(&self) -> bool {
+        self.groups.iter().any(|g| g == SYSTEM_MASTERS)
+    }
+
+    /// `authentication.k8s.io/v1 UserInfo` (what SelfSubjectReview and TokenReview answer).
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({"username": self.name});
+        if !self.uid.is_empty() {
+            v["uid"] = json!(self.uid);
+        }
+        if !self.groups.is_empty() {
+            v["groups"] = json!(self.groups);
+        }
+        if !self.extra.is_empty() {
+            v["extra"] = json!(self.extra);
+        }
+        v
+    }
+
+    /// The user a SubjectAccessReview's spec names (`user`, `groups`, `uid`, `extra`).
+    pub fn from_review_spec(spec: &Value) -> UserInfo {
+        let strings = |v: Option<&Value>| -> Vec<String> {
+            v.and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect()).unwrap_or_default()
+        };
+        let extra = spec
+            .get("extra")
+            .and_then(Value::as_object)
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), strings(Some(v)))).collect())
+            .unwrap_or_default();
+        UserInfo {
+            name: spec.get("user").and_then(Value::as_str).unwrap_or("").into(),
+            uid: spec.get("uid").and_then(Value::as_str).unwrap_or("").into(),
+            groups: strings(spec.get("groups")),
+            extra,
+        }
+    }
+}
+
+pub fn service_account_username(namespace: &str, name: &str) -> String {
+    format!("system:serviceaccount:{}:{}", namespace, name)
+}
+
+/// `(namespace, name)` of a ServiceAccount username.
+pub fn split_service_account_username(user: &str) -> Option<(&str, &str)> {
+    let rest = user.strip_prefix("system:serviceaccount:")?;
+    let (ns, name) = rest.split_once(':')?;
+    (!ns.is_empty() && !name.is_empty() && !name.contains(':')).then_some((ns, name))
+}
+
+/// What the server needs to authenticate: the admin token and the ServiceAccount token signer.
+pub struct Auth {
+    admin_token: String,
+    pub signer: tokens::Signer,
+}
+
+impl Auth {
+    pub fn new(admin_token: &str) -> Auth {
+        Auth { admin_token: admin_token.to_string(), signer: tokens::Signer::generate() }
+    }
+}
+
+/// The requests answered here rather than by the store: the reviews and TokenRequest. `None`
+/// when `p` is neither; otherwise the object to answer with 201 Created, or the error.
+pub fn serve(auth: &Auth, api: &ApiServer, user: &UserInfo, method: &str, p: &ResourcePath, content_type: Option<&str>, body: &[u8]) -> Option<ApiResult<Value>> {
+    let token_request = p.group.is_empty() && p.plural == "serviceaccounts" && p.sub.as_deref() == Some("token") && p.name.is_some();
+    let review = reviews::is_review(&p.group, &p.plural) && p.name.is_none() && p.sub.is_none();
+    if !(token_request || review) || p.version != "v1" {
+        return None;
+    }
+    if review && (p.namespace.is_some() != (p.plural == "localsubjectaccessreviews")) {
+        return Some(Err(ApiError::new(404, "NotFound", "the server could not find the requested resource")));
+    }
+    if method != "POST" {
+        return Some(Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource")));
+    }
+    let ns = p.namespace.as_deref().unwrap_or("");
+    Some(crate::http::negotiate::decode_body(content_type, body).and_then(|b| {
+        if token_request {
+            tokens::token_request(&auth.signer, api, ns, p.name.as_deref().unwrap_or(""), &b)
+        } else {
+            reviews::create(auth, api, user, &p.group, &p.plural, ns, &b)
+        }
+    }))
+}
+
+/// Authenticate and authorize one request: the caller, or the 401/403 to answer with.
+pub fn check(auth: &Auth, api: &ApiServer, headers: &axum::http::HeaderMap, method: &str, path: &str, query: &std::collections::HashMap<String, String>) -> ApiResult<UserInfo> {
+    let user = authn::authenticate(auth, api, headers).ok_or_else(ApiError::unauthorized)?;
+    let user = impersonation::apply(api, user, headers)?;
+    if user.is_privileged() {
+        return Ok(user);
+    }
+    let path = percent_encoding::percent_decode_str(path).decode_utf8_lossy();
+    let a = attributes::from_request(&user, method, &path, query);
+    let d = rbac::authorize(api, &a);
+    if d.allowed {
+        Ok(user)
+    } else {
+        Err(attributes::forbidden(&a, &d.reason))
+    }
+}

@@ -1,0 +1,19 @@
+//! The root CA certificate publisher: every namespace gets the `kube-root-ca.crt` ConfigMap.
+
+use crate::apiserver::ApiServer;
+use crate::meta;
+use serde_json::{json, Value};
+
+/// A new namespace: publish the cluster CA bundle into it.
+pub fn namespace_added(api: &ApiServer, ns: &Value) {
+    let name = meta::name(ns);
+    if let Some(rt) = api.registry.get("", "v1", "configmaps") {
+        let cm = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "kube-root-ca.crt", "namespace": name, "annotations": {"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}},
+            "data": {"ca.crt": "-----BEGIN CERTIFICATE-----\n(faultline-sim serves plain HTTP on loopback; no CA)\n-----END CERTIFICATE-----\n"}
+        });
+        let _ = api.store.create(&rt, cm, false);
+    }
+}
+
