@@ -3,7 +3,6 @@
 //! (faults and remediations) that act on nodes from outside the API.
 
 pub mod changes;
-pub mod lifecycle;
 pub mod node;
 pub mod scheduler;
 pub mod storage;
@@ -12,7 +11,7 @@ pub use node::{kubelet, nodeops, volumes};
 pub use storage::longhorn;
 
 use crate::apiserver::{ApiServer, PodLogSource};
-use crate::controllers::daemonset;
+use crate::controllers::{daemonset, nodelifecycle};
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
@@ -82,7 +81,7 @@ impl SimCluster {
             tasks.push(tokio::spawn(run_kubelet(k.clone(), node, timing.clone())));
         }
         tasks.push(tokio::spawn(scheduler::run(Internal::new(api.clone(), "default-scheduler"), timing.clone())));
-        tasks.push(tokio::spawn(lifecycle::run(Internal::new(api.clone(), "kube-controller-manager"), timing.clone())));
+        tasks.push(tokio::spawn(nodelifecycle::run(Internal::new(api.clone(), "kube-controller-manager"), timing.clone())));
         tasks.push(tokio::spawn(daemonset::run(Internal::new(api.clone(), "kube-controller-manager"), timing.clone())));
         if opts.longhorn {
             api.storage_protection.store(true, std::sync::atomic::Ordering::Relaxed);

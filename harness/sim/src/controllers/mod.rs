@@ -9,6 +9,7 @@ pub mod crdfinalizer;
 pub mod daemonset;
 pub mod garbagecollector;
 pub mod namespace;
+pub mod nodelifecycle;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
 
