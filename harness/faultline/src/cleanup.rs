@@ -24,6 +24,9 @@ pub struct CleanupReport {
     pub unreadable: Vec<String>,
     /// Set when the provider's clusters die with the harness: nothing can be left behind.
     pub not_applicable: Option<String>,
+    /// What the provider healed outside any cluster API (kind: clusters of killed runs), and
+    /// whether all of it was healed.
+    pub provider_orphans: Option<(String, bool)>,
 }
 
 #[derive(Debug)]
@@ -38,7 +41,7 @@ pub struct Restored {
 
 impl CleanupReport {
     pub fn ok(&self) -> bool {
-        self.restored.iter().all(|r| r.failed.is_empty()) && self.unreadable.is_empty()
+        self.restored.iter().all(|r| r.failed.is_empty()) && self.unreadable.is_empty() && self.provider_orphans.as_ref().is_none_or(|(_, ok)| *ok)
     }
 
     pub fn healed_count(&self) -> usize {
@@ -48,6 +51,10 @@ impl CleanupReport {
     /// For people: one line per journal and fault.
     pub fn render(&self) -> String {
         let mut s = String::new();
+        if let Some((text, _)) = &self.provider_orphans {
+            s.push_str(text);
+            return s;
+        }
         if let Some(n) = &self.not_applicable {
             let _ = writeln!(s, "{n}");
             return s;
@@ -77,6 +84,9 @@ impl CleanupReport {
 
 /// Connect through `provider` and heal every stale journal (every journal, with `force`).
 pub async fn cleanup(provider: &dyn Provider, workdir: &Path, force: bool, op_timeout: Duration) -> Result<CleanupReport> {
+    if let Some(orphans) = provider.heal_orphans(force) {
+        return Ok(CleanupReport { provider_orphans: Some(orphans.await?), ..Default::default() });
+    }
     if !provider.clusters_outlive_harness() {
         return Ok(CleanupReport {
             not_applicable: Some(format!("provider {}: its clusters end with the harness process, so a killed run leaves nothing to heal", provider.name())),
@@ -145,6 +155,14 @@ pub async fn heal_journals(client: &kube::Client, faults: &FaultManager, force: 
 pub async fn before_run(provider: Arc<dyn Provider>, workdir: &Path, op_timeout: Duration) -> Option<CleanupReport> {
     match cleanup(provider.as_ref(), workdir, false, op_timeout).await {
         Ok(r) if r.not_applicable.is_some() => None,
+        // Clusters of killed runs are not this run's cluster: say what was done, run anyway.
+        Ok(r) if r.provider_orphans.is_some() => {
+            let (text, _) = r.provider_orphans.as_ref().expect("checked");
+            if !text.starts_with("no kind cluster") {
+                eprint!("faultline: clusters left by killed runs:\n{text}");
+            }
+            None
+        }
         Ok(r) => Some(r),
         Err(e) => {
             eprintln!("faultline: could not check the cluster for faults left by an earlier run: {}", crate::k8s::explain(&e));

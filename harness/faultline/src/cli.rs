@@ -160,6 +160,10 @@ struct RunArgs {
     /// (cluster bring-up, Longhorn, every fault's inject and heal), and run nothing.
     #[arg(long)]
     dry_run: bool,
+    /// With --provider kind: the node image, e.g. a `docker load`ed `kindest/node:v1.35.5` (a
+    /// local tag needs no digest). Default: FAULTLINE_KIND_NODE_IMAGE, else the pinned image.
+    #[arg(long)]
+    node_image: Option<String>,
     /// Print every scenario's timeline (default: one line per passing scenario, everything
     /// about a failing one).
     #[arg(short, long, conflicts_with = "quiet")]
@@ -430,10 +434,15 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
         bail!("--regression-ratio must be greater than 1");
     }
     let baseline = a.baseline.as_deref().map(report::baseline::load).transpose()?;
+    if let Some(image) = &a.node_image {
+        // Read where every kind cluster's input is made (provider::kind::plan_input).
+        std::env::set_var("FAULTLINE_KIND_NODE_IMAGE", image);
+    }
     if a.dry_run {
         if a.provider != ProviderKind::Kind {
             bail!("--dry-run is for --provider kind (sim runs in-process; there is nothing to review)");
         }
+        let mut unsupported = 0;
         for s in &scenarios {
             let sc = &s.scenario;
             let spec = provider::ClusterSpec {
@@ -445,7 +454,13 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
                 workdir: std::env::temp_dir().join("faultline-dry-run").join(&sc.metadata.name),
             };
             println!("## scenario {}\n", sc.metadata.name);
-            println!("{}", provider::kind::dry_run(&spec, &sc.spec.steps)?);
+            let r = provider::kind::dry_run(&spec, sc, &suite)?;
+            println!("{}", r.text);
+            unsupported += r.unsupported.len();
+        }
+        if unsupported > 0 {
+            eprintln!("faultline: {unsupported} operation(s) are unsupported on kind (marked UNSUPPORTED above)");
+            return Ok(2);
         }
         return Ok(0);
     }
@@ -510,6 +525,9 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
     };
     let kept: runner::Kept = Default::default();
     let reports = runner::run_all(scenarios, &suite, &opts, &kept).await;
+    if let Err(e) = opts.provider.shutdown().await {
+        eprintln!("faultline: releasing the provider's clusters: {e:#}");
+    }
     let interrupted = cancel_rx.borrow().clone();
     let mut rep = RunReport {
         schema_version: report::SCHEMA_VERSION,

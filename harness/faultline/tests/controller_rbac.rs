@@ -26,10 +26,11 @@ fn ensure_controller() {
 fn run_controller_rbac(edit: impl Fn(String) -> String) -> (i32, String) {
     ensure_controller();
     let root = tempfile::tempdir().unwrap();
-    for dir in ["scenarios", "fixtures/crds", "fixtures/manifests", "fixtures/rbac"] {
+    for dir in ["scenarios", "fixtures/crds", "fixtures/manifests", "fixtures/rbac", "fixtures/kind"] {
         std::fs::create_dir_all(root.path().join(dir)).unwrap();
     }
-    for f in ["scenarios/faultline.yaml", "scenarios/controller-rbac.yaml", "fixtures/crds/workspace.yaml", "fixtures/manifests/workspace-1.yaml"] {
+    // Every manifest the suite references must exist: validate reads them before the run.
+    for f in ["scenarios/faultline.yaml", "scenarios/controller-rbac.yaml", "fixtures/crds/workspace.yaml", "fixtures/manifests/workspace-1.yaml", "fixtures/kind/workspace-controller.yaml"] {
         std::fs::copy(repo().join(f), root.path().join(f)).unwrap();
     }
     let rbac = "fixtures/rbac/workspace-controller.yaml";

@@ -21,8 +21,53 @@ fn dry_run_prints_specs_and_fault_commands_for_every_scenario() {
     assert!(text.contains("apiVersion: kubeadm.k8s.io/v1beta4"), "kubeadm config");
     assert!(text.contains("## Fault {\"staleDeviceMount\""), "fault commands listed");
     assert!(text.contains("docker exec"), "node commands run through docker exec");
+    // What the runner applies before the first step: the CRDs and the controller's manifests.
+    assert!(text.contains("# CRDs of the suite") && text.contains("#   CustomResourceDefinition workspaces.llmsafespaces.dev"), "CRDs listed");
+    assert!(text.contains("workspace-controller.yaml") && text.contains("#   Deployment "), "controller manifests listed");
+    // node-reboot-stuck: the stuck reboot is a `docker stop`, ended by the power cycle.
+    let stuck = &text[text.find("## scenario node-reboot-stuck").unwrap()..];
+    assert!(stuck.contains("docker stop --time 30 node-reboot-stuck-worker-02"), "stuck reboot shown");
     // On sim there is nothing to review.
     let sim = Command::new(env!("CARGO_BIN_EXE_faultline")).args(["run", "scenarios", "--dry-run"]).current_dir(&repo).output().unwrap();
     assert_eq!(sim.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&sim.stderr).contains("--dry-run is for --provider kind"));
+}
+
+#[test]
+fn dry_run_exits_2_when_an_operation_is_unsupported_on_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("faultline.yaml"), "apiVersion: faultline.dev/v1alpha1\nkind: Suite\n").unwrap();
+    std::fs::write(
+        dir.path().join("api.yaml"),
+        "apiVersion: faultline.dev/v1alpha1
+kind: Scenario
+metadata: {name: api-errors}
+spec:
+  cluster:
+    nodes: [{name: control-plane, role: control-plane}, {name: worker-01}]
+    storage: none
+  steps:
+    - fault: {apiErrors: {rate: 1.0, code: 503}}
+    - sleep: 1s
+",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline")).args(["run", "--provider", "kind", "--dry-run"]).arg(dir.path()).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stdout.contains("# UNSUPPORTED on kind") && stderr.contains("unsupported on kind"), "{stdout}{stderr}");
+}
+
+#[test]
+fn node_image_takes_a_local_tag_without_a_digest() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["run", "scenarios", "--provider", "kind", "--dry-run", "--node-image", "kindest/node:v1.35.5", "--filter", "^kubelet-restart$"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("docker image inspect kindest/node:v1.35.5 >/dev/null || docker pull kindest/node:v1.35.5"), "{text}");
+    assert!(!text.contains("@sha256:"), "no digest anywhere: {text}");
 }

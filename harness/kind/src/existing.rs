@@ -112,7 +112,7 @@ spec:
 
 /// What `existing` does with one operation.
 pub fn support(op: &FaultOp, longhorn: bool) -> Result<FaultPlan, Unsupported> {
-    plan_fault(op, &FaultContext { flavour: Flavour::Existing, longhorn, stuck_io_on_node: false })
+    plan_fault(op, &FaultContext { flavour: Flavour::Existing, longhorn, stuck_io_on_node: false, after_boot: vec![] })
 }
 
 /// One row per catalog operation: key, "agent"/"kubectl"/"unsupported", and the detail.

@@ -8,12 +8,12 @@
 use crate::exec::docker::TestcontainersExecutor;
 use crate::exec::{run_steps, DryRun, Executor, Vars};
 use crate::input::{ClusterPlanInput, FaultOp, LogSource, NodeLogLine};
-use crate::plan::cluster::{cluster_plan, ClusterPlan};
+use crate::plan::cluster::{cluster_plan, ClusterPlan, LogNeeds};
 use crate::plan::container::HostPaths;
 use crate::plan::faults::{plan_fault, FaultContext, FaultPlan, Flavour, Unsupported};
 use crate::plan::kubeadm::bootstrap_token;
 use crate::plan::longhorn::NAMESPACE as LONGHORN_NS;
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,11 +24,23 @@ use tokio::sync::broadcast;
 pub struct KindOptions {
     /// Reuse a cluster for the next scenario with the same topology (reset in between).
     pub reuse: bool,
+    /// Bring up the network and node containers and stop where `kubeadm init` would run (the
+    /// Docker-engine tier, on machines without Kubernetes server binaries). No kubeconfig is
+    /// exported and there is nothing to reset between scenarios.
+    pub nodes_only: bool,
+    /// Where cluster journals are kept ([`crate::journal`]); None: the default state directory.
+    pub state_dir: Option<PathBuf>,
 }
 
 impl Default for KindOptions {
     fn default() -> Self {
-        KindOptions { reuse: true }
+        KindOptions { reuse: true, nodes_only: false, state_dir: None }
+    }
+}
+
+impl KindOptions {
+    fn journal_dir(&self) -> PathBuf {
+        self.state_dir.clone().unwrap_or_else(|| crate::journal::default_state_dir(|k| std::env::var(k).ok()))
     }
 }
 
@@ -41,6 +53,34 @@ struct Inner {
     logs: broadcast::Sender<NodeLogLine>,
     followed: Mutex<Vec<(String, LogSource)>>,
     alive: Arc<AtomicBool>,
+    /// None for dry runs (nothing to journal).
+    journal_dir: Option<PathBuf>,
+}
+
+impl Inner {
+    /// Rewrite the journal (after bring-up, every inject and heal); a failure is logged: the
+    /// run itself goes on.
+    fn journal(&self, kept: bool) {
+        let Some(dir) = &self.journal_dir else { return };
+        let j = crate::journal::Journal {
+            cluster: self.plan.names.cluster.clone(),
+            control_plane_node: self.plan.names.control_plane_node.clone(),
+            longhorn: self.input.longhorn,
+            pid: std::process::id(),
+            host: crate::journal::hostname(),
+            resources: self.plan.resources(),
+            active: self.active.lock().clone(),
+            kept,
+        };
+        if let Err(e) = crate::journal::write(dir, &j) {
+            tracing::warn!("kind cluster {}: {e:#}", self.plan.names.cluster);
+        }
+    }
+    fn forget_journal(&self) {
+        if let Some(dir) = &self.journal_dir {
+            crate::journal::remove(dir, &self.plan.names.cluster);
+        }
+    }
 }
 
 /// A running kind cluster handed to one scenario.
@@ -56,6 +96,17 @@ pub struct KindProvider {
     /// Idle clusters, ready for the next scenario.
     pool: Arc<Mutex<Vec<Arc<Inner>>>>,
     make_executor: Box<dyn Fn() -> Result<Arc<dyn Executor>> + Send + Sync>,
+}
+
+/// `<name>-<6 hex digits>`: every run names its containers, network and volumes apart, so two
+/// runs of one scenario on one engine never touch each other's.
+fn unique_cluster_name(name: &str) -> String {
+    let base: String = name.chars().take(33).collect();
+    let base = base.trim_end_matches('-');
+    let n: u32 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0)
+        ^ std::process::id().rotate_left(12)
+        ^ (Arc::as_ptr(&Arc::new(())) as usize as u32);
+    format!("{base}-{:06x}", n & 0xff_ffff)
 }
 
 impl KindProvider {
@@ -95,34 +146,73 @@ impl KindProvider {
         let images_dir = workdir.join("kind-images");
         std::fs::create_dir_all(&images_dir)?;
         let host = HostPaths { images_dir: images_dir.display().to_string() };
+        let mut input = input.clone();
         let seed = if exec.is_dry_run() {
             input.cluster_name.clone()
         } else {
+            input.cluster_name = unique_cluster_name(&input.cluster_name);
             format!("{}:{}:{:?}", input.cluster_name, std::process::id(), std::time::SystemTime::now())
         };
-        let plan = cluster_plan(input, &host, &bootstrap_token(&seed), &kubeconfig.display().to_string())?;
+        let mut plan = cluster_plan(&input, &host, &bootstrap_token(&seed), &kubeconfig.display().to_string())?;
+        if self.opts.nodes_only {
+            plan.bring_up.truncate(plan.kubeadm_init);
+            plan.reset.clear();
+        }
         let inner = Arc::new(Inner {
             exec: exec.clone(),
-            input: input.clone(),
+            input,
             plan,
             kubeconfig_text: Mutex::new(String::new()),
             active: Mutex::new(vec![]),
             logs: broadcast::channel(4096).0,
             followed: Mutex::new(vec![]),
             alive: Arc::new(AtomicBool::new(true)),
+            journal_dir: (!exec.is_dry_run()).then(|| self.opts.journal_dir()),
         });
+        // Before the first resource exists: a run killed during bring-up is cleaned up too.
+        inner.journal(false);
         let mut vars = Vars::new();
-        if let Err(e) = run_steps(exec.as_ref(), &inner.plan.names, &inner.plan.bring_up, &mut vars).await {
-            // Leave the evidence next to the kubeconfig, then clean up.
-            let logs = workdir.join("kind-logs");
-            let _ = collect(&inner, &logs).await;
-            let _ = run_steps(exec.as_ref(), &inner.plan.names, &inner.plan.teardown, &mut vars).await;
-            return Err(e.context(format!("bringing up kind cluster {} (node logs in {})", inner.plan.names.cluster, logs.display())));
+        let steps = &inner.plan.bring_up;
+        for (i, step) in steps.iter().enumerate() {
+            if let Err(e) = crate::exec::run_step(exec.as_ref(), &inner.plan.names, step, &mut vars).await {
+                return Err(self.failed_bring_up(&inner, &workdir, i, e).await);
+            }
         }
-        if !exec.is_dry_run() {
+        if !exec.is_dry_run() && !self.opts.nodes_only {
             *inner.kubeconfig_text.lock() = std::fs::read_to_string(&kubeconfig)?;
         }
         Ok(KindCluster { inner, kubeconfig, pool: self.pool.clone(), reuse: self.opts.reuse })
+    }
+
+    /// The cause first; then the logs of the node containers that ran (none from containers
+    /// that never started, no cluster logs before the API server was set up); then clean-up.
+    async fn failed_bring_up(&self, inner: &Inner, workdir: &Path, failed: usize, cause: anyhow::Error) -> anyhow::Error {
+        let plan = &inner.plan;
+        let ran: Vec<String> = plan.bring_up[..failed]
+            .iter()
+            .filter_map(|s| match &s.action {
+                crate::plan::Action::Docker(crate::plan::DockerOp::Run { spec }) => Some(spec.container_name.clone()),
+                _ => None,
+            })
+            .collect();
+        let api_up = failed > plan.kubeadm_init && !self.opts.nodes_only;
+        let logs = workdir.join("kind-logs");
+        let where_logs = if ran.is_empty() {
+            "no node container ran, so there are no node logs".to_string()
+        } else {
+            match collect_filtered(inner, &logs, &ran, api_up).await {
+                Ok(()) => format!("logs of the node containers that ran ({}) in {}", ran.join(", "), logs.display()),
+                Err(e) => format!("collecting node logs into {} failed: {e:#}", logs.display()),
+            }
+        };
+        let _ = teardown(inner).await;
+        anyhow!(
+            "{cause:#}\n(bringing up kind cluster {} stopped at step {} of {}: {}; {where_logs})",
+            plan.names.cluster,
+            failed + 1,
+            plan.bring_up.len(),
+            plan.bring_up[failed].what
+        )
     }
 
     /// Tear down every idle cluster (call once at the end of the run).
@@ -146,9 +236,9 @@ impl Drop for KindProvider {
         if idle.is_empty() {
             return;
         }
-        // Async clean-up from a synchronous drop: a thread with its own runtime and a fresh
-        // executor (the clusters' own engine connections belong to the caller's runtime, which
-        // is blocked here).
+        // `shutdown` was not called. Async clean-up from a synchronous drop, which may run
+        // inside a runtime (blocked here) or outside any: a thread with its own runtime and a
+        // fresh engine connection that adopts what the cluster's own connection created.
         let make = &self.make_executor;
         std::thread::scope(|s| {
             s.spawn(move || {
@@ -157,11 +247,15 @@ impl Drop for KindProvider {
                     for inner in &idle {
                         inner.alive.store(false, Ordering::SeqCst);
                         let result = match make() {
-                            Ok(exec) => run_steps(exec.as_ref(), &inner.plan.names, &inner.plan.teardown, &mut Vars::new()).await,
+                            Ok(exec) => {
+                                exec.adopt(&inner.exec.owned());
+                                run_steps(exec.as_ref(), &inner.plan.names, &inner.plan.teardown, &mut Vars::new()).await
+                            }
                             Err(e) => Err(e),
                         };
-                        if let Err(e) = result {
-                            tracing::warn!("tearing down kind cluster {}: {e:#}", inner.plan.names.cluster);
+                        match result {
+                            Ok(()) => inner.forget_journal(),
+                            Err(e) => tracing::warn!("tearing down kind cluster {}: {e:#}", inner.plan.names.cluster),
                         }
                     }
                 });
@@ -172,11 +266,27 @@ impl Drop for KindProvider {
 
 async fn teardown(inner: &Inner) -> Result<()> {
     inner.alive.store(false, Ordering::SeqCst);
-    run_steps(inner.exec.as_ref(), &inner.plan.names, &inner.plan.teardown, &mut Vars::new()).await
+    run_steps(inner.exec.as_ref(), &inner.plan.names, &inner.plan.teardown, &mut Vars::new()).await?;
+    inner.forget_journal();
+    Ok(())
 }
 
 async fn collect(inner: &Inner, dir: &Path) -> Result<()> {
+    let all = inner.plan.container_names();
+    collect_filtered(inner, dir, &all, true).await
+}
+
+/// Log files whose source exists: node files of the containers in `ran`, cluster files when
+/// `api_up`.
+async fn collect_filtered(inner: &Inner, dir: &Path, ran: &[String], api_up: bool) -> Result<()> {
     for l in &inner.plan.collect_logs {
+        let wanted = match &l.needs {
+            LogNeeds::Container(c) => ran.contains(c),
+            LogNeeds::Api => api_up,
+        };
+        if !wanted {
+            continue;
+        }
         let out = crate::exec::run_step(inner.exec.as_ref(), &inner.plan.names, &l.step, &mut Vars::new()).await?;
         if inner.exec.is_dry_run() {
             continue;
@@ -229,6 +339,7 @@ impl KindCluster {
             flavour: Flavour::Kind(self.inner.plan.names.clone()),
             longhorn: self.inner.input.longhorn,
             stuck_io_on_node: stuck,
+            after_boot: op.node().map(|n| self.inner.plan.boot_steps(n)).unwrap_or_default(),
         })
     }
 
@@ -239,21 +350,6 @@ impl KindCluster {
 
     /// Inject a fault (or perform a one-shot operation). A failed inject is healed at once.
     pub async fn apply(&self, op: &FaultOp) -> Result<()> {
-        if let FaultOp::NodePowerCycle(t) = op {
-            // A power cycle clears what made a reboot hang, and ends a stuck reboot.
-            let clear: Vec<FaultOp> = self
-                .inner
-                .active
-                .lock()
-                .iter()
-                .filter(|a| matches!(a, FaultOp::HungNfs(x) | FaultOp::IoErrors(x) if x.node == t.node)
-                    || matches!(a, FaultOp::NodeReboot(r) if r.node == t.node))
-                .cloned()
-                .collect();
-            for a in clear {
-                self.heal(&a).await?;
-            }
-        }
         let plan = self.fault_plan(op)?;
         let names = &self.inner.plan.names;
         let exec = self.inner.exec.as_ref();
@@ -262,9 +358,32 @@ impl KindCluster {
             let _ = run_steps(exec, names, &plan.heal, &mut vars).await;
             return Err(e);
         }
+        if let FaultOp::NodePowerCycle(t) = op {
+            self.after_power_cycle(&t.node).await?;
+        }
         if !op.is_one_shot() {
             self.inner.active.lock().push(op.clone());
         }
+        self.inner.journal(false);
+        Ok(())
+    }
+
+    /// A power cycle ends a stuck reboot, and what made the reboot hang is undone now that the
+    /// node runs again (its heal steps need a running container: `docker exec` on a stopped
+    /// one fails).
+    async fn after_power_cycle(&self, node: &str) -> Result<()> {
+        let io: Vec<FaultOp> = self
+            .inner
+            .active
+            .lock()
+            .iter()
+            .filter(|a| matches!(a, FaultOp::HungNfs(x) | FaultOp::IoErrors(x) if x.node == node))
+            .cloned()
+            .collect();
+        for a in io {
+            self.heal(&a).await.with_context(|| format!("clearing {} on {node} after its power cycle", a.key()))?;
+        }
+        self.inner.active.lock().retain(|a| !matches!(a, FaultOp::NodeReboot(r) if r.node == node));
         Ok(())
     }
 
@@ -279,6 +398,7 @@ impl KindCluster {
         };
         run_steps(self.inner.exec.as_ref(), &self.inner.plan.names, &plan.heal, &mut Vars::new()).await?;
         self.inner.active.lock().retain(|a| a != op);
+        self.inner.journal(false);
         Ok(())
     }
 
@@ -342,6 +462,7 @@ impl KindCluster {
         if keep {
             inner.exec.keep_containers();
             inner.alive.store(false, Ordering::SeqCst);
+            inner.journal(true);
             let n = &inner.plan.names;
             let rm: Vec<String> = inner.plan.teardown.iter().map(|s| n.render(&s.action)).collect();
             return Ok(Some(format!(
@@ -407,19 +528,41 @@ async fn follow_loop(inner: Arc<Inner>, node: String, source: LogSource) {
 /// The Longhorn namespace, for callers that look at CSI pods.
 pub const LONGHORN_NAMESPACE: &str = LONGHORN_NS;
 
-/// Everything `faultline run --provider kind --dry-run` prints for one scenario: pinned
-/// versions, each node container spec and the files copied into it, every bring-up command,
-/// inject and heal commands of `faults`, log collection and teardown. Needs no Docker.
-pub async fn dry_run_report(input: &ClusterPlanInput, faults: &[FaultOp]) -> Result<String> {
-    dry_run_report_in(input, faults, &std::env::temp_dir().join("faultline-kind-dry-run")).await
+/// One entry of a scenario's fault timeline, for the dry run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DryRunEvent {
+    /// A fault step or a remediation, in step order.
+    Apply(FaultOp),
+    /// The fault's `heal:` comes due (`when` says why: `atStep x`, `30s after its inject`).
+    Heal { op: FaultOp, when: String },
 }
 
-/// [`dry_run_report`] with the scenario's work directory (where the kubeconfig and the image
-/// directory would go; it is created, nothing else is written).
-pub async fn dry_run_report_in(input: &ClusterPlanInput, faults: &[FaultOp], workdir: &Path) -> Result<String> {
+/// What `--dry-run` prints, and the operations kind cannot carry out (the run would fail them).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DryRunReport {
+    pub text: String,
+    pub unsupported: Vec<String>,
+}
+
+/// Everything `faultline run --provider kind --dry-run` prints for one scenario with `faults`
+/// applied in order and left active (so overlaps show) until the end, where what is still
+/// active is healed newest first. Needs no Docker.
+pub async fn dry_run_report(input: &ClusterPlanInput, faults: &[FaultOp]) -> Result<String> {
+    let events: Vec<DryRunEvent> = faults.iter().cloned().map(DryRunEvent::Apply).collect();
+    Ok(dry_run_replay(input, &events, "", &std::env::temp_dir().join("faultline-kind-dry-run")).await?.text)
+}
+
+/// The dry run of a scenario's timeline: pinned versions, each node container spec and the
+/// files copied into it, every bring-up command, `before_steps` (what the runner applies
+/// before the first step: CRDs, the controller's manifests), then the faults replayed in
+/// order: each inject runs in the context of the faults still active (a reboot during hungNfs
+/// is the stuck `docker stop`), heals when they come due, the end-of-scenario heals, log
+/// collection and teardown. `workdir`: where the kubeconfig would go (created, nothing else
+/// is written).
+pub async fn dry_run_replay(input: &ClusterPlanInput, events: &[DryRunEvent], before_steps: &str, workdir: &Path) -> Result<DryRunReport> {
     let dry = Arc::new(DryRun::new());
     let d2 = dry.clone();
-    let provider = KindProvider::with_executor(KindOptions { reuse: false }, move || Ok(d2.clone() as Arc<dyn Executor>));
+    let provider = KindProvider::with_executor(KindOptions { reuse: false, ..Default::default() }, move || Ok(d2.clone() as Arc<dyn Executor>));
     dry.print(&format!(
         "# faultline kind provider, dry run of cluster `{}`\n# kind release {} node image {}\n# Kubernetes {}{}\n# Nodes: {}\n",
         input.cluster_name,
@@ -429,19 +572,49 @@ pub async fn dry_run_report_in(input: &ClusterPlanInput, faults: &[FaultOp], wor
         if input.longhorn { format!(", Longhorn {} ({})", crate::versions::LONGHORN_VERSION, crate::versions::longhorn_manifest_url()) } else { String::new() },
         input.nodes.iter().map(|n| format!("{} ({:?})", n.name, n.role)).collect::<Vec<_>>().join(", ")
     ));
-    dry.print("## Bring-up");
+    dry.print("## Bring-up (a real run names the cluster `<name>-<6 hex digits>`, unique per run)");
     let cluster = provider.start(input, workdir).await?;
-    for op in faults {
-        dry.print(&format!("\n## Fault {}", serde_json::to_string(op).unwrap_or_default()));
-        match cluster.fault_plan(op) {
-            Err(e) => dry.print(&format!("# UNSUPPORTED on kind: {e:#}")),
-            Ok(p) => {
-                dry.print(&format!("# fidelity: {}", p.fidelity));
-                dry.print("### inject");
-                cluster.apply(op).await?;
-                dry.print(if p.heal.is_empty() { "### heal: nothing (one-shot)" } else { "### heal" });
-                cluster.heal(op).await?;
+    if !before_steps.is_empty() {
+        dry.print(&format!("\n## Before the first step\n{}", before_steps.trim_end()));
+    }
+    let mut unsupported = vec![];
+    for ev in events {
+        match ev {
+            DryRunEvent::Apply(op) => {
+                dry.print(&format!("\n## Fault {}", serde_json::to_string(op).unwrap_or_default()));
+                match cluster.fault_plan(op) {
+                    Err(e) => {
+                        dry.print(&format!("# UNSUPPORTED on kind: {e:#}"));
+                        unsupported.push(format!("{e:#}"));
+                    }
+                    Ok(p) => {
+                        let active: Vec<&str> = cluster.active_faults().iter().map(FaultOp::key).collect();
+                        if !active.is_empty() {
+                            dry.print(&format!("# still active: {}", active.join(", ")));
+                        }
+                        dry.print(&format!("# fidelity: {}", p.fidelity));
+                        dry.print("### inject");
+                        cluster.apply(op).await?;
+                        if p.heal.is_empty() {
+                            dry.print("### heal: nothing (one-shot)");
+                        }
+                    }
+                }
             }
+            DryRunEvent::Heal { op, when } => {
+                if cluster.active_faults().contains(op) {
+                    dry.print(&format!("\n## Heal {} ({when})", serde_json::to_string(op).unwrap_or_default()));
+                    cluster.heal(op).await?;
+                }
+            }
+        }
+    }
+    let left = cluster.active_faults();
+    if !left.is_empty() {
+        dry.print("\n## End of the scenario: the faults still active are healed, newest first");
+        for op in left.iter().rev() {
+            dry.print(&format!("### heal {}", serde_json::to_string(op).unwrap_or_default()));
+            cluster.heal(op).await?;
         }
     }
     dry.print("\n## Node logs followed for log expectations");
@@ -457,15 +630,23 @@ pub async fn dry_run_report_in(input: &ClusterPlanInput, faults: &[FaultOp], wor
     run_steps(dry.as_ref(), &cluster.inner.plan.names, &cluster.inner.plan.reset, &mut Vars::new()).await?;
     dry.print("\n## Teardown (--keep-cluster skips it and prints these commands)");
     cluster.release(false).await?;
-    Ok(dry.take())
+    if !unsupported.is_empty() {
+        dry.print(&format!("\n# {} operation(s) UNSUPPORTED on kind: the run would fail them", unsupported.len()));
+    }
+    Ok(DryRunReport { text: dry.take(), unsupported })
 }
 
 /// [`dry_run_report`] from synchronous code (runs on a thread of its own).
 pub fn dry_run_report_blocking(input: &ClusterPlanInput, faults: &[FaultOp]) -> Result<String> {
-    let input = input.clone();
-    let faults = faults.to_vec();
+    let events: Vec<DryRunEvent> = faults.iter().cloned().map(DryRunEvent::Apply).collect();
+    Ok(dry_run_replay_blocking(input, &events, "", &std::env::temp_dir().join("faultline-kind-dry-run"))?.text)
+}
+
+/// [`dry_run_replay`] from synchronous code (runs on a thread of its own).
+pub fn dry_run_replay_blocking(input: &ClusterPlanInput, events: &[DryRunEvent], before_steps: &str, workdir: &Path) -> Result<DryRunReport> {
+    let (input, events, before, workdir) = (input.clone(), events.to_vec(), before_steps.to_string(), workdir.to_path_buf());
     std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(dry_run_report(&input, &faults))
+        tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(dry_run_replay(&input, &events, &before, &workdir))
     })
     .join()
     .map_err(|_| anyhow::anyhow!("dry run panicked"))?
@@ -481,12 +662,14 @@ mod tests {
     use futures::future::BoxFuture;
     use tokio::sync::mpsc;
 
-    /// Records every call as a line; fails execs whose command contains `fail_on`.
+    /// Records every call as a line; fails execs whose command contains `fail_on`, and, as
+    /// the engine does, execs in a container that is not running (stopped or killed).
     #[derive(Default)]
     struct Recorder {
         calls: Mutex<Vec<String>>,
         fail_on: Mutex<Option<String>>,
         kept: AtomicBool,
+        stopped: Mutex<Vec<String>>,
     }
     impl Recorder {
         fn calls(&self) -> Vec<String> {
@@ -502,14 +685,21 @@ mod tests {
     impl Executor for Recorder {
         fn run_container<'a>(&'a self, spec: &'a NodeContainerSpec) -> BoxFuture<'a, Result<()>> {
             Box::pin(async move {
-                self.calls.lock().push(format!("run {}", spec.container_name));
-                Ok(())
+                let line = format!("run {}", spec.container_name);
+                self.calls.lock().push(line.clone());
+                match self.fail_on.lock().as_deref() {
+                    Some(f) if line.contains(f) => bail!("Error response from daemon: no such image"),
+                    _ => Ok(()),
+                }
             })
         }
         fn exec<'a>(&'a self, c: &'a str, argv: &'a [String], _stdin: Option<&'a str>) -> BoxFuture<'a, Result<Output>> {
             Box::pin(async move {
                 let line = format!("exec {c} {}", argv.join(" "));
                 self.calls.lock().push(line.clone());
+                if self.stopped.lock().iter().any(|x| x == c) {
+                    bail!("Error response from daemon: container {c} is not running");
+                }
                 if let Some(f) = self.fail_on.lock().as_deref() {
                     if line.contains(f) {
                         return Ok(Output { code: 1, stdout: String::new(), stderr: "boom".into() });
@@ -524,6 +714,12 @@ mod tests {
         fn docker<'a>(&'a self, op: &'a DockerOp) -> BoxFuture<'a, Result<Output>> {
             Box::pin(async move {
                 self.calls.lock().push(crate::plan::render_docker(op));
+                let mut stopped = self.stopped.lock();
+                match op {
+                    DockerOp::Stop { container, .. } | DockerOp::Kill { container, .. } => stopped.push(container.clone()),
+                    DockerOp::Start { container } | DockerOp::Restart { container, .. } => stopped.retain(|c| c != container),
+                    _ => {}
+                }
                 Ok(Output::ok(""))
             })
         }
@@ -545,7 +741,8 @@ mod tests {
 
     fn provider(rec: &Arc<Recorder>, reuse: bool) -> KindProvider {
         let r = rec.clone();
-        KindProvider::with_executor(KindOptions { reuse }, move || Ok(r.clone() as Arc<dyn Executor>))
+        let state_dir = Some(std::env::temp_dir().join(format!("faultline-kind-unit-journals-{}", std::process::id())));
+        KindProvider::with_executor(KindOptions { reuse, nodes_only: false, state_dir }, move || Ok(r.clone() as Arc<dyn Executor>))
     }
     fn input() -> ClusterPlanInput {
         ClusterPlanInput::new("t", vec![NodeInput::control_plane("cp"), NodeInput::worker("w1")])
@@ -561,7 +758,7 @@ mod tests {
         let c = provider(&rec, true).start(&input(), dir.path()).await.unwrap();
         assert_eq!(rec.count("run t-"), 2);
         assert_eq!(rec.count("kubeadm init"), 1);
-        assert_eq!(rec.count("exec t-w1 sh -c kubeadm join"), 1);
+        assert_eq!(rec.count(&format!("exec {}-w1 sh -c kubeadm join", c.name())), 1);
         let kc = std::fs::read_to_string(c.kubeconfig()).unwrap();
         assert!(kc.contains("server: https://127.0.0.1:40000"), "{kc}");
         assert_eq!(c.kubeconfig(), dir.path().canonicalize().unwrap().join("kubeconfig"));
@@ -582,15 +779,16 @@ mod tests {
         renamed.cluster_name = "other-scenario".into();
         let c2 = p.start(&renamed, d2.path()).await.unwrap();
         assert_eq!(rec.count("run "), 0, "reused: {:?}", rec.calls());
-        assert_eq!(c2.name(), "t");
+        assert!(c2.name().starts_with("t-"), "{}", c2.name());
         assert!(std::fs::read_to_string(c2.kubeconfig()).unwrap().contains("127.0.0.1:40000"));
         let bigger = ClusterPlanInput::new("t2", vec![NodeInput::control_plane("cp"), NodeInput::worker("w1"), NodeInput::worker("w2")]);
         let _c3 = p.start(&bigger, d3.path()).await.unwrap();
         assert_eq!(rec.count("run t2-"), 3, "another topology gets its own cluster");
+        let first = c2.name().to_string();
         c2.release(false).await.unwrap();
         p.shutdown().await.unwrap();
-        assert_eq!(rec.count("docker rm --force --volumes t-cp"), 1);
-        assert_eq!(rec.count("docker network rm faultline-t"), 1);
+        assert_eq!(rec.count(&format!("docker rm --force --volumes {first}-cp")), 1);
+        assert_eq!(rec.count(&format!("docker network rm faultline-{first}")), 1);
         assert_eq!(p.idle_clusters(), 0);
     }
 
@@ -616,7 +814,7 @@ mod tests {
         rec.clear();
         c.release(false).await.unwrap();
         let calls = rec.calls();
-        let reconnect = calls.iter().position(|l| l.contains("docker network connect faultline-t t-w1")).unwrap();
+        let reconnect = calls.iter().position(|l| l.contains("docker network connect faultline-t-") && l.ends_with("-w1")).unwrap();
         let start = calls.iter().position(|l| l.contains("systemctl start kubelet")).unwrap();
         assert!(reconnect < start, "healed in reverse order: {calls:?}");
     }
@@ -640,25 +838,57 @@ mod tests {
         let c = provider(&rec, true).start(&input(), d.path()).await.unwrap();
         c.apply(&FaultOp::KubeletRestart(t("w1"))).await.unwrap();
         assert!(c.active_faults().is_empty());
-        assert_eq!(rec.count("exec t-w1 sh -c systemctl restart kubelet"), 1);
+        assert_eq!(rec.count(&format!("exec {}-w1 sh -c systemctl restart kubelet", c.name())), 1);
     }
 
     #[tokio::test]
-    async fn a_reboot_during_io_errors_hangs_until_the_power_cycle_which_clears_them() {
+    async fn a_reboot_during_io_errors_hangs_until_the_power_cycle_which_clears_them_on_the_running_node() {
         let rec = Arc::new(Recorder::default());
         let d = tempfile::tempdir().unwrap();
         let c = provider(&rec, true).start(&input(), d.path()).await.unwrap();
+        let w1 = format!("{}-w1", c.name());
         c.apply(&FaultOp::IoErrors(t("w1"))).await.unwrap();
         c.apply(&FaultOp::NodeReboot(NodeReboot { node: "w1".into(), stuck_until_power_cycle: false })).await.unwrap();
-        assert_eq!(rec.count("docker stop --time 30 t-w1"), 1);
+        assert_eq!(rec.count(&format!("docker stop --time 30 {w1}")), 1);
         assert_eq!(rec.count("docker restart"), 0);
         rec.clear();
-        c.apply(&FaultOp::NodePowerCycle(t("w1"))).await.unwrap();
+        // The node's container is stopped: a heal through `docker exec` before the power cycle
+        // would fail, as it does on the engine.
+        c.apply(&FaultOp::NodePowerCycle(t("w1"))).await.expect("the power cycle ends the stuck reboot");
         let calls = rec.calls();
-        let unoffline = calls.iter().position(|l| l.contains("echo running > /sys/block")).expect("ioErrors healed");
-        let kill = calls.iter().position(|l| l.contains("docker kill --signal KILL t-w1")).unwrap();
-        assert!(unoffline < kill, "{calls:?}");
+        let at = |needle: &str| calls.iter().position(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle}: {calls:?}"));
+        let kill = at(&format!("docker kill --signal KILL {w1}"));
+        let start = at(&format!("docker start {w1}"));
+        let booted = at("systemctl is-active --quiet kubelet");
+        let unoffline = at("echo running > /sys/block");
+        assert!(kill < start && start < booted && booted < unoffline, "{calls:?}");
         assert!(c.active_faults().is_empty(), "{:?}", c.active_faults());
+    }
+
+    #[tokio::test]
+    async fn two_runs_of_one_scenario_name_their_clusters_apart() {
+        let rec = Arc::new(Recorder::default());
+        let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let p = provider(&rec, false);
+        let (a, b) = (p.start(&input(), d1.path()).await.unwrap(), p.start(&input(), d2.path()).await.unwrap());
+        assert_ne!(a.name(), b.name());
+        for c in [&a, &b] {
+            assert!(c.name().starts_with("t-") && c.name().len() == 8, "{}", c.name());
+            assert_eq!(rec.count(&format!("docker network create --driver bridge --label dev.faultline.cluster={} faultline-{}", c.name(), c.name())), 1);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reboot_redoes_what_bring_up_does_once_a_node_starts() {
+        let rec = Arc::new(Recorder::default());
+        let d = tempfile::tempdir().unwrap();
+        let c = provider(&rec, true).start(&input(), d.path()).await.unwrap();
+        rec.clear();
+        c.apply(&FaultOp::NodeReboot(NodeReboot { node: "cp".into(), stuck_until_power_cycle: false })).await.unwrap();
+        let calls = rec.calls().join("\n");
+        for want in ["docker restart --time 30", "systemctl is-active --quiet containerd", "systemctl is-active --quiet kubelet", "cat /etc/kubernetes/admin.conf"] {
+            assert!(calls.contains(want), "{want}:\n{calls}");
+        }
     }
 
     #[tokio::test]
@@ -667,9 +897,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let c = provider(&rec, true).start(&input(), d.path()).await.unwrap();
         let kc = c.kubeconfig().display().to_string();
+        let c_name = c.name().to_string();
         let msg = c.release(true).await.unwrap().unwrap();
         assert!(rec.kept.load(Ordering::SeqCst));
-        assert!(msg.contains(&format!("KUBECONFIG={kc}")) && msg.contains("docker network rm faultline-t"), "{msg}");
+        assert!(msg.contains(&format!("KUBECONFIG={kc}")) && msg.contains(&format!("docker network rm faultline-{}", c_name)), "{msg}");
         assert_eq!(rec.count("docker rm"), 0);
     }
 
@@ -681,9 +912,10 @@ mod tests {
         rec.clear();
         c.node_shell("w1", "cat /proc/mounts").await.unwrap();
         c.kubectl(&["get", "nodes"], None).await.unwrap();
+        let n = c.name();
         assert_eq!(
             rec.calls(),
-            ["exec t-w1 sh -c cat /proc/mounts", "exec t-cp kubectl --kubeconfig=/etc/kubernetes/admin.conf get nodes"]
+            [format!("exec {n}-w1 sh -c cat /proc/mounts"), format!("exec {n}-cp kubectl --kubeconfig=/etc/kubernetes/admin.conf get nodes")]
         );
         assert!(c.node_shell("nope", "true").await.is_err());
     }
@@ -698,16 +930,37 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_failed_bring_up_collects_logs_and_cleans_up() {
+    async fn a_failed_bring_up_reports_its_cause_first_collects_node_logs_and_cleans_up() {
         let rec = Arc::new(Recorder::default());
         *rec.fail_on.lock() = Some("kubeadm init".into());
         let d = tempfile::tempdir().unwrap();
         let e = provider(&rec, true).start(&input(), d.path()).await.err().unwrap();
         let msg = format!("{e:#}");
-        assert!(msg.contains("bringing up kind cluster t") && msg.contains("kubeadm init"), "{msg}");
+        assert!(msg.lines().next().unwrap().contains("kubeadm init"), "the cause first: {msg}");
+        assert!(msg.contains("bringing up kind cluster t-") && msg.contains("logs of the node containers that ran"), "{msg}");
         assert!(rec.count("journalctl --no-pager -u kubelet") >= 2);
         assert!(d.path().join("kind-logs/cp/kubelet.log").exists());
-        assert_eq!(rec.count("docker network rm faultline-t"), 1);
+        assert!(!d.path().join("kind-logs/cluster").exists(), "no API server yet: no cluster logs");
+        assert_eq!(rec.count("docker network rm faultline-t-"), 1);
+    }
+
+    #[tokio::test]
+    async fn a_bring_up_that_fails_before_any_node_ran_collects_nothing() {
+        let rec = Arc::new(Recorder::default());
+        *rec.fail_on.lock() = Some("run t-".into());
+        let d = tempfile::tempdir().unwrap();
+        let state = d.path().join("state");
+        let p = KindProvider::with_executor(KindOptions { reuse: false, nodes_only: true, state_dir: Some(state.clone()) }, {
+            let r = rec.clone();
+            move || Ok(r.clone() as Arc<dyn Executor>)
+        });
+        let e = format!("{:#}", p.start(&input(), d.path()).await.err().unwrap());
+        assert!(e.lines().next().unwrap().contains("node container cp"), "the cause first: {e}");
+        assert!(e.contains("no such image"), "{e}");
+        assert!(e.contains("no node container ran, so there are no node logs"), "{e}");
+        assert!(!d.path().join("kind-logs").exists());
+        assert_eq!(rec.count("docker logs"), 0);
+        assert_eq!(std::fs::read_dir(&state).unwrap().count(), 0, "journal written, then removed with the teardown");
     }
 
     #[tokio::test]
@@ -717,7 +970,7 @@ mod tests {
         let c = provider(&rec, true).start(&input(), d.path()).await.unwrap();
         let mut rx = c.subscribe_logs(Some("w1"), LogSource::Kubelet);
         let line = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
-        assert_eq!((line.node.as_str(), line.source, line.text.as_str()), ("w1", LogSource::Kubelet, "line from t-w1"));
+        assert_eq!((line.node.as_str(), line.source, line.text.as_str()), ("w1", LogSource::Kubelet, format!("line from {}-w1", c.name()).as_str()));
         c.release(false).await.unwrap();
     }
 }
@@ -731,7 +984,7 @@ mod drop_tests {
     async fn dropping_the_provider_tears_idle_clusters_down_even_on_a_current_thread_runtime() {
         let dry = Arc::new(DryRun::new());
         let d2 = dry.clone();
-        let p = KindProvider::with_executor(KindOptions { reuse: true }, move || Ok(d2.clone() as Arc<dyn Executor>));
+        let p = KindProvider::with_executor(KindOptions { reuse: true, ..Default::default() }, move || Ok(d2.clone() as Arc<dyn Executor>));
         let dir = tempfile::tempdir().unwrap();
         let c = p.start(&ClusterPlanInput::new("d", vec![crate::input::NodeInput::control_plane("cp")]), dir.path()).await.unwrap();
         c.release(false).await.unwrap();

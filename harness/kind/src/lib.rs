@@ -17,10 +17,14 @@
 pub mod existing;
 pub mod exec;
 pub mod input;
+pub mod journal;
 pub mod kind;
+pub mod orphans;
 pub mod plan;
 pub mod shell;
 pub mod versions;
 
 pub use input::{ClusterPlanInput, FaultOp, LogSource, NodeInput, NodeLogLine, Role};
-pub use kind::{dry_run_report, dry_run_report_blocking, KindCluster, KindOptions, KindProvider};
+pub use kind::{
+    dry_run_replay, dry_run_replay_blocking, dry_run_report, dry_run_report_blocking, DryRunEvent, DryRunReport, KindCluster, KindOptions, KindProvider,
+};

@@ -2,14 +2,21 @@
 //! worker -> node NotReady -> healed -> Ready, a reboot -> Ready again, logs collected,
 //! teardown. Ignored unless built with FAULTLINE_KIND=1; then it also needs a Docker engine
 //! (`docker info`), and skips with a printed reason without one. Never run on the machines it
-//! was written on (no Docker engine there).
+//! was written on (they have a Docker engine but no kindest/node image and no registry:
+//! `ci/docker-tier.sh` runs everything below kubeadm there instead).
 //!
 //!     FAULTLINE_KIND=1 cargo test -p faultline-kind --test kind_e2e -- --nocapture
 //!     FAULTLINE_KIND_LONGHORN=1 ... also installs Longhorn and waits for it to be healthy.
+//!     FAULTLINE_KIND_NODE_IMAGE=kindest/node:v1.35.5 ... a locally loaded node image.
+//!
+//! On failure its work directory (kubeconfig, kind-logs/) is kept and its path printed.
+
+mod common;
 
 use faultline_kind::exec::docker::TestcontainersExecutor;
 use faultline_kind::input::{NodeReboot, NodeTarget};
 use faultline_kind::{ClusterPlanInput, FaultOp, KindCluster, KindOptions, KindProvider, NodeInput};
+use futures::FutureExt;
 use std::time::{Duration, Instant};
 
 async fn docker_available() -> Result<(), String> {
@@ -50,28 +57,39 @@ async fn kubelet_stop_and_reboot_on_a_real_kind_cluster() {
         return;
     }
     let longhorn = std::env::var("FAULTLINE_KIND_LONGHORN").as_deref() == Ok("1");
-    let input = ClusterPlanInput::new("fl-e2e", vec![NodeInput::control_plane("control-plane"), NodeInput::worker("worker-01")]).with_longhorn(longhorn);
-    let provider = KindProvider::new(KindOptions { reuse: false });
-    let work = tempfile::tempdir().unwrap();
-    let cluster = provider.start(&input, work.path()).await.expect("kind cluster comes up");
-    assert!(std::fs::read_to_string(cluster.kubeconfig()).unwrap().contains("server: https://"));
-    wait_ready(&cluster, "worker-01", true, Duration::from_secs(300)).await;
-
-    let worker = || NodeTarget { node: "worker-01".into() };
-    cluster.apply(&FaultOp::KubeletStop(worker())).await.unwrap();
-    wait_ready(&cluster, "worker-01", false, Duration::from_secs(180)).await;
-    cluster.heal(&FaultOp::KubeletStop(worker())).await.unwrap();
-    wait_ready(&cluster, "worker-01", true, Duration::from_secs(180)).await;
-
-    cluster.apply(&FaultOp::NodeReboot(NodeReboot { node: "worker-01".into(), stuck_until_power_cycle: false })).await.unwrap();
-    wait_ready(&cluster, "worker-01", true, Duration::from_secs(300)).await;
-
+    let input = ClusterPlanInput::new("fl-e2e", vec![NodeInput::control_plane("control-plane"), NodeInput::worker("worker-01")])
+        .with_longhorn(longhorn)
+        .with_env_from(|k| std::env::var(k).ok());
+    let provider = KindProvider::new(KindOptions { reuse: false, ..Default::default() });
+    let work = common::EvidenceDir::new("kind-e2e");
+    let cluster = provider.start(&input, work.path()).await.unwrap_or_else(|e| panic!("kind cluster comes up: {e:#}"));
     let logs = work.path().join("logs");
-    cluster.collect_logs(&logs).await.unwrap();
-    let kubelet = std::fs::read_to_string(logs.join("worker-01/kubelet.log")).unwrap();
-    assert!(!kubelet.trim().is_empty(), "kubelet journal collected");
+    let checks = async {
+        assert!(std::fs::read_to_string(cluster.kubeconfig()).unwrap().contains("server: https://"));
+        wait_ready(&cluster, "worker-01", true, Duration::from_secs(300)).await;
 
+        let worker = || NodeTarget { node: "worker-01".into() };
+        cluster.apply(&FaultOp::KubeletStop(worker())).await.unwrap();
+        wait_ready(&cluster, "worker-01", false, Duration::from_secs(180)).await;
+        cluster.heal(&FaultOp::KubeletStop(worker())).await.unwrap();
+        wait_ready(&cluster, "worker-01", true, Duration::from_secs(180)).await;
+
+        cluster.apply(&FaultOp::NodeReboot(NodeReboot { node: "worker-01".into(), stuck_until_power_cycle: false })).await.unwrap();
+        wait_ready(&cluster, "worker-01", true, Duration::from_secs(300)).await;
+
+        cluster.collect_logs(&logs).await.unwrap();
+        let kubelet = std::fs::read_to_string(logs.join("worker-01/kubelet.log")).unwrap();
+        assert!(!kubelet.trim().is_empty(), "kubelet journal collected");
+    };
+    if let Err(panic) = std::panic::AssertUnwindSafe(checks).catch_unwind().await {
+        // The evidence, into the work directory that the failure keeps.
+        let _ = cluster.collect_logs(&logs).await;
+        eprintln!("node and cluster logs collected into {}", logs.display());
+        std::panic::resume_unwind(panic);
+    }
+
+    let name = cluster.name().to_string();
     cluster.release(false).await.unwrap();
-    let ps = std::process::Command::new("docker").args(["ps", "-aq", "--filter", "label=dev.faultline.cluster=fl-e2e"]).output().unwrap();
+    let ps = std::process::Command::new("docker").args(["ps", "-aq", "--filter", &format!("label=dev.faultline.cluster={name}")]).output().unwrap();
     assert!(String::from_utf8_lossy(&ps.stdout).trim().is_empty(), "containers removed");
 }

@@ -304,6 +304,7 @@ impl ApiServer {
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);
         }
+        let created = self.after_create_status(&stored_rt, created);
         Ok(Written { object: self.convert_out(rt, &created), warnings, created: true })
     }
 
@@ -317,6 +318,15 @@ impl ApiServer {
         let services = self.store.list(&stored_rt.key(), None, None, None, &|_| true);
         service_alloc::allocate(&mut obj, &service_alloc::InUse::from_services(services.items.iter().map(|s| s.as_ref())))?;
         self.store.create(stored_rt, obj, dry_run)
+    }
+
+    /// A new CRD is answered as established (acceptedNames, storedVersions, conditions): the
+    /// sim's CRD controllers run synchronously within the create.
+    fn after_create_status(&self, stored_rt: &ResourceType, created: Arc<Value>) -> Arc<Value> {
+        if stored_rt.group != "apiextensions.k8s.io" || stored_rt.plural != "customresourcedefinitions" {
+            return created;
+        }
+        self.store.get(&stored_rt.key(), "", meta::name(&created)).unwrap_or(created)
     }
 
     fn protect_claim(&self, rt: &ResourceType, obj: &mut Value) {
@@ -442,6 +452,14 @@ impl ApiServer {
             let now = meta::now_rfc3339();
             let (next, created) = match (ptype, current.as_ref()) {
                 (PatchType::Apply, live) => {
+                    let given = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+                    if given != rt.api_version() {
+                        return Err(ApiError::bad_request(format!(
+                            "Incorrect version specified in apply patch. Specified patch version: {}, expected: {}",
+                            given,
+                            rt.api_version()
+                        )));
+                    }
                     warnings = validation::check_fields(rt, body, opts.field_validation.as_deref())?;
                     admission::check_type(rt, body)?;
                     // An applied configuration without a name takes the one on the URL.
@@ -641,17 +659,33 @@ impl ApiServer {
         Ok(())
     }
 
-    /// POST pods/{name}/eviction: a graceful delete, refused when a PodDisruptionBudget forbids it.
+    /// POST pods/{name}/eviction: a graceful delete, refused with 429 when the pod's
+    /// PodDisruptionBudget allows no disruption (`controllers::disruption::check_eviction`);
+    /// the pod gets the DisruptionTarget condition first.
     pub fn evict_pod(&self, ns: &str, name: &str, eviction: &Value) -> ApiResult<()> {
         let rt = self.resource("", "v1", "pods")?;
         let pod = self.store.get(&rt.key(), ns, name).ok_or_else(|| ApiError::not_found("", "pods", name))?;
-        if let Some(pdb) = self.blocking_pdb(ns, &pod) {
-            return Err(ApiError::too_many_requests(format!(
-                "Cannot evict pod as it would violate the pod's disruption budget. The disruption budget {} needs {} healthy pods and has {} currently",
-                meta::name(&pdb),
-                pdb.pointer("/status/desiredHealthy").and_then(Value::as_i64).unwrap_or(0),
-                pdb.pointer("/status/currentHealthy").and_then(Value::as_i64).unwrap_or(0),
-            )));
+        let phase = meta::str_at(&pod, "/status/phase").unwrap_or("Pending");
+        let terminal = phase == "Succeeded" || phase == "Failed";
+        // Pods that are finished, pending or already going ignore budgets (upstream canIgnorePDB).
+        if !(terminal || phase == "Pending" || meta::is_deleting(&pod)) {
+            let pdbs = self.covering_pdbs(ns, &pod);
+            if pdbs.len() > 1 {
+                return Err(ApiError::new(500, "InternalError", "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."));
+            }
+            if let Some(pdb) = pdbs.first() {
+                if let Some(status) = crate::controllers::disruption::check_eviction(pdb, &pod)? {
+                    let prt = self.resource("policy", "v1", "poddisruptionbudgets")?;
+                    let mut next = pdb.clone();
+                    next["status"] = status;
+                    self.store.update(&prt, ns, meta::name(pdb), next, UpdateScope::Any, false)?;
+                }
+            }
+        }
+        if !terminal && !meta::is_deleting(&pod) {
+            let mut next = (*pod).clone();
+            set_condition(&mut next, "DisruptionTarget", "True", Some("EvictionByEvictionAPI"), Some("Eviction API: evicting"));
+            self.store.update(&rt, ns, name, next, UpdateScope::Any, false)?;
         }
         let grace = eviction.pointer("/deleteOptions/gracePeriodSeconds").and_then(Value::as_i64);
         let opts = DeleteOptions { grace_period_seconds: grace, ..Default::default() };
@@ -662,14 +696,14 @@ impl ApiServer {
         Ok(())
     }
 
-    fn blocking_pdb(&self, ns: &str, pod: &Value) -> Option<Value> {
-        let rt = self.registry.get("policy", "v1", "poddisruptionbudgets")?;
+    fn covering_pdbs(&self, ns: &str, pod: &Value) -> Vec<Value> {
+        let Some(rt) = self.registry.get("policy", "v1", "poddisruptionbudgets") else { return vec![] };
         let pdbs = self.store.list(&rt.key(), Some(ns), None, None, &|_| true);
-        pdbs.items.into_iter().find_map(|pdb| {
-            let sel = LabelSelector::from_json(pdb.pointer("/spec/selector")?).ok()?;
-            let allowed = pdb.pointer("/status/disruptionsAllowed").and_then(Value::as_i64).unwrap_or(0);
-            (sel.matches(meta::labels(pod)) && allowed <= 0).then(|| (*pdb).clone())
-        })
+        pdbs.items
+            .into_iter()
+            .filter(|pdb| pdb.pointer("/spec/selector").and_then(|s| LabelSelector::from_json(s).ok()).map(|s| s.matches(meta::labels(pod))).unwrap_or(false))
+            .map(|pdb| (*pdb).clone())
+            .collect()
     }
 
     pub fn pod_logs(&self, ns: &str, name: &str, container: Option<&str>, previous: bool) -> ApiResult<String> {

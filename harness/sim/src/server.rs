@@ -80,7 +80,8 @@ impl SimServer {
         let token = opts.token.clone().unwrap_or_else(random_token);
         let listener = TcpListener::bind(opts.bind).await.with_context(|| format!("binding {}", opts.bind))?;
         let addr = listener.local_addr()?;
-        let mut tasks = vec![tokio::spawn(controllers::run(api.clone()))];
+        let timing = opts.cluster.as_ref().map(|c| c.timing.clone()).unwrap_or_default();
+        let mut tasks = controllers::start(api.clone(), timing);
         let static_nodes: &[String] = if opts.cluster.is_some() { &[] } else { &opts.nodes };
         bootstrap(&api, static_nodes)?;
         let cluster = opts.cluster.clone().map(|c| SimCluster::start(api.clone(), &opts.nodes, c));

@@ -18,11 +18,7 @@ impl ApiError {
         ApiError { code, reason, message: message.into(), details: None }
     }
     fn with_details(mut self, group: &str, resource: &str, name: &str) -> Self {
-        let mut d = json!({ "name": name, "kind": resource });
-        if !group.is_empty() {
-            d["group"] = json!(group);
-        }
-        self.details = Some(d);
+        self.details = Some(details(group, resource, name));
         self
     }
     pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
@@ -58,13 +54,8 @@ impl ApiError {
         let summary = if msgs.len() == 1 { msgs[0].clone() } else { format!("[{}]", msgs.join(", ")) };
         let qualified_kind = if group.is_empty() { kind.to_string() } else { format!("{}.{}", kind, group) };
         let mut e = Self::new(422, "Invalid", format!("{} \"{}\" is invalid: {}", qualified_kind, name, summary));
-        let mut d = json!({
-            "name": name, "kind": kind,
-            "causes": causes.iter().map(|(f, m, t)| json!({"reason": t, "message": m, "field": f})).collect::<Vec<_>>()
-        });
-        if !group.is_empty() {
-            d["group"] = json!(group);
-        }
+        let mut d = details(group, kind, name);
+        d["causes"] = causes.iter().map(|(f, m, t)| json!({"reason": t, "message": m, "field": f})).collect();
         e.details = Some(d);
         e
     }
@@ -126,6 +117,16 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
+/// `StatusDetails` in Go field order: name, group (omitted when empty), kind (the resource).
+pub fn details(group: &str, kind: &str, name: &str) -> Value {
+    let mut d = json!({ "name": name });
+    if !group.is_empty() {
+        d["group"] = json!(group);
+    }
+    d["kind"] = json!(kind);
+    d
+}
+
 /// `pods` for core, `deployments.apps` for groups: how the apiserver names resources in messages.
 pub fn qualified(group: &str, resource: &str) -> String {
     if group.is_empty() {
@@ -155,6 +156,10 @@ mod tests {
         assert_eq!(s["reason"], "NotFound");
         assert_eq!(s["code"], 404);
         assert_eq!(s["details"]["group"], "apps");
+        assert_eq!(
+            serde_json::to_string(&s).unwrap(),
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"deployments.apps \"web\" not found","reason":"NotFound","details":{"name":"web","group":"apps","kind":"deployments"},"code":404}"#
+        );
     }
 
     #[test]

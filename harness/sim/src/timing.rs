@@ -134,6 +134,42 @@ impl Timing {
     }
 }
 
+/// Wall-clock time as the simulated cluster lives it: from `origin` on, time passes
+/// `1 / scale` times faster (a CronJob's "every minute" fires every 3 real seconds at scale
+/// 0.05). Timestamps the API stores stay real; loops that schedule by the calendar map them
+/// through `to_sim`.
+#[derive(Debug, Clone)]
+pub struct SimClock {
+    origin_wall: chrono::DateTime<chrono::Utc>,
+    origin: std::time::Instant,
+    scale: f64,
+}
+
+impl SimClock {
+    pub fn start(timing: &Timing) -> SimClock {
+        SimClock { origin_wall: chrono::Utc::now(), origin: std::time::Instant::now(), scale: timing.scale.max(1e-6) }
+    }
+
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.origin_wall + self.sim_duration(self.origin.elapsed())
+    }
+
+    /// A real (stored) timestamp on the simulated calendar.
+    pub fn to_sim(&self, wall: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
+        let real = (wall - self.origin_wall).to_std().unwrap_or_default();
+        if wall < self.origin_wall { wall } else { self.origin_wall + self.sim_duration(real) }
+    }
+
+    /// How long a simulated span takes in real time.
+    pub fn real(&self, sim: Duration) -> Duration {
+        Duration::from_secs_f64(sim.as_secs_f64() * self.scale)
+    }
+
+    fn sim_duration(&self, real: Duration) -> chrono::Duration {
+        chrono::Duration::from_std(Duration::from_secs_f64(real.as_secs_f64() / self.scale)).unwrap_or_default()
+    }
+}
+
 /// Go's `time.Duration.String()` formatting ("500ms", "1.5s", "2m2s", "1h0m0s"), which the real
 /// components print in their logs and messages.
 pub fn go_duration(d: Duration) -> String {
@@ -199,6 +235,15 @@ mod tests {
         let at = chrono::NaiveDateTime::parse_from_str(date, "%Y-%m-%d %H:%M:%S%.9f").unwrap().and_utc();
         let ahead = (at - t.epoch).num_milliseconds() as f64 / 1000.0;
         assert!((ahead - mono).abs() < 1.0, "{line}: date {ahead} s after the origin, monotonic {mono}");
+    }
+
+    #[test]
+    fn the_sim_clock_runs_faster_by_the_scale() {
+        let clock = SimClock::start(&Timing::scaled(0.01));
+        std::thread::sleep(Duration::from_millis(50));
+        let ahead = clock.now() - chrono::Utc::now();
+        assert!(ahead >= chrono::Duration::seconds(4), "50 ms real is 5 s simulated: {ahead}");
+        assert_eq!(clock.real(Duration::from_secs(60)), Duration::from_millis(600));
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! `--dry-run` report that shows every container spec and command without a Docker engine.
 
 use super::*;
-use crate::model::{NodeOperation, NodeRole, Operation, Step};
-use faultline_kind::{ClusterPlanInput, FaultOp, KindOptions, KindProvider as Inner, NodeInput, Role};
+use crate::model::{Heal, NodeOperation, NodeRole, Operation, Step};
+use anyhow::Context as _;
+use faultline_kind::{ClusterPlanInput, DryRunEvent, DryRunReport, FaultOp, KindOptions, KindProvider as Inner, NodeInput, Role};
 
 /// The runner's node operations in faultline-kind's terms (same keys and fields).
 pub fn fault_op(op: &NodeOperation) -> anyhow::Result<FaultOp> {
@@ -28,8 +29,10 @@ pub struct KindProvider {
 
 impl KindProvider {
     pub fn new() -> KindProvider {
-        // Clusters are reused across the scenarios of a run.
-        KindProvider { inner: Arc::new(Inner::new(KindOptions { reuse: true })) }
+        // Clusters are reused across the scenarios of a run. FAULTLINE_KIND_NODES_ONLY=1 stops
+        // bring-up where kubeadm would run (the Docker-engine tier: no Kubernetes binaries).
+        let nodes_only = std::env::var("FAULTLINE_KIND_NODES_ONLY").as_deref() == Ok("1");
+        KindProvider { inner: Arc::new(Inner::new(KindOptions { reuse: true, nodes_only, state_dir: None })) }
     }
 }
 
@@ -42,6 +45,16 @@ impl Default for KindProvider {
 impl Provider for KindProvider {
     fn name(&self) -> &'static str {
         "kind"
+    }
+    fn shutdown(&self) -> BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(self.inner.shutdown())
+    }
+    fn heal_orphans(&self, force: bool) -> Option<BoxFuture<'_, anyhow::Result<(String, bool)>>> {
+        Some(Box::pin(async move {
+            let dir = faultline_kind::journal::default_state_dir(|k| std::env::var(k).ok());
+            let r = faultline_kind::orphans::clean_up(&dir, force).await?;
+            Ok((r.render(), r.ok()))
+        }))
     }
     fn start<'a>(&'a self, spec: &'a ClusterSpec) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>> {
         Box::pin(async move {
@@ -122,27 +135,141 @@ impl Cluster for KindClusterHandle {
     }
 }
 
-/// Every node operation a scenario's steps use (faults and remediations, nested ones included).
-pub fn node_operations(steps: &[Step]) -> Vec<NodeOperation> {
-    let mut out = vec![];
-    for s in steps {
-        if let Some(f) = &s.fault {
-            if let Operation::Node(n) = &f.op {
-                out.push(n.clone());
+/// The scenario's node faults in step order, with their heals where they come due: `atStep`
+/// before the named step, `after` once the `sleep` steps since the inject add up to it (or,
+/// if they never do, before the end), `never` at the end. `try` then `finally`; `catch` runs
+/// only on a failure and is not replayed.
+pub fn timeline(steps: &[Step]) -> Vec<DryRunEvent> {
+    struct Timed {
+        op: FaultOp,
+        due: std::time::Duration,
+        after: std::time::Duration,
+    }
+    fn walk(steps: &[Step], clock: &mut std::time::Duration, at: &mut Vec<(FaultOp, String)>, timed: &mut Vec<Timed>, out: &mut Vec<DryRunEvent>) {
+        for (i, s) in steps.iter().enumerate() {
+            let name = s.name.clone().unwrap_or_else(|| format!("{}-{i}", s.kind()));
+            at.retain(|(op, step)| {
+                let due = *step == name;
+                if due {
+                    out.push(DryRunEvent::Heal { op: op.clone(), when: format!("atStep {step}") });
+                }
+                !due
+            });
+            if let Some(f) = &s.fault {
+                if let Operation::Node(n) = &f.op {
+                    if let Ok(op) = fault_op(n) {
+                        out.push(DryRunEvent::Apply(op.clone()));
+                        match &f.heal {
+                            Heal::After(d) => timed.push(Timed { op, due: *clock + d.0, after: d.0 }),
+                            Heal::AtStep(step) => at.push((op, step.clone())),
+                            Heal::Never => {}
+                        }
+                    }
+                }
+            }
+            if let Some(Operation::Node(n)) = &s.remediate {
+                if let Ok(op) = fault_op(n) {
+                    out.push(DryRunEvent::Apply(op));
+                }
+            }
+            if let Some(d) = &s.sleep {
+                *clock += d.0;
+                timed.sort_by_key(|t| t.due);
+                while timed.first().is_some_and(|t| t.due <= *clock) {
+                    let t = timed.remove(0);
+                    out.push(DryRunEvent::Heal { op: t.op, when: format!("{:?} after its inject", t.after) });
+                }
+            }
+            for nested in [&s.try_steps, &s.finally].into_iter().flatten() {
+                walk(nested, clock, at, timed, out);
             }
         }
-        if let Some(Operation::Node(n)) = &s.remediate {
-            out.push(n.clone());
-        }
-        for nested in [&s.try_steps, &s.catch, &s.finally].into_iter().flatten() {
-            out.extend(node_operations(nested));
-        }
+    }
+    let (mut clock, mut at, mut timed, mut out) = (std::time::Duration::ZERO, vec![], vec![], vec![]);
+    walk(steps, &mut clock, &mut at, &mut timed, &mut out);
+    timed.sort_by_key(|t| t.due);
+    for t in timed {
+        out.push(DryRunEvent::Heal { op: t.op, when: format!("{:?} after its inject (the steps in between take that long)", t.after) });
     }
     out
 }
 
-/// `faultline run --provider kind --dry-run`: the exact container specs and commands, per scenario.
-pub fn dry_run(spec: &ClusterSpec, steps: &[Step]) -> anyhow::Result<String> {
-    let ops: Vec<FaultOp> = node_operations(steps).iter().map(fault_op).collect::<anyhow::Result<_>>()?;
-    faultline_kind::dry_run_report_blocking(&plan_input(spec), &ops)
+/// What the runner applies before the first step: the suite's CRDs, then the controller's
+/// manifests (kind deploys it in the cluster), each file with the objects it holds.
+pub fn manifests_section(suite: &crate::loader::LoadedSuite, controller: Option<&str>) -> anyhow::Result<String> {
+    let mut s = String::new();
+    let mut list = |heading: &str, files: &[String]| -> anyhow::Result<()> {
+        s.push_str(&format!("# {heading} (server-side apply through the API server of the kubeconfig)\n"));
+        if files.is_empty() {
+            s.push_str("#   none\n");
+        }
+        for f in files {
+            let path = suite.dir.join(f);
+            s.push_str(&format!("kubectl --kubeconfig <workdir>/kubeconfig apply --server-side -f {}\n", path.display()));
+            for o in crate::k8s::read_manifests(&path).with_context(|| format!("listing {heading}"))? {
+                let kind = o.get("kind").and_then(|v| v.as_str()).unwrap_or("?");
+                let name = o.pointer("/metadata/name").and_then(|v| v.as_str()).unwrap_or("?");
+                s.push_str(&format!("#   {kind} {name}\n"));
+            }
+        }
+        Ok(())
+    };
+    list("CRDs of the suite", &suite.suite.crds)?;
+    if let Some(c) = controller {
+        let def = suite.suite.controllers.get(c).ok_or_else(|| anyhow::anyhow!("controller `{c}` is not in the suite's controllers"))?;
+        list(&format!("controller `{c}`: its manifests (the controller runs in the cluster)"), &def.manifests)?;
+    }
+    Ok(s)
+}
+
+/// `faultline run --provider kind --dry-run`: the exact container specs and commands, per
+/// scenario, faults replayed with their overlaps; `unsupported` lists what kind cannot do.
+pub fn dry_run(spec: &ClusterSpec, scenario: &crate::model::Scenario, suite: &crate::loader::LoadedSuite) -> anyhow::Result<DryRunReport> {
+    let before = manifests_section(suite, scenario.spec.controller.as_ref().map(|c| c.reference.as_str()))?;
+    faultline_kind::dry_run_replay_blocking(&plan_input(spec), &timeline(&scenario.spec.steps), &before, &spec.workdir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steps(yaml: &str) -> Vec<Step> {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn the_timeline_heals_at_the_named_step_after_the_sleeps_and_at_the_end() {
+        let t = timeline(&steps(
+            "- fault: {name: nfs, heal: {atStep: recover}, hungNfs: {node: w}}
+- fault: {heal: {after: 10s}, kubeletStop: {node: w}}
+- fault: {nodeReboot: {node: w}}
+- sleep: 4s
+- sleep: 6s
+- name: recover
+  remediate: {nodePowerCycle: {node: w}}
+- try:
+  - fault: {heal: {after: 1h}, kubeletHang: {node: w}}
+",
+        ));
+        let shown: Vec<String> = t
+            .iter()
+            .map(|e| match e {
+                DryRunEvent::Apply(op) => format!("apply {}", op.key()),
+                DryRunEvent::Heal { op, when } => format!("heal {} ({when})", op.key()),
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "apply hungNfs",
+                "apply kubeletStop",
+                "apply nodeReboot",
+                "heal kubeletStop (10s after its inject)",
+                "heal hungNfs (atStep recover)",
+                "apply nodePowerCycle",
+                "apply kubeletHang",
+                "heal kubeletHang (3600s after its inject (the steps in between take that long))",
+            ]
+        );
+    }
 }

@@ -87,6 +87,17 @@ pub trait Provider: Send + Sync {
         false
     }
     fn start<'a>(&'a self, spec: &'a ClusterSpec) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>>;
+    /// End of the run: release what the provider still holds (kind: the idle clusters it kept
+    /// for reuse). Called once, after the last scenario.
+    fn shutdown(&self) -> BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    /// `faultline cleanup` for what killed runs leave outside any cluster's API (kind: node
+    /// containers of dead runs, from journals on this host): heal, remove, and say what was
+    /// done (text, everything healed). None: nothing of the kind.
+    fn heal_orphans(&self, _force: bool) -> Option<BoxFuture<'_, anyhow::Result<(String, bool)>>> {
+        None
+    }
 }
 
 /// `--provider`.

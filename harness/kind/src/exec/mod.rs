@@ -42,6 +42,26 @@ impl Output {
     }
 }
 
+/// Engine resources a run created (or adopted from a killed run's journal): the only ones its
+/// teardown removes.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Owned {
+    pub containers: std::collections::BTreeSet<String>,
+    pub networks: std::collections::BTreeSet<String>,
+    pub volumes: std::collections::BTreeSet<String>,
+}
+
+impl Owned {
+    pub fn extend(&mut self, other: &Owned) {
+        self.containers.extend(other.containers.iter().cloned());
+        self.networks.extend(other.networks.iter().cloned());
+        self.volumes.extend(other.volumes.iter().cloned());
+    }
+    pub fn is_empty(&self) -> bool {
+        self.containers.is_empty() && self.networks.is_empty() && self.volumes.is_empty()
+    }
+}
+
 /// The low-level operations a kind run needs.
 pub trait Executor: Send + Sync {
     /// Create and start a node container (files copied in before start).
@@ -56,6 +76,12 @@ pub trait Executor: Send + Sync {
     fn follow<'a>(&'a self, container: &'a str, argv: &'a [String]) -> BoxFuture<'a, Result<mpsc::Receiver<String>>>;
     /// Leave every container running when this process ends (`--keep-cluster`).
     fn keep_containers(&self);
+    /// What this executor may remove (executors that own nothing in particular: nothing).
+    fn owned(&self) -> Owned {
+        Owned::default()
+    }
+    /// Take over resources another executor (or a killed process) created.
+    fn adopt(&self, _owned: &Owned) {}
     /// A step is about to run (the dry run prints it, a real run logs it).
     fn note(&self, text: &str);
     /// Dry runs run every step once and never wait.

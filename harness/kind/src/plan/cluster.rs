@@ -23,6 +23,16 @@ impl std::error::Error for PlanError {}
 pub struct LogFile {
     pub file: String,
     pub step: Step,
+    /// What must have happened for the file to say anything.
+    pub needs: LogNeeds,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum LogNeeds {
+    /// This node container ran.
+    Container(String),
+    /// The API server was set up (kubeadm init succeeded).
+    Api,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -34,6 +44,61 @@ pub struct ClusterPlan {
     pub reset: Vec<Step>,
     pub collect_logs: Vec<LogFile>,
     pub teardown: Vec<Step>,
+    /// Index in `bring_up` of `kubeadm init`: the steps before it need no Kubernetes.
+    pub kubeadm_init: usize,
+    /// Where the kubeconfig is written on the host.
+    pub kubeconfig_path: String,
+}
+
+impl ClusterPlan {
+    /// What kind's bring-up does for `node` once its container has started, redone after every
+    /// reboot and power cycle (a kind node does not come back by itself, kind#148): systemd has
+    /// booted far enough to run containerd, the kubelet runs, and on the control plane the
+    /// kubeconfig is exported again (the engine may publish the API server on another host
+    /// port after a restart).
+    pub fn boot_steps(&self, node: &str) -> Vec<Step> {
+        boot_steps(&self.names, node, Some(&self.kubeconfig_path))
+    }
+
+    /// The node containers `bring_up` starts (in order).
+    pub fn container_names(&self) -> Vec<String> {
+        self.containers.iter().map(|c| c.container_name.clone()).collect()
+    }
+
+    /// Every engine resource of the cluster, by name (names are unique per run).
+    pub fn resources(&self) -> crate::exec::Owned {
+        let mut o = crate::exec::Owned::default();
+        for c in &self.containers {
+            o.containers.insert(c.container_name.clone());
+            o.volumes.extend(c.named_volumes());
+        }
+        o.networks.insert(self.names.network());
+        o
+    }
+}
+
+/// The first line of the error when the node image can be neither found nor pulled: what to do.
+pub fn no_node_image(image: &str) -> String {
+    format!(
+        "node image {image} is not in the Docker engine's image store and could not be pulled: load one (`docker load -i <node-image>.tar`) \
+         or pass a local image with --node-image <repo:tag> (or FAULTLINE_KIND_NODE_IMAGE)"
+    )
+}
+
+/// [`ClusterPlan::boot_steps`] from the names alone (`faultline cleanup` has no plan; it
+/// exports no kubeconfig: `kubeconfig` None).
+pub fn boot_steps(names: &KindNames, node: &str, kubeconfig: Option<&str>) -> Vec<Step> {
+    let mut steps = vec![
+        Step::node(format!("systemd in {node} has started containerd"), node, "systemctl is-active --quiet containerd").retry(1, 120),
+        Step::node(format!("kubelet on {node} is active"), node, "systemctl is-active --quiet kubelet").retry(2, 300),
+    ];
+    if let (true, Some(path)) = (node == names.control_plane_node, kubeconfig) {
+        steps.push(Step::new(
+            "export the kubeconfig again (the published API server port may have changed)",
+            Action::ExportKubeconfig { host_path: path.to_string() },
+        ));
+    }
+    steps
 }
 
 /// Namespaces a reset keeps.
@@ -88,12 +153,19 @@ pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kub
         .map(|n| container::node_container(input, &names, n, kubeadm::node_config_yaml(input, &names, n, token), host))
         .collect();
 
-    let mut up = vec![];
+    let mut up = vec![Step::docker(
+        "the node image is in the engine's image store (pulled only when no local image stands for it)",
+        DockerOp::EnsureImage { image: input.node_image.clone() },
+    )
+    .on_failure(no_node_image(&input.node_image))];
     for image in &input.load_images {
-        up.push(Step::docker(
-            format!("save {image} from the Docker engine (copied into every node at creation)"),
-            DockerOp::SaveImage { image: image.clone(), host_path: format!("{}/{}", host.images_dir, image_tar_name(image)) },
-        ));
+        up.push(
+            Step::docker(
+                format!("save {image} from the Docker engine (copied into every node at creation)"),
+                DockerOp::SaveImage { image: image.clone(), host_path: format!("{}/{}", host.images_dir, image_tar_name(image)) },
+            )
+            .on_failure(format!("docker save {image}: the image is not in the Docker engine's image store; build or load it first (it is loaded into every node)")),
+        );
     }
     up.push(Step::docker(
         "a bridge network of the cluster's own (partitions disconnect nodes from it)",
@@ -107,6 +179,7 @@ pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kub
             Step::node(format!("systemd in {} has started containerd", n.name), &n.name, "systemctl is-active --quiet containerd").retry(1, 120),
         );
     }
+    let kubeadm_init = up.len();
     up.push(Step::node(
         "kubeadm init on the control plane (preflight skipped: its kernel and swap checks do not apply in a container)",
         &cp.name,
@@ -193,7 +266,11 @@ pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kub
     let mut logs = vec![];
     for n in &input.nodes {
         let c = names.container(&n.name);
-        logs.push(LogFile { file: format!("{}/console.log", n.name), step: Step::docker("node console", DockerOp::Logs { container: c }) });
+        logs.push(LogFile {
+            file: format!("{}/console.log", n.name),
+            step: Step::docker("node console", DockerOp::Logs { container: c.clone() }),
+            needs: LogNeeds::Container(c.clone()),
+        });
         for (file, script) in [
             ("kubelet.log", "journalctl --no-pager -u kubelet"),
             ("containerd.log", "journalctl --no-pager -u containerd"),
@@ -201,7 +278,7 @@ pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kub
             ("mounts.txt", "cat /proc/mounts"),
             ("iptables.txt", "iptables -S"),
         ] {
-            logs.push(LogFile { file: format!("{}/{file}", n.name), step: Step::node(file, &n.name, script) });
+            logs.push(LogFile { file: format!("{}/{file}", n.name), step: Step::node(file, &n.name, script), needs: LogNeeds::Container(c.clone()) });
         }
     }
     for (file, args) in [
@@ -210,13 +287,14 @@ pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kub
         ("cluster/volumes.txt", vec!["get", "pv,pvc,volumeattachments,csinodes", "-A", "-o", "wide"]),
         ("cluster/stale-pods.txt", vec!["-n", STALE_NAMESPACE, "get", "pods", "-o", "wide"]),
     ] {
-        logs.push(LogFile { file: file.into(), step: Step::kubectl(file, &args) });
+        logs.push(LogFile { file: file.into(), step: Step::kubectl(file, &args), needs: LogNeeds::Api });
     }
     if input.longhorn {
         for (file, sel) in [("cluster/longhorn-csi-plugin.log", "app=longhorn-csi-plugin"), ("cluster/longhorn-manager.log", "app=longhorn-manager")] {
             logs.push(LogFile {
                 file: file.into(),
                 step: Step::kubectl(file, &["-n", longhorn::NAMESPACE, "logs", "-l", sel, "--all-containers", "--prefix", "--tail=5000"]),
+                needs: LogNeeds::Api,
             });
         }
     }
@@ -233,7 +311,7 @@ pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kub
     }
     teardown.push(Step::docker("remove the network", DockerOp::NetworkRemove { name: names.network() }).ignore_failure());
 
-    Ok(ClusterPlan { names, containers, bring_up: up, reset, collect_logs: logs, teardown })
+    Ok(ClusterPlan { names, containers, bring_up: up, reset, collect_logs: logs, teardown, kubeadm_init, kubeconfig_path: kubeconfig_path.into() })
 }
 
 #[cfg(test)]

@@ -26,6 +26,9 @@ pub struct FaultContext {
     /// The target node has hungNfs or ioErrors active: a reboot then hangs until power cycled
     /// (as in the incident and the sim).
     pub stuck_io_on_node: bool,
+    /// kind: what bring-up does once the target node's container has started
+    /// ([`crate::plan::cluster::ClusterPlan::boot_steps`]), redone after a reboot or power cycle.
+    pub after_boot: Vec<Step>,
 }
 
 /// The steps of one operation.
@@ -455,23 +458,29 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                 Some(names) => {
                     let c = names.container(n);
                     if stuck {
+                        let mut heal = vec![Step::docker(format!("power {n} back on"), DockerOp::Start { container: c.clone() })];
+                        heal.extend(ctx.after_boot.iter().cloned());
                         plan(
                             vec![Step::docker(
                                 format!("{n} goes down and stays in Rebooting until power cycled"),
-                                DockerOp::Stop { container: c.clone(), grace_secs: REBOOT_GRACE_SECS },
+                                DockerOp::Stop { container: c, grace_secs: REBOOT_GRACE_SECS },
                             )],
-                            vec![Step::docker(format!("power {n} back on"), DockerOp::Start { container: c }), wait_kubelet_active(n)],
-                            "the node's container is stopped (systemd shuts down) and not started again until nodePowerCycle or heal",
+                            heal,
+                            "the node's container is stopped (systemd shuts down) and not started again until nodePowerCycle or heal; \
+                             then what kind's bring-up does once a node starts is redone",
                         )
                     } else {
+                        let mut inject = vec![Step::docker(format!("reboot {n}"), DockerOp::Restart { container: c.clone(), grace_secs: REBOOT_GRACE_SECS })];
+                        inject.extend(ctx.after_boot.iter().cloned());
+                        // Also the heal of a reboot that hung (hungNfs/ioErrors), which planned no start.
+                        let mut heal = vec![Step::docker(format!("{n} is running"), DockerOp::Start { container: c })];
+                        heal.extend(ctx.after_boot.iter().cloned());
                         plan(
-                            vec![
-                                Step::docker(format!("reboot {n}"), DockerOp::Restart { container: c.clone(), grace_secs: REBOOT_GRACE_SECS }),
-                                wait_kubelet_active(n),
-                            ],
-                            vec![Step::docker(format!("{n} is running"), DockerOp::Start { container: c })],
+                            inject,
+                            heal,
                             "a container restart: systemd shuts down and boots again; mounts, iptables rules and processes are gone, \
-                             the container file system and volumes stay (the node's address may change, the node image handles it)",
+                             the container file system and volumes stay; what kind's bring-up does once a node starts is redone \
+                             (kind nodes do not come back by themselves, kind#148)",
                         )
                     }
                 }
@@ -497,14 +506,16 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                 return Err(unsupported(op, "no power control (IPMI/Redfish) of an existing cluster's nodes"));
             };
             let c = names.container(n);
+            let mut inject = vec![
+                // A node stopped by a stuck reboot has nothing left to kill.
+                Step::docker(format!("cut {n}'s power"), DockerOp::Kill { container: c.clone(), signal: "KILL".into() }).ignore_failure(),
+                Step::docker(format!("power {n} on"), DockerOp::Start { container: c }),
+            ];
+            inject.extend(ctx.after_boot.iter().cloned());
             plan(
-                vec![
-                    Step::docker(format!("cut {n}'s power"), DockerOp::Kill { container: c.clone(), signal: "KILL".into() }).ignore_failure(),
-                    Step::docker(format!("power {n} on"), DockerOp::Start { container: c }),
-                    wait_kubelet_active(n),
-                ],
+                inject,
                 vec![],
-                "SIGKILL to every process of the node (no shutdown), then a clean boot",
+                "SIGKILL to every process of the node (no shutdown), then a clean boot, then what kind's bring-up does once a node starts",
             )
         }
         FaultOp::NodeNetworkPartition(t) => {
@@ -567,10 +578,11 @@ mod tests {
             flavour: Flavour::Kind(KindNames { cluster: "fl".into(), control_plane_node: "control-plane".into() }),
             longhorn: true,
             stuck_io_on_node: false,
+            after_boot: vec![Step::node("kubelet on worker-04 is active", "worker-04", "systemctl is-active --quiet kubelet")],
         }
     }
     fn existing_ctx() -> FaultContext {
-        FaultContext { flavour: Flavour::Existing, longhorn: true, stuck_io_on_node: false }
+        FaultContext { flavour: Flavour::Existing, longhorn: true, stuck_io_on_node: false, after_boot: vec![] }
     }
     fn scripts(steps: &[Step]) -> String {
         steps

@@ -74,7 +74,11 @@ pub enum Action {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum DockerOp {
-    /// `docker network create --driver bridge <name>` (labelled).
+    /// `docker image inspect <image> || docker pull <image>`; a pinned `repo:tag@digest` also
+    /// matches a local `repo:tag` without a repo digest (a `docker load`ed image).
+    EnsureImage { image: String },
+    /// `docker network create --driver bridge <name>` (labelled); an existing network of that
+    /// name is an error (it is another run's).
     NetworkCreate { name: String, labels: Vec<(String, String)> },
     NetworkRemove { name: String },
     /// `docker network disconnect --force <network> <container>`.
@@ -219,6 +223,14 @@ impl KindNames {
 pub fn render_docker(op: &DockerOp) -> String {
     let q = |s: &str| shell::quote(s);
     match op {
+        DockerOp::EnsureImage { image } => {
+            let (tagged, _) = image.split_once('@').unwrap_or((image, ""));
+            if tagged == image {
+                format!("docker image inspect {} >/dev/null || docker pull {}", q(image), q(image))
+            } else {
+                format!("docker image inspect {} >/dev/null || docker image inspect {} >/dev/null || docker pull {}", q(image), q(tagged), q(image))
+            }
+        }
         DockerOp::NetworkCreate { name, labels } => {
             let l: String = labels.iter().map(|(k, v)| format!(" --label {}", q(&format!("{k}={v}")))).collect();
             format!("docker network create --driver bridge{l} {}", q(name))

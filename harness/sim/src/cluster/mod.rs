@@ -1,4 +1,4 @@
-//! The simulated cluster around the API server: scheduler, node lifecycle, DaemonSet controller,
+//! The simulated cluster around the API server: scheduler, node lifecycle,
 //! Longhorn and its storage controllers, and one kubelet per node, plus the node primitives
 //! (faults and remediations) that act on nodes from outside the API.
 
@@ -11,7 +11,7 @@ pub use node::{kubelet, nodeops, volumes};
 pub use storage::longhorn;
 
 use crate::apiserver::{ApiServer, PodLogSource};
-use crate::controllers::{daemonset, nodelifecycle};
+use crate::controllers::nodelifecycle;
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
@@ -82,7 +82,6 @@ impl SimCluster {
         }
         tasks.push(tokio::spawn(scheduler::run(Internal::new(api.clone(), "default-scheduler"), timing.clone())));
         tasks.push(tokio::spawn(nodelifecycle::run(Internal::new(api.clone(), "kube-controller-manager"), timing.clone())));
-        tasks.push(tokio::spawn(daemonset::run(Internal::new(api.clone(), "kube-controller-manager"), timing.clone())));
         if opts.longhorn {
             api.storage_protection.store(true, std::sync::atomic::Ordering::Relaxed);
             longhorn::install(&Internal::new(api.clone(), "longhorn-manager"));

@@ -3,15 +3,28 @@
 //!
 //! The loops the API semantics themselves depend on (garbage collector, namespace lifecycle,
 //! service accounts, root CA publisher, CRD finalizer) share one event-by-event dispatcher
-//! (`run`); the workload loops (DaemonSet, ...) are level-triggered on coalesced bursts.
+//! (`run`); the workload loops are level-triggered on coalesced bursts (`queue`).
+//!
+//! Like kube-controller-manager they run whenever the API server runs, API-only mode included:
+//! there, pods they create stay Pending (no scheduler, no kubelets); in a full cluster the
+//! scheduler and kubelets make them Running and Ready, so rollouts complete.
 
 pub mod crdfinalizer;
+pub mod cronjob;
 pub mod daemonset;
+pub mod deployment;
+pub mod disruption;
+pub mod endpointslice;
 pub mod garbagecollector;
+pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;
+pub mod queue;
+pub mod replicaset;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+pub mod statefulset;
+pub mod util;
 
 use crate::apiserver::ApiServer;
 // The loops share the event-stream helper with the scheduler.
@@ -19,9 +32,39 @@ use crate::cluster::changes;
 use crate::crd;
 use crate::meta;
 use crate::resources::ResourceKey;
+use crate::internal::Internal;
 use crate::store::{EventType, StoreEvent};
+use crate::timing::Timing;
+use queue::Reconciler;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::task::JoinHandle;
+
+/// Start every loop; the handles stop them when aborted.
+pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
+    let client = || Internal::new(api.clone(), "kube-controller-manager");
+    // Resync as a safety net only: changes and requeues drive the loops. Not below 5 s even on
+    // a fast clock: a resync reconciles every object, which large clusters must not pay often.
+    let resync = timing.s(Duration::from_secs(30)).max(Duration::from_secs(5));
+    let spawn = |r: Box<dyn Reconciler>| {
+        let api = api.clone();
+        tokio::spawn(async move { queue::drive(r, &api.store, resync).await })
+    };
+    let loops: Vec<Box<dyn Reconciler>> = vec![
+        Box::new(deployment::DeploymentController::new(client(), timing.clone())),
+        Box::new(replicaset::ReplicaSetController::new(client(), timing.clone(), replicaset::REPLICA_SET)),
+        Box::new(replicaset::ReplicaSetController::new(client(), timing.clone(), replicaset::REPLICATION_CONTROLLER)),
+        Box::new(disruption::DisruptionController::new(client(), timing.clone())),
+        Box::new(job::JobController::new(client(), timing.clone())),
+        Box::new(statefulset::StatefulSetController::new(client())),
+        Box::new(endpointslice::EndpointSliceController::new(client())),
+        Box::new(cronjob::CronJobController::new(client(), timing.clone())),
+    ];
+    let mut tasks = vec![tokio::spawn(run(api.clone())), tokio::spawn(daemonset::run(client(), timing.clone()))];
+    tasks.extend(loops.into_iter().map(spawn));
+    tasks
+}
 
 /// Run the event-by-event loops until the store closes.
 pub async fn run(api: Arc<ApiServer>) {

@@ -291,10 +291,8 @@ async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
                     object_response(c, &rt, StatusCode::OK, &o, &[])
                 }
                 DeleteOutcome::Deleted(o) => {
-                    let mut d = json!({"name": name, "kind": rt.plural, "uid": meta::uid(&o)});
-                    if !rt.group.is_empty() {
-                        d["group"] = json!(rt.group);
-                    }
+                    let mut d = crate::status::details(&rt.group, &rt.plural, name);
+                    d["uid"] = json!(meta::uid(&o));
                     Ok(json_response(StatusCode::OK, &success_status(Some(d)), &Output::Json, &[]))
                 }
             }
@@ -460,7 +458,10 @@ fn discovery_response(v: &Value, version: &str) -> Response {
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
+/// A Status error body, newline-terminated as the apiserver's JSON encoder writes it.
 pub fn error_response(e: &ApiError) -> Response {
     let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json_response(code, &e.to_status(), &Output::Json, &[])
+    let mut body = serde_json::to_vec(&e.to_status()).unwrap_or_default();
+    body.push(b'\n');
+    bytes_response(code, "application/json", body, &[])
 }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The Docker-engine tier (docs/kind.md): the kind provider's real path against a real Docker
+# engine, with a stand-in node image built from Debian packages (no registry serves kindest/node
+# here and no Kubernetes server binaries exist, so bring-up stops where kubeadm would run).
+#
+#   1. docker.io, debootstrap and jq from Debian, when missing;
+#   2. dockerd, started in the background unless an engine answers (it keeps running for the
+#      rest of CI); the CAP_SYS_RESOURCE runtime fit only where a privileged container fails;
+#   3. the node image, built once and reused by the content hash of its recipe (ci/node-image/);
+#   4. the tier's tests (FAULTLINE_DOCKER=1), then a check that nothing of ours is left.
+#
+# Prints its wall time; it must stay under 10 minutes (FAULTLINE_DOCKER_TIER_BUDGET seconds).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+started=$(date +%s)
+budget="${FAULTLINE_DOCKER_TIER_BUDGET:-600}"
+
+missing=()
+command -v dockerd >/dev/null || missing+=(docker.io)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v jq >/dev/null || missing+=(jq)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "docker tier: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# shellcheck source=ci/node-image/engine.sh
+source ci/node-image/engine.sh
+ensure_dockerd
+image="$(bash ci/node-image/build.sh)"
+ensure_privileged "$image"
+
+export FAULTLINE_DOCKER=1
+export FAULTLINE_KIND_NODE_IMAGE="$image"
+# The same build as ci/test.sh (workspace-wide features), so after it nothing is rebuilt.
+cargo build --workspace --locked --bins
+cargo test --workspace --locked --no-run \
+  --test docker_engine --test docker_engine_env --test docker_cleanup --test evidence 2>&1 | tail -n 1
+built=$(date +%s)
+echo "docker tier: engine, node image and build ready in $(( built - started )) s"
+export FAULTLINE_BIN="${CARGO_TARGET_DIR:-target}/debug/faultline"
+# Two at a time: each test brings up two node containers on a 2-core machine.
+cargo test --workspace --locked \
+  --test docker_engine --test docker_engine_env --test docker_cleanup --test evidence \
+  -- --test-threads=2
+echo "docker tier: tests ran in $(( $(date +%s) - built )) s"
+
+# Every test removes what it created; anything labelled by faultline now is a leak.
+left="$(docker ps -aq --filter label=dev.faultline.cluster)$(docker network ls -q --filter label=dev.faultline.cluster)"
+if [ -n "$left" ]; then
+  echo "docker tier: resources left in the engine:" >&2
+  docker ps -a --filter label=dev.faultline.cluster >&2
+  docker network ls --filter label=dev.faultline.cluster >&2
+  exit 1
+fi
+docker info >/dev/null || { echo "docker tier: the engine no longer answers" >&2; exit 1; }
+
+elapsed=$(( $(date +%s) - started ))
+echo "docker tier: passed in ${elapsed} s (budget ${budget} s)"
+if [ "$elapsed" -gt "$budget" ]; then
+  echo "docker tier: over its budget of ${budget} s" >&2
+  exit 1
+fi

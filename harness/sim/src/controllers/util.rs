@@ -1,0 +1,172 @@
+//! What the workload loops share, as upstream's `controller_utils.go` does: controller
+//! references, pods from templates, pod readiness, status conditions and int-or-percent values.
+
+use super::queue::Key;
+use crate::meta;
+use crate::resources::ResourceKey;
+use crate::store::{Store, StoreEvent};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+pub fn key_of(obj: &Value) -> Key {
+    (meta::namespace(obj).to_string(), meta::name(obj).to_string())
+}
+
+/// The ownerReference with `controller: true`, if any.
+pub fn controller_of(obj: &Value) -> Option<&Value> {
+    obj.pointer("/metadata/ownerReferences")?.as_array()?.iter().find(|r| r.get("controller") == Some(&json!(true)))
+}
+
+/// If `ev` is about an object controlled by a `kind`, the controller's key.
+pub fn push_controller_key(ev: &StoreEvent, kind: &str, out: &mut Vec<Key>) {
+    for obj in [Some(&ev.object), ev.prev.as_ref()].into_iter().flatten() {
+        if let Some(r) = controller_of(obj).filter(|r| r["kind"] == kind) {
+            let key = (meta::namespace(obj).to_string(), r["name"].as_str().unwrap_or("").to_string());
+            if !out.contains(&key) {
+                out.push(key);
+            }
+        }
+    }
+}
+
+/// The ownerReference a controller writes into what it creates.
+pub fn controller_ref(owner: &Value, api_version: &str, kind: &str) -> Value {
+    json!({"apiVersion": api_version, "kind": kind, "name": meta::name(owner), "uid": meta::uid(owner), "controller": true, "blockOwnerDeletion": true})
+}
+
+/// The objects of resource `key` whose controller is the object with `uid` (the store's owner index).
+pub fn controlled_by(store: &Store, uid: &str, key: &ResourceKey) -> Vec<Arc<Value>> {
+    store
+        .dependents_of(uid)
+        .into_iter()
+        .filter(|(k, o)| k == key && controller_of(o).map(|r| r["uid"] == uid).unwrap_or(false))
+        .map(|(_, o)| o)
+        .collect()
+}
+
+/// A pod from a template, owned by `owner`, as the workload controllers create them.
+pub fn pod_from_template(template: &Value, owner_ref: Value, ns: &str, generate_name: &str) -> Value {
+    let spec = template.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let mut metadata = json!({"namespace": ns, "ownerReferences": [owner_ref]});
+    if !generate_name.is_empty() {
+        metadata["generateName"] = json!(generate_name);
+    }
+    for f in ["labels", "annotations", "finalizers"] {
+        if let Some(v) = template.pointer(&format!("/metadata/{f}")).filter(|v| !v.is_null()) {
+            metadata[f] = v.clone();
+        }
+    }
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
+}
+
+/// Running (or about to run): not finished and not being deleted.
+pub fn is_pod_active(pod: &Value) -> bool {
+    let phase = meta::str_at(pod, "/status/phase").unwrap_or("");
+    phase != "Succeeded" && phase != "Failed" && !meta::is_deleting(pod)
+}
+
+pub fn is_pod_ready(pod: &Value) -> bool {
+    meta::condition_status(pod, "Ready") == Some("True")
+}
+
+/// Set a condition in `status.conditions`, keeping `lastTransitionTime` while the status stays,
+/// as the apps/batch/policy helpers do. `extra` adds fields such as lastUpdateTime.
+pub fn set_condition(status: &mut Value, ctype: &str, cstatus: &str, reason: &str, message: &str, extra: &[(&str, Value)]) {
+    if !status.is_object() {
+        *status = json!({});
+    }
+    let now = meta::now_rfc3339();
+    let conds = status.as_object_mut().expect("object").entry("conditions").or_insert_with(|| json!([]));
+    if !conds.is_array() {
+        *conds = json!([]);
+    }
+    let arr = conds.as_array_mut().expect("array");
+    let mut c = json!({"type": ctype, "status": cstatus});
+    for (k, v) in extra {
+        c[*k] = v.clone();
+    }
+    c["lastTransitionTime"] = json!(now);
+    c["reason"] = json!(reason);
+    c["message"] = json!(message);
+    match arr.iter_mut().find(|x| x["type"] == ctype) {
+        Some(existing) => {
+            if existing["status"] == cstatus {
+                c["lastTransitionTime"] = existing["lastTransitionTime"].clone();
+            }
+            *existing = c;
+        }
+        None => arr.push(c),
+    }
+}
+
+/// Condition `ctype` of an object's status, if present.
+pub fn condition<'a>(obj: &'a Value, ctype: &str) -> Option<&'a Value> {
+    obj.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == ctype)
+}
+
+/// An IntOrString such as maxSurge ("25%" or 1) resolved against `total`, rounding percentages
+/// up or down as the caller's field requires. Invalid values count as 0.
+pub fn int_or_percent(v: Option<&Value>, default: &str, total: i64, round_up: bool) -> i64 {
+    let v = v.cloned().unwrap_or_else(|| json!(default));
+    match &v {
+        Value::Number(n) => n.as_i64().unwrap_or(0),
+        Value::String(s) => match s.strip_suffix('%').and_then(|p| p.parse::<i64>().ok()) {
+            Some(p) if round_up => (p * total + 99) / 100,
+            Some(p) => p * total / 100,
+            None => s.parse().unwrap_or(0),
+        },
+        _ => 0,
+    }
+}
+
+pub fn i64_at(obj: &Value, pointer: &str) -> Option<i64> {
+    obj.pointer(pointer).and_then(Value::as_i64)
+}
+
+/// A short, stable hash of a value (FNV-1a over its JSON), printed as Kubernetes' safe
+/// alphabet: what `pod-template-hash` and `controller-revision-hash` look like.
+pub fn template_hash(v: &Value) -> String {
+    let mut h: u32 = 0x811c9dc5;
+    for b in serde_json::to_vec(v).unwrap_or_default() {
+        h ^= b as u32;
+        h = h.wrapping_mul(0x01000193);
+    }
+    // rand.SafeEncodeString's alphabet: no vowels, no 0/1/3 look-alikes.
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    h.to_string().bytes().map(|d| ALPHABET[(d - b'0') as usize % ALPHABET.len()] as char).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn int_or_percent_rounds_like_the_fenceposts() {
+        // maxSurge rounds up, maxUnavailable down (deployment util ResolveFenceposts).
+        assert_eq!(int_or_percent(None, "25%", 10, true), 3);
+        assert_eq!(int_or_percent(None, "25%", 10, false), 2);
+        assert_eq!(int_or_percent(Some(&json!(2)), "25%", 10, false), 2);
+        assert_eq!(int_or_percent(Some(&json!("50%")), "25%", 3, true), 2);
+        assert_eq!(int_or_percent(Some(&json!("x%")), "25%", 3, true), 0);
+    }
+
+    #[test]
+    fn conditions_keep_transition_time_while_status_holds() {
+        let mut st = json!({"conditions": [{"type": "Available", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z", "reason": "A", "message": "m"}]});
+        set_condition(&mut st, "Available", "True", "B", "n", &[]);
+        assert_eq!(st["conditions"][0]["lastTransitionTime"], "2020-01-01T00:00:00Z");
+        assert_eq!(st["conditions"][0]["reason"], "B");
+        set_condition(&mut st, "Available", "False", "C", "o", &[]);
+        assert_ne!(st["conditions"][0]["lastTransitionTime"], "2020-01-01T00:00:00Z");
+        set_condition(&mut st, "Progressing", "True", "D", "p", &[]);
+        assert_eq!(st["conditions"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn template_hashes_are_stable_and_distinct() {
+        let a = template_hash(&json!({"spec": {"containers": [{"image": "a"}]}}));
+        assert_eq!(a, template_hash(&json!({"spec": {"containers": [{"image": "a"}]}})));
+        assert_ne!(a, template_hash(&json!({"spec": {"containers": [{"image": "b"}]}})));
+        assert!(a.chars().all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
+    }
+}
