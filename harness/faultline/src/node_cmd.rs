@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct NodeArgs {
-    /// The node, e.g. worker-04.
+    /// The node's name or InternalIP, e.g. worker-04 or 172.18.0.6 (`talosctl --nodes <NODE_IP>`).
     pub node: String,
     /// Kubeconfig of the simulated cluster (as written by `faultline sim up`).
     #[arg(long, env = "KUBECONFIG", default_value = "faultline-sim.kubeconfig")]

@@ -3,7 +3,7 @@
 //! journal lets `faultline cleanup`, or the next `faultline run`, heal them. All observed the
 //! way a user would: through the cluster's API, its control endpoint and the CLI's output.
 
-use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{Api, ListParams};
 use std::path::PathBuf;
@@ -115,9 +115,16 @@ impl Env {
         v["state"].as_str().unwrap_or_default().to_string()
     }
 
-    async fn csi_driver_registered(&self, node: &str) -> bool {
-        let n = Api::<CSINode>::all(self.client.clone()).get(node).await.unwrap();
-        n.spec.drivers.iter().any(|d| d.name == "driver.longhorn.io")
+    /// The node's CSI plugin container runs (a crash-looping one stays registered in CSINode, as
+    /// on a 1.35 node, so its pod's container status is what shows it down).
+    async fn csi_plugin_running(&self, node: &str) -> bool {
+        let registered = Api::<CSINode>::all(self.client.clone()).get(node).await.unwrap().spec.drivers.iter().any(|d| d.name == "driver.longhorn.io");
+        let pods = Api::<Pod>::namespaced(self.client.clone(), "longhorn-system").list(&ListParams::default().fields(&format!("spec.nodeName={node}"))).await.unwrap();
+        let running = pods.items.iter().filter(|p| p.metadata.name.as_deref().unwrap_or("").starts_with("longhorn-csi-plugin-")).any(|p| {
+            let statuses = p.status.as_ref().and_then(|s| s.container_statuses.clone()).unwrap_or_default();
+            statuses.iter().any(|c| c.name == "longhorn-csi-plugin" && c.state.as_ref().and_then(|s| s.running.as_ref()).is_some())
+        });
+        registered && running
     }
 
     /// Start the holding scenario, wait until its three faults are in, and SIGKILL it.
@@ -146,7 +153,7 @@ impl Env {
         assert_eq!(self.journaled().await, 3, "the journal outlives the run");
         assert!(self.unschedulable("worker-02").await, "still cordoned");
         assert_eq!(self.kubelet_state("worker-02").await, "Stopped");
-        assert!(!self.csi_driver_registered("worker-01").await, "the plugin is still down");
+        assert!(!self.csi_plugin_running("worker-01").await, "the plugin is still down");
     }
 
     async fn assert_restored(&self) {
@@ -156,7 +163,7 @@ impl Env {
         // The kubelet takes a moment to come up, the plugin restarts after its crash-loop
         // back-off (both scaled): give them time.
         let deadline = Instant::now() + Duration::from_secs(30);
-        while self.kubelet_state("worker-02").await != "Running" || !self.csi_driver_registered("worker-01").await {
+        while self.kubelet_state("worker-02").await != "Running" || !self.csi_plugin_running("worker-01").await {
             assert!(Instant::now() < deadline, "the kubelet of worker-02 never ran again, or the CSI driver never re-registered on worker-01");
             tokio::time::sleep(Duration::from_millis(200)).await;
         }

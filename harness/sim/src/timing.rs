@@ -1,8 +1,15 @@
 //! Durations of the simulated control plane and nodes. Defaults are the real components' values;
 //! `scaled(f)` multiplies every one of them, so a scenario that takes minutes on a real cluster
 //! runs in seconds while keeping the same proportions (backoff doublings, timeouts, grace periods).
+//!
+//! What components print is always nominal: durations are the real ones ("2m2s", never the
+//! scaled 6.1s), and the timestamps of node logs come from the nominal clock (`Timing::now`),
+//! which runs `1/scale` times faster than the wall clock from the moment the timing was made, so
+//! "No retries permitted until <t>" is exactly the line's own time plus its durationBeforeRetry.
 
+use chrono::{DateTime, Utc};
 use std::time::Duration;
+use tokio::time::Instant;
 
 #[derive(Debug, Clone)]
 pub struct Timing {
@@ -12,8 +19,15 @@ pub struct Timing {
     pub op_backoff_initial: Duration,
     /// ...up to this cap (real: 2m2s).
     pub op_backoff_max: Duration,
-    /// How long a pod worker waits for its volumes before a FailedMount event (real: 2m3s).
+    /// How long a pod worker waits for its volumes before its sync fails with "context
+    /// deadline exceeded" (podAttachAndMountTimeout, real: 2m3s).
     pub pod_attach_mount_timeout: Duration,
+    /// A pod worker whose sync failed is requeued after this (real: 10 s).
+    pub pod_sync_requeue: Duration,
+    /// The kubelet's deadline for a CSI node call (csiTimeout, real: 2 min).
+    pub csi_call_timeout: Duration,
+    /// PLEG relist older than this makes the runtime unhealthy: node Ready=False (real: 3 min).
+    pub pleg_relist_threshold: Duration,
     /// Kubelet Lease renewal (real: 10 s).
     pub lease_renew: Duration,
     /// Node lifecycle: a node whose Lease is older than this goes NotReady/Unknown (real: 50 s).
@@ -39,6 +53,9 @@ pub struct Timing {
     pub kubelet_restart: Duration,
     /// Factor applied to all of the above (1.0 = real time).
     pub scale: f64,
+    /// The nominal clock's origin: this wall-clock instant is `epoch` on the nominal clock.
+    pub origin: Instant,
+    pub epoch: DateTime<Utc>,
 }
 
 impl Default for Timing {
@@ -48,6 +65,9 @@ impl Default for Timing {
             op_backoff_initial: Duration::from_millis(500),
             op_backoff_max: Duration::from_secs(122),
             pod_attach_mount_timeout: Duration::from_secs(123),
+            pod_sync_requeue: Duration::from_secs(10),
+            csi_call_timeout: Duration::from_secs(120),
+            pleg_relist_threshold: Duration::from_secs(180),
             lease_renew: Duration::from_secs(10),
             node_monitor_grace: Duration::from_secs(50),
             image_pull: Duration::from_millis(1500),
@@ -61,6 +81,8 @@ impl Default for Timing {
             reboot: Duration::from_secs(60),
             kubelet_restart: Duration::from_secs(5),
             scale: 1.0,
+            origin: Instant::now(),
+            epoch: Utc::now(),
         }
     }
 }
@@ -76,6 +98,39 @@ impl Timing {
         let scaled = d.as_secs_f64() * self.scale;
         // The reconciler must still tick: never below 1 ms.
         Duration::from_secs_f64(scaled.max(0.001))
+    }
+
+    /// Nominal time elapsed since the clock's origin (what `m=+<seconds>` prints).
+    pub fn nominal_elapsed(&self) -> Duration {
+        self.to_nominal(self.origin.elapsed())
+    }
+
+    /// A wall-clock span converted to the nominal span it stands for.
+    pub fn to_nominal(&self, real: Duration) -> Duration {
+        if self.scale > 0.0 {
+            Duration::from_secs_f64(real.as_secs_f64() / self.scale)
+        } else {
+            real
+        }
+    }
+
+    /// The nominal clock: the time a real cluster would show at this point of the run.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.epoch + chrono::Duration::from_std(self.nominal_elapsed()).unwrap_or_default()
+    }
+
+    /// Go's `time.Time.String()` of `now + d` with its monotonic reading, as
+    /// nestedpendingoperations prints "No retries permitted until ...".
+    pub fn go_time_after(&self, d: Duration) -> String {
+        self.go_time_at(self.now(), d)
+    }
+
+    /// Like `go_time_after`, from a nominal instant already read (so that a line's header and
+    /// its text use the same reading).
+    pub fn go_time_at(&self, now: DateTime<Utc>, d: Duration) -> String {
+        let at = now + chrono::Duration::from_std(d).unwrap_or_default();
+        let mono = (now - self.epoch).to_std().unwrap_or_default() + d;
+        format!("{} m=+{:.9}", at.format("%Y-%m-%d %H:%M:%S%.9f +0000 UTC"), mono.as_secs_f64())
     }
 }
 
@@ -163,6 +218,23 @@ mod tests {
         assert_eq!(go_duration(Duration::from_secs(3600)), "1h0m0s");
         assert_eq!(go_duration(Duration::from_millis(1220)), "1.22s");
         assert_eq!(go_duration(Duration::ZERO), "0s");
+    }
+
+    #[test]
+    fn the_nominal_clock_runs_faster_by_the_scale() {
+        let t = Timing::scaled(0.01);
+        std::thread::sleep(Duration::from_millis(50));
+        let nominal = (t.now() - t.epoch).to_std().unwrap();
+        // 50 ms of wall clock are at least 5 s nominal at 1/100.
+        assert!(nominal >= Duration::from_secs(5) && nominal < Duration::from_secs(60), "{nominal:?}");
+        // "<date> +0000 UTC m=+<seconds>", the date being the nominal now plus the duration.
+        let line = t.go_time_after(Duration::from_secs(122));
+        let (date, mono) = line.split_once(" +0000 UTC m=+").expect("Go time format");
+        let mono: f64 = mono.parse().unwrap();
+        assert!(mono >= 127.0 && mono < 200.0, "{line}");
+        let at = chrono::NaiveDateTime::parse_from_str(date, "%Y-%m-%d %H:%M:%S%.9f").unwrap().and_utc();
+        let ahead = (at - t.epoch).num_milliseconds() as f64 / 1000.0;
+        assert!((ahead - mono).abs() < 1.0, "{line}: date {ahead} s after the origin, monotonic {mono}");
     }
 
     #[test]

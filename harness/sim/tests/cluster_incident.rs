@@ -1,6 +1,7 @@
 //! The incident's symptoms and the runbook's remediations, observed only through the Kubernetes
 //! API, events and node logs (what a person with kubectl and talosctl would see). Time runs at
-//! 1/100 of real time: a 2m2s backoff takes 1.22 s.
+//! 1/100 of real time: a 2m2s backoff takes 1.22 s, but every text says 2m2s, as a 1.35 node
+//! would (the exact texts are compared with the upstream components' format strings).
 
 mod common;
 
@@ -75,7 +76,39 @@ async fn wait_running(client: &kube::Client, name: &str, secs: u64) -> Pod {
 }
 
 fn stale_mount(pv: &str, holder: Holder) -> NodeOp {
-    NodeOp::StaleDeviceMount { pv: pv.into(), deleted_pv: true, holder, blocks_queue: true }
+    NodeOp::StaleDeviceMount { pv: pv.into(), deleted_pv: true, holder, blocks_queue: false }
+}
+
+/// The klog header's time of day (`E1203 17:14:07.123456 ...`) in microseconds.
+fn klog_micros(line: &str) -> i64 {
+    let t = line.split_whitespace().nth(1).expect("klog time");
+    let (hms, frac) = t.split_once('.').unwrap();
+    let p: Vec<i64> = hms.split(':').map(|x| x.parse().unwrap()).collect();
+    ((p[0] * 60 + p[1]) * 60 + p[2]) * 1_000_000 + frac.parse::<i64>().unwrap()
+}
+
+/// Go's duration text ("500ms", "1m4s", "2m2s") in microseconds.
+fn go_micros(d: &str) -> i64 {
+    let (mut total, mut num) = (0f64, String::new());
+    let mut chars = d.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            num.push(c);
+            continue;
+        }
+        let v: f64 = num.parse().unwrap();
+        num.clear();
+        total += match c {
+            'm' if chars.peek() == Some(&'s') => {
+                chars.next();
+                v / 1000.0
+            }
+            'm' => v * 60.0,
+            'h' => v * 3600.0,
+            _ => v,
+        };
+    }
+    (total * 1e6).round() as i64
 }
 
 fn kubelet_log(sim: &SimCluster, node: &str) -> Vec<String> {
@@ -129,22 +162,57 @@ async fn stale_mount_blocks_the_node_and_kubelet_restart_recovers() {
         assert_eq!(cs.state.as_ref().unwrap().waiting.as_ref().unwrap().reason.as_deref(), Some("PodInitializing"), "{cs:?}");
         assert!(cs.container_id.is_none() && cs.last_state.as_ref().map(|l| l.terminated.is_none()).unwrap_or(true));
     }
-    // No MountDevice progress for the new volume; the stale one backs off 500ms doubling (scaled).
     let log = kubelet_log(&sim, "worker-04");
     assert!(!log.iter().any(|l| l.contains("MountVolume.MountDevice succeeded") && l.contains(&pv)), "no MountDevice for {pv}");
+    // The stale volume's UnmountDevice backs off with the real durations, whatever the scale.
     let seq = backoffs(&sim, "worker-04", "pvc-81b676e6");
     assert!(seq.len() >= 6, "backoff sequence: {seq:?}");
-    assert_eq!(&seq[..6], &["5ms", "10ms", "20ms", "40ms", "80ms", "160ms"]);
-    assert!(log.iter().any(|l| l.contains("GetDeviceMountRefs check failed for volume \"pvc-81b676e6\"") && l.contains("is still mounted by other references")));
-    assert!(log.iter().any(|l| l.contains("context deadline exceeded") && l.contains("ws-stuck")));
+    assert_eq!(&seq[..6], &["500ms", "1s", "2s", "4s", "8s", "16s"]);
+    // Each line's "No retries permitted until" is its own time plus its durationBeforeRetry.
+    for l in log.iter().filter(|l| l.contains("nestedpendingoperations.go:348]")) {
+        let until = l.split("No retries permitted until ").nth(1).unwrap();
+        assert!(until.contains(" +0000 UTC m=+"), "{l}");
+        let clock = until.split_whitespace().nth(1).unwrap();
+        let until_us = klog_micros(&format!("E {}", &clock[..15]));
+        let d = l.split("durationBeforeRetry ").nth(1).unwrap().split(')').next().unwrap();
+        let diff = (until_us - klog_micros(l) - go_micros(d)).rem_euclid(86_400_000_000);
+        assert!(diff < 2_000 || diff > 86_400_000_000 - 2_000, "timestamps disagree with the duration by {diff} µs: {l}");
+    }
+    // GetDeviceMountRefs names the OTHER reference (the deleted pod's mount), never the globalmount.
+    let refs = log.iter().find(|l| l.contains("GetDeviceMountRefs check failed for volume \"pvc-81b676e6\"")).expect("GetDeviceMountRefs line");
+    let other = refs.split("is still mounted by other references [").nth(1).unwrap().trim_end_matches(']');
+    assert!(other.starts_with("/var/lib/kubelet/pods/") && other.ends_with("/volumes/kubernetes.io~csi/pvc-81b676e6/mount"), "{refs}");
+    assert!(!other.contains("globalmount"), "{refs}");
+    assert!(refs.contains("Operation for \"{volumeName:kubernetes.io/csi/driver.longhorn.io^pvc-81b676e6 podName: nodeName:}\" failed."), "{refs}");
+    // The reconciler's lines before each try.
+    assert!(log.iter().any(|l| l.contains("reconciler_common.go") && l.contains("\"operationExecutor.UnmountDevice started for volume \\\"pvc-81b676e6\\\" (UniqueName: \\\"kubernetes.io/csi/driver.longhorn.io^pvc-81b676e6\\\") on node \\\"worker-04\\\" \"")));
+    assert!(log.iter().any(|l| l.contains(&format!("\"operationExecutor.MountVolume started for volume \\\"{pv}\\\" (UniqueName: \\\"kubernetes.io/csi/driver.longhorn.io^{pv}\\\") pod \\\"ws-stuck\\\""))));
+    // The new volume is not blocked by a node-wide lock: its own MountDevice runs, keyed with an
+    // empty pod name, and the node plugin's call hangs behind the stale device until the kubelet's
+    // 2 min CSI deadline.
+    let mount_fail = log
+        .iter()
+        .find(|l| l.contains(&format!("{{volumeName:kubernetes.io/csi/driver.longhorn.io^{pv} podName: nodeName:}}")) && l.contains("MountVolume.MountDevice failed"))
+        .unwrap_or_else(|| panic!("MountDevice failure for {pv} in {log:#?}"));
+    assert!(mount_fail.ends_with(&format!("MountVolume.MountDevice failed for volume \"{pv}\" (UniqueName: \"kubernetes.io/csi/driver.longhorn.io^{pv}\") pod \"ws-stuck\" (UID: \"{}\") : rpc error: code = DeadlineExceeded desc = context deadline exceeded", p.uid().unwrap())), "{mount_fail}");
+    // podAttachAndMountTimeout: the pod worker's error line, and no event for it (1.35).
+    let sync_err = log.iter().find(|l| l.contains("Error syncing pod, skipping") && l.contains("ws-stuck")).expect("pod worker error");
+    assert!(sync_err.contains("pod_workers.go:1298] \"Error syncing pod, skipping\" err=\"unmounted volumes=[workspace], unattached volumes=[], failed to process volumes=[]: context deadline exceeded\" pod=\"default/ws-stuck\""), "{sync_err}");
     let events = common::events_for(&client, "ws-stuck").await;
+    assert!(!events.iter().any(|(_, m)| m.contains("timed out waiting for the condition") || m.starts_with("Unable to attach or mount volumes")), "{events:?}");
     assert!(
-        events.iter().any(|(r, m)| r == "FailedMount" && m.starts_with("Unable to attach or mount volumes: unmounted volumes=[workspace]") && m.ends_with("timed out waiting for the condition")),
+        events.iter().any(|(r, m)| r == "FailedMount" && m == &format!("MountVolume.MountDevice failed for volume \"{pv}\" : rpc error: code = DeadlineExceeded desc = context deadline exceeded")),
         "{events:?}"
     );
     assert!(!events.iter().any(|(r, _)| r == "Started"), "no container ever started");
-    // `talosctl mounts | grep longhorn` shows the stale mount.
-    assert!(sim.mounts("worker-04").unwrap().iter().any(|m| m.contains("pvc-81b676e6") && m.ends_with("type ext4 (rw,relatime)")));
+    // volumesInUse lists what the node's pods want, mounted or not.
+    let nodes: Api<Node> = Api::all(client.clone());
+    let in_use = nodes.get("worker-04").await.unwrap().status.unwrap().volumes_in_use.unwrap_or_default();
+    assert!(in_use.contains(&format!("kubernetes.io/csi/driver.longhorn.io^{pv}")), "{in_use:?}");
+    // `talosctl mounts | grep longhorn` shows the stale mount and the reference that holds it.
+    let mounts = sim.mounts("worker-04").unwrap();
+    assert!(mounts.iter().any(|m| m.contains("pvc-81b676e6") && m.contains("globalmount") && m.ends_with("type ext4 (rw,relatime)")), "{mounts:?}");
+    assert!(mounts.iter().any(|m| m.contains(other)), "{mounts:?}");
 
     // Runbook option 1: kubelet restart clears the kubelet-held stale mount and the queue.
     sim.node_op("worker-04", &NodeOp::KubeletRestart).unwrap();
@@ -191,15 +259,9 @@ async fn csi_held_mount_needs_the_plugin_pod_deleted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dead_csi_plugin_fails_attach_until_healed() {
+async fn crash_looping_plugin_stays_registered_and_mounts_fail_to_dial() {
     let (_c, sim, client) = cluster().await;
     sim.node_op("worker-02", &NodeOp::CsiPluginDown).unwrap();
-    let csinodes: Api<CSINode> = Api::all(client.clone());
-    eventually(20, "driver gone from CSINode worker-02", || {
-        let csinodes = csinodes.clone();
-        async move { csinodes.get("worker-02").await.ok()?.spec.drivers.is_empty().then_some(()) }
-    })
-    .await;
     let system: Api<Pod> = Api::namespaced(client.clone(), "longhorn-system");
     eventually(20, "csi plugin pod CrashLoopBackOff", || {
         let system = system.clone();
@@ -212,37 +274,74 @@ async fn dead_csi_plugin_fails_attach_until_healed() {
     })
     .await;
     workspace(&client, "ws-nocsi", "worker-02").await;
-    let vas: Api<VolumeAttachment> = Api::all(client.clone());
-    let err = eventually(20, "attach error", || {
-        let vas = vas.clone();
-        async move {
-            vas.list(&ListParams::default()).await.ok()?.items.into_iter().find_map(|va| {
-                (va.spec.node_name == "worker-02").then_some(())?;
-                va.status?.attach_error?.message
-            })
-        }
-    })
-    .await;
-    assert_eq!(err, "CSINode worker-02 does not contain driver driver.longhorn.io");
-    let events = eventually(10, "FailedAttachVolume event", || {
+    // node-driver-registrar still runs, so the driver stays registered: the attach succeeds and
+    // the kubelet's calls to the plugin fail to dial its socket.
+    let events = eventually(20, "FailedMount dial error", || {
         let client = client.clone();
         async move {
             let ev = common::events_for(&client, "ws-nocsi").await;
-            ev.iter().any(|(r, _)| r == "FailedAttachVolume").then_some(ev)
+            ev.iter().any(|(r, _)| r == "FailedMount").then_some(ev)
         }
     })
     .await;
-    assert!(events.iter().any(|(r, m)| r == "FailedAttachVolume" && m.contains("CSINode worker-02 does not contain driver driver.longhorn.io")));
+    let (_, msg) = events.iter().find(|(r, _)| r == "FailedMount").unwrap();
+    assert!(msg.starts_with("MountVolume.MountDevice failed for volume \"pvc-"), "{msg}");
+    assert!(msg.ends_with("\" : rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial unix /var/lib/kubelet/plugins/driver.longhorn.io/csi.sock: connect: connection refused\""), "{msg}");
+    let csinodes: Api<CSINode> = Api::all(client.clone());
+    assert!(csinodes.get("worker-02").await.unwrap().spec.drivers.iter().any(|d| d.name == "driver.longhorn.io"), "still registered");
+    assert!(!kubelet_log(&sim, "worker-02").iter().any(|l| l.contains("DeRegisterPlugin")), "no deregistration for a crash loop");
     sim.node_op("worker-02", &NodeOp::CsiPluginUp).unwrap();
     wait_running(&client, "ws-nocsi", 30).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn saturated_workers_leave_pods_unsynced_until_stale_pods_are_deleted() {
+async fn deleting_the_plugin_pod_deregisters_the_driver_until_the_new_one_registers() {
+    let (_c, sim, client) = cluster().await;
+    let system: Api<Pod> = Api::namespaced(client.clone(), "longhorn-system");
+    let plugin = system
+        .list(&ListParams::default().fields("spec.nodeName=worker-01"))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|p| p.name_any().starts_with("longhorn-csi-plugin-"))
+        .unwrap();
+    system.delete(&plugin.name_any(), &DeleteParams::default()).await.unwrap();
+    let line = eventually(20, "deregistration", || {
+        let sim = sim.clone();
+        async move { kubelet_log(&sim, "worker-01").into_iter().find(|l| l.contains("DeRegisterPlugin")) }
+    })
+    .await;
+    assert!(line.ends_with("csi_plugin.go:223] kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin driver.longhorn.io"), "{line}");
+    let csinodes: Api<CSINode> = Api::all(client.clone());
+    eventually(20, "registered again by the new plugin pod", || {
+        let csinodes = csinodes.clone();
+        async move { csinodes.get("worker-01").await.ok()?.spec.drivers.iter().any(|d| d.name == "driver.longhorn.io").then_some(()) }
+    })
+    .await;
+    let log = kubelet_log(&sim, "worker-01");
+    let dereg = log.iter().position(|l| l.contains("DeRegisterPlugin")).unwrap();
+    assert!(log[dereg..].iter().any(|l| l.contains("kubernetes.io/csi: Register new plugin with name: driver.longhorn.io at endpoint: /var/lib/kubelet/plugins/driver.longhorn.io/csi.sock")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_pods_stall_pleg_so_new_pods_get_no_status_until_force_deleted() {
     let (_c, sim, client) = cluster().await;
     sim.node_op("worker-03", &NodeOp::SaturateWorkers { count: None, namespace: "snapshots".into() }).unwrap();
     workspace(&client, "ws-starved", "worker-03").await;
-    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    // PLEG relist hangs on the stale pods' sandboxes: after 3 min the runtime is unhealthy.
+    let ready = eventually(20, "worker-03 Ready=False via PLEG", || {
+        let nodes = nodes.clone();
+        async move {
+            let c = nodes.get("worker-03").await.ok()?.status?.conditions?.into_iter().find(|c| c.type_ == "Ready")?;
+            (c.status == "False").then_some(c)
+        }
+    })
+    .await;
+    assert_eq!(ready.reason.as_deref(), Some("KubeletNotReady"));
+    let msg = ready.message.unwrap();
+    assert!(msg.starts_with("PLEG is not healthy: pleg was last seen active 3m") && msg.ends_with(" ago; threshold is 3m0s"), "{msg}");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let p = pods.get("ws-starved").await.unwrap();
     assert_eq!(condition(&p, "PodScheduled").as_deref(), Some("True"));
@@ -250,6 +349,11 @@ async fn saturated_workers_leave_pods_unsynced_until_stale_pods_are_deleted() {
     // Never synced by the kubelet: no container statuses at all (the other pod shape).
     assert!(st.container_statuses.is_none() && st.init_container_statuses.is_none(), "{st:?}");
     assert_eq!(st.phase.as_deref(), Some("Pending"));
+    let log = kubelet_log(&sim, "worker-03");
+    let skip = log.iter().find(|l| l.contains("Skipping pod synchronization")).expect("sync loop skipping");
+    assert!(skip.contains("] \"Skipping pod synchronization\" err=\"PLEG is not healthy: pleg was last seen active 3m") && skip.ends_with("; threshold is 3m0s\""), "{skip}");
+    // The stale pods' V(3) line is below the kubelet's verbosity.
+    assert!(!log.iter().any(|l| l.contains("Pod is terminated, but some volumes have not been cleaned up")));
     // Option 3: list the node's non-running pods and force-delete them.
     let all: Api<Pod> = Api::all(client.clone());
     let stale = all.list(&ListParams::default().fields("spec.nodeName=worker-03,status.phase!=Running")).await.unwrap();
@@ -260,6 +364,25 @@ async fn saturated_workers_leave_pods_unsynced_until_stale_pods_are_deleted() {
         snaps.delete(&s.name_any(), &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await.unwrap();
     }
     wait_running(&client, "ws-starved", 30).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rca_pool_option_starves_new_pods_without_pleg() {
+    let mut opts = SimOptions::full(2, Timing::scaled(SCALE));
+    opts.cluster.as_mut().unwrap().pod_worker_pool = Some(8);
+    let c = TestCluster::start_with(opts).await;
+    let sim = c.server.cluster.clone().unwrap();
+    let client = c.client().await;
+    sim.node_op("worker-02", &NodeOp::SaturateWorkers { count: None, namespace: "snapshots".into() }).unwrap();
+    workspace(&client, "ws-pool", "worker-02").await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let st = pods.get("ws-pool").await.unwrap().status.unwrap();
+    assert!(st.container_statuses.is_none(), "{st:?}");
+    // The pool starves the pod without a PLEG stall: the node stays Ready.
+    let nodes: Api<Node> = Api::all(client.clone());
+    let n = nodes.get("worker-02").await.unwrap();
+    assert!(n.status.unwrap().conditions.unwrap().iter().any(|c| c.type_ == "Ready" && c.status == "True"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -325,6 +448,8 @@ async fn broken_prober_survives_kubelet_restart_but_not_reboot() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubelet_stop_and_partition_make_the_node_unreachable() {
     let (_c, sim, client) = cluster().await;
+    workspace(&client, "ws-lost", "worker-03").await;
+    wait_running(&client, "ws-lost", 20).await;
     let nodes: Api<Node> = Api::all(client.clone());
     let ready = |want: &'static str, node: &'static str| {
         let nodes = nodes.clone();
@@ -337,12 +462,90 @@ async fn kubelet_stop_and_partition_make_the_node_unreachable() {
     let c = eventually(20, "worker-03 Unknown", || ready("Unknown", "worker-03")).await;
     assert_eq!(c.reason.as_deref(), Some("NodeStatusUnknown"));
     assert_eq!(c.message.as_deref(), Some("Kubelet stopped posting node status."));
+    let taints = eventually(10, "unreachable taints", || {
+        let nodes = nodes.clone();
+        async move {
+            let t = nodes.get("worker-03").await.ok()?.spec?.taints?;
+            (t.iter().filter(|t| t.key == "node.kubernetes.io/unreachable").count() == 2).then_some(t)
+        }
+    })
+    .await;
+    assert!(taints.iter().any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute" && t.time_added.is_some()));
+    assert!(taints.iter().any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoSchedule" && t.time_added.is_none()));
+    // The pod: Ready=False and a NodeNotReady event; after its 300 s toleration, DisruptionTarget
+    // and a deletion it cannot finish (the kubelet is down).
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let evicted = eventually(20, "taint eviction", || {
+        let pods = pods.clone();
+        async move { pods.get("ws-lost").await.ok().filter(|p| p.metadata.deletion_timestamp.is_some()) }
+    })
+    .await;
+    let conds = evicted.status.unwrap().conditions.unwrap();
+    assert!(conds.iter().any(|c| c.type_ == "Ready" && c.status == "False"));
+    let dt = conds.iter().find(|c| c.type_ == "DisruptionTarget").expect("DisruptionTarget before deletion");
+    assert_eq!((dt.status.as_str(), dt.reason.as_deref(), dt.message.as_deref()), ("True", Some("DeletionByTaintManager"), Some("Taint manager: deleting due to NoExecute taint")));
+    let events = common::events_for(&client, "ws-lost").await;
+    assert!(events.iter().any(|(r, m)| r == "NodeNotReady" && m == "Node is not ready"), "{events:?}");
+    assert!(events.iter().any(|(r, m)| r == "TaintManagerEviction" && m == "Marking for deletion Pod default/ws-lost"), "{events:?}");
     sim.node_op("worker-03", &NodeOp::KubeletStart).unwrap();
     eventually(20, "worker-03 Ready", || ready("True", "worker-03")).await;
+    eventually(10, "taints gone", || {
+        let nodes = nodes.clone();
+        async move { nodes.get("worker-03").await.ok()?.spec?.taints.unwrap_or_default().is_empty().then_some(()) }
+    })
+    .await;
     sim.node_op("worker-01", &NodeOp::PartitionNetwork).unwrap();
     eventually(20, "worker-01 Unknown", || ready("Unknown", "worker-01")).await;
     sim.node_op("worker-01", &NodeOp::HealNetwork).unwrap();
     eventually(20, "worker-01 Ready", || ready("True", "worker-01")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_kubelet_keeps_its_lease_and_goes_not_ready_through_pleg() {
+    let (_c, sim, client) = cluster().await;
+    sim.node_op("worker-02", &NodeOp::KubeletHang).unwrap();
+    let nodes: Api<Node> = Api::all(client.clone());
+    let ready = eventually(20, "worker-02 Ready=False", || {
+        let nodes = nodes.clone();
+        async move {
+            let c = nodes.get("worker-02").await.ok()?.status?.conditions?.into_iter().find(|c| c.type_ == "Ready")?;
+            (c.status != "True").then_some(c)
+        }
+    })
+    .await;
+    assert_eq!(ready.status, "False", "the Lease is still renewed: never Unknown");
+    assert_eq!(ready.reason.as_deref(), Some("KubeletNotReady"));
+    assert!(ready.message.as_deref().unwrap().starts_with("PLEG is not healthy: pleg was last seen active 3m"), "{ready:?}");
+    let taints = eventually(10, "not-ready taints", || {
+        let nodes = nodes.clone();
+        async move {
+            let t = nodes.get("worker-02").await.ok()?.spec?.taints?;
+            (t.iter().filter(|t| t.key == "node.kubernetes.io/not-ready").count() == 2).then_some(t)
+        }
+    })
+    .await;
+    assert!(!taints.iter().any(|t| t.key == "node.kubernetes.io/unreachable"), "{taints:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cordon_adds_the_unschedulable_taint() {
+    let (_c, _sim, client) = cluster().await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes.patch("worker-01", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({"spec": {"unschedulable": true}}))).await.unwrap();
+    eventually(10, "unschedulable taint", || {
+        let nodes = nodes.clone();
+        async move {
+            let t = nodes.get("worker-01").await.ok()?.spec?.taints?;
+            t.iter().any(|t| t.key == "node.kubernetes.io/unschedulable" && t.effect == "NoSchedule" && t.time_added.is_none()).then_some(())
+        }
+    })
+    .await;
+    nodes.patch("worker-01", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({"spec": {"unschedulable": null}}))).await.unwrap();
+    eventually(10, "taint removed on uncordon", || {
+        let nodes = nodes.clone();
+        async move { nodes.get("worker-01").await.ok()?.spec?.taints.unwrap_or_default().is_empty().then_some(()) }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -365,7 +568,10 @@ async fn scheduler_reports_unschedulable_and_pod_logs_work() {
     })
     .await;
     let msg = p.message.unwrap();
-    assert!(msg.starts_with("0/5 nodes are available: ") && msg.contains("Insufficient cpu") && msg.contains("untolerated taint {node-role.kubernetes.io/control-plane: }"), "{msg}");
+    assert_eq!(
+        msg,
+        "0/5 nodes are available: 1 node(s) had untolerated taint(s), 4 Insufficient cpu. preemption: 0/5 nodes are available: 1 Preemption is not helpful for scheduling, 4 No preemption victims found for incoming pod."
+    );
     let logged: Pod = serde_json::from_value(json!({
         "metadata": {"name": "logger", "annotations": {"sim.faultline.dev/log": "line one\nline two"}},
         "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}
@@ -377,7 +583,7 @@ async fn scheduler_reports_unschedulable_and_pod_logs_work() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn plugin_death_after_attach_blocks_teardown_with_driver_not_registered() {
+async fn plugin_crash_after_attach_blocks_teardown_with_dial_errors() {
     let (_c, sim, client) = cluster().await;
     workspace(&client, "ws-first", "worker-02").await;
     wait_running(&client, "ws-first", 20).await;
@@ -392,12 +598,12 @@ async fn plugin_death_after_attach_blocks_teardown_with_driver_not_registered() 
     }))
     .unwrap();
     pods.create(&PostParams::default(), &again).await.unwrap();
-    // The old pod's volume cannot be torn down without the plugin, and the new pod waits behind
-    // that volume's failed operation (same volume, any pod).
+    // The old pod's volume cannot be torn down while the plugin crash-loops (still registered,
+    // its socket refuses), and the new pod waits behind that volume's operations (same volume).
     let line = eventually(20, "driver-not-registered error in the kubelet log", || {
         let sim = sim.clone();
         async move {
-            kubelet_log(&sim, "worker-02").into_iter().find(|l| l.contains("UnmountVolume.TearDown failed") && l.contains("driver name driver.longhorn.io not found in the list of registered CSI drivers"))
+            kubelet_log(&sim, "worker-02").into_iter().find(|l| l.contains("UnmountVolume.TearDown failed") && l.contains("kubernetes.io/csi: Unmounter.TearDownAt failed: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial unix /var/lib/kubelet/plugins/driver.longhorn.io/csi.sock: connect: connection refused\""))
         }
     })
     .await;
@@ -408,4 +614,91 @@ async fn plugin_death_after_attach_blocks_teardown_with_driver_not_registered() 
     assert!(kubelet_log(&sim, "worker-02").iter().any(|l| l.contains("Error syncing pod, skipping") && l.contains("ws-second")));
     sim.node_op("worker-02", &NodeOp::CsiPluginUp).unwrap();
     wait_running(&client, "ws-second", 30).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_loop_texts_are_1_35_and_nominal_at_any_scale() {
+    let (_c, _sim, client) = cluster().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let crasher: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "crasher", "annotations": {"sim.faultline.dev/crash-after": "1s"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}
+    }))
+    .unwrap();
+    let uid = pods.create(&PostParams::default(), &crasher).await.unwrap().uid().unwrap();
+    let waiting = eventually(20, "CrashLoopBackOff", || {
+        let pods = pods.clone();
+        async move {
+            let p = pods.get("crasher").await.ok()?;
+            let w = p.status?.container_statuses?.first()?.state.clone()?.waiting?;
+            (w.reason.as_deref() == Some("CrashLoopBackOff")).then_some(w)
+        }
+    })
+    .await;
+    // The real first delay (10s), not the scaled 100ms.
+    assert_eq!(waiting.message.as_deref(), Some(format!("back-off 10s restarting failed container=c pod=crasher_default({uid})").as_str()));
+    let events = common::events_for(&client, "crasher").await;
+    assert!(events.iter().any(|(r, m)| r == "BackOff" && m == &format!("Back-off restarting failed container c in pod crasher_default({uid})")), "{events:?}");
+    assert!(events.iter().any(|(r, m)| r == "Pulled" && m == "Successfully pulled image \"busybox:1.36\" in 1.5s (1.5s including waiting). Image size: 4269396 bytes."), "{events:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubelet_that_is_down_writes_nothing() {
+    let (_c, sim, client) = cluster().await;
+    workspace(&client, "ws-down", "worker-02").await;
+    wait_running(&client, "ws-down", 20).await;
+    sim.node_op("worker-02", &NodeOp::HungNfs).unwrap();
+    sim.node_op("worker-02", &NodeOp::Reboot).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = kubelet_log(&sim, "worker-02");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    pods.delete("ws-down", &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(kubelet_log(&sim, "worker-02"), before, "a node stuck in Rebooting logs nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_are_addressed_by_internal_ip_too() {
+    let (_c, sim, client) = cluster().await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    let ip = nodes.get("worker-04").await.unwrap().status.unwrap().addresses.unwrap().into_iter().find(|a| a.type_ == "InternalIP").unwrap().address;
+    let msg = sim.node_op(&ip, &stale_mount("pvc-by-ip", Holder::Kubelet)).unwrap();
+    assert_eq!(msg, "stale device mount of pvc-by-ip left on worker-04");
+    assert!(sim.mounts(&ip).unwrap().iter().any(|m| m.contains("pvc-by-ip")));
+    assert!(sim.node_op("10.9.9.9", &NodeOp::KubeletRestart).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_held_mount_injected_first_holds_from_its_injection() {
+    // Injected before the plugin has ever started (the first step of a scenario).
+    let c = TestCluster::start_with(SimOptions::full(2, Timing::scaled(SCALE))).await;
+    let sim = c.server.cluster.clone().unwrap();
+    sim.node_op("worker-02", &stale_mount("pvc-first", Holder::CsiPlugin)).unwrap();
+    let client = c.client().await;
+    let csinodes: Api<CSINode> = Api::all(client.clone());
+    eventually(20, "plugin registered", || {
+        let csinodes = csinodes.clone();
+        async move { csinodes.get("worker-02").await.ok()?.spec.drivers.iter().any(|d| d.name == "driver.longhorn.io").then_some(()) }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(sim.mounts("worker-02").unwrap().iter().any(|m| m.contains("pvc-first")), "the plugin's first start does not release it");
+    assert!(kubelet_log(&sim, "worker-02").iter().any(|l| l.contains("GetDeviceMountRefs check failed for volume \"pvc-first\"")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kubelet_log_keeps_the_runbook_lines_for_a_whole_saturated_scenario() {
+    // The saturated-workers scenario's faults on one node (stale pods and a stale mount), for
+    // longer than the scenario runs (it takes about 60 s at 1/20: 20 min nominal), then the
+    // runbook's grep.
+    let (_c, sim, client) = cluster().await;
+    sim.node_op("worker-02", &stale_mount("pvc-keep", Holder::External)).unwrap();
+    sim.node_op("worker-02", &NodeOp::SaturateWorkers { count: None, namespace: "snapshots".into() }).unwrap();
+    workspace(&client, "ws-long", "worker-02").await;
+    tokio::time::sleep(Duration::from_secs(13)).await;
+    let log = kubelet_log(&sim, "worker-02");
+    let grep: Vec<&String> = log.iter().filter(|l| l.contains("nestedpendingoperations") || l.contains("GetDeviceMountRefs") || l.contains("context deadline exceeded")).collect();
+    assert!(log[0].contains("\"Kubelet version\""), "the log still starts at the kubelet's start: {}", log[0]);
+    assert!(grep.len() >= 10 && grep[0].contains("GetDeviceMountRefs check failed for volume \"pvc-keep\"") && grep[0].contains("(durationBeforeRetry 500ms)"), "{:?}", &grep[..grep.len().min(3)]);
+    assert!(log.len() < 20_000, "{} lines", log.len());
 }

@@ -49,19 +49,16 @@ pub struct StaleDeviceMount {
     /// reboot or power cycle).
     #[serde(default)]
     pub held_by: MountHolder,
-    /// Sim only: while the unmount fails, no other volume operation of the node starts (the
-    /// incident's reading; the default). `false`: only this volume's operations wait, as
-    /// upstream keys them per volume (docs/fidelity.md).
-    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    /// Sim only, off by default: the incident RCA's reading, where no other volume operation of
+    /// the node starts while the unmount fails. By default (as upstream, which keys operations per
+    /// volume) only this volume's operations wait, and the node plugin's calls hang behind the
+    /// stale device (docs/fidelity.md).
+    #[serde(default, skip_serializing_if = "is_false")]
     pub blocks_queue: bool,
 }
 
-fn yes() -> bool {
-    true
-}
-
-fn is_true(b: &bool) -> bool {
-    *b
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]

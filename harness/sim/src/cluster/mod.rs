@@ -3,7 +3,6 @@
 //! (faults and remediations) that act on nodes from outside the API.
 
 pub mod changes;
-pub mod lifecycle;
 pub mod node;
 pub mod scheduler;
 pub mod storage;
@@ -12,6 +11,7 @@ pub use node::{kubelet, nodeops, volumes};
 pub use storage::longhorn;
 
 use crate::apiserver::{ApiServer, PodLogSource};
+use crate::controllers::nodelifecycle;
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
@@ -19,7 +19,7 @@ use crate::status::{ApiError, ApiResult};
 use crate::store::EventType;
 use crate::timing::Timing;
 use kubelet::{Kubelet, PodEvent};
-use node::SimNode;
+use node::state::SimNode;
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -33,13 +33,14 @@ pub struct ClusterOptions {
     pub timing: Timing,
     /// Install simulated Longhorn (namespace, DaemonSets, CSIDriver, StorageClass, controllers).
     pub longhorn: bool,
-    /// Pod sync workers per kubelet.
-    pub sync_workers: usize,
+    /// The incident RCA's bounded pool of pod workers per kubelet (`Some(8)` reproduces its
+    /// reading). Off by default: a kubelet runs one worker per pod.
+    pub pod_worker_pool: Option<usize>,
 }
 
 impl Default for ClusterOptions {
     fn default() -> Self {
-        ClusterOptions { timing: Timing::default(), longhorn: true, sync_workers: kubelet::DEFAULT_SYNC_WORKERS }
+        ClusterOptions { timing: Timing::default(), longhorn: true, pod_worker_pool: None }
     }
 }
 
@@ -65,7 +66,7 @@ impl SimCluster {
         for (i, name) in node_names.iter().enumerate() {
             let node = SimNode::new(name, i, is_control_plane(name));
             let (tx, rx) = mpsc::unbounded_channel();
-            let k = Kubelet::new(node.clone(), Internal::new(api.clone(), "kubelet"), timing.clone(), rx, opts.sync_workers);
+            let k = Kubelet::new(node.clone(), Internal::new(api.clone(), "kubelet"), timing.clone(), rx, opts.pod_worker_pool);
             nodes.insert(name.clone(), node);
             kubelets.insert(name.clone(), Arc::new(Mutex::new(k)));
             senders.insert(name.clone(), tx);
@@ -80,7 +81,7 @@ impl SimCluster {
             tasks.push(tokio::spawn(run_kubelet(k.clone(), node, timing.clone())));
         }
         tasks.push(tokio::spawn(scheduler::run(Internal::new(api.clone(), "default-scheduler"), timing.clone())));
-        tasks.push(tokio::spawn(lifecycle::run(Internal::new(api.clone(), "kube-controller-manager"), timing.clone())));
+        tasks.push(tokio::spawn(nodelifecycle::run(Internal::new(api.clone(), "kube-controller-manager"), timing.clone())));
         if opts.longhorn {
             api.storage_protection.store(true, std::sync::atomic::Ordering::Relaxed);
             longhorn::install(&Internal::new(api.clone(), "longhorn-manager"));
@@ -90,12 +91,17 @@ impl SimCluster {
         cluster
     }
 
-    pub fn node(&self, name: &str) -> ApiResult<&Arc<SimNode>> {
-        self.nodes.get(name).ok_or_else(|| ApiError::not_found("", "nodes", name))
+    /// A node by name or by InternalIP (`talosctl --nodes <NODE_IP>`).
+    pub fn node(&self, name_or_ip: &str) -> ApiResult<&Arc<SimNode>> {
+        self.nodes
+            .get(name_or_ip)
+            .or_else(|| self.nodes.values().find(|n| n.internal_ip() == name_or_ip))
+            .ok_or_else(|| ApiError::not_found("", "nodes", name_or_ip))
     }
 
-    pub fn kubelet(&self, name: &str) -> ApiResult<&Arc<Mutex<Kubelet>>> {
-        self.kubelets.get(name).ok_or_else(|| ApiError::not_found("", "nodes", name))
+    pub fn kubelet(&self, name_or_ip: &str) -> ApiResult<&Arc<Mutex<Kubelet>>> {
+        let name = self.node(name_or_ip)?.name.clone();
+        self.kubelets.get(&name).ok_or_else(|| ApiError::not_found("", "nodes", name_or_ip))
     }
 
     /// The node's mount table (`mount | grep longhorn` style lines), stale mounts included.

@@ -18,6 +18,7 @@ pub mod endpointslice;
 pub mod garbagecollector;
 pub mod job;
 pub mod namespace;
+pub mod nodelifecycle;
 pub mod queue;
 pub mod replicaset;
 pub mod rootcacertpublisher;

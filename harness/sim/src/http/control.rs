@@ -3,7 +3,7 @@
 //! views (kubelet and CSI plugin logs, the mount table, the kubelet service state).
 
 use super::{json_response, negotiate::Output};
-use crate::cluster::node::KubeletProcess;
+use crate::cluster::node::state::KubeletProcess;
 use crate::cluster::nodeops::NodeOp;
 use crate::cluster::SimCluster;
 use crate::status::{ApiError, ApiResult};

@@ -1,12 +1,13 @@
-//! One simulated kubelet: pod workers, the volume manager (through `volumes::PendingOperations`),
-//! a container runtime whose behaviour pods can script by annotation, the status manager, CSI
-//! plugin registration, Lease heartbeats, and a kubelet log in klog format.
+//! One simulated kubelet: pod workers, PLEG, the volume manager (through
+//! `volumes::PendingOperations`), a container runtime whose behaviour pods can script by
+//! annotation, the status manager, CSI plugin registration, Lease heartbeats and node status, and
+//! a kubelet log in klog format (at `--v=2`; nominal timestamps and durations).
 //!
 //! Everything runs in one task per node that ticks at the volume reconciler period, so the
 //! order of effects is deterministic for a given sequence of API events.
 
-use super::node::{klog, KubeletProcess, MountHolder, ResetKind, SimNode};
-use super::volumes::{global_mount_path, pod_mount_path, unique_name, OpKey, PendingOperations, DRIVER};
+use super::state::{klog, KubeletProcess, MountHolder, ResetKind, SimNode};
+use super::volumes::{global_mount_path, orphan_pod_uid, pod_mount_path, unique_name, OpKey, PendingOperations, DRIVER};
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::meta;
@@ -32,14 +33,19 @@ pub mod script {
     pub const INIT_DURATION: &str = "sim.faultline.dev/init-duration";
     /// Log lines each main container writes when it starts (newline separated).
     pub const LOG: &str = "sim.faultline.dev/log";
-    /// Marks a terminated pod whose volumes were never cleaned up: it keeps a pod worker busy.
+    /// Marks a terminated pod whose volumes were never cleaned up and whose sandbox the runtime
+    /// cannot tear down (see `Kubelet::pleg_relist_blocked`).
     pub const STALE_VOLUMES: &str = "sim.faultline.dev/stale-volumes";
 }
 
-/// Pod workers that may sync at once; terminated pods with uncleaned volumes keep theirs.
-/// (The real kubelet has a goroutine per pod; the incident's "saturated workers" is modelled as
-/// this bounded pool — see docs/fidelity.md.)
-pub const DEFAULT_SYNC_WORKERS: usize = 8;
+/// How many stale pods `saturateWorkers` leaves by default (the incident's backlog).
+pub const DEFAULT_STALE_PODS: usize = 8;
+
+/// The kubelet's `--v`: klog V(n) lines with n above it are not written.
+pub const KUBELET_VERBOSITY: u8 = 2;
+
+/// Where the node plugin's CSI socket lives (the kubelet dials it for every node call).
+const CSI_SOCKET: &str = "/var/lib/kubelet/plugins/driver.longhorn.io/csi.sock";
 
 #[derive(Debug, Clone)]
 pub enum PodEvent {
@@ -66,6 +72,7 @@ struct Ctr {
     /// When the next step (pull done, start, restart after backoff) may happen.
     next: Option<Instant>,
     step: Step,
+    /// The next CrashLoopBackOff delay, nominal (what the messages print).
     crash_backoff: Duration,
     logs: Vec<String>,
     prev_logs: Vec<String>,
@@ -94,8 +101,11 @@ struct PodRt {
     ns: String,
     name: String,
     pod: Arc<Value>,
+    /// Holds one of the bounded pool's workers (only with `pod_worker_pool`).
     slot: bool,
     synced: bool,
+    /// When the pod worker's current wait for volumes started; a time in the future is a
+    /// requeue after a failed sync.
     wait_mark: Option<Instant>,
     init: Vec<Ctr>,
     main: Vec<Ctr>,
@@ -124,15 +134,24 @@ pub struct Kubelet {
     images: HashSet<String>,
     next_lease: Instant,
     next_ip: u32,
-    sync_workers: usize,
+    /// The incident RCA's bounded pool of pod workers, off (None) by default: upstream runs
+    /// one goroutine per pod.
+    pod_worker_pool: Option<usize>,
     volumes_in_use: Vec<String>,
     pid: u32,
+    /// The last PLEG relist that completed (the pod cache's timestamp).
+    pleg_active: Instant,
+    /// When the sync loop next logs "Skipping pod synchronization", and its backoff (nominal).
+    skip_log: (Instant, Duration),
+    /// The CSI plugin processes (container ids) running at the last tick: one that exits
+    /// releases what it held.
+    plugin_processes: HashSet<String>,
 }
 
 impl Kubelet {
-    pub fn new(node: Arc<SimNode>, client: Internal, timing: Timing, rx: mpsc::UnboundedReceiver<PodEvent>, sync_workers: usize) -> Self {
+    pub fn new(node: Arc<SimNode>, client: Internal, timing: Timing, rx: mpsc::UnboundedReceiver<PodEvent>, pod_worker_pool: Option<usize>) -> Self {
         let recorder = EventRecorder::new(client.clone(), "kubelet", Some(&node.name));
-        let ops = PendingOperations::new(timing.s(timing.op_backoff_initial), timing.s(timing.op_backoff_max));
+        let ops = PendingOperations::new(timing.clone());
         let pid = node.state.lock().pid;
         Kubelet {
             node,
@@ -148,18 +167,50 @@ impl Kubelet {
             images: HashSet::new(),
             next_lease: Instant::now(),
             next_ip: 2,
-            sync_workers,
+            pod_worker_pool,
             volumes_in_use: vec![],
             pid,
+            pleg_active: Instant::now(),
+            skip_log: (Instant::now(), Duration::ZERO),
+            plugin_processes: HashSet::new(),
         }
     }
 
     fn log(&self, sev: char, file: &str, msg: &str) {
-        self.node.kubelet_log.push(klog(sev, self.pid, file, msg));
+        self.node.kubelet_log.push(klog(self.timing.now(), sev, self.pid, file, msg));
     }
 
-    /// Drain pod events and run one tick. Returns false when the event source is gone.
+    /// A failed volume operation's nestedpendingoperations line (its header and its "No retries
+    /// permitted until" read the same clock).
+    fn log_op_failure(&mut self, key: &OpKey, now: Instant, error: &str) {
+        let at = self.timing.now();
+        let line = self.ops.failed_at(key, now, at, error);
+        self.node.kubelet_log.push(klog(at, 'E', self.pid, "nestedpendingoperations.go:348", &line));
+    }
+
+    /// A klog `V(level)` line: written only when the kubelet runs at that verbosity or above.
+    fn vlog(&self, level: u8, file: &str, msg: &str) {
+        if level <= KUBELET_VERBOSITY {
+            self.log('I', file, msg);
+        }
+    }
+
+    fn csi_log(&self, file: &str, msg: &str) {
+        self.node.csi_log.push(klog(self.timing.now(), 'I', 1, file, msg));
+    }
+
+    /// Drain pod events and run one tick. Returns false when the event source is gone. A kubelet
+    /// that is down reads and writes nothing (its events wait, as a watch would be re-listed);
+    /// a hung one only keeps its Lease and node status going (separate goroutines upstream).
     pub fn step(&mut self) -> bool {
+        match self.process_state() {
+            KubeletProcess::Running => {}
+            KubeletProcess::Hung => {
+                self.heartbeat();
+                return true;
+            }
+            _ => return true,
+        }
         loop {
             match self.rx.try_recv() {
                 Ok(ev) => self.on_event(ev),
@@ -240,7 +291,7 @@ impl Kubelet {
                             restarts: 0,
                             next: None,
                             step: Step::Idle,
-                            crash_backoff: self.timing.s(self.timing.crash_backoff_initial),
+                            crash_backoff: self.timing.crash_backoff_initial,
                             logs: vec![],
                             prev_logs: vec![],
                             container_id: String::new(),
@@ -275,8 +326,8 @@ impl Kubelet {
         pod.pointer("/metadata/annotations").and_then(|a| a.get(key)).and_then(Value::as_str)
     }
 
-    /// Handle process state and resets; returns false when the kubelet does nothing this tick.
-    fn process_state(&mut self) -> bool {
+    /// Handle process state changes and resets; returns the process state for this tick.
+    fn process_state(&mut self) -> KubeletProcess {
         let now = Instant::now();
         let (process, reset) = {
             let mut st = self.node.state.lock();
@@ -300,7 +351,7 @@ impl Kubelet {
         if let Some(kind) = reset {
             self.reset(kind);
         }
-        process == KubeletProcess::Running
+        process
     }
 
     /// A kubelet that starts again: empty operation executor and pod workers; what is mounted
@@ -327,6 +378,7 @@ impl Kubelet {
             self.setups.clear();
             self.images.clear();
         }
+        self.pleg_active = Instant::now();
         for p in self.pods.values_mut() {
             p.slot = false;
             p.wait_mark = None;
@@ -351,26 +403,67 @@ impl Kubelet {
     }
 
     fn tick(&mut self) {
-        if !self.process_state() {
-            return;
-        }
         let partitioned = self.node.state.lock().faults.partitioned;
-        if !partitioned && Instant::now() >= self.next_lease {
-            self.renew_lease(false);
-        }
+        self.heartbeat();
         self.sync_csi_registration(partitioned);
         self.reconcile_volumes();
-        let uids: Vec<String> = self.pods.keys().cloned().collect();
-        for uid in &uids {
-            self.sync_pod(uid);
+        if self.pleg_relist_blocked() {
+            self.log_skipping_sync();
+        } else {
+            self.pleg_active = Instant::now();
+            let uids: Vec<String> = self.pods.keys().cloned().collect();
+            for uid in &uids {
+                self.sync_pod(uid);
+            }
         }
         if !partitioned {
             self.post_statuses();
             self.post_volumes_in_use();
         }
+        self.track_plugin_process();
+    }
+
+    // ----- PLEG -----------------------------------------------------------------------------
+
+    /// Does the PLEG relist hang? It asks the runtime for every pod's sandbox status; the
+    /// runtime cannot answer for stale pods whose sandboxes it cannot tear down (their volumes
+    /// never unmount). Pod workers wait for a pod cache newer than their last sync, which only a
+    /// relist brings, so no pod syncs and new pods get no status at all. (With the RCA's
+    /// bounded pool, stale pods hold workers instead.)
+    fn pleg_relist_blocked(&self) -> bool {
+        self.pod_worker_pool.is_none() && self.pods.values().any(|p| p.stale)
+    }
+
+    /// The runtime's health as the node's Ready condition reports it: `None` when healthy.
+    fn pleg_unhealthy(&self) -> Option<String> {
+        let since = self.timing.to_nominal(self.pleg_active.elapsed());
+        (since > self.timing.pleg_relist_threshold).then(|| {
+            format!("PLEG is not healthy: pleg was last seen active {} ago; threshold is {}", go_duration(since), go_duration(self.timing.pleg_relist_threshold))
+        })
+    }
+
+    /// The sync loop skips every iteration while the runtime is unhealthy (backoff 100ms
+    /// doubling to 5s between the error lines).
+    fn log_skipping_sync(&mut self) {
+        let Some(err) = self.pleg_unhealthy() else { return };
+        let now = Instant::now();
+        if now < self.skip_log.0 {
+            return;
+        }
+        self.log('E', "kubelet.go:2471", &format!("\"Skipping pod synchronization\" err=\"{}\"", err));
+        let next = if self.skip_log.1.is_zero() { Duration::from_millis(100) } else { (self.skip_log.1 * 2).min(Duration::from_secs(5)) };
+        self.skip_log = (now + self.timing.s(next), next);
     }
 
     // ----- node heartbeat -------------------------------------------------------------------
+
+    /// The node lease controller and node status updater: both run every 10 s (nominal) in
+    /// goroutines of their own, so a kubelet whose sync loop hangs keeps both going.
+    fn heartbeat(&mut self) {
+        if Instant::now() >= self.next_lease {
+            self.renew_lease(false);
+        }
+    }
 
     fn renew_lease(&mut self, force_ready: bool) {
         self.next_lease = Instant::now() + self.timing.s(self.timing.lease_renew);
@@ -395,47 +488,86 @@ impl Kubelet {
                 );
             }
         }
-        // The kubelet posts Ready=True whenever it runs and the node does not say so.
+        self.post_node_status(force_ready);
+    }
+
+    /// Post the node's conditions when they differ from what the API has: Ready=True
+    /// (KubeletReady), or Ready=False (KubeletNotReady) while PLEG is unhealthy.
+    fn post_node_status(&mut self, force: bool) {
+        let name = self.node.name.clone();
         let Some(node) = self.client.get("", "nodes", "", &name) else { return };
-        let ready = meta::condition_status(&node, "Ready") == Some("True");
         let boot_id = self.node.state.lock().boot_id.clone();
         let boot_changed = node.pointer("/status/nodeInfo/bootID").and_then(Value::as_str) != Some(boot_id.as_str());
-        if !ready || force_ready || boot_changed {
-            let mut fresh = crate::nodes::node_object(&name, self.node.index, self.node.control_plane);
-            fresh["status"]["nodeInfo"]["bootID"] = json!(boot_id);
-            let patch = json!({"status": {"conditions": fresh["status"]["conditions"], "nodeInfo": fresh["status"]["nodeInfo"]}});
-            let _ = self.client.merge_status("", "nodes", "", &name, &patch);
-            if !ready {
-                self.recorder.record(&node, EventKind::Normal, "NodeReady", &format!("Node {} status is now: NodeReady", name));
+        let pleg = self.pleg_unhealthy();
+        let was = meta::condition_status(&node, "Ready").map(String::from);
+        let old_msg = node
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+            .and_then(|c| c["message"].as_str().map(String::from));
+        let (status, reason, message) = match &pleg {
+            None => ("True", "KubeletReady", "kubelet is posting ready status".to_string()),
+            Some(err) => ("False", "KubeletNotReady", err.clone()),
+        };
+        if !force && !boot_changed && was.as_deref() == Some(status) && old_msg.as_deref() == Some(message.as_str()) {
+            return;
+        }
+        let mut fresh = crate::nodes::node_object(&name, self.node.index, self.node.control_plane);
+        fresh["status"]["nodeInfo"]["bootID"] = json!(boot_id);
+        if let Some(conds) = fresh["status"]["conditions"].as_array_mut() {
+            for c in conds.iter_mut() {
+                if c["type"] == "Ready" {
+                    c["status"] = json!(status);
+                    c["reason"] = json!(reason);
+                    c["message"] = json!(message);
+                }
+                // Unchanged statuses keep their transition time.
+                let old = node.pointer("/status/conditions").and_then(Value::as_array).and_then(|cs| cs.iter().find(|o| o["type"] == c["type"] && o["status"] == c["status"]).cloned());
+                if let Some(old) = old {
+                    c["lastTransitionTime"] = old["lastTransitionTime"].clone();
+                }
             }
-            if boot_changed && force_ready {
-                self.recorder.record(&node, EventKind::Warning, "Rebooted", &format!("Node {} has been rebooted, boot id: {}", name, boot_id));
-            }
+        }
+        let patch = json!({"status": {"conditions": fresh["status"]["conditions"], "nodeInfo": fresh["status"]["nodeInfo"]}});
+        let _ = self.client.merge_status("", "nodes", "", &name, &patch);
+        if was.as_deref() != Some(status) {
+            let event = if status == "True" { "NodeReady" } else { "NodeNotReady" };
+            self.recorder.record(&node, EventKind::Normal, event, &format!("Node {} status is now: {}", name, event));
+        }
+        if boot_changed && force {
+            self.recorder.record(&node, EventKind::Warning, "Rebooted", &format!("Node {} has been rebooted, boot id: {}", name, boot_id));
         }
     }
 
     // ----- CSI registration -----------------------------------------------------------------
 
-    /// The node plugin is registered while the node's `longhorn-csi-plugin` container runs.
-    fn csi_plugin_running(&self) -> bool {
-        self.pods.values().any(|p| {
-            p.name.starts_with("longhorn-csi-plugin")
-                && !meta::is_deleting(&p.pod)
-                && p.main.iter().any(|c| c.name == "longhorn-csi-plugin" && matches!(c.state, CState::Running { .. }))
-        })
+    /// The live (not deleting) `longhorn-csi-plugin` pod of this node.
+    fn plugin_pod(&self) -> Option<&PodRt> {
+        self.pods.values().find(|p| p.name.starts_with("longhorn-csi-plugin") && !meta::is_deleting(&p.pod))
     }
 
+    fn container_running(p: &PodRt, name: &str) -> bool {
+        p.main.iter().any(|c| c.name == name && matches!(c.state, CState::Running { .. }))
+    }
+
+    /// The plugin process answers on its socket: its container runs and is not crashing.
+    fn plugin_serving(&self) -> bool {
+        self.plugin_pod().map(|p| Self::container_running(p, "longhorn-csi-plugin")).unwrap_or(false) && !self.node.state.lock().faults.csi_plugin_down
+    }
+
+    /// The kubelet's plugin watcher registers the driver while node-driver-registrar's socket
+    /// exists, i.e. while the registrar runs in a plugin pod that is not being deleted (its
+    /// preStop removes the socket). A crash-looping plugin container leaves it registered.
     fn sync_csi_registration(&mut self, partitioned: bool) {
-        let should = self.csi_plugin_running() && !self.node.state.lock().faults.csi_plugin_down;
+        let should = self.plugin_pod().map(|p| Self::container_running(p, "node-driver-registrar")).unwrap_or(false);
         if should == self.csi_registered {
             return;
         }
-        let sock = format!("/var/lib/kubelet/plugins/{}/csi.sock", DRIVER);
         if should {
-            self.log('I', "csi_plugin.go:106", &format!("kubernetes.io/csi: Trying to validate a new CSI Driver with name: {} endpoint: {} versions: 1.0.0", DRIVER, sock));
-            self.log('I', "csi_plugin.go:119", &format!("kubernetes.io/csi: Register new plugin with name: {} at endpoint: {}", DRIVER, sock));
-            self.node.csi_log.push(klog('I', 1, "main.go:164", "Received GetInfo call: &InfoRequest{}"));
-            self.node.csi_log.push(klog('I', 1, "main.go:90", "Received NotifyRegistrationStatus call: &RegistrationStatus{PluginRegistered:true,Error:,}"));
+            self.log('I', "csi_plugin.go:106", &format!("kubernetes.io/csi: Trying to validate a new CSI Driver with name: {} endpoint: {} versions: 1.0.0", DRIVER, CSI_SOCKET));
+            self.log('I', "csi_plugin.go:119", &format!("kubernetes.io/csi: Register new plugin with name: {} at endpoint: {}", DRIVER, CSI_SOCKET));
+            self.csi_log("main.go:164", "Received GetInfo call: &InfoRequest{}");
+            self.csi_log("main.go:90", "Received NotifyRegistrationStatus call: &RegistrationStatus{PluginRegistered:true,Error:,}");
         } else {
             self.log('I', "csi_plugin.go:223", &format!("kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin {}", DRIVER));
         }
@@ -449,6 +581,42 @@ impl Kubelet {
             json!([])
         };
         let _ = self.client.merge("storage.k8s.io", "csinodes", "", &self.node.name, &json!({"spec": {"drivers": drivers}}));
+    }
+
+    /// What a node call to the plugin fails with right now, if anything: the driver is not
+    /// registered, or the kubelet cannot dial the plugin's socket.
+    fn plugin_call_error(&self, not_registered: &str) -> Option<String> {
+        if !self.csi_registered {
+            return Some(format!("kubernetes.io/csi: {}: driver name {} not found in the list of registered CSI drivers", not_registered, DRIVER));
+        }
+        if !self.plugin_serving() {
+            return Some(format!(
+                "rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial unix {}: connect: connection refused\"",
+                CSI_SOCKET
+            ));
+        }
+        None
+    }
+
+    /// A plugin process that exits releases the devices it kept busy (the fault holds from its
+    /// injection until the process holding it goes, whichever process that is).
+    fn track_plugin_process(&mut self) {
+        let running: HashSet<String> = self
+            .pods
+            .values()
+            .filter(|p| p.name.starts_with("longhorn-csi-plugin"))
+            .flat_map(|p| p.main.iter())
+            .filter(|c| c.name == "longhorn-csi-plugin" && matches!(c.state, CState::Running { .. }))
+            .map(|c| c.container_id.clone())
+            .collect();
+        if self.plugin_processes.difference(&running).next().is_some() {
+            self.node.state.lock().faults.stale_mounts.retain(|m| m.holder != MountHolder::CsiPlugin);
+        }
+        for _ in running.difference(&self.plugin_processes) {
+            self.csi_log("main.go:135", "Version: v2.14.0");
+            self.csi_log("node_register.go:53", "Starting Registration Server at: /registration/driver.longhorn.io-reg.sock");
+        }
+        self.plugin_processes = running;
     }
 
     // ----- volume manager -------------------------------------------------------------------
@@ -486,55 +654,82 @@ impl Kubelet {
             .any(|va| va.pointer("/status/attached") == Some(&json!(true)))
     }
 
-    /// Pods whose CSI volumes the reconciler should have set up.
+    /// The desired state of world: every known pod that is not terminating or terminal wants its
+    /// CSI volumes (the populator reads the pod manager, not the pod workers).
+    /// Items: (pod uid, pv, volume handle, pod name, volume name in the pod).
     fn desired_setups(&self) -> Vec<(String, String, String, String)> {
         let mut out = Vec::new();
         for p in self.pods.values() {
-            // Pods being synced, and pods already running, need their volumes.
-            if !(p.slot || p.synced) || meta::is_deleting(&p.pod) || p.stale || p.phase == "Succeeded" || p.phase == "Failed" {
+            if meta::is_deleting(&p.pod) || p.stale || p.phase == "Succeeded" || p.phase == "Failed" {
                 continue;
             }
             for v in self.pod_volumes(&p.pod) {
                 if let Some((pv, handle)) = v.csi {
-                    out.push((p.uid.clone(), pv, handle, format!("{}/{}", p.ns, p.name)));
+                    out.push((p.uid.clone(), pv, handle, p.name.clone()));
                 }
             }
         }
         out
     }
 
+    /// A failed volume operation: the nestedpendingoperations line, and for mount operations
+    /// the FailedMount event on the pod (unmount operations record none upstream).
+    fn op_failed(&mut self, key: &OpKey, now: Instant, detailed: &str, event: Option<(&str, String)>) {
+        self.log_op_failure(key, now, detailed);
+        if let Some((uid, msg)) = event {
+            if let Some(pod) = self.pods.get(uid).map(|p| p.pod.clone()) {
+                self.recorder.record(&pod, EventKind::Warning, "FailedMount", &msg);
+            }
+        }
+    }
+
+    /// The volume manager's reconciler, one pass: TearDown of pod mounts no longer wanted,
+    /// UnmountDevice of devices nobody uses, then VerifyControllerAttachedVolume and MountVolume
+    /// (MountDevice + SetUp) for wanted ones. Each started operation logs its
+    /// `operationExecutor.<Op> started` line, each failure the nestedpendingoperations line.
+    ///
+    /// A stale device mount fails its own UnmountDevice (GetDeviceMountRefs finds the leftover
+    /// pod mount) and backs off; that blocks only its own volume. Its effect on other volumes
+    /// goes through the node plugin: its node calls hang behind the stuck device, so every
+    /// MountDevice on the node ends at the kubelet's CSI deadline (2 min) in "context deadline
+    /// exceeded". With the RCA's `blocksQueue` option, no other operation starts at all.
     fn reconcile_volumes(&mut self) {
         let now = Instant::now();
+        let node = self.node.name.clone();
         let (stale, io_errors, hung_nfs) = {
             let st = self.node.state.lock();
             (st.faults.stale_mounts.clone(), st.faults.io_errors, st.faults.hung_nfs)
         };
+        // Hanging calls that have returned now fail.
+        for (key, err) in self.ops.returned(now) {
+            let waiting = self.desired_setups().into_iter().find(|(_, _, h, _)| unique_name(h) == key.volume);
+            let Some((uid, pv, _, pod_name)) = waiting else {
+                self.log_op_failure(&key, now, &err);
+                continue;
+            };
+            let detailed = format!("MountVolume.MountDevice failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", pv, key.volume, pod_name, uid, err);
+            let simple = format!("MountVolume.MountDevice failed for volume \"{}\" : {}", pv, err);
+            self.op_failed(&key, now, &detailed, Some((&uid, simple)));
+        }
         let desired = self.desired_setups();
         let desired_set: HashSet<(String, String)> = desired.iter().map(|(u, pv, _, _)| (u.clone(), pv.clone())).collect();
-        // 1. TearDown of pod mounts no longer wanted.
-        let mut blocked = false;
-        // 2. UnmountDevice of stale device mounts: GetDeviceMountRefs finds other references.
+        // The RCA's node-wide block (option), or an NFS mount that never answers.
+        let blocked = stale.iter().any(|m| m.blocks_queue) || hung_nfs;
+        // 1. UnmountDevice of stale device mounts: GetDeviceMountRefs finds the leftover pod mount.
         for m in &stale {
             let un = unique_name(&m.pv);
             let key = OpKey::device(&un);
-            if m.blocks_queue {
-                blocked = true;
-            }
             if !self.ops.may_run(&key, now) {
                 continue;
             }
-            let path = global_mount_path(&m.pv);
+            self.log('I', "reconciler_common.go:299", &format!("\"operationExecutor.UnmountDevice started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", m.pv, un, node));
             let err = format!(
-                "GetDeviceMountRefs check failed for volume \"{pv}\" (UniqueName: \"{un}\") on node \"{node}\" : the device mount path \"{path}\" is still mounted by other references [{path}]",
-                pv = m.pv, un = un, node = self.node.name, path = path
+                "GetDeviceMountRefs check failed for volume \"{pv}\" (UniqueName: \"{un}\") on node \"{node}\" : the device mount path \"{path}\" is still mounted by other references [{other}]",
+                pv = m.pv, un = un, node = node, path = global_mount_path(&m.pv), other = pod_mount_path(&orphan_pod_uid(&m.pv), &m.pv)
             );
-            let line = self.ops.failed(&key, now, &err);
-            self.log('E', "nestedpendingoperations.go:348", &line);
+            self.log_op_failure(&key, now, &err);
         }
-        if hung_nfs {
-            // An NFS mount that never answers: the operation executor is stuck behind it.
-            blocked = true;
-        }
+        // 2. TearDown (UnmountVolume) of pod mounts no longer wanted; keyed per pod.
         for (uid, pv) in self.setups.clone() {
             if desired_set.contains(&(uid.clone(), pv.clone())) || blocked {
                 continue;
@@ -544,93 +739,100 @@ impl Kubelet {
             if !self.ops.may_run(&key, now) {
                 continue;
             }
-            let teardown_err = if !self.csi_registered {
-                Some(format!("kubernetes.io/csi: Unmounter.TearDownAt failed to get CSI client: driver name {} not found in the list of registered CSI drivers", DRIVER))
-            } else if io_errors {
-                Some("unmount failed: input/output error".to_string())
-            } else {
-                None
+            self.log('I', "reconciler_common.go:159", &format!("\"operationExecutor.UnmountVolume started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") pod \\\"{}\\\" (UID: \\\"{}\\\") \"", pv, un, uid, uid));
+            let teardown_err = match self.plugin_call_error("Unmounter.TearDownAt failed to get CSI client") {
+                Some(e) if e.starts_with("rpc error") => Some(format!("kubernetes.io/csi: Unmounter.TearDownAt failed: {}", e)),
+                Some(e) => Some(e),
+                None if io_errors => Some("unmount failed: input/output error".to_string()),
+                None => None,
             };
             if let Some(e) = teardown_err {
-                let line = self.ops.failed(&key, now, &format!("UnmountVolume.TearDown failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", pv, un, uid, uid, e));
-                self.log('E', "nestedpendingoperations.go:348", &line);
+                self.op_failed(&key, now, &format!("UnmountVolume.TearDown failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", pv, un, uid, uid, e), None);
                 continue;
             }
             self.ops.succeeded(&key);
             self.setups.remove(&(uid.clone(), pv.clone()));
             self.log('I', "operation_generator.go:803", &format!("\"UnmountVolume.TearDown succeeded for volume \\\"{}\\\" (OuterVolumeSpecName: \\\"workspace\\\") pod \\\"{}\\\" (UID: \\\"{}\\\"). InnerVolumeSpecName \\\"{}\\\". PluginName \\\"kubernetes.io/csi\\\", VolumeGidValue \\\"\\\"\"", un, uid, uid, pv));
         }
-        // Devices nobody uses any more are unmounted (and may then be detached).
+        // 3. UnmountDevice of devices nobody uses any more (then they may be detached).
         if !blocked {
             let in_use: HashSet<String> = self.setups.iter().map(|(_, pv)| pv.clone()).chain(desired.iter().map(|(_, pv, _, _)| pv.clone())).collect();
             for (pv, handle) in self.devices.clone() {
                 if in_use.contains(&pv) {
                     continue;
                 }
-                let key = OpKey::device(&unique_name(&handle));
+                let un = unique_name(&handle);
+                let key = OpKey::device(&un);
                 if !self.ops.may_run(&key, now) {
                     continue;
                 }
-                if !self.csi_registered {
-                    let err = format!("UnmountDevice failed for volume \"{}\" (UniqueName: \"{}\") on node \"{}\" : kubernetes.io/csi: attacher.UnmountDevice failed to create newCsiDriverClient: driver name {} not found in the list of registered CSI drivers", pv, unique_name(&handle), self.node.name, DRIVER);
-                    let line = self.ops.failed(&key, now, &err);
-                    self.log('E', "nestedpendingoperations.go:348", &line);
+                self.log('I', "reconciler_common.go:299", &format!("\"operationExecutor.UnmountDevice started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", pv, un, node));
+                let err = match self.plugin_call_error("attacher.UnmountDevice failed to create newCsiDriverClient") {
+                    Some(e) if e.starts_with("rpc error") => Some(format!("kubernetes.io/csi: attacher.UnmountDevice failed: {}", e)),
+                    other => other,
+                };
+                if let Some(e) = err {
+                    self.op_failed(&key, now, &format!("UnmountDevice failed for volume \"{}\" (UniqueName: \"{}\") on node \"{}\" : {}", pv, un, node, e), None);
                     continue;
                 }
                 self.ops.succeeded(&key);
                 self.devices.remove(&pv);
-                self.log('I', "operation_generator.go:1018", &format!("\"UnmountDevice succeeded for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", pv, unique_name(&handle), self.node.name));
+                self.log('I', "operation_generator.go:1018", &format!("\"UnmountDevice succeeded for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", pv, un, node));
             }
         }
-        // 3. MountDevice + SetUp for wanted volumes, unless the queue is stuck behind a failed unmount.
         if blocked {
             return;
         }
-        for (uid, pv, handle, pod_ref) in desired {
+        // 4. VerifyControllerAttachedVolume, then MountVolume, keyed with an empty pod name
+        //    (CSI volumes are attachable): one operation per volume at a time.
+        let plugin_hangs = !stale.is_empty();
+        for (uid, pv, handle, pod_name) in desired {
             if self.setups.contains(&(uid.clone(), pv.clone())) {
                 continue;
             }
             let un = unique_name(&handle);
+            let key = OpKey::device(&un);
+            if !self.ops.may_run(&key, now) {
+                continue;
+            }
+            let detailed = |prefix: &str, suffix: &str| format!("{} for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") {}", prefix, pv, un, pod_name, uid, suffix);
             if !self.attached(&pv) {
-                let key = OpKey::pod(&un, &uid);
-                if self.ops.may_run(&key, now) {
-                    let err = format!("Volume not attached according to node status for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\")", pv, un, pod_ref.split('/').nth(1).unwrap_or(""), uid);
-                    let line = self.ops.failed(&key, now, &err);
-                    self.log('E', "nestedpendingoperations.go:348", &line);
-                }
+                self.log('I', "reconciler_common.go:245", &format!("\"{}\" pod=\"{}\"", detailed("operationExecutor.VerifyControllerAttachedVolume started", "").replace('"', "\\\""), self.pod_ref(&uid)));
+                self.op_failed(&key, now, &detailed("Volume not attached according to node status", ""), None);
                 continue;
             }
-            let key = OpKey::pod(&un, &uid);
-            if !self.ops.may_run(&key, now) || !self.ops.may_run(&OpKey::device(&un), now) {
+            self.vlog(1, "reconciler_common.go:224", &format!("\"{}\" pod=\"{}\"", detailed("operationExecutor.MountVolume started", "").replace('"', "\\\""), self.pod_ref(&uid)));
+            let device_mounted = self.devices.contains_key(&pv);
+            let (stage, err) = if device_mounted {
+                ("MountVolume.SetUp", self.plugin_call_error("mounter.SetUpAt failed to get CSI client"))
+            } else {
+                let e = self.plugin_call_error("attacher.MountDevice failed to create newCsiDriverClient");
+                ("MountVolume.MountDevice", if e.is_none() && io_errors { Some("rpc error: code = Internal desc = mount failed: exit status 32: input/output error".to_string()) } else { e })
+            };
+            if let Some(e) = err {
+                let simple = format!("{} failed for volume \"{}\" : {}", stage, pv, e);
+                self.op_failed(&key, now, &detailed(&format!("{} failed", stage), &format!(": {}", e)), Some((&uid, simple)));
                 continue;
             }
-            let pod_name = pod_ref.split('/').nth(1).unwrap_or("").to_string();
-            if !self.csi_registered {
-                let stage = if self.devices.contains_key(&pv) { "MountVolume.SetUp" } else { "MountVolume.MountDevice" };
-                let detail = if stage == "MountVolume.SetUp" {
-                    format!("kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: driver name {} not found in the list of registered CSI drivers", DRIVER)
-                } else {
-                    format!("kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name {} not found in the list of registered CSI drivers", DRIVER)
-                };
-                let err = format!("{} failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", stage, pv, un, pod_name, uid, detail);
-                let line = self.ops.failed(&key, now, &err);
-                self.log('E', "nestedpendingoperations.go:348", &line);
+            if !device_mounted && plugin_hangs {
+                // NodeStageVolume does not return; the kubelet's call gives up at its deadline.
+                let done = now + self.timing.s(self.timing.csi_call_timeout);
+                self.ops.start_hanging(&key, done, "rpc error: code = DeadlineExceeded desc = context deadline exceeded".into());
                 continue;
             }
-            if io_errors {
-                let err = format!("MountVolume.MountDevice failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : rpc error: code = Internal desc = mount failed: exit status 32: input/output error", pv, un, pod_name, uid);
-                let line = self.ops.failed(&key, now, &err);
-                self.log('E', "nestedpendingoperations.go:348", &line);
-                continue;
-            }
-            if !self.devices.contains_key(&pv) {
+            let pod_ref = self.pod_ref(&uid);
+            if !device_mounted {
                 self.devices.insert(pv.clone(), handle.clone());
-                self.log('I', "operation_generator.go:580", &format!("\"MountVolume.MountDevice succeeded for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") pod \\\"{}\\\" (UID: \\\"{}\\\") device mount path \\\"{}\\\"\" pod=\"{}\"", pv, un, pod_name, uid, global_mount_path(&handle), pod_ref));
+                self.log('I', "operation_generator.go:580", &format!("\"{}\" pod=\"{}\"", detailed("MountVolume.MountDevice succeeded", &format!("device mount path \"{}\"", global_mount_path(&handle))).trim_end().replace('"', "\\\""), pod_ref));
             }
             self.ops.succeeded(&key);
             self.setups.insert((uid.clone(), pv.clone()));
-            self.log('I', "operation_generator.go:721", &format!("\"MountVolume.SetUp succeeded for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") pod \\\"{}\\\" (UID: \\\"{}\\\")\" pod=\"{}\"", pv, un, pod_name, uid, pod_ref));
+            self.log('I', "operation_generator.go:721", &format!("\"{}\" pod=\"{}\"", detailed("MountVolume.SetUp succeeded", "").trim_end().replace('"', "\\\""), pod_ref));
         }
+    }
+
+    fn pod_ref(&self, uid: &str) -> String {
+        self.pods.get(uid).map(|p| format!("{}/{}", p.ns, p.name)).unwrap_or_default()
     }
 
     /// Are all of the pod's volumes set up? Returns (unmounted, unattached) volume names.
@@ -658,9 +860,12 @@ impl Kubelet {
         (unmounted, unattached)
     }
 
+    /// `node.status.volumesInUse`: every volume the desired state wants (as soon as a pod on the
+    /// node wants it) plus those still mounted.
     fn post_volumes_in_use(&mut self) {
-        let mut in_use: Vec<String> = self.devices.values().map(|h| unique_name(h)).collect();
+        let mut in_use: Vec<String> = self.devices.values().map(|h| unique_name(h)).chain(self.desired_setups().iter().map(|(_, _, h, _)| unique_name(h))).collect();
         in_use.sort();
+        in_use.dedup();
         if in_use != self.volumes_in_use {
             if self.client.merge_status("", "nodes", "", &self.node.name, &json!({"status": {"volumesInUse": in_use}})).is_ok() {
                 self.volumes_in_use = in_use;
@@ -690,17 +895,19 @@ impl Kubelet {
 
     fn sync_pod(&mut self, uid: &str) {
         let now = Instant::now();
+        let pool = self.pod_worker_pool;
         let Some(p) = self.pods.get(uid) else { return };
-        // Stale terminated pods whose volumes never cleaned up hold a worker forever.
+        // A terminated pod whose volumes never clean up stays in SyncTerminatedPod, polling
+        // every 100 ms; the line is V(3), below the kubelet's verbosity.
         if p.stale {
-            if !p.slot && self.busy_workers() < self.sync_workers {
-                self.pods.get_mut(uid).unwrap().slot = true;
-            }
-            if let Some(p) = self.pods.get(uid) {
-                if p.slot && (now.elapsed().as_millis() % 50 == 0) {
-                    self.log('I', "pod_workers.go:1062", &format!("\"Pod is terminated, but some volumes have not been cleaned up\" pod=\"{}/{}\" podUID=\"{}\"", p.ns, p.name, p.uid));
+            let line = format!("\"Pod is terminated, but some volumes have not been cleaned up\" pod=\"{}/{}\" podUID=\"{}\"", p.ns, p.name, p.uid);
+            if let Some(size) = pool {
+                // The RCA's reading: the stale pod holds one of the pool's workers for ever.
+                if !p.slot && self.busy_workers() < size {
+                    self.pods.get_mut(uid).unwrap().slot = true;
                 }
             }
+            self.vlog(3, "kubelet.go:2291", &line);
             return;
         }
         if meta::is_deleting(&p.pod) {
@@ -713,14 +920,23 @@ impl Kubelet {
             }
             return;
         }
-        if !p.slot {
-            if self.busy_workers() >= self.sync_workers {
-                // Never synced: the pod keeps whatever status the API has (none from us).
-                return;
+        if let Some(size) = pool {
+            if !p.slot {
+                if self.busy_workers() >= size {
+                    // Never synced: the pod keeps whatever status the API has (none from us).
+                    return;
+                }
+                let p = self.pods.get_mut(uid).unwrap();
+                p.slot = true;
+                p.wait_mark = Some(now);
             }
-            let p = self.pods.get_mut(uid).unwrap();
-            p.slot = true;
-            p.wait_mark = Some(now);
+        }
+        // Requeued after a failed sync: the worker waits for its backoff.
+        if self.pods[uid].wait_mark.map(|m| m > now).unwrap_or(false) {
+            return;
+        }
+        if self.pods[uid].wait_mark.is_none() {
+            self.pods.get_mut(uid).unwrap().wait_mark = Some(now);
         }
         let first = !self.pods[uid].synced;
         if first {
@@ -738,25 +954,22 @@ impl Kubelet {
         }
         let (unmounted, unattached) = self.volumes_ready(&self.pods[uid]);
         if !unmounted.is_empty() {
+            // WaitForAttachAndMount gives up at podAttachAndMountTimeout. A 1.35 kubelet records
+            // no event for that (the wait was interrupted); the pod worker logs the error and
+            // requeues the pod.
             let timeout = self.timing.s(self.timing.pod_attach_mount_timeout);
             let p = &self.pods[uid];
             if p.wait_mark.map(|m| now.duration_since(m) >= timeout).unwrap_or(false) {
-                let msg = format!(
-                    "Unable to attach or mount volumes: unmounted volumes=[{}], unattached volumes=[{}], failed to process volumes=[]: timed out waiting for the condition",
-                    unmounted.join(" "),
-                    unattached.join(" ")
-                );
-                let pod = p.pod.clone();
                 let line = format!(
                     "\"Error syncing pod, skipping\" err=\"unmounted volumes=[{}], unattached volumes=[{}], failed to process volumes=[]: context deadline exceeded\" pod=\"{}/{}\" podUID=\"{}\"",
                     unmounted.join(" "), unattached.join(" "), p.ns, p.name, p.uid
                 );
-                self.log('E', "pod_workers.go:1301", &line);
-                self.recorder.record(&pod, EventKind::Warning, "FailedMount", &msg);
-                self.pods.get_mut(uid).unwrap().wait_mark = Some(now);
+                self.log('E', "pod_workers.go:1298", &line);
+                self.pods.get_mut(uid).unwrap().wait_mark = Some(now + self.timing.s(self.timing.pod_sync_requeue));
             }
             return;
         }
+        self.pods.get_mut(uid).unwrap().wait_mark = None;
         if self.pods[uid].pod_ip.is_none() {
             let ip = format!("10.244.{}.{}", self.node.index, self.next_ip);
             self.next_ip += 1;
@@ -790,11 +1003,10 @@ impl Kubelet {
                 .unwrap_or("IfNotPresent")
                 .to_string()
         };
-        let pull = self.timing.s(self.timing.image_pull);
+        let pull = (self.timing.s(self.timing.image_pull), self.timing.image_pull);
         let start = self.timing.s(self.timing.container_start);
-        let crash_max = self.timing.s(self.timing.crash_backoff_max);
+        let crash_max = self.timing.crash_backoff_max;
         let mut events: Vec<(Option<String>, EventKind, String, String)> = Vec::new();
-        let mut csi_restarted = false;
         let ncount = self.pods[uid].init.len();
         // Init containers, one at a time, in order.
         let mut init_done = true;
@@ -844,9 +1056,6 @@ impl Kubelet {
                     if matches!(c.state, CState::Running { .. }) {
                         c.prev_logs = std::mem::take(&mut c.logs);
                         c.logs = log_lines.clone();
-                        if is_csi {
-                            csi_restarted = true;
-                        }
                     }
                 }
                 if let CState::Running { since, ref started } = c.state.clone() {
@@ -876,23 +1085,18 @@ impl Kubelet {
                             c.last = Some(term);
                             c.restarts += 1;
                             c.step = Step::BackOff;
-                            c.next = Some(now + c.crash_backoff);
+                            c.next = Some(now + self.timing.s(c.crash_backoff));
                             let msg = format!("back-off {} restarting failed container={} pod={}_{}({})", go_duration(c.crash_backoff), c.name, p.name, p.ns, p.uid);
                             c.state = CState::Waiting("CrashLoopBackOff".into(), Some(msg));
                             c.crash_backoff = (c.crash_backoff * 2).min(crash_max);
-                            events.push((Some(field.clone()), EventKind::Warning, "BackOff".into(), "Back-off restarting failed container".into()));
+                            let msg = format!("Back-off restarting failed container {} in pod {}_{}({})", c.name, p.name, p.ns, p.uid);
+                            events.push((Some(field.clone()), EventKind::Warning, "BackOff".into(), msg));
                         } else {
                             c.state = term;
                         }
                     }
                 }
             }
-        }
-        if csi_restarted {
-            // A fresh plugin process releases the devices it kept busy.
-            self.node.state.lock().faults.stale_mounts.retain(|m| m.holder != MountHolder::CsiPlugin);
-            self.node.csi_log.push(klog('I', 1, "main.go:135", "Version: v2.14.0"));
-            self.node.csi_log.push(klog('I', 1, "node_register.go:53", "Starting Registration Server at: /registration/driver.longhorn.io-reg.sock"));
         }
         let pod_obj = pod.clone();
         for (field, kind, reason, msg) in events {
@@ -1030,7 +1234,8 @@ fn step_container(
     now: Instant,
     policy: &str,
     images: &mut HashSet<String>,
-    pull: Duration,
+    // (scaled wait, nominal duration the Pulled event prints)
+    pull: (Duration, Duration),
     start: Duration,
     pull_error: Option<&str>,
     field: &str,
@@ -1049,7 +1254,7 @@ fn step_container(
             } else {
                 events.push((Some(field.into()), EventKind::Normal, "Pulling".into(), format!("Pulling image {:?}", c.image)));
                 c.step = Step::Pulling;
-                c.next = Some(now + pull);
+                c.next = Some(now + pull.0);
             }
             false
         }
@@ -1060,12 +1265,12 @@ fn step_container(
             if let Some(reason) = pull_error {
                 events.push((Some(field.into()), EventKind::Warning, "Failed".into(), format!("Failed to pull image {:?}: rpc error: code = NotFound desc = failed to pull and unpack image {:?}: not found", c.image, c.image)));
                 c.state = CState::Waiting(if reason == "ImagePullBackOff" { "ImagePullBackOff" } else { "ErrImagePull" }.into(), Some(format!("Back-off pulling image {:?}", c.image)));
-                c.next = Some(now + pull * 4);
+                c.next = Some(now + pull.0 * 4);
                 c.step = Step::Pulling;
                 return true;
             }
             images.insert(c.image.clone());
-            events.push((Some(field.into()), EventKind::Normal, "Pulled".into(), format!("Successfully pulled image {:?} in {} ({} including waiting). Image size: 4269396 bytes.", c.image, go_duration(pull), go_duration(pull))));
+            events.push((Some(field.into()), EventKind::Normal, "Pulled".into(), format!("Successfully pulled image {:?} in {} ({} including waiting). Image size: 4269396 bytes.", c.image, go_duration(pull.1), go_duration(pull.1))));
             c.step = Step::Creating;
             c.next = Some(now + start);
             false
@@ -1160,6 +1365,11 @@ fn pod_status(p: &PodRt, host_ip: &str) -> Value {
         .and_then(|cs| cs.iter().find(|c| c["type"] == "PodScheduled").cloned())
         .unwrap_or_else(|| cond("PodScheduled", true, None, None));
     conds.push(scheduled);
+    // Conditions other components own (DisruptionTarget, readiness gates) are kept.
+    const OWN: [&str; 5] = ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"];
+    if let Some(prev) = p.pod.pointer("/status/conditions").and_then(Value::as_array) {
+        conds.extend(prev.iter().filter(|c| !OWN.iter().any(|t| c["type"] == *t)).cloned());
+    }
     // Preserve each condition's lastTransitionTime when its status is unchanged.
     if let Some(prev) = p.pod.pointer("/status/conditions").and_then(Value::as_array) {
         for c in conds.iter_mut() {

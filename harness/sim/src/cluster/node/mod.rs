@@ -1,13 +1,8 @@
-//! The node side (kubelet-side components): the kubelet with its pod workers, container runtime and
-//! status manager, the volume manager, the node's own state outside the API, and the node
-//! primitives (faults and remediations).
+//! The node side (kubelet-side components): the kubelet with its pod workers, PLEG, container
+//! runtime and status manager, the volume manager, the node's own state outside the API, and the
+//! node primitives (faults and remediations).
 
 pub mod kubelet;
 pub mod nodeops;
 pub mod state;
 pub mod volumes;
-
-// Keep the moved files' paths (`super::node`, `crate::cluster::node::X`, `super::SimCluster`).
-pub use state as node;
-pub use state::*;
-use super::SimCluster;

@@ -2,8 +2,8 @@
 //! (talosctl-like). Every primitive has an inverse, so a fault can always be healed.
 
 use super::kubelet::script;
-use super::node::{KubeletProcess, MountHolder, ResetKind, StaleMount};
-use super::SimCluster;
+use super::state::{KubeletProcess, MountHolder, ResetKind, StaleMount};
+use crate::cluster::SimCluster;
 use crate::internal::Internal;
 use crate::meta;
 use crate::status::{ApiError, ApiResult};
@@ -15,9 +15,10 @@ use tokio::time::Instant;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "camelCase")]
 pub enum NodeOp {
-    /// Leave a device mount of `pv` behind that UnmountDevice cannot clean up.
+    /// Leave a device mount of `pv` behind that UnmountDevice cannot clean up. `blocksQueue`
+    /// (off by default) is the incident RCA's node-wide block of volume operations.
     #[serde(rename_all = "camelCase")]
-    StaleDeviceMount { pv: String, #[serde(default)] deleted_pv: bool, #[serde(default = "default_holder")] holder: Holder, #[serde(default = "yes")] blocks_queue: bool },
+    StaleDeviceMount { pv: String, #[serde(default)] deleted_pv: bool, #[serde(default = "default_holder")] holder: Holder, #[serde(default)] blocks_queue: bool },
     #[serde(rename_all = "camelCase")]
     ClearStaleDeviceMount { pv: String },
     /// The CSI node plugin crashes (its pod CrashLoopBackOff; driver unregistered).
@@ -25,7 +26,8 @@ pub enum NodeOp {
     CsiPluginUp,
     /// Kill and restart the plugin container (restartCount + 1).
     CsiPluginRestart,
-    /// Terminated pods whose volumes never cleaned up occupy `count` pod workers.
+    /// `count` terminated pods whose volumes never clean up and whose sandboxes the runtime
+    /// cannot tear down (PLEG relist hangs on them; with the RCA's pool, they hold workers).
     #[serde(rename_all = "camelCase")]
     SaturateWorkers { #[serde(default)] count: Option<usize>, #[serde(default = "default_stale_ns")] namespace: String },
     /// Delete the stale pods the saturation created.
@@ -59,17 +61,15 @@ pub enum Holder {
 fn default_holder() -> Holder {
     Holder::Kubelet
 }
-fn yes() -> bool {
-    true
-}
 fn default_stale_ns() -> String {
     "snapshots".into()
 }
 
 impl SimCluster {
     /// Apply a primitive to a node; returns a one-line description of what happened.
-    pub fn node_op(&self, node_name: &str, op: &NodeOp) -> ApiResult<String> {
-        let node = self.node(node_name)?.clone();
+    pub fn node_op(&self, node_name_or_ip: &str, op: &NodeOp) -> ApiResult<String> {
+        let node = self.node(node_name_or_ip)?.clone();
+        let node_name = node.name.as_str();
         let now = Instant::now();
         let t = &self.timing;
         let msg = {
@@ -168,16 +168,12 @@ impl SimCluster {
         };
         let msg = match op {
             NodeOp::CsiPluginRestart => self.restart_csi_plugin(node_name)?,
-            NodeOp::SaturateWorkers { count, namespace } => self.saturate_workers(node_name, count.unwrap_or(self.sync_workers()), namespace)?,
+            NodeOp::SaturateWorkers { count, namespace } => self.saturate_workers(node_name, count.unwrap_or(super::kubelet::DEFAULT_STALE_PODS), namespace)?,
             NodeOp::ClearStalePods { namespace } => self.clear_stale_pods(node_name, namespace)?,
             _ => msg,
         };
         node.wake.notify_one();
         Ok(msg)
-    }
-
-    fn sync_workers(&self) -> usize {
-        super::kubelet::DEFAULT_SYNC_WORKERS
     }
 
     fn restart_csi_plugin(&self, node_name: &str) -> ApiResult<String> {

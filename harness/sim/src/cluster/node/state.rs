@@ -39,8 +39,10 @@ pub struct StaleMount {
     /// True when the PV no longer exists in the API (the incident's case).
     pub deleted_pv: bool,
     pub holder: MountHolder,
-    /// The stuck UnmountDevice keeps every other volume operation of the node waiting (the
-    /// incident's root-cause analysis). When false, only operations on this volume are blocked.
+    /// The incident RCA's reading, off by default: the stuck UnmountDevice keeps every other
+    /// volume operation of the node waiting (a node-wide lock upstream does not have). When false
+    /// (upstream), its own operations back off, and the node plugin's calls hang behind the stale
+    /// device instead (see `Kubelet::reconcile_volumes`).
     pub blocks_queue: bool,
 }
 
@@ -137,27 +139,23 @@ impl SimNode {
         format!("172.18.0.{}", self.index + 2)
     }
 
-    /// The mounts the node's mount table shows (`faultline node X mounts`): stale device mounts
-    /// plus whatever the kubelet reports as mounted.
+    /// The mounts the node's mount table shows (`faultline node X mounts`) for stale device
+    /// mounts: the device (global) mount and the leftover pod mount that keeps it referenced.
     pub fn stale_mount_lines(&self) -> Vec<String> {
-        self.state
-            .lock()
-            .faults
+        use super::volumes::{global_mount_path, orphan_pod_uid, pod_mount_path};
+        let st = self.state.lock();
+        st.faults
             .stale_mounts
             .iter()
-            .map(|m| {
-                format!(
-                    "/dev/longhorn/{pv} on {path} type ext4 (rw,relatime)",
-                    pv = m.pv,
-                    path = crate::cluster::volumes::global_mount_path(&m.pv)
-                )
+            .flat_map(|m| {
+                [global_mount_path(&m.pv), pod_mount_path(&orphan_pod_uid(&m.pv), &m.pv)]
+                    .map(|path| format!("/dev/longhorn/{} on {} type ext4 (rw,relatime)", m.pv, path))
             })
             .collect()
     }
 }
 
-/// klog's header: `I1202 14:00:00.123456    1234 file.go:123] `.
-pub fn klog(severity: char, pid: u32, file_line: &str, msg: &str) -> String {
-    let now = chrono::Utc::now();
+/// klog's header at `now` (the nominal clock): `I1202 14:00:00.123456    1234 file.go:123] `.
+pub fn klog(now: chrono::DateTime<chrono::Utc>, severity: char, pid: u32, file_line: &str, msg: &str) -> String {
     format!("{}{} {:>7} {}] {}", severity, now.format("%m%d %H:%M:%S%.6f"), pid, file_line, msg)
 }

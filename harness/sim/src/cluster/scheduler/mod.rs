@@ -64,14 +64,14 @@ fn schedule_all(client: &Internal, recorder: &EventRecorder) {
         e.1 += m;
     }
     for pod in pending {
-        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        let mut reasons: BTreeMap<Unfit, usize> = BTreeMap::new();
         let mut best: Option<(usize, String)> = None;
         let needs = PodNeeds::of(&pod, client);
         for node in &nodes {
-            let verdict = match &needs.volume_problem {
-                Some(v) => Err(v.clone()),
-                None => fits(&pod, &needs, node, used.get(node.name).copied().unwrap_or_default()),
-            };
+            if needs.volume_problem.is_some() {
+                break;
+            }
+            let verdict = fits(&pod, &needs, node, used.get(node.name).copied().unwrap_or_default());
             match verdict {
                 Ok(()) => {
                     let c = counts.get(node.name).copied().unwrap_or(0);
@@ -97,19 +97,7 @@ fn schedule_all(client: &Internal, recorder: &EventRecorder) {
                 }
             }
             None => {
-                let total = nodes.len();
-                let detail: Vec<String> = reasons.iter().map(|(r, n)| format!("{} {}", n, r)).collect();
-                let msg = if total == 0 {
-                    "no nodes available to schedule pods".to_string()
-                } else {
-                    format!(
-                        "0/{} nodes are available: {}. preemption: 0/{} nodes are available: {} Preemption is not helpful for scheduling.",
-                        total,
-                        detail.join(", "),
-                        total,
-                        total
-                    )
-                };
+                let msg = unschedulable_message(nodes.len(), needs.volume_problem.as_deref(), &reasons);
                 let already = pod
                     .pointer("/status/conditions")
                     .and_then(Value::as_array)
@@ -126,6 +114,55 @@ fn schedule_all(client: &Internal, recorder: &EventRecorder) {
             }
         }
     }
+}
+
+/// Why a node does not fit, and whether evicting lower-priority pods could change that.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Unfit {
+    reason: &'static str,
+    /// Preemption could help (resources); otherwise the node is UnschedulableAndUnresolvable.
+    resolvable: bool,
+}
+
+const fn unresolvable(reason: &'static str) -> Unfit {
+    Unfit { reason, resolvable: false }
+}
+
+/// The scheduler's FitError text (1.35): "<count> <reason>" entries sorted as whole strings,
+/// then the preemption diagnosis in the same form; a PreFilter rejection has no count.
+fn unschedulable_message(total: usize, prefilter: Option<&str>, reasons: &BTreeMap<Unfit, usize>) -> String {
+    if total == 0 {
+        return "no nodes available to schedule pods".into();
+    }
+    let sorted = |items: Vec<String>| {
+        let mut items = items;
+        items.sort();
+        items.join(", ")
+    };
+    let (filter, preemption) = match prefilter {
+        Some(p) => (p.to_string(), format!("{} Preemption is not helpful for scheduling", total)),
+        None => {
+            let mut merged: BTreeMap<&str, usize> = BTreeMap::new();
+            let (mut helpless, mut victimless) = (0, 0);
+            for (u, n) in reasons {
+                *merged.entry(u.reason).or_default() += n;
+                if u.resolvable {
+                    victimless += n;
+                } else {
+                    helpless += n;
+                }
+            }
+            let mut pre = Vec::new();
+            if helpless > 0 {
+                pre.push(format!("{} Preemption is not helpful for scheduling", helpless));
+            }
+            if victimless > 0 {
+                pre.push(format!("{} No preemption victims found for incoming pod", victimless));
+            }
+            (sorted(merged.iter().map(|(r, n)| format!("{} {}", n, r)).collect()), sorted(pre))
+        }
+    };
+    format!("0/{} nodes are available: {}. preemption: 0/{} nodes are available: {}.", total, filter, total, preemption)
 }
 
 fn tolerates(pod: &Value, taint: &Value) -> bool {
@@ -154,7 +191,6 @@ struct NodeInfo<'a> {
     unschedulable: bool,
     /// The NoSchedule and NoExecute taints.
     taints: Vec<&'a Value>,
-    ready: bool,
     allocatable: (f64, f64),
 }
 
@@ -172,7 +208,6 @@ impl<'a> NodeInfo<'a> {
             name: meta::name(node),
             unschedulable: node.pointer("/spec/unschedulable") == Some(&json!(true)),
             taints,
-            ready: meta::condition_status(node, "Ready") == Some("True"),
             allocatable: (
                 node.pointer("/status/allocatable/cpu").and_then(Value::as_str).map(parse_cpu).unwrap_or(0.0),
                 node.pointer("/status/allocatable/memory").and_then(Value::as_str).map(parse_bytes).unwrap_or(0.0),
@@ -218,47 +253,43 @@ impl PodNeeds {
     }
 }
 
-fn fits(pod: &Value, needs: &PodNeeds, node: &NodeInfo, used: (f64, f64)) -> Result<(), String> {
+/// The Filter plugins in their order (NodeUnschedulable, TaintToleration, NodeAffinity,
+/// NodeResourcesFit, VolumeBinding); the first failure is the node's reason. Node readiness is
+/// not checked: the node lifecycle controller's not-ready/unreachable taints do that.
+fn fits(pod: &Value, needs: &PodNeeds, node: &NodeInfo, used: (f64, f64)) -> Result<(), Unfit> {
     if node.unschedulable {
         let t = json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"});
         if !tolerates(pod, &t) {
-            return Err("node(s) were unschedulable".into());
+            return Err(unresolvable("node(s) were unschedulable"));
         }
     }
-    for taint in &node.taints {
-        if !tolerates(pod, taint) {
-            let key = taint.get("key").and_then(Value::as_str).unwrap_or("");
-            let value = taint.get("value").and_then(Value::as_str).unwrap_or("");
-            return Err(format!("node(s) had untolerated taint {{{}: {}}}", key, value));
-        }
-    }
-    if !node.ready {
-        return Err("node(s) had untolerated taint {node.kubernetes.io/not-ready: }".into());
+    if node.taints.iter().any(|taint| !tolerates(pod, taint)) {
+        return Err(unresolvable("node(s) had untolerated taint(s)"));
     }
     if let Some(sel) = pod.pointer("/spec/nodeSelector").and_then(Value::as_object) {
         let labels = node.node.pointer("/metadata/labels");
         let ok = sel.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
         if !ok {
-            return Err("node(s) didn't match Pod's node affinity/selector".into());
+            return Err(unresolvable("node(s) didn't match Pod's node affinity/selector"));
         }
     }
     if let Some(terms) = pod.pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms").and_then(Value::as_array) {
         if !terms.iter().any(|t| node_selector_term_matches(t, node.node)) {
-            return Err("node(s) didn't match Pod's node affinity/selector".into());
+            return Err(unresolvable("node(s) didn't match Pod's node affinity/selector"));
         }
     }
     let (cpu, mem) = needs.requests;
     let (alloc_cpu, alloc_mem) = node.allocatable;
     if cpu > 0.0 && used.0 + cpu > alloc_cpu {
-        return Err("Insufficient cpu".into());
+        return Err(Unfit { reason: "Insufficient cpu", resolvable: true });
     }
     if mem > 0.0 && used.1 + mem > alloc_mem {
-        return Err("Insufficient memory".into());
+        return Err(Unfit { reason: "Insufficient memory", resolvable: true });
     }
     // Bound PVs with node affinity pin the pod.
     for terms in &needs.pv_terms {
         if !terms.iter().any(|t| node_selector_term_matches(t, node.node)) {
-            return Err("node(s) had volume node affinity conflict".into());
+            return Err(unresolvable("node(s) had volume node affinity conflict"));
         }
     }
     Ok(())
@@ -334,6 +365,26 @@ pub fn parse_bytes(s: &str) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fit_errors_read_as_in_1_35() {
+        let mut reasons = BTreeMap::new();
+        reasons.insert(unresolvable("node(s) had untolerated taint(s)"), 1);
+        reasons.insert(Unfit { reason: "Insufficient cpu", resolvable: true }, 2);
+        assert_eq!(
+            unschedulable_message(3, None, &reasons),
+            "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod."
+        );
+        assert_eq!(
+            unschedulable_message(5, Some("pod has unbound immediate PersistentVolumeClaims"), &BTreeMap::new()),
+            "0/5 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
+        );
+        // Sorted as whole strings: "10 ..." before "2 ...".
+        let mut reasons = BTreeMap::new();
+        reasons.insert(unresolvable("node(s) were unschedulable"), 2);
+        reasons.insert(unresolvable("node(s) didn't match Pod's node affinity/selector"), 10);
+        assert!(unschedulable_message(12, None, &reasons).starts_with("0/12 nodes are available: 10 node(s) didn't match Pod's node affinity/selector, 2 node(s) were unschedulable. preemption: 0/12 nodes are available: 12 Preemption is not helpful"));
+    }
 
     #[test]
     fn quantities() {

@@ -4,7 +4,7 @@
 //! `longhorn`, dynamic provisioning (PV `pvc-<uid>` bound to the claim), the attach/detach
 //! controller with the CSI attacher (VolumeAttachments), and PVC/PV protection and reclaim.
 
-use super::volumes::{unique_name, DRIVER};
+use crate::cluster::node::volumes::{unique_name, DRIVER};
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::meta;

@@ -1,0 +1,184 @@
+//! The node lifecycle controller and the taint eviction controller of kube-controller-manager.
+//! A node whose kubelet stops renewing its Lease goes Ready=Unknown ("Kubelet stopped posting
+//! node status."); a node that is not Ready has its pods marked not Ready (with a per-pod
+//! `NodeNotReady` event). Taints follow the node's state: `unschedulable:NoSchedule` while
+//! cordoned, `not-ready` while Ready=False and `unreachable` while Unknown (NoSchedule, and
+//! NoExecute with timeAdded). Taint eviction marks a pod whose toleration of a NoExecute taint
+//! ran out with the `DisruptionTarget` condition, then deletes it.
+
+use crate::apiserver::set_condition;
+use crate::events::{EventKind, EventRecorder};
+use crate::internal::Internal;
+use crate::meta;
+use crate::timing::Timing;
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+use tokio::time::Instant;
+
+const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+const NOT_READY: &str = "node.kubernetes.io/not-ready";
+const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+/// The taint keys this controller owns; others (control-plane, user taints) are left alone.
+const MANAGED: [&str; 3] = [UNREACHABLE, NOT_READY, UNSCHEDULABLE];
+
+pub async fn run(client: Internal, timing: Timing) {
+    let recorder = EventRecorder::new(client.clone(), "node-controller", None);
+    let eviction = EventRecorder::new(client.clone(), "taint-eviction-controller", None);
+    let grace = timing.s(timing.node_monitor_grace);
+    let period = (grace / 5).max(Duration::from_millis(20));
+    let mut ticker = tokio::time::interval(period);
+    // When each NoExecute taint (node, key) arrived, on this controller's clock.
+    let mut taint_since: HashMap<(String, String), Instant> = HashMap::new();
+    // Nodes seen not Ready (their pods already marked).
+    let mut not_ready: HashSet<String> = HashSet::new();
+    loop {
+        ticker.tick().await;
+        let now = chrono::Utc::now();
+        for node in client.list("", "nodes", None, &|_| true) {
+            let name = meta::name(&node).to_string();
+            let renew = client
+                .get("coordination.k8s.io", "leases", "kube-node-lease", &name)
+                .and_then(|l| meta::str_at(&l, "/spec/renewTime").and_then(meta::parse_time));
+            let stale = renew.map(|r| (now - r).to_std().unwrap_or_default() > grace).unwrap_or(false);
+            let mut node = node;
+            if stale && ready_status(&node).as_deref() != Some("Unknown") {
+                mark_unknown(&client, &node);
+                recorder.record(&node, EventKind::Normal, "NodeNotReady", &format!("Node {} status is now: NodeNotReady", name));
+                node = client.get("", "nodes", "", &name).unwrap_or(node);
+            }
+            let ready = ready_status(&node);
+            if ready.as_deref() == Some("True") {
+                not_ready.remove(&name);
+            } else if ready.is_some() && not_ready.insert(name.clone()) {
+                for pod in client.pods_on_node(&name, &|_| true) {
+                    mark_pod_not_ready(&client, &recorder, &pod);
+                }
+            }
+            sync_taints(&client, &node, ready.as_deref(), &mut taint_since);
+            evict_expired(&client, &eviction, &name, &taint_since, &timing);
+        }
+    }
+}
+
+fn ready_status(node: &Value) -> Option<String> {
+    meta::condition_status(node, "Ready").map(String::from)
+}
+
+fn mark_unknown(client: &Internal, node: &Value) {
+    let now = meta::now_rfc3339();
+    let conds: Vec<Value> = node
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut c| {
+            c["status"] = json!("Unknown");
+            c["reason"] = json!("NodeStatusUnknown");
+            c["message"] = json!("Kubelet stopped posting node status.");
+            c["lastTransitionTime"] = json!(now);
+            c
+        })
+        .collect();
+    let _ = client.merge_status("", "nodes", "", meta::name(node), &json!({"status": {"conditions": conds}}));
+}
+
+/// MarkPodsNotReady: the pod's Ready condition goes False (reason and message untouched) and
+/// the pod gets `Warning NodeNotReady "Node is not ready"`.
+fn mark_pod_not_ready(client: &Internal, recorder: &EventRecorder, pod: &Value) {
+    let Some(conds) = pod.pointer("/status/conditions").and_then(Value::as_array) else { return };
+    let now = meta::now_rfc3339();
+    let mut changed = false;
+    let next: Vec<Value> = conds
+        .iter()
+        .cloned()
+        .map(|mut c| {
+            if c["type"] == "Ready" && c["status"] != "False" {
+                c["status"] = json!("False");
+                c["lastTransitionTime"] = json!(now);
+                changed = true;
+            }
+            c
+        })
+        .collect();
+    if changed && client.merge_status("", "pods", meta::namespace(pod), meta::name(pod), &json!({"status": {"conditions": next}})).is_ok() {
+        recorder.record(pod, EventKind::Warning, "NodeNotReady", "Node is not ready");
+    }
+}
+
+/// The taints a node's state calls for: (key, effect).
+fn wanted_taints(node: &Value, ready: Option<&str>) -> Vec<(&'static str, &'static str)> {
+    let mut out = Vec::new();
+    if node.pointer("/spec/unschedulable") == Some(&json!(true)) {
+        out.push((UNSCHEDULABLE, "NoSchedule"));
+    }
+    match ready {
+        Some("False") => out.extend([(NOT_READY, "NoSchedule"), (NOT_READY, "NoExecute")]),
+        Some("Unknown") => out.extend([(UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")]),
+        _ => {}
+    }
+    out
+}
+
+fn sync_taints(client: &Internal, node: &Value, ready: Option<&str>, since: &mut HashMap<(String, String), Instant>) {
+    let name = meta::name(node).to_string();
+    let current: Vec<Value> = node.pointer("/spec/taints").and_then(Value::as_array).cloned().unwrap_or_default();
+    let wanted = wanted_taints(node, ready);
+    let is_managed = |t: &Value| MANAGED.iter().any(|k| t["key"] == *k);
+    let has = |key: &str, effect: &str| current.iter().any(|t| t["key"] == key && t["effect"] == effect);
+    let stale = current.iter().filter(|t| is_managed(t)).any(|t| !wanted.iter().any(|(k, e)| t["key"] == *k && t["effect"] == *e));
+    let missing = wanted.iter().any(|(k, e)| !has(k, e));
+    since.retain(|(n, key), _| n != &name || wanted.iter().any(|(k, e)| k == key && *e == "NoExecute"));
+    for (k, e) in &wanted {
+        if *e == "NoExecute" {
+            since.entry((name.clone(), k.to_string())).or_insert_with(Instant::now);
+        }
+    }
+    if !stale && !missing {
+        return;
+    }
+    let now = meta::now_rfc3339();
+    let mut taints: Vec<Value> = current.iter().filter(|t| !is_managed(t)).cloned().collect();
+    for (k, e) in &wanted {
+        let kept = current.iter().find(|t| t["key"] == *k && t["effect"] == *e).cloned();
+        taints.push(kept.unwrap_or_else(|| if *e == "NoExecute" { json!({"key": k, "effect": e, "timeAdded": now}) } else { json!({"key": k, "effect": e}) }));
+    }
+    let taints = if taints.is_empty() { Value::Null } else { json!(taints) };
+    let _ = client.merge("", "nodes", "", &name, &json!({"spec": {"taints": taints}}));
+}
+
+/// Taint eviction: a pod that does not tolerate a NoExecute taint, or whose tolerationSeconds
+/// have run out since the taint arrived, gets DisruptionTarget (DeletionByTaintManager) and is
+/// deleted.
+fn evict_expired(client: &Internal, recorder: &EventRecorder, node: &str, since: &HashMap<(String, String), Instant>, timing: &Timing) {
+    let taints: Vec<(&str, Instant)> = since.iter().filter(|((n, _), _)| n == node).map(|((_, k), t)| (k.as_str(), *t)).collect();
+    if taints.is_empty() {
+        return;
+    }
+    for pod in client.pods_on_node(node, &|p| !meta::is_deleting(p)) {
+        let tolerations = pod.pointer("/spec/tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
+        let expired = taints.iter().any(|(key, arrived)| {
+            let t = tolerations.iter().find(|t| {
+                (t["key"] == *key || (t.get("key").is_none() && t["operator"] == "Exists")) && (t.get("effect").is_none() || t["effect"] == "NoExecute")
+            });
+            let limit = match t {
+                None => Duration::ZERO,
+                Some(t) => match t.get("tolerationSeconds").and_then(Value::as_i64) {
+                    Some(s) => timing.s(Duration::from_secs(s.max(0) as u64)),
+                    None => return false, // tolerates for ever (DaemonSet pods)
+                },
+            };
+            arrived.elapsed() >= limit
+        });
+        if !expired {
+            continue;
+        }
+        let (ns, name) = (meta::namespace(&pod).to_string(), meta::name(&pod).to_string());
+        let mut next = (*pod).clone();
+        set_condition(&mut next, "DisruptionTarget", "True", Some("DeletionByTaintManager"), Some("Taint manager: deleting due to NoExecute taint"));
+        let _ = client.merge_status("", "pods", &ns, &name, &json!({"status": {"conditions": next["status"]["conditions"]}}));
+        recorder.record(&pod, EventKind::Normal, "TaintManagerEviction", &format!("Marking for deletion Pod {}/{}", ns, name));
+        let _ = client.delete("", "pods", &ns, &name, None);
+    }
+}
