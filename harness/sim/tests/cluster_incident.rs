@@ -373,6 +373,17 @@ async fn the_rca_pool_option_starves_new_pods_without_pleg() {
     let c = TestCluster::start_with(opts).await;
     let sim = c.server.cluster.clone().unwrap();
     let client = c.client().await;
+    // The stale pods of the incident were there long before: let the node's own pods (Longhorn's
+    // DaemonSet and Deployment pods) start first, so they do not race the stale pods for workers.
+    let on_node: Api<Pod> = Api::all(client.clone());
+    let lp = ListParams::default().fields("spec.nodeName=worker-02");
+    for _ in 0..150 {
+        let pods = on_node.list(&lp).await.unwrap().items;
+        if !pods.is_empty() && pods.iter().all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     sim.node_op("worker-02", &NodeOp::SaturateWorkers { count: None, namespace: "snapshots".into() }).unwrap();
     workspace(&client, "ws-pool", "worker-02").await;
     tokio::time::sleep(Duration::from_millis(2500)).await;

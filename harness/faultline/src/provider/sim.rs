@@ -255,7 +255,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_stale_mount_blocks_the_node_queue_unless_told_otherwise() {
+    fn a_stale_mount_blocks_only_its_volume_unless_told_otherwise() {
         let op = |src: &str| match serde_yaml::from_str::<crate::model::Operation>(src).unwrap() {
             crate::model::Operation::Node(n) => n,
             other => panic!("{other:?}"),
@@ -266,8 +266,10 @@ mod tests {
             other => panic!("{other:?}"),
         };
         let default = blocks(primitives(&op("staleDeviceMount: {node: w, volume: {deletedPV: pvc-1}}"), false, pv.clone()));
-        assert_eq!(default, (true, Holder::Kubelet));
-        let per_volume = blocks(primitives(&op("staleDeviceMount: {node: w, volume: {deletedPV: pvc-1}, heldBy: external, blocksQueue: false}"), false, pv));
-        assert_eq!(per_volume, (false, Holder::External));
+        // The faithful default: nestedpendingoperations blocks the same volume only.
+        assert_eq!(default, (false, Holder::Kubelet));
+        // The RCA's node-wide block is an explicit option.
+        let node_wide = blocks(primitives(&op("staleDeviceMount: {node: w, volume: {deletedPV: pvc-1}, heldBy: external, blocksQueue: true}"), false, pv));
+        assert_eq!(node_wide, (true, Holder::External));
     }
 }
