@@ -141,8 +141,10 @@ async fn a_statefulset_starts_in_order_with_bound_longhorn_claims() {
     let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "db", "image": "postgres:18"}]}}}});
     sets.patch("db", &kube::api::PatchParams::default(), &kube::api::Patch::Strategic(&patch)).await.unwrap();
     eventually(90, "rolled to the new revision", || async {
-        let s = sets.get("db").await.ok()?.status?;
-        (s.updated_replicas == Some(2) && s.ready_replicas == Some(2) && s.current_revision == s.update_revision).then_some(())
+        // Only a status that has observed the patch says anything about the new revision.
+        let set = sets.get("db").await.ok()?;
+        let s = set.status?;
+        (s.observed_generation == set.metadata.generation && s.updated_replicas == Some(2) && s.ready_replicas == Some(2) && s.current_revision == s.update_revision).then_some(())
     })
     .await;
     let p0 = pods.get("db-0").await.unwrap();
