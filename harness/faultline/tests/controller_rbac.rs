@@ -2,29 +2,16 @@
 //! token, so the scenario pack's `controller-rbac` passes with the fixture's ClusterRole and
 //! fails (exit 1) for a release whose ClusterRole misses a permission the controller uses.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_faultline");
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-/// The suite runs `../target/debug/workspace-controller`; build it when this test runs alone.
-fn ensure_controller() {
-    let bin = Path::new(BIN).parent().unwrap().join("workspace-controller");
-    if !bin.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo).args(["build", "-p", "workspace-controller"]).current_dir(repo()).status().unwrap();
-        assert!(st.success(), "building workspace-controller");
-    }
-}
+mod common;
+use common::{controller, repo, BIN};
 
 /// A copy of the pack's layout (scenarios/, fixtures/, target -> the build) in which `edit`
 /// may change the RBAC manifest; runs `controller-rbac` and returns (exit code, output).
 fn run_controller_rbac(edit: impl Fn(String) -> String) -> (i32, String) {
-    ensure_controller();
+    controller();
     let root = tempfile::tempdir().unwrap();
     for dir in ["scenarios", "fixtures/crds", "fixtures/manifests", "fixtures/rbac", "fixtures/kind"] {
         std::fs::create_dir_all(root.path().join(dir)).unwrap();

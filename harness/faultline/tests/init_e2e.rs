@@ -3,24 +3,11 @@
 //! `faultline validate` and `faultline run` there pass - the example's fault (the controller is
 //! killed) is injected and its recovery expectation is met.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_faultline");
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn controller() -> PathBuf {
-    let bin = Path::new(BIN).parent().unwrap().join("workspace-controller");
-    if !bin.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo).args(["build", "-p", "workspace-controller"]).current_dir(repo()).status().unwrap();
-        assert!(st.success(), "building workspace-controller");
-    }
-    bin
-}
+mod common;
+use common::{controller, repo, BIN};
 
 fn faultline(dir: &Path, args: &[&str]) -> (i32, String) {
     let out = Command::new(BIN).args(args).current_dir(dir).stdin(Stdio::null()).env_remove("GITHUB_STEP_SUMMARY").output().unwrap();

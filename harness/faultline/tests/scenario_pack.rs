@@ -3,28 +3,13 @@
 //! at least one scenario fails, exit 1, naming the violated budget or invariant.
 
 use rstest::rstest;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_faultline");
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-/// The suite config runs `../target/debug/workspace-controller` (ci/test.sh builds every binary
-/// first); build it when a developer runs this test alone.
-fn ensure_controller() {
-    let bin = Path::new(BIN).parent().unwrap().join("workspace-controller");
-    if !bin.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo).args(["build", "-p", "workspace-controller"]).current_dir(repo()).status().unwrap();
-        assert!(st.success(), "building workspace-controller");
-    }
-}
+mod common;
+use common::{controller, repo, BIN};
 
 fn run_pack(extra: &[&str]) -> (i32, String, serde_json::Value) {
-    ensure_controller();
+    controller();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("report.json");
     let out = Command::new(BIN)

@@ -1,8 +1,8 @@
 //! Shared by the end-to-end tests that drive the built `faultline` binary.
 #![allow(dead_code)]
 
-use std::path::Path;
-use std::process::Output;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_faultline");
 /// The first lines of every scenario file.
@@ -16,4 +16,21 @@ pub fn text(o: &Output) -> String {
 /// A JSON file (a report).
 pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The repository root (the pack's suite names paths relative to it).
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// The workspace-controller fixture binary beside `faultline` (ci/test.sh builds every binary
+/// first); built here when a developer runs one test alone.
+pub fn controller() -> PathBuf {
+    let bin = Path::new(BIN).parent().unwrap().join("workspace-controller");
+    if !bin.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo).args(["build", "-p", "workspace-controller"]).current_dir(repo()).status().unwrap();
+        assert!(st.success(), "building workspace-controller");
+    }
+    bin
 }
