@@ -144,9 +144,48 @@ pub fn check(auth: &Auth, api: &ApiServer, headers: &axum::http::HeaderMap, meth
     let path = percent_encoding::percent_decode_str(path).decode_utf8_lossy();
     let a = attributes::from_request(&user, method, &path, query);
     let d = rbac::authorize(api, &a);
-    if d.allowed {
-        Ok(user)
-    } else {
-        Err(attributes::forbidden(&a, &d.reason))
+    if !d.allowed {
+        return Err(attributes::forbidden(&a, &d.reason));
+    }
+    // 1.35 (AuthorizePodWebsocketUpgradeCreatePermission, beta, on by default): a WebSocket
+    // exec/attach/portforward is a GET, so `get` alone would open a shell; the pod registry
+    // also requires `create` on the subresource.
+    if let Some(create) = connect_also_needs_create(&a) {
+        let d = rbac::authorize(api, &create);
+        if !d.allowed {
+            return Err(attributes::forbidden(&create, &d.reason));
+        }
+    }
+    Ok(user)
+}
+
+/// The `create` check a GET on a pod's connect subresource needs besides its own, if any.
+fn connect_also_needs_create(a: &attributes::Attributes) -> Option<attributes::Attributes> {
+    let connect = a.resource_request
+        && a.api_group.is_empty()
+        && a.resource == "pods"
+        && matches!(a.subresource.as_str(), "exec" | "attach" | "portforward");
+    (connect && a.verb == "get").then(|| attributes::Attributes { verb: "create".into(), ..a.clone() })
+}
+
+#[cfg(test)]
+mod connect_tests {
+    use super::*;
+
+    fn attrs(method: &str, path: &str) -> attributes::Attributes {
+        attributes::from_request(&UserInfo::default(), method, path, &Default::default())
+    }
+
+    #[test]
+    fn websocket_connects_also_need_create() {
+        for sub in ["exec", "attach", "portforward"] {
+            let a = attrs("GET", &format!("/api/v1/namespaces/ns/pods/p/{sub}"));
+            let c = connect_also_needs_create(&a).unwrap_or_else(|| panic!("{sub}: no create check"));
+            assert_eq!((c.verb.as_str(), c.resource.as_str(), c.subresource.as_str(), c.name.as_str()), ("create", "pods", sub, "p"));
+        }
+        // SPDY is a POST (already `create`); logs and other GETs need nothing more.
+        assert!(connect_also_needs_create(&attrs("POST", "/api/v1/namespaces/ns/pods/p/exec")).is_none());
+        assert!(connect_also_needs_create(&attrs("GET", "/api/v1/namespaces/ns/pods/p/log")).is_none());
+        assert!(connect_also_needs_create(&attrs("GET", "/api/v1/namespaces/ns/pods/p")).is_none());
     }
 }
