@@ -5,7 +5,6 @@
 //! `apply`, `heal`, `subscribe_logs`, `collect_logs`, `release`), and
 //! [`KindProvider::shutdown`] at the end of the run.
 
-use crate::exec::docker::TestcontainersExecutor;
 use crate::exec::{run_steps, DryRun, Executor, Vars};
 use crate::input::{ClusterPlanInput, FaultOp, LogSource, NodeLogLine};
 use crate::plan::cluster::{cluster_plan, ClusterPlan, LogNeeds};
@@ -115,7 +114,7 @@ impl KindProvider {
         KindProvider {
             opts,
             pool: Arc::new(Mutex::new(vec![])),
-            make_executor: Box::new(|| Ok(Arc::new(TestcontainersExecutor::connect()?) as Arc<dyn Executor>)),
+            make_executor: Box::new(crate::exec::connect_engine),
         }
     }
 

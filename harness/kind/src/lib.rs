@@ -9,7 +9,7 @@
 //!
 //! Layers: [`input`] (what the runner asks for, in this crate's types), [`plan`] (pure data:
 //! container specs, kubeadm YAML, steps of bring-up, faults, heals, teardown), [`exec`]
-//! (carrying plans out: [`exec::DryRun`] prints, [`exec::docker::TestcontainersExecutor`]
+//! (carrying plans out: [`exec::DryRun`] prints, `exec::docker::TestcontainersExecutor` (feature `docker`)
 //! runs), and the providers [`kind`] and [`existing`].
 //!
 //! The crate does not depend on `faultline` (the runner adapts its types to [`input`]).

@@ -3,7 +3,6 @@
 //! newest first with the same heal steps a run uses, then their containers, volumes and
 //! network are removed. A cluster kept with `--keep-cluster` is left alone.
 
-use crate::exec::docker::TestcontainersExecutor;
 use crate::exec::{run_steps, Executor, Vars};
 use crate::journal::{self, Journal};
 use crate::plan::cluster::boot_steps;
@@ -78,9 +77,9 @@ pub async fn clean_up(dir: &Path, force: bool) -> Result<OrphanReport> {
             report.left.push((j.cluster.clone(), format!("{why}; --force cleans it anyway")));
             continue;
         }
-        let exec = TestcontainersExecutor::connect()?;
+        let exec = crate::exec::connect_engine()?;
         exec.adopt(&j.resources);
-        report.cleaned.push(clean_one(&exec, dir, &j).await);
+        report.cleaned.push(clean_one(&*exec, dir, &j).await);
     }
     Ok(report)
 }

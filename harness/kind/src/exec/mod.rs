@@ -3,6 +3,7 @@
 //! driven by the same step runner ([`run_steps`]), so what the dry run prints is what a real
 //! run executes.
 
+#[cfg(feature = "docker")]
 pub mod docker;
 
 use crate::plan::container::NodeContainerSpec;
@@ -13,6 +14,22 @@ use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use std::time::Instant;
 use tokio::sync::mpsc;
+
+/// The Docker engine (DOCKER_HOST or the local socket), when this build has its client.
+#[cfg(feature = "docker")]
+pub fn connect_engine() -> Result<std::sync::Arc<dyn Executor>> {
+    Ok(std::sync::Arc::new(docker::TestcontainersExecutor::connect()?))
+}
+
+/// Without the `docker` feature there is no engine client: the main job's sim-only build
+/// leaves testcontainers and bollard out (a fifth of a cold build), and says how to get them.
+#[cfg(not(feature = "docker"))]
+pub fn connect_engine() -> Result<std::sync::Arc<dyn Executor>> {
+    bail!("{NO_ENGINE_CLIENT}")
+}
+
+/// What a build without the `docker` feature answers when a Docker engine is needed.
+pub const NO_ENGINE_CLIENT: &str = "this faultline binary was built without the Docker engine client (the `docker` feature, which `bash ci/pack.sh` leaves out to build faster); build it with `cargo build -p faultline` (default features) to use the kind provider or `faultline cleanup`";
 
 /// What a command printed, and how it ended.
 #[derive(Clone, Debug, Default, PartialEq)]
