@@ -127,11 +127,13 @@ pub struct ApiServer {
     pub storage_protection: std::sync::atomic::AtomicBool,
     /// Held while a Service's addresses are chosen and stored.
     service_allocation: parking_lot::Mutex<()>,
+    /// The OpenAPI documents, rendered on first request and kept until the catalogue changes.
+    pub openapi: crate::openapi::Cache,
 }
 
 impl ApiServer {
     pub fn new(history: usize) -> Arc<Self> {
-        Arc::new(ApiServer { store: Store::new(history), registry: Registry::with_builtins(), log_source: Default::default(), storage_protection: Default::default(), service_allocation: Default::default() })
+        Arc::new(ApiServer { store: Store::new(history), registry: Registry::with_builtins(), log_source: Default::default(), storage_protection: Default::default(), service_allocation: Default::default(), openapi: Default::default() })
     }
 
     pub fn set_log_source(&self, src: Arc<dyn PodLogSource>) {

@@ -69,13 +69,14 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
     let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).map(String::from);
     let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(String::from);
     let user_agent = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let if_none_match = parts.headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(String::from);
     let route = route::parse(parts.uri.path());
     if let Route::Resource(p) = &route {
         if let Some(r) = crate::auth::serve(&s.auth, &s.api, &user, parts.method.as_str(), p, content_type.as_deref(), &body) {
             return r.map(|v| json_response(StatusCode::CREATED, &v, &Output::Json, &[])).unwrap_or_else(|e| error_response(&e));
         }
     }
-    let ctx = Ctx { s: &s, method: parts.method.clone(), query, accept, content_type, body: &body, user_agent };
+    let ctx = Ctx { s: &s, method: parts.method.clone(), query, accept, content_type, body: &body, user_agent, if_none_match };
     match dispatch(&ctx, route).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
@@ -90,6 +91,7 @@ struct Ctx<'a> {
     content_type: Option<String>,
     body: &'a [u8],
     user_agent: String,
+    if_none_match: Option<String>,
 }
 
 impl Ctx<'_> {
@@ -148,11 +150,17 @@ async fn dispatch(c: &Ctx<'_>, route: Route) -> ApiResult<Response> {
             let doc = discovery::resource_list(&api.registry, &group, &version).ok_or_else(not_found_path)?;
             Ok(json_response(StatusCode::OK, &doc, &c.output(false)?, &[]))
         }
-        Route::OpenApiV2 => Err(not_found_path()),
-        Route::OpenApiV3Root => Ok(json_response(StatusCode::OK, &openapi::root(&api.registry), &Output::Json, &[])),
+        Route::OpenApiV2 => {
+            get_only()?;
+            Ok(openapi::v2(api, c.accept.as_deref(), c.if_none_match.as_deref()))
+        }
+        Route::OpenApiV3Root => {
+            get_only()?;
+            Ok(openapi::v3_root(api, c.if_none_match.as_deref()))
+        }
         Route::OpenApiV3(p) => {
-            let doc = openapi::group_version(&api.registry, &p).ok_or_else(not_found_path)?;
-            Ok(json_response(StatusCode::OK, &doc, &Output::Json, &[]))
+            get_only()?;
+            openapi::v3_group_version(api, &p, c.q("hash"), c.if_none_match.as_deref()).ok_or_else(not_found_path)
         }
         Route::Resource(p) => resource(c, p).await,
         Route::Control(path) => control::handle(c.s.cluster.as_ref(), &c.method, &path, &c.query, c.body),
