@@ -10,6 +10,9 @@ use axum::body::Body;
 
 /// The media type client-go before 1.27 requests `/openapi/v2` in.
 pub const PROTO_V2: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+/// What the answer is labelled: Go's media-type parser rejects the `@` of `PROTO_V2`, so the
+/// apiserver (kube-openapi) labels the protobuf body as plain bytes.
+const PROTO_V2_LABEL: &str = "application/octet-stream";
 
 fn respond(r: &Rendered, content_type: &str, if_none_match: Option<&str>, cache_control: &str) -> Response {
     let builder = Response::builder()
@@ -28,8 +31,8 @@ fn respond(r: &Rendered, content_type: &str, if_none_match: Option<&str>, cache_
 pub fn v2(api: &ApiServer, accept: Option<&str>, if_none_match: Option<&str>) -> Response {
     let docs = api.openapi.docs(&api.registry);
     let (json, proto) = docs.v2(&api.registry);
-    if accept.is_some_and(|a| a.contains("application/com.github.proto-openapi.spec.v2")) {
-        respond(proto, PROTO_V2, if_none_match, "no-cache, private")
+    if accept.is_some_and(|a| a.contains(PROTO_V2.split('@').next().unwrap_or(PROTO_V2))) {
+        respond(proto, PROTO_V2_LABEL, if_none_match, "no-cache, private")
     } else {
         respond(json, "application/json", if_none_match, "no-cache, private")
     }

@@ -150,6 +150,8 @@ fn generate_builtin() -> Definitions {
             }
         }
     }
+    let roots: Vec<(String, &str)> = types.iter().map(|t| ((t.schema_name)().into_owned(), t.kind)).collect();
+    super::list_merge::annotate(&mut defs, &roots);
     if let Some(s) = defs.get_mut(STATUS) {
         add_gvk(s, gvk("", "v1", "Status"));
     }
