@@ -232,4 +232,8 @@ async fn typed_creates_send_protobuf_and_work() {
     assert_eq!(cm, "b");
     let replicas = kubectl_ok(kc, &["get", "deploy", "proto-dep", "-n", "proto-ns", "-o", "jsonpath={.spec.replicas}"]).await;
     assert_eq!(replicas, "0", "an explicit zero survives protobuf decoding");
+    // scheduling.k8s.io, one of the groups added to the protobuf schema later.
+    kubectl_ok(kc, &["create", "priorityclass", "proto-high", "--value=1000", "--description=for tests", "--preemption-policy=Never"]).await;
+    let pc = kubectl_ok(kc, &["get", "priorityclass", "proto-high", "-o", "jsonpath={.value} {.description} {.preemptionPolicy}"]).await;
+    assert_eq!(pc, "1000 for tests Never");
 }
