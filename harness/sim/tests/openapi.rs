@@ -56,6 +56,15 @@ fn text(out: &std::process::Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
+/// Run an `explain` of a just-created CRD's kind until the documents publish it (at most 10 s).
+async fn explain_when_published<F: std::future::Future<Output = std::process::Output>>(run: impl Fn() -> F) -> String {
+    common::eventually(10, "the CRD's kind in the OpenAPI documents", || async {
+        let out = run().await;
+        out.status.success().then(|| text(&out))
+    })
+    .await
+}
+
 async fn ok_120(kc: &Path, args: &[&str]) -> String {
     let out = kubectl_120(kc, args).await;
     assert!(out.status.success(), "kubectl 1.20 {args:?} failed:\n{}", text(&out));
@@ -93,11 +102,7 @@ async fn kubectl_120_explains_and_validates_from_openapi_v2() {
     assert_eq!(containers, "web=two");
 
     ok_120(kc, &["apply", "-f", &write(dir, "crd.yaml", CRONTAB_CRD)]).await;
-    let crd = common::eventually(10, "CronTab in /openapi/v2", || async {
-        let out = kubectl_120(kc, &["explain", "crontabs.spec"]).await;
-        out.status.success().then(|| text(&out))
-    })
-    .await;
+    let crd = explain_when_published(|| kubectl_120(kc, &["explain", "crontabs.spec"])).await;
     assert!(crd.contains("cronSpec\t<string>") && crd.contains("When the job runs, in cron format."), "{crd}");
 }
 
@@ -110,11 +115,7 @@ async fn kubectl_137_explains_builtin_and_custom_kinds_from_openapi_v3() {
     assert!(containers.contains("image\t<string>") && containers.contains("name\t<string> -required-"), "{containers}");
     let dir = c.dir.path();
     kubectl_ok(kc, &["apply", "-f", &write(dir, "crd.yaml", CRONTAB_CRD)]).await;
-    let spec = common::eventually(10, "CronTab in /openapi/v3", || async {
-        let out = kubectl(kc, &["explain", "crontab.spec"]).await;
-        out.status.success().then(|| text(&out))
-    })
-    .await;
+    let spec = explain_when_published(|| kubectl(kc, &["explain", "crontab.spec"])).await;
     assert!(spec.contains("GROUP:      stable.example.com") && spec.contains("KIND:       CronTab"), "{spec}");
     assert!(spec.contains("cronSpec\t<string>") && spec.contains("When the job runs, in cron format."), "{spec}");
     let dry = kubectl_ok(kc, &["apply", "-f", &write(dir, "deploy.yaml", DEPLOYMENT), "--dry-run=server"]).await;

@@ -175,6 +175,15 @@ pub fn of(t: &ResourceType) -> Vec<PathItem> {
     out
 }
 
+/// The description of a response code, as upstream's documents give it.
+pub fn response_description(code: u16) -> &'static str {
+    match code {
+        201 => "Created",
+        202 => "Accepted",
+        _ => "OK",
+    }
+}
+
 /// The definitions the operations of some paths name.
 pub fn named_definitions(items: &[PathItem]) -> Vec<String> {
     let mut out = vec![];

@@ -24,11 +24,7 @@ fn operation(o: &Operation, tag: &str) -> Value {
     }
     let mut responses = Map::new();
     for (code, def) in &o.responses {
-        let description = match code {
-            201 => "Created",
-            202 => "Accepted",
-            _ => "OK",
-        };
+        let description = paths::response_description(*code);
         responses.insert(code.to_string(), json!({"description": description, "schema": {"$ref": format!("{REF_PREFIX}{def}")}}));
     }
     responses.insert("401".into(), json!({"description": "Unauthorized"}));

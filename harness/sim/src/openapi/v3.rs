@@ -46,11 +46,7 @@ fn param(p: &Param) -> Value {
 fn operation(o: &Operation, tag: &str) -> Value {
     let mut responses = Map::new();
     for (code, def) in &o.responses {
-        let description = match code {
-            201 => "Created",
-            202 => "Accepted",
-            _ => "OK",
-        };
+        let description = paths::response_description(*code);
         let content: Map<String, Value> =
             super::v2::PRODUCES.iter().map(|m| (m.to_string(), json!({"schema": schema_ref(def)}))).collect();
         responses.insert(code.to_string(), json!({"description": description, "content": content}));
