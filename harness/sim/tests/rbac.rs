@@ -186,6 +186,21 @@ async fn access_reviews_and_aggregated_cluster_roles() {
     assert_eq!(v["status"]["user"]["groups"], json!(["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"]));
     let v: Value = serde_json::from_str(&raw(&admin, Method::POST, "/apis/authentication.k8s.io/v1/tokenreviews", Some(review("a.b.c"))).await.1).unwrap();
     assert_eq!(v["status"]["authenticated"], Value::Null);
+    // A token bound to another audience: accepted for that audience (named back in the status),
+    // refused for the apiserver's own.
+    let request = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"audiences": ["api"]}});
+    let (code, body) = raw(&admin, Method::POST, "/api/v1/namespaces/team/serviceaccounts/ctl/token", Some(request)).await;
+    assert_eq!(code, 201, "{body}");
+    let api_token = serde_json::from_str::<Value>(&body).unwrap()["status"]["token"].as_str().unwrap().to_string();
+    let mut for_api = review(&api_token);
+    for_api["spec"]["audiences"] = json!(["other", "api"]);
+    let v: Value = serde_json::from_str(&raw(&admin, Method::POST, "/apis/authentication.k8s.io/v1/tokenreviews", Some(for_api)).await.1).unwrap();
+    assert_eq!((&v["status"]["authenticated"], &v["status"]["audiences"]), (&json!(true), &json!(["api"])), "{v}");
+    let v: Value = serde_json::from_str(&raw(&admin, Method::POST, "/apis/authentication.k8s.io/v1/tokenreviews", Some(review(&api_token))).await.1).unwrap();
+    assert_eq!(
+        v["status"]["error"],
+        r#"[invalid bearer token, token audiences ["api"] is invalid for the target audiences ["https://kubernetes.default.svc.cluster.local"]]"#
+    );
     // Reviews are create-only.
     assert_eq!(raw(&admin, Method::GET, "/apis/authorization.k8s.io/v1/subjectaccessreviews", None).await.0, 405);
 }

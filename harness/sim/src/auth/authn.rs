@@ -8,16 +8,17 @@ use axum::http::{header, HeaderMap};
 pub fn authenticate(auth: &Auth, api: &ApiServer, headers: &HeaderMap) -> Option<UserInfo> {
     let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let token = v.strip_prefix("Bearer ").map(str::trim)?;
-    authenticate_token(auth, api, token).ok()
+    authenticate_token(auth, api, token, &[tokens::ISSUER]).ok().map(|(user, _)| user)
 }
 
-/// Authenticate one token (also what TokenReview asks).
-pub fn authenticate_token(auth: &Auth, api: &ApiServer, token: &str) -> Result<UserInfo, String> {
+/// Authenticate one token for some audiences (also what TokenReview asks): the user and the
+/// audiences it was accepted for. The admin token is not audience-bound: it holds for all.
+pub fn authenticate_token(auth: &Auth, api: &ApiServer, token: &str, audiences: &[&str]) -> Result<(UserInfo, Vec<String>), String> {
     if constant_time_eq(token, &auth.admin_token) {
-        return Ok(UserInfo::admin());
+        return Ok((UserInfo::admin(), audiences.iter().map(|a| a.to_string()).collect()));
     }
     if token.split('.').count() == 3 {
-        return tokens::authenticate(&auth.signer, api, token, chrono::Utc::now().timestamp());
+        return tokens::authenticate(&auth.signer, api, token, chrono::Utc::now().timestamp(), audiences);
     }
     Err("invalid bearer token".into())
 }
