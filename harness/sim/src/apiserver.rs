@@ -378,6 +378,7 @@ impl ApiServer {
             Some("status") if stored_rt.has_status() => UpdateScope::Status,
             Some("finalize") if stored_rt.plural == "namespaces" => UpdateScope::Main,
             Some("ephemeralcontainers") if stored_rt.group.is_empty() && stored_rt.plural == "pods" => UpdateScope::Main,
+            Some("approval") if stored_rt.has_subresource("approval") => UpdateScope::Status,
             Some(other) => {
                 return Err(ApiError::not_found(&stored_rt.group, &format!("{}/{}", stored_rt.plural, other), name))
             }
@@ -390,6 +391,15 @@ impl ApiServer {
             // namespaces/finalize only changes spec.finalizers.
             let mut next = (*current).clone();
             next["spec"]["finalizers"] = obj.pointer("/spec/finalizers").cloned().unwrap_or_else(|| json!([]));
+            if let Some(rv) = obj.pointer("/metadata/resourceVersion") {
+                next["metadata"]["resourceVersion"] = rv.clone();
+            }
+            obj = next;
+        }
+        if sub == Some("approval") {
+            // certificatesigningrequests/approval only changes status.conditions.
+            let mut next = (*current).clone();
+            next["status"]["conditions"] = obj.pointer("/status/conditions").cloned().unwrap_or_else(|| json!([]));
             if let Some(rv) = obj.pointer("/metadata/resourceVersion") {
                 next["metadata"]["resourceVersion"] = rv.clone();
             }

@@ -260,7 +260,10 @@ async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
             let w = api.patch_scale(&rt, &ns, name, ptype, &body, &c.write_options())?;
             object_response(c, &rt, StatusCode::OK, &w.object, &w.warnings)
         }
-        (Method::GET, Some(name), None | Some("status") | Some("ephemeralcontainers")) => {
+        (Method::GET, Some(name), None | Some("status") | Some("ephemeralcontainers") | Some("approval")) => {
+            if p.sub.as_deref() == Some("approval") && !rt.has_subresource("approval") {
+                return Err(not_found_path());
+            }
             let obj = api.get_stored(&rt, &ns, name)?;
             match c.output(false)? {
                 Output::Json => Ok(bytes_response(StatusCode::OK, "application/json", obj.json().clone(), &[])),
@@ -287,12 +290,12 @@ async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
             api.evict_pod(&ns, name, &e)?;
             Ok(json_response(StatusCode::CREATED, &success_status(None), &Output::Json, &[]))
         }
-        (Method::PUT, Some(name), sub @ (None | Some("status") | Some("finalize") | Some("ephemeralcontainers"))) => {
+        (Method::PUT, Some(name), sub @ (None | Some("status") | Some("finalize") | Some("ephemeralcontainers") | Some("approval"))) => {
             let obj = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
             let w = api.update(&rt, &ns, name, sub, obj, &c.write_options())?;
             object_response(c, &rt, StatusCode::OK, &w.object, &w.warnings)
         }
-        (Method::PATCH, Some(name), sub @ (None | Some("status") | Some("ephemeralcontainers"))) => {
+        (Method::PATCH, Some(name), sub @ (None | Some("status") | Some("ephemeralcontainers") | Some("approval"))) => {
             let (ptype, body) = patch_body(c)?;
             let w = api.patch(&rt, &ns, name, sub, ptype, &body, &c.write_options())?;
             let code = if w.created { StatusCode::CREATED } else { StatusCode::OK };
