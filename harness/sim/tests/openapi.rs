@@ -15,12 +15,13 @@ kind: Deployment
 metadata: {name: web, namespace: default}
 spec:
   replicas: 1
+  strategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 25%}}
   selector: {matchLabels: {app: web}}
   template:
     metadata: {labels: {app: web}}
     spec:
       containers:
-      - {name: web, image: nginx, env: [{name: MODE, value: one}]}
+      - {name: web, image: nginx, env: [{name: MODE, value: one}], resources: {limits: {cpu: 1, memory: 64Mi}}}
       - {name: sidecar, image: busybox}
 ";
 
@@ -80,6 +81,8 @@ async fn kubectl_120_explains_and_validates_from_openapi_v2() {
     assert!(pods.contains("spec\t<Object>"), "{pods}");
     let ports = ok_120(kc, &["explain", "pods.spec.containers.ports"]).await;
     assert!(ports.contains("RESOURCE: ports <[]Object>") && ports.contains("containerPort\t<integer> -required-"), "{ports}");
+    let rolling = ok_120(kc, &["explain", "deployment.spec.strategy.rollingUpdate"]).await;
+    assert!(rolling.contains("maxSurge\t<string>"), "int-or-string reads as a string in v2, as upstream's: {rolling}");
 
     let dir = c.dir.path();
     let good = write(dir, "deploy.yaml", DEPLOYMENT);

@@ -109,9 +109,23 @@ pub fn structural_to_v2(schema: &mut Value) {
     }
 }
 
+/// Swagger 2.0 has no untyped int-or-string: upstream's v2 document types these as strings
+/// (kubectl's v2 validation accepts numbers for strings; `explain` shows `<string>`).
+const STRING_TYPED: &[(&str, Option<&str>)] =
+    &[("io.k8s.apimachinery.pkg.util.intstr.IntOrString", Some("int-or-string")), ("io.k8s.apimachinery.pkg.api.resource.Quantity", None)];
+
 /// The whole v2 document for the currently served types.
 pub fn document(reg: &Registry) -> Value {
     let mut defs: Map<String, Value> = definitions::builtin().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    for (name, format) in STRING_TYPED {
+        if let Some(Value::Object(d)) = defs.get_mut(*name) {
+            d.remove("x-kubernetes-int-or-string");
+            d.insert("type".into(), json!("string"));
+            if let Some(f) = format {
+                d.insert("format".into(), json!(f));
+            }
+        }
+    }
     let mut types = reg.all();
     types.sort_by(|a, b| (&a.group, &a.version, &a.plural).cmp(&(&b.group, &b.version, &b.plural)));
     let mut paths = Map::new();
@@ -167,5 +181,7 @@ mod tests {
         let crb = &doc["paths"]["/apis/rbac.authorization.k8s.io/v1/clusterroles"]["get"];
         assert_eq!(crb["tags"], json!(["rbacAuthorization_v1"]));
         assert!(doc["definitions"]["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"].is_object());
+        let int_or_string = &doc["definitions"]["io.k8s.apimachinery.pkg.util.intstr.IntOrString"];
+        assert_eq!((&int_or_string["type"], &int_or_string["format"]), (&json!("string"), &json!("int-or-string")));
     }
 }
