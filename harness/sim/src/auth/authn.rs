@@ -4,9 +4,15 @@ use super::{tokens, Auth, UserInfo};
 use crate::apiserver::ApiServer;
 use axum::http::{header, HeaderMap};
 
-/// The user a request's `Authorization: Bearer` token identifies; `None` is a 401.
-pub fn authenticate(auth: &Auth, api: &ApiServer, headers: &HeaderMap) -> Option<UserInfo> {
-    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+/// The user a request's `Authorization: Bearer` token identifies, else the admin when the
+/// connection presented the cluster-signed admin certificate (the only client certificate the
+/// sim issues); `None` is a 401. A token wins over the certificate, so a kubeconfig derived from
+/// the admin's with a ServiceAccount token acts as that ServiceAccount.
+pub fn authenticate(auth: &Auth, api: &ApiServer, headers: &HeaderMap, client_cert: bool) -> Option<UserInfo> {
+    let Some(v) = headers.get(header::AUTHORIZATION) else {
+        return client_cert.then(UserInfo::admin);
+    };
+    let v = v.to_str().ok()?;
     let token = v.strip_prefix("Bearer ").map(str::trim)?;
     authenticate_token(auth, api, token, &[tokens::ISSUER]).ok().map(|(user, _)| user)
 }

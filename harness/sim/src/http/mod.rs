@@ -52,7 +52,8 @@ pub fn router(state: HttpState) -> axum::Router {
 async fn handle(State(s): State<HttpState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let query = route::query_map(parts.uri.query());
-    let user = match crate::auth::check(&s.auth, &s.api, &parts.headers, parts.method.as_str(), parts.uri.path(), &query) {
+    let client_cert = parts.extensions.get::<crate::tls::VerifiedClientCert>().is_some();
+    let user = match crate::auth::check(&s.auth, &s.api, &parts.headers, client_cert, parts.method.as_str(), parts.uri.path(), &query) {
         Ok(u) => u,
         Err(e) => return error_response(&e),
     };
