@@ -118,6 +118,13 @@ impl ListPage {
     }
 }
 
+/// Subresources whose writes change one field of the stored object: (subresource, parent, field).
+const ONE_FIELD_WRITES: &[(&str, &str, &str)] = &[
+    ("finalize", "spec", "finalizers"),
+    ("approval", "status", "conditions"),
+    ("ephemeralcontainers", "spec", "ephemeralContainers"),
+];
+
 pub struct ApiServer {
     pub store: Store,
     pub registry: Registry,
@@ -387,30 +394,13 @@ impl ApiServer {
             .store
             .get(&stored_rt.key(), ns, name)
             .ok_or_else(|| ApiError::not_found(&stored_rt.group, &stored_rt.plural, name))?;
-        if sub == Some("finalize") {
-            // namespaces/finalize only changes spec.finalizers.
+        if let Some((_, parent, field)) = ONE_FIELD_WRITES.iter().find(|(s, _, _)| Some(*s) == sub) {
+            // The rest of the body is ignored; its resourceVersion (if any) still guards the write.
             let mut next = (*current).clone();
-            next["spec"]["finalizers"] = obj.pointer("/spec/finalizers").cloned().unwrap_or_else(|| json!([]));
+            next[*parent][*field] = obj.get(*parent).and_then(|p| p.get(*field)).cloned().unwrap_or_else(|| json!([]));
             if let Some(rv) = obj.pointer("/metadata/resourceVersion") {
                 next["metadata"]["resourceVersion"] = rv.clone();
             }
-            obj = next;
-        }
-        if sub == Some("approval") {
-            // certificatesigningrequests/approval only changes status.conditions.
-            let mut next = (*current).clone();
-            next["status"]["conditions"] = obj.pointer("/status/conditions").cloned().unwrap_or_else(|| json!([]));
-            if let Some(rv) = obj.pointer("/metadata/resourceVersion") {
-                next["metadata"]["resourceVersion"] = rv.clone();
-            }
-            obj = next;
-        }
-        if sub == Some("ephemeralcontainers") {
-            // pods/ephemeralcontainers changes only spec.ephemeralContainers.
-            let mut next = (*current).clone();
-            next["spec"]["ephemeralContainers"] = obj.pointer("/spec/ephemeralContainers").cloned().unwrap_or_else(|| json!([]));
-            next["metadata"]["resourceVersion"] =
-                obj.pointer("/metadata/resourceVersion").cloned().unwrap_or_else(|| json!(meta::resource_version(&current)));
             obj = next;
         }
         let mut obj = validation::prune_typed(stored_rt, obj)?;
