@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 if [ -x .venv/bin/kubectl ]; then
   export PATH="$PWD/.venv/bin:$PATH"
   export FAULTLINE_KUBECTL="$PWD/.venv/bin/kubectl"
+  export FAULTLINE_KUBECTL_120="$PWD/.venv/kubectl-1.20/usr/bin/kubectl"
   export FAULTLINE_PYTHON="$PWD/.venv/bin/python"
 fi
 cargo build --workspace --locked --bins

@@ -118,6 +118,13 @@ impl ListPage {
     }
 }
 
+/// Subresources whose writes change one field of the stored object: (subresource, parent, field).
+const ONE_FIELD_WRITES: &[(&str, &str, &str)] = &[
+    ("finalize", "spec", "finalizers"),
+    ("approval", "status", "conditions"),
+    ("ephemeralcontainers", "spec", "ephemeralContainers"),
+];
+
 pub struct ApiServer {
     pub store: Store,
     pub registry: Registry,
@@ -127,11 +134,13 @@ pub struct ApiServer {
     pub storage_protection: std::sync::atomic::AtomicBool,
     /// Held while a Service's addresses are chosen and stored.
     service_allocation: parking_lot::Mutex<()>,
+    /// The OpenAPI documents, rendered on first request and kept until the catalogue changes.
+    pub openapi: crate::openapi::Cache,
 }
 
 impl ApiServer {
     pub fn new(history: usize) -> Arc<Self> {
-        Arc::new(ApiServer { store: Store::new(history), registry: Registry::with_builtins(), log_source: Default::default(), storage_protection: Default::default(), service_allocation: Default::default() })
+        Arc::new(ApiServer { store: Store::new(history), registry: Registry::with_builtins(), log_source: Default::default(), storage_protection: Default::default(), service_allocation: Default::default(), openapi: Default::default() })
     }
 
     pub fn set_log_source(&self, src: Arc<dyn PodLogSource>) {
@@ -376,6 +385,7 @@ impl ApiServer {
             Some("status") if stored_rt.has_status() => UpdateScope::Status,
             Some("finalize") if stored_rt.plural == "namespaces" => UpdateScope::Main,
             Some("ephemeralcontainers") if stored_rt.group.is_empty() && stored_rt.plural == "pods" => UpdateScope::Main,
+            Some("approval") if stored_rt.has_subresource("approval") => UpdateScope::Status,
             Some(other) => {
                 return Err(ApiError::not_found(&stored_rt.group, &format!("{}/{}", stored_rt.plural, other), name))
             }
@@ -384,21 +394,13 @@ impl ApiServer {
             .store
             .get(&stored_rt.key(), ns, name)
             .ok_or_else(|| ApiError::not_found(&stored_rt.group, &stored_rt.plural, name))?;
-        if sub == Some("finalize") {
-            // namespaces/finalize only changes spec.finalizers.
+        if let Some((_, parent, field)) = ONE_FIELD_WRITES.iter().find(|(s, _, _)| Some(*s) == sub) {
+            // The rest of the body is ignored; its resourceVersion (if any) still guards the write.
             let mut next = (*current).clone();
-            next["spec"]["finalizers"] = obj.pointer("/spec/finalizers").cloned().unwrap_or_else(|| json!([]));
+            next[*parent][*field] = obj.get(*parent).and_then(|p| p.get(*field)).cloned().unwrap_or_else(|| json!([]));
             if let Some(rv) = obj.pointer("/metadata/resourceVersion") {
                 next["metadata"]["resourceVersion"] = rv.clone();
             }
-            obj = next;
-        }
-        if sub == Some("ephemeralcontainers") {
-            // pods/ephemeralcontainers changes only spec.ephemeralContainers.
-            let mut next = (*current).clone();
-            next["spec"]["ephemeralContainers"] = obj.pointer("/spec/ephemeralContainers").cloned().unwrap_or_else(|| json!([]));
-            next["metadata"]["resourceVersion"] =
-                obj.pointer("/metadata/resourceVersion").cloned().unwrap_or_else(|| json!(meta::resource_version(&current)));
             obj = next;
         }
         let mut obj = validation::prune_typed(stored_rt, obj)?;

@@ -10,10 +10,12 @@
 //! that went GA after 1.35 (MutatingAdmissionPolicy(+Binding), ClusterTrustBundle,
 //! PodCertificateRequest, DeviceTaintRule, StorageVersionMigration) are not served.
 
+use k8s_openapi::schemars::{JsonSchema, Schema, SchemaGenerator};
 use k8s_openapi::{ClusterResourceScope, ListableResource, NamespaceResourceScope, Resource, SubResourceScope};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::marker::PhantomData;
 
 /// Decodes a body into the Go-equivalent type and re-encodes it: only known fields survive.
@@ -30,6 +32,10 @@ pub struct BuiltinType {
     pub scope: Scope,
     pub listable: bool,
     pub round_trip: RoundTrip,
+    /// The OpenAPI definition name (`io.k8s.api.core.v1.Pod`), from the type's `JsonSchema`.
+    pub schema_name: fn() -> Cow<'static, str>,
+    /// Adds the type's schema (and every schema it references) to a generator's definitions.
+    pub schema: fn(&mut SchemaGenerator) -> Schema,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +68,7 @@ fn round_trip<T: DeserializeOwned + Serialize>(obj: &Value) -> Result<Value, Str
 impl BuiltinType {
     fn of<T>(listable: bool) -> Self
     where
-        T: Resource + DeserializeOwned + Serialize,
+        T: Resource + DeserializeOwned + Serialize + JsonSchema,
         T::Scope: ScopeOf,
     {
         BuiltinType {
@@ -73,6 +79,8 @@ impl BuiltinType {
             scope: <T::Scope as ScopeOf>::SCOPE,
             listable,
             round_trip: round_trip::<T>,
+            schema_name: T::schema_name,
+            schema: |generator| generator.subschema_for::<T>(),
         }
     }
 }

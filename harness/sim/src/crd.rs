@@ -124,6 +124,7 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
                 verbs: crate::resources::CRUD_VERBS,
                 round_trip: None,
                 scale: v.pointer("/subresources/scale").map(crate::scale::ScalePaths::from_crd),
+                schema: v.pointer("/schema/openAPIV3Schema").cloned(),
             }
         })
         .collect()

@@ -21,6 +21,7 @@ pub mod internal;
 pub mod kubeconfig;
 pub mod meta;
 pub mod nodes;
+pub mod openapi;
 pub mod patch;
 pub mod protobuf;
 pub mod resources;

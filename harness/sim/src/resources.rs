@@ -10,6 +10,7 @@ use crate::scale::ScalePaths;
 use parking_lot::RwLock;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Storage identity of a resource, independent of version: group ("" for core) and plural.
@@ -65,6 +66,8 @@ pub struct ResourceType {
     pub round_trip: Option<RoundTrip>,
     /// Where the `scale` subresource reads and writes replicas, when the resource has one.
     pub scale: Option<ScalePaths>,
+    /// Custom resources only: the CRD version's `schema.openAPIV3Schema` (published in /openapi).
+    pub schema: Option<Value>,
 }
 
 impl ResourceType {
@@ -107,6 +110,8 @@ pub struct Registry {
     types: RwLock<BTreeMap<(String, String, String), Arc<ResourceType>>>,
     /// Group names in the order they were first registered (discovery preserves a stable order).
     group_order: RwLock<Vec<String>>,
+    /// Bumped on every change, so documents derived from the catalogue (OpenAPI) know when to rebuild.
+    generation: AtomicU64,
 }
 
 impl Registry {
@@ -139,6 +144,7 @@ impl Registry {
                 verbs: builtins::verbs(b.group, b.plural, b.listable),
                 round_trip: Some(b.round_trip),
                 scale: extra.filter(|e| e.subresources.contains(&"scale")).map(|_| ScalePaths::builtin(b.kind)),
+                schema: None,
             });
         }
         r
@@ -152,11 +158,18 @@ impl Registry {
             }
         }
         self.types.write().insert((t.group.clone(), t.version.clone(), t.plural.clone()), Arc::new(t));
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Changes whenever a type is added or removed.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
     }
 
     /// Remove every version of a custom resource (when its CRD is deleted).
     pub fn remove_resource(&self, group: &str, plural: &str) {
         self.types.write().retain(|(g, _, p), _| !(g == group && p == plural));
+        self.generation.fetch_add(1, Ordering::SeqCst);
         let still_has_group = self.types.read().keys().any(|(g, _, _)| g == group);
         if !still_has_group {
             self.group_order.write().retain(|g| g != group);

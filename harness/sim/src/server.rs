@@ -67,6 +67,8 @@ pub struct SimServer {
     pub token: String,
     /// PEM of the cluster CA that signed the serving certificate.
     pub ca_pem: String,
+    /// The admin client certificate the kubeconfig carries.
+    pub admin_cert: tls::ClientCert,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -90,7 +92,7 @@ impl SimServer {
         let certs = tls::generate()?;
         let (shutdown, rx) = watch::channel(false);
         tasks.push(tokio::spawn(serve_tls(listener, tokio_rustls::TlsAcceptor::from(certs.server_config.clone()), http::router(state), rx)));
-        Ok(SimServer { api, cluster, faults, addr, token, ca_pem: certs.ca_pem, shutdown, tasks })
+        Ok(SimServer { api, cluster, faults, addr, token, ca_pem: certs.ca_pem, admin_cert: certs.admin, shutdown, tasks })
     }
 
     pub fn url(&self) -> String {
@@ -99,11 +101,11 @@ impl SimServer {
 
     /// Write a kubeconfig for this cluster (context `faultline-sim`).
     pub fn write_kubeconfig(&self, path: &Path) -> Result<PathBuf> {
-        kubeconfig::write(path, &self.url(), &self.token, &self.ca_pem)
+        kubeconfig::write(path, &self.url(), &self.token, &self.ca_pem, &self.admin_cert)
     }
 
     pub fn kubeconfig_yaml(&self) -> String {
-        kubeconfig::render(&self.url(), &self.token, &self.ca_pem)
+        kubeconfig::render(&self.url(), &self.token, &self.ca_pem, &self.admin_cert)
     }
 
     pub async fn stop(mut self) {
@@ -144,6 +146,12 @@ async fn serve_tls(listener: TcpListener, acceptor: tokio_rustls::TlsAcceptor, a
         let mut stop = shutdown.clone();
         tokio::spawn(async move {
             let Ok(tls) = acceptor.accept(tcp).await else { return };
+            // rustls only completes a handshake with a certificate the cluster CA signed.
+            let app = if tls.get_ref().1.peer_certificates().is_some_and(|c| !c.is_empty()) {
+                app.layer(axum::Extension(tls::VerifiedClientCert))
+            } else {
+                app
+            };
             let svc = hyper_util::service::TowerToHyperService::new(app);
             // with_upgrades: pods/exec, attach and portforward switch the connection to WebSocket or SPDY.
             let conn = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(tls), svc).with_upgrades();

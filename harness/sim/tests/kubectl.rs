@@ -232,4 +232,29 @@ async fn typed_creates_send_protobuf_and_work() {
     assert_eq!(cm, "b");
     let replicas = kubectl_ok(kc, &["get", "deploy", "proto-dep", "-n", "proto-ns", "-o", "jsonpath={.spec.replicas}"]).await;
     assert_eq!(replicas, "0", "an explicit zero survives protobuf decoding");
+    // scheduling.k8s.io, one of the groups added to the protobuf schema later.
+    kubectl_ok(kc, &["create", "priorityclass", "proto-high", "--value=1000", "--description=for tests", "--preemption-policy=Never"]).await;
+    let pc = kubectl_ok(kc, &["get", "priorityclass", "proto-high", "-o", "jsonpath={.value} {.description} {.preemptionPolicy}"]).await;
+    assert_eq!(pc, "1000 for tests Never");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificate_approve_writes_the_approval_subresource() {
+    let c = TestCluster::start(0).await;
+    let kc = &c.kubeconfig;
+    // Any base64 payload will do: the sim does not parse the request.
+    let csr = json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": "alice"},
+                     "spec": {"request": "LS0tLS1CRUdJTi0tLS0tCg==", "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]}});
+    let f = c.dir.path().join("csr.json");
+    std::fs::write(&f, csr.to_string()).unwrap();
+    kubectl_ok(kc, &["create", "-f", f.to_str().unwrap()]).await;
+    let out = kubectl_ok(kc, &["certificate", "approve", "alice"]).await;
+    assert_eq!(out.trim(), "certificatesigningrequest.certificates.k8s.io/alice approved");
+    let cond = kubectl_ok(kc, &["get", "csr", "alice", "-o", "jsonpath={.status.conditions[0].type}={.status.conditions[0].status} {.spec.signerName}"]).await;
+    assert_eq!(cond, "Approved=True kubernetes.io/kube-apiserver-client");
+    // The approval subresource reads back the object; kinds without it answer 404.
+    let raw = kubectl_ok(kc, &["get", "--raw", "/apis/certificates.k8s.io/v1/certificatesigningrequests/alice/approval"]).await;
+    assert!(raw.contains("\"Approved\""), "{raw}");
+    let wrong = kubectl(kc, &["get", "--raw", "/apis/rbac.authorization.k8s.io/v1/clusterroles/admin/approval"]).await;
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("NotFound"), "{}", String::from_utf8_lossy(&wrong.stderr));
 }

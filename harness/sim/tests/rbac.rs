@@ -186,6 +186,21 @@ async fn access_reviews_and_aggregated_cluster_roles() {
     assert_eq!(v["status"]["user"]["groups"], json!(["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"]));
     let v: Value = serde_json::from_str(&raw(&admin, Method::POST, "/apis/authentication.k8s.io/v1/tokenreviews", Some(review("a.b.c"))).await.1).unwrap();
     assert_eq!(v["status"]["authenticated"], Value::Null);
+    // A token bound to another audience: accepted for that audience (named back in the status),
+    // refused for the apiserver's own.
+    let request = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"audiences": ["api"]}});
+    let (code, body) = raw(&admin, Method::POST, "/api/v1/namespaces/team/serviceaccounts/ctl/token", Some(request)).await;
+    assert_eq!(code, 201, "{body}");
+    let api_token = serde_json::from_str::<Value>(&body).unwrap()["status"]["token"].as_str().unwrap().to_string();
+    let mut for_api = review(&api_token);
+    for_api["spec"]["audiences"] = json!(["other", "api"]);
+    let v: Value = serde_json::from_str(&raw(&admin, Method::POST, "/apis/authentication.k8s.io/v1/tokenreviews", Some(for_api)).await.1).unwrap();
+    assert_eq!((&v["status"]["authenticated"], &v["status"]["audiences"]), (&json!(true), &json!(["api"])), "{v}");
+    let v: Value = serde_json::from_str(&raw(&admin, Method::POST, "/apis/authentication.k8s.io/v1/tokenreviews", Some(review(&api_token))).await.1).unwrap();
+    assert_eq!(
+        v["status"]["error"],
+        r#"[invalid bearer token, token audiences ["api"] is invalid for the target audiences ["https://kubernetes.default.svc.cluster.local"]]"#
+    );
     // Reviews are create-only.
     assert_eq!(raw(&admin, Method::GET, "/apis/authorization.k8s.io/v1/subjectaccessreviews", None).await.0, 405);
 }
@@ -265,4 +280,29 @@ async fn kubectl_auth_can_i_create_token_and_whoami() {
     assert!(list_out.lines().any(|l| l.starts_with("deployments.apps ") && l.contains("create")), "{list_out}");
     assert!(list_out.lines().any(|l| l.starts_with("selfsubjectaccessreviews.authorization.k8s.io")), "{list_out}");
     drop(admin);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_client_certificate_authenticates_without_a_token() {
+    let c = TestCluster::start(0).await;
+    let text = std::fs::read_to_string(&c.kubeconfig).unwrap();
+    let mut y: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let user = y["users"][0]["user"].as_mapping_mut().unwrap();
+    user.remove("token");
+    let cert_only = c.dir.path().join("cert-only");
+    std::fs::write(&cert_only, serde_yaml::to_string(&y).unwrap()).unwrap();
+    let client = client_for(&cert_only).await;
+    let (code, body) = raw(&client, Method::POST, "/apis/authentication.k8s.io/v1/selfsubjectreviews", Some(json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}))).await;
+    assert_eq!(code, 201, "{body}");
+    let review: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(review["status"]["userInfo"]["username"], "kubernetes-admin");
+    assert!(review["status"]["userInfo"]["groups"].as_array().unwrap().contains(&json!("system:masters")));
+    // Without the certificate (and without a token) the same request is a 401.
+    let user = y["users"][0]["user"].as_mapping_mut().unwrap();
+    user.remove("client-certificate-data");
+    user.remove("client-key-data");
+    let anonymous = c.dir.path().join("anonymous");
+    std::fs::write(&anonymous, serde_yaml::to_string(&y).unwrap()).unwrap();
+    let (code, _) = raw(&client_for(&anonymous).await, Method::GET, "/api/v1/namespaces", None).await;
+    assert_eq!(code, 401);
 }

@@ -4,20 +4,27 @@ use super::{tokens, Auth, UserInfo};
 use crate::apiserver::ApiServer;
 use axum::http::{header, HeaderMap};
 
-/// The user a request's `Authorization: Bearer` token identifies; `None` is a 401.
-pub fn authenticate(auth: &Auth, api: &ApiServer, headers: &HeaderMap) -> Option<UserInfo> {
-    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+/// The user a request's `Authorization: Bearer` token identifies, else the admin when the
+/// connection presented the cluster-signed admin certificate (the only client certificate the
+/// sim issues); `None` is a 401. A token wins over the certificate, so a kubeconfig derived from
+/// the admin's with a ServiceAccount token acts as that ServiceAccount.
+pub fn authenticate(auth: &Auth, api: &ApiServer, headers: &HeaderMap, client_cert: bool) -> Option<UserInfo> {
+    let Some(v) = headers.get(header::AUTHORIZATION) else {
+        return client_cert.then(UserInfo::admin);
+    };
+    let v = v.to_str().ok()?;
     let token = v.strip_prefix("Bearer ").map(str::trim)?;
-    authenticate_token(auth, api, token).ok()
+    authenticate_token(auth, api, token, &[tokens::ISSUER]).ok().map(|(user, _)| user)
 }
 
-/// Authenticate one token (also what TokenReview asks).
-pub fn authenticate_token(auth: &Auth, api: &ApiServer, token: &str) -> Result<UserInfo, String> {
+/// Authenticate one token for some audiences (also what TokenReview asks): the user and the
+/// audiences it was accepted for. The admin token is not audience-bound: it holds for all.
+pub fn authenticate_token(auth: &Auth, api: &ApiServer, token: &str, audiences: &[&str]) -> Result<(UserInfo, Vec<String>), String> {
     if constant_time_eq(token, &auth.admin_token) {
-        return Ok(UserInfo::admin());
+        return Ok((UserInfo::admin(), audiences.iter().map(|a| a.to_string()).collect()));
     }
     if token.split('.').count() == 3 {
-        return tokens::authenticate(&auth.signer, api, token, chrono::Utc::now().timestamp());
+        return tokens::authenticate(&auth.signer, api, token, chrono::Utc::now().timestamp(), audiences);
     }
     Err("invalid bearer token".into())
 }

@@ -135,8 +135,16 @@ pub fn serve(auth: &Auth, api: &ApiServer, user: &UserInfo, method: &str, p: &Re
 }
 
 /// Authenticate and authorize one request: the caller, or the 401/403 to answer with.
-pub fn check(auth: &Auth, api: &ApiServer, headers: &axum::http::HeaderMap, method: &str, path: &str, query: &std::collections::HashMap<String, String>) -> ApiResult<UserInfo> {
-    let user = authn::authenticate(auth, api, headers).ok_or_else(ApiError::unauthorized)?;
+pub fn check(
+    auth: &Auth,
+    api: &ApiServer,
+    headers: &axum::http::HeaderMap,
+    client_cert: bool,
+    method: &str,
+    path: &str,
+    query: &std::collections::HashMap<String, String>,
+) -> ApiResult<UserInfo> {
+    let user = authn::authenticate(auth, api, headers, client_cert).ok_or_else(ApiError::unauthorized)?;
     let user = impersonation::apply(api, user, headers)?;
     if user.is_privileged() {
         return Ok(user);

@@ -141,8 +141,11 @@ fn token_status(auth: &Auth, api: &ApiServer, spec: &Value) -> ApiResult<Value> 
     if token.is_empty() {
         return Err(invalid("tokenreviews", "spec.token", "Required value: token must be specified"));
     }
-    Ok(match authn::authenticate_token(auth, api, token) {
-        Ok(user) => json!({"authenticated": true, "user": user.to_json(), "audiences": [super::tokens::ISSUER]}),
+    // Without spec.audiences the token must be meant for the apiserver itself.
+    let requested: Vec<&str> = spec.get("audiences").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let targets = if requested.is_empty() { vec![super::tokens::ISSUER] } else { requested };
+    Ok(match authn::authenticate_token(auth, api, token, &targets) {
+        Ok((user, audiences)) => json!({"authenticated": true, "user": user.to_json(), "audiences": audiences}),
         Err(e) => json!({"user": {}, "error": format!("[invalid bearer token, {}]", e)}),
     })
 }

@@ -81,16 +81,23 @@ impl Signer {
     }
 }
 
-/// Authenticate a ServiceAccount token: signature, issuer, audience, lifetime, and the
-/// ServiceAccount (same uid) still existing, so tokens of a deleted account stop working.
-pub fn authenticate(signer: &Signer, api: &ApiServer, token: &str, now: i64) -> Result<UserInfo, String> {
+/// A string list as Go's `%q` prints it: `["a" "b"]`.
+fn go_quoted(list: &[&str]) -> String {
+    format!("[{}]", list.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(" "))
+}
+
+/// Authenticate a ServiceAccount token: signature, issuer, audience (one of `targets` must be
+/// among the token's), lifetime, and the ServiceAccount (same uid) still existing, so tokens of
+/// a deleted account stop working. Returns the user and the target audiences the token has.
+pub fn authenticate(signer: &Signer, api: &ApiServer, token: &str, now: i64, targets: &[&str]) -> Result<(UserInfo, Vec<String>), String> {
     let claims = signer.verified_claims(token).ok_or("invalid bearer token")?;
     if claims.get("iss").and_then(Value::as_str) != Some(ISSUER) {
         return Err("invalid bearer token".into());
     }
     let auds: Vec<&str> = claims.get("aud").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-    if !auds.contains(&ISSUER) {
-        return Err(format!("token audiences {:?} is invalid for the target audiences [{:?}]", auds, ISSUER));
+    let matched: Vec<String> = targets.iter().filter(|t| auds.contains(t)).map(|t| t.to_string()).collect();
+    if matched.is_empty() {
+        return Err(format!("token audiences {} is invalid for the target audiences {}", go_quoted(&auds), go_quoted(targets)));
     }
     let exp = claims.get("exp").and_then(Value::as_i64).unwrap_or(0);
     let nbf = claims.get("nbf").and_then(Value::as_i64).unwrap_or(0);
@@ -109,7 +116,7 @@ pub fn authenticate(signer: &Signer, api: &ApiServer, token: &str, now: i64) -> 
     if let Some(jti) = claims.get("jti").and_then(Value::as_str) {
         user.extra.insert("authentication.kubernetes.io/credential-id".into(), vec![format!("JTI={}", jti)]);
     }
-    Ok(user)
+    Ok((user, matched))
 }
 
 /// `POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token`: a TokenRequest answered with

@@ -52,7 +52,8 @@ pub fn router(state: HttpState) -> axum::Router {
 async fn handle(State(s): State<HttpState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let query = route::query_map(parts.uri.query());
-    let user = match crate::auth::check(&s.auth, &s.api, &parts.headers, parts.method.as_str(), parts.uri.path(), &query) {
+    let client_cert = parts.extensions.get::<crate::tls::VerifiedClientCert>().is_some();
+    let user = match crate::auth::check(&s.auth, &s.api, &parts.headers, client_cert, parts.method.as_str(), parts.uri.path(), &query) {
         Ok(u) => u,
         Err(e) => return error_response(&e),
     };
@@ -69,13 +70,14 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
     let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).map(String::from);
     let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(String::from);
     let user_agent = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let if_none_match = parts.headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(String::from);
     let route = route::parse(parts.uri.path());
     if let Route::Resource(p) = &route {
         if let Some(r) = crate::auth::serve(&s.auth, &s.api, &user, parts.method.as_str(), p, content_type.as_deref(), &body) {
             return r.map(|v| json_response(StatusCode::CREATED, &v, &Output::Json, &[])).unwrap_or_else(|e| error_response(&e));
         }
     }
-    let ctx = Ctx { s: &s, method: parts.method.clone(), query, accept, content_type, body: &body, user_agent };
+    let ctx = Ctx { s: &s, method: parts.method.clone(), query, accept, content_type, body: &body, user_agent, if_none_match };
     match dispatch(&ctx, route).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
@@ -90,6 +92,7 @@ struct Ctx<'a> {
     content_type: Option<String>,
     body: &'a [u8],
     user_agent: String,
+    if_none_match: Option<String>,
 }
 
 impl Ctx<'_> {
@@ -148,11 +151,17 @@ async fn dispatch(c: &Ctx<'_>, route: Route) -> ApiResult<Response> {
             let doc = discovery::resource_list(&api.registry, &group, &version).ok_or_else(not_found_path)?;
             Ok(json_response(StatusCode::OK, &doc, &c.output(false)?, &[]))
         }
-        Route::OpenApiV2 => Err(not_found_path()),
-        Route::OpenApiV3Root => Ok(json_response(StatusCode::OK, &openapi::root(&api.registry), &Output::Json, &[])),
+        Route::OpenApiV2 => {
+            get_only()?;
+            Ok(openapi::v2(api, c.accept.as_deref(), c.if_none_match.as_deref()))
+        }
+        Route::OpenApiV3Root => {
+            get_only()?;
+            Ok(openapi::v3_root(api, c.if_none_match.as_deref()))
+        }
         Route::OpenApiV3(p) => {
-            let doc = openapi::group_version(&api.registry, &p).ok_or_else(not_found_path)?;
-            Ok(json_response(StatusCode::OK, &doc, &Output::Json, &[]))
+            get_only()?;
+            openapi::v3_group_version(api, &p, c.q("hash"), c.if_none_match.as_deref()).ok_or_else(not_found_path)
         }
         Route::Resource(p) => resource(c, p).await,
         Route::Control(path) => control::handle(c.s.cluster.as_ref(), &c.method, &path, &c.query, c.body),
@@ -252,7 +261,10 @@ async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
             let w = api.patch_scale(&rt, &ns, name, ptype, &body, &c.write_options())?;
             object_response(c, &rt, StatusCode::OK, &w.object, &w.warnings)
         }
-        (Method::GET, Some(name), None | Some("status") | Some("ephemeralcontainers")) => {
+        (Method::GET, Some(name), None | Some("status") | Some("ephemeralcontainers") | Some("approval")) => {
+            if p.sub.as_deref() == Some("approval") && !rt.has_subresource("approval") {
+                return Err(not_found_path());
+            }
             let obj = api.get_stored(&rt, &ns, name)?;
             match c.output(false)? {
                 Output::Json => Ok(bytes_response(StatusCode::OK, "application/json", obj.json().clone(), &[])),
@@ -279,12 +291,12 @@ async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
             api.evict_pod(&ns, name, &e)?;
             Ok(json_response(StatusCode::CREATED, &success_status(None), &Output::Json, &[]))
         }
-        (Method::PUT, Some(name), sub @ (None | Some("status") | Some("finalize") | Some("ephemeralcontainers"))) => {
+        (Method::PUT, Some(name), sub @ (None | Some("status") | Some("finalize") | Some("ephemeralcontainers") | Some("approval"))) => {
             let obj = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
             let w = api.update(&rt, &ns, name, sub, obj, &c.write_options())?;
             object_response(c, &rt, StatusCode::OK, &w.object, &w.warnings)
         }
-        (Method::PATCH, Some(name), sub @ (None | Some("status") | Some("ephemeralcontainers"))) => {
+        (Method::PATCH, Some(name), sub @ (None | Some("status") | Some("ephemeralcontainers") | Some("approval"))) => {
             let (ptype, body) = patch_body(c)?;
             let w = api.patch(&rt, &ns, name, sub, ptype, &body, &c.write_options())?;
             let code = if w.created { StatusCode::CREATED } else { StatusCode::OK };

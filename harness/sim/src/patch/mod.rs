@@ -13,7 +13,7 @@
 pub mod apply;
 mod fieldset;
 mod jsonpatch;
-mod schema;
+pub(crate) mod schema;
 pub mod strategic;
 
 use serde_json::Value;

@@ -30,6 +30,26 @@ pub fn kubectl_path() -> PathBuf {
     p
 }
 
+/// Debian's kubectl 1.20 (`kubernetes-client`), which reads `/openapi/v2` as gnostic protobuf for
+/// `explain` and client-side validation. `.ci/run` unpacks it into `.venv/kubectl-1.20`.
+pub fn kubectl_120_path() -> PathBuf {
+    let p = match std::env::var("FAULTLINE_KUBECTL_120") {
+        Ok(p) => PathBuf::from(p),
+        Err(_) => repo_root().join(".venv/kubectl-1.20/usr/bin/kubectl"),
+    };
+    assert!(
+        p.exists(),
+        "kubectl 1.20 not found at {}: set FAULTLINE_KUBECTL_120 or run `bash .ci/run` (it unpacks Debian's kubernetes-client)",
+        p.display()
+    );
+    p
+}
+
+/// Run kubectl 1.20 against a kubeconfig.
+pub async fn kubectl_120(kubeconfig: &Path, args: &[&str]) -> Output {
+    tokio::process::Command::new(kubectl_120_path()).args(args).env("KUBECONFIG", kubeconfig).output().await.expect("spawn kubectl 1.20")
+}
+
 pub fn python_path() -> PathBuf {
     locate("FAULTLINE_PYTHON", "python")
 }
