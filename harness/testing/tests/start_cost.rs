@@ -1,9 +1,10 @@
 //! Cost of a cluster per test: start to first answered request, in process.
 //!
-//! The bound of issue #17 is a 20 ms median. Test builds compile the sim unoptimized (it is a
-//! workspace member; only dependencies get opt-level 1), and CI machines are shared, so the
-//! assertion allows 3x that (60 ms) and the test prints the measured median for the record;
-//! `cargo test --release` measures the figure docs/library.md quotes.
+//! The bound of issue #17 is a 20 ms median. In this workspace's test builds the sim itself is
+//! unoptimized (a workspace member; only dependencies get opt-level 1) and CI machines are
+//! shared (2 cores here, with other builds running), so a debug build asserts 3x the bound
+//! (60 ms) and a release build the bound itself. The median of 31 runs, after one warm-up
+//! start, absorbs single slow starts; the test prints it for docs/library.md.
 
 use faultline_testing::Cluster;
 use k8s_openapi::api::core::v1::Namespace;
