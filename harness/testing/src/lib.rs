@@ -14,7 +14,7 @@
 //! let nodes: kube::Api<Node> = kube::Api::all(cluster.client());
 //! let fault = cluster.inject("worker-01", NodeOp::CsiPluginDown)?;
 //! let seen = cluster
-//!     .wait_for_log("worker-01", faultline_testing::LogSource::Kubelet, Duration::from_secs(2), |l| l.contains("not found in the list of registered CSI drivers"))
+//!     .wait_for_log("worker-01", faultline_testing::LogSource::Kubelet, Duration::from_secs(2), |l| l.contains("connect: connection refused"))
 //!     .await?;
 //! println!("after {:?} ({:?} on a real cluster): {}", seen.wall, seen.nominal, seen.value);
 //! cluster.heal(&fault)?;
