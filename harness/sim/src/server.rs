@@ -71,6 +71,8 @@ pub struct SimServer {
     pub admin_cert: tls::ClientCert,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    /// The HTTP front end the TLS listener serves, for clients in the same process.
+    router: axum::Router,
 }
 
 impl SimServer {
@@ -91,8 +93,9 @@ impl SimServer {
         let state = HttpState { api: api.clone(), auth: Arc::new(crate::auth::Auth::new(&token)), token: Arc::new(token.clone()), address: Arc::new(addr.to_string()), cluster: cluster.clone(), faults: faults.clone() };
         let certs = tls::generate()?;
         let (shutdown, rx) = watch::channel(false);
-        tasks.push(tokio::spawn(serve_tls(listener, tokio_rustls::TlsAcceptor::from(certs.server_config.clone()), http::router(state), rx)));
-        Ok(SimServer { api, cluster, faults, addr, token, ca_pem: certs.ca_pem, admin_cert: certs.admin, shutdown, tasks })
+        let router = http::router(state);
+        tasks.push(tokio::spawn(serve_tls(listener, tokio_rustls::TlsAcceptor::from(certs.server_config.clone()), router.clone(), rx)));
+        Ok(SimServer { api, cluster, faults, addr, token, ca_pem: certs.ca_pem, admin_cert: certs.admin, shutdown, tasks, router })
     }
 
     pub fn url(&self) -> String {
@@ -102,6 +105,12 @@ impl SimServer {
     /// Write a kubeconfig for this cluster (context `faultline-sim`).
     pub fn write_kubeconfig(&self, path: &Path) -> Result<PathBuf> {
         kubeconfig::write(path, &self.url(), &self.token, &self.ca_pem, &self.admin_cert)
+    }
+
+    /// The HTTP front end as a tower service (`axum::Router` is one), served without a socket:
+    /// requests authenticate like over TLS (`Authorization: Bearer <token>`). Cloning is cheap.
+    pub fn router(&self) -> axum::Router {
+        self.router.clone()
     }
 
     pub fn kubeconfig_yaml(&self) -> String {
