@@ -109,12 +109,14 @@ pub enum ProviderKind {
     Existing,
 }
 
-/// Build the provider named on the command line. kind and existing land with issue 6.
-pub fn make_provider(kind: ProviderKind, existing_allowed: &[String], context: Option<&str>) -> anyhow::Result<Arc<dyn Provider>> {
+/// Build the provider named on the command line, with the suite's settings for it.
+/// `node_image`: kind's node image, already chosen ([`kind::choose_node_image`]).
+pub fn make_provider(kind: ProviderKind, suite: &crate::model::Suite, context: Option<&str>, node_image: Option<String>) -> anyhow::Result<Arc<dyn Provider>> {
     match kind {
         ProviderKind::Sim => Ok(Arc::new(sim::SimProvider::from_env()?)),
-        ProviderKind::Kind => Ok(Arc::new(kind::KindProvider::new())),
+        ProviderKind::Kind => Ok(Arc::new(kind::KindProvider::new(node_image))),
         ProviderKind::Existing => {
+            let existing_allowed = &suite.existing.allowed_contexts;
             check_existing_allowed(existing_allowed, context)?;
             Ok(Arc::new(existing::ExistingProvider { allowed: existing_allowed.to_vec(), context: context.map(String::from) }))
         }
