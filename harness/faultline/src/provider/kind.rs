@@ -55,6 +55,12 @@ impl Provider for KindProvider {
     fn shutdown(&self) -> BoxFuture<'_, anyhow::Result<()>> {
         Box::pin(self.inner.shutdown())
     }
+    /// Bring-up pulls an image, runs kubeadm, waits up to 300 s (retried) for Ready nodes and
+    /// for Longhorn: minutes, each wait bounded by the step itself. A runner timeout shorter
+    /// than that would drop the bring-up mid-way, before its error and its clean-up.
+    fn start_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(30 * 60)
+    }
     fn heal_orphans(&self, force: bool) -> Option<BoxFuture<'_, anyhow::Result<(String, bool)>>> {
         Some(Box::pin(async move {
             let dir = faultline_kind::journal::default_state_dir(|k| std::env::var(k).ok());

@@ -87,6 +87,12 @@ pub trait Provider: Send + Sync {
         false
     }
     fn start<'a>(&'a self, spec: &'a ClusterSpec) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>>;
+    /// How long the runner lets `start` run before it gives up on it. A provider whose
+    /// bring-up bounds each of its own waits says so with a longer time, so that its own error
+    /// (and its clean-up) comes first instead of the runner cutting it off.
+    fn start_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(120)
+    }
     /// End of the run: release what the provider still holds (kind: the idle clusters it kept
     /// for reuse). Called once, after the last scenario.
     fn shutdown(&self) -> BoxFuture<'_, anyhow::Result<()>> {
