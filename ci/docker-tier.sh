@@ -36,13 +36,13 @@ export FAULTLINE_KIND_NODE_IMAGE="$image"
 # The same build as ci/test.sh (workspace-wide features), so after it nothing is rebuilt.
 cargo build --workspace --locked --bins
 cargo test --workspace --locked --no-run \
-  --test docker_engine --test docker_engine_env --test docker_cleanup --test evidence 2>&1 | tail -n 1
+  --test docker_engine --test docker_engine_env --test docker_cleanup --test docker_run --test evidence 2>&1 | tail -n 1
 built=$(date +%s)
 echo "docker tier: engine, node image and build ready in $(( built - started )) s"
 export FAULTLINE_BIN="${CARGO_TARGET_DIR:-target}/debug/faultline"
 # Two at a time: each test brings up two node containers on a 2-core machine.
 cargo test --workspace --locked \
-  --test docker_engine --test docker_engine_env --test docker_cleanup --test evidence \
+  --test docker_engine --test docker_engine_env --test docker_cleanup --test docker_run --test evidence \
   -- --test-threads=2
 echo "docker tier: tests ran in $(( $(date +%s) - built )) s"
 

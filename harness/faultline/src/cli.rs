@@ -161,7 +161,8 @@ struct RunArgs {
     #[arg(long)]
     dry_run: bool,
     /// With --provider kind: the node image, e.g. a `docker load`ed `kindest/node:v1.35.5` (a
-    /// local tag needs no digest). Default: FAULTLINE_KIND_NODE_IMAGE, else the pinned image.
+    /// local tag needs no digest). Default: FAULTLINE_KIND_NODE_IMAGE, else the suite's
+    /// `kindProvider.nodeImage`, else the pinned image.
     #[arg(long)]
     node_image: Option<String>,
     /// Print every scenario's timeline (default: one line per passing scenario, everything
@@ -405,7 +406,7 @@ async fn cleanup_cmd(a: CleanupArgs) -> Result<u8> {
         print_diagnostics(&diags);
         return Ok(2);
     }
-    let provider = provider::make_provider(a.provider, &suite.suite.existing.allowed_contexts, a.context.as_deref())?;
+    let provider = provider::make_provider(a.provider, &suite.suite, a.context.as_deref(), None)?;
     let dir = tempfile::tempdir()?;
     let report = faultline::cleanup::cleanup(provider.as_ref(), dir.path(), a.force, suite.suite.defaults.step_timeout.get()).await?;
     print!("{}", report.render());
@@ -434,10 +435,14 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
         bail!("--regression-ratio must be greater than 1");
     }
     let baseline = a.baseline.as_deref().map(report::baseline::load).transpose()?;
-    if let Some(image) = &a.node_image {
-        // Read where every kind cluster's input is made (provider::kind::plan_input).
-        std::env::set_var("FAULTLINE_KIND_NODE_IMAGE", image);
+    let env_image = std::env::var("FAULTLINE_KIND_NODE_IMAGE").ok();
+    let node_image = provider::kind::choose_node_image(a.node_image.as_deref(), env_image.as_deref(), suite.suite.kind_provider.node_image.as_deref());
+    if a.provider == ProviderKind::Kind && !a.quiet {
+        if let Some((image, from)) = &node_image {
+            eprintln!("faultline: node image {image} (from {from})");
+        }
     }
+    let node_image = node_image.map(|(image, _)| image);
     if a.dry_run {
         if a.provider != ProviderKind::Kind {
             bail!("--dry-run is for --provider kind (sim runs in-process; there is nothing to review)");
@@ -454,7 +459,7 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
                 workdir: std::env::temp_dir().join("faultline-dry-run").join(&sc.metadata.name),
             };
             println!("## scenario {}\n", sc.metadata.name);
-            let r = provider::kind::dry_run(&spec, sc, &suite)?;
+            let r = provider::kind::dry_run(&spec, sc, &suite, node_image.as_deref())?;
             println!("{}", r.text);
             unsupported += r.unsupported.len();
         }
@@ -475,7 +480,7 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
             bail!("--pause-at {step}: no selected scenario has a step `{step}`; steps: {}", all.join(", "));
         }
     }
-    let provider = provider::make_provider(a.provider, &suite.suite.existing.allowed_contexts, a.context.as_deref())?;
+    let provider = provider::make_provider(a.provider, &suite.suite, a.context.as_deref(), node_image)?;
     let seed = a.seed.unwrap_or_else(rand::random);
     let faultline_bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("faultline"));
     let pauser = (a.pause_on_failure || !a.pause_at.is_empty()).then(|| Arc::new(faultline::pause::ConsolePauser::new(faultline_bin.clone())));

@@ -264,3 +264,18 @@ fn suite_config_errors_are_located() {
         format!("{}:4:48: error: defaults.regressionRatio: must be greater than 1", f.display()),
     ]);
 }
+
+#[test]
+fn a_blank_kind_node_image_is_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("faultline.yaml");
+    std::fs::write(&f, "apiVersion: faultline.dev/v1alpha1\nkind: Suite\nkindProvider:\n  nodeImage: \"kindest/node v1\"\n").unwrap();
+    let d: Vec<String> = load_suite(&f).unwrap_err().into_iter().map(|d| d.to_string()).collect();
+    assert_eq!(d, vec![format!(
+        "{}:4:14: error: kindProvider.nodeImage: must be an image reference such as `kindest/node:v1.35.5` (no spaces)",
+        f.display()
+    )]);
+    std::fs::write(&f, "apiVersion: faultline.dev/v1alpha1\nkind: Suite\nkindProvider:\n  nodeImage: faultline-node:abc\n").unwrap();
+    let s = load_suite(&f).unwrap();
+    assert_eq!(s.suite.kind_provider.node_image.as_deref(), Some("faultline-node:abc"));
+}

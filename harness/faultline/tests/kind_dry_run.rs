@@ -71,3 +71,42 @@ fn node_image_takes_a_local_tag_without_a_digest() {
     assert!(text.contains("docker image inspect kindest/node:v1.35.5 >/dev/null || docker pull kindest/node:v1.35.5"), "{text}");
     assert!(!text.contains("@sha256:"), "no digest anywhere: {text}");
 }
+
+/// `--node-image` > FAULTLINE_KIND_NODE_IMAGE > the suite's `kindProvider.nodeImage` > the pinned
+/// image, seen in the image the dry run would look up.
+#[test]
+fn the_node_image_comes_from_the_flag_then_the_environment_then_the_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = |image: Option<&str>| {
+        let key = image.map(|i| format!("kindProvider:\n  nodeImage: {i}\n")).unwrap_or_default();
+        std::fs::write(dir.path().join("faultline.yaml"), format!("apiVersion: faultline.dev/v1alpha1\nkind: Suite\n{key}")).unwrap();
+    };
+    std::fs::write(
+        dir.path().join("reboot.yaml"),
+        "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {name: reboot}\nspec:\n  cluster:\n    nodes: [{name: control-plane, role: control-plane}, {name: worker-01}]\n    storage: none\n  steps:\n    - fault: {nodeReboot: {node: worker-01}}\n",
+    )
+    .unwrap();
+    let image = |flag: Option<&str>, env: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_faultline"));
+        c.args(["run", "--provider", "kind", "--dry-run"]).arg(dir.path()).env_remove("FAULTLINE_KIND_NODE_IMAGE");
+        if let Some(f) = flag {
+            c.args(["--node-image", f]);
+        }
+        if let Some(e) = env {
+            c.env("FAULTLINE_KIND_NODE_IMAGE", e);
+        }
+        let out = c.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        let line = text.lines().find(|l| l.starts_with("docker image inspect ")).unwrap_or_else(|| panic!("no image lookup: {text}"));
+        line.split_whitespace().nth(3).unwrap().to_string()
+    };
+    suite(None);
+    assert!(image(None, None).starts_with("kindest/node:v1.35.5@sha256:"), "pinned by default");
+    suite(Some("faultline-node:from-suite"));
+    assert_eq!(image(None, None), "faultline-node:from-suite");
+    assert_eq!(image(None, Some("faultline-node:from-env")), "faultline-node:from-env");
+    assert_eq!(image(Some("faultline-node:from-flag"), Some("faultline-node:from-env")), "faultline-node:from-flag");
+    // An empty variable counts as unset.
+    assert_eq!(image(None, Some("")), "faultline-node:from-suite");
+}

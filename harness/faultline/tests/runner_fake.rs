@@ -169,3 +169,51 @@ async fn manifest_verbs_and_event_expectations() {
     assert!(r.timeline.iter().any(|e| e.text.starts_with("event Warning FailedMount Pod default/ws-a-1234")), "events reach the timeline");
     assert!(r.expectations.iter().find(|e| e.name == "failed-mount").unwrap().last_observed.as_ref().unwrap().contains("1 matching event(s)"));
 }
+
+/// A bring-up that fails after `delay` (as kind's does at kubeadm), or a runner timeout.
+struct FailingBringUp {
+    delay: std::time::Duration,
+    timeout: std::time::Duration,
+}
+
+impl faultline::provider::Provider for FailingBringUp {
+    fn name(&self) -> &'static str {
+        "failing"
+    }
+    fn start<'a>(&'a self, _: &'a faultline::provider::ClusterSpec) -> futures::future::BoxFuture<'a, anyhow::Result<Box<dyn faultline::provider::Cluster>>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            Err(anyhow::anyhow!("step failed: kubeadm init\n  exit code 127").context("bringing up the cluster stopped at step 7 of 12"))
+        })
+    }
+    fn start_timeout(&self) -> std::time::Duration {
+        self.timeout
+    }
+}
+
+async fn run_with(provider: FailingBringUp) -> faultline::report::ScenarioReport {
+    let suite = LoadedSuite::default();
+    let src = "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {name: t}\nspec:\n  steps:\n    - sleep: 1s\n";
+    let ls = load_scenario_str(Path::new("t.yaml"), src, &suite).unwrap();
+    let o = RunOptions { provider: Arc::new(provider), ..opts(Arc::new(FakeNodeOps::new(FakeConfig::default()))) };
+    runner::run_scenario(&ls, &suite, &o, &Default::default(), 1).await
+}
+
+/// The provider's own error is the scenario's reason and the timeline's last entry, whatever
+/// the bring-up took below the provider's start timeout; only beyond it does the runner cut it.
+#[tokio::test]
+async fn a_bring_up_error_ends_the_timeline_and_is_the_reason() {
+    use std::time::Duration;
+    let r = run_with(FailingBringUp { delay: Duration::from_millis(1500), timeout: Duration::from_secs(10) }).await;
+    assert_eq!(r.verdict, Verdict::Error);
+    let reason = r.reason.clone().unwrap();
+    assert!(reason.starts_with("cluster failed to start: bringing up the cluster stopped at step 7 of 12"), "{reason}");
+    assert!(reason.contains("step failed: kubeadm init\n  exit code 127"), "the cause is kept whole: {reason}");
+    let texts: Vec<&str> = r.timeline.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(texts, vec!["cluster starting (failing)", reason.as_str()], "nothing ran before or after the bring-up");
+    assert!(r.timeline[1].at_ms >= 1500, "recorded when the bring-up failed: {:?}", r.timeline[1].at_ms);
+    assert!(r.steps.iter().all(|s| s.verdict != Verdict::Passed), "no step ran");
+    // Beyond the provider's start timeout the runner gives up, and says after how long.
+    let r = run_with(FailingBringUp { delay: Duration::from_secs(5), timeout: Duration::from_millis(300) }).await;
+    assert_eq!(r.reason.as_deref(), Some("cluster failed to start within 0.3s"));
+}

@@ -54,3 +54,39 @@ fn each_regression_fails_a_scenario(#[case] regression: &str, #[case] filter: &s
     assert_eq!(code, 1, "{text}");
     assert!(text.contains(wanted), "missing `{wanted}` in:\n{text}");
 }
+
+/// The kubelet log a run saves keeps the runbook's lines for the scenario's whole length: the
+/// saturated-workers scenario runs through the binary to its end (about 4 simulated minutes at
+/// its timeScale), then its saved log is grepped the way the runbook greps a node's kubelet log.
+#[test]
+fn the_saved_kubelet_log_keeps_the_runbook_lines_for_the_whole_scenario() {
+    controller();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["run", "scenarios", "--filter", "^saturated-kubelet-workers$", "--seed", "7", "--report-dir"])
+        .arg(dir.path())
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let log = std::fs::read_to_string(dir.path().join("saturated-kubelet-workers/logs/kubelet-worker-02.log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(!log.contains("lines lost"), "every line reached the saved log:\n{log}");
+    // The incident runbook: `logs kubelet | grep -iE 'NestedPendingOperations|GetDeviceMountRefs|context deadline exceeded'`.
+    let runbook = regex::RegexBuilder::new("NestedPendingOperations|GetDeviceMountRefs|context deadline exceeded").case_insensitive(true).build().unwrap();
+    let hits: Vec<&&str> = lines.iter().filter(|l| runbook.is_match(l)).collect();
+    assert!(hits.len() >= 3, "the runbook's grep finds the volume's retries:\n{log}");
+    // The first retries (500ms, doubling) are still there at the end.
+    for (hit, backoff) in hits.iter().zip(["500ms", "1s", "2s"]) {
+        assert!(hit.contains(&format!("(durationBeforeRetry {backoff})")), "{hit}\n{log}");
+    }
+    // The whole length: from the stale pods' arrival, through the workspace's retries, to its
+    // volume mounted after the stale pods went.
+    let added = lines.iter().position(|l| l.contains("\"SyncLoop ADD\" source=\"api\" pods=[\"snapshots/snapshot-worker-02-0\"]")).expect("stale pods added");
+    let first_retry = lines.iter().position(|l| l == hits[0]).unwrap();
+    assert!(added < first_retry, "{log}");
+    let removed = lines.iter().position(|l| l.contains("\"SyncLoop REMOVE\" source=\"api\" pods=[\"snapshots/snapshot-worker-02-7\"]")).expect("stale pods removed");
+    let mounted = lines.iter().position(|l| l.contains("MountVolume.SetUp succeeded for volume")).expect("the workspace's volume mounted");
+    assert!(removed < mounted, "{log}");
+}

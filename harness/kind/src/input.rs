@@ -114,6 +114,14 @@ impl ClusterPlanInput {
         }
         self
     }
+    /// A node image chosen by the caller (`None` keeps the current one). Any tag, local or
+    /// pinned; the image is looked up locally before it is pulled.
+    pub fn with_node_image(mut self, image: Option<&str>) -> Self {
+        if let Some(i) = image {
+            self.node_image = i.to_string();
+        }
+        self
+    }
     pub fn control_plane(&self) -> Option<&NodeInput> {
         self.nodes.iter().find(|n| n.role == Role::ControlPlane)
     }

@@ -290,6 +290,9 @@ pub fn load_suite_str(file: &Path, src: &str) -> Result<LoadedSuite, Vec<Diagnos
             }
         }
     }
+    if suite.kind_provider.node_image.as_deref().is_some_and(|i| i.trim().is_empty() || i.contains(char::is_whitespace)) {
+        d.push(Diagnostic::at(file, spans.value("kindProvider.nodeImage"), "kindProvider.nodeImage: must be an image reference such as `kindest/node:v1.35.5` (no spaces)"));
+    }
     if suite.defaults.regression_ratio <= 1.0 {
         d.push(Diagnostic::at(file, spans.value("defaults.regressionRatio"), "defaults.regressionRatio: must be greater than 1"));
     }

@@ -114,9 +114,20 @@ impl Timing {
         }
     }
 
-    /// The nominal clock: the time a real cluster would show at this point of the run.
+    /// The nominal clock: the time a real cluster would show at this point of the run. The one
+    /// source of simulated time: node logs, Go times in messages and the CronJob calendar.
     pub fn now(&self) -> DateTime<Utc> {
         self.epoch + chrono::Duration::from_std(self.nominal_elapsed()).unwrap_or_default()
+    }
+
+    /// A wall-clock timestamp (as the API stores them: creationTimestamp, lastScheduleTime
+    /// written by hand) on the nominal clock: the nominal time it was when the wall clock read
+    /// `wall`. Times before the clock's origin are left as they are.
+    pub fn on_nominal_clock(&self, wall: DateTime<Utc>) -> DateTime<Utc> {
+        match (wall - self.epoch).to_std() {
+            Ok(real) => self.epoch + chrono::Duration::from_std(self.to_nominal(real)).unwrap_or_default(),
+            Err(_) => wall,
+        }
     }
 
     /// Go's `time.Time.String()` of `now + d` with its monotonic reading, as
@@ -131,42 +142,6 @@ impl Timing {
         let at = now + chrono::Duration::from_std(d).unwrap_or_default();
         let mono = (now - self.epoch).to_std().unwrap_or_default() + d;
         format!("{} m=+{:.9}", at.format("%Y-%m-%d %H:%M:%S%.9f +0000 UTC"), mono.as_secs_f64())
-    }
-}
-
-/// Wall-clock time as the simulated cluster lives it: from `origin` on, time passes
-/// `1 / scale` times faster (a CronJob's "every minute" fires every 3 real seconds at scale
-/// 0.05). Timestamps the API stores stay real; loops that schedule by the calendar map them
-/// through `to_sim`.
-#[derive(Debug, Clone)]
-pub struct SimClock {
-    origin_wall: chrono::DateTime<chrono::Utc>,
-    origin: std::time::Instant,
-    scale: f64,
-}
-
-impl SimClock {
-    pub fn start(timing: &Timing) -> SimClock {
-        SimClock { origin_wall: chrono::Utc::now(), origin: std::time::Instant::now(), scale: timing.scale.max(1e-6) }
-    }
-
-    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        self.origin_wall + self.sim_duration(self.origin.elapsed())
-    }
-
-    /// A real (stored) timestamp on the simulated calendar.
-    pub fn to_sim(&self, wall: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
-        let real = (wall - self.origin_wall).to_std().unwrap_or_default();
-        if wall < self.origin_wall { wall } else { self.origin_wall + self.sim_duration(real) }
-    }
-
-    /// How long a simulated span takes in real time.
-    pub fn real(&self, sim: Duration) -> Duration {
-        Duration::from_secs_f64(sim.as_secs_f64() * self.scale)
-    }
-
-    fn sim_duration(&self, real: Duration) -> chrono::Duration {
-        chrono::Duration::from_std(Duration::from_secs_f64(real.as_secs_f64() / self.scale)).unwrap_or_default()
     }
 }
 
@@ -238,12 +213,18 @@ mod tests {
     }
 
     #[test]
-    fn the_sim_clock_runs_faster_by_the_scale() {
-        let clock = SimClock::start(&Timing::scaled(0.01));
+    fn stored_timestamps_map_onto_the_one_nominal_clock() {
+        let t = Timing::scaled(0.01);
         std::thread::sleep(Duration::from_millis(50));
-        let ahead = clock.now() - chrono::Utc::now();
-        assert!(ahead >= chrono::Duration::seconds(4), "50 ms real is 5 s simulated: {ahead}");
-        assert_eq!(clock.real(Duration::from_secs(60)), Duration::from_millis(600));
+        // The wall clock's "now" is the nominal clock's now: one source of simulated time.
+        let (wall, nominal) = (Utc::now(), t.now());
+        let mapped = t.on_nominal_clock(wall);
+        assert!((mapped - nominal).num_milliseconds().abs() < 500, "{mapped} vs {nominal}");
+        assert!(mapped - wall >= chrono::Duration::seconds(4), "50 ms real is 5 s nominal: {mapped} vs {wall}");
+        // Before the origin: unchanged. A nominal span takes `scale` of it in real time.
+        let before = t.epoch - chrono::Duration::seconds(10);
+        assert_eq!(t.on_nominal_clock(before), before);
+        assert_eq!(t.s(Duration::from_secs(60)), Duration::from_millis(600));
     }
 
     #[test]

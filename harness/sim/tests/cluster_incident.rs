@@ -349,8 +349,13 @@ async fn stale_pods_stall_pleg_so_new_pods_get_no_status_until_force_deleted() {
     // Never synced by the kubelet: no container statuses at all (the other pod shape).
     assert!(st.container_statuses.is_none() && st.init_container_statuses.is_none(), "{st:?}");
     assert_eq!(st.phase.as_deref(), Some("Pending"));
+    // The sync loop logs its skip on its own tick, which may come just after the status post.
+    let skip = eventually(5, "sync loop skipping", || {
+        let log = kubelet_log(&sim, "worker-03");
+        async move { log.into_iter().find(|l| l.contains("Skipping pod synchronization")) }
+    })
+    .await;
     let log = kubelet_log(&sim, "worker-03");
-    let skip = log.iter().find(|l| l.contains("Skipping pod synchronization")).expect("sync loop skipping");
     assert!(skip.contains("] \"Skipping pod synchronization\" err=\"PLEG is not healthy: pleg was last seen active 3m") && skip.ends_with("; threshold is 3m0s\""), "{skip}");
     // The stale pods' V(3) line is below the kubelet's verbosity.
     assert!(!log.iter().any(|l| l.contains("Pod is terminated, but some volumes have not been cleaned up")));
@@ -366,6 +371,9 @@ async fn stale_pods_stall_pleg_so_new_pods_get_no_status_until_force_deleted() {
     wait_running(&client, "ws-starved", 30).await;
 }
 
+/// The RCA's pool of 8 workers: the stale pods starve a new pod, not the node's Running pods
+/// (Longhorn's DaemonSet and Deployment pods): with 7 stale pods one worker is left and a new
+/// pod runs; the 8th starves the next one, without a PLEG stall; deleting them lets it run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rca_pool_option_starves_new_pods_without_pleg() {
     let mut opts = SimOptions::full(2, Timing::scaled(SCALE));
@@ -373,18 +381,22 @@ async fn the_rca_pool_option_starves_new_pods_without_pleg() {
     let c = TestCluster::start_with(opts).await;
     let sim = c.server.cluster.clone().unwrap();
     let client = c.client().await;
-    // The stale pods of the incident were there long before: let the node's own pods (Longhorn's
-    // DaemonSet and Deployment pods) start first, so they do not race the stale pods for workers.
+    // The stale pods of the incident were there long before: the node's own pods run first.
     let on_node: Api<Pod> = Api::all(client.clone());
     let lp = ListParams::default().fields("spec.nodeName=worker-02");
-    for _ in 0..150 {
-        let pods = on_node.list(&lp).await.unwrap().items;
-        if !pods.is_empty() && pods.iter().all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")) {
-            break;
+    eventually(15, "worker-02's own pods Running", || {
+        let (on_node, lp) = (on_node.clone(), lp.clone());
+        async move {
+            let pods = on_node.list(&lp).await.ok()?.items;
+            (!pods.is_empty() && pods.iter().all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))).then_some(())
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    sim.node_op("worker-02", &NodeOp::SaturateWorkers { count: None, namespace: "snapshots".into() }).unwrap();
+    })
+    .await;
+    let saturate = |count| NodeOp::SaturateWorkers { count: Some(count), namespace: "snapshots".into() };
+    sim.node_op("worker-02", &saturate(7)).unwrap();
+    workspace(&client, "ws-free", "worker-02").await;
+    wait_running(&client, "ws-free", 30).await;
+    sim.node_op("worker-02", &saturate(8)).unwrap();
     workspace(&client, "ws-pool", "worker-02").await;
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
@@ -394,6 +406,8 @@ async fn the_rca_pool_option_starves_new_pods_without_pleg() {
     let nodes: Api<Node> = Api::all(client.clone());
     let n = nodes.get("worker-02").await.unwrap();
     assert!(n.status.unwrap().conditions.unwrap().iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    sim.node_op("worker-02", &NodeOp::ClearStalePods { namespace: "snapshots".into() }).unwrap();
+    wait_running(&client, "ws-pool", 30).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,7 +12,16 @@ pub fn fault_op(op: &NodeOperation) -> anyhow::Result<FaultOp> {
     FaultOp::from_runner_json(serde_json::to_value(op)?)
 }
 
-pub fn plan_input(spec: &ClusterSpec) -> ClusterPlanInput {
+/// The node image of a run, first that is set: `--node-image`, FAULTLINE_KIND_NODE_IMAGE, the
+/// suite's `kindProvider.nodeImage`; `None` means the pinned image. With the setting it came from.
+pub fn choose_node_image(flag: Option<&str>, env: Option<&str>, suite: Option<&str>) -> Option<(String, &'static str)> {
+    [(flag, "--node-image"), (env, "FAULTLINE_KIND_NODE_IMAGE"), (suite, "the suite's kindProvider.nodeImage")]
+        .into_iter()
+        .find_map(|(v, from)| v.map(str::trim).filter(|v| !v.is_empty()).map(|v| (v.to_string(), from)))
+}
+
+/// The cluster input of one scenario; `node_image` is the run's choice ([`choose_node_image`]).
+pub fn plan_input(spec: &ClusterSpec, node_image: Option<&str>) -> ClusterPlanInput {
     let nodes = spec
         .nodes
         .iter()
@@ -21,24 +30,21 @@ pub fn plan_input(spec: &ClusterSpec) -> ClusterPlanInput {
     ClusterPlanInput::new(&faultline_kind::input::sanitize_cluster_name(&spec.name), nodes)
         .with_longhorn(spec.storage != Some(crate::model::Storage::None))
         .with_env_from(|k| std::env::var(k).ok())
+        .with_node_image(node_image)
 }
 
 pub struct KindProvider {
     inner: Arc<Inner>,
+    node_image: Option<String>,
 }
 
 impl KindProvider {
-    pub fn new() -> KindProvider {
+    /// `node_image`: the run's choice ([`choose_node_image`]); `None`: the pinned image.
+    pub fn new(node_image: Option<String>) -> KindProvider {
         // Clusters are reused across the scenarios of a run. FAULTLINE_KIND_NODES_ONLY=1 stops
         // bring-up where kubeadm would run (the Docker-engine tier: no Kubernetes binaries).
         let nodes_only = std::env::var("FAULTLINE_KIND_NODES_ONLY").as_deref() == Ok("1");
-        KindProvider { inner: Arc::new(Inner::new(KindOptions { reuse: true, nodes_only, state_dir: None })) }
-    }
-}
-
-impl Default for KindProvider {
-    fn default() -> Self {
-        Self::new()
+        KindProvider { inner: Arc::new(Inner::new(KindOptions { reuse: true, nodes_only, state_dir: None })), node_image }
     }
 }
 
@@ -49,6 +55,12 @@ impl Provider for KindProvider {
     fn shutdown(&self) -> BoxFuture<'_, anyhow::Result<()>> {
         Box::pin(self.inner.shutdown())
     }
+    /// Bring-up pulls an image, runs kubeadm, waits up to 300 s (retried) for Ready nodes and
+    /// for Longhorn: minutes, each wait bounded by the step itself. A runner timeout shorter
+    /// than that would drop the bring-up mid-way, before its error and its clean-up.
+    fn start_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(30 * 60)
+    }
     fn heal_orphans(&self, force: bool) -> Option<BoxFuture<'_, anyhow::Result<(String, bool)>>> {
         Some(Box::pin(async move {
             let dir = faultline_kind::journal::default_state_dir(|k| std::env::var(k).ok());
@@ -58,7 +70,7 @@ impl Provider for KindProvider {
     }
     fn start<'a>(&'a self, spec: &'a ClusterSpec) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>> {
         Box::pin(async move {
-            let input = plan_input(spec);
+            let input = plan_input(spec, self.node_image.as_deref());
             std::fs::create_dir_all(&spec.workdir)?;
             let cluster = self.inner.start(&input, &spec.workdir).await?;
             let kubeconfig = cluster.kubeconfig().to_path_buf();
@@ -224,14 +236,26 @@ pub fn manifests_section(suite: &crate::loader::LoadedSuite, controller: Option<
 
 /// `faultline run --provider kind --dry-run`: the exact container specs and commands, per
 /// scenario, faults replayed with their overlaps; `unsupported` lists what kind cannot do.
-pub fn dry_run(spec: &ClusterSpec, scenario: &crate::model::Scenario, suite: &crate::loader::LoadedSuite) -> anyhow::Result<DryRunReport> {
+pub fn dry_run(spec: &ClusterSpec, scenario: &crate::model::Scenario, suite: &crate::loader::LoadedSuite, node_image: Option<&str>) -> anyhow::Result<DryRunReport> {
     let before = manifests_section(suite, scenario.spec.controller.as_ref().map(|c| c.reference.as_str()))?;
-    faultline_kind::dry_run_replay_blocking(&plan_input(spec), &timeline(&scenario.spec.steps), &before, &spec.workdir)
+    faultline_kind::dry_run_replay_blocking(&plan_input(spec, node_image), &timeline(&scenario.spec.steps), &before, &spec.workdir)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_node_image_is_the_first_setting_that_is_set() {
+        let c = |f, e, s| choose_node_image(f, e, s);
+        assert_eq!(c(None, None, None), None);
+        assert_eq!(c(None, None, Some("s:1")), Some(("s:1".into(), "the suite's kindProvider.nodeImage")));
+        assert_eq!(c(None, Some("e:1"), Some("s:1")), Some(("e:1".into(), "FAULTLINE_KIND_NODE_IMAGE")));
+        assert_eq!(c(Some("f:1"), Some("e:1"), Some("s:1")), Some(("f:1".into(), "--node-image")));
+        assert_eq!(c(Some(" "), Some(""), Some("s:1")), Some(("s:1".into(), "the suite's kindProvider.nodeImage")), "blank counts as unset");
+        let spec = ClusterSpec { name: "x".into(), nodes: vec![], storage: None, sim: Default::default(), seed: 0, workdir: "/tmp".into() };
+        assert_eq!(plan_input(&spec, Some("f:1")).node_image, "f:1");
+    }
 
     fn steps(yaml: &str) -> Vec<Step> {
         serde_yaml::from_str(yaml).unwrap()

@@ -87,6 +87,12 @@ pub trait Provider: Send + Sync {
         false
     }
     fn start<'a>(&'a self, spec: &'a ClusterSpec) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>>;
+    /// How long the runner lets `start` run before it gives up on it. A provider whose
+    /// bring-up bounds each of its own waits says so with a longer time, so that its own error
+    /// (and its clean-up) comes first instead of the runner cutting it off.
+    fn start_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(120)
+    }
     /// End of the run: release what the provider still holds (kind: the idle clusters it kept
     /// for reuse). Called once, after the last scenario.
     fn shutdown(&self) -> BoxFuture<'_, anyhow::Result<()>> {
@@ -109,12 +115,14 @@ pub enum ProviderKind {
     Existing,
 }
 
-/// Build the provider named on the command line. kind and existing land with issue 6.
-pub fn make_provider(kind: ProviderKind, existing_allowed: &[String], context: Option<&str>) -> anyhow::Result<Arc<dyn Provider>> {
+/// Build the provider named on the command line, with the suite's settings for it.
+/// `node_image`: kind's node image, already chosen ([`kind::choose_node_image`]).
+pub fn make_provider(kind: ProviderKind, suite: &crate::model::Suite, context: Option<&str>, node_image: Option<String>) -> anyhow::Result<Arc<dyn Provider>> {
     match kind {
         ProviderKind::Sim => Ok(Arc::new(sim::SimProvider::from_env()?)),
-        ProviderKind::Kind => Ok(Arc::new(kind::KindProvider::new())),
+        ProviderKind::Kind => Ok(Arc::new(kind::KindProvider::new(node_image))),
         ProviderKind::Existing => {
+            let existing_allowed = &suite.existing.allowed_contexts;
             check_existing_allowed(existing_allowed, context)?;
             Ok(Arc::new(existing::ExistingProvider { allowed: existing_allowed.to_vec(), context: context.map(String::from) }))
         }

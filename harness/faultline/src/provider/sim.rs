@@ -240,7 +240,10 @@ impl NodeOps for SimNodeOps {
                                 return; // nobody listens any more
                             }
                         }
-                        Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        // Said in the log itself, so a saved log that misses lines shows it.
+                        Err(broadcast::error::RecvError::Lagged(n)) => {
+                            let _ = tx.send(LogLine { source, node: Some(name.clone()), text: format!("faultline: {n} log lines lost (reader lagged)") });
+                        }
                         Err(broadcast::error::RecvError::Closed) => return,
                     }
                 }

@@ -266,10 +266,11 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
     let op_timeout = defaults.step_timeout.get();
 
     timeline.record(EntryKind::Step, format!("cluster starting ({})", opts.provider.name()));
-    let cluster = match tokio::time::timeout(Duration::from_secs(120), opts.provider.start(&spec)).await {
+    let start_timeout = opts.provider.start_timeout();
+    let cluster = match tokio::time::timeout(start_timeout, opts.provider.start(&spec)).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => return finish_error(report, &timeline, format!("cluster failed to start: {}", crate::k8s::explain(&e))),
-        Err(_) => return finish_error(report, &timeline, "cluster failed to start within 120s".into()),
+        Err(_) => return finish_error(report, &timeline, format!("cluster failed to start within {}s", start_timeout.as_secs_f64())),
     };
     let kubeconfig = cluster.kubeconfig().to_path_buf();
     let setup = async {

@@ -517,6 +517,19 @@ pub struct Suite {
     /// For `--provider existing`: the kubeconfig contexts faultline may inject faults into.
     #[serde(default)]
     pub existing: ExistingConfig,
+    /// For `--provider kind`. Not `kind:`, which names the document type (`kind: Suite`).
+    #[serde(default)]
+    pub kind_provider: KindProviderConfig,
+}
+
+/// `kindProvider:` in the suite file.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KindProviderConfig {
+    /// The node image, e.g. a `docker load`ed `kindest/node:v1.35.5` (a local tag needs no
+    /// digest). `--node-image` and FAULTLINE_KIND_NODE_IMAGE override it; default: the pinned image.
+    #[serde(default)]
+    pub node_image: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, Default)]

@@ -1,4 +1,4 @@
-//! The CronJob controller on the simulated calendar (`timing::SimClock`): at each scheduled
+//! The CronJob controller on the cluster's nominal clock (`Timing::now`): at each scheduled
 //! time a Job `<cronjob>-<minutes since epoch>` from the jobTemplate, concurrencyPolicy
 //! (Allow/Forbid/Replace), startingDeadlineSeconds, suspend, `status.active`,
 //! lastScheduleTime/lastSuccessfulTime and the successful/failed job history limits.
@@ -9,7 +9,7 @@ use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
-use crate::timing::{SimClock, Timing};
+use crate::timing::Timing;
 use chrono::{DateTime, Utc};
 use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
@@ -22,13 +22,14 @@ const SCHEDULED_TIMESTAMP: &str = "batch.kubernetes.io/cronjob-scheduled-timesta
 pub struct CronJobController {
     client: Internal,
     recorder: EventRecorder,
-    clock: SimClock,
+    /// The cluster's nominal clock: schedules are read on it.
+    clock: Timing,
 }
 
 impl CronJobController {
     pub fn new(client: Internal, timing: Timing) -> Self {
         let recorder = EventRecorder::new(client.clone(), "cronjob-controller", None);
-        CronJobController { client, recorder, clock: SimClock::start(&timing) }
+        CronJobController { client, recorder, clock: timing }
     }
 }
 
@@ -97,7 +98,7 @@ impl Reconciler for CronJobController {
             }
             Ok(cron) if !suspended => {
                 let now = self.clock.now();
-                let created = meta::str_at(&cj, "/metadata/creationTimestamp").and_then(meta::parse_time).map(|t| self.clock.to_sim(t)).unwrap_or(now);
+                let created = meta::str_at(&cj, "/metadata/creationTimestamp").and_then(meta::parse_time).map(|t| self.clock.on_nominal_clock(t)).unwrap_or(now);
                 let after = status.get("lastScheduleTime").and_then(Value::as_str).and_then(meta::parse_time).unwrap_or(created);
                 let (due, next) = schedule_window(&cron, after, now);
                 let deadline = i64_at(&cj, "/spec/startingDeadlineSeconds");
@@ -135,7 +136,7 @@ impl Reconciler for CronJobController {
                     }
                     status["lastScheduleTime"] = json!(meta::rfc3339(t));
                 }
-                requeue = next.map(|n| self.clock.real((n - now).to_std().unwrap_or_default()) + Duration::from_millis(5));
+                requeue = next.map(|n| self.clock.s((n - now).to_std().unwrap_or_default()) + Duration::from_millis(5));
             }
             Ok(_) => {}
         }

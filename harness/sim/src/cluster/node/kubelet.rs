@@ -1,11 +1,13 @@
 //! One simulated kubelet: pod workers, PLEG, the volume manager (through
-//! `volumes::PendingOperations`), a container runtime whose behaviour pods can script by
-//! annotation, the status manager, CSI plugin registration, Lease heartbeats and node status, and
+//! `volumes::PendingOperations`), the kuberuntime manager over the node's container runtime
+//! (`runtime`, scriptable by pod annotation), the status manager, CSI plugin registration, Lease heartbeats and node status, and
 //! a kubelet log in klog format (at `--v=2`; nominal timestamps and durations).
 //!
 //! Everything runs in one task per node that ticks at the volume reconciler period, so the
 //! order of effects is deterministic for a given sequence of API events.
 
+use super::runtime::{ctr_status, lines, step_container, CState, Ctr, Step};
+pub use super::runtime::script;
 use super::state::{klog, KubeletProcess, MountHolder, ResetKind, SimNode};
 use super::volumes::{global_mount_path, orphan_pod_uid, pod_mount_path, unique_name, OpKey, PendingOperations, DRIVER};
 use crate::events::{EventKind, EventRecorder};
@@ -18,25 +20,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-
-/// Pod annotations that script the simulated container runtime.
-pub mod script {
-    /// Main containers exit with code 1 this long after starting (then CrashLoopBackOff).
-    pub const CRASH_AFTER: &str = "sim.faultline.dev/crash-after";
-    /// Main containers exit with code 0 this long after starting.
-    pub const EXIT_AFTER: &str = "sim.faultline.dev/exit-after";
-    /// Containers start but never pass readiness.
-    pub const NEVER_READY: &str = "sim.faultline.dev/never-ready";
-    /// Image pulls fail with ErrImagePull / ImagePullBackOff.
-    pub const IMAGE_PULL_ERROR: &str = "sim.faultline.dev/image-pull-error";
-    /// How long each init container runs (default: the timing's init_container_run).
-    pub const INIT_DURATION: &str = "sim.faultline.dev/init-duration";
-    /// Log lines each main container writes when it starts (newline separated).
-    pub const LOG: &str = "sim.faultline.dev/log";
-    /// Marks a terminated pod whose volumes were never cleaned up and whose sandbox the runtime
-    /// cannot tear down (see `Kubelet::pleg_relist_blocked`).
-    pub const STALE_VOLUMES: &str = "sim.faultline.dev/stale-volumes";
-}
 
 /// How many stale pods `saturateWorkers` leaves by default (the incident's backlog).
 pub const DEFAULT_STALE_PODS: usize = 8;
@@ -51,41 +34,6 @@ const CSI_SOCKET: &str = "/var/lib/kubelet/plugins/driver.longhorn.io/csi.sock";
 pub enum PodEvent {
     Upsert(Arc<Value>),
     Deleted(String),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum CState {
-    Waiting(String, Option<String>),
-    Running { started: String, since: Instant },
-    Terminated { exit: i32, reason: String, started: String, finished: String },
-}
-
-#[derive(Debug, Clone)]
-struct Ctr {
-    name: String,
-    image: String,
-    state: CState,
-    last: Option<CState>,
-    ready: bool,
-    started_once: bool,
-    restarts: u32,
-    /// When the next step (pull done, start, restart after backoff) may happen.
-    next: Option<Instant>,
-    step: Step,
-    /// The next CrashLoopBackOff delay, nominal (what the messages print).
-    crash_backoff: Duration,
-    logs: Vec<String>,
-    prev_logs: Vec<String>,
-    container_id: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Step {
-    Idle,
-    Pulling,
-    Creating,
-    Started,
-    BackOff,
 }
 
 #[derive(Debug, Clone)]
@@ -1221,114 +1169,6 @@ impl Kubelet {
             _ => Some(Ok(lines(&c.logs))),
         }
     }
-}
-
-fn lines(l: &[String]) -> String {
-    l.iter().map(|s| format!("{}\n", s)).collect()
-}
-
-/// Advance one container through pull -> create -> start. Returns true when its state changed.
-#[allow(clippy::too_many_arguments)]
-fn step_container(
-    c: &mut Ctr,
-    now: Instant,
-    policy: &str,
-    images: &mut HashSet<String>,
-    // (scaled wait, nominal duration the Pulled event prints)
-    pull: (Duration, Duration),
-    start: Duration,
-    pull_error: Option<&str>,
-    field: &str,
-    events: &mut Vec<(Option<String>, EventKind, String, String)>,
-) -> bool {
-    match c.step {
-        Step::Idle => {
-            if matches!(c.state, CState::Running { .. } | CState::Terminated { .. }) {
-                return false;
-            }
-            let cached = images.contains(&c.image) && policy != "Always";
-            if policy == "Never" || (cached && policy == "IfNotPresent") {
-                events.push((Some(field.into()), EventKind::Normal, "Pulled".into(), format!("Container image {:?} already present on machine", c.image)));
-                c.step = Step::Creating;
-                c.next = Some(now + start);
-            } else {
-                events.push((Some(field.into()), EventKind::Normal, "Pulling".into(), format!("Pulling image {:?}", c.image)));
-                c.step = Step::Pulling;
-                c.next = Some(now + pull.0);
-            }
-            false
-        }
-        Step::Pulling => {
-            if c.next.map(|n| now < n).unwrap_or(false) {
-                return false;
-            }
-            if let Some(reason) = pull_error {
-                events.push((Some(field.into()), EventKind::Warning, "Failed".into(), format!("Failed to pull image {:?}: rpc error: code = NotFound desc = failed to pull and unpack image {:?}: not found", c.image, c.image)));
-                c.state = CState::Waiting(if reason == "ImagePullBackOff" { "ImagePullBackOff" } else { "ErrImagePull" }.into(), Some(format!("Back-off pulling image {:?}", c.image)));
-                c.next = Some(now + pull.0 * 4);
-                c.step = Step::Pulling;
-                return true;
-            }
-            images.insert(c.image.clone());
-            events.push((Some(field.into()), EventKind::Normal, "Pulled".into(), format!("Successfully pulled image {:?} in {} ({} including waiting). Image size: 4269396 bytes.", c.image, go_duration(pull.1), go_duration(pull.1))));
-            c.step = Step::Creating;
-            c.next = Some(now + start);
-            false
-        }
-        Step::Creating => {
-            if c.next.map(|n| now < n).unwrap_or(false) {
-                return false;
-            }
-            events.push((Some(field.into()), EventKind::Normal, "Created".into(), format!("Created container: {}", c.name)));
-            events.push((Some(field.into()), EventKind::Normal, "Started".into(), format!("Started container {}", c.name)));
-            c.state = CState::Running { started: meta::now_rfc3339(), since: now };
-            c.started_once = true;
-            c.step = Step::Started;
-            c.container_id = format!("containerd://{}", uuid::Uuid::new_v4().simple());
-            true
-        }
-        Step::Started => {
-            if matches!(c.state, CState::Waiting(..)) {
-                c.step = Step::Idle;
-            }
-            false
-        }
-        Step::BackOff => false,
-    }
-}
-
-fn state_json(s: &CState) -> Value {
-    match s {
-        CState::Waiting(reason, msg) => {
-            let mut w = json!({"reason": if reason.is_empty() { "ContainerCreating" } else { reason }});
-            if let Some(m) = msg {
-                w["message"] = json!(m);
-            }
-            json!({"waiting": w})
-        }
-        CState::Running { started, .. } => json!({"running": {"startedAt": started}}),
-        CState::Terminated { exit, reason, started, finished } => {
-            json!({"terminated": {"exitCode": exit, "reason": reason, "startedAt": started, "finishedAt": finished}})
-        }
-    }
-}
-
-fn ctr_status(c: &Ctr, init: bool) -> Value {
-    let mut s = json!({
-        "name": c.name, "image": c.image, "imageID": "", "ready": c.ready, "restartCount": c.restarts,
-        "state": state_json(&c.state),
-        "lastState": c.last.as_ref().map(state_json).unwrap_or_else(|| json!({})),
-    });
-    if !init {
-        s["started"] = json!(matches!(c.state, CState::Running { .. }));
-    } else {
-        s["started"] = json!(matches!(c.state, CState::Running { .. }));
-    }
-    if c.started_once {
-        s["containerID"] = json!(c.container_id);
-        s["imageID"] = json!(format!("docker.io/library/{}@sha256:{:064x}", c.image.split(':').next().unwrap_or(""), 0));
-    }
-    s
 }
 
 fn cond(t: &str, ok: bool, reason: Option<&str>, msg: Option<String>) -> Value {

@@ -1,8 +1,9 @@
-//! The node side (kubelet-side components): the kubelet with its pod workers, PLEG, container
-//! runtime and status manager, the volume manager, the node's own state outside the API, and the
-//! node primitives (faults and remediations).
+//! The node side (kubelet-side components): the kubelet with its pod workers, PLEG and status
+//! manager, the container runtime under it, the volume manager, the node's own state outside
+//! the API, and the node primitives (faults and remediations).
 
 pub mod kubelet;
 pub mod nodeops;
+pub mod runtime;
 pub mod state;
 pub mod volumes;
