@@ -369,8 +369,37 @@ impl ApiServer {
     }
 
     /// Common path of update and patch: scope, typed validation, managed fields, store write.
+    /// A one-field subresource write (ephemeralcontainers, approval) whose body pins no
+    /// resourceVersion is retried on a write conflict, as the apiserver's GuaranteedUpdate
+    /// does (it loops until its deadline; 100 tries here): the client never saw the version a
+    /// concurrent kubelet status write replaced.
     #[allow(clippy::too_many_arguments)]
     fn write_existing(
+        &self,
+        stored_rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        sub: Option<&str>,
+        obj: Value,
+        opts: &WriteOptions,
+        apply_result: Option<()>,
+    ) -> ApiResult<Value> {
+        let one_field = ONE_FIELD_WRITES.iter().any(|(s, _, _)| Some(*s) == sub);
+        if !one_field || obj.pointer("/metadata/resourceVersion").is_some() {
+            return self.write_existing_once(stored_rt, ns, name, sub, obj, opts, apply_result);
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.write_existing_once(stored_rt, ns, name, sub, obj.clone(), opts, apply_result) {
+                Err(e) if e.code == 409 && attempt < 100 => continue,
+                done => return done,
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_existing_once(
         &self,
         stored_rt: &ResourceType,
         ns: &str,
@@ -864,6 +893,45 @@ mod tests {
             assert_eq!(parsed["items"], Value::Array(items));
             assert_eq!(parsed["metadata"], md);
         }
+    }
+
+    #[test]
+    fn an_ephemeral_containers_write_without_a_resource_version_outlasts_concurrent_status_writes() {
+        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+        let api = ApiServer::new(1000);
+        let o = WriteOptions::default();
+        let ns_rt = api.registry.get("", "v1", "namespaces").unwrap();
+        api.create(&ns_rt, "", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}}), &o).unwrap();
+        let pods = api.registry.get("", "v1", "pods").unwrap();
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+        api.create(&pods, "t", pod, &o).unwrap();
+        // A kubelet posting status as fast as it can, each post from a fresh read.
+        let stop = Arc::new(AtomicBool::new(false));
+        let kubelet = {
+            let (api, stop, pods) = (api.clone(), stop.clone(), pods.clone());
+            std::thread::spawn(move || {
+                let mut posted = 0u32;
+                while !stop.load(Relaxed) {
+                    let mut p = (*api.store.get(&pods.key(), "t", "p").unwrap()).clone();
+                    p["status"]["message"] = json!(format!("post {posted}"));
+                    posted += api.update(&pods, "t", "p", Some("status"), p, &WriteOptions::default()).is_ok() as u32;
+                }
+                posted
+            })
+        };
+        let mut ephemeral = vec![];
+        for i in 0..150 {
+            ephemeral.push(json!({"name": format!("debug-{i}"), "image": "busybox"}));
+            let body = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"ephemeralContainers": ephemeral}});
+            if let Err(e) = api.update(&pods, "t", "p", Some("ephemeralcontainers"), body, &o) {
+                stop.store(true, Relaxed);
+                panic!("write {i} without a resourceVersion failed: {} {}", e.code, e.message);
+            }
+        }
+        stop.store(true, Relaxed);
+        assert!(kubelet.join().unwrap() > 0, "the status writer never got a write in");
+        let stored = api.store.get(&pods.key(), "t", "p").unwrap();
+        assert_eq!(stored["spec"]["ephemeralContainers"].as_array().map(Vec::len), Some(150));
     }
 
     #[test]
