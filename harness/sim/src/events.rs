@@ -6,7 +6,7 @@ use crate::internal::Internal;
 use crate::meta;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use hashlink::LruCache;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
@@ -27,13 +27,17 @@ pub struct EventRecorder {
     client: Internal,
     component: String,
     host: Option<String>,
-    /// (involved uid, reason, message) -> (namespace, event name) for aggregation.
-    seen: Mutex<HashMap<(String, String, String), (String, String)>>,
+    /// (involved uid, reason, message) -> (namespace, event name) for aggregation; an LRU of
+    /// client-go's size, so a recorder's memory stays bounded however many objects it names.
+    seen: Mutex<LruCache<(String, String, String), (String, String)>>,
 }
+
+/// client-go's `maxLruCacheEntries` of the event correlator.
+const LRU_ENTRIES: usize = 4096;
 
 impl EventRecorder {
     pub fn new(client: Internal, component: &str, host: Option<&str>) -> Self {
-        EventRecorder { client, component: component.into(), host: host.map(String::from), seen: Mutex::new(HashMap::new()) }
+        EventRecorder { client, component: component.into(), host: host.map(String::from), seen: Mutex::new(LruCache::new(LRU_ENTRIES)) }
     }
 
     /// Record an event about `obj` (any object with apiVersion/kind/metadata).

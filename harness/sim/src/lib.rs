@@ -13,6 +13,7 @@ pub mod builtins;
 pub mod cluster;
 pub mod controllers;
 pub mod crd;
+pub mod event_ttl;
 pub mod events;
 pub mod fuzzing;
 pub mod event_convert;

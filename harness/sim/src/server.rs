@@ -85,7 +85,8 @@ impl SimServer {
         let listener = TcpListener::bind(opts.bind).await.with_context(|| format!("binding {}", opts.bind))?;
         let addr = listener.local_addr()?;
         let timing = opts.cluster.as_ref().map(|c| c.timing.clone()).unwrap_or_default();
-        let mut tasks = controllers::start(api.clone(), timing);
+        let mut tasks = controllers::start(api.clone(), timing.clone());
+        tasks.push(tokio::spawn(crate::event_ttl::run(api.clone(), timing)));
         let static_nodes: &[String] = if opts.cluster.is_some() { &[] } else { &opts.nodes };
         bootstrap(&api, static_nodes)?;
         let cluster = opts.cluster.clone().map(|c| SimCluster::start(api.clone(), &opts.nodes, c));
