@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
@@ -173,7 +173,41 @@ pub struct Store {
     tx: broadcast::Sender<Arc<StoreEvent>>,
     /// The rv of the last event put on the broadcast channel (bookmarks use it).
     last_sent_rv: AtomicU64,
+    /// In-process informers: every change, none dropped (see `informer`).
+    informers: Mutex<Vec<mpsc::UnboundedSender<Arc<StoreEvent>>>>,
 }
+
+/// Every committed change in order, none dropped: what an in-process controller's informer
+/// sees. Unlike a broadcast receiver it never lags, so a busy controller falls behind and
+/// catches up instead of re-listing everything (which, at 100,000 pods, made it fall further
+/// behind). The queue is unbounded like client-go's DeltaFIFO.
+pub struct Informer {
+    rx: mpsc::UnboundedReceiver<Arc<StoreEvent>>,
+}
+
+impl Informer {
+    /// The next change; None once the store is gone.
+    pub async fn recv(&mut self) -> Option<Arc<StoreEvent>> {
+        self.rx.recv().await
+    }
+
+    /// A change already queued, without waiting: Ok(None) when none is.
+    pub fn try_recv(&mut self) -> Result<Option<Arc<StoreEvent>>, Closed> {
+        match self.rx.try_recv() {
+            Ok(ev) => Ok(Some(ev)),
+            Err(mpsc::error::TryRecvError::Empty) => Ok(None),
+            Err(mpsc::error::TryRecvError::Disconnected) => Err(Closed),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rx.is_empty()
+    }
+}
+
+/// The store has been dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Closed;
 
 /// What a watch starts from: a replay of history or a snapshot, then the live receiver.
 pub struct WatchStart {
@@ -201,6 +235,7 @@ impl Store {
             history_capacity,
             tx,
             last_sent_rv: AtomicU64::new(1),
+            informers: Mutex::new(Vec::new()),
         }
     }
 
@@ -559,9 +594,17 @@ impl Store {
         Ok(objects.into_iter().filter(|(k, _)| ns.map(|n| k.0 == n).unwrap_or(true)).map(|(_, v)| v).collect())
     }
 
-    /// Subscribe to every committed change (in-process controllers use this).
+    /// Subscribe to every committed change, as a watch does: a receiver that falls more than
+    /// the channel's capacity behind lags (and must re-list).
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<StoreEvent>> {
         self.tx.subscribe()
+    }
+
+    /// Follow every committed change from now on, none dropped (in-process controllers).
+    pub fn informer(&self) -> Informer {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.informers.lock().push(tx);
+        Informer { rx }
     }
 
     /// The oldest resourceVersion a watch can still resume from.
@@ -576,6 +619,7 @@ impl Store {
         while inner.history.len() > self.history_capacity {
             inner.history.pop_front();
         }
+        self.informers.lock().retain(|tx| tx.send(ev.clone()).is_ok());
         let _ = self.tx.send(ev);
         self.last_sent_rv.store(inner.rv, Ordering::Release);
     }

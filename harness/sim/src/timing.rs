@@ -24,6 +24,8 @@ pub struct Timing {
     pub pod_attach_mount_timeout: Duration,
     /// A pod worker whose sync failed is requeued after this (real: 10 s).
     pub pod_sync_requeue: Duration,
+    /// A settled pod's periodic resync (the kubelet's --sync-frequency, real: 1 min).
+    pub pod_resync: Duration,
     /// The kubelet's deadline for a CSI node call (csiTimeout, real: 2 min).
     pub csi_call_timeout: Duration,
     /// PLEG relist older than this makes the runtime unhealthy: node Ready=False (real: 3 min).
@@ -66,6 +68,7 @@ impl Default for Timing {
             op_backoff_max: Duration::from_secs(122),
             pod_attach_mount_timeout: Duration::from_secs(123),
             pod_sync_requeue: Duration::from_secs(10),
+            pod_resync: Duration::from_secs(60),
             csi_call_timeout: Duration::from_secs(120),
             pleg_relist_threshold: Duration::from_secs(180),
             lease_renew: Duration::from_secs(10),

@@ -4,41 +4,37 @@
 //! de-duplicating keys; without it the scheduler and the DaemonSet controller re-scan every
 //! pod once per event, which is quadratic in the pod count.
 
-use crate::store::{Store, StoreEvent};
-use std::sync::Arc;
+use crate::store::{Informer, Store, StoreEvent};
 use std::time::Duration;
-use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 use tokio::time::Interval;
 
 pub struct Changes {
-    rx: broadcast::Receiver<Arc<StoreEvent>>,
+    rx: Informer,
     ticker: Interval,
 }
 
 impl Changes {
     /// Follow `store`; `resync` is how often a reconcile runs without any change.
     pub fn new(store: &Store, resync: Duration) -> Self {
-        Changes { rx: store.subscribe(), ticker: tokio::time::interval(resync) }
+        Changes { rx: store.informer(), ticker: tokio::time::interval(resync) }
     }
 
-    /// Return once a reconcile is due: the resync tick fired, the stream lagged (changes were
-    /// missed), or a queued event is `relevant`. False when the store has closed.
+    /// Return once a reconcile is due: the resync tick fired or a queued event is `relevant`.
+    /// False when the store has closed.
     pub async fn wait(&mut self, relevant: impl Fn(&StoreEvent) -> bool) -> bool {
         loop {
             let mut due = tokio::select! {
                 _ = self.ticker.tick() => true,
                 r = self.rx.recv() => match r {
-                    Ok(ev) => relevant(&ev),
-                    Err(RecvError::Lagged(_)) => true,
-                    Err(RecvError::Closed) => return false,
+                    Some(ev) => relevant(&ev),
+                    None => return false,
                 }
             };
             loop {
                 match self.rx.try_recv() {
-                    Ok(ev) => due = due || relevant(&ev),
-                    Err(TryRecvError::Lagged(_)) => due = true,
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Closed) => return false,
+                    Ok(Some(ev)) => due = due || relevant(&ev),
+                    Ok(None) => break,
+                    Err(_) => return false,
                 }
             }
             if due {

@@ -24,7 +24,6 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -142,32 +141,26 @@ async fn run_kubelet(k: Arc<Mutex<Kubelet>>, node: Arc<SimNode>, timing: Timing)
     }
 }
 
+/// The kubelets' pod source: every pod bound to a node, sent to that node's kubelet (the
+/// `spec.nodeName` field selector each real kubelet watches with).
 async fn route_pods(api: Arc<ApiServer>, senders: BTreeMap<String, mpsc::UnboundedSender<PodEvent>>) {
-    let mut rx = api.store.subscribe();
+    let mut rx = api.store.informer();
     let key = ResourceKey::new("", "pods");
-    let send_all = |senders: &BTreeMap<String, mpsc::UnboundedSender<PodEvent>>| {
-        let all = api.store.list(&key, None, None, None, &|_| true).items;
-        for p in all {
-            if let Some(tx) = meta::str_at(&p, "/spec/nodeName").and_then(|n| senders.get(n)) {
-                let _ = tx.send(PodEvent::Upsert(p.clone()));
-            }
+    for p in api.store.list(&key, None, None, None, &|_| true).items {
+        if let Some(tx) = meta::str_at(&p, "/spec/nodeName").and_then(|n| senders.get(n)) {
+            let _ = tx.send(PodEvent::Upsert(p.clone()));
         }
-    };
-    send_all(&senders);
-    loop {
-        match rx.recv().await {
-            Ok(ev) if ev.key == key => {
-                let node = meta::str_at(&ev.object, "/spec/nodeName").unwrap_or("");
-                let Some(tx) = senders.get(node) else { continue };
-                let _ = match ev.event_type {
-                    EventType::Deleted => tx.send(PodEvent::Deleted(meta::uid(&ev.object).to_string())),
-                    _ => tx.send(PodEvent::Upsert(ev.object.clone())),
-                };
-            }
-            Ok(_) => {}
-            Err(RecvError::Lagged(_)) => send_all(&senders),
-            Err(RecvError::Closed) => return,
+    }
+    while let Some(ev) = rx.recv().await {
+        if ev.key != key {
+            continue;
         }
+        let node = meta::str_at(&ev.object, "/spec/nodeName").unwrap_or("");
+        let Some(tx) = senders.get(node) else { continue };
+        let _ = match ev.event_type {
+            EventType::Deleted => tx.send(PodEvent::Deleted(meta::uid(&ev.object).to_string())),
+            _ => tx.send(PodEvent::Upsert(ev.object.clone())),
+        };
     }
 }
 

@@ -5,6 +5,7 @@ use super::changes::Changes;
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
+use crate::store::{EventType, StoreEvent};
 use crate::timing::Timing;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -14,9 +15,25 @@ use std::time::Duration;
 pub async fn run(client: Internal, timing: Timing) {
     let mut changes = Changes::new(&client.api.store, timing.s(Duration::from_secs(5)).max(Duration::from_millis(100)));
     let keys = [ResourceKey::new("apps", "daemonsets"), ResourceKey::new("", "pods"), ResourceKey::new("", "nodes")];
-    while changes.wait(|ev| keys.contains(&ev.key) && !(ev.key.plural == "pods" && !owned_by_daemonset(&ev.object))).await {
+    let relevant = |ev: &StoreEvent| {
+        if !keys.contains(&ev.key) {
+            return false;
+        }
+        match ev.key.plural.as_str() {
+            "pods" => owned_by_daemonset(&ev.object),
+            // Node heartbeats change only status: like the real controller's
+            // shouldIgnoreNodeUpdate, only labels, taints and (un)schedulability matter.
+            "nodes" => ev.event_type == EventType::Deleted || ev.prev.as_ref().map(|prev| node_placement_changed(prev, &ev.object)).unwrap_or(true),
+            _ => true,
+        }
+    };
+    while changes.wait(relevant).await {
         reconcile_all(&client);
     }
+}
+
+fn node_placement_changed(before: &Value, after: &Value) -> bool {
+    before.pointer("/metadata/labels") != after.pointer("/metadata/labels") || before.get("spec") != after.get("spec")
 }
 
 fn owned_by_daemonset(pod: &Value) -> bool {
@@ -44,17 +61,29 @@ fn daemon_tolerations(template: &Value) -> Value {
     json!(ts)
 }
 
+/// What placement reads of a DaemonSet's pod template, once per reconcile (not per node).
+struct Placement<'a> {
+    node_selector: Option<&'a serde_json::Map<String, Value>>,
+    tolerations: Value,
+}
+
+impl<'a> Placement<'a> {
+    fn of(ds: &'a Value) -> Self {
+        let tolerations = daemon_tolerations(ds.pointer("/spec/template").unwrap_or(&Value::Null));
+        Placement { node_selector: ds.pointer("/spec/template/spec/nodeSelector").and_then(Value::as_object), tolerations }
+    }
+}
+
 /// May a daemon pod run on `node`? New pods need every NoSchedule and NoExecute taint
 /// tolerated; running pods only NoExecute ones (as the real controller decides).
-fn eligible(ds: &Value, node: &Value, new_pod: bool) -> bool {
-    let template = ds.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
-    if let Some(sel) = template.pointer("/spec/nodeSelector").and_then(Value::as_object) {
+fn eligible(placement: &Placement, node: &Value, new_pod: bool) -> bool {
+    if let Some(sel) = placement.node_selector {
         let labels = node.pointer("/metadata/labels");
         if !sel.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v)) {
             return false;
         }
     }
-    let tolerations = daemon_tolerations(&template);
+    let tolerations = &placement.tolerations;
     node.pointer("/spec/taints").and_then(Value::as_array).into_iter().flatten().all(|taint| {
         let effect = taint["effect"].as_str().unwrap_or("");
         if effect != "NoExecute" && !(new_pod && effect == "NoSchedule") {
@@ -79,12 +108,13 @@ fn reconcile_all(client: &Internal) {
         for p in &pods {
             by_node.entry(meta::str_at(p, "/spec/nodeName").unwrap_or("")).or_default().push(p);
         }
+        let placement = Placement::of(&ds);
         let mut desired = 0;
         let mut ready = 0;
         for node in &nodes {
             let nname = meta::name(node);
             let mine: Vec<&Arc<Value>> = by_node.get(nname).cloned().unwrap_or_default();
-            if !eligible(&ds, node, mine.is_empty()) {
+            if !eligible(&placement, node, mine.is_empty()) {
                 for p in mine {
                     let _ = client.delete("", "pods", &ns, meta::name(p), None);
                 }

@@ -38,7 +38,6 @@ use crate::timing::Timing;
 use queue::Reconciler;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
 /// Start every loop; the handles stop them when aborted.
@@ -68,19 +67,15 @@ pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
 
 /// Run the event-by-event loops until the store closes.
 pub async fn run(api: Arc<ApiServer>) {
-    let mut rx = api.store.subscribe();
+    let mut rx = api.store.informer();
     // Objects that existed before we subscribed (none at start-up, but keep it honest).
     resync(&api);
-    loop {
-        match rx.recv().await {
-            Ok(ev) => handle(&api, &ev),
-            Err(RecvError::Lagged(_)) => resync(&api),
-            Err(RecvError::Closed) => return,
-        }
+    while let Some(ev) = rx.recv().await {
+        handle(&api, &ev);
     }
 }
 
-/// Look at everything again: after lagging behind the event stream we may have missed work.
+/// Look at everything once, for objects stored before the informer started.
 fn resync(api: &ApiServer) {
     for key in api.store.resource_keys() {
         let all = api.store.list(&key, None, None, None, &|_| true);

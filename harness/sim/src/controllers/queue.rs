@@ -9,11 +9,9 @@ use crate::internal::Internal;
 use crate::meta;
 use crate::selectors::LabelSelector;
 use serde_json::Value;
-use crate::store::{Store, StoreEvent};
+use crate::store::{Informer, Store, StoreEvent};
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 
 /// (namespace, name) of the object a loop reconciles.
@@ -73,7 +71,7 @@ pub trait Reconciler: Send + Sync {
 }
 
 pub struct Queue {
-    rx: broadcast::Receiver<Arc<StoreEvent>>,
+    rx: Informer,
     ticker: Interval,
     delayed: BTreeSet<(Instant, Key)>,
 }
@@ -82,7 +80,7 @@ impl Queue {
     pub fn new(store: &Store, resync: Duration) -> Self {
         let mut ticker = tokio::time::interval(resync);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        Queue { rx: store.subscribe(), ticker, delayed: BTreeSet::new() }
+        Queue { rx: store.informer(), ticker, delayed: BTreeSet::new() }
     }
 
     pub fn requeue_after(&mut self, key: Key, after: Duration) {
@@ -101,22 +99,20 @@ impl Queue {
         let mut keys: Vec<Key> = Vec::new();
         loop {
             let first_due = self.delayed.iter().next().map(|(t, _)| *t);
-            let mut all = tokio::select! {
+            let all = tokio::select! {
                 _ = self.ticker.tick() => true,
                 _ = sleep_until(first_due) => false,
                 r = self.rx.recv() => match r {
-                    Ok(ev) => { keys_of(&ev, &mut keys); false }
-                    Err(RecvError::Lagged(_)) => true,
-                    Err(RecvError::Closed) => return None,
+                    Some(ev) => { keys_of(&ev, &mut keys); false }
+                    None => return None,
                 }
             };
             // Take the rest of the burst.
             loop {
                 match self.rx.try_recv() {
-                    Ok(ev) => keys_of(&ev, &mut keys),
-                    Err(TryRecvError::Lagged(_)) => all = true,
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Closed) => return None,
+                    Ok(Some(ev)) => keys_of(&ev, &mut keys),
+                    Ok(None) => break,
+                    Err(_) => return None,
                 }
             }
             let now = Instant::now();

@@ -8,7 +8,7 @@
 
 use super::runtime::{ctr_status, lines, step_container, CState, Ctr, Step};
 pub use super::runtime::script;
-use super::state::{klog, KubeletProcess, MountHolder, ResetKind, SimNode};
+use super::state::{klog, KubeletProcess, MountHolder, NodeFaults, ResetKind, SimNode};
 use super::volumes::{global_mount_path, orphan_pod_uid, pod_mount_path, unique_name, OpKey, PendingOperations, DRIVER};
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
@@ -65,6 +65,13 @@ struct PodRt {
     stopped_at: Option<Instant>,
     stale: bool,
     last_posted: Option<Value>,
+    /// The spec names a PersistentVolumeClaim (volumes are immutable): only such pods take
+    /// part in the volume manager's desired state.
+    claims: bool,
+    /// A settled pod (every container running, nothing timed pending) is not synced again
+    /// before this instant unless something changes: its pod object, the node's faults, a
+    /// restart. Upstream pod workers are event-driven the same way, with a periodic resync.
+    quiet_until: Option<Instant>,
 }
 
 pub struct Kubelet {
@@ -94,6 +101,8 @@ pub struct Kubelet {
     /// The CSI plugin processes (container ids) running at the last tick: one that exits
     /// releases what it held.
     plugin_processes: HashSet<String>,
+    /// The node's faults at the last tick: a change wakes every settled pod.
+    faults_seen: NodeFaults,
 }
 
 impl Kubelet {
@@ -121,6 +130,7 @@ impl Kubelet {
             pleg_active: Instant::now(),
             skip_log: (Instant::now(), Duration::ZERO),
             plugin_processes: HashSet::new(),
+            faults_seen: NodeFaults::default(),
         }
     }
 
@@ -212,6 +222,7 @@ impl Kubelet {
                             p.dirty = true;
                         }
                         p.pod = obj;
+                        p.quiet_until = None;
                     }
                     None => {
                         let rt = self.new_pod(obj);
@@ -249,6 +260,7 @@ impl Kubelet {
                 .unwrap_or_default()
         };
         let stale = obj.pointer(&format!("/metadata/annotations/{}", script::STALE_VOLUMES.replace('/', "~1"))).and_then(Value::as_str) == Some("true");
+        let claims = obj.pointer("/spec/volumes").and_then(Value::as_array).map(|vs| vs.iter().any(|v| v.get("persistentVolumeClaim").is_some())).unwrap_or(false);
         PodRt {
             uid: meta::uid(&obj).into(),
             ns: meta::namespace(&obj).into(),
@@ -267,6 +279,8 @@ impl Kubelet {
             stopped_at: None,
             stale,
             last_posted: None,
+            claims,
+            quiet_until: None,
         }
     }
 
@@ -327,6 +341,7 @@ impl Kubelet {
             self.images.clear();
         }
         self.pleg_active = Instant::now();
+        self.wake_all();
         for p in self.pods.values_mut() {
             p.slot = false;
             p.wait_mark = None;
@@ -351,7 +366,12 @@ impl Kubelet {
     }
 
     fn tick(&mut self) {
-        let partitioned = self.node.state.lock().faults.partitioned;
+        let faults = self.node.state.lock().faults.clone();
+        let partitioned = faults.partitioned;
+        if faults != self.faults_seen {
+            self.wake_all();
+            self.faults_seen = faults;
+        }
         self.heartbeat();
         self.sync_csi_registration(partitioned);
         self.reconcile_volumes();
@@ -369,6 +389,13 @@ impl Kubelet {
             self.post_volumes_in_use();
         }
         self.track_plugin_process();
+    }
+
+    /// Sync every pod at the next tick, settled or not.
+    fn wake_all(&mut self) {
+        for p in self.pods.values_mut() {
+            p.quiet_until = None;
+        }
     }
 
     // ----- PLEG -----------------------------------------------------------------------------
@@ -608,7 +635,7 @@ impl Kubelet {
     fn desired_setups(&self) -> Vec<(String, String, String, String)> {
         let mut out = Vec::new();
         for p in self.pods.values() {
-            if meta::is_deleting(&p.pod) || p.stale || p.phase == "Succeeded" || p.phase == "Failed" {
+            if !p.claims || meta::is_deleting(&p.pod) || p.stale || p.phase == "Succeeded" || p.phase == "Failed" {
                 continue;
             }
             for v in self.pod_volumes(&p.pod) {
@@ -787,6 +814,9 @@ impl Kubelet {
     fn volumes_ready(&self, p: &PodRt) -> (Vec<String>, Vec<String>) {
         let mut unmounted = Vec::new();
         let mut unattached = Vec::new();
+        if !p.claims {
+            return (unmounted, unattached);
+        }
         for v in self.pod_volumes(&p.pod) {
             match (&v.csi, &v.claim) {
                 (Some((pv, _)), _) => {
@@ -845,6 +875,9 @@ impl Kubelet {
         let now = Instant::now();
         let pool = self.pod_worker_pool;
         let Some(p) = self.pods.get(uid) else { return };
+        if p.quiet_until.map(|t| now < t).unwrap_or(false) {
+            return;
+        }
         // A terminated pod whose volumes never clean up stays in SyncTerminatedPod, polling
         // every 100 ms; the line is V(3), below the kubelet's verbosity.
         if p.stale {
@@ -1070,6 +1103,15 @@ impl Kubelet {
         if p.phase != "Pending" && p.main.iter().all(|c| c.started_once) {
             p.slot = false;
         }
+        // Nothing timed is pending (no pull, start or back-off, no scripted exit): the pod
+        // worker idles until a change or the periodic resync.
+        let settled = p.phase == "Running"
+            && crash_after.is_none()
+            && exit_after.is_none()
+            && p.main.iter().all(|c| matches!(c.state, CState::Running { .. }) && c.step == Step::Started);
+        if settled {
+            p.quiet_until = Some(now + self.timing.s(self.timing.pod_resync));
+        }
     }
 
     fn terminate(&mut self, uid: &str) {
@@ -1126,6 +1168,7 @@ impl Kubelet {
         c.step = Step::Idle;
         p.dirty = true;
         p.slot = true;
+        p.quiet_until = None;
         true
     }
 

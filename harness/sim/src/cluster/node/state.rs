@@ -47,7 +47,7 @@ pub struct StaleMount {
 }
 
 /// Faults and node-level conditions the node primitives set and clear.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct NodeFaults {
     pub stale_mounts: Vec<StaleMount>,
     pub csi_plugin_down: bool,

@@ -27,12 +27,25 @@ pub async fn run(client: Internal, timing: Timing) {
         if ev.key == pods_key {
             ev.event_type == EventType::Deleted || unscheduled(&ev.object)
         } else {
-            ev.key.group.is_empty() && matches!(ev.key.plural.as_str(), "nodes" | "persistentvolumeclaims")
+            ev.key.group.is_empty()
+                && match ev.key.plural.as_str() {
+                    // Heartbeats (conditions, images, volumesInUse) change nothing the filters
+                    // read; a new node, labels, taints or allocatable do.
+                    "nodes" => ev.event_type == EventType::Deleted || ev.prev.as_ref().map(|prev| node_fit_changed(prev, &ev.object)).unwrap_or(true),
+                    "persistentvolumeclaims" => true,
+                    _ => false,
+                }
         }
     };
     while changes.wait(relevant).await {
         schedule_all(&client, &recorder);
     }
+}
+
+fn node_fit_changed(before: &Value, after: &Value) -> bool {
+    before.pointer("/metadata/labels") != after.pointer("/metadata/labels")
+        || before.get("spec") != after.get("spec")
+        || before.pointer("/status/allocatable") != after.pointer("/status/allocatable")
 }
 
 fn unscheduled(pod: &Value) -> bool {
