@@ -125,6 +125,7 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let t_nodes = t0.elapsed();
+    let (rss_nodes, _) = rss_bytes();
     let target = Target::new(server.addr, &server.ca_pem, Some(server.token.clone()))?;
     // Namespaces.
     let mut c = target.connect().await?;
@@ -167,6 +168,7 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     // Until the kubelets report every pod Running.
     let mut running_secs = f64::NAN;
     if cfg.mode == Mode::Full {
+        let mut last_progress = Instant::now();
         loop {
             let n = count_pods(&server, &|p| phase_running(p) && p.pointer("/metadata/namespace").and_then(Value::as_str).map(|n| n.starts_with("scale-")).unwrap_or(false));
             if n >= cfg.pods {
@@ -176,11 +178,17 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
             if t_create.elapsed() > cfg.settle_timeout {
                 bail!("only {n}/{} pods Running after {:?}", cfg.pods, cfg.settle_timeout);
             }
+            if last_progress.elapsed() >= Duration::from_secs(10) {
+                last_progress = Instant::now();
+                eprintln!("scale: {:.0} s after the first create: {n}/{} pods Running, RSS {:.2} GiB", t_create.elapsed().as_secs_f64(), cfg.pods, rss_bytes().0 as f64 / GIB);
+            }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     }
     let total_pods = count_pods(&server, &|_| true);
     let (rss, hwm) = rss_bytes();
+    let stored: usize = server.api.store.resource_keys().iter().map(|k| server.api.store.list(k, None, None, None, &|_| true).items.len()).sum();
+    let events = server.api.store.list(&faultline_sim::resources::ResourceKey::new("", "events"), None, None, None, &|_| true).items.len();
 
     // LIST latency (whole response received), all pods and one node's pods.
     let mut c = target.connect().await?;
@@ -225,6 +233,11 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     r.row_target("RSS", rss as f64 / GIB, "GiB", "< 4 GiB", Some(rss as f64 / (4.0 * GIB)));
     r.row_target("RSS peak", hwm as f64 / GIB, "GiB", "< 4 GiB", Some(hwm as f64 / (4.0 * GIB)));
     r.row("RSS before start", rss0 as f64 / GIB, "GiB");
+    r.row("RSS with the nodes up, before any pod", rss_nodes as f64 / GIB, "GiB");
+    r.row("objects stored (all types)", stored as f64, "");
+    r.row("events stored", events as f64, "");
+    r.row("memory per stored object (RSS / objects)", rss.saturating_sub(rss0) as f64 / stored.max(1) as f64 / 1024.0, "KiB");
+    r.row("memory per pod (RSS growth from nodes up / pods, their events included)", rss.saturating_sub(rss_nodes) as f64 / cfg.pods.max(1) as f64 / 1024.0, "KiB");
     r.row_target("RSS peak, whole run (LISTs and watchers included)", run_hwm as f64 / GIB, "GiB", "< 4 GiB", Some(run_hwm as f64 / (4.0 * GIB)));
     r.row("LIST all pods, median", median(&list_all), "s");
     r.row("LIST all pods, items", n_listed as f64, "");

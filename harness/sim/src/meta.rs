@@ -133,6 +133,18 @@ pub fn spec_part(obj: &Value) -> Value {
 }
 
 /// Compare two objects ignoring the fields the server maintains itself on every write.
+/// Would a JSON merge patch of `patch` leave `target` as it is? Every field the patch sets
+/// holds the same value already (objects recursively, anything else whole; a null, which
+/// deletes, changes a present field).
+pub fn merge_is_noop(target: Option<&Value>, patch: &Value) -> bool {
+    match (target, patch) {
+        (t, Value::Null) => t.is_none() || t == Some(&Value::Null),
+        (Some(Value::Object(t)), Value::Object(p)) => p.iter().all(|(k, v)| merge_is_noop(t.get(k), v)),
+        (Some(t), p) => t == p,
+        (None, _) => false,
+    }
+}
+
 pub fn same_content(a: &Value, b: &Value) -> bool {
     fn strip(v: &Value) -> Value {
         let mut v = v.clone();
@@ -207,5 +219,16 @@ mod tests {
         let t = parse_time("2026-01-02T03:04:05Z").unwrap();
         assert_eq!(rfc3339(t), "2026-01-02T03:04:05Z");
         assert_eq!(rfc3339_micro(t), "2026-01-02T03:04:05.000000Z");
+    }
+
+    #[test]
+    fn a_merge_patch_is_a_noop_when_every_field_it_sets_is_already_so() {
+        let stored = serde_json::json!({"phase": "Running", "qosClass": "BestEffort", "conditions": [{"type": "Ready"}]});
+        assert!(merge_is_noop(Some(&stored), &serde_json::json!({"phase": "Running", "conditions": [{"type": "Ready"}]})));
+        assert!(!merge_is_noop(Some(&stored), &serde_json::json!({"phase": "Pending"})));
+        assert!(!merge_is_noop(Some(&stored), &serde_json::json!({"podIP": "10.0.0.1"})));
+        assert!(!merge_is_noop(Some(&stored), &serde_json::json!({"qosClass": null})));
+        assert!(merge_is_noop(Some(&stored), &serde_json::json!({"podIP": null})));
+        assert!(!merge_is_noop(None, &serde_json::json!({})));
     }
 }

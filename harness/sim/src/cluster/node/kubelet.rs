@@ -218,7 +218,7 @@ impl Kubelet {
                     Some(p) => {
                         // Someone else (the node lifecycle controller) may have changed the
                         // status: the status manager reconciles it back to the kubelet's view.
-                        if p.synced && p.last_posted.as_ref() != obj.get("status") {
+                        if p.synced && !p.last_posted.as_ref().map(|posted| meta::merge_is_noop(obj.get("status"), posted)).unwrap_or(false) {
                             p.dirty = true;
                         }
                         p.pod = obj;
@@ -1180,7 +1180,8 @@ impl Kubelet {
         for uid in uids {
             let p = &self.pods[&uid];
             let status = pod_status(p, &host_ip);
-            if p.pod.get("status") == Some(&status) {
+            // Fields the apiserver or others added (qosClass) do not make it differ.
+            if meta::merge_is_noop(p.pod.get("status"), &status) {
                 self.pods.get_mut(&uid).unwrap().dirty = false;
                 continue;
             }

@@ -80,27 +80,33 @@ pub enum ResetKind {
 pub struct LogBuffer {
     lines: Mutex<VecDeque<String>>,
     capacity: usize,
-    tx: broadcast::Sender<String>,
+    /// Created by the first subscriber: a broadcast channel allocates its whole ring up front,
+    /// and 1,000 nodes' unwatched logs must not each hold one.
+    tx: Mutex<Option<broadcast::Sender<String>>>,
 }
+
+/// Lines a follower may fall behind before it lags.
+const FOLLOW_BUFFER: usize = 4096;
 
 impl LogBuffer {
     pub fn new(capacity: usize) -> Self {
-        let (tx, _) = broadcast::channel(4096);
-        LogBuffer { lines: Mutex::new(VecDeque::new()), capacity, tx }
+        LogBuffer { lines: Mutex::new(VecDeque::new()), capacity, tx: Mutex::new(None) }
     }
     pub fn push(&self, line: String) {
         let mut l = self.lines.lock();
         if l.len() >= self.capacity {
             l.pop_front();
         }
-        l.push_back(line.clone());
-        let _ = self.tx.send(line);
+        if let Some(tx) = self.tx.lock().as_ref() {
+            let _ = tx.send(line.clone());
+        }
+        l.push_back(line);
     }
     pub fn snapshot(&self) -> Vec<String> {
         self.lines.lock().iter().cloned().collect()
     }
     pub fn subscribe(&self) -> broadcast::Receiver<String> {
-        self.tx.subscribe()
+        self.tx.lock().get_or_insert_with(|| broadcast::channel(FOLLOW_BUFFER).0).subscribe()
     }
 }
 
