@@ -37,9 +37,30 @@ pub async fn run(client: Internal, timing: Timing) {
                 }
         }
     };
+    let mut next_start = 0;
     while changes.wait(relevant).await {
-        schedule_all(&client, &recorder);
+        // A large backlog is scheduled a batch at a time, yielding in between, so one pass does
+        // not hold a runtime thread while thousands of pods wait (the real scheduler binds
+        // asynchronously, one pod per scheduling cycle).
+        while schedule_all(&client, &recorder, &mut next_start) {
+            tokio::task::yield_now().await;
+        }
     }
+}
+
+/// Pods one pass schedules before it yields.
+const BATCH: usize = 500;
+
+/// How many feasible nodes the scheduler looks for before it stops filtering
+/// (`numFeasibleNodesToFind` with the default adaptive `percentageOfNodesToScore`): every node in
+/// clusters under 100 nodes, else 50 % minus 1 % per 125 nodes, at least 5 % and 100 nodes.
+pub fn feasible_nodes_to_find(all: usize) -> usize {
+    const MIN_FEASIBLE: usize = 100;
+    if all < MIN_FEASIBLE {
+        return all;
+    }
+    let percentage = (50 - (all / 125) as i64).max(5) as usize;
+    (all * percentage / 100).max(MIN_FEASIBLE)
 }
 
 fn node_fit_changed(before: &Value, after: &Value) -> bool {
@@ -55,11 +76,19 @@ fn unscheduled(pod: &Value) -> bool {
         && !matches!(meta::str_at(pod, "/status/phase"), Some("Succeeded" | "Failed"))
 }
 
-fn schedule_all(client: &Internal, recorder: &EventRecorder) {
-    let pending = client.list("", "pods", None, &unscheduled);
+/// One pass over at most `BATCH` pending pods; true when more are waiting.
+fn schedule_all(client: &Internal, recorder: &EventRecorder, next_start: &mut usize) -> bool {
+    let mut pending = client.list("", "pods", None, &unscheduled);
     if pending.is_empty() {
-        return;
+        return false;
     }
+    // The active queue before the unschedulable one: pods already found unschedulable go last,
+    // so a batch of them cannot hold back pods that fit.
+    pending.sort_by_key(|p| marked_unschedulable(p));
+    let more = pending.len() > BATCH;
+    pending.truncate(BATCH);
+    // Another batch only if this one had pods not yet tried (each is bound or marked now).
+    let progress = pending.iter().any(|p| !marked_unschedulable(p));
     let node_objs = client.list("", "nodes", None, &|_| true);
     // Node facts are read once per pass, not once per (pod, node) pair.
     let nodes: Vec<NodeInfo> = node_objs.iter().map(|n| NodeInfo::of(n)).collect();
@@ -76,17 +105,23 @@ fn schedule_all(client: &Internal, recorder: &EventRecorder) {
         e.0 += c;
         e.1 += m;
     }
+    let to_find = feasible_nodes_to_find(nodes.len());
     for pod in pending {
         let mut reasons: BTreeMap<Unfit, usize> = BTreeMap::new();
         let mut best: Option<(usize, String)> = None;
         let needs = PodNeeds::of(&pod, client);
-        for node in &nodes {
-            if needs.volume_problem.is_some() {
+        // Filter from where the last pod stopped, round the ring, until enough nodes fit.
+        let (mut feasible, mut visited) = (0, 0);
+        for i in 0..nodes.len() {
+            if needs.volume_problem.is_some() || feasible >= to_find {
                 break;
             }
+            let node = &nodes[(*next_start + i) % nodes.len()];
+            visited += 1;
             let verdict = fits(&pod, &needs, node, used.get(node.name).copied().unwrap_or_default());
             match verdict {
                 Ok(()) => {
+                    feasible += 1;
                     let c = counts.get(node.name).copied().unwrap_or(0);
                     if best.as_ref().map(|(bc, bn)| (c, node.name) < (*bc, bn.as_str())).unwrap_or(true) {
                         best = Some((c, node.name.to_string()));
@@ -94,6 +129,9 @@ fn schedule_all(client: &Internal, recorder: &EventRecorder) {
                 }
                 Err(r) => *reasons.entry(r).or_default() += 1,
             }
+        }
+        if !nodes.is_empty() {
+            *next_start = (*next_start + visited) % nodes.len();
         }
         let ns = meta::namespace(&pod).to_string();
         let pname = meta::name(&pod).to_string();
@@ -127,6 +165,14 @@ fn schedule_all(client: &Internal, recorder: &EventRecorder) {
             }
         }
     }
+    more && progress
+}
+
+fn marked_unschedulable(pod: &Value) -> bool {
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map(|cs| cs.iter().any(|c| c["type"] == "PodScheduled" && c["status"] == "False"))
+        .unwrap_or(false)
 }
 
 /// Why a node does not fit, and whether evicting lower-priority pods could change that.
@@ -378,6 +424,16 @@ pub fn parse_bytes(s: &str) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_scheduler_looks_for_as_many_feasible_nodes_as_upstream() {
+        assert_eq!(feasible_nodes_to_find(3), 3);
+        assert_eq!(feasible_nodes_to_find(99), 99);
+        assert_eq!(feasible_nodes_to_find(100), 100, "49 % of 100 is below the 100-node minimum");
+        assert_eq!(feasible_nodes_to_find(1000), 420, "50 - 1000/125 = 42 %");
+        assert_eq!(feasible_nodes_to_find(5000), 500, "10 %");
+        assert_eq!(feasible_nodes_to_find(10000), 500, "never below 5 %");
+    }
 
     #[test]
     fn fit_errors_read_as_in_1_35() {
