@@ -49,7 +49,7 @@ pub async fn run(client: Internal, timing: Timing) {
 }
 
 /// Pods one pass schedules before it yields.
-const BATCH: usize = 500;
+const BATCH: usize = 1000;
 
 /// How many feasible nodes the scheduler looks for before it stops filtering
 /// (`numFeasibleNodesToFind` with the default adaptive `percentageOfNodesToScore`): every node in
@@ -78,17 +78,17 @@ fn unscheduled(pod: &Value) -> bool {
 
 /// One pass over at most `BATCH` pending pods; true when more are waiting.
 fn schedule_all(client: &Internal, recorder: &EventRecorder, next_start: &mut usize) -> bool {
-    let mut pending = client.list("", "pods", None, &unscheduled);
-    if pending.is_empty() {
+    let all_pending = client.list("", "pods", None, &unscheduled);
+    if all_pending.is_empty() {
         return false;
     }
     // The active queue before the unschedulable one: pods already found unschedulable go last,
-    // so a batch of them cannot hold back pods that fit.
-    pending.sort_by_key(|p| marked_unschedulable(p));
-    let more = pending.len() > BATCH;
-    pending.truncate(BATCH);
-    // Another batch only if this one had pods not yet tried (each is bound or marked now).
-    let progress = pending.iter().any(|p| !marked_unschedulable(p));
+    // so a batch of them cannot hold back pods that fit (one look at each pod, no sort).
+    let (active, parked): (Vec<_>, Vec<_>) = all_pending.into_iter().partition(|p| !marked_unschedulable(p));
+    let more = active.len() + parked.len() > BATCH;
+    // Another batch only if this one has pods not yet tried (each is bound or marked now).
+    let progress = !active.is_empty();
+    let pending: Vec<_> = active.into_iter().chain(parked).take(BATCH).collect();
     let node_objs = client.list("", "nodes", None, &|_| true);
     // Node facts are read once per pass, not once per (pod, node) pair.
     let nodes: Vec<NodeInfo> = node_objs.iter().map(|n| NodeInfo::of(n)).collect();
