@@ -187,8 +187,10 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     }
     let total_pods = count_pods(&server, &|_| true);
     let (rss, hwm) = rss_bytes();
-    let stored: usize = server.api.store.resource_keys().iter().map(|k| server.api.store.list(k, None, None, None, &|_| true).items.len()).sum();
-    let events = server.api.store.list(&faultline_sim::resources::ResourceKey::new("", "events"), None, None, None, &|_| true).items.len();
+    let events_key = faultline_sim::resources::ResourceKey::new("", "events");
+    let per_type: Vec<_> = server.api.store.resource_keys().into_iter().map(|k| { let n = server.api.store.list(&k, None, None, None, &|_| true).items.len(); (k, n) }).collect();
+    let stored: usize = per_type.iter().map(|(_, n)| n).sum();
+    let events: usize = per_type.iter().filter(|(k, _)| *k == events_key).map(|(_, n)| n).sum();
 
     // LIST latency (whole response received), all pods and one node's pods.
     let mut c = target.connect().await?;

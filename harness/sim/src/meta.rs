@@ -132,7 +132,6 @@ pub fn spec_part(obj: &Value) -> Value {
     }
 }
 
-/// Compare two objects ignoring the fields the server maintains itself on every write.
 /// Would a JSON merge patch of `patch` leave `target` as it is? Every field the patch sets
 /// holds the same value already (objects recursively, anything else whole; a null, which
 /// deletes, changes a present field).
@@ -145,6 +144,7 @@ pub fn merge_is_noop(target: Option<&Value>, patch: &Value) -> bool {
     }
 }
 
+/// Compare two objects ignoring the fields the server maintains itself on every write.
 pub fn same_content(a: &Value, b: &Value) -> bool {
     fn strip(v: &Value) -> Value {
         let mut v = v.clone();

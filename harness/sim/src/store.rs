@@ -787,6 +787,29 @@ mod tests {
     }
 
     #[test]
+    fn an_informer_gets_every_change_in_order_where_a_broadcast_receiver_lags() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(10);
+        let mut informer = s.informer();
+        let mut watch = s.subscribe();
+        for i in 0..5000 {
+            s.create(&rt, cm(&format!("c{i}")), false).unwrap();
+        }
+        assert!(matches!(watch.try_recv(), Err(broadcast::error::TryRecvError::Lagged(_))), "the watch channel holds only 2,048");
+        let mut last = 0;
+        for i in 0..5000 {
+            let ev = informer.try_recv().unwrap().unwrap_or_else(|| panic!("change {i} missing"));
+            assert!(ev.rv > last);
+            assert_eq!(meta::name(&ev.object), format!("c{i}"));
+            last = ev.rv;
+        }
+        assert_eq!(informer.try_recv().unwrap().map(|e| e.rv), None);
+        drop(s);
+        assert_eq!(informer.try_recv().unwrap_err(), Closed);
+    }
+
+    #[test]
     fn a_stored_encoding_is_shared_with_its_event_and_replaced_on_write() {
         let reg = Registry::with_builtins();
         let rt = reg.get("", "v1", "configmaps").unwrap();

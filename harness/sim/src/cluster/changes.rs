@@ -4,7 +4,7 @@
 //! de-duplicating keys; without it the scheduler and the DaemonSet controller re-scan every
 //! pod once per event, which is quadratic in the pod count.
 
-use crate::store::{Informer, Store, StoreEvent};
+use crate::store::{EventType, Informer, Store, StoreEvent};
 use std::time::Duration;
 use tokio::time::Interval;
 
@@ -41,6 +41,16 @@ impl Changes {
                 return true;
             }
         }
+    }
+}
+
+/// Does a node event matter to a loop that reads only `fields` (JSON pointers) of nodes? A new
+/// or deleted node always does; an update only when one of those fields changed. Node
+/// heartbeats then wake nothing, as upstream's `shouldIgnoreNodeUpdate`-style filters decide.
+pub fn node_fields_changed(ev: &StoreEvent, fields: &[&str]) -> bool {
+    match (&ev.event_type, &ev.prev) {
+        (EventType::Modified, Some(prev)) => fields.iter().any(|f| prev.pointer(f) != ev.object.pointer(f)),
+        _ => true,
     }
 }
 

@@ -1,11 +1,11 @@
 //! The DaemonSet controller: one pod per eligible node, recreated when deleted (so deleting a
 //! `longhorn-csi-plugin` pod restarts that node's plugin, as in the runbook), with status counts.
 
-use super::changes::Changes;
+use super::changes::{self, Changes};
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
-use crate::store::{EventType, StoreEvent};
+use crate::store::StoreEvent;
 use crate::timing::Timing;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -23,17 +23,13 @@ pub async fn run(client: Internal, timing: Timing) {
             "pods" => owned_by_daemonset(&ev.object),
             // Node heartbeats change only status: like the real controller's
             // shouldIgnoreNodeUpdate, only labels, taints and (un)schedulability matter.
-            "nodes" => ev.event_type == EventType::Deleted || ev.prev.as_ref().map(|prev| node_placement_changed(prev, &ev.object)).unwrap_or(true),
+            "nodes" => changes::node_fields_changed(ev, &["/metadata/labels", "/spec"]),
             _ => true,
         }
     };
     while changes.wait(relevant).await {
         reconcile_all(&client);
     }
-}
-
-fn node_placement_changed(before: &Value, after: &Value) -> bool {
-    before.pointer("/metadata/labels") != after.pointer("/metadata/labels") || before.get("spec") != after.get("spec")
 }
 
 fn owned_by_daemonset(pod: &Value) -> bool {

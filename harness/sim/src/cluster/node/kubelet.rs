@@ -366,11 +366,16 @@ impl Kubelet {
     }
 
     fn tick(&mut self) {
-        let faults = self.node.state.lock().faults.clone();
-        let partitioned = faults.partitioned;
-        if faults != self.faults_seen {
+        let (partitioned, changed) = {
+            let st = self.node.state.lock();
+            let changed = st.faults != self.faults_seen;
+            if changed {
+                self.faults_seen = st.faults.clone();
+            }
+            (st.faults.partitioned, changed)
+        };
+        if changed {
             self.wake_all();
-            self.faults_seen = faults;
         }
         self.heartbeat();
         self.sync_csi_registration(partitioned);

@@ -9,7 +9,7 @@ use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
-use super::changes::Changes;
+use super::changes::{self, Changes};
 use crate::store::{EventType, StoreEvent};
 use crate::timing::Timing;
 use serde_json::{json, Value};
@@ -31,7 +31,7 @@ pub async fn run(client: Internal, timing: Timing) {
                 && match ev.key.plural.as_str() {
                     // Heartbeats (conditions, images, volumesInUse) change nothing the filters
                     // read; a new node, labels, taints or allocatable do.
-                    "nodes" => ev.event_type == EventType::Deleted || ev.prev.as_ref().map(|prev| node_fit_changed(prev, &ev.object)).unwrap_or(true),
+                    "nodes" => changes::node_fields_changed(ev, &["/metadata/labels", "/spec", "/status/allocatable"]),
                     "persistentvolumeclaims" => true,
                     _ => false,
                 }
@@ -61,12 +61,6 @@ pub fn feasible_nodes_to_find(all: usize) -> usize {
     }
     let percentage = (50 - (all / 125) as i64).max(5) as usize;
     (all * percentage / 100).max(MIN_FEASIBLE)
-}
-
-fn node_fit_changed(before: &Value, after: &Value) -> bool {
-    before.pointer("/metadata/labels") != after.pointer("/metadata/labels")
-        || before.get("spec") != after.get("spec")
-        || before.pointer("/status/allocatable") != after.pointer("/status/allocatable")
 }
 
 fn unscheduled(pod: &Value) -> bool {
@@ -169,10 +163,7 @@ fn schedule_all(client: &Internal, recorder: &EventRecorder, next_start: &mut us
 }
 
 fn marked_unschedulable(pod: &Value) -> bool {
-    pod.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .map(|cs| cs.iter().any(|c| c["type"] == "PodScheduled" && c["status"] == "False"))
-        .unwrap_or(false)
+    meta::condition_status(pod, "PodScheduled") == Some("False")
 }
 
 /// Why a node does not fit, and whether evicting lower-priority pods could change that.
