@@ -30,10 +30,13 @@ for t in $TARGETS; do
   # New inputs go to the first corpus directory (under reports/), the seeds stay untouched.
   cargo fuzz run --fuzz-dir harness/fuzz --sanitizer none --debug-assertions $BUILD "$t" "$OUT/corpus/$t" "harness/fuzz/corpus/$t" -- \
       -max_total_time="$SECS" -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
-      -artifact_prefix="$OUT/artifacts/$t/" -print_final_stats=1 2>&1 | tee "$OUT/$t.log" | grep -E '^#[0-9]+ +(DONE|INITED)|^stat::|panicked|ERROR|SUMMARY|Done [0-9]+ runs'
+      -artifact_prefix="$OUT/artifacts/$t/" -print_final_stats=1 2>&1 | tee "$OUT/$t.log" \
+    | awk '/panicked/ { print; if (getline) print; next } /^#[0-9]+ +(DONE|INITED)|^stat::|ERROR|SUMMARY|Done [0-9]+ runs/ { print }'
   rc=${PIPESTATUS[0]}
   if [ "$rc" -ne 0 ]; then
     echo "fuzz: $t FAILED (exit $rc); inputs: $(ls "$OUT/artifacts/$t" | tr '\n' ' ')" >&2
+    # The input itself, so a CI log alone is enough to reproduce (inputs are text requests).
+    for f in "$OUT/artifacts/$t"/*; do echo "--- $f (escaped, first 2 KiB)"; head -c 2048 "$f" | cat -v; echo; done >&2
     status=1
   else
     echo "fuzz: $t ok"
