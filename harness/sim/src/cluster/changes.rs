@@ -21,7 +21,8 @@ impl Changes {
 
     /// Return once a reconcile is due: the resync tick fired or a queued event is `relevant`.
     /// False when the store has closed.
-    pub async fn wait(&mut self, relevant: impl Fn(&StoreEvent) -> bool) -> bool {
+    /// `relevant` may also take each event in (a loop that keeps its own cache from them).
+    pub async fn wait(&mut self, mut relevant: impl FnMut(&StoreEvent) -> bool) -> bool {
         loop {
             let mut due = tokio::select! {
                 _ = self.ticker.tick() => true,
@@ -30,15 +31,25 @@ impl Changes {
                     None => return false,
                 }
             };
-            loop {
-                match self.rx.try_recv() {
-                    Ok(Some(ev)) => due = due || relevant(&ev),
-                    Ok(None) => break,
-                    Err(_) => return false,
-                }
+            match self.drain(&mut relevant) {
+                None => return false,
+                Some(more) => due |= more,
             }
             if due {
                 return true;
+            }
+        }
+    }
+
+    /// Hand every queued event to `take` without waiting; whether any was relevant, None once
+    /// the store has closed. Every event is handed over, also after a relevant one.
+    pub fn drain(&mut self, mut take: impl FnMut(&StoreEvent) -> bool) -> Option<bool> {
+        let mut relevant = false;
+        loop {
+            match self.rx.try_recv() {
+                Ok(Some(ev)) => relevant |= take(&ev),
+                Ok(None) => return Some(relevant),
+                Err(_) => return None,
             }
         }
     }
@@ -79,9 +90,9 @@ mod tests {
         }))
         .await;
         assert_eq!(woke.ok(), Some(true));
-        // One wake-up took the whole burst: the queue is empty and relevant() ran once (it is
-        // not asked again once a reconcile is due).
-        assert_eq!(seen.load(std::sync::atomic::Ordering::Relaxed), 1, "relevant() short-circuits once due");
+        // One wake-up took the whole burst: the queue is empty and relevant() saw each event
+        // once (a loop that keeps a cache from the events needs every one).
+        assert_eq!(seen.load(std::sync::atomic::Ordering::Relaxed), 50, "every event handed over once");
         assert!(changes.rx.is_empty());
         // Irrelevant changes do not wake the controller.
         store.create(&rt, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "d"}}), false).unwrap();

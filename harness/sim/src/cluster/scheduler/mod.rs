@@ -8,42 +8,32 @@ use crate::apiserver::set_condition;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::meta;
-use crate::resources::ResourceKey;
-use super::changes::{self, Changes};
-use crate::store::{EventType, StoreEvent};
+use super::changes::Changes;
 use crate::timing::Timing;
+use cache::SchedulerCache;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
+
+mod cache;
 
 pub async fn run(client: Internal, timing: Timing) {
     let recorder = EventRecorder::new(client.clone(), "default-scheduler", None);
     let retry = timing.s(timing.scheduler_retry).max(Duration::from_millis(50));
+    // Subscribe before listing: the cache then misses nothing (see SchedulerCache::listed).
     let mut changes = Changes::new(&client.api.store, retry);
-    let pods_key = ResourceKey::new("", "pods");
-    // New or changed unscheduled pods, pods leaving nodes (room for others), node changes and
-    // PVC bindings can make a pod schedulable.
-    let relevant = |ev: &StoreEvent| {
-        if ev.key == pods_key {
-            ev.event_type == EventType::Deleted || unscheduled(&ev.object)
-        } else {
-            ev.key.group.is_empty()
-                && match ev.key.plural.as_str() {
-                    // Heartbeats (conditions, images, volumesInUse) change nothing the filters
-                    // read; a new node, labels, taints or allocatable do.
-                    "nodes" => changes::node_fields_changed(ev, &["/metadata/labels", "/spec", "/status/allocatable"]),
-                    "persistentvolumeclaims" => true,
-                    _ => false,
-                }
-        }
-    };
+    let mut cache = SchedulerCache::listed(&client.api.store);
     let mut next_start = 0;
-    while changes.wait(relevant).await {
+    while changes.wait(|ev| cache.apply(ev)).await {
         // A large backlog is scheduled a batch at a time, yielding in between, so one pass does
         // not hold a runtime thread while thousands of pods wait (the real scheduler binds
-        // asynchronously, one pod per scheduling cycle).
-        while schedule_all(&client, &recorder, &mut next_start) {
+        // asynchronously, one pod per scheduling cycle). Each batch sees the last one's writes.
+        while schedule_batch(&client, &recorder, &mut cache, &mut next_start) {
             tokio::task::yield_now().await;
+            if changes.drain(|ev| cache.apply(ev)).is_none() {
+                return;
+            }
         }
     }
 }
@@ -71,34 +61,19 @@ fn unscheduled(pod: &Value) -> bool {
 }
 
 /// One pass over at most `BATCH` pending pods; true when more are waiting.
-fn schedule_all(client: &Internal, recorder: &EventRecorder, next_start: &mut usize) -> bool {
-    let all_pending = client.list("", "pods", None, &unscheduled);
-    if all_pending.is_empty() {
+fn schedule_batch(client: &Internal, recorder: &EventRecorder, cache: &mut SchedulerCache, next_start: &mut usize) -> bool {
+    let waiting = cache.active.len() + cache.unschedulable.len();
+    if waiting == 0 {
         return false;
     }
-    // The active queue before the unschedulable one: pods already found unschedulable go last,
-    // so a batch of them cannot hold back pods that fit (one look at each pod, no sort).
-    let (active, parked): (Vec<_>, Vec<_>) = all_pending.into_iter().partition(|p| !marked_unschedulable(p));
-    let more = active.len() + parked.len() > BATCH;
-    // Another batch only if this one has pods not yet tried (each is bound or marked now).
-    let progress = !active.is_empty();
-    let pending: Vec<_> = active.into_iter().chain(parked).take(BATCH).collect();
-    let node_objs = client.list("", "nodes", None, &|_| true);
+    // The active queue before the unschedulable pods, so a batch of pods already found
+    // unschedulable cannot hold back pods that fit. Another batch follows only if this one
+    // has pods not yet tried (each is bound or marked unschedulable now).
+    let more = waiting > BATCH && !cache.active.is_empty();
+    let pending: Vec<Arc<Value>> = cache.active.values().chain(cache.unschedulable.values()).take(BATCH).cloned().collect();
     // Node facts are read once per pass, not once per (pod, node) pair.
+    let node_objs: Vec<Arc<Value>> = cache.nodes.values().cloned().collect();
     let nodes: Vec<NodeInfo> = node_objs.iter().map(|n| NodeInfo::of(n)).collect();
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    let mut used: BTreeMap<String, (f64, f64)> = BTreeMap::new();
-    for p in client.list("", "pods", None, &|p| !meta::str_at(p, "/spec/nodeName").unwrap_or("").is_empty()) {
-        if matches!(meta::str_at(&p, "/status/phase"), Some("Succeeded" | "Failed")) {
-            continue;
-        }
-        let n = meta::str_at(&p, "/spec/nodeName").unwrap_or("").to_string();
-        *counts.entry(n.clone()).or_default() += 1;
-        let (c, m) = requests(&p);
-        let e = used.entry(n).or_default();
-        e.0 += c;
-        e.1 += m;
-    }
     let to_find = feasible_nodes_to_find(nodes.len());
     for pod in pending {
         let mut reasons: BTreeMap<Unfit, usize> = BTreeMap::new();
@@ -112,11 +87,11 @@ fn schedule_all(client: &Internal, recorder: &EventRecorder, next_start: &mut us
             }
             let node = &nodes[(*next_start + i) % nodes.len()];
             visited += 1;
-            let verdict = fits(&pod, &needs, node, used.get(node.name).copied().unwrap_or_default());
-            match verdict {
+            let usage = cache.usage(node.name);
+            match fits(&pod, &needs, node, (usage.cpu, usage.memory)) {
                 Ok(()) => {
                     feasible += 1;
-                    let c = counts.get(node.name).copied().unwrap_or(0);
+                    let c = usage.pods;
                     if best.as_ref().map(|(bc, bn)| (c, node.name) < (*bc, bn.as_str())).unwrap_or(true) {
                         best = Some((c, node.name.to_string()));
                     }
@@ -133,11 +108,7 @@ fn schedule_all(client: &Internal, recorder: &EventRecorder, next_start: &mut us
             Some((_, node)) => {
                 let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": pname, "namespace": ns}, "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
                 if client.api.bind_pod(&ns, &pname, &binding).is_ok() {
-                    *counts.entry(node.clone()).or_default() += 1;
-                    let (c, m) = needs.requests;
-                    let e = used.entry(node.clone()).or_default();
-                    e.0 += c;
-                    e.1 += m;
+                    cache.assume(&pod, &node);
                     recorder.record(&pod, EventKind::Normal, "Scheduled", &format!("Successfully assigned {}/{} to {}", ns, pname, node));
                 }
             }
@@ -159,7 +130,7 @@ fn schedule_all(client: &Internal, recorder: &EventRecorder, next_start: &mut us
             }
         }
     }
-    more && progress
+    more
 }
 
 fn marked_unschedulable(pod: &Value) -> bool {
