@@ -93,13 +93,21 @@ fn eligible(placement: &Placement, node: &Value, new_pod: bool) -> bool {
 }
 
 fn reconcile_all(client: &Internal) {
+    let pods_key = ResourceKey::new("", "pods");
     let nodes = client.list("", "nodes", None, &|_| true);
     for ds in client.list("apps", "daemonsets", None, &|d| !meta::is_deleting(d)) {
         let ns = meta::namespace(&ds).to_string();
         let uid = meta::uid(&ds).to_string();
-        let pods = client.list("", "pods", Some(&ns), &|p| {
-            p.pointer("/metadata/ownerReferences").and_then(Value::as_array).map(|rs| rs.iter().any(|r| r["uid"] == json!(uid))).unwrap_or(false)
-        });
+        // Its pods through the store's owner index (the informer index upstream keeps), not a
+        // scan of the namespace: every daemon pod's status change brings the loop here.
+        let pods: Vec<Arc<Value>> = client
+            .api
+            .store
+            .dependents_of(&uid)
+            .into_iter()
+            .filter(|(k, p)| *k == pods_key && meta::namespace(p) == ns)
+            .map(|(_, p)| p)
+            .collect();
         let mut by_node: HashMap<&str, Vec<&Arc<Value>>> = HashMap::new();
         for p in &pods {
             by_node.entry(meta::str_at(p, "/spec/nodeName").unwrap_or("")).or_default().push(p);
