@@ -31,7 +31,9 @@ pub struct WriteOptions {
 /// A successful write, with any warnings for the `Warning` response header.
 #[derive(Debug, Clone)]
 pub struct Written {
-    pub object: Value,
+    /// The object as served: shared with the store when no conversion was needed, so internal
+    /// writers that ignore the answer pay no copy.
+    pub object: Arc<Value>,
     pub warnings: Vec<String>,
     /// True when a PUT or apply created the object (HTTP 201).
     pub created: bool,
@@ -314,7 +316,7 @@ impl ApiServer {
             self.after_write(&stored_rt, &created);
         }
         let created = self.after_create_status(&stored_rt, created);
-        Ok(Written { object: self.convert_out(rt, &created), warnings, created: true })
+        Ok(Written { object: self.convert_out_shared(rt, created), warnings, created: true })
     }
 
     /// The store write of a create, with what the apiserver allocates first: a Service's cluster
@@ -365,7 +367,7 @@ impl ApiServer {
         obj["kind"] = json!(self.stored_type(rt).kind);
         let stored_rt = self.stored_type(rt);
         let written = self.write_existing(&stored_rt, ns, name, sub, obj, opts, None)?;
-        Ok(Written { object: self.convert_out(rt, &written), warnings, created: false })
+        Ok(Written { object: self.convert_out_shared(rt, written), warnings, created: false })
     }
 
     /// Common path of update and patch: scope, typed validation, managed fields, store write.
@@ -383,7 +385,7 @@ impl ApiServer {
         obj: Value,
         opts: &WriteOptions,
         apply_result: Option<()>,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<Arc<Value>> {
         let one_field = ONE_FIELD_WRITES.iter().any(|(s, _, _)| Some(*s) == sub);
         if !one_field || obj.pointer("/metadata/resourceVersion").is_some() {
             return self.write_existing_once(stored_rt, ns, name, sub, obj, opts, apply_result);
@@ -408,7 +410,7 @@ impl ApiServer {
         mut obj: Value,
         opts: &WriteOptions,
         apply_result: Option<()>,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<Arc<Value>> {
         let scope = match sub {
             None => UpdateScope::Main,
             Some("status") if stored_rt.has_status() => UpdateScope::Status,
@@ -447,7 +449,7 @@ impl ApiServer {
         if !opts.dry_run {
             self.after_write(stored_rt, &written);
         }
-        Ok((*written).clone())
+        Ok(written)
     }
 
     pub fn patch(
@@ -475,13 +477,10 @@ impl ApiServer {
         let mut warnings = Vec::new();
         // The apiserver retries a patch on a write conflict, unless the patch itself pins a resourceVersion.
         for _attempt in 0..5 {
-            let current = match self.store.get(&stored_rt.key(), ns, name) {
-                Some(c) => Some(self.convert_out(rt, &c)),
-                None => None,
-            };
+            let current = self.store.get(&stored_rt.key(), ns, name).map(|c| self.convert_out_shared(rt, c));
             let manager = opts.field_manager.clone().unwrap_or_else(|| "unknown".into());
             let now = meta::now_rfc3339();
-            let (next, created) = match (ptype, current.as_ref()) {
+            let (next, created) = match (ptype, current.as_deref()) {
                 (PatchType::Apply, live) => {
                     let given = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
                     if given != rt.api_version() {
@@ -535,7 +534,7 @@ impl ApiServer {
             match self.write_existing(&stored_rt, ns, name, sub, next, opts, is_apply) {
                 Err(e) if e.code == 409 && e.reason == "Conflict" && !pinned => continue,
                 Err(e) => return Err(e),
-                Ok(o) => return Ok(Written { object: self.convert_out(rt, &o), warnings, created: false }),
+                Ok(o) => return Ok(Written { object: self.convert_out_shared(rt, o), warnings, created: false }),
             }
         }
         Err(ApiError::conflict(&rt.group, &rt.plural, name, "too many concurrent writes; please retry"))
@@ -565,7 +564,7 @@ impl ApiServer {
         let current = self.get(rt, ns, name)?;
         let next = scale::apply_scale(&current, body, paths, name)?;
         let w = self.update(rt, ns, name, None, next, opts)?;
-        Ok(Written { object: scale::scale_of(&w.object, paths), warnings: w.warnings, created: false })
+        Ok(Written { object: Arc::new(scale::scale_of(&w.object, paths)), warnings: w.warnings, created: false })
     }
 
     /// PATCH .../scale: the patch applies to the Scale view, then its replicas to the workload;
@@ -583,7 +582,7 @@ impl ApiServer {
             match self.update(rt, ns, name, None, next, opts) {
                 Err(e) if e.code == 409 && e.reason == "Conflict" && !pinned => continue,
                 Err(e) => return Err(e),
-                Ok(w) => return Ok(Written { object: scale::scale_of(&w.object, paths), warnings: w.warnings, created: false }),
+                Ok(w) => return Ok(Written { object: Arc::new(scale::scale_of(&w.object, paths)), warnings: w.warnings, created: false }),
             }
         }
         Err(ApiError::conflict(&rt.group, &rt.plural, name, "too many concurrent writes; please retry"))
@@ -606,7 +605,7 @@ impl ApiServer {
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);
         }
-        Ok(Written { object: self.convert_out(rt, &created), warnings: vec![], created: true })
+        Ok(Written { object: self.convert_out_shared(rt, created), warnings: vec![], created: true })
     }
 
     pub fn delete(&self, rt: &ResourceType, ns: &str, name: &str, opts: &DeleteOptions) -> ApiResult<DeleteOutcome> {

@@ -43,19 +43,19 @@ impl Internal {
         res.items.into_iter().map(|s| s.object).collect()
     }
 
-    pub fn create(&self, group: &str, plural: &str, ns: &str, obj: Value) -> ApiResult<Value> {
+    pub fn create(&self, group: &str, plural: &str, ns: &str, obj: Value) -> ApiResult<Arc<Value>> {
         let rt = self.rt(group, plural)?;
         Ok(self.api.create(&rt, ns, obj, &self.opts())?.object)
     }
 
     /// JSON merge patch of the main resource.
-    pub fn merge(&self, group: &str, plural: &str, ns: &str, name: &str, patch: &Value) -> ApiResult<Value> {
+    pub fn merge(&self, group: &str, plural: &str, ns: &str, name: &str, patch: &Value) -> ApiResult<Arc<Value>> {
         let rt = self.rt(group, plural)?;
         Ok(self.api.patch(&rt, ns, name, None, PatchType::Merge, patch, &self.opts())?.object)
     }
 
     /// JSON merge patch of the status subresource (lists in the patch replace lists).
-    pub fn merge_status(&self, group: &str, plural: &str, ns: &str, name: &str, patch: &Value) -> ApiResult<Value> {
+    pub fn merge_status(&self, group: &str, plural: &str, ns: &str, name: &str, patch: &Value) -> ApiResult<Arc<Value>> {
         let rt = self.rt(group, plural)?;
         let sub = if rt.has_status() { Some("status") } else { None };
         Ok(self.api.patch(&rt, ns, name, sub, PatchType::Merge, patch, &self.opts())?.object)

@@ -126,7 +126,6 @@ impl Reconciler for CronJobController {
                         match self.client.create("batch", "jobs", ns, job) {
                             Ok(j) => {
                                 self.recorder.record(&cj, EventKind::Normal, "SuccessfulCreate", &format!("Created job {}", meta::name(&j)));
-                                let j = Arc::new(j);
                                 active.push(j.clone());
                                 jobs.push(j);
                             }

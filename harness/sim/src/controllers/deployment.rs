@@ -186,7 +186,7 @@ impl DeploymentController {
                     let history = meta::str_at(rs, "/metadata/annotations/deployment.kubernetes.io~1revision-history").unwrap_or("");
                     ann[REVISION_HISTORY] = json!(if history.is_empty() { rev.to_string() } else { format!("{history},{rev}") });
                 }
-                return self.client.merge("apps", "replicasets", meta::namespace(rs), meta::name(rs), &json!({"metadata": {"annotations": ann}})).ok().map(Arc::new);
+                return self.client.merge("apps", "replicasets", meta::namespace(rs), meta::name(rs), &json!({"metadata": {"annotations": ann}})).ok();
             }
             return Some(rs.clone());
         }
@@ -225,7 +225,7 @@ impl DeploymentController {
                 if initial > 0 {
                     self.recorder.record(d, EventKind::Normal, "ScalingReplicaSet", &format!("Scaled up replica set {} from 0 to {initial}", meta::name(&created)));
                 }
-                Some(Arc::new(created))
+                Some(created)
             }
             Err(e) => {
                 self.recorder.record(d, EventKind::Warning, "ReplicaSetCreateError", &format!("Failed to create new replica set {:?}: {}", format!("{}-{}", meta::name(d), hash), e.message));
