@@ -2,6 +2,11 @@
 //! code is non-zero when the verdict fails (for `load`: any lost, duplicated or out-of-order
 //! watch event).
 
+// mimalloc: the sim keeps hundreds of thousands of small JSON values; with glibc malloc a
+// 10,000-pod full run held 1.7x the memory and took 3-4x the CPU (docs/performance.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use faultline_bench::{detect, load, pack, scale, start, throughput};
