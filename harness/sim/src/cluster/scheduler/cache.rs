@@ -4,7 +4,7 @@
 //! A scheduling pass reads this instead of listing every pod, which at 100,000 pods cost more
 //! than the scheduling itself.
 
-use super::requests;
+use super::{requests, NodeInfo};
 use crate::meta;
 use crate::resources::ResourceKey;
 use crate::store::{EventType, Store, StoreEvent};
@@ -32,8 +32,9 @@ pub struct SchedulerCache {
     /// Bound pods that still hold their node's resources, and what they hold.
     assigned: HashMap<PodKey, (String, (f64, f64))>,
     usage: HashMap<String, NodeUsage>,
-    /// Nodes by name (name order is the order the scheduler walks them).
-    pub nodes: BTreeMap<String, Arc<Value>>,
+    /// What the filters read of each node, by name (name order is the order the scheduler
+    /// walks them).
+    pub nodes: BTreeMap<String, Arc<NodeInfo>>,
     /// Events at or below this resourceVersion are already in the initial list.
     listed_rv: u64,
 }
@@ -49,7 +50,7 @@ impl SchedulerCache {
             cache.set_pod(pod);
         }
         for node in nodes.items {
-            cache.nodes.insert(meta::name(&node).to_string(), node);
+            cache.nodes.insert(meta::name(&node).to_string(), Arc::new(NodeInfo::of(node)));
         }
         // Both lists ran after the subscription, so everything up to the later one is in.
         cache.listed_rv = pods.resource_version.max(nodes.resource_version);
@@ -77,7 +78,7 @@ impl SchedulerCache {
                 if ev.event_type == EventType::Deleted {
                     self.nodes.remove(&name);
                 } else {
-                    self.nodes.insert(name, ev.object.clone());
+                    self.nodes.insert(name, Arc::new(NodeInfo::of(ev.object.clone())));
                 }
                 // Heartbeats (conditions, images, volumesInUse) change nothing the filters
                 // read; a new node, labels, taints or allocatable do.

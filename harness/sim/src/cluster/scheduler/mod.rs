@@ -71,9 +71,8 @@ fn schedule_batch(client: &Internal, recorder: &EventRecorder, cache: &mut Sched
     // has pods not yet tried (each is bound or marked unschedulable now).
     let more = waiting > BATCH && !cache.active.is_empty();
     let pending: Vec<Arc<Value>> = cache.active.values().chain(cache.unschedulable.values()).take(BATCH).cloned().collect();
-    // Node facts are read once per pass, not once per (pod, node) pair.
-    let node_objs: Vec<Arc<Value>> = cache.nodes.values().cloned().collect();
-    let nodes: Vec<NodeInfo> = node_objs.iter().map(|n| NodeInfo::of(n)).collect();
+    // Node facts come from the cache, read when each node last changed.
+    let nodes: Vec<Arc<NodeInfo>> = cache.nodes.values().cloned().collect();
     let to_find = feasible_nodes_to_find(nodes.len());
     for pod in pending {
         let mut reasons: BTreeMap<Unfit, usize> = BTreeMap::new();
@@ -87,12 +86,12 @@ fn schedule_batch(client: &Internal, recorder: &EventRecorder, cache: &mut Sched
             }
             let node = &nodes[(*next_start + i) % nodes.len()];
             visited += 1;
-            let usage = cache.usage(node.name);
+            let usage = cache.usage(&node.name);
             match fits(&pod, &needs, node, (usage.cpu, usage.memory)) {
                 Ok(()) => {
                     feasible += 1;
                     let c = usage.pods;
-                    if best.as_ref().map(|(bc, bn)| (c, node.name) < (*bc, bn.as_str())).unwrap_or(true) {
+                    if best.as_ref().map(|(bc, bn)| (c, node.name.as_str()) < (*bc, bn.as_str())).unwrap_or(true) {
                         best = Some((c, node.name.to_string()));
                     }
                 }
@@ -205,34 +204,36 @@ fn tolerates(pod: &Value, taint: &Value) -> bool {
     })
 }
 
-/// What the filters read of a node.
-struct NodeInfo<'a> {
-    node: &'a Value,
-    name: &'a str,
+/// What the filters read of a node, kept in the cache and rebuilt only when the node changes
+/// (upstream's scheduler cache keeps a NodeInfo per node the same way).
+pub(crate) struct NodeInfo {
+    node: Arc<Value>,
+    name: String,
     unschedulable: bool,
     /// The NoSchedule and NoExecute taints.
-    taints: Vec<&'a Value>,
+    taints: Vec<Value>,
     allocatable: (f64, f64),
 }
 
-impl<'a> NodeInfo<'a> {
-    fn of(node: &'a Value) -> Self {
+impl NodeInfo {
+    pub(crate) fn of(node: Arc<Value>) -> Self {
         let taints = node
             .pointer("/spec/taints")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
             .filter(|t| matches!(t.get("effect").and_then(Value::as_str), Some("NoSchedule" | "NoExecute")))
+            .cloned()
             .collect();
         NodeInfo {
-            node,
-            name: meta::name(node),
+            name: meta::name(&node).to_string(),
             unschedulable: node.pointer("/spec/unschedulable") == Some(&json!(true)),
             taints,
             allocatable: (
                 node.pointer("/status/allocatable/cpu").and_then(Value::as_str).map(parse_cpu).unwrap_or(0.0),
                 node.pointer("/status/allocatable/memory").and_then(Value::as_str).map(parse_bytes).unwrap_or(0.0),
             ),
+            node,
         }
     }
 }
@@ -295,7 +296,7 @@ fn fits(pod: &Value, needs: &PodNeeds, node: &NodeInfo, used: (f64, f64)) -> Res
         }
     }
     if let Some(terms) = pod.pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms").and_then(Value::as_array) {
-        if !terms.iter().any(|t| node_selector_term_matches(t, node.node)) {
+        if !terms.iter().any(|t| node_selector_term_matches(t, &node.node)) {
             return Err(unresolvable("node(s) didn't match Pod's node affinity/selector"));
         }
     }
@@ -309,7 +310,7 @@ fn fits(pod: &Value, needs: &PodNeeds, node: &NodeInfo, used: (f64, f64)) -> Res
     }
     // Bound PVs with node affinity pin the pod.
     for terms in &needs.pv_terms {
-        if !terms.iter().any(|t| node_selector_term_matches(t, node.node)) {
+        if !terms.iter().any(|t| node_selector_term_matches(t, &node.node)) {
             return Err(unresolvable("node(s) had volume node affinity conflict"));
         }
     }
