@@ -533,9 +533,18 @@ pub fn record_update(kind: &str, old: Option<&Value>, new: &mut Value, manager: 
 
     let empty = Value::Object(Map::new());
     let old_obj = old.filter(|o| o.is_object()).unwrap_or(&empty);
+    // Members equal in old and new (at the top and in metadata) can neither be touched nor
+    // removed, so they are not collected: a status write then walks only the status.
+    let same_top = equal_members(Some(old_obj), Some(&*new));
+    let same_meta = equal_members(old_obj.get("metadata"), new.get("metadata"));
+    let skip = |parent: &[String], key: &str| match parent {
+        [] => same_top.contains(key),
+        [only] if only == "f:metadata" => same_meta.contains(key),
+        _ => false,
+    };
     // Lenient collection never fails.
-    let old_fields = fieldset::collect(old_obj, ty, None).unwrap_or_default();
-    let new_fields = fieldset::collect(new, ty, None).unwrap_or_default();
+    let old_fields = fieldset::collect_except(old_obj, ty, None, &skip).unwrap_or_default();
+    let new_fields = fieldset::collect_except(new, ty, None, &skip).unwrap_or_default();
     let touched: FieldSet = new_fields
         .iter()
         .filter(|(p, v)| changed(fieldset::get(old_obj, p), Some(v), p))
@@ -578,6 +587,14 @@ pub fn record_update(kind: &str, old: Option<&Value>, new: &mut Value, manager: 
         mine.time = Some(now.to_owned());
     }
     write_entries(new, entries);
+}
+
+/// Keys whose values are equal in both maps.
+fn equal_members(old: Option<&Value>, new: Option<&Value>) -> std::collections::HashSet<String> {
+    match (old.and_then(Value::as_object), new.and_then(Value::as_object)) {
+        (Some(o), Some(n)) => n.iter().filter(|(k, v)| o.get(*k) == Some(*v)).map(|(k, _)| k.clone()).collect(),
+        _ => Default::default(),
+    }
 }
 
 #[cfg(test)]
@@ -1175,6 +1192,29 @@ mod tests {
             &json!([{"manager": "one", "operation": "Update", "apiVersion": "v1", "time": T0, "fieldsType": "FieldsV1",
                      "fieldsV1": {"f:data": {"f:b": {}}}}])
         );
+    }
+
+    #[test]
+    fn record_update_skips_equal_members_without_changing_the_result() {
+        // A status write: spec and metadata are equal, so only the status is walked; the result
+        // must be what walking everything gives (spec stays the creator's, status the writer's).
+        let mut live = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "1"}},
+                              "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Pending"}});
+        record_update("Pod", None, &mut live, "creator", T0);
+        let mut new = live.clone();
+        new["status"] = json!({"phase": "Running", "podIP": "10.0.0.1"});
+        record_update("Pod", Some(&live), &mut new, "kubelet", T1);
+        let entries = mf(&new).as_array().unwrap();
+        assert_eq!(entries[0]["fieldsV1"], json!({"f:metadata": {"f:labels": {"f:a": {}}}, "f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}}}));
+        assert_eq!(entries[1]["fieldsV1"], json!({"f:status": {"f:phase": {}, "f:podIP": {}}}));
+        // A member removed at the top (status) or in metadata (labels) still leaves every set.
+        let mut gone = new.clone();
+        gone.as_object_mut().unwrap().shift_remove("status");
+        gone["metadata"].as_object_mut().unwrap().shift_remove("labels");
+        record_update("Pod", Some(&new), &mut gone, "third", T2);
+        let entries = mf(&gone).as_array().unwrap();
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        assert_eq!(entries[0]["fieldsV1"], json!({"f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}}}));
     }
 
     #[test]

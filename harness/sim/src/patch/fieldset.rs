@@ -209,10 +209,22 @@ pub(crate) fn collect<'a>(
     ty: Ty,
     strict: Option<&str>,
 ) -> Result<BTreeMap<Path, &'a Value>, PatchError> {
+    collect_except(root, ty, strict, &|_, _| false)
+}
+
+/// `collect`, leaving out each map member for which `skip(parent path, key)` is true (the
+/// subtrees a caller knows to be unchanged).
+pub(crate) fn collect_except<'a>(
+    root: &'a Value,
+    ty: Ty,
+    strict: Option<&str>,
+    skip: &dyn Fn(&[String], &str) -> bool,
+) -> Result<BTreeMap<Path, &'a Value>, PatchError> {
     let mut c = Collector {
         out: BTreeMap::new(),
         strict,
         path: Vec::new(),
+        skip,
     };
     if let Value::Object(m) = root {
         c.map(m, ty)?;
@@ -224,6 +236,7 @@ struct Collector<'a, 's> {
     out: BTreeMap<Path, &'a Value>,
     strict: Option<&'s str>,
     path: Path,
+    skip: &'s dyn Fn(&[String], &str) -> bool,
 }
 
 impl<'a> Collector<'a, '_> {
@@ -237,7 +250,7 @@ impl<'a> Collector<'a, '_> {
 
     fn map(&mut self, m: &'a Map<String, Value>, ty: Ty) -> Result<(), PatchError> {
         for (k, v) in m {
-            if self.ignored(k) {
+            if self.ignored(k) || (self.skip)(&self.path, k) {
                 continue;
             }
             let field = ty.field(k);
