@@ -234,3 +234,52 @@ async fn a_cronjob_runs_on_the_sim_clock_and_keeps_its_history_limit() {
     let events = events_for(&client, "tick").await;
     assert!(events.iter().any(|(r, m)| r == "SawCompletedJob" && m.ends_with(", status: Complete")), "{events:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemonset_follows_node_labels_and_replaces_a_deleted_pod() {
+    use k8s_openapi::api::apps::v1::DaemonSet;
+    use k8s_openapi::api::core::v1::Node;
+    use kube::api::{DeleteParams, Patch, PatchParams};
+    let (_c, client) = full_cluster(3).await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes.patch("worker-01", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"agent": "yes"}}}))).await.unwrap();
+    let dss: Api<DaemonSet> = Api::namespaced(client.clone(), "default");
+    let ds: DaemonSet = serde_json::from_value(json!({
+        "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": {
+            "metadata": {"labels": {"app": "agent"}},
+            "spec": {"nodeSelector": {"agent": "yes"}, "containers": [{"name": "a", "image": "busybox:1.36"}]}}}
+    }))
+    .unwrap();
+    dss.create(&PostParams::default(), &ds).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let on_nodes = || async {
+        let mut ns: Vec<String> = pods.list(&ListParams::default().labels("app=agent")).await.unwrap().items.iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .map(|p| p.spec.as_ref().unwrap().node_name.clone().unwrap_or_default()).collect();
+        ns.sort();
+        ns
+    };
+    let counts = |d: &DaemonSet| d.status.as_ref().map(|s| (s.desired_number_scheduled, s.current_number_scheduled, s.number_ready));
+    eventually(60, "one ready daemon pod on the labelled node", || async {
+        let d = dss.get("agent").await.ok()?;
+        (on_nodes().await == ["worker-01"] && counts(&d) == Some((1, 1, 1))).then_some(())
+    })
+    .await;
+    // A second node gets the label: a pod follows it, and the status counts it once Ready.
+    nodes.patch("worker-02", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"agent": "yes"}}}))).await.unwrap();
+    eventually(60, "daemon pods on both labelled nodes", || async {
+        let d = dss.get("agent").await.ok()?;
+        (on_nodes().await == ["worker-01", "worker-02"] && counts(&d) == Some((2, 2, 2))).then_some(())
+    })
+    .await;
+    // A deleted daemon pod is replaced on its node.
+    let first = pods.list(&ListParams::default().labels("app=agent")).await.unwrap().items.into_iter()
+        .find(|p| p.spec.as_ref().unwrap().node_name.as_deref() == Some("worker-01")).unwrap();
+    pods.delete(&first.name_any(), &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await.unwrap();
+    eventually(60, "a new daemon pod on worker-01", || async {
+        let now = pods.list(&ListParams::default().labels("app=agent")).await.ok()?;
+        now.items.iter().any(|p| p.spec.as_ref().unwrap().node_name.as_deref() == Some("worker-01") && p.name_any() != first.name_any()).then_some(())
+    })
+    .await;
+}

@@ -5,38 +5,88 @@ use super::changes::{self, Changes};
 use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
-use crate::store::StoreEvent;
+use crate::store::{EventType, StoreEvent};
 use crate::timing::Timing;
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub async fn run(client: Internal, timing: Timing) {
     let mut changes = Changes::new(&client.api.store, timing.s(Duration::from_secs(5)).max(Duration::from_millis(100)));
-    let keys = [ResourceKey::new("apps", "daemonsets"), ResourceKey::new("", "pods"), ResourceKey::new("", "nodes")];
-    let relevant = |ev: &StoreEvent| {
-        if !keys.contains(&ev.key) {
-            return false;
+    // Which DaemonSets to sync (upstream's workqueue of DaemonSet keys): a pod change queues
+    // its owner, a DaemonSet change itself, a node change or the resync every one.
+    let mut dirty = Dirty::All;
+    loop {
+        let woke = changes
+            .wait(|ev| {
+                let Some(what) = what_to_sync(ev) else { return false };
+                dirty.add(what);
+                true
+            })
+            .await;
+        if !woke {
+            return;
         }
-        match ev.key.plural.as_str() {
-            "pods" => owned_by_daemonset(&ev.object),
-            // Node heartbeats change only status: like the real controller's
-            // shouldIgnoreNodeUpdate, only labels, taints and (un)schedulability matter.
-            "nodes" => changes::node_fields_changed(ev, &["/metadata/labels", "/spec"]),
-            _ => true,
-        }
-    };
-    while changes.wait(relevant).await {
-        reconcile_all(&client);
+        // A resync tick wakes the loop without an event: sync every DaemonSet then.
+        let now = std::mem::replace(&mut dirty, Dirty::Some(HashSet::new()));
+        reconcile(&client, match &now {
+            Dirty::Some(uids) if !uids.is_empty() => Some(uids),
+            _ => None,
+        });
     }
 }
 
-fn owned_by_daemonset(pod: &Value) -> bool {
+/// DaemonSets waiting for a sync.
+enum Dirty {
+    All,
+    Some(HashSet<String>),
+}
+
+impl Dirty {
+    fn add(&mut self, what: Option<String>) {
+        match (self, what) {
+            (Dirty::Some(uids), Some(uid)) => {
+                uids.insert(uid);
+            }
+            (this, None) => *this = Dirty::All,
+            (Dirty::All, Some(_)) => {}
+        }
+    }
+}
+
+/// Does a change call for a sync: `Some(Some(uid))` of one DaemonSet, `Some(None)` of all.
+fn what_to_sync(ev: &StoreEvent) -> Option<Option<String>> {
+    match (ev.key.group.as_str(), ev.key.plural.as_str()) {
+        ("apps", "daemonsets") => Some(Some(meta::uid(&ev.object).to_string())),
+        ("", "pods") => {
+            let owner = daemonset_owner(&ev.object)?;
+            // The controller reads of its pods only the node, deletion and readiness: the
+            // kubelet's other status writes (container states, IPs) need no sync.
+            let unchanged = |prev: &Value| {
+                meta::str_at(prev, "/spec/nodeName") == meta::str_at(&ev.object, "/spec/nodeName")
+                    && meta::is_deleting(prev) == meta::is_deleting(&ev.object)
+                    && is_ready(prev) == is_ready(&ev.object)
+            };
+            match (&ev.event_type, &ev.prev) {
+                (EventType::Modified, Some(prev)) if unchanged(prev) => None,
+                _ => Some(Some(owner.to_string())),
+            }
+        }
+        // Node heartbeats change only status: like the real controller's
+        // shouldIgnoreNodeUpdate, only labels, taints and (un)schedulability matter.
+        ("", "nodes") => changes::node_fields_changed(ev, &["/metadata/labels", "/spec"]).then_some(None),
+        _ => None,
+    }
+}
+
+/// The uid of the DaemonSet that owns a pod.
+fn daemonset_owner(pod: &Value) -> Option<&str> {
     pod.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .map(|rs| rs.iter().any(|r| r["kind"] == "DaemonSet"))
-        .unwrap_or(false)
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|r| r["kind"] == "DaemonSet")
+        .and_then(|r| r["uid"].as_str())
 }
 
 /// Tolerations the DaemonSet controller adds to every daemon pod.
@@ -92,10 +142,12 @@ fn eligible(placement: &Placement, node: &Value, new_pod: bool) -> bool {
     })
 }
 
-fn reconcile_all(client: &Internal) {
+/// Sync the DaemonSets with these uids, or every one.
+fn reconcile(client: &Internal, only: Option<&HashSet<String>>) {
     let pods_key = ResourceKey::new("", "pods");
     let nodes = client.list("", "nodes", None, &|_| true);
-    for ds in client.list("apps", "daemonsets", None, &|d| !meta::is_deleting(d)) {
+    let wanted = |d: &Value| !meta::is_deleting(d) && only.is_none_or(|uids| uids.contains(meta::uid(d)));
+    for ds in client.list("apps", "daemonsets", None, &wanted) {
         let ns = meta::namespace(&ds).to_string();
         let uid = meta::uid(&ds).to_string();
         // Its pods through the store's owner index (the informer index upstream keeps), not a
