@@ -13,7 +13,7 @@
 
 use crate::http::{send, Target};
 use crate::report::Report;
-use crate::util::{kube_client, median, percentile, rss_bytes, secs, GIB};
+use crate::util::{kube_client, median, percentile, rss_bytes, secs, value_heap_bytes, GIB};
 use anyhow::{bail, ensure, Context, Result};
 use bytes::Bytes;
 use faultline_sim::cluster::ClusterOptions;
@@ -191,6 +191,30 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     let per_type: Vec<_> = server.api.store.resource_keys().into_iter().map(|k| { let n = server.api.store.list(&k, None, None, None, &|_| true).items.len(); (k, n) }).collect();
     let stored: usize = per_type.iter().map(|(_, n)| n).sum();
     let events: usize = per_type.iter().filter(|(k, _)| *k == events_key).map(|(_, n)| n).sum();
+    // What one pod and one Event take as stored: the JSON value and its encoding (a sample).
+    let sizes = |key: &faultline_sim::resources::ResourceKey| {
+        let items = server.api.store.list(key, None, None, Some(2000), &|_| true).items;
+        let n = items.len().max(1) as f64;
+        let heap: usize = items.iter().map(|v| value_heap_bytes(v)).sum();
+        let json: usize = items.iter().map(|v| serde_json::to_vec(&**v).map(|b| b.len()).unwrap_or(0)).sum();
+        (heap as f64 / n / 1024.0, json as f64 / n / 1024.0)
+    };
+    // Every stored object's JSON value, summed: what the store takes beside the encodings; the
+    // rest of the RSS is the components' own state, history, buffers and the allocator.
+    let store_heap: usize = per_type.iter().map(|(k, _)| server.api.store.list(k, None, None, None, &|_| true).items.iter().map(|v| value_heap_bytes(v)).sum::<usize>()).sum();
+    let (pod_heap, pod_json) = sizes(&faultline_sim::resources::ResourceKey::new("", "pods"));
+    if std::env::var_os("FAULTLINE_BENCH_POD_SHAPE").is_some() {
+        // Where a pod's heap goes, by part (for the profile in docs/performance.md).
+        let pods = server.api.store.list(&faultline_sim::resources::ResourceKey::new("", "pods"), None, None, Some(2000), &|_| true).items;
+        for part in ["/metadata/managedFields", "/metadata", "/spec", "/status"] {
+            let h: usize = pods.iter().filter_map(|p| p.pointer(part)).map(value_heap_bytes).sum();
+            eprintln!("pod shape: {part}: {:.1} KiB", h as f64 / pods.len().max(1) as f64 / 1024.0);
+        }
+        if let Some(p) = pods.iter().find(|p| p.pointer("/status/podIP").is_some()) {
+            eprintln!("pod shape: example {}", serde_json::to_string(&**p).unwrap_or_default());
+        }
+    }
+    let (event_heap, event_json) = sizes(&events_key);
 
     // LIST latency (whole response received), all pods and one node's pods.
     let mut c = target.connect().await?;
@@ -239,6 +263,11 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     r.row("objects stored (all types)", stored as f64, "");
     r.row("events stored", events as f64, "");
     r.row("memory per stored object (RSS / objects)", rss.saturating_sub(rss0) as f64 / stored.max(1) as f64 / 1024.0, "KiB");
+    r.row("all stored objects' JSON values (heap, estimated)", store_heap as f64 / GIB, "GiB");
+    r.row("a pod as stored: JSON value (heap, estimated)", pod_heap, "KiB");
+    r.row("a pod's JSON encoding", pod_json, "KiB");
+    r.row("an Event as stored: JSON value (heap, estimated)", event_heap, "KiB");
+    r.row("an Event's JSON encoding", event_json, "KiB");
     r.row("memory per pod (RSS growth from nodes up / pods, their events included)", rss.saturating_sub(rss_nodes) as f64 / cfg.pods.max(1) as f64 / 1024.0, "KiB");
     r.row_target("RSS peak, whole run (LISTs and watchers included)", run_hwm as f64 / GIB, "GiB", "< 4 GiB", Some(run_hwm as f64 / (4.0 * GIB)));
     r.row("LIST all pods, median", median(&list_all), "s");
