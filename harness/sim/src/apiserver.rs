@@ -89,7 +89,7 @@ impl ListPage {
         m.insert("kind".into(), Value::String(self.kind));
         m.insert("apiVersion".into(), Value::String(self.api_version));
         m.insert("metadata".into(), self.metadata);
-        m.insert("items".into(), Value::Array(self.items.into_iter().map(|i| Arc::try_unwrap(i.object).unwrap_or_else(|a| (*a).clone())).collect()));
+        m.insert("items".into(), Value::Array(self.items.into_iter().map(|i| Arc::try_unwrap(i.object()).unwrap_or_else(|a| (*a).clone())).collect()));
         Value::Object(m)
     }
 
@@ -191,7 +191,7 @@ impl ApiServer {
 
     /// `get` sharing the stored object when no conversion is needed (the HTTP GET path).
     pub fn get_shared(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Arc<Value>> {
-        Ok(self.get_stored(rt, ns, name)?.object)
+        Ok(self.get_stored(rt, ns, name)?.object())
     }
 
     /// `get_shared` with the served object's encoding (shared with the store when unconverted).
@@ -257,15 +257,19 @@ impl ApiServer {
             .snapshot_at(&key, ns, rv)?
             .into_iter()
             .map(|o| self.convert_out_stored(rt, o))
-            .filter(|o| labels.matches(meta::labels(&o.object)) && fields.matches(&rt.group, &rt.kind, &o.object))
+            .filter(|o| {
+                let obj = o.object();
+                labels.matches(meta::labels(&obj)) && fields.matches(&rt.group, &rt.kind, &obj)
+            })
             .collect();
         Ok(ListPage { kind: format!("{}List", rt.kind), api_version: rt.api_version(), metadata: json!({"resourceVersion": rv.to_string()}), items })
     }
 
     /// `convert_out_shared` that keeps the shared encoding when no conversion is needed.
     pub fn convert_out_stored(&self, rt: &ResourceType, stored: Stored) -> Stored {
-        let served = self.convert_out_shared(rt, stored.object.clone());
-        if Arc::ptr_eq(&served, &stored.object) {
+        let obj = stored.object();
+        let served = self.convert_out_shared(rt, obj.clone());
+        if Arc::ptr_eq(&served, &obj) {
             stored
         } else {
             Stored::new(served)
@@ -386,18 +390,10 @@ impl ApiServer {
         opts: &WriteOptions,
         apply_result: Option<()>,
     ) -> ApiResult<Arc<Value>> {
-        let one_field = ONE_FIELD_WRITES.iter().any(|(s, _, _)| Some(*s) == sub);
-        if !one_field || obj.pointer("/metadata/resourceVersion").is_some() {
-            return self.write_existing_once(stored_rt, ns, name, sub, obj, opts, apply_result);
-        }
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            match self.write_existing_once(stored_rt, ns, name, sub, obj.clone(), opts, apply_result) {
-                Err(e) if e.code == 409 && attempt < 100 => continue,
-                done => return done,
-            }
-        }
+        // A one-field write (finalize, ephemeralcontainers) without a resourceVersion is applied
+        // under the store's lock (UpdateScope::Field), so concurrent writes of other parts
+        // cannot make it conflict, as GuaranteedUpdate's re-read and retry would have it.
+        self.write_existing_once(stored_rt, ns, name, sub, obj, opts, apply_result)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -414,8 +410,8 @@ impl ApiServer {
         let scope = match sub {
             None => UpdateScope::Main,
             Some("status") if stored_rt.has_status() => UpdateScope::Status,
-            Some("finalize") if stored_rt.plural == "namespaces" => UpdateScope::Main,
-            Some("ephemeralcontainers") if stored_rt.group.is_empty() && stored_rt.plural == "pods" => UpdateScope::Main,
+            Some("finalize") if stored_rt.plural == "namespaces" => UpdateScope::Field("spec", "finalizers"),
+            Some("ephemeralcontainers") if stored_rt.group.is_empty() && stored_rt.plural == "pods" => UpdateScope::Field("spec", "ephemeralContainers"),
             Some("approval") if stored_rt.has_subresource("approval") => UpdateScope::Status,
             Some(other) => {
                 return Err(ApiError::not_found(&stored_rt.group, &format!("{}/{}", stored_rt.plural, other), name))
@@ -429,8 +425,11 @@ impl ApiServer {
             // The rest of the body is ignored; its resourceVersion (if any) still guards the write.
             let mut next = (*current).clone();
             next[*parent][*field] = obj.get(*parent).and_then(|p| p.get(*field)).cloned().unwrap_or_else(|| json!([]));
-            if let Some(rv) = obj.pointer("/metadata/resourceVersion") {
-                next["metadata"]["resourceVersion"] = rv.clone();
+            match obj.pointer("/metadata/resourceVersion") {
+                Some(rv) => next["metadata"]["resourceVersion"] = rv.clone(),
+                None => {
+                    meta::metadata_mut(&mut next).remove("resourceVersion");
+                }
             }
             obj = next;
         }

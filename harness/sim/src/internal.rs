@@ -40,7 +40,7 @@ impl Internal {
     /// The pods bound to `node` that `filter` keeps, through the store's node index.
     pub fn pods_on_node(&self, node: &str, filter: &dyn Fn(&Value) -> bool) -> Vec<Arc<Value>> {
         let res = self.api.store.list_stored(&resources::storage_key("", "pods"), None, None, None, filter, Some(node));
-        res.items.into_iter().map(|s| s.object).collect()
+        res.items.into_iter().map(|s| s.object()).collect()
     }
 
     pub fn create(&self, group: &str, plural: &str, ns: &str, obj: Value) -> ApiResult<Arc<Value>> {

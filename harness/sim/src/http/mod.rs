@@ -268,7 +268,7 @@ async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
             let obj = api.get_stored(&rt, &ns, name)?;
             match c.output(false)? {
                 Output::Json => Ok(bytes_response(StatusCode::OK, "application/json", obj.json().clone(), &[])),
-                _ => object_response(c, &rt, StatusCode::OK, &obj.object, &[]),
+                _ => object_response(c, &rt, StatusCode::OK, &obj.object(), &[]),
             }
         }
         (Method::POST, None, None) if rt.group.is_empty() && rt.plural == "bindings" => {
@@ -377,7 +377,8 @@ fn list(c: &Ctx<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResult<Response>
     match out {
         Output::Table => {
             let printer = printer_for(rt);
-            let items: Vec<&Value> = page.items.iter().map(|i| i.object.as_ref()).collect();
+            let objects: Vec<Arc<Value>> = page.items.iter().map(|i| i.object()).collect();
+            let items: Vec<&Value> = objects.iter().map(|o| o.as_ref()).collect();
             let mut t = table::to_table(&printer, &items, meta::str_at(&page.metadata, "/resourceVersion").unwrap_or(""), c.q("includeObject").unwrap_or("Metadata"), true, chrono::Utc::now());
             if let Some(cont) = page.metadata.get("continue") {
                 t["metadata"]["continue"] = cont.clone();
@@ -385,7 +386,7 @@ fn list(c: &Ctx<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResult<Response>
             Ok(json_response(StatusCode::OK, &t, &Output::Json, &[]))
         }
         Output::PartialMetadata => {
-            let items: Vec<Value> = page.items.iter().map(|i| partial_metadata(&i.object)).collect();
+            let items: Vec<Value> = page.items.iter().map(|i| partial_metadata(&i.object())).collect();
             let l = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": page.metadata, "items": items});
             Ok(json_response(StatusCode::OK, &l, &Output::Json, &[]))
         }

@@ -76,11 +76,12 @@ impl Encoder {
     /// The line of a store event: its shared JSON encoding when this watcher serves the stored
     /// object as it is (plain JSON, same version), else encoded for this watcher.
     fn event_line(&mut self, event_type: &str, obj: &Arc<Value>, ev: &StoreEvent) -> Bytes {
-        self.stored_line(event_type, obj, ev.stored())
+        self.stored_line(event_type, obj, &ev.object, ev.stored())
     }
-    /// `event_line` for an object served as `obj` whose stored form is `stored`.
-    fn stored_line(&mut self, event_type: &str, obj: &Arc<Value>, stored: &Stored) -> Bytes {
-        if self.out != Output::Json || !Arc::ptr_eq(obj, &stored.object) {
+    /// `event_line` for an object served as `obj`, read from `source` whose stored form (and
+    /// encoding) is `stored`.
+    fn stored_line(&mut self, event_type: &str, obj: &Arc<Value>, source: &Arc<Value>, stored: &Stored) -> Bytes {
+        if self.out != Output::Json || !Arc::ptr_eq(obj, source) {
             return self.line(event_type, obj);
         }
         let body = stored.json();
@@ -222,8 +223,9 @@ async fn run(
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let mut consumed_rv = snapshot_rv;
     for stored in &snapshot {
-        let o = api.convert_out_shared(&rt, stored.object.clone());
-        if filter.matches(&o) && tx.send(enc.stored_line("ADDED", &o, stored)).await.is_err() {
+        let source = stored.object();
+        let o = api.convert_out_shared(&rt, source.clone());
+        if filter.matches(&o) && tx.send(enc.stored_line("ADDED", &o, &source, stored)).await.is_err() {
             return;
         }
     }

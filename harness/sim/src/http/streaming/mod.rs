@@ -65,7 +65,7 @@ fn prepare(s: &HttpState, parts: &mut Parts, p: &ResourcePath) -> Result<Respons
     let q = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let flag = |k: &str| matches!(q(k), Some("true" | "1" | "True"));
     let rt = api.resource("", "v1", "pods").map_err(err)?;
-    let pod = api.get_stored(&rt, &ns, &name).map_err(err)?.object.clone();
+    let pod = api.get_stored(&rt, &ns, &name).map_err(err)?.object();
     let container = if sub == "portforward" { String::new() } else { choose_container(&pod, q("container")).map_err(err)? };
     if meta::str_at(&pod, "/spec/nodeName").unwrap_or("").is_empty() {
         return Err(err(ApiError::bad_request(format!("pod {} does not have a host assigned", name))));
@@ -143,7 +143,7 @@ fn prepare(s: &HttpState, parts: &mut Parts, p: &ResourcePath) -> Result<Respons
         let instance = container_id(&pod, &container);
         let mut seen = api.pod_logs(&ns, &name, Some(&container), false).map(|l| l.len()).unwrap_or(0);
         let poll = move || {
-            let current = api.resource("", "v1", "pods").and_then(|rt| api.get_stored(&rt, &ns, &name)).map(|o| o.object.clone());
+            let current = api.resource("", "v1", "pods").and_then(|rt| api.get_stored(&rt, &ns, &name)).map(|o| o.object());
             match current {
                 Ok(pod) if container_running(&pod, &container) && container_id(&pod, &container) == instance => {
                     let text = api.pod_logs(&ns, &name, Some(&container), false).unwrap_or_default();
