@@ -13,7 +13,7 @@ use crate::resources::ResourceKey;
 use crate::store::DeleteOptions;
 use crate::timing::Timing;
 use chrono::{DateTime, Utc};
-use serde_json::Value;
+use serde::Deserialize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,22 +37,47 @@ pub async fn run(api: Arc<ApiServer>, timing: Timing) {
 pub fn expire(api: &ApiServer, timing: &Timing, ttl: Duration) -> usize {
     let now = timing.now();
     let Ok(ttl) = chrono::Duration::from_std(ttl) else { return 0 };
-    let expired = api.store.list(&ResourceKey::new("", "events"), None, None, None, &|ev| {
-        last_write(ev).map(|t| now - timing.on_nominal_clock(t) >= ttl).unwrap_or(false)
-    });
     let Some(rt) = api.registry.storage_type(&ResourceKey::new("", "events")) else { return 0 };
-    expired
-        .items
-        .iter()
-        .filter(|ev| api.delete_internal(&rt, meta::namespace(ev), meta::name(ev), &DeleteOptions::default()).is_ok())
+    // Events are stored as their encoding (store::Stored): read only the timestamps of each.
+    api.store
+        .encodings(&ResourceKey::new("", "events"))
+        .into_iter()
+        .filter(|(_, json)| last_write(json).map(|t| now - timing.on_nominal_clock(t) >= ttl).unwrap_or(false))
+        .filter(|((ns, name), _)| api.delete_internal(&rt, ns, name, &DeleteOptions::default()).is_ok())
         .count()
 }
 
+/// The timestamps of an Event that its writes set.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Written<'a> {
+    #[serde(borrow)]
+    metadata: Option<Created<'a>>,
+    last_timestamp: Option<&'a str>,
+    event_time: Option<&'a str>,
+    #[serde(borrow)]
+    series: Option<Series<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Created<'a> {
+    creation_timestamp: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Series<'a> {
+    last_observed_time: Option<&'a str>,
+}
+
 /// When the Event was last written, as far as its own fields tell.
-fn last_write(ev: &Value) -> Option<DateTime<Utc>> {
-    ["/metadata/creationTimestamp", "/lastTimestamp", "/eventTime", "/series/lastObservedTime"]
-        .iter()
-        .filter_map(|p| meta::str_at(ev, p).and_then(meta::parse_time))
+fn last_write(json: &[u8]) -> Option<DateTime<Utc>> {
+    let w: Written = serde_json::from_slice(json).ok()?;
+    [w.metadata.and_then(|m| m.creation_timestamp), w.last_timestamp, w.event_time, w.series.and_then(|s| s.last_observed_time)]
+        .into_iter()
+        .flatten()
+        .filter_map(meta::parse_time)
         .max()
 }
 
@@ -60,7 +85,7 @@ fn last_write(ev: &Value) -> Option<DateTime<Utc>> {
 mod tests {
     use super::*;
     use crate::internal::Internal;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn event(name: &str) -> Value {
         let now = meta::now_rfc3339();

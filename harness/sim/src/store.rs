@@ -571,6 +571,18 @@ impl Store {
         self.get(key, ns, name).map(|o| meta::uid(&o) == uid).unwrap_or(false)
     }
 
+    /// The encodings of a resource's objects, by key: for sweeps that read a few fields of
+    /// every object without parsing each whole (see `Stored` on compact resources).
+    pub fn encodings(&self, key: &ResourceKey) -> Vec<(ObjKey, Bytes)> {
+        let inner = self.inner.lock();
+        inner.buckets.get(key).map(|b| b.iter().map(|(k, s)| (k.clone(), s.json().clone())).collect()).unwrap_or_default()
+    }
+
+    /// How many objects of a resource are stored.
+    pub fn count(&self, key: &ResourceKey) -> usize {
+        self.inner.lock().buckets.get(key).map(BTreeMap::len).unwrap_or(0)
+    }
+
     /// Keys of every resource with at least one object.
     pub fn resource_keys(&self) -> Vec<ResourceKey> {
         self.inner.lock().buckets.iter().filter(|(_, b)| !b.is_empty()).map(|(k, _)| k.clone()).collect()
