@@ -437,7 +437,9 @@ impl ApiServer {
         if scope == UpdateScope::Main && sub != Some("ephemeralcontainers") {
             validation::check_update(stored_rt, &current, &obj)?;
         }
-        if apply_result.is_none() {
+        // A status write keeps the stored metadata (UpdateScope::Status), so the managedFields
+        // it would record are dropped anyway: not computed (docs/fidelity.md).
+        if apply_result.is_none() && scope != UpdateScope::Status {
             let manager = opts.field_manager.clone().unwrap_or_else(|| "unknown".into());
             patch::apply::record_update(&stored_rt.kind, Some(&current), &mut obj, &manager, &meta::now_rfc3339());
         }
