@@ -9,8 +9,50 @@ use crate::meta;
 use crate::timing::Timing;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::collections::{HashMap, HashSet};
+use crate::store::{EventType, Informer};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 use tokio::time::Instant;
+
+/// The pods that name a PersistentVolumeClaim, by namespace and name (store order): the attach/detach controller's view of
+/// the pod informer (upstream's desired-state-of-world populator), kept from the store's events
+/// so a pass reads only these pods instead of scanning every pod in the cluster.
+pub(super) struct ClaimPods {
+    informer: Informer,
+    pods: BTreeMap<(String, String), Arc<Value>>,
+}
+
+fn key_of(pod: &Value) -> (String, String) {
+    (meta::namespace(pod).to_string(), meta::name(pod).to_string())
+}
+
+fn names_a_claim(pod: &Value) -> bool {
+    pod.pointer("/spec/volumes").and_then(Value::as_array).is_some_and(|vs| vs.iter().any(|v| v.get("persistentVolumeClaim").is_some()))
+}
+
+impl ClaimPods {
+    pub fn new(client: &Internal) -> Self {
+        // Follow first, then list: a pod created in between is seen twice, never missed.
+        let informer = client.api.store.informer();
+        let pods = client.list("", "pods", None, &names_a_claim).into_iter().map(|p| (key_of(&p), p)).collect();
+        ClaimPods { informer, pods }
+    }
+
+    /// Take in every change since the last pass.
+    fn refresh(&mut self) {
+        while let Ok(Some(ev)) = self.informer.try_recv() {
+            if !(ev.key.group.is_empty() && ev.key.plural == "pods") {
+                continue;
+            }
+            let key = key_of(&ev.object);
+            if ev.event_type != EventType::Deleted && names_a_claim(&ev.object) {
+                self.pods.insert(key, ev.object.clone());
+            } else {
+                self.pods.remove(&key);
+            }
+        }
+    }
+}
 
 /// `csi-<sha256(volumeHandle + attacher + node)>`, the name the attach/detach controller uses.
 pub fn attachment_name(pv: &str, node: &str) -> String {
@@ -19,10 +61,12 @@ pub fn attachment_name(pv: &str, node: &str) -> String {
 }
 
 /// The attach/detach controller and the CSI attacher.
-pub(super) fn attach_detach(client: &Internal, adc: &EventRecorder, timing: &Timing, first_seen: &mut HashMap<String, Instant>, attach_errors: &mut HashSet<String>) {
+pub(super) fn attach_detach(client: &Internal, adc: &EventRecorder, timing: &Timing, claim_pods: &mut ClaimPods, first_seen: &mut HashMap<String, Instant>, attach_errors: &mut HashSet<String>) {
     // Desired: (pv, node) for scheduled, non-terminal pods using bound Longhorn claims.
-    let mut desired: HashMap<(String, String), Vec<Value>> = HashMap::new();
-    for pod in client.list("", "pods", None, &|p| !meta::str_at(p, "/spec/nodeName").unwrap_or("").is_empty() && !matches!(meta::str_at(p, "/status/phase"), Some("Succeeded" | "Failed"))) {
+    claim_pods.refresh();
+    let mut desired: HashMap<(String, String), Vec<Arc<Value>>> = HashMap::new();
+    let scheduled = claim_pods.pods.values().filter(|p| !meta::str_at(p, "/spec/nodeName").unwrap_or("").is_empty() && !matches!(meta::str_at(p, "/status/phase"), Some("Succeeded" | "Failed")));
+    for pod in scheduled {
         let node = meta::str_at(&pod, "/spec/nodeName").unwrap_or("").to_string();
         for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
             let Some(claim) = v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) else { continue };
@@ -32,7 +76,7 @@ pub(super) fn attach_detach(client: &Internal, adc: &EventRecorder, timing: &Tim
             if meta::str_at(&pvobj, "/spec/csi/driver") != Some(DRIVER) {
                 continue;
             }
-            desired.entry((pv.to_string(), node.clone())).or_default().push((*pod).clone());
+            desired.entry((pv.to_string(), node.clone())).or_default().push(pod.clone());
         }
     }
     // Volumes a kubelet still reports in use stay attached.

@@ -90,11 +90,12 @@ pub async fn run(client: Internal, timing: Timing) {
     let mut ticker = tokio::time::interval(tick);
     let mut first_seen: HashMap<String, Instant> = HashMap::new();
     let mut attach_errors: HashSet<String> = HashSet::new();
+    let mut claim_pods = attacher::ClaimPods::new(&client);
     loop {
         ticker.tick().await;
         provisioner::provision(&client, &provisioner, &binder, &timing, &mut first_seen);
         provisioner::protect_and_reclaim(&client);
-        attacher::attach_detach(&client, &adc, &timing, &mut first_seen, &mut attach_errors);
+        attacher::attach_detach(&client, &adc, &timing, &mut claim_pods, &mut first_seen, &mut attach_errors);
     }
 }
 
