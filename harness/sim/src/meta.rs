@@ -144,17 +144,24 @@ pub fn merge_is_noop(target: Option<&Value>, patch: &Value) -> bool {
     }
 }
 
-/// Compare two objects ignoring the fields the server maintains itself on every write.
+/// Compare two objects ignoring the fields the server maintains itself on every write
+/// (`metadata.resourceVersion`, `metadata.managedFields`), without copying either: every write
+/// asks this of the whole object.
 pub fn same_content(a: &Value, b: &Value) -> bool {
-    fn strip(v: &Value) -> Value {
-        let mut v = v.clone();
-        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("resourceVersion");
-            m.remove("managedFields");
-        }
-        v
+    const SERVER_KEPT: [&str; 2] = ["resourceVersion", "managedFields"];
+    fn same_map(a: &serde_json::Map<String, Value>, b: &serde_json::Map<String, Value>, skip: &[&str], nested: bool) -> bool {
+        let counted = |m: &serde_json::Map<String, Value>| m.keys().filter(|k| !skip.contains(&k.as_str())).count();
+        counted(a) == counted(b)
+            && a.iter().filter(|(k, _)| !skip.contains(&k.as_str())).all(|(k, va)| match (nested && k == "metadata", va, b.get(k)) {
+                (true, Value::Object(ma), Some(Value::Object(mb))) => same_map(ma, mb, &SERVER_KEPT, false),
+                (_, va, Some(vb)) => va == vb,
+                (_, _, None) => false,
+            })
     }
-    strip(a) == strip(b)
+    match (a, b) {
+        (Value::Object(ma), Value::Object(mb)) => same_map(ma, mb, &[], true),
+        _ => a == b,
+    }
 }
 
 /// Put an object's top-level fields in the order the apiserver writes them: `kind`,
@@ -186,6 +193,23 @@ pub fn canonical_order(obj: &mut Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn same_content_ignores_only_what_the_server_keeps() {
+        let a = json!({"kind": "Pod", "metadata": {"name": "p", "resourceVersion": "1", "managedFields": [{"manager": "a"}], "labels": {"x": "1"}}, "status": {"phase": "Running"}});
+        let reordered = json!({"status": {"phase": "Running"}, "metadata": {"labels": {"x": "1"}, "name": "p", "resourceVersion": "9"}, "kind": "Pod"});
+        assert!(same_content(&a, &reordered));
+        for changed in [
+            json!({"kind": "Pod", "metadata": {"name": "p", "labels": {"x": "2"}}, "status": {"phase": "Running"}}),
+            json!({"kind": "Pod", "metadata": {"name": "p", "labels": {"x": "1"}}, "status": {"phase": "Pending"}}),
+            json!({"kind": "Pod", "metadata": {"name": "p", "labels": {"x": "1"}}}),
+            json!({"kind": "Pod", "metadata": {"name": "p", "labels": {"x": "1"}, "uid": "u"}, "status": {"phase": "Running"}}),
+            json!({"kind": "Pod", "metadata": {"name": "p", "labels": {"x": "1"}}, "status": {"phase": "Running"}, "resourceVersion": "1"}),
+        ] {
+            assert!(!same_content(&a, &changed), "{changed}");
+            assert!(!same_content(&changed, &a), "{changed}");
+        }
+    }
 
     #[test]
     fn canonical_order_puts_kind_first_and_status_last() {
