@@ -64,7 +64,9 @@ struct PodRt {
     killing: bool,
     stopped_at: Option<Instant>,
     stale: bool,
-    last_posted: Option<Value>,
+    /// The resourceVersion the status manager's last write produced: its own change coming
+    /// back is not a reason to sync (a copy of the posted status cost 6 KiB a pod at scale).
+    posted_rv: Option<u64>,
     /// The spec names a PersistentVolumeClaim (volumes are immutable): only such pods take
     /// part in the volume manager's desired state.
     claims: bool,
@@ -217,8 +219,10 @@ impl Kubelet {
                 match self.pods.get_mut(&uid) {
                     Some(p) => {
                         // Someone else (the node lifecycle controller) may have changed the
-                        // status: the status manager reconciles it back to the kubelet's view.
-                        if p.synced && !p.last_posted.as_ref().map(|posted| meta::merge_is_noop(obj.get("status"), posted)).unwrap_or(false) {
+                        // status: the status manager reconciles it back to the kubelet's view
+                        // (and skips the write when that view is already there).
+                        let foreign = obj.get("status") != p.pod.get("status") && rv_of(&obj) != p.posted_rv;
+                        if p.synced && foreign {
                             p.dirty = true;
                         }
                         p.pod = obj;
@@ -278,7 +282,7 @@ impl Kubelet {
             killing: false,
             stopped_at: None,
             stale,
-            last_posted: None,
+            posted_rv: None,
             claims,
             quiet_until: None,
         }
@@ -1197,11 +1201,10 @@ impl Kubelet {
                     self.log('E', "status_manager.go:914", &line);
                 }
             }
-            let ok = res.is_ok();
             let p = self.pods.get_mut(&uid).unwrap();
-            if ok {
+            if let Ok(written) = res {
                 p.dirty = false;
-                p.last_posted = Some(status);
+                p.posted_rv = rv_of(&written);
             }
         }
     }
@@ -1339,4 +1342,8 @@ mod tests {
         assert_eq!(parse_duration("abc"), None);
         assert_eq!(parse_duration("5"), Some(Duration::from_secs(5)));
     }
+}
+
+fn rv_of(obj: &Value) -> Option<u64> {
+    meta::resource_version(obj).parse().ok()
 }
