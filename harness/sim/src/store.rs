@@ -51,6 +51,9 @@ pub struct Stored {
     encoded: Arc<OnceLock<Bytes>>,
 }
 
+/// Events a watch receiver may fall behind before it replays from the history instead.
+const LIVE_BUFFER: usize = 2048;
+
 /// Resources stored as their encoding only (see `Stored`).
 const COMPACT: &[(&str, &str)] = &[("", "events")];
 
@@ -265,9 +268,9 @@ pub struct ListResult<T = Arc<Value>> {
 
 impl Store {
     pub fn new(history_capacity: usize) -> Self {
-        // The channel is sized above the history so a slow watcher lags only after falling
-        // further behind than a resumed watch could replay anyway.
-        let (tx, _) = broadcast::channel(history_capacity.max(1024) * 2);
+        // The live buffer is small (each slot keeps its event, object and previous object
+        // alive until overwritten): a watcher that lags behind it catches up from the history.
+        let (tx, _) = broadcast::channel(LIVE_BUFFER);
         Store {
             inner: Mutex::new(Inner { rv: 1, buckets: HashMap::new(), history: VecDeque::new(), dependents: HashMap::new(), pods_by_node: HashMap::new() }),
             history_capacity,

@@ -276,11 +276,28 @@ async fn run(
                     }
                 }
                 Err(RecvError::Lagged(_)) => {
-                    // This watcher fell behind the broadcast buffer: events were lost for it,
-                    // so it must relist, exactly like a compacted resourceVersion.
-                    let e = ApiError::gone(format!("too old resource version: {} ({})", consumed_rv, api.store.oldest_resumable_rv()));
-                    let _ = tx.send(enc.line("ERROR", &e.to_status())).await;
-                    return;
+                    // This watcher fell behind the live buffer: it catches up from the watch
+                    // history, as a client re-watching from its last resourceVersion would, and
+                    // must relist (410) only when the history no longer reaches back that far.
+                    let ns = if rt.namespaced { filter.ns.as_deref() } else { None };
+                    match api.store.watch(&key, Some(consumed_rv), ns) {
+                        Ok(again) => {
+                            rx = again.rx;
+                            for ev in &again.replay {
+                                consumed_rv = consumed_rv.max(ev.rv);
+                                if let Some((t, o)) = view(ev, &filter, &api, &rt) {
+                                    if tx.send(enc.event_line(t, &o, ev)).await.is_err() {
+                                        return;
+                                    }
+                                }
+                            }
+                            consumed_rv = consumed_rv.max(again.snapshot_rv);
+                        }
+                        Err(e) => {
+                            let _ = tx.send(enc.line("ERROR", &e.to_status())).await;
+                            return;
+                        }
+                    }
                 }
                 Err(RecvError::Closed) => return,
             }
