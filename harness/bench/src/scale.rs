@@ -160,10 +160,25 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
             }
         }));
     }
+    // Progress every 10 s (the create rate over time shows what grows with the store).
+    let progress = {
+        let next = next.clone();
+        let pods = cfg.pods;
+        tokio::spawn(async move {
+            let mut last = 0;
+            loop {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                let n = next.load(Ordering::Relaxed).min(pods);
+                eprintln!("scale: {:.0} s after the first create: {n}/{pods} created ({} pods/s), RSS {:.2} GiB", t_create.elapsed().as_secs_f64(), (n - last) / 10, rss_bytes().0 as f64 / GIB);
+                last = n;
+            }
+        })
+    };
     let mut create_lat = Vec::new();
     for t in tasks {
         create_lat.extend(t.await??);
     }
+    progress.abort();
     let create_secs = secs(t_create.elapsed());
     // Until the kubelets report every pod Running.
     let mut running_secs = f64::NAN;
