@@ -433,7 +433,11 @@ impl ApiServer {
             }
             obj = next;
         }
-        let mut obj = validation::prune_typed(stored_rt, obj)?;
+        let mut obj = if scope == UpdateScope::Status {
+            validation::prune_typed_status(stored_rt, &current, obj)?
+        } else {
+            validation::prune_typed(stored_rt, obj)?
+        };
         if scope == UpdateScope::Main && sub != Some("ephemeralcontainers") {
             validation::check_update(stored_rt, &current, &obj)?;
         }

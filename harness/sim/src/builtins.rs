@@ -61,7 +61,8 @@ impl ScopeOf for SubResourceScope {
 }
 
 fn round_trip<T: DeserializeOwned + Serialize>(obj: &Value) -> Result<Value, String> {
-    let typed: T = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
+    // Decoding from a borrowed value: no copy of the whole object first.
+    let typed = <T as serde::Deserialize>::deserialize(obj).map_err(|e| e.to_string())?;
     serde_json::to_value(&typed).map_err(|e| e.to_string())
 }
 

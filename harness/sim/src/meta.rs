@@ -164,6 +164,61 @@ pub fn same_content(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// Equal in content and in key order (what a response shows); `Value`'s own `==` ignores the
+/// order of object members.
+pub fn identical(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|((ka, va), (kb, vb))| ka == kb && identical(va, vb)),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| identical(p, q)),
+        _ => a == b,
+    }
+}
+
+/// `a` and `b` identical (content and order) except for `status` and
+/// `metadata.resourceVersion`: a status write that leaves the rest of the stored object as it is
+/// (every patch of the status subresource does) needs neither a copy of the stored object nor a
+/// decoding of more than its status.
+pub fn identical_outside_status(a: &Value, b: &Value) -> bool {
+    fn members<'a>(m: &'a serde_json::Map<String, Value>, skip: &'a str) -> impl Iterator<Item = (&'a String, &'a Value)> + 'a {
+        m.iter().filter(move |(k, _)| k.as_str() != skip)
+    }
+    fn same(x: &serde_json::Map<String, Value>, y: &serde_json::Map<String, Value>, skip: &str, nested: bool) -> bool {
+        let (mut i, mut j) = (members(x, skip), members(y, skip));
+        loop {
+            match (i.next(), j.next()) {
+                (None, None) => return true,
+                (Some((ka, va)), Some((kb, vb))) if ka == kb => {
+                    let equal = match (nested && ka == "metadata", va, vb) {
+                        (true, Value::Object(ma), Value::Object(mb)) => same(ma, mb, "resourceVersion", false),
+                        _ => identical(va, vb),
+                    };
+                    if !equal {
+                        return false;
+                    }
+                }
+                _ => return false,
+            }
+        }
+    }
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => same(x, y, "status", true),
+        _ => false,
+    }
+}
+
+/// The members other than metadata, status, apiVersion and kind are equal (a spec change, for
+/// `metadata.generation`), compared without copying them.
+pub fn same_spec_part(a: &Value, b: &Value) -> bool {
+    let outside = |k: &str| !matches!(k, "metadata" | "status" | "apiVersion" | "kind");
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.keys().filter(|k| outside(k)).count() == y.keys().filter(|k| outside(k)).count()
+                && x.iter().filter(|(k, _)| outside(k)).all(|(k, v)| y.get(k) == Some(v))
+        }
+        _ => a == b,
+    }
+}
+
 /// Put an object's top-level fields in the order the apiserver writes them: `kind`,
 /// `apiVersion`, `metadata`, the type's own fields, `status` last (Go struct order; clients'
 /// tests compare response texts).
@@ -193,6 +248,44 @@ pub fn canonical_order(obj: &mut Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn identical_outside_status_sees_order_and_every_part_but_status_and_resource_version() {
+        let a = json!({"kind": "Pod", "metadata": {"name": "p", "resourceVersion": "1", "labels": {"x": "1", "y": "2"}}, "spec": {"n": [1, 2]}, "status": {"phase": "Pending"}});
+        let new_status = json!({"kind": "Pod", "metadata": {"name": "p", "resourceVersion": "7", "labels": {"x": "1", "y": "2"}}, "spec": {"n": [1, 2]}, "status": {"phase": "Running"}});
+        assert!(identical_outside_status(&a, &new_status));
+        let no_status = json!({"kind": "Pod", "metadata": {"name": "p", "resourceVersion": "1", "labels": {"x": "1", "y": "2"}}, "spec": {"n": [1, 2]}});
+        assert!(identical_outside_status(&a, &no_status));
+        for other in [
+            json!({"kind": "Pod", "metadata": {"name": "p", "resourceVersion": "1", "labels": {"y": "2", "x": "1"}}, "spec": {"n": [1, 2]}}),
+            json!({"kind": "Pod", "metadata": {"name": "p", "resourceVersion": "1", "labels": {"x": "1", "y": "2"}}, "spec": {"n": [2, 1]}}),
+            json!({"kind": "Pod", "metadata": {"name": "p", "labels": {"x": "1", "y": "2"}, "uid": "u"}, "spec": {"n": [1, 2]}}),
+            json!({"metadata": {"name": "p", "resourceVersion": "1", "labels": {"x": "1", "y": "2"}}, "kind": "Pod", "spec": {"n": [1, 2]}}),
+            json!({"kind": "Pod", "metadata": {"name": "p", "resourceVersion": "1", "labels": {"x": "1", "y": "2"}}, "spec": {"n": [1, 2]}, "extra": 1}),
+        ] {
+            assert!(!identical_outside_status(&a, &other), "{other}");
+            assert!(!identical_outside_status(&other, &a), "{other}");
+        }
+        assert!(identical(&json!({"a": 1, "b": 2}), &json!({"a": 1, "b": 2})));
+        assert!(!identical(&json!({"a": 1, "b": 2}), &json!({"b": 2, "a": 1})));
+    }
+
+    #[test]
+    fn same_spec_part_agrees_with_comparing_spec_parts() {
+        let objs = [
+            json!({"metadata": {"name": "a"}, "spec": {"x": 1}, "status": {"p": 1}}),
+            json!({"metadata": {"name": "b"}, "spec": {"x": 1}}),
+            json!({"metadata": {"name": "a"}, "spec": {"x": 2}}),
+            json!({"kind": "ConfigMap", "data": {"k": "v"}}),
+            json!({"kind": "ConfigMap", "data": {"k": "v"}, "binaryData": {}}),
+            json!({}),
+        ];
+        for a in &objs {
+            for b in &objs {
+                assert_eq!(same_spec_part(a, b), spec_part(a) == spec_part(b), "{a} vs {b}");
+            }
+        }
+    }
 
     #[test]
     fn same_content_ignores_only_what_the_server_keeps() {

@@ -742,6 +742,14 @@ fn merge_for_scope(rt: &ResourceType, current: &Value, mut new: Value, scope: Up
             }
             new
         }
+        UpdateScope::Status if meta::identical_outside_status(&new, current) => {
+            // The writer sent the stored object with a new status (every status patch does):
+            // its copy is the result, with the stored resourceVersion; no copy of the stored one.
+            if let Some(rv) = current.pointer("/metadata/resourceVersion") {
+                meta::metadata_mut(&mut new).insert("resourceVersion".into(), rv.clone());
+            }
+            new
+        }
         UpdateScope::Status => {
             let mut out = current.clone();
             match new.get_mut("status").map(std::mem::take) {
@@ -775,8 +783,9 @@ fn merge_for_scope(rt: &ResourceType, current: &Value, mut new: Value, scope: Up
 
 /// Keep the metadata the server owns, bump generation on spec changes.
 fn carry_server_metadata(rt: &ResourceType, current: &Value, mut new: Value, scope: UpdateScope) -> Value {
-    let cur_md = current.get("metadata").cloned().unwrap_or_else(|| json!({}));
-    let spec_changed = meta::spec_part(&new) != meta::spec_part(current);
+    let empty = serde_json::Map::new();
+    let cur_md = current.get("metadata").and_then(Value::as_object).unwrap_or(&empty);
+    let spec_changed = !meta::same_spec_part(&new, current);
     let md = meta::metadata_mut(&mut new);
     for k in ["uid", "creationTimestamp", "name", "namespace"] {
         match cur_md.get(k) {

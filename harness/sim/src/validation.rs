@@ -22,6 +22,46 @@ pub fn prune_typed(rt: &ResourceType, obj: Value) -> ApiResult<Value> {
     }
 }
 
+/// `prune_typed` for a write of the status subresource. When the written object is the stored
+/// one but for its status (every status patch), only the status can be new, and only it is
+/// decoded (a status alone decodes for every built-in type whose other parts are optional; for
+/// the others the whole object is). Otherwise the whole object is, as the apiserver decodes
+/// the whole body.
+pub fn prune_typed_status(rt: &ResourceType, current: &Value, mut obj: Value) -> ApiResult<Value> {
+    if rt.round_trip.is_none() || !crate::meta::identical_outside_status(&obj, current) {
+        return prune_typed(rt, obj);
+    }
+    let Some(status) = obj.as_object_mut().and_then(|m| m.get_mut("status")).map(std::mem::take) else {
+        return Ok(obj);
+    };
+    let mut alone = serde_json::Map::new();
+    for k in ["apiVersion", "kind"] {
+        if let Some(v) = obj.get(k) {
+            alone.insert(k.into(), v.clone());
+        }
+    }
+    alone.insert("metadata".into(), Value::Object(Default::default()));
+    alone.insert("status".into(), status);
+    let alone = Value::Object(alone);
+    match typed_round_trip(rt, &alone) {
+        Some(Ok(mut pruned)) => {
+            match pruned.as_object_mut().and_then(|m| m.remove("status")) {
+                Some(s) => obj["status"] = s,
+                None => {
+                    obj.as_object_mut().map(|m| m.shift_remove("status"));
+                }
+            }
+            Ok(obj)
+        }
+        // The type needs more than its status to decode: decode it whole.
+        _ => {
+            let Value::Object(mut alone) = alone else { unreachable!("built as an object") };
+            obj["status"] = alone.remove("status").unwrap_or(Value::Null);
+            prune_typed(rt, obj)
+        }
+    }
+}
+
 /// Unknown-field handling per `fieldValidation`. Returns warnings for `Warn`.
 pub fn check_fields(rt: &ResourceType, obj: &Value, mode: Option<&str>) -> ApiResult<Vec<String>> {
     let mode = mode.unwrap_or("Warn");
@@ -147,6 +187,34 @@ mod tests {
         let e = check_fields(&rt, &cm, Some("Strict")).unwrap_err();
         assert_eq!(e.message, "strict decoding error: unknown field \"bogus\"");
         assert!(check_fields(&rt, &cm, Some("Ignore")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_status_write_decodes_as_the_whole_object_would() {
+        let reg = Registry::with_builtins();
+        let pods = reg.get("", "v1", "pods").unwrap();
+        let current = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d", "resourceVersion": "4"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Pending"}});
+        // What the store holds was decoded once already (members in the type's order).
+        let current = prune_typed(&pods, current).unwrap();
+        let mut next = current.clone();
+        next["status"] = json!({"phase": "Running", "bogus": 1, "conditions": [{"type": "Ready", "status": "True", "odd": 2}], "podIP": "10.0.0.1"});
+        let whole = prune_typed(&pods, next.clone()).unwrap();
+        let status_only = prune_typed_status(&pods, &current, next.clone()).unwrap();
+        assert!(crate::meta::identical(&whole, &status_only), "{whole}\n{status_only}");
+        assert!(status_only["status"].get("bogus").is_none());
+        // A status of the wrong type is a 400 either way.
+        let mut bad = current.clone();
+        bad["status"] = json!({"phase": 3});
+        assert_eq!(prune_typed_status(&pods, &current, bad).unwrap_err().code, 400);
+        // A body whose spec differs from the stored one is decoded whole: its bad spec is a 400.
+        let mut bad_spec = next.clone();
+        bad_spec["spec"]["containers"] = json!("x");
+        assert_eq!(prune_typed_status(&pods, &current, bad_spec).unwrap_err().code, 400);
+        // No status: the object stays as it is.
+        let mut none = current.clone();
+        none.as_object_mut().unwrap().remove("status");
+        assert!(crate::meta::identical(&prune_typed_status(&pods, &current, none.clone()).unwrap(), &prune_typed(&pods, none).unwrap()));
     }
 
     #[test]
