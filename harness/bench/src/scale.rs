@@ -135,6 +135,7 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
         ensure!(st.is_success(), "creating namespace: {st} {}", String::from_utf8_lossy(&b));
     }
     // Pods, over `connections` keep-alive connections.
+    let rv_before = server.api.store.current_rv();
     let t_create = Instant::now();
     let next = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
@@ -200,6 +201,8 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     }
+    // Every write takes a resourceVersion: creates, bindings, status writes, Events, leases.
+    let writes = server.api.store.current_rv() - rv_before;
     let total_pods = count_pods(&server, &|_| true);
     let (rss, hwm) = rss_bytes();
     let events_key = faultline_sim::resources::ResourceKey::new("", "events");
@@ -269,9 +272,10 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     r.row("create latency p50", percentile(&create_lat, 50.0) * 1e3, "ms");
     r.row("create latency p99", percentile(&create_lat, 99.0) * 1e3, "ms");
     if cfg.mode == Mode::Full {
-        r.row("create -> all pods Running", running_secs, "s");
+        r.row_target("create -> all pods Running", running_secs, "s", "< 120 s", Some(running_secs / 120.0));
     }
     r.row("pods in store (incl. DaemonSet pods)", total_pods as f64, "");
+    r.row("store writes from the first create to the end of the wait, per pod", writes as f64 / cfg.pods.max(1) as f64, "");
     r.row_target("RSS", rss as f64 / GIB, "GiB", "< 4 GiB", Some(rss as f64 / (4.0 * GIB)));
     r.row_target("RSS peak", hwm as f64 / GIB, "GiB", "< 4 GiB", Some(hwm as f64 / (4.0 * GIB)));
     r.row("RSS before start", rss0 as f64 / GIB, "GiB");
@@ -298,14 +302,16 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     r.row("watch fan-out: write -> all watchers, p99", percentile(&fan_all, 99.0) * 1e3, "ms");
     r.row("watch fan-out samples", fan.len() as f64, "");
     let complete = fan.len() == cfg.watchers * cfg.fanout_writes;
-    let pass = run_hwm as f64 <= 4.0 * GIB && complete && total_pods >= cfg.pods;
+    let in_time = cfg.mode != Mode::Full || running_secs <= 120.0;
+    let pass = run_hwm as f64 <= 4.0 * GIB && complete && total_pods >= cfg.pods && in_time;
     r.verdict(
         pass,
         format!(
-            "{} nodes + {} pods ({}) in one process: peak RSS {:.2} GiB ({:.2}x the 4 GiB target), LIST all {:.2} s, LIST by node {:.1} ms, fan-out to {} watchers p99 {:.1} ms{}",
+            "{} nodes + {} pods ({}) in one process:{} peak RSS {:.2} GiB ({:.2}x the 4 GiB target), LIST all {:.2} s, LIST by node {:.1} ms, fan-out to {} watchers p99 {:.1} ms{}",
             cfg.nodes,
             cfg.pods,
             if cfg.mode == Mode::Full { "full kubelet simulation" } else { "API only" },
+            if cfg.mode == Mode::Full { format!(" all Running {running_secs:.1} s after the first create ({:.2}x the 120 s target),", running_secs / 120.0) } else { String::new() },
             run_hwm as f64 / GIB,
             run_hwm as f64 / (4.0 * GIB),
             median(&list_all),
