@@ -82,6 +82,11 @@ fn pod_body(ns: &str, name: &str, node: Option<&str>) -> Vec<u8> {
     serde_json::to_vec(&p).expect("pod json")
 }
 
+/// The three longest informer queues (a follower behind keeps every queued version alive).
+fn backlogs(store: &faultline_sim::store::Store) -> String {
+    store.informer_backlogs().into_iter().take(3).map(|(at, n)| format!("{at} {n}")).collect::<Vec<_>>().join(", ")
+}
+
 fn count_pods(server: &SimServer, pred: &dyn Fn(&Value) -> bool) -> usize {
     let key = faultline_sim::resources::ResourceKey::new("", "pods");
     server.api.store.list(&key, None, None, None, pred).items.len()
@@ -165,12 +170,19 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     let progress = {
         let next = next.clone();
         let pods = cfg.pods;
+        let store = server.api.clone();
         tokio::spawn(async move {
             let mut last = 0;
             loop {
                 tokio::time::sleep(Duration::from_secs(10)).await;
                 let n = next.load(Ordering::Relaxed).min(pods);
-                eprintln!("scale: {:.0} s after the first create: {n}/{pods} created ({} pods/s), RSS {:.2} GiB", t_create.elapsed().as_secs_f64(), (n - last) / 10, rss_bytes().0 as f64 / GIB);
+                eprintln!(
+                    "scale: {:.0} s after the first create: {n}/{pods} created ({} pods/s), RSS {:.2} GiB; longest informer queues: {}",
+                    t_create.elapsed().as_secs_f64(),
+                    (n - last) / 10,
+                    rss_bytes().0 as f64 / GIB,
+                    backlogs(&store.store)
+                );
                 last = n;
             }
         })
@@ -196,7 +208,7 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
             }
             if last_progress.elapsed() >= Duration::from_secs(10) {
                 last_progress = Instant::now();
-                eprintln!("scale: {:.0} s after the first create: {n}/{} pods Running, RSS {:.2} GiB", t_create.elapsed().as_secs_f64(), cfg.pods, rss_bytes().0 as f64 / GIB);
+                eprintln!("scale: {:.0} s after the first create: {n}/{} pods Running, RSS {:.2} GiB; longest informer queues: {}", t_create.elapsed().as_secs_f64(), cfg.pods, rss_bytes().0 as f64 / GIB, backlogs(&server.api.store));
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }

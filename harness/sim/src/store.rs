@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use bytes::Bytes;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use tokio::sync::{broadcast, mpsc};
 
@@ -215,7 +215,14 @@ pub struct Store {
     /// The rv of the last event put on the broadcast channel (bookmarks use it).
     last_sent_rv: AtomicU64,
     /// In-process informers: every change, none dropped (see `informer`).
-    informers: Mutex<Vec<mpsc::UnboundedSender<Arc<StoreEvent>>>>,
+    informers: Mutex<Vec<InformerTx>>,
+}
+
+/// The store's end of an informer: its queue, how many changes wait in it, and who follows.
+struct InformerTx {
+    tx: mpsc::UnboundedSender<Arc<StoreEvent>>,
+    backlog: Arc<AtomicUsize>,
+    follower: &'static std::panic::Location<'static>,
 }
 
 /// Every committed change in order, none dropped: what an in-process controller's informer
@@ -224,18 +231,26 @@ pub struct Store {
 /// behind). The queue is unbounded like client-go's DeltaFIFO.
 pub struct Informer {
     rx: mpsc::UnboundedReceiver<Arc<StoreEvent>>,
+    backlog: Arc<AtomicUsize>,
 }
 
 impl Informer {
     /// The next change; None once the store is gone.
     pub async fn recv(&mut self) -> Option<Arc<StoreEvent>> {
-        self.rx.recv().await
+        let ev = self.rx.recv().await;
+        if ev.is_some() {
+            self.backlog.fetch_sub(1, Ordering::Relaxed);
+        }
+        ev
     }
 
     /// A change already queued, without waiting: Ok(None) when none is.
     pub fn try_recv(&mut self) -> Result<Option<Arc<StoreEvent>>, Closed> {
         match self.rx.try_recv() {
-            Ok(ev) => Ok(Some(ev)),
+            Ok(ev) => {
+                self.backlog.fetch_sub(1, Ordering::Relaxed);
+                Ok(Some(ev))
+            }
             Err(mpsc::error::TryRecvError::Empty) => Ok(None),
             Err(mpsc::error::TryRecvError::Disconnected) => Err(Closed),
         }
@@ -654,10 +669,23 @@ impl Store {
     }
 
     /// Follow every committed change from now on, none dropped (in-process controllers).
+    /// The caller's location names the follower in `informer_backlogs`.
+    #[track_caller]
     pub fn informer(&self) -> Informer {
         let (tx, rx) = mpsc::unbounded_channel();
-        self.informers.lock().push(tx);
-        Informer { rx }
+        let backlog = Arc::new(AtomicUsize::new(0));
+        self.informers.lock().push(InformerTx { tx, backlog: backlog.clone(), follower: std::panic::Location::caller() });
+        Informer { rx, backlog }
+    }
+
+    /// How many changes wait in each informer's queue, largest first, by the source location
+    /// that follows it (client-go's `workqueue_depth`): every queued change keeps its object
+    /// alive, so a follower that falls behind holds memory.
+    pub fn informer_backlogs(&self) -> Vec<(String, usize)> {
+        let mut out: Vec<(String, usize)> =
+            self.informers.lock().iter().map(|i| (format!("{}:{}", i.follower.file(), i.follower.line()), i.backlog.load(Ordering::Relaxed))).collect();
+        out.sort_by(|a, b| b.1.cmp(&a.1));
+        out
     }
 
     /// The oldest resourceVersion a watch can still resume from.
@@ -675,7 +703,10 @@ impl Store {
         while inner.history.len() > self.history_capacity {
             inner.history.pop_front();
         }
-        self.informers.lock().retain(|tx| tx.send(ev.clone()).is_ok());
+        self.informers.lock().retain(|i| {
+            i.backlog.fetch_add(1, Ordering::Relaxed);
+            i.tx.send(ev.clone()).is_ok()
+        });
         let _ = self.tx.send(ev);
         self.last_sent_rv.store(inner.rv, Ordering::Release);
     }
@@ -864,6 +895,25 @@ mod tests {
         assert!(rb > ra);
         assert_eq!(s.current_rv(), rb);
         assert!(s.create(&rt, cm("a"), false).unwrap_err().code == 409);
+    }
+
+    #[test]
+    fn informer_backlogs_count_what_waits_and_name_the_follower() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(10);
+        let mut slow = s.informer();
+        let line = line!() - 1;
+        let mut fast = s.informer();
+        for i in 0..5 {
+            s.create(&rt, cm(&format!("c{i}")), false).unwrap();
+            while let Ok(Some(_)) = fast.try_recv() {}
+        }
+        let backlogs = s.informer_backlogs();
+        assert_eq!(backlogs[0], (format!("{}:{}", file!(), line), 5));
+        assert_eq!(backlogs[1].1, 0);
+        slow.try_recv().unwrap().unwrap();
+        assert_eq!(s.informer_backlogs()[0].1, 4);
     }
 
     #[test]

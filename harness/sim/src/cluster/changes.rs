@@ -15,6 +15,7 @@ pub struct Changes {
 
 impl Changes {
     /// Follow `store`; `resync` is how often a reconcile runs without any change.
+    #[track_caller]
     pub fn new(store: &Store, resync: Duration) -> Self {
         Changes { rx: store.informer(), ticker: tokio::time::interval(resync) }
     }

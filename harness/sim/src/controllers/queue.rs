@@ -77,6 +77,7 @@ pub struct Queue {
 }
 
 impl Queue {
+    #[track_caller]
     pub fn new(store: &Store, resync: Duration) -> Self {
         let mut ticker = tokio::time::interval(resync);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
