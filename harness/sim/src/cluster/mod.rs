@@ -16,7 +16,7 @@ use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
 use crate::status::{ApiError, ApiResult};
-use crate::store::EventType;
+use crate::store::{EventType, StoreEvent};
 use crate::timing::Timing;
 use kubelet::{Kubelet, PodEvent};
 use node::state::SimNode;
@@ -151,16 +151,24 @@ async fn route_pods(api: Arc<ApiServer>, senders: BTreeMap<String, mpsc::Unbound
             let _ = tx.send(PodEvent::Upsert(p.clone()));
         }
     }
-    while let Some(ev) = rx.recv().await {
+    let route = |ev: &StoreEvent| {
         if ev.key != key {
-            continue;
+            return;
         }
         let node = meta::str_at(&ev.object, "/spec/nodeName").unwrap_or("");
-        let Some(tx) = senders.get(node) else { continue };
+        let Some(tx) = senders.get(node) else { return };
         let _ = match ev.event_type {
             EventType::Deleted => tx.send(PodEvent::Deleted(meta::uid(&ev.object).to_string())),
             _ => tx.send(PodEvent::Upsert(ev.object.clone())),
         };
+    };
+    while let Some(ev) = rx.recv().await {
+        route(&ev);
+        // Everything already queued, in this turn: among a thousand kubelet tasks, a router
+        // that yields after each runtime budget falls behind the writes (docs/performance.md).
+        while let Ok(Some(ev)) = rx.try_recv() {
+            route(&ev);
+        }
     }
 }
 

@@ -64,9 +64,6 @@ struct PodRt {
     killing: bool,
     stopped_at: Option<Instant>,
     stale: bool,
-    /// The resourceVersion the status manager's last write produced: its own change coming
-    /// back is not a reason to sync (a copy of the posted status cost 6 KiB a pod at scale).
-    posted_rv: Option<u64>,
     /// The spec names a PersistentVolumeClaim (volumes are immutable): only such pods take
     /// part in the volume manager's desired state.
     claims: bool,
@@ -218,10 +215,17 @@ impl Kubelet {
                 let uid = meta::uid(&obj).to_string();
                 match self.pods.get_mut(&uid) {
                     Some(p) => {
+                        // The kubelet already holds what its own status writes returned: a
+                        // version no newer than that (its own write coming back, or one the
+                        // pod source delivers late) is not news. Going back to it would make
+                        // the status manager re-post what the apiserver already has.
+                        if rv_of(&obj) <= rv_of(&p.pod) {
+                            return;
+                        }
                         // Someone else (the node lifecycle controller) may have changed the
                         // status: the status manager reconciles it back to the kubelet's view
                         // (and skips the write when that view is already there).
-                        let foreign = obj.get("status") != p.pod.get("status") && rv_of(&obj) != p.posted_rv;
+                        let foreign = obj.get("status") != p.pod.get("status");
                         if p.synced && foreign {
                             p.dirty = true;
                         }
@@ -282,7 +286,6 @@ impl Kubelet {
             killing: false,
             stopped_at: None,
             stale,
-            posted_rv: None,
             claims,
             quiet_until: None,
         }
@@ -1203,8 +1206,15 @@ impl Kubelet {
             }
             let p = self.pods.get_mut(&uid).unwrap();
             if let Ok(written) = res {
+                // The pod as the apiserver now has it (the status manager's cache of what it
+                // posted): later comparisons read the fresh status, not the informer's.
+                // A change of someone else's that the write's answer carries first (a
+                // deletion) wakes the pod, as its event would have: that event is now not news.
                 p.dirty = false;
-                p.posted_rv = rv_of(&written);
+                if !meta::identical_outside_status(&written, &p.pod) {
+                    p.quiet_until = None;
+                }
+                p.pod = written;
             }
         }
     }
