@@ -95,7 +95,8 @@ impl ListPage {
 
     /// The list object serialized as JSON, joined from the items' shared encodings (same
     /// bytes as serializing `into_value`).
-    pub fn to_json(&self) -> Vec<u8> {
+    /// `{"kind":…,"apiVersion":…,"metadata":…}`, which the items are appended into.
+    fn head(&self) -> Vec<u8> {
         #[derive(serde::Serialize)]
         struct Head<'a> {
             kind: &'a str,
@@ -103,7 +104,11 @@ impl ListPage {
             api_version: &'a str,
             metadata: &'a Value,
         }
-        let head = serde_json::to_vec(&Head { kind: &self.kind, api_version: &self.api_version, metadata: &self.metadata }).unwrap_or_default();
+        serde_json::to_vec(&Head { kind: &self.kind, api_version: &self.api_version, metadata: &self.metadata }).unwrap_or_default()
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        let head = self.head();
         let items: Vec<&[u8]> = self.items.iter().map(|i| i.json().as_ref()).collect();
         let mut out = Vec::with_capacity(head.len() + 12 + items.iter().map(|i| i.len() + 1).sum::<usize>());
         // `head` is `{...}`: reopen it to append the items.
@@ -117,6 +122,45 @@ impl ListPage {
         }
         out.extend_from_slice(b"]}");
         out
+    }
+}
+
+/// Lists with more items than this are streamed (`ListPage::into_json_chunks`), as the
+/// apiserver's streaming list encoder (KEP-5116, on by default since 1.33) writes them.
+pub const STREAMED_LIST_ITEMS: usize = 500;
+
+impl ListPage {
+    /// `to_json`'s bytes in chunks of about 64 KiB, encoded as they are sent: a LIST of 100,000
+    /// pods never holds its whole body, and items without a kept encoding are encoded into the
+    /// chunk instead of keeping one.
+    pub fn into_json_chunks(self) -> impl Iterator<Item = bytes::Bytes> + Send {
+        const CHUNK: usize = 64 * 1024;
+        let head = self.head();
+        let mut items = self.items.into_iter().enumerate().peekable();
+        let mut head = Some(head);
+        let mut closed = false;
+        std::iter::from_fn(move || {
+            if closed {
+                return None;
+            }
+            let mut buf = Vec::with_capacity(CHUNK + 8 * 1024);
+            if let Some(h) = head.take() {
+                buf.extend_from_slice(&h[..h.len() - 1]);
+                buf.extend_from_slice(br#","items":["#);
+            }
+            while buf.len() < CHUNK {
+                let Some((n, item)) = items.next() else { break };
+                if n > 0 {
+                    buf.push(b',');
+                }
+                item.append_json(&mut buf);
+            }
+            if items.peek().is_none() {
+                buf.extend_from_slice(b"]}");
+                closed = true;
+            }
+            Some(bytes::Bytes::from(buf))
+        })
     }
 }
 
@@ -896,6 +940,27 @@ mod tests {
             let parsed: Value = serde_json::from_slice(&joined).unwrap();
             assert_eq!(parsed["items"], Value::Array(items));
             assert_eq!(parsed["metadata"], md);
+        }
+    }
+
+    #[test]
+    fn a_streamed_list_is_the_joined_list_in_chunks_and_keeps_no_new_encodings() {
+        let cm = |n: usize| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{n}"), "namespace": "d"}, "data": {"k": "x".repeat(n % 300)}});
+        for count in [0, 1, 2, 700, 3000] {
+            let reference = page((0..count).map(cm).collect(), json!({"resourceVersion": "9"})).to_json();
+            let p = page((0..count).map(cm).collect(), json!({"resourceVersion": "9"}));
+            // Half the items have an encoding kept already (a watcher asked for it).
+            for item in p.items.iter().step_by(2) {
+                item.json();
+            }
+            let items = p.items.clone();
+            let chunks: Vec<bytes::Bytes> = p.into_json_chunks().collect();
+            assert_eq!(chunks.concat(), reference, "{count} items");
+            assert!(chunks.iter().all(|c| c.len() <= 72 * 1024), "chunks stay small");
+            assert!(count < 3000 || chunks.len() > 10, "{} chunks", chunks.len());
+            for (n, item) in items.iter().enumerate() {
+                assert_eq!(item.has_encoding(), n % 2 == 0, "item {n}: streaming keeps no new encoding");
+            }
         }
     }
 

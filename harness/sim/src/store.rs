@@ -94,6 +94,23 @@ impl Stored {
     pub fn json(&self) -> &Bytes {
         self.encoded.get_or_init(|| Bytes::from(self.value.as_deref().map(|v| serde_json::to_vec(v).unwrap_or_default()).unwrap_or_default()))
     }
+
+    /// Whether an encoding is kept (computed once, or the only form of a compact object).
+    pub fn has_encoding(&self) -> bool {
+        self.encoded.get().is_some()
+    }
+
+    /// Append the same bytes as `json` to `out`, without keeping an encoding that was not kept
+    /// already: a streamed LIST of every pod would otherwise leave one behind for each.
+    pub fn append_json(&self, out: &mut Vec<u8>) {
+        match (self.encoded.get(), self.value.as_deref()) {
+            (Some(bytes), _) => out.extend_from_slice(bytes),
+            (None, Some(v)) => {
+                let _ = serde_json::to_writer(&mut *out, v);
+            }
+            (None, None) => {}
+        }
+    }
 }
 
 /// One committed change, as watchers see it.

@@ -73,6 +73,22 @@ async fn typed_crud_with_optimistic_concurrency() {
 }
 
 #[tokio::test]
+async fn a_list_long_enough_to_be_streamed_decodes_whole() {
+    let c = TestCluster::start(0).await;
+    let api: Api<ConfigMap> = Api::namespaced(c.client().await, "default");
+    let n = faultline_sim::apiserver::STREAMED_LIST_ITEMS + 150;
+    for i in 0..n {
+        api.create(&PostParams::default(), &cm(&format!("cm-{i:04}"), &[("many", "yes")])).await.unwrap();
+    }
+    // Watch events make some encodings kept; the LIST mixes kept and fresh ones.
+    let list = api.list(&ListParams::default().labels("many=yes")).await.unwrap();
+    assert_eq!(list.items.len(), n);
+    assert_eq!(list.items.iter().map(|c| c.name_any()).collect::<Vec<_>>(), (0..n).map(|i| format!("cm-{i:04}")).collect::<Vec<_>>());
+    assert!(list.metadata.resource_version.is_some_and(|rv| !rv.is_empty()));
+    assert!(list.items.iter().all(|c| c.data.as_ref().and_then(|d| d.get("k")).map(String::as_str) == Some("v")));
+}
+
+#[tokio::test]
 async fn list_paging_with_limit_and_continue() {
     let c = TestCluster::start(0).await;
     let api: Api<ConfigMap> = Api::namespaced(c.client().await, "default");

@@ -390,6 +390,10 @@ fn list(c: &Ctx<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResult<Response>
             let l = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": page.metadata, "items": items});
             Ok(json_response(StatusCode::OK, &l, &Output::Json, &[]))
         }
+        Output::Json if page.items.len() > crate::apiserver::STREAMED_LIST_ITEMS => {
+            let chunks = futures::stream::iter(page.into_json_chunks().map(Ok::<_, std::convert::Infallible>));
+            Ok(bytes_response(StatusCode::OK, "application/json", Body::from_stream(chunks), &[]))
+        }
         Output::Json => Ok(bytes_response(StatusCode::OK, "application/json", page.to_json(), &[])),
         o => Ok(json_response(StatusCode::OK, &page.into_value(), &o, &[])),
     }
