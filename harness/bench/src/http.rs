@@ -75,6 +75,66 @@ pub async fn send(conn: &mut Conn, req: Request<Full<Bytes>>) -> Result<(StatusC
     Ok((status, body))
 }
 
+/// Like `send`, but the body is read frame by frame and not kept: returns its length and how
+/// many items its top-level `items` array has (a LIST of 100,000 pods is 278 MiB, and this
+/// process's RSS should show the server's memory, not a client's copy of the body).
+pub async fn send_counting_items(conn: &mut Conn, req: Request<Full<Bytes>>) -> Result<(StatusCode, usize, usize)> {
+    conn.ready().await.map_err(|e| anyhow!("connection not ready: {e}"))?;
+    let resp = conn.send_request(req).await?;
+    let status = resp.status();
+    let mut body = resp.into_body();
+    let mut counter = ItemCounter::default();
+    let mut len = 0;
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            len += data.len();
+            counter.feed(&data);
+        }
+    }
+    Ok((status, len, counter.items))
+}
+
+/// Counts the objects directly inside an array directly inside the top-level object (a list's
+/// `items`), across chunk boundaries, without parsing them.
+#[derive(Default)]
+pub struct ItemCounter {
+    /// Open containers: true for an object, false for an array.
+    stack: Vec<bool>,
+    in_string: bool,
+    escaped: bool,
+    pub items: usize,
+}
+
+impl ItemCounter {
+    pub fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if self.in_string {
+                match (self.escaped, b) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b'{' => {
+                    if self.stack == [true, false] {
+                        self.items += 1;
+                    }
+                    self.stack.push(true);
+                }
+                b'[' => self.stack.push(false),
+                b'}' | b']' => {
+                    self.stack.pop();
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 /// The baseline: hyper serving `/small` (a fixed small JSON) and `/large` (whatever bytes are
 /// put in `large`) over the same TLS set-up as the sim, doing no other work.
 pub struct BareServer {
@@ -122,5 +182,23 @@ impl BareServer {
 impl Drop for BareServer {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+#[cfg(test)]
+mod item_counter_tests {
+    use super::ItemCounter;
+
+    #[test]
+    fn counts_a_lists_items_across_any_chunking() {
+        let body = br#"{"kind":"PodList","metadata":{"resourceVersion":"5","x":[{"a":1}]},"items":[{"metadata":{"name":"a{[\\\"}"},"spec":{"c":[{}]}},{"b":"]}"},{}]}"#;
+        for chunk in 1..body.len() {
+            let mut c = ItemCounter::default();
+            body.chunks(chunk).for_each(|part| c.feed(part));
+            assert_eq!(c.items, 3, "chunks of {chunk}");
+        }
+        let mut empty = ItemCounter::default();
+        empty.feed(br#"{"kind":"PodList","items":[]}"#);
+        assert_eq!(empty.items, 0);
     }
 }

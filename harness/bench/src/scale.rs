@@ -11,7 +11,7 @@
 //! of one node's pods (fieldSelector=spec.nodeName), and watch fan-out latency from a write to
 //! each of W watchers receiving it. Targets (issue #7): RSS < 4 GiB.
 
-use crate::http::{send, Target};
+use crate::http::{send, send_counting_items, Target};
 use crate::report::Report;
 use crate::util::{kube_client, median, percentile, rss_bytes, secs, value_heap_bytes, GIB};
 use anyhow::{bail, ensure, Context, Result};
@@ -251,14 +251,15 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     let mut c = target.connect().await?;
     let mut list_all = Vec::new();
     let mut list_bytes = 0;
+    let mut n_listed = 0;
     for _ in 0..cfg.list_repetitions.max(1) {
         let t = Instant::now();
-        let (st, b) = send(&mut c, target.request("GET", "/api/v1/pods", None, None)).await?;
+        let (st, len, items) = send_counting_items(&mut c, target.request("GET", "/api/v1/pods", None, None)).await?;
         ensure!(st.is_success(), "LIST pods: {st}");
         list_all.push(secs(t.elapsed()));
-        list_bytes = b.len();
+        list_bytes = len;
+        n_listed = items;
     }
-    let n_listed = count_items(&send(&mut c, target.request("GET", "/api/v1/pods", None, None)).await?.1)?;
     let one_node = node_name(cfg.nodes / 2);
     let mut list_node = Vec::new();
     let mut node_items = 0;
