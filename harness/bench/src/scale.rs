@@ -57,7 +57,7 @@ impl Default for ScaleConfig {
             mode: Mode::Full,
             watchers: 100,
             fanout_writes: 200,
-            connections: 8,
+            connections: 32,
             timing_scale: 1.0,
             settle_timeout: Duration::from_secs(900),
             list_repetitions: 5,
