@@ -273,6 +273,16 @@ impl Informer {
         }
     }
 
+    /// Hand every change already queued to `take`, without waiting. A follower that takes
+    /// its burst in one turn keeps up where one that awaits each change falls behind: the
+    /// runtime's budget makes each await yield after 128 among a thousand kubelet tasks.
+    pub fn drain(&mut self, mut take: impl FnMut(&StoreEvent)) -> Result<(), Closed> {
+        while let Some(ev) = self.try_recv()? {
+            take(&ev);
+        }
+        Ok(())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.rx.is_empty()
     }

@@ -46,13 +46,7 @@ impl Changes {
     /// the store has closed. Every event is handed over, also after a relevant one.
     pub fn drain(&mut self, mut take: impl FnMut(&StoreEvent) -> bool) -> Option<bool> {
         let mut relevant = false;
-        loop {
-            match self.rx.try_recv() {
-                Ok(Some(ev)) => relevant |= take(&ev),
-                Ok(None) => return Some(relevant),
-                Err(_) => return None,
-            }
-        }
+        self.rx.drain(|ev| relevant |= take(ev)).ok().map(|()| relevant)
     }
 }
 

@@ -164,10 +164,8 @@ async fn route_pods(api: Arc<ApiServer>, senders: BTreeMap<String, mpsc::Unbound
     };
     while let Some(ev) = rx.recv().await {
         route(&ev);
-        // Everything already queued, in this turn: among a thousand kubelet tasks, a router
-        // that yields after each runtime budget falls behind the writes (docs/performance.md).
-        while let Ok(Some(ev)) = rx.try_recv() {
-            route(&ev);
+        if rx.drain(route).is_err() {
+            return;
         }
     }
 }

@@ -72,9 +72,8 @@ pub async fn run(api: Arc<ApiServer>) {
     resync(&api);
     while let Some(ev) = rx.recv().await {
         handle(&api, &ev);
-        // Everything already queued, in this turn (see `cluster::route_pods`).
-        while let Ok(Some(ev)) = rx.try_recv() {
-            handle(&api, &ev);
+        if rx.drain(|ev| handle(&api, ev)).is_err() {
+            return;
         }
     }
 }

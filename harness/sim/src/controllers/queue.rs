@@ -109,12 +109,8 @@ impl Queue {
                 }
             };
             // Take the rest of the burst.
-            loop {
-                match self.rx.try_recv() {
-                    Ok(Some(ev)) => keys_of(&ev, &mut keys),
-                    Ok(None) => break,
-                    Err(_) => return None,
-                }
+            if self.rx.drain(|ev| keys_of(ev, &mut keys)).is_err() {
+                return None;
             }
             let now = Instant::now();
             while let Some(first) = self.delayed.iter().next().cloned() {

@@ -40,17 +40,18 @@ impl ClaimPods {
 
     /// Take in every change since the last pass.
     fn refresh(&mut self) {
-        while let Ok(Some(ev)) = self.informer.try_recv() {
+        let pods = &mut self.pods;
+        let _ = self.informer.drain(|ev| {
             if !(ev.key.group.is_empty() && ev.key.plural == "pods") {
-                continue;
+                return;
             }
             let key = key_of(&ev.object);
             if ev.event_type != EventType::Deleted && names_a_claim(&ev.object) {
-                self.pods.insert(key, ev.object.clone());
+                pods.insert(key, ev.object.clone());
             } else {
-                self.pods.remove(&key);
+                pods.remove(&key);
             }
-        }
+        });
     }
 }
 
