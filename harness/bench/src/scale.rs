@@ -170,7 +170,7 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     let progress = {
         let next = next.clone();
         let pods = cfg.pods;
-        let store = server.api.clone();
+        let api = server.api.clone();
         tokio::spawn(async move {
             let mut last = 0;
             loop {
@@ -181,7 +181,7 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
                     t_create.elapsed().as_secs_f64(),
                     (n - last) / 10,
                     rss_bytes().0 as f64 / GIB,
-                    backlogs(&store.store)
+                    backlogs(&api.store)
                 );
                 last = n;
             }

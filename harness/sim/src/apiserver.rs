@@ -82,6 +82,10 @@ pub struct ListPage {
     pub items: Vec<Stored>,
 }
 
+/// Lists with more items than this are streamed (`ListPage::into_json_chunks`), as the
+/// apiserver's streaming list encoder (KEP-5116, on by default since 1.33) writes them.
+pub const STREAMED_LIST_ITEMS: usize = 500;
+
 impl ListPage {
     /// The list object (copies every item).
     pub fn into_value(self) -> Value {
@@ -93,8 +97,6 @@ impl ListPage {
         Value::Object(m)
     }
 
-    /// The list object serialized as JSON, joined from the items' shared encodings (same
-    /// bytes as serializing `into_value`).
     /// `{"kind":…,"apiVersion":…,"metadata":…}`, which the items are appended into.
     fn head(&self) -> Vec<u8> {
         #[derive(serde::Serialize)]
@@ -107,6 +109,8 @@ impl ListPage {
         serde_json::to_vec(&Head { kind: &self.kind, api_version: &self.api_version, metadata: &self.metadata }).unwrap_or_default()
     }
 
+    /// The list object serialized as JSON, joined from the items' shared encodings (same
+    /// bytes as serializing `into_value`).
     pub fn to_json(&self) -> Vec<u8> {
         let head = self.head();
         let items: Vec<&[u8]> = self.items.iter().map(|i| i.json().as_ref()).collect();
@@ -123,21 +127,14 @@ impl ListPage {
         out.extend_from_slice(b"]}");
         out
     }
-}
 
-/// Lists with more items than this are streamed (`ListPage::into_json_chunks`), as the
-/// apiserver's streaming list encoder (KEP-5116, on by default since 1.33) writes them.
-pub const STREAMED_LIST_ITEMS: usize = 500;
-
-impl ListPage {
     /// `to_json`'s bytes in chunks of about 64 KiB, encoded as they are sent: a LIST of 100,000
     /// pods never holds its whole body, and items without a kept encoding are encoded into the
     /// chunk instead of keeping one.
     pub fn into_json_chunks(self) -> impl Iterator<Item = bytes::Bytes> + Send {
         const CHUNK: usize = 64 * 1024;
-        let head = self.head();
+        let mut head = Some(self.head());
         let mut items = self.items.into_iter().enumerate().peekable();
-        let mut head = Some(head);
         let mut closed = false;
         std::iter::from_fn(move || {
             if closed {
