@@ -35,7 +35,11 @@ pub struct DetectConfig {
 
 impl Default for DetectConfig {
     fn default() -> Self {
-        DetectConfig { repetitions: 200, settle: Duration::from_millis(40), target_p99: Duration::from_millis(50) }
+        DetectConfig {
+            repetitions: 200,
+            settle: Duration::from_millis(40),
+            target_p99: Duration::from_millis(50),
+        }
     }
 }
 
@@ -45,7 +49,10 @@ pub async fn run(cfg: &DetectConfig) -> Result<Report> {
     let server = SimServer::start(SimOptions::with_workers(1)).await?;
     let client = kube_client(&server).await?;
     Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": NS}}))?)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": NS}}))?,
+        )
         .await?;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
     let events: Api<Event> = Api::namespaced(client.clone(), NS);
@@ -55,7 +62,13 @@ pub async fn run(cfg: &DetectConfig) -> Result<Report> {
     event_store.wait_ready(Duration::from_secs(5)).await;
     let logs = LogStore::new(None);
     let (_end_tx, end) = tokio::sync::watch::channel(false);
-    let ctx = Ctx { kube: Kube::new(client.clone()), timeline, events: event_store, logs: logs.clone(), end };
+    let ctx = Ctx {
+        kube: Kube::new(client.clone()),
+        timeline,
+        events: event_store,
+        logs: logs.clone(),
+        end,
+    };
 
     let mut report = Report::new("detect");
     let mut worst: f64 = 0.0;
@@ -64,7 +77,13 @@ pub async fn run(cfg: &DetectConfig) -> Result<Report> {
         for i in 0..cfg.repetitions {
             let name = format!("probe-{i}");
             if kind == "resource" {
-                cms.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": name}, "data": {"v": "wait"}}))?).await?;
+                cms.create(
+                    &PostParams::default(),
+                    &serde_json::from_value(
+                        json!({"metadata": {"name": name}, "data": {"v": "wait"}}),
+                    )?,
+                )
+                .await?;
             }
             let expect: Expect = serde_json::from_value(match kind {
                 "resource" => json!({"name": "probe", "within": "10s", "resource": {
@@ -76,26 +95,50 @@ pub async fn run(cfg: &DetectConfig) -> Result<Report> {
             let anchor = Instant::now();
             let judged = {
                 let ctx = ctx.clone();
-                tokio::spawn(async move { evaluate(&expect, "start", anchor, Duration::from_secs(10), false, &ctx).await })
+                tokio::spawn(async move {
+                    evaluate(
+                        &expect,
+                        "start",
+                        anchor,
+                        Duration::from_secs(10),
+                        false,
+                        &ctx,
+                    )
+                    .await
+                })
             };
             tokio::time::sleep(cfg.settle).await;
             let t0 = Instant::now();
             match kind {
                 "resource" => {
-                    cms.patch(&name, &PatchParams::default(), &Patch::Merge(json!({"data": {"v": "go"}}))).await?;
+                    cms.patch(
+                        &name,
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"data": {"v": "go"}})),
+                    )
+                    .await?;
                 }
                 "event" => {
                     let ev = json!({"metadata": {"generateName": "probe."}, "reason": format!("Probe{i}"), "message": "probe",
                         "type": "Normal", "involvedObject": {"kind": "ConfigMap", "namespace": NS, "name": name},
                         "source": {"component": "faultline-bench"}, "count": 1});
-                    events.create(&PostParams::default(), &serde_json::from_value(ev)?).await?;
+                    events
+                        .create(&PostParams::default(), &serde_json::from_value(ev)?)
+                        .await?;
                 }
-                _ => logs.push(LogLine { source: LogSource::Controller, node: None, text: format!("probe {i} done") }),
+                _ => logs.push(LogLine {
+                    source: LogSource::Controller,
+                    node: None,
+                    text: format!("probe {i} done"),
+                }),
             }
             let result = judged.await?;
             let ms = t0.elapsed().as_secs_f64() * 1000.0;
             if result.verdict != Verdict::Passed {
-                bail!("{kind} probe {i}: the expectation did not pass: {}", result.message);
+                bail!(
+                    "{kind} probe {i}: the expectation did not pass: {}",
+                    result.message
+                );
             }
             lat.push(ms);
         }
@@ -103,13 +146,27 @@ pub async fn run(cfg: &DetectConfig) -> Result<Report> {
         worst = worst.max(p99);
         let target_ms = cfg.target_p99.as_secs_f64() * 1000.0;
         report.row(&format!("{kind}: p50"), percentile(&lat, 50.0), "ms");
-        report.row_target(&format!("{kind}: p99"), p99, "ms", &format!("< {target_ms:.0} ms"), Some(p99 / target_ms));
+        report.row_target(
+            &format!("{kind}: p99"),
+            p99,
+            "ms",
+            &format!("< {target_ms:.0} ms"),
+            Some(p99 / target_ms),
+        );
         report.row(&format!("{kind}: max"), percentile(&lat, 100.0), "ms");
     }
     event_task.abort();
     server.stop().await;
     let target_ms = cfg.target_p99.as_secs_f64() * 1000.0;
-    report.ctx("repetitions", cfg.repetitions as u64).ctx("settle_ms", cfg.settle.as_millis() as u64);
-    report.verdict(worst < target_ms, format!("worst p99 {worst:.1} ms vs target < {target_ms:.0} ms ({:.2}x target)", worst / target_ms));
+    report
+        .ctx("repetitions", cfg.repetitions as u64)
+        .ctx("settle_ms", cfg.settle.as_millis() as u64);
+    report.verdict(
+        worst < target_ms,
+        format!(
+            "worst p99 {worst:.1} ms vs target < {target_ms:.0} ms ({:.2}x target)",
+            worst / target_ms
+        ),
+    );
     Ok(report)
 }

@@ -30,7 +30,9 @@ impl Target {
     pub fn new(addr: SocketAddr, ca_pem: &str, token: Option<String>) -> Result<Target> {
         let mut roots = rustls::RootCertStore::empty();
         for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-            roots.add(cert.context("CA PEM")?).context("adding the CA")?;
+            roots
+                .add(cert.context("CA PEM")?)
+                .context("adding the CA")?;
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ClientConfig::builder_with_provider(provider)
@@ -38,12 +40,18 @@ impl Target {
             .with_root_certificates(roots)
             .with_no_client_auth();
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Ok(Target { addr, token, tls: tokio_rustls::TlsConnector::from(Arc::new(config)) })
+        Ok(Target {
+            addr,
+            token,
+            tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
+        })
     }
 
     /// Open one keep-alive connection.
     pub async fn connect(&self) -> Result<Conn> {
-        let tcp = TcpStream::connect(self.addr).await.with_context(|| format!("connecting {}", self.addr))?;
+        let tcp = TcpStream::connect(self.addr)
+            .await
+            .with_context(|| format!("connecting {}", self.addr))?;
         tcp.set_nodelay(true)?;
         let name = ServerName::IpAddress(self.addr.ip().into());
         let tls = self.tls.connect(name, tcp).await.context("TLS handshake")?;
@@ -54,21 +62,34 @@ impl Target {
         Ok(sender)
     }
 
-    pub fn request(&self, method: &str, path: &str, body: Option<Bytes>, content_type: Option<&str>) -> Request<Full<Bytes>> {
-        let mut b = Request::builder().method(method).uri(path).header("host", self.addr.to_string()).header("accept", "application/json");
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Bytes>,
+        content_type: Option<&str>,
+    ) -> Request<Full<Bytes>> {
+        let mut b = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", self.addr.to_string())
+            .header("accept", "application/json");
         if let Some(t) = &self.token {
             b = b.header("authorization", format!("Bearer {}", t));
         }
         if let Some(ct) = content_type {
             b = b.header("content-type", ct);
         }
-        b.body(Full::new(body.unwrap_or_default())).expect("static request parts")
+        b.body(Full::new(body.unwrap_or_default()))
+            .expect("static request parts")
     }
 }
 
 /// Send a request on `conn` and read the whole response body.
 pub async fn send(conn: &mut Conn, req: Request<Full<Bytes>>) -> Result<(StatusCode, Bytes)> {
-    conn.ready().await.map_err(|e| anyhow!("connection not ready: {e}"))?;
+    conn.ready()
+        .await
+        .map_err(|e| anyhow!("connection not ready: {e}"))?;
     let resp = conn.send_request(req).await?;
     let status = resp.status();
     let body = resp.into_body().collect().await?.to_bytes();
@@ -78,8 +99,13 @@ pub async fn send(conn: &mut Conn, req: Request<Full<Bytes>>) -> Result<(StatusC
 /// Like `send`, but the body is read frame by frame and not kept: returns its length and how
 /// many items its top-level `items` array has (a LIST of 100,000 pods is 278 MiB, and this
 /// process's RSS should show the server's memory, not a client's copy of the body).
-pub async fn send_counting_items(conn: &mut Conn, req: Request<Full<Bytes>>) -> Result<(StatusCode, usize, usize)> {
-    conn.ready().await.map_err(|e| anyhow!("connection not ready: {e}"))?;
+pub async fn send_counting_items(
+    conn: &mut Conn,
+    req: Request<Full<Bytes>>,
+) -> Result<(StatusCode, usize, usize)> {
+    conn.ready()
+        .await
+        .map_err(|e| anyhow!("connection not ready: {e}"))?;
     let resp = conn.send_request(req).await?;
     let status = resp.status();
     let mut body = resp.into_body();
@@ -145,7 +171,8 @@ pub struct BareServer {
     task: JoinHandle<()>,
 }
 
-pub const SMALL_BODY: &[u8] = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success"}"#;
+pub const SMALL_BODY: &[u8] =
+    br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success"}"#;
 
 impl BareServer {
     pub async fn start() -> Result<BareServer> {
@@ -157,25 +184,44 @@ impl BareServer {
         let large2 = large.clone();
         let task = tokio::spawn(async move {
             loop {
-                let Ok((tcp, _)) = listener.accept().await else { continue };
+                let Ok((tcp, _)) = listener.accept().await else {
+                    continue;
+                };
                 let _ = tcp.set_nodelay(true);
                 let acceptor = acceptor.clone();
                 let large = large2.clone();
                 tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else { return };
-                    let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                        let body = if req.uri().path() == "/large" { large.read().expect("large body").clone() } else { Bytes::from_static(SMALL_BODY) };
-                        async move {
-                            Ok::<_, Infallible>(
-                                Response::builder().header("content-type", "application/json").body(Full::new(body)).expect("static response"),
-                            )
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tls), svc).await;
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let svc =
+                        hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                            let body = if req.uri().path() == "/large" {
+                                large.read().expect("large body").clone()
+                            } else {
+                                Bytes::from_static(SMALL_BODY)
+                            };
+                            async move {
+                                Ok::<_, Infallible>(
+                                    Response::builder()
+                                        .header("content-type", "application/json")
+                                        .body(Full::new(body))
+                                        .expect("static response"),
+                                )
+                            }
+                        });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tls), svc)
+                        .await;
                 });
             }
         });
-        Ok(BareServer { addr, ca_pem: certs.ca_pem, large, task })
+        Ok(BareServer {
+            addr,
+            ca_pem: certs.ca_pem,
+            large,
+            task,
+        })
     }
 }
 

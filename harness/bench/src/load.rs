@@ -185,7 +185,9 @@ struct WatcherLog {
 fn parse_event(cm: &ConfigMap, kind: Kind) -> Option<(Observed, Option<u64>)> {
     let md = &cm.metadata;
     let data = cm.data.as_ref();
-    let seq = data.and_then(|d| d.get("seq")).and_then(|s| s.parse().ok())?;
+    let seq = data
+        .and_then(|d| d.get("seq"))
+        .and_then(|s| s.parse().ok())?;
     let t = data.and_then(|d| d.get("t")).and_then(|s| s.parse().ok());
     Some((
         Observed {
@@ -193,17 +195,29 @@ fn parse_event(cm: &ConfigMap, kind: Kind) -> Option<(Observed, Option<u64>)> {
             name: md.name.clone().unwrap_or_default(),
             kind,
             seq,
-            rv: md.resource_version.as_deref().and_then(|r| r.parse().ok()).unwrap_or(0),
+            rv: md
+                .resource_version
+                .as_deref()
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(0),
         },
         t,
     ))
 }
 
-async fn watcher(api: Api<ConfigMap>, start_rv: String, log: Arc<Mutex<WatcherLog>>, epoch: Instant, ready: tokio::sync::mpsc::Sender<()>) {
+async fn watcher(
+    api: Api<ConfigMap>,
+    start_rv: String,
+    log: Arc<Mutex<WatcherLog>>,
+    epoch: Instant,
+    ready: tokio::sync::mpsc::Sender<()>,
+) {
     let mut rv = start_rv;
     let mut first = true;
     loop {
-        let wp = WatchParams::default().labels(&format!("{}=true", LABEL)).timeout(290);
+        let wp = WatchParams::default()
+            .labels(&format!("{}=true", LABEL))
+            .timeout(290);
         let stream = match api.watch(&wp, &rv).await {
             Ok(s) => s,
             Err(e) => {
@@ -232,7 +246,8 @@ async fn watcher(api: Api<ConfigMap>, start_rv: String, log: Arc<Mutex<WatcherLo
                             if e.code == 410 {
                                 l.expired += 1;
                             }
-                            l.errors.push(format!("watch ERROR event: {} {}", e.code, e.message));
+                            l.errors
+                                .push(format!("watch ERROR event: {} {}", e.code, e.message));
                             return;
                         }
                     };
@@ -252,7 +267,9 @@ async fn watcher(api: Api<ConfigMap>, start_rv: String, log: Arc<Mutex<WatcherLo
                             }
                             l.observed.push(o);
                         }
-                        None => l.errors.push(format!("event without seq: {:?}", cm.metadata.name)),
+                        None => l
+                            .errors
+                            .push(format!("event without seq: {:?}", cm.metadata.name)),
                     }
                 }
                 // The server ended the stream (timeoutSeconds): resume from the last rv.
@@ -277,7 +294,10 @@ fn cm_body(name: &str, seq: u64, t_us: u64) -> ConfigMap {
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some(name.to_string());
     cm.metadata.labels = Some(BTreeMap::from([(LABEL.to_string(), "true".to_string())]));
-    cm.data = Some(BTreeMap::from([("seq".to_string(), seq.to_string()), ("t".to_string(), t_us.to_string())]));
+    cm.data = Some(BTreeMap::from([
+        ("seq".to_string(), seq.to_string()),
+        ("t".to_string(), t_us.to_string()),
+    ]));
     cm
 }
 
@@ -287,8 +307,19 @@ struct Live {
     rv: String,
 }
 
-async fn writer(api: Api<ConfigMap>, names: Vec<String>, period: Duration, deadline: Instant, epoch: Instant, delete_every: u64) -> WriterOut {
-    let mut out = WriterOut { committed: vec![], latencies_us: vec![], errors: vec![] };
+async fn writer(
+    api: Api<ConfigMap>,
+    names: Vec<String>,
+    period: Duration,
+    deadline: Instant,
+    epoch: Instant,
+    delete_every: u64,
+) -> WriterOut {
+    let mut out = WriterOut {
+        committed: vec![],
+        latencies_us: vec![],
+        errors: vec![],
+    };
     let mut live: Vec<Option<Live>> = names.iter().map(|_| None).collect();
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
@@ -303,26 +334,59 @@ async fn writer(api: Api<ConfigMap>, names: Vec<String>, period: Duration, deadl
         let name = &names[j];
         let sent = Instant::now();
         let t_us = epoch.elapsed().as_micros() as u64;
-        let rv_of = |cm: &ConfigMap| cm.metadata.resource_version.as_deref().and_then(|r| r.parse::<u64>().ok());
+        let rv_of = |cm: &ConfigMap| {
+            cm.metadata
+                .resource_version
+                .as_deref()
+                .and_then(|r| r.parse::<u64>().ok())
+        };
         let res: Result<()> = async {
             match live[j].take() {
                 None => {
-                    let cm = api.create(&PostParams::default(), &cm_body(name, 0, t_us)).await?;
+                    let cm = api
+                        .create(&PostParams::default(), &cm_body(name, 0, t_us))
+                        .await?;
                     let uid = cm.metadata.uid.clone().unwrap_or_default();
-                    out.committed.push(Committed { uid: uid.clone(), name: name.clone(), kind: Kind::Added, seq: 0, rv: rv_of(&cm) });
-                    live[j] = Some(Live { uid, seq: 0, rv: cm.metadata.resource_version.clone().unwrap_or_default() });
+                    out.committed.push(Committed {
+                        uid: uid.clone(),
+                        name: name.clone(),
+                        kind: Kind::Added,
+                        seq: 0,
+                        rv: rv_of(&cm),
+                    });
+                    live[j] = Some(Live {
+                        uid,
+                        seq: 0,
+                        rv: cm.metadata.resource_version.clone().unwrap_or_default(),
+                    });
                 }
                 Some(l) if l.seq + 1 >= delete_every => {
                     api.delete(name, &DeleteParams::default()).await?;
-                    out.committed.push(Committed { uid: l.uid, name: name.clone(), kind: Kind::Deleted, seq: l.seq, rv: None });
+                    out.committed.push(Committed {
+                        uid: l.uid,
+                        name: name.clone(),
+                        kind: Kind::Deleted,
+                        seq: l.seq,
+                        rv: None,
+                    });
                 }
                 Some(l) => {
                     let mut body = cm_body(name, l.seq + 1, t_us);
                     // Optimistic concurrency on what we wrote last: a conflict would be a bug.
                     body.metadata.resource_version = Some(l.rv.clone());
                     let cm = api.replace(name, &PostParams::default(), &body).await?;
-                    out.committed.push(Committed { uid: l.uid.clone(), name: name.clone(), kind: Kind::Modified, seq: l.seq + 1, rv: rv_of(&cm) });
-                    live[j] = Some(Live { uid: l.uid, seq: l.seq + 1, rv: cm.metadata.resource_version.clone().unwrap_or_default() });
+                    out.committed.push(Committed {
+                        uid: l.uid.clone(),
+                        name: name.clone(),
+                        kind: Kind::Modified,
+                        seq: l.seq + 1,
+                        rv: rv_of(&cm),
+                    });
+                    live[j] = Some(Live {
+                        uid: l.uid,
+                        seq: l.seq + 1,
+                        rv: cm.metadata.resource_version.clone().unwrap_or_default(),
+                    });
                 }
             }
             Ok(())
@@ -353,9 +417,17 @@ pub async fn run(cfg: &LoadConfig) -> Result<LoadOutcome> {
     let ns_api: Api<Namespace> = Api::all(client.clone());
     let mut ns = Namespace::default();
     ns.metadata.name = Some(cfg.namespace.clone());
-    ns_api.create(&PostParams::default(), &ns).await.context("creating the namespace")?;
+    ns_api
+        .create(&PostParams::default(), &ns)
+        .await
+        .context("creating the namespace")?;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), &cfg.namespace);
-    let start_rv = api.list(&ListParams::default().labels(&format!("{}=true", LABEL))).await?.metadata.resource_version.ok_or_else(|| anyhow!("list without resourceVersion"))?;
+    let start_rv = api
+        .list(&ListParams::default().labels(&format!("{}=true", LABEL)))
+        .await?
+        .metadata
+        .resource_version
+        .ok_or_else(|| anyhow!("list without resourceVersion"))?;
     let epoch = Instant::now();
 
     // Watchers, each on its own client (own connection pool), like separate controllers.
@@ -366,11 +438,22 @@ pub async fn run(cfg: &LoadConfig) -> Result<LoadOutcome> {
         let log = Arc::new(Mutex::new(WatcherLog::default()));
         logs.push(log.clone());
         let wapi: Api<ConfigMap> = Api::namespaced(kube_client(&server).await?, &cfg.namespace);
-        watcher_tasks.push(tokio::spawn(watcher(wapi, start_rv.clone(), log, epoch, ready_tx.clone())));
+        watcher_tasks.push(tokio::spawn(watcher(
+            wapi,
+            start_rv.clone(),
+            log,
+            epoch,
+            ready_tx.clone(),
+        )));
     }
     drop(ready_tx);
     for _ in 0..cfg.watchers {
-        if tokio::time::timeout(Duration::from_secs(30), ready_rx.recv()).await.ok().flatten().is_none() {
+        if tokio::time::timeout(Duration::from_secs(30), ready_rx.recv())
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+        {
             break;
         }
     }
@@ -381,8 +464,17 @@ pub async fn run(cfg: &LoadConfig) -> Result<LoadOutcome> {
     let deadline = t_writes + cfg.duration;
     let mut writer_tasks = Vec::new();
     for w in 0..cfg.writers {
-        let names: Vec<String> = (0..cfg.objects_per_writer).map(|o| format!("w{:02}-o{:03}", w, o)).collect();
-        writer_tasks.push(tokio::spawn(writer(api.clone(), names, period, deadline, epoch, cfg.delete_every)));
+        let names: Vec<String> = (0..cfg.objects_per_writer)
+            .map(|o| format!("w{:02}-o{:03}", w, o))
+            .collect();
+        writer_tasks.push(tokio::spawn(writer(
+            api.clone(),
+            names,
+            period,
+            deadline,
+            epoch,
+            cfg.delete_every,
+        )));
     }
     let mut committed = Vec::new();
     let mut write_lat = Vec::new();
@@ -399,9 +491,15 @@ pub async fn run(cfg: &LoadConfig) -> Result<LoadOutcome> {
     // The marker: once a watcher sees it, it has seen everything committed before it.
     let mut marker = cm_body(MARKER, 0, 0);
     marker.metadata.labels = Some(BTreeMap::from([(LABEL.to_string(), "true".to_string())]));
-    api.create(&PostParams::default(), &marker).await.context("creating the end marker")?;
+    api.create(&PostParams::default(), &marker)
+        .await
+        .context("creating the end marker")?;
     let drain_deadline = Instant::now() + cfg.drain_timeout;
-    while Instant::now() < drain_deadline && !logs.iter().all(|l| l.lock().done || !l.lock().errors.is_empty()) {
+    while Instant::now() < drain_deadline
+        && !logs
+            .iter()
+            .all(|l| l.lock().done || !l.lock().errors.is_empty())
+    {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     for t in &watcher_tasks {
@@ -434,46 +532,113 @@ pub async fn run(cfg: &LoadConfig) -> Result<LoadOutcome> {
         lat.extend_from_slice(&l.latencies_us);
     }
     let rate_ok = achieved >= 0.95 * cfg.rate;
-    let ok = total.total() == 0 && watchers_failed == 0 && write_errors.is_empty() && rate_ok && cfg.watchers == logs.len();
+    let ok = total.total() == 0
+        && watchers_failed == 0
+        && write_errors.is_empty()
+        && rate_ok
+        && cfg.watchers == logs.len();
 
     let mut r = Report::new("load");
-    r.ctx("watchers", cfg.watchers as u64).ctx("writers", cfg.writers as u64).ctx("objects", (cfg.writers * cfg.objects_per_writer) as u64);
-    r.ctx("target_rate", cfg.rate).ctx("seconds", secs(cfg.duration)).ctx("delete_every", cfg.delete_every);
+    r.ctx("watchers", cfg.watchers as u64)
+        .ctx("writers", cfg.writers as u64)
+        .ctx("objects", (cfg.writers * cfg.objects_per_writer) as u64);
+    r.ctx("target_rate", cfg.rate)
+        .ctx("seconds", secs(cfg.duration))
+        .ctx("delete_every", cfg.delete_every);
     r.row_target("writes committed", committed.len() as f64, "", "", None);
-    r.row_target("write rate achieved", achieved, "writes/s", &format!(">= {:.0}", 0.95 * cfg.rate), Some(achieved / cfg.rate));
-    r.row("write latency p50", percentile(&write_lat, 50.0) / 1e3, "ms");
-    r.row("write latency p99", percentile(&write_lat, 99.0) / 1e3, "ms");
+    r.row_target(
+        "write rate achieved",
+        achieved,
+        "writes/s",
+        &format!(">= {:.0}", 0.95 * cfg.rate),
+        Some(achieved / cfg.rate),
+    );
+    r.row(
+        "write latency p50",
+        percentile(&write_lat, 50.0) / 1e3,
+        "ms",
+    );
+    r.row(
+        "write latency p99",
+        percentile(&write_lat, 99.0) / 1e3,
+        "ms",
+    );
     r.row("events delivered (all watchers)", delivered as f64, "");
-    r.row("events expected (all watchers)", (committed.len() * cfg.watchers) as f64, "");
+    r.row(
+        "events expected (all watchers)",
+        (committed.len() * cfg.watchers) as f64,
+        "",
+    );
     r.row_target("lost", total.lost as f64, "", "0", None);
     r.row_target("duplicated", total.duplicated as f64, "", "0", None);
     r.row_target("out of order", total.out_of_order as f64, "", "0", None);
     r.row_target("unexpected", total.unexpected as f64, "", "0", None);
-    r.row_target("wrong resourceVersion", total.wrong_rv as f64, "", "0", None);
+    r.row_target(
+        "wrong resourceVersion",
+        total.wrong_rv as f64,
+        "",
+        "0",
+        None,
+    );
     r.row_target("watchers failed", watchers_failed as f64, "", "0", None);
     r.row_target("watchers not drained", not_done as f64, "", "0", None);
     r.row_target("410 Expired", expired as f64, "", "0", None);
     r.row("watch reconnects (resumed)", reconnects as f64, "");
-    r.row("write -> watcher latency p50", percentile(&lat, 50.0) / 1e3, "ms");
-    r.row("write -> watcher latency p99", percentile(&lat, 99.0) / 1e3, "ms");
-    r.row("write -> watcher latency max", lat.iter().cloned().fold(0.0, f64::max) / 1e3, "ms");
-    r.row("RSS", rss as f64 / 1048576.0, "MiB").row("RSS peak", hwm as f64 / 1048576.0, "MiB");
+    r.row(
+        "write -> watcher latency p50",
+        percentile(&lat, 50.0) / 1e3,
+        "ms",
+    );
+    r.row(
+        "write -> watcher latency p99",
+        percentile(&lat, 99.0) / 1e3,
+        "ms",
+    );
+    r.row(
+        "write -> watcher latency max",
+        lat.iter().cloned().fold(0.0, f64::max) / 1e3,
+        "ms",
+    );
+    r.row("RSS", rss as f64 / 1048576.0, "MiB")
+        .row("RSS peak", hwm as f64 / 1048576.0, "MiB");
     r.row_target("write errors", write_errors.len() as f64, "", "0", None);
     let mut problems = Vec::new();
     if total.total() > 0 {
         problems.push(format!("{} watch-event violations", total.total()));
     }
     if watchers_failed > 0 {
-        problems.push(format!("{} of {} watchers failed", watchers_failed, cfg.watchers));
+        problems.push(format!(
+            "{} of {} watchers failed",
+            watchers_failed, cfg.watchers
+        ));
     }
     if !write_errors.is_empty() {
-        problems.push(format!("write errors: {}", write_errors.iter().take(3).cloned().collect::<Vec<_>>().join("; ")));
+        problems.push(format!(
+            "write errors: {}",
+            write_errors
+                .iter()
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
     }
     if !watch_errors.is_empty() {
-        problems.push(format!("watch errors: {}", watch_errors.iter().take(3).cloned().collect::<Vec<_>>().join("; ")));
+        problems.push(format!(
+            "watch errors: {}",
+            watch_errors
+                .iter()
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
     }
     if !rate_ok {
-        problems.push(format!("write rate {:.0}/s below 95% of {:.0}/s", achieved, cfg.rate));
+        problems.push(format!(
+            "write rate {:.0}/s below 95% of {:.0}/s",
+            achieved, cfg.rate
+        ));
     }
     if ok {
         r.verdict(
@@ -491,7 +656,11 @@ pub async fn run(cfg: &LoadConfig) -> Result<LoadOutcome> {
         r.verdict(false, problems.join("; "));
     }
     server.stop().await;
-    Ok(LoadOutcome { report: r, violations: total, ok })
+    Ok(LoadOutcome {
+        report: r,
+        violations: total,
+        ok,
+    })
 }
 
 #[cfg(test)]
@@ -499,10 +668,22 @@ mod tests {
     use super::*;
 
     fn com(uid: &str, name: &str, kind: Kind, seq: u64, rv: Option<u64>) -> Committed {
-        Committed { uid: uid.into(), name: name.into(), kind, seq, rv }
+        Committed {
+            uid: uid.into(),
+            name: name.into(),
+            kind,
+            seq,
+            rv,
+        }
     }
     fn obs(uid: &str, name: &str, kind: Kind, seq: u64, rv: u64) -> Observed {
-        Observed { uid: uid.into(), name: name.into(), kind, seq, rv }
+        Observed {
+            uid: uid.into(),
+            name: name.into(),
+            kind,
+            seq,
+            rv,
+        }
     }
 
     fn history() -> (Vec<Committed>, Vec<Observed>) {
@@ -550,7 +731,10 @@ mod tests {
         let (c, mut o) = history();
         o.swap(2, 3);
         let v = verify(&c, &o);
-        assert!(v.out_of_order >= 1 && v.lost == 0 && v.duplicated == 0, "{v:?}");
+        assert!(
+            v.out_of_order >= 1 && v.lost == 0 && v.duplicated == 0,
+            "{v:?}"
+        );
     }
 
     #[test]

@@ -14,7 +14,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Parser)]
-#[command(name = "faultline-bench", about = "Performance, scale and reliability benchmarks of faultline-sim (ratios measured in one run)")]
+#[command(
+    name = "faultline-bench",
+    about = "Performance, scale and reliability benchmarks of faultline-sim (ratios measured in one run)"
+)]
 struct Cli {
     /// Print the result as JSON instead of a table.
     #[arg(long, global = true)]
@@ -107,30 +110,100 @@ enum Cmd {
 async fn main() -> Result<()> {
     let cli = Cli::parse();
     let report = match cli.cmd {
-        Cmd::Start { reps, workers, timing_scale } => {
-            start::run(&start::StartConfig { repetitions: reps, workers, timing_scale, ..Default::default() }).await?
+        Cmd::Start {
+            reps,
+            workers,
+            timing_scale,
+        } => {
+            start::run(&start::StartConfig {
+                repetitions: reps,
+                workers,
+                timing_scale,
+                ..Default::default()
+            })
+            .await?
         }
-        Cmd::Throughput { duration, connections, rounds } => {
-            throughput::run(&throughput::ThroughputConfig { duration: Duration::from_secs_f64(duration), connections, rounds, ..Default::default() }).await?
+        Cmd::Throughput {
+            duration,
+            connections,
+            rounds,
+        } => {
+            throughput::run(&throughput::ThroughputConfig {
+                duration: Duration::from_secs_f64(duration),
+                connections,
+                rounds,
+                ..Default::default()
+            })
+            .await?
         }
-        Cmd::Scale { nodes, pods, namespaces, mode, watchers, fanout_writes, connections, timing_scale } => {
+        Cmd::Scale {
+            nodes,
+            pods,
+            namespaces,
+            mode,
+            watchers,
+            fanout_writes,
+            connections,
+            timing_scale,
+        } => {
             let mode = match mode.as_str() {
                 "full" => scale::Mode::Full,
                 "api" => scale::Mode::Api,
                 other => anyhow::bail!("--mode must be full or api, not {other:?}"),
             };
-            scale::run(&scale::ScaleConfig { nodes, pods, namespaces, mode, watchers, fanout_writes, connections, timing_scale, ..Default::default() }).await?
+            scale::run(&scale::ScaleConfig {
+                nodes,
+                pods,
+                namespaces,
+                mode,
+                watchers,
+                fanout_writes,
+                connections,
+                timing_scale,
+                ..Default::default()
+            })
+            .await?
         }
-        Cmd::Load { watchers, rate, duration, writers, objects_per_writer } => {
-            let cfg = load::LoadConfig { watchers, rate, duration: Duration::from_secs_f64(duration), writers, objects_per_writer, ..Default::default() };
+        Cmd::Load {
+            watchers,
+            rate,
+            duration,
+            writers,
+            objects_per_writer,
+        } => {
+            let cfg = load::LoadConfig {
+                watchers,
+                rate,
+                duration: Duration::from_secs_f64(duration),
+                writers,
+                objects_per_writer,
+                ..Default::default()
+            };
             load::run(&cfg).await?.report
         }
-        Cmd::Pack { faultline, scenarios, jobs, seed } => {
+        Cmd::Pack {
+            faultline,
+            scenarios,
+            jobs,
+            seed,
+        } => {
             let d = pack::PackConfig::default();
-            let cfg = pack::PackConfig { faultline: faultline.unwrap_or(d.faultline.clone()), scenarios: scenarios.unwrap_or(d.scenarios.clone()), jobs, seed, ..d };
+            let cfg = pack::PackConfig {
+                faultline: faultline.unwrap_or(d.faultline.clone()),
+                scenarios: scenarios.unwrap_or(d.scenarios.clone()),
+                jobs,
+                seed,
+                ..d
+            };
             tokio::task::spawn_blocking(move || pack::run(&cfg)).await??
         }
-        Cmd::Detect { reps } => detect::run(&detect::DetectConfig { repetitions: reps, ..Default::default() }).await?,
+        Cmd::Detect { reps } => {
+            detect::run(&detect::DetectConfig {
+                repetitions: reps,
+                ..Default::default()
+            })
+            .await?
+        }
     };
     report.print(cli.json);
     if !report.pass {

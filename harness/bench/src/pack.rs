@@ -25,13 +25,23 @@ pub struct PackConfig {
 impl Default for PackConfig {
     fn default() -> Self {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-        PackConfig { faultline: root.join("target/debug/faultline"), scenarios: root.join("scenarios"), jobs: 1, seed: 20261203, target_overhead: 0.10, extra_args: vec![] }
+        PackConfig {
+            faultline: root.join("target/debug/faultline"),
+            scenarios: root.join("scenarios"),
+            jobs: 1,
+            seed: 20261203,
+            target_overhead: 0.10,
+            extra_args: vec![],
+        }
     }
 }
 
 /// Time a scenario asks to spend in its own steps: sleeps and expectations waiting.
 pub fn waiting_ms(scenario: &Value) -> u64 {
-    scenario["steps"].as_array().into_iter().flatten()
+    scenario["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
         .filter(|s| matches!(s["kind"].as_str(), Some("sleep" | "expect")))
         .map(|s| s["durationMs"].as_u64().unwrap_or(0))
         .sum()
@@ -39,16 +49,27 @@ pub fn waiting_ms(scenario: &Value) -> u64 {
 
 pub fn run(cfg: &PackConfig) -> Result<Report> {
     if !cfg.faultline.is_file() {
-        bail!("{} not found: build it first (cargo build --workspace --bins)", cfg.faultline.display());
+        bail!(
+            "{} not found: build it first (cargo build --workspace --bins)",
+            cfg.faultline.display()
+        );
     }
     let out = tempfile::tempdir()?;
     let json = out.path().join("report.json");
     let t0 = Instant::now();
     let status = Command::new(&cfg.faultline)
-        .arg("run").arg(&cfg.scenarios)
-        .args(["--jobs", &cfg.jobs.to_string(), "--seed", &cfg.seed.to_string()])
-        .arg("--report-dir").arg(out.path())
-        .arg("--json").arg(&json)
+        .arg("run")
+        .arg(&cfg.scenarios)
+        .args([
+            "--jobs",
+            &cfg.jobs.to_string(),
+            "--seed",
+            &cfg.seed.to_string(),
+        ])
+        .arg("--report-dir")
+        .arg(out.path())
+        .arg("--json")
+        .arg(&json)
         .args(&cfg.extra_args)
         .stdout(std::process::Stdio::null())
         .status()
@@ -67,17 +88,41 @@ pub fn run(cfg: &PackConfig) -> Result<Report> {
         sum_ms += d;
         sum_wait += w;
         let name = s["name"].as_str().unwrap_or("?");
-        r.row(&format!("{name}: overhead"), d.saturating_sub(w) as f64, "ms");
+        r.row(
+            &format!("{name}: overhead"),
+            d.saturating_sub(w) as f64,
+            "ms",
+        );
     }
     let overhead_ms = wall_ms - sum_wait as f64;
     let ratio = overhead_ms / wall_ms;
     r.row("pack wall time", wall_ms / 1000.0, "s");
     r.row("sum of scenario durations", sum_ms as f64 / 1000.0, "s");
-    r.row("sum of sleeps and expectation waits", sum_wait as f64 / 1000.0, "s");
-    r.row("outside scenarios (start-up, reports)", (wall_ms - sum_ms as f64).max(0.0) / 1000.0, "s");
-    r.row_target("harness overhead (wall - waits) / wall", ratio * 100.0, "%", &format!("< {:.0} %", cfg.target_overhead * 100.0), Some(ratio / cfg.target_overhead));
-    let passed = scenarios.iter().filter(|s| s["verdict"] == "passed").count();
-    r.ctx("jobs", cfg.jobs as u64).ctx("scenarios", scenarios.len() as u64).ctx("passed", passed as u64).ctx("seed", cfg.seed);
+    r.row(
+        "sum of sleeps and expectation waits",
+        sum_wait as f64 / 1000.0,
+        "s",
+    );
+    r.row(
+        "outside scenarios (start-up, reports)",
+        (wall_ms - sum_ms as f64).max(0.0) / 1000.0,
+        "s",
+    );
+    r.row_target(
+        "harness overhead (wall - waits) / wall",
+        ratio * 100.0,
+        "%",
+        &format!("< {:.0} %", cfg.target_overhead * 100.0),
+        Some(ratio / cfg.target_overhead),
+    );
+    let passed = scenarios
+        .iter()
+        .filter(|s| s["verdict"] == "passed")
+        .count();
+    r.ctx("jobs", cfg.jobs as u64)
+        .ctx("scenarios", scenarios.len() as u64)
+        .ctx("passed", passed as u64)
+        .ctx("seed", cfg.seed);
     let all_passed = passed == scenarios.len() && !scenarios.is_empty();
     r.verdict(all_passed && ratio < cfg.target_overhead, format!(
         "{:.1} % of the pack's wall time is harness overhead ({:.1} s of {:.1} s) vs target < {:.0} %; {passed}/{} scenarios passed",

@@ -26,16 +26,41 @@ pub struct Report {
 
 impl Report {
     pub fn new(name: &str) -> Self {
-        Report { name: name.into(), rows: vec![], pass: true, verdict: String::new(), context: Map::new() }
+        Report {
+            name: name.into(),
+            rows: vec![],
+            pass: true,
+            verdict: String::new(),
+            context: Map::new(),
+        }
     }
 
     pub fn row(&mut self, metric: &str, value: f64, unit: &str) -> &mut Self {
-        self.rows.push(Row { metric: metric.into(), value, unit: unit.into(), target: String::new(), ratio: None });
+        self.rows.push(Row {
+            metric: metric.into(),
+            value,
+            unit: unit.into(),
+            target: String::new(),
+            ratio: None,
+        });
         self
     }
 
-    pub fn row_target(&mut self, metric: &str, value: f64, unit: &str, target: &str, ratio: Option<f64>) -> &mut Self {
-        self.rows.push(Row { metric: metric.into(), value, unit: unit.into(), target: target.into(), ratio });
+    pub fn row_target(
+        &mut self,
+        metric: &str,
+        value: f64,
+        unit: &str,
+        target: &str,
+        ratio: Option<f64>,
+    ) -> &mut Self {
+        self.rows.push(Row {
+            metric: metric.into(),
+            value,
+            unit: unit.into(),
+            target: target.into(),
+            ratio,
+        });
         self
     }
 
@@ -78,7 +103,15 @@ impl Report {
         let cells: Vec<[String; 5]> = self
             .rows
             .iter()
-            .map(|r| [r.metric.clone(), fmt_v(r.value), r.unit.clone(), r.target.clone(), r.ratio.map(|x| format!("{:.3}x", x)).unwrap_or_default()])
+            .map(|r| {
+                [
+                    r.metric.clone(),
+                    fmt_v(r.value),
+                    r.unit.clone(),
+                    r.target.clone(),
+                    r.ratio.map(|x| format!("{:.3}x", x)).unwrap_or_default(),
+                ]
+            })
             .collect();
         let head = ["metric", "value", "unit", "target", "ratio"];
         let mut w = head.map(str::len);
@@ -88,27 +121,56 @@ impl Report {
             }
         }
         let line = |c: &[String; 5]| {
-            format!("| {:<w0$} | {:>w1$} | {:<w2$} | {:<w3$} | {:>w4$} |", c[0], c[1], c[2], c[3], c[4], w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4])
+            format!(
+                "| {:<w0$} | {:>w1$} | {:<w2$} | {:<w3$} | {:>w4$} |",
+                c[0],
+                c[1],
+                c[2],
+                c[3],
+                c[4],
+                w0 = w[0],
+                w1 = w[1],
+                w2 = w[2],
+                w3 = w[3],
+                w4 = w[4]
+            )
         };
         let mut out = format!("== {} ==\n", self.name);
         if !self.context.is_empty() {
-            let ctx: Vec<String> = self.context.iter().map(|(k, v)| format!("{}={}", k, v)).collect();
+            let ctx: Vec<String> = self
+                .context
+                .iter()
+                .map(|(k, v)| format!("{}={}", k, v))
+                .collect();
             out += &format!("   {}\n", ctx.join(" "));
         }
         out += &line(&head.map(String::from));
         out.push('\n');
-        out += &format!("|{}|\n", w.iter().map(|n| "-".repeat(n + 2)).collect::<Vec<_>>().join("|"));
+        out += &format!(
+            "|{}|\n",
+            w.iter()
+                .map(|n| "-".repeat(n + 2))
+                .collect::<Vec<_>>()
+                .join("|")
+        );
         for c in &cells {
             out += &line(c);
             out.push('\n');
         }
-        out += &format!("{}: {}\n", if self.pass { "PASS" } else { "FAIL" }, self.verdict);
+        out += &format!(
+            "{}: {}\n",
+            if self.pass { "PASS" } else { "FAIL" },
+            self.verdict
+        );
         out
     }
 
     pub fn print(&self, json: bool) {
         if json {
-            println!("{}", serde_json::to_string_pretty(&self.to_json()).unwrap_or_default());
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&self.to_json()).unwrap_or_default()
+            );
         } else {
             print!("{}", self.render_table());
         }
@@ -122,10 +184,14 @@ mod tests {
     #[test]
     fn table_and_json_carry_rows_and_verdict() {
         let mut r = Report::new("demo");
-        r.row_target("latency p99", 0.0123, "s", "< 0.05 s", Some(0.246)).row("count", 3.0, "");
+        r.row_target("latency p99", 0.0123, "s", "< 0.05 s", Some(0.246))
+            .row("count", 3.0, "");
         r.verdict(false, "p99 over target");
         let t = r.render_table();
-        assert!(t.contains("latency p99") && t.contains("0.0123") && t.contains("0.246x"), "{t}");
+        assert!(
+            t.contains("latency p99") && t.contains("0.0123") && t.contains("0.246x"),
+            "{t}"
+        );
         assert!(t.trim_end().ends_with("FAIL: p99 over target"), "{t}");
         let j = r.to_json();
         assert_eq!(j["pass"], false);

@@ -84,12 +84,23 @@ fn pod_body(ns: &str, name: &str, node: Option<&str>) -> Vec<u8> {
 
 /// The three longest informer queues (a follower behind keeps every queued version alive).
 fn backlogs(store: &faultline_sim::store::Store) -> String {
-    store.informer_backlogs().into_iter().take(3).map(|(at, n)| format!("{at} {n}")).collect::<Vec<_>>().join(", ")
+    store
+        .informer_backlogs()
+        .into_iter()
+        .take(3)
+        .map(|(at, n)| format!("{at} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn count_pods(server: &SimServer, pred: &dyn Fn(&Value) -> bool) -> usize {
     let key = faultline_sim::resources::ResourceKey::new("", "pods");
-    server.api.store.list(&key, None, None, None, pred).items.len()
+    server
+        .api
+        .store
+        .list(&key, None, None, None, pred)
+        .items
+        .len()
 }
 
 fn phase_running(p: &Value) -> bool {
@@ -103,21 +114,34 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
         Mode::Full => {
             let mut o = SimOptions::full(cfg.nodes, Timing::scaled(cfg.timing_scale));
             // Room for the node CPU/memory of 100 pods each is the default allocatable.
-            o.cluster = Some(ClusterOptions { timing: Timing::scaled(cfg.timing_scale), ..Default::default() });
+            o.cluster = Some(ClusterOptions {
+                timing: Timing::scaled(cfg.timing_scale),
+                ..Default::default()
+            });
             o
         }
         Mode::Api => SimOptions::with_workers(cfg.nodes),
     };
     let server = SimServer::start(opts).await?;
     let node_key = faultline_sim::resources::ResourceKey::new("", "nodes");
-    let want_nodes = if cfg.mode == Mode::Full { cfg.nodes + 1 } else { cfg.nodes };
+    let want_nodes = if cfg.mode == Mode::Full {
+        cfg.nodes + 1
+    } else {
+        cfg.nodes
+    };
     // Nodes registered and Ready (kubelets post Ready on registration).
     loop {
         let ready = server
             .api
             .store
             .list(&node_key, None, None, None, &|n| {
-                n.pointer("/status/conditions").and_then(Value::as_array).map(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True")).unwrap_or(false)
+                n.pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .map(|cs| {
+                        cs.iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                    })
+                    .unwrap_or(false)
             })
             .items
             .len();
@@ -125,7 +149,10 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
             break;
         }
         if t0.elapsed() > cfg.settle_timeout {
-            bail!("only {ready}/{want_nodes} nodes Ready after {:?}", cfg.settle_timeout);
+            bail!(
+                "only {ready}/{want_nodes} nodes Ready after {:?}",
+                cfg.settle_timeout
+            );
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -135,9 +162,24 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     // Namespaces.
     let mut c = target.connect().await?;
     for n in 0..cfg.namespaces {
-        let body = serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("scale-{:02}", n)}}))?;
-        let (st, b) = send(&mut c, target.request("POST", "/api/v1/namespaces", Some(Bytes::from(body)), Some("application/json"))).await?;
-        ensure!(st.is_success(), "creating namespace: {st} {}", String::from_utf8_lossy(&b));
+        let body = serde_json::to_vec(
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("scale-{:02}", n)}}),
+        )?;
+        let (st, b) = send(
+            &mut c,
+            target.request(
+                "POST",
+                "/api/v1/namespaces",
+                Some(Bytes::from(body)),
+                Some("application/json"),
+            ),
+        )
+        .await?;
+        ensure!(
+            st.is_success(),
+            "creating namespace: {st} {}",
+            String::from_utf8_lossy(&b)
+        );
     }
     // Pods, over `connections` keep-alive connections.
     let rv_before = server.api.store.current_rv();
@@ -160,8 +202,21 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
                 let node = (mode == Mode::Api).then(|| node_name(1 + i % nodes));
                 let body = pod_body(&ns, &format!("pod-{:06}", i), node.as_deref());
                 let t = Instant::now();
-                let (st, b) = send(&mut c, target.request("POST", &format!("/api/v1/namespaces/{}/pods", ns), Some(Bytes::from(body)), Some("application/json"))).await?;
-                ensure!(st.is_success(), "creating pod {i}: {st} {}", String::from_utf8_lossy(&b));
+                let (st, b) = send(
+                    &mut c,
+                    target.request(
+                        "POST",
+                        &format!("/api/v1/namespaces/{}/pods", ns),
+                        Some(Bytes::from(body)),
+                        Some("application/json"),
+                    ),
+                )
+                .await?;
+                ensure!(
+                    st.is_success(),
+                    "creating pod {i}: {st} {}",
+                    String::from_utf8_lossy(&b)
+                );
                 lat.push(t.elapsed().as_secs_f64());
             }
         }));
@@ -198,13 +253,23 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     if cfg.mode == Mode::Full {
         let mut last_progress = Instant::now();
         loop {
-            let n = count_pods(&server, &|p| phase_running(p) && p.pointer("/metadata/namespace").and_then(Value::as_str).map(|n| n.starts_with("scale-")).unwrap_or(false));
+            let n = count_pods(&server, &|p| {
+                phase_running(p)
+                    && p.pointer("/metadata/namespace")
+                        .and_then(Value::as_str)
+                        .map(|n| n.starts_with("scale-"))
+                        .unwrap_or(false)
+            });
             if n >= cfg.pods {
                 running_secs = secs(t_create.elapsed());
                 break;
             }
             if t_create.elapsed() > cfg.settle_timeout {
-                bail!("only {n}/{} pods Running after {:?}", cfg.pods, cfg.settle_timeout);
+                bail!(
+                    "only {n}/{} pods Running after {:?}",
+                    cfg.pods,
+                    cfg.settle_timeout
+                );
             }
             if last_progress.elapsed() >= Duration::from_secs(10) {
                 last_progress = Instant::now();
@@ -218,31 +283,84 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     let total_pods = count_pods(&server, &|_| true);
     let (rss, hwm) = rss_bytes();
     let events_key = faultline_sim::resources::ResourceKey::new("", "events");
-    let per_type: Vec<_> = server.api.store.resource_keys().into_iter().map(|k| { let n = server.api.store.count(&k); (k, n) }).collect();
+    let per_type: Vec<_> = server
+        .api
+        .store
+        .resource_keys()
+        .into_iter()
+        .map(|k| {
+            let n = server.api.store.count(&k);
+            (k, n)
+        })
+        .collect();
     let stored: usize = per_type.iter().map(|(_, n)| n).sum();
-    let events: usize = per_type.iter().filter(|(k, _)| *k == events_key).map(|(_, n)| n).sum();
+    let events: usize = per_type
+        .iter()
+        .filter(|(k, _)| *k == events_key)
+        .map(|(_, n)| n)
+        .sum();
     // What one pod and one Event take as stored: the JSON value and its encoding (a sample).
     let sizes = |key: &faultline_sim::resources::ResourceKey| {
-        let items = server.api.store.list(key, None, None, Some(2000), &|_| true).items;
+        let items = server
+            .api
+            .store
+            .list(key, None, None, Some(2000), &|_| true)
+            .items;
         let n = items.len().max(1) as f64;
         let heap: usize = items.iter().map(|v| value_heap_bytes(v)).sum();
-        let json: usize = items.iter().map(|v| serde_json::to_vec(&**v).map(|b| b.len()).unwrap_or(0)).sum();
+        let json: usize = items
+            .iter()
+            .map(|v| serde_json::to_vec(&**v).map(|b| b.len()).unwrap_or(0))
+            .sum();
         (heap as f64 / n / 1024.0, json as f64 / n / 1024.0)
     };
     // Every stored object's JSON value, summed (Events are kept as their encoding only): what
     // the store takes beside the encodings; the rest of the RSS is the components' own state,
     // history, buffers and the allocator.
-    let store_heap: usize = per_type.iter().filter(|(k, _)| *k != events_key).map(|(k, _)| server.api.store.list(k, None, None, None, &|_| true).items.iter().map(|v| value_heap_bytes(v)).sum::<usize>()).sum();
+    let store_heap: usize = per_type
+        .iter()
+        .filter(|(k, _)| *k != events_key)
+        .map(|(k, _)| {
+            server
+                .api
+                .store
+                .list(k, None, None, None, &|_| true)
+                .items
+                .iter()
+                .map(|v| value_heap_bytes(v))
+                .sum::<usize>()
+        })
+        .sum();
     let (pod_heap, pod_json) = sizes(&faultline_sim::resources::ResourceKey::new("", "pods"));
     if std::env::var_os("FAULTLINE_BENCH_POD_SHAPE").is_some() {
         // Where a pod's heap goes, by part (for the profile in docs/performance.md).
-        let pods = server.api.store.list(&faultline_sim::resources::ResourceKey::new("", "pods"), None, None, Some(2000), &|_| true).items;
+        let pods = server
+            .api
+            .store
+            .list(
+                &faultline_sim::resources::ResourceKey::new("", "pods"),
+                None,
+                None,
+                Some(2000),
+                &|_| true,
+            )
+            .items;
         for part in ["/metadata/managedFields", "/metadata", "/spec", "/status"] {
-            let h: usize = pods.iter().filter_map(|p| p.pointer(part)).map(value_heap_bytes).sum();
-            eprintln!("pod shape: {part}: {:.1} KiB", h as f64 / pods.len().max(1) as f64 / 1024.0);
+            let h: usize = pods
+                .iter()
+                .filter_map(|p| p.pointer(part))
+                .map(value_heap_bytes)
+                .sum();
+            eprintln!(
+                "pod shape: {part}: {:.1} KiB",
+                h as f64 / pods.len().max(1) as f64 / 1024.0
+            );
         }
         if let Some(p) = pods.iter().find(|p| p.pointer("/status/podIP").is_some()) {
-            eprintln!("pod shape: example {}", serde_json::to_string(&**p).unwrap_or_default());
+            eprintln!(
+                "pod shape: example {}",
+                serde_json::to_string(&**p).unwrap_or_default()
+            );
         }
     }
     let (event_heap, event_json) = sizes(&events_key);
@@ -254,7 +372,8 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     let mut n_listed = 0;
     for _ in 0..cfg.list_repetitions.max(1) {
         let t = Instant::now();
-        let (st, len, items) = send_counting_items(&mut c, target.request("GET", "/api/v1/pods", None, None)).await?;
+        let (st, len, items) =
+            send_counting_items(&mut c, target.request("GET", "/api/v1/pods", None, None)).await?;
         ensure!(st.is_success(), "LIST pods: {st}");
         list_all.push(secs(t.elapsed()));
         list_bytes = len;
@@ -265,7 +384,16 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     let mut node_items = 0;
     for _ in 0..(cfg.list_repetitions.max(1) * 4) {
         let t = Instant::now();
-        let (st, b) = send(&mut c, target.request("GET", &format!("/api/v1/pods?fieldSelector=spec.nodeName%3D{}", one_node), None, None)).await?;
+        let (st, b) = send(
+            &mut c,
+            target.request(
+                "GET",
+                &format!("/api/v1/pods?fieldSelector=spec.nodeName%3D{}", one_node),
+                None,
+                None,
+            ),
+        )
+        .await?;
         ensure!(st.is_success(), "LIST pods by node: {st}");
         list_node.push(secs(t.elapsed()));
         node_items = count_items(&b)?;
@@ -276,43 +404,147 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     let (_, run_hwm) = rss_bytes();
 
     let mut r = Report::new("scale");
-    r.ctx("mode", if cfg.mode == Mode::Full { "full" } else { "api" }).ctx("nodes", cfg.nodes as u64).ctx("pods", cfg.pods as u64);
-    r.ctx("namespaces", cfg.namespaces as u64).ctx("watchers", cfg.watchers as u64).ctx("connections", cfg.connections as u64).ctx("timing_scale", cfg.timing_scale);
+    r.ctx(
+        "mode",
+        if cfg.mode == Mode::Full {
+            "full"
+        } else {
+            "api"
+        },
+    )
+    .ctx("nodes", cfg.nodes as u64)
+    .ctx("pods", cfg.pods as u64);
+    r.ctx("namespaces", cfg.namespaces as u64)
+        .ctx("watchers", cfg.watchers as u64)
+        .ctx("connections", cfg.connections as u64)
+        .ctx("timing_scale", cfg.timing_scale);
     r.row("nodes Ready after start", secs(t_nodes), "s");
     r.row("pods created", cfg.pods as f64, "");
     r.row("time to create all pods", create_secs, "s");
     r.row("create rate", cfg.pods as f64 / create_secs, "pods/s");
-    r.row("create latency p50", percentile(&create_lat, 50.0) * 1e3, "ms");
-    r.row("create latency p99", percentile(&create_lat, 99.0) * 1e3, "ms");
+    r.row(
+        "create latency p50",
+        percentile(&create_lat, 50.0) * 1e3,
+        "ms",
+    );
+    r.row(
+        "create latency p99",
+        percentile(&create_lat, 99.0) * 1e3,
+        "ms",
+    );
     if cfg.mode == Mode::Full {
-        r.row_target("create -> all pods Running", running_secs, "s", "< 120 s", Some(running_secs / 120.0));
+        r.row_target(
+            "create -> all pods Running",
+            running_secs,
+            "s",
+            "< 120 s",
+            Some(running_secs / 120.0),
+        );
     }
-    r.row("pods in store (incl. DaemonSet pods)", total_pods as f64, "");
-    r.row("store writes from the first create to the end of the wait, per pod", writes as f64 / cfg.pods.max(1) as f64, "");
-    r.row_target("RSS", rss as f64 / GIB, "GiB", "< 4 GiB", Some(rss as f64 / (4.0 * GIB)));
-    r.row_target("RSS peak", hwm as f64 / GIB, "GiB", "< 4 GiB", Some(hwm as f64 / (4.0 * GIB)));
+    r.row(
+        "pods in store (incl. DaemonSet pods)",
+        total_pods as f64,
+        "",
+    );
+    r.row(
+        "store writes from the first create to the end of the wait, per pod",
+        writes as f64 / cfg.pods.max(1) as f64,
+        "",
+    );
+    r.row_target(
+        "RSS",
+        rss as f64 / GIB,
+        "GiB",
+        "< 4 GiB",
+        Some(rss as f64 / (4.0 * GIB)),
+    );
+    r.row_target(
+        "RSS peak",
+        hwm as f64 / GIB,
+        "GiB",
+        "< 4 GiB",
+        Some(hwm as f64 / (4.0 * GIB)),
+    );
     r.row("RSS before start", rss0 as f64 / GIB, "GiB");
-    r.row("RSS with the nodes up, before any pod", rss_nodes as f64 / GIB, "GiB");
+    r.row(
+        "RSS with the nodes up, before any pod",
+        rss_nodes as f64 / GIB,
+        "GiB",
+    );
     r.row("objects stored (all types)", stored as f64, "");
     r.row("events stored", events as f64, "");
-    r.row("memory per stored object (RSS / objects)", rss.saturating_sub(rss0) as f64 / stored.max(1) as f64 / 1024.0, "KiB");
-    r.row("stored objects' JSON values, Events aside (heap, estimated)", store_heap as f64 / GIB, "GiB");
-    r.row("a pod as stored: JSON value (heap, estimated)", pod_heap, "KiB");
+    r.row(
+        "memory per stored object (RSS / objects)",
+        rss.saturating_sub(rss0) as f64 / stored.max(1) as f64 / 1024.0,
+        "KiB",
+    );
+    r.row(
+        "stored objects' JSON values, Events aside (heap, estimated)",
+        store_heap as f64 / GIB,
+        "GiB",
+    );
+    r.row(
+        "a pod as stored: JSON value (heap, estimated)",
+        pod_heap,
+        "KiB",
+    );
     r.row("a pod's JSON encoding", pod_json, "KiB");
-    r.row("an Event as a parsed JSON value (heap, estimated; not kept)", event_heap, "KiB");
-    r.row("an Event's JSON encoding (how Events are stored)", event_json, "KiB");
-    r.row("memory per pod (RSS growth from nodes up / pods, their events included)", rss.saturating_sub(rss_nodes) as f64 / cfg.pods.max(1) as f64 / 1024.0, "KiB");
-    r.row_target("RSS peak, whole run (LISTs and watchers included)", run_hwm as f64 / GIB, "GiB", "< 4 GiB", Some(run_hwm as f64 / (4.0 * GIB)));
+    r.row(
+        "an Event as a parsed JSON value (heap, estimated; not kept)",
+        event_heap,
+        "KiB",
+    );
+    r.row(
+        "an Event's JSON encoding (how Events are stored)",
+        event_json,
+        "KiB",
+    );
+    r.row(
+        "memory per pod (RSS growth from nodes up / pods, their events included)",
+        rss.saturating_sub(rss_nodes) as f64 / cfg.pods.max(1) as f64 / 1024.0,
+        "KiB",
+    );
+    r.row_target(
+        "RSS peak, whole run (LISTs and watchers included)",
+        run_hwm as f64 / GIB,
+        "GiB",
+        "< 4 GiB",
+        Some(run_hwm as f64 / (4.0 * GIB)),
+    );
     r.row("LIST all pods, median", median(&list_all), "s");
     r.row("LIST all pods, items", n_listed as f64, "");
     r.row("LIST all pods, body", list_bytes as f64 / 1048576.0, "MiB");
-    r.row("LIST one node's pods (fieldSelector), median", median(&list_node) * 1e3, "ms");
-    r.row("LIST one node's pods (fieldSelector), p99", percentile(&list_node, 99.0) * 1e3, "ms");
+    r.row(
+        "LIST one node's pods (fieldSelector), median",
+        median(&list_node) * 1e3,
+        "ms",
+    );
+    r.row(
+        "LIST one node's pods (fieldSelector), p99",
+        percentile(&list_node, 99.0) * 1e3,
+        "ms",
+    );
     r.row("LIST one node's pods, items", node_items as f64, "");
-    r.row("watch fan-out: write -> one watcher, p50", percentile(&fan, 50.0) * 1e3, "ms");
-    r.row("watch fan-out: write -> one watcher, p99", percentile(&fan, 99.0) * 1e3, "ms");
-    r.row("watch fan-out: write -> all watchers, p50", percentile(&fan_all, 50.0) * 1e3, "ms");
-    r.row("watch fan-out: write -> all watchers, p99", percentile(&fan_all, 99.0) * 1e3, "ms");
+    r.row(
+        "watch fan-out: write -> one watcher, p50",
+        percentile(&fan, 50.0) * 1e3,
+        "ms",
+    );
+    r.row(
+        "watch fan-out: write -> one watcher, p99",
+        percentile(&fan, 99.0) * 1e3,
+        "ms",
+    );
+    r.row(
+        "watch fan-out: write -> all watchers, p50",
+        percentile(&fan_all, 50.0) * 1e3,
+        "ms",
+    );
+    r.row(
+        "watch fan-out: write -> all watchers, p99",
+        percentile(&fan_all, 99.0) * 1e3,
+        "ms",
+    );
     r.row("watch fan-out samples", fan.len() as f64, "");
     let complete = fan.len() == cfg.watchers * cfg.fanout_writes;
     let in_time = cfg.mode != Mode::Full || running_secs <= 120.0;
@@ -343,7 +575,12 @@ async fn fanout(server: &SimServer, cfg: &ScaleConfig) -> Result<(Vec<f64>, Vec<
     let ns = "scale-00";
     let client = kube_client(server).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let rv = pods.list_metadata(&kube::api::ListParams::default().limit(1)).await?.metadata.resource_version.unwrap_or_default();
+    let rv = pods
+        .list_metadata(&kube::api::ListParams::default().limit(1))
+        .await?
+        .metadata
+        .resource_version
+        .unwrap_or_default();
     let epoch = Instant::now();
     let n = cfg.fanout_writes;
     // arrivals[write] = receive times (s since epoch) across watchers.
@@ -357,14 +594,24 @@ async fn fanout(server: &SimServer, cfg: &ScaleConfig) -> Result<(Vec<f64>, Vec<
         let ready = ready_tx.clone();
         tasks.push(tokio::spawn(async move {
             let wp = WatchParams::default().labels("fanout=true").timeout(290);
-            let Ok(stream) = api.watch(&wp, &rv).await else { return };
+            let Ok(stream) = api.watch(&wp, &rv).await else {
+                return;
+            };
             let _ = ready.send(()).await;
             let mut stream = Box::pin(stream);
             let mut got = 0;
             while let Ok(Some(ev)) = stream.try_next().await {
                 let now = epoch.elapsed().as_secs_f64();
                 if let WatchEvent::Added(p) | WatchEvent::Modified(p) = ev {
-                    let Some(w) = p.metadata.labels.as_ref().and_then(|l| l.get("fanout-write")).and_then(|s| s.parse::<usize>().ok()) else { continue };
+                    let Some(w) = p
+                        .metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get("fanout-write"))
+                        .and_then(|s| s.parse::<usize>().ok())
+                    else {
+                        continue;
+                    };
                     if w < n {
                         arrivals.lock().expect("arrivals")[w].push(now);
                         got += 1;
@@ -385,14 +632,23 @@ async fn fanout(server: &SimServer, cfg: &ScaleConfig) -> Result<(Vec<f64>, Vec<
     let mut sent = Vec::with_capacity(n);
     for w in 0..n {
         let name = format!("pod-{:06}", w * cfg.namespaces % cfg.pods.max(1));
-        let patch = json!({"metadata": {"labels": {"fanout": "true", "fanout-write": w.to_string()}}});
+        let patch =
+            json!({"metadata": {"labels": {"fanout": "true", "fanout-write": w.to_string()}}});
         let t = epoch.elapsed().as_secs_f64();
-        pods.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await.with_context(|| format!("patching {name}"))?;
+        pods.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .with_context(|| format!("patching {name}"))?;
         sent.push(t);
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline && arrivals.lock().expect("arrivals").iter().any(|a| a.len() < cfg.watchers) {
+    while Instant::now() < deadline
+        && arrivals
+            .lock()
+            .expect("arrivals")
+            .iter()
+            .any(|a| a.len() < cfg.watchers)
+    {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     for t in &tasks {

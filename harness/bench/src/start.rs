@@ -25,7 +25,12 @@ pub struct StartConfig {
 
 impl Default for StartConfig {
     fn default() -> Self {
-        StartConfig { repetitions: 10, workers: 3, timing_scale: 1.0, ready_timeout: Duration::from_secs(60) }
+        StartConfig {
+            repetitions: 10,
+            workers: 3,
+            timing_scale: 1.0,
+            ready_timeout: Duration::from_secs(60),
+        }
     }
 }
 
@@ -34,13 +39,19 @@ pub const TARGET: Duration = Duration::from_millis(500);
 /// One start: (to first list, to cluster ready).
 pub async fn once(cfg: &StartConfig) -> Result<(Duration, Duration)> {
     let t0 = Instant::now();
-    let server = SimServer::start(SimOptions::full(cfg.workers, Timing::scaled(cfg.timing_scale))).await?;
+    let server = SimServer::start(SimOptions::full(
+        cfg.workers,
+        Timing::scaled(cfg.timing_scale),
+    ))
+    .await?;
     let client = kube_client(&server).await?;
     let pods: Api<Pod> = Api::all(client.clone());
     let first_list = loop {
         match pods.list(&ListParams::default()).await {
             Ok(_) => break t0.elapsed(),
-            Err(_) if t0.elapsed() < cfg.ready_timeout => tokio::time::sleep(Duration::from_millis(1)).await,
+            Err(_) if t0.elapsed() < cfg.ready_timeout => {
+                tokio::time::sleep(Duration::from_millis(1)).await
+            }
             Err(e) => bail!("no successful list within {:?}: {e}", cfg.ready_timeout),
         }
     };
@@ -52,13 +63,20 @@ pub async fn once(cfg: &StartConfig) -> Result<(Duration, Duration)> {
         let ready_nodes = n
             .items
             .iter()
-            .filter(|n| n.status.as_ref().and_then(|s| s.conditions.as_ref()).map(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")).unwrap_or(false))
+            .filter(|n| {
+                n.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .map(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+                    .unwrap_or(false)
+            })
             .count();
         let d = ds.list(&ListParams::default()).await?;
         let ds_ready = !d.items.is_empty()
             && d.items.iter().all(|d| {
                 let s = d.status.clone().unwrap_or_default();
-                s.desired_number_scheduled as usize == cfg.workers && s.number_ready == s.desired_number_scheduled
+                s.desired_number_scheduled as usize == cfg.workers
+                    && s.number_ready == s.desired_number_scheduled
             });
         if ready_nodes == want_nodes && ds_ready {
             break t0.elapsed();
@@ -83,12 +101,47 @@ pub async fn run(cfg: &StartConfig) -> Result<Report> {
     let target = secs(TARGET);
     let (med, p95) = (median(&lists), percentile(&lists, 95.0));
     let mut r = Report::new("start");
-    r.ctx("repetitions", cfg.repetitions as u64).ctx("workers", cfg.workers as u64).ctx("longhorn", true).ctx("timing_scale", cfg.timing_scale);
-    r.row_target("start -> first list, median", med, "s", "< 0.5 s", Some(med / target));
-    r.row_target("start -> first list, p95", p95, "s", "< 0.5 s", Some(p95 / target));
-    r.row("start -> first list, max", lists.iter().cloned().fold(0.0, f64::max), "s");
-    r.row("start -> nodes Ready + Longhorn DaemonSets ready, median", median(&readies), "s");
-    r.row("start -> nodes Ready + Longhorn DaemonSets ready, p95", percentile(&readies, 95.0), "s");
-    r.verdict(p95 < target, format!("first successful list after {:.1} ms median, {:.1} ms p95: {:.3}x the 0.5 s target", med * 1e3, p95 * 1e3, p95 / target));
+    r.ctx("repetitions", cfg.repetitions as u64)
+        .ctx("workers", cfg.workers as u64)
+        .ctx("longhorn", true)
+        .ctx("timing_scale", cfg.timing_scale);
+    r.row_target(
+        "start -> first list, median",
+        med,
+        "s",
+        "< 0.5 s",
+        Some(med / target),
+    );
+    r.row_target(
+        "start -> first list, p95",
+        p95,
+        "s",
+        "< 0.5 s",
+        Some(p95 / target),
+    );
+    r.row(
+        "start -> first list, max",
+        lists.iter().cloned().fold(0.0, f64::max),
+        "s",
+    );
+    r.row(
+        "start -> nodes Ready + Longhorn DaemonSets ready, median",
+        median(&readies),
+        "s",
+    );
+    r.row(
+        "start -> nodes Ready + Longhorn DaemonSets ready, p95",
+        percentile(&readies, 95.0),
+        "s",
+    );
+    r.verdict(
+        p95 < target,
+        format!(
+            "first successful list after {:.1} ms median, {:.1} ms p95: {:.3}x the 0.5 s target",
+            med * 1e3,
+            p95 * 1e3,
+            p95 / target
+        ),
+    );
     Ok(r)
 }

@@ -26,7 +26,12 @@ pub struct ThroughputConfig {
 
 impl Default for ThroughputConfig {
     fn default() -> Self {
-        ThroughputConfig { duration: Duration::from_secs(12), connections: 8, rounds: 3, list_size: 100 }
+        ThroughputConfig {
+            duration: Duration::from_secs(12),
+            connections: 8,
+            rounds: 3,
+            list_size: 100,
+        }
     }
 }
 
@@ -53,7 +58,12 @@ impl Drive {
 }
 
 /// GET `path` on `connections` keep-alive connections for `dur`.
-pub async fn drive(target: &Target, path: &str, connections: usize, dur: Duration) -> Result<Drive> {
+pub async fn drive(
+    target: &Target,
+    path: &str,
+    connections: usize,
+    dur: Duration,
+) -> Result<Drive> {
     let mut conns = Vec::new();
     for _ in 0..connections {
         conns.push(target.connect().await?);
@@ -101,9 +111,17 @@ pub async fn run(cfg: &ThroughputConfig) -> Result<Report> {
     let sim = SimServer::start(SimOptions::with_workers(0)).await?;
     let sim_t = Target::new(sim.addr, &sim.ca_pem, Some(sim.token.clone()))?;
     let api = sim.api.clone();
-    let opts = WriteOptions { field_manager: Some("bench".into()), ..Default::default() };
+    let opts = WriteOptions {
+        field_manager: Some("bench".into()),
+        ..Default::default()
+    };
     let ns_rt = api.resource("", "v1", "namespaces")?;
-    api.create(&ns_rt, "", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}), &opts)?;
+    api.create(
+        &ns_rt,
+        "",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}),
+        &opts,
+    )?;
     let cm_rt = api.resource("", "v1", "configmaps")?;
     // The namespace controller adds kube-root-ca.crt; fill up to `list_size` with ours.
     let root_ca = async {
@@ -115,7 +133,10 @@ pub async fn run(cfg: &ThroughputConfig) -> Result<Report> {
         }
         false
     };
-    ensure!(root_ca.await, "kube-root-ca.crt never appeared in namespace bench");
+    ensure!(
+        root_ca.await,
+        "kube-root-ca.crt never appeared in namespace bench"
+    );
     for i in 0..cfg.list_size.saturating_sub(1) {
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": format!("cm-{:03}", i), "namespace": "bench", "labels": {"app": "bench", "index": i.to_string()}},
@@ -130,7 +151,11 @@ pub async fn run(cfg: &ThroughputConfig) -> Result<Report> {
     ensure!(st.is_success(), "sim LIST answered {st}");
     let listed: serde_json::Value = serde_json::from_slice(&list_body)?;
     let n_items = listed["items"].as_array().map(Vec::len).unwrap_or(0);
-    ensure!(n_items == cfg.list_size, "LIST returned {n_items} ConfigMaps, wanted {}", cfg.list_size);
+    ensure!(
+        n_items == cfg.list_size,
+        "LIST returned {n_items} ConfigMaps, wanted {}",
+        cfg.list_size
+    );
     let (st, get_body) = send(&mut c, sim_t.request("GET", get_path, None, None)).await?;
     ensure!(st.is_success(), "sim GET answered {st}");
     *bare.large.write().expect("large body") = list_body.clone();
@@ -138,7 +163,12 @@ pub async fn run(cfg: &ThroughputConfig) -> Result<Report> {
 
     let per_round = cfg.duration / cfg.rounds.max(1) as u32;
     let k = cfg.connections;
-    let (mut b_small, mut s_get, mut b_large, mut s_list) = (Drive::default(), Drive::default(), Drive::default(), Drive::default());
+    let (mut b_small, mut s_get, mut b_large, mut s_list) = (
+        Drive::default(),
+        Drive::default(),
+        Drive::default(),
+        Drive::default(),
+    );
     // Warm-up (TLS session set-up, allocator, caches).
     drive(&bare_t, "/small", k, Duration::from_millis(300)).await?;
     drive(&sim_t, get_path, k, Duration::from_millis(300)).await?;
@@ -153,16 +183,44 @@ pub async fn run(cfg: &ThroughputConfig) -> Result<Report> {
     let list_ratio_same = s_list.rps() / b_large.rps();
 
     let mut r = Report::new("throughput");
-    r.ctx("connections", k as u64).ctx("rounds", cfg.rounds as u64).ctx("seconds_per_target", secs(cfg.duration)).ctx("list_items", n_items as u64);
-    r.ctx("get_body_bytes", get_body.len() as u64).ctx("list_body_bytes", list_body.len() as u64);
+    r.ctx("connections", k as u64)
+        .ctx("rounds", cfg.rounds as u64)
+        .ctx("seconds_per_target", secs(cfg.duration))
+        .ctx("list_items", n_items as u64);
+    r.ctx("get_body_bytes", get_body.len() as u64)
+        .ctx("list_body_bytes", list_body.len() as u64);
     let lat = |d: &Drive, p| percentile(&d.latencies_us, p) / 1000.0;
     r.row("bare hyper, small JSON", b_small.rps(), "req/s");
-    r.row_target("sim GET configmap", s_get.rps(), "req/s", ">= 0.5x bare", Some(get_ratio));
+    r.row_target(
+        "sim GET configmap",
+        s_get.rps(),
+        "req/s",
+        ">= 0.5x bare",
+        Some(get_ratio),
+    );
     r.row("bare hyper, LIST-sized body", b_large.rps(), "req/s");
-    r.row_target("sim LIST 100 configmaps", s_list.rps(), "req/s", "vs bare small", Some(list_ratio_small));
-    r.row_target("sim LIST vs same-size bare body", s_list.rps(), "req/s", ">= 0.5x bare", Some(list_ratio_same));
-    for (name, d) in [("bare small", &b_small), ("sim GET", &s_get), ("bare LIST-sized", &b_large), ("sim LIST", &s_list)] {
-        r.row(&format!("{} latency p50", name), lat(d, 50.0), "ms").row(&format!("{} latency p99", name), lat(d, 99.0), "ms");
+    r.row_target(
+        "sim LIST 100 configmaps",
+        s_list.rps(),
+        "req/s",
+        "vs bare small",
+        Some(list_ratio_small),
+    );
+    r.row_target(
+        "sim LIST vs same-size bare body",
+        s_list.rps(),
+        "req/s",
+        ">= 0.5x bare",
+        Some(list_ratio_same),
+    );
+    for (name, d) in [
+        ("bare small", &b_small),
+        ("sim GET", &s_get),
+        ("bare LIST-sized", &b_large),
+        ("sim LIST", &s_list),
+    ] {
+        r.row(&format!("{} latency p50", name), lat(d, 50.0), "ms")
+            .row(&format!("{} latency p99", name), lat(d, 99.0), "ms");
     }
     let errors = b_small.errors + s_get.errors + b_large.errors + s_list.errors;
     r.row("errors", errors as f64, "");

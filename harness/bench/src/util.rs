@@ -43,7 +43,8 @@ pub const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 /// A kube-rs client configured from the server's kubeconfig, as a user's program would be.
 pub async fn kube_client(server: &SimServer) -> Result<kube::Client> {
     let kc = kube::config::Kubeconfig::from_yaml(&server.kubeconfig_yaml())?;
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?;
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await?;
     Ok(kube::Client::try_from(cfg)?)
 }
 
@@ -82,7 +83,11 @@ pub fn value_heap_bytes(v: &serde_json::Value) -> usize {
         Value::Object(m) if m.is_empty() => 0,
         Value::Object(m) => {
             let slots = (m.len() * 8 / 7).next_power_of_two().max(4);
-            m.len() * ENTRY + slots * (std::mem::size_of::<usize>() + 1) + m.iter().map(|(k, v)| k.capacity() + value_heap_bytes(v)).sum::<usize>()
+            m.len() * ENTRY
+                + slots * (std::mem::size_of::<usize>() + 1)
+                + m.iter()
+                    .map(|(k, v)| k.capacity() + value_heap_bytes(v))
+                    .sum::<usize>()
         }
         _ => 0,
     }

@@ -20,11 +20,30 @@ async fn watchers_under_write_load_see_every_event_once_and_in_order() {
     };
     let out = run(&cfg).await.expect("the load run");
     let table = out.report.render_table();
-    let value = |metric: &str| out.report.rows.iter().find(|r| r.metric == metric).map(|r| r.value).unwrap_or_else(|| panic!("no row {metric}:\n{table}"));
+    let value = |metric: &str| {
+        out.report
+            .rows
+            .iter()
+            .find(|r| r.metric == metric)
+            .map(|r| r.value)
+            .unwrap_or_else(|| panic!("no row {metric}:\n{table}"))
+    };
     // Enough writes to mean something: creates, updates and deletes of 40 objects.
     let committed = value("writes committed");
-    assert!(committed >= 300.0, "only {committed} writes committed:\n{table}");
-    assert_eq!(out.violations.total(), 0, "watch violations: {:?}\n{table}", out.violations);
-    assert_eq!(value("events delivered (all watchers)"), value("events expected (all watchers)"), "{table}");
+    assert!(
+        committed >= 300.0,
+        "only {committed} writes committed:\n{table}"
+    );
+    assert_eq!(
+        out.violations.total(),
+        0,
+        "watch violations: {:?}\n{table}",
+        out.violations
+    );
+    assert_eq!(
+        value("events delivered (all watchers)"),
+        value("events expected (all watchers)"),
+        "{table}"
+    );
     assert!(out.ok, "the load run failed:\n{table}");
 }

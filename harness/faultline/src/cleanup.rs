@@ -41,7 +41,9 @@ pub struct Restored {
 
 impl CleanupReport {
     pub fn ok(&self) -> bool {
-        self.restored.iter().all(|r| r.failed.is_empty()) && self.unreadable.is_empty() && self.provider_orphans.as_ref().is_none_or(|(_, ok)| *ok)
+        self.restored.iter().all(|r| r.failed.is_empty())
+            && self.unreadable.is_empty()
+            && self.provider_orphans.as_ref().is_none_or(|(_, ok)| *ok)
     }
 
     pub fn healed_count(&self) -> usize {
@@ -61,7 +63,11 @@ impl CleanupReport {
         }
         for r in &self.restored {
             let o = &r.owner;
-            let _ = writeln!(s, "journal {}: scenario {} of run {} (pid {} on {}, started {}): {}", r.journal, o.scenario, o.run_id, o.pid, o.host, o.started_at, r.why);
+            let _ = writeln!(
+                s,
+                "journal {}: scenario {} of run {} (pid {} on {}, started {}): {}",
+                r.journal, o.scenario, o.run_id, o.pid, o.host, o.started_at, r.why
+            );
             for h in &r.healed {
                 let _ = writeln!(s, "  healed {h}");
             }
@@ -70,7 +76,10 @@ impl CleanupReport {
             }
         }
         for (j, why) in &self.live {
-            let _ = writeln!(s, "journal {j}: left alone, its run is alive ({why}); --force heals it anyway");
+            let _ = writeln!(
+                s,
+                "journal {j}: left alone, its run is alive ({why}); --force heals it anyway"
+            );
         }
         for u in &self.unreadable {
             let _ = writeln!(s, "journal {u}: cannot be read, left in place");
@@ -83,9 +92,17 @@ impl CleanupReport {
 }
 
 /// Connect through `provider` and heal every stale journal (every journal, with `force`).
-pub async fn cleanup(provider: &dyn Provider, workdir: &Path, force: bool, op_timeout: Duration) -> Result<CleanupReport> {
+pub async fn cleanup(
+    provider: &dyn Provider,
+    workdir: &Path,
+    force: bool,
+    op_timeout: Duration,
+) -> Result<CleanupReport> {
     if let Some(orphans) = provider.heal_orphans(force) {
-        return Ok(CleanupReport { provider_orphans: Some(orphans.await?), ..Default::default() });
+        return Ok(CleanupReport {
+            provider_orphans: Some(orphans.await?),
+            ..Default::default()
+        });
     }
     if !provider.clusters_outlive_harness() {
         return Ok(CleanupReport {
@@ -93,10 +110,27 @@ pub async fn cleanup(provider: &dyn Provider, workdir: &Path, force: bool, op_ti
             ..Default::default()
         });
     }
-    let spec = ClusterSpec { name: "cleanup".into(), nodes: vec![], storage: None, sim: Default::default(), seed: 0, workdir: workdir.to_path_buf() };
-    let cluster = provider.start(&spec).await.context("connecting to the cluster")?;
+    let spec = ClusterSpec {
+        name: "cleanup".into(),
+        nodes: vec![],
+        storage: None,
+        sim: Default::default(),
+        seed: 0,
+        workdir: workdir.to_path_buf(),
+    };
+    let cluster = provider
+        .start(&spec)
+        .await
+        .context("connecting to the cluster")?;
     let client = crate::k8s::client_from_kubeconfig(cluster.kubeconfig()).await?;
-    let faults = FaultManager::new(cluster.node_ops(), Kube::new(client.clone()), None, Timeline::new(), Anchors::new(), op_timeout);
+    let faults = FaultManager::new(
+        cluster.node_ops(),
+        Kube::new(client.clone()),
+        None,
+        Timeline::new(),
+        Anchors::new(),
+        op_timeout,
+    );
     let r = heal_journals(&client, &faults, force).await;
     let _ = cluster.teardown(false).await;
     r
@@ -104,7 +138,11 @@ pub async fn cleanup(provider: &dyn Provider, workdir: &Path, force: bool, op_ti
 
 /// Heal the stale journals with `faults` (a manager without a controller: a controllerCrash
 /// has nothing left to undo, the controller ended with its harness).
-pub async fn heal_journals(client: &kube::Client, faults: &FaultManager, force: bool) -> Result<CleanupReport> {
+pub async fn heal_journals(
+    client: &kube::Client,
+    faults: &FaultManager,
+    force: bool,
+) -> Result<CleanupReport> {
     let mut report = CleanupReport::default();
     let host = journal::hostname();
     for found in journal::list(client).await? {
@@ -145,14 +183,24 @@ pub async fn heal_journals(client: &kube::Client, faults: &FaultManager, force: 
         } else {
             journal::keep(client, &found, left).await?;
         }
-        report.restored.push(Restored { journal: found.name.clone(), owner: found.record.owner.clone(), why, healed, failed });
+        report.restored.push(Restored {
+            journal: found.name.clone(),
+            owner: found.record.owner.clone(),
+            why,
+            healed,
+            failed,
+        });
     }
     Ok(report)
 }
 
 /// The same pass at the start of `faultline run`, reported on stderr. Errors do not stop the
 /// run: they are reported, and the scenarios then show what the cluster is like.
-pub async fn before_run(provider: Arc<dyn Provider>, workdir: &Path, op_timeout: Duration) -> Option<CleanupReport> {
+pub async fn before_run(
+    provider: Arc<dyn Provider>,
+    workdir: &Path,
+    op_timeout: Duration,
+) -> Option<CleanupReport> {
     match cleanup(provider.as_ref(), workdir, false, op_timeout).await {
         Ok(r) if r.not_applicable.is_some() => None,
         // Clusters of killed runs are not this run's cluster: say what was done, run anyway.
@@ -165,7 +213,10 @@ pub async fn before_run(provider: Arc<dyn Provider>, workdir: &Path, op_timeout:
         }
         Ok(r) => Some(r),
         Err(e) => {
-            eprintln!("faultline: could not check the cluster for faults left by an earlier run: {}", crate::k8s::explain(&e));
+            eprintln!(
+                "faultline: could not check the cluster for faults left by an earlier run: {}",
+                crate::k8s::explain(&e)
+            );
             None
         }
     }

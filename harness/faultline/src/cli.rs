@@ -22,7 +22,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Parser)]
-#[command(name = "faultline", version, about = "Chaos and simulation test harness for Kubernetes controllers")]
+#[command(
+    name = "faultline",
+    version,
+    about = "Chaos and simulation test harness for Kubernetes controllers"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -241,10 +245,16 @@ enum KubeCommand {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("FAULTLINE_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FAULTLINE_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -265,23 +275,56 @@ pub fn main() -> ExitCode {
 async fn run(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Node(args) => crate::node_cmd::run(args).await.map(|_| 0),
-        Command::Sim { command: SimCommand::Up { nodes, kubeconfig, listen, time_scale, api_only } } => sim_up(nodes, kubeconfig, listen, time_scale, api_only).await,
+        Command::Sim {
+            command:
+                SimCommand::Up {
+                    nodes,
+                    kubeconfig,
+                    listen,
+                    time_scale,
+                    api_only,
+                },
+        } => sim_up(nodes, kubeconfig, listen, time_scale, api_only).await,
         Command::Validate { paths, config } => validate(paths, config),
         Command::Schema { suite } => {
-            let schema = if suite { schemars::schema_for!(faultline::model::Suite) } else { schemars::schema_for!(faultline::model::Scenario) };
+            let schema = if suite {
+                schemars::schema_for!(faultline::model::Suite)
+            } else {
+                schemars::schema_for!(faultline::model::Scenario)
+            };
             println!("{}", serde_json::to_string_pretty(&schema)?);
             Ok(0)
         }
         Command::Run(args) => run_cmd(*args).await,
         Command::Cleanup(args) => cleanup_cmd(args).await,
         Command::Kube { command } => kube_cmd(command).await,
-        Command::Report { command: ReportCommand::Merge { out_dir, reports, flaky_fails } } => merge_cmd(out_dir, reports, flaky_fails),
-        Command::Init { dir, controller_command, crds, ready_pattern } => {
-            let o = faultline::init::InitOptions { dir: dir.unwrap_or_else(|| PathBuf::from(".")), controller_command, crds, ready_pattern };
+        Command::Report {
+            command:
+                ReportCommand::Merge {
+                    out_dir,
+                    reports,
+                    flaky_fails,
+                },
+        } => merge_cmd(out_dir, reports, flaky_fails),
+        Command::Init {
+            dir,
+            controller_command,
+            crds,
+            ready_pattern,
+        } => {
+            let o = faultline::init::InitOptions {
+                dir: dir.unwrap_or_else(|| PathBuf::from(".")),
+                controller_command,
+                crds,
+                ready_pattern,
+            };
             for p in faultline::init::init(&o)? {
                 println!("wrote {}", p.display());
             }
-            println!("next: faultline validate {0} && faultline run {0}", o.dir.join("scenarios").display());
+            println!(
+                "next: faultline validate {0} && faultline run {0}",
+                o.dir.join("scenarios").display()
+            );
             Ok(0)
         }
     }
@@ -289,7 +332,9 @@ async fn run(cli: Cli) -> Result<u8> {
 
 /// `$GITHUB_STEP_SUMMARY`, when set: where GitHub Actions reads a job's Markdown summary.
 fn github_step_summary() -> Option<PathBuf> {
-    std::env::var_os("GITHUB_STEP_SUMMARY").filter(|v| !v.is_empty()).map(PathBuf::from)
+    std::env::var_os("GITHUB_STEP_SUMMARY")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
 }
 
 /// Every output the report goes to: (path, kind), kind one of json, junit, html, summary.
@@ -304,7 +349,8 @@ fn write_outputs(rep: &RunReport, outputs: &[(PathBuf, &str)]) -> Result<()> {
         r.with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(p) = github_step_summary() {
-        report::markdown::write(rep, &p, true).with_context(|| format!("writing $GITHUB_STEP_SUMMARY ({})", p.display()))?;
+        report::markdown::write(rep, &p, true)
+            .with_context(|| format!("writing $GITHUB_STEP_SUMMARY ({})", p.display()))?;
     }
     Ok(())
 }
@@ -318,9 +364,21 @@ fn merge_cmd(out_dir: PathBuf, files: Vec<PathBuf>, flaky_fails: bool) -> Result
     let mut rep = report::merge::merge(shards)?;
     rep.flaky_fails |= flaky_fails;
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-    write_outputs(&rep, &[(out_dir.join("report.json"), "json"), (out_dir.join("junit.xml"), "junit"), (out_dir.join("report.html"), "html"), (out_dir.join("summary.md"), "summary")])?;
+    write_outputs(
+        &rep,
+        &[
+            (out_dir.join("report.json"), "json"),
+            (out_dir.join("junit.xml"), "junit"),
+            (out_dir.join("report.html"), "html"),
+            (out_dir.join("summary.md"), "summary"),
+        ],
+    )?;
     print!("{}", report::console::render_summary(&rep));
-    println!("faultline: merged {} shard report(s) into {}", rep.merged_from.len(), out_dir.display());
+    println!(
+        "faultline: merged {} shard report(s) into {}",
+        rep.merged_from.len(),
+        out_dir.display()
+    );
     Ok(rep.exit_code())
 }
 
@@ -363,8 +421,13 @@ fn validate(paths: Vec<PathBuf>, config: Option<PathBuf>) -> Result<u8> {
 }
 
 fn parse_shard(s: &str) -> Result<(usize, usize)> {
-    let (i, n) = s.split_once('/').context("--shard: expected I/N, e.g. 1/4")?;
-    let (i, n): (usize, usize) = (i.trim().parse().context("--shard: I is not a number")?, n.trim().parse().context("--shard: N is not a number")?);
+    let (i, n) = s
+        .split_once('/')
+        .context("--shard: expected I/N, e.g. 1/4")?;
+    let (i, n): (usize, usize) = (
+        i.trim().parse().context("--shard: I is not a number")?,
+        n.trim().parse().context("--shard: N is not a number")?,
+    );
     if n == 0 || i == 0 || i > n {
         bail!("--shard {s}: expected 1 <= I <= N");
     }
@@ -373,7 +436,10 @@ fn parse_shard(s: &str) -> Result<(usize, usize)> {
 
 /// Wait for SIGINT/SIGTERM; the first cancels the run, the second exits at once. While a
 /// scenario is paused, SIGINT continues it instead.
-fn install_signals(tx: tokio::sync::watch::Sender<Option<String>>, pauser: Option<Arc<faultline::pause::ConsolePauser>>) -> Result<()> {
+fn install_signals(
+    tx: tokio::sync::watch::Sender<Option<String>>,
+    pauser: Option<Arc<faultline::pause::ConsolePauser>>,
+) -> Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut int = signal(SignalKind::interrupt())?;
     let mut term = signal(SignalKind::terminate())?;
@@ -408,7 +474,13 @@ async fn cleanup_cmd(a: CleanupArgs) -> Result<u8> {
     }
     let provider = provider::make_provider(a.provider, &suite.suite, a.context.as_deref(), None)?;
     let dir = tempfile::tempdir()?;
-    let report = faultline::cleanup::cleanup(provider.as_ref(), dir.path(), a.force, suite.suite.defaults.step_timeout.get()).await?;
+    let report = faultline::cleanup::cleanup(
+        provider.as_ref(),
+        dir.path(),
+        a.force,
+        suite.suite.defaults.step_timeout.get(),
+    )
+    .await?;
     print!("{}", report.render());
     Ok(if report.ok() { 0 } else { 2 })
 }
@@ -416,27 +488,44 @@ async fn cleanup_cmd(a: CleanupArgs) -> Result<u8> {
 async fn run_cmd(a: RunArgs) -> Result<u8> {
     let started = Instant::now();
     let started_at = chrono::Utc::now();
-    let (suite, mut scenarios, diags) = loader::load_all(&default_paths(a.paths.clone()), a.config.as_deref());
+    let (suite, mut scenarios, diags) =
+        loader::load_all(&default_paths(a.paths.clone()), a.config.as_deref());
     if !diags.is_empty() {
         print_diagnostics(&diags);
         return Ok(2);
     }
     if let Some(f) = &a.filter {
-        let re = Regex::new(f).with_context(|| format!("--filter `{f}` is not a valid regular expression"))?;
+        let re = Regex::new(f)
+            .with_context(|| format!("--filter `{f}` is not a valid regular expression"))?;
         scenarios.retain(|s| re.is_match(&s.scenario.metadata.name));
     }
     scenarios.sort_by(|x, y| x.scenario.metadata.name.cmp(&y.scenario.metadata.name));
     if let Some(s) = &a.shard {
         let (i, n) = parse_shard(s)?;
-        scenarios = scenarios.into_iter().enumerate().filter(|(k, _)| k % n == i - 1).map(|(_, s)| s).collect();
+        scenarios = scenarios
+            .into_iter()
+            .enumerate()
+            .filter(|(k, _)| k % n == i - 1)
+            .map(|(_, s)| s)
+            .collect();
     }
-    let ratio = a.regression_ratio.unwrap_or(suite.suite.defaults.regression_ratio);
+    let ratio = a
+        .regression_ratio
+        .unwrap_or(suite.suite.defaults.regression_ratio);
     if ratio <= 1.0 {
         bail!("--regression-ratio must be greater than 1");
     }
-    let baseline = a.baseline.as_deref().map(report::baseline::load).transpose()?;
+    let baseline = a
+        .baseline
+        .as_deref()
+        .map(report::baseline::load)
+        .transpose()?;
     let env_image = std::env::var("FAULTLINE_KIND_NODE_IMAGE").ok();
-    let node_image = provider::kind::choose_node_image(a.node_image.as_deref(), env_image.as_deref(), suite.suite.kind_provider.node_image.as_deref());
+    let node_image = provider::kind::choose_node_image(
+        a.node_image.as_deref(),
+        env_image.as_deref(),
+        suite.suite.kind_provider.node_image.as_deref(),
+    );
     if a.provider == ProviderKind::Kind && !a.quiet {
         if let Some((image, from)) = &node_image {
             eprintln!("faultline: node image {image} (from {from})");
@@ -456,7 +545,9 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
                 storage: sc.spec.cluster.storage,
                 sim: sc.spec.cluster.sim.clone(),
                 seed: a.seed.unwrap_or(0),
-                workdir: std::env::temp_dir().join("faultline-dry-run").join(&sc.metadata.name),
+                workdir: std::env::temp_dir()
+                    .join("faultline-dry-run")
+                    .join(&sc.metadata.name),
             };
             println!("## scenario {}\n", sc.metadata.name);
             let r = provider::kind::dry_run(&spec, sc, &suite, node_image.as_deref())?;
@@ -477,13 +568,18 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
         if !all.contains(step) {
             all.sort();
             all.dedup();
-            bail!("--pause-at {step}: no selected scenario has a step `{step}`; steps: {}", all.join(", "));
+            bail!(
+                "--pause-at {step}: no selected scenario has a step `{step}`; steps: {}",
+                all.join(", ")
+            );
         }
     }
-    let provider = provider::make_provider(a.provider, &suite.suite, a.context.as_deref(), node_image)?;
+    let provider =
+        provider::make_provider(a.provider, &suite.suite, a.context.as_deref(), node_image)?;
     let seed = a.seed.unwrap_or_else(rand::random);
     let faultline_bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("faultline"));
-    let pauser = (a.pause_on_failure || !a.pause_at.is_empty()).then(|| Arc::new(faultline::pause::ConsolePauser::new(faultline_bin.clone())));
+    let pauser = (a.pause_on_failure || !a.pause_at.is_empty())
+        .then(|| Arc::new(faultline::pause::ConsolePauser::new(faultline_bin.clone())));
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(None);
     install_signals(cancel_tx, pauser.clone())?;
     if scenarios.is_empty() {
@@ -495,18 +591,41 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
         _ => report::console::Verbosity::Normal,
     };
     if verbosity != report::console::Verbosity::Quiet {
-        println!("faultline: {} scenario(s), provider {}, seed {seed}, jobs {}{}{}", scenarios.len(), provider.name(), a.jobs,
-            a.shard.as_ref().map(|s| format!(", shard {s}")).unwrap_or_default(),
-            if a.retries > 0 { format!(", retries {}", a.retries) } else { String::new() });
+        println!(
+            "faultline: {} scenario(s), provider {}, seed {seed}, jobs {}{}{}",
+            scenarios.len(),
+            provider.name(),
+            a.jobs,
+            a.shard
+                .as_ref()
+                .map(|s| format!(", shard {s}"))
+                .unwrap_or_default(),
+            if a.retries > 0 {
+                format!(", retries {}", a.retries)
+            } else {
+                String::new()
+            }
+        );
     }
     // A run killed earlier may have left faults in a cluster that outlives it: heal them first.
     let dir = tempfile::tempdir()?;
-    if let Some(r) = faultline::cleanup::before_run(provider.clone(), dir.path(), suite.suite.defaults.step_timeout.get()).await {
+    if let Some(r) = faultline::cleanup::before_run(
+        provider.clone(),
+        dir.path(),
+        suite.suite.defaults.step_timeout.get(),
+    )
+    .await
+    {
         if !r.restored.is_empty() || !r.unreadable.is_empty() {
-            eprint!("faultline: faults left by an interrupted run:\n{}", r.render());
+            eprint!(
+                "faultline: faults left by an interrupted run:\n{}",
+                r.render()
+            );
         }
         if !r.ok() {
-            eprintln!("faultline: the cluster could not be restored; not running scenarios against it");
+            eprintln!(
+                "faultline: the cluster could not be restored; not running scenarios against it"
+            );
             return Ok(2);
         }
     }
@@ -556,7 +675,12 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
     print!("{}", report::console::render_summary(&rep));
     let mut outputs: Vec<(PathBuf, &str)> = vec![];
     if let Some(d) = &a.report_dir {
-        outputs.extend([(d.join("report.json"), "json"), (d.join("junit.xml"), "junit"), (d.join("report.html"), "html"), (d.join("summary.md"), "summary")]);
+        outputs.extend([
+            (d.join("report.json"), "json"),
+            (d.join("junit.xml"), "junit"),
+            (d.join("report.html"), "html"),
+            (d.join("summary.md"), "summary"),
+        ]);
     }
     if let Some(p) = &a.json {
         outputs.push((p.clone(), "json"));
@@ -573,7 +697,10 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
     write_outputs(&rep, &outputs)?;
     let kept: Vec<_> = std::mem::take(&mut *kept.lock());
     if !kept.is_empty() && interrupted.is_none() {
-        println!("faultline: --keep-cluster: {} cluster(s) kept; press Ctrl-C to stop them", kept.len());
+        println!(
+            "faultline: --keep-cluster: {} cluster(s) kept; press Ctrl-C to stop them",
+            kept.len()
+        );
         for k in &kept {
             println!("  {}", k.description);
         }
@@ -591,7 +718,9 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
 }
 
 async fn kube_cmd(c: KubeCommand) -> Result<u8> {
-    let path = std::env::var_os("KUBECONFIG").map(PathBuf::from).context("KUBECONFIG is not set")?;
+    let path = std::env::var_os("KUBECONFIG")
+        .map(PathBuf::from)
+        .context("KUBECONFIG is not set")?;
     let kube = faultline::k8s::Kube::new(faultline::k8s::client_from_kubeconfig(&path).await?);
     match c {
         KubeCommand::Apply { file, namespace } => {
@@ -610,19 +739,42 @@ async fn kube_cmd(c: KubeCommand) -> Result<u8> {
     Ok(0)
 }
 
-async fn sim_up(nodes: usize, kubeconfig: PathBuf, listen: SocketAddr, time_scale: f64, api_only: bool) -> Result<u8> {
+async fn sim_up(
+    nodes: usize,
+    kubeconfig: PathBuf,
+    listen: SocketAddr,
+    time_scale: f64,
+    api_only: bool,
+) -> Result<u8> {
     if time_scale.is_nan() || time_scale <= 0.0 {
         anyhow::bail!("--time-scale must be a positive number, got {time_scale}");
     }
-    let base = if api_only { SimOptions::with_workers(nodes) } else { SimOptions::full(nodes, faultline_sim::Timing::scaled(time_scale)) };
-    let opts = SimOptions { bind: listen, ..base };
+    let base = if api_only {
+        SimOptions::with_workers(nodes)
+    } else {
+        SimOptions::full(nodes, faultline_sim::Timing::scaled(time_scale))
+    };
+    let opts = SimOptions {
+        bind: listen,
+        ..base
+    };
     let server = SimServer::start(opts).await?;
     let path = server.write_kubeconfig(&kubeconfig)?;
     println!("faultline sim: API server listening on {}", server.url());
     println!("faultline sim: kubeconfig written to {}", path.display());
-    println!("  export KUBECONFIG={}", std::fs::canonicalize(&path).unwrap_or(path.clone()).display());
-    println!("faultline sim: {} worker node(s); press Ctrl-C to stop", nodes);
-    wait_for_shutdown_signal().await.context("waiting for a shutdown signal")?;
+    println!(
+        "  export KUBECONFIG={}",
+        std::fs::canonicalize(&path)
+            .unwrap_or(path.clone())
+            .display()
+    );
+    println!(
+        "faultline sim: {} worker node(s); press Ctrl-C to stop",
+        nodes
+    );
+    wait_for_shutdown_signal()
+        .await
+        .context("waiting for a shutdown signal")?;
     println!("faultline sim: stopping");
     server.stop().await;
     Ok(0)

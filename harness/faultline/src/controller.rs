@@ -32,7 +32,13 @@ pub struct ControllerSpec {
 
 impl ControllerSpec {
     /// From the suite's definition plus the scenario's extra args/env.
-    pub fn resolve(name: &str, def: &ControllerDef, suite_dir: &Path, extra_args: &[String], extra_env: &BTreeMap<String, String>) -> ControllerSpec {
+    pub fn resolve(
+        name: &str,
+        def: &ControllerDef,
+        suite_dir: &Path,
+        extra_args: &[String],
+        extra_env: &BTreeMap<String, String>,
+    ) -> ControllerSpec {
         let prog = &def.command[0];
         // Absolute, since the process runs in `workdir`.
         let program = if prog.contains('/') && Path::new(prog).is_relative() {
@@ -44,8 +50,19 @@ impl ControllerSpec {
         args.extend(extra_args.iter().cloned());
         let mut env = def.env.clone();
         env.extend(extra_env.clone());
-        let workdir = def.workdir.as_ref().map(|w| suite_dir.join(w)).unwrap_or_else(|| suite_dir.to_path_buf());
-        ControllerSpec { name: name.to_string(), program, args, env, workdir, ready_pattern: def.ready_pattern.clone() }
+        let workdir = def
+            .workdir
+            .as_ref()
+            .map(|w| suite_dir.join(w))
+            .unwrap_or_else(|| suite_dir.to_path_buf());
+        ControllerSpec {
+            name: name.to_string(),
+            program,
+            args,
+            env,
+            workdir,
+            ready_pattern: def.ready_pattern.clone(),
+        }
     }
 }
 
@@ -66,7 +83,12 @@ pub struct ControllerProcess {
 }
 
 impl ControllerProcess {
-    pub fn new(spec: ControllerSpec, kubeconfig: &Path, extra_env: BTreeMap<String, String>, timeline: Timeline) -> Arc<ControllerProcess> {
+    pub fn new(
+        spec: ControllerSpec,
+        kubeconfig: &Path,
+        extra_env: BTreeMap<String, String>,
+        timeline: Timeline,
+    ) -> Arc<ControllerProcess> {
         Arc::new(ControllerProcess {
             spec,
             kubeconfig: kubeconfig.to_path_buf(),
@@ -83,7 +105,10 @@ impl ControllerProcess {
     }
 
     pub fn is_running(&self) -> bool {
-        self.running.lock().as_ref().is_some_and(|r| !*r.exited.borrow())
+        self.running
+            .lock()
+            .as_ref()
+            .is_some_and(|r| !*r.exited.borrow())
     }
 
     /// Start the process; with a ready pattern, wait (up to `ready_timeout`) for a matching line.
@@ -91,7 +116,12 @@ impl ControllerProcess {
         if self.is_running() {
             return Ok(());
         }
-        let ready = self.spec.ready_pattern.as_deref().map(Regex::new).transpose()?;
+        let ready = self
+            .spec
+            .ready_pattern
+            .as_deref()
+            .map(Regex::new)
+            .transpose()?;
         let mut ready_rx = self.logs.subscribe();
         let mut cmd = tokio::process::Command::new(&self.spec.program);
         cmd.args(&self.spec.args)
@@ -113,15 +143,36 @@ impl ControllerProcess {
                 Ok(())
             });
         }
-        let mut child = cmd.spawn().with_context(|| format!("starting controller `{}` ({})", self.spec.name, self.spec.program.display()))?;
+        let mut child = cmd.spawn().with_context(|| {
+            format!(
+                "starting controller `{}` ({})",
+                self.spec.name,
+                self.spec.program.display()
+            )
+        })?;
         let pid = child.id().unwrap_or(0) as i32;
-        for out in [child.stdout.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
-                    child.stderr.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>)].into_iter().flatten() {
+        for out in [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
             let tx = self.logs.clone();
             tokio::spawn(async move {
                 let mut lines = BufReader::new(out).lines();
                 while let Ok(Some(l)) = lines.next_line().await {
-                    let _ = tx.send(LogLine { source: LogSource::Controller, node: None, text: l });
+                    let _ = tx.send(LogLine {
+                        source: LogSource::Controller,
+                        node: None,
+                        text: l,
+                    });
                 }
             });
         }
@@ -132,13 +183,24 @@ impl ControllerProcess {
         tokio::spawn(async move {
             let status = child.wait().await;
             if !stopping.load(Ordering::SeqCst) {
-                let s = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
-                timeline.record(EntryKind::Controller, format!("controller {name} exited on its own ({s})"));
+                let s = status
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|e| e.to_string());
+                timeline.record(
+                    EntryKind::Controller,
+                    format!("controller {name} exited on its own ({s})"),
+                );
             }
             let _ = etx.send(true);
         });
-        *self.running.lock() = Some(Running { pid, exited: erx.clone() });
-        self.timeline.record(EntryKind::Controller, format!("controller {} started (pid {pid})", self.spec.name));
+        *self.running.lock() = Some(Running {
+            pid,
+            exited: erx.clone(),
+        });
+        self.timeline.record(
+            EntryKind::Controller,
+            format!("controller {} started (pid {pid})", self.spec.name),
+        );
         if let Some(re) = ready {
             let mut exited = erx;
             let wait = async {
@@ -155,16 +217,32 @@ impl ControllerProcess {
             };
             tokio::time::timeout(ready_timeout, wait)
                 .await
-                .map_err(|_| anyhow::anyhow!("controller `{}` not ready within {:?}: no log line matched `{}`", self.spec.name, ready_timeout, re))??;
-            self.timeline.record(EntryKind::Controller, format!("controller {} ready", self.spec.name));
+                .map_err(|_| {
+                    anyhow::anyhow!(
+                        "controller `{}` not ready within {:?}: no log line matched `{}`",
+                        self.spec.name,
+                        ready_timeout,
+                        re
+                    )
+                })??;
+            self.timeline.record(
+                EntryKind::Controller,
+                format!("controller {} ready", self.spec.name),
+            );
         }
         Ok(())
     }
 
     /// Send `signal` to the process group and wait (up to `wait`) for the exit.
     async fn signal_and_wait(&self, signal: i32, wait: Duration) -> bool {
-        let r = self.running.lock().as_ref().map(|r| (r.pid, r.exited.clone()));
-        let Some((pid, mut exited)) = r else { return true };
+        let r = self
+            .running
+            .lock()
+            .as_ref()
+            .map(|r| (r.pid, r.exited.clone()));
+        let Some((pid, mut exited)) = r else {
+            return true;
+        };
         if *exited.borrow() {
             return true;
         }
@@ -174,7 +252,9 @@ impl ControllerProcess {
                 libc::kill(-pid, signal);
             }
         }
-        let ok = tokio::time::timeout(wait, exited.wait_for(|e| *e)).await.is_ok();
+        let ok = tokio::time::timeout(wait, exited.wait_for(|e| *e))
+            .await
+            .is_ok();
         ok
     }
 
@@ -186,10 +266,16 @@ impl ControllerProcess {
             other => bail!("controllerCrash: unsupported signal `{other}` (KILL or TERM)"),
         };
         if !self.is_running() {
-            bail!("controllerCrash: controller `{}` is not running", self.spec.name);
+            bail!(
+                "controllerCrash: controller `{}` is not running",
+                self.spec.name
+            );
         }
         self.stopping.store(true, Ordering::SeqCst);
-        let ok = self.signal_and_wait(sig, Duration::from_secs(5)).await || self.signal_and_wait(libc::SIGKILL, Duration::from_secs(5)).await;
+        let ok = self.signal_and_wait(sig, Duration::from_secs(5)).await
+            || self
+                .signal_and_wait(libc::SIGKILL, Duration::from_secs(5))
+                .await;
         self.stopping.store(false, Ordering::SeqCst);
         if !ok {
             bail!("controller `{}` did not exit", self.spec.name);
@@ -200,11 +286,18 @@ impl ControllerProcess {
     /// Stop for good: TERM, then KILL after 3 s.
     pub async fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
-        if !self.signal_and_wait(libc::SIGTERM, Duration::from_secs(3)).await {
-            self.signal_and_wait(libc::SIGKILL, Duration::from_secs(5)).await;
+        if !self
+            .signal_and_wait(libc::SIGTERM, Duration::from_secs(3))
+            .await
+        {
+            self.signal_and_wait(libc::SIGKILL, Duration::from_secs(5))
+                .await;
         }
         if self.running.lock().take().is_some() {
-            self.timeline.record(EntryKind::Controller, format!("controller {} stopped", self.spec.name));
+            self.timeline.record(
+                EntryKind::Controller,
+                format!("controller {} stopped", self.spec.name),
+            );
         }
     }
 }
@@ -212,22 +305,35 @@ impl ControllerProcess {
 /// A controller deployed into the cluster from the suite's `manifests` (kind): applied with
 /// server-side apply, then the logs of its Deployments' pods are followed into the same stream a
 /// host process would feed, so `log` expectations work unchanged.
-pub async fn deploy_in_cluster(kube: &crate::k8s::Kube, manifests: &[std::path::PathBuf]) -> anyhow::Result<broadcast::Receiver<LogLine>> {
+pub async fn deploy_in_cluster(
+    kube: &crate::k8s::Kube,
+    manifests: &[std::path::PathBuf],
+) -> anyhow::Result<broadcast::Receiver<LogLine>> {
     use futures::{AsyncBufReadExt, StreamExt};
     use k8s_openapi::api::core::v1::Pod;
     if manifests.is_empty() {
-        anyhow::bail!("the controller has no `manifests` to deploy it into the cluster (needed on kind)");
+        anyhow::bail!(
+            "the controller has no `manifests` to deploy it into the cluster (needed on kind)"
+        );
     }
     let mut selectors: Vec<(String, String)> = vec![];
     for f in manifests {
         for o in crate::k8s::read_manifests(f)? {
             kube.apply(&o, "default").await?;
             if o.get("kind").and_then(serde_json::Value::as_str) == Some("Deployment") {
-                let ns = o.pointer("/metadata/namespace").and_then(serde_json::Value::as_str).unwrap_or("default").to_string();
+                let ns = o
+                    .pointer("/metadata/namespace")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("default")
+                    .to_string();
                 let labels: Vec<String> = o
                     .pointer("/spec/selector/matchLabels")
                     .and_then(serde_json::Value::as_object)
-                    .map(|m| m.iter().map(|(k, v)| format!("{}={}", k, v.as_str().unwrap_or(""))).collect())
+                    .map(|m| {
+                        m.iter()
+                            .map(|(k, v)| format!("{}={}", k, v.as_str().unwrap_or("")))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 selectors.push((ns, labels.join(",")));
             }
@@ -241,20 +347,34 @@ pub async fn deploy_in_cluster(kube: &crate::k8s::Kube, manifests: &[std::path::
             // Follow each pod of the Deployment once it runs; restarts bring new pods.
             let mut followed = std::collections::HashSet::new();
             loop {
-                if let Ok(list) = pods.list(&kube::api::ListParams::default().labels(&selector)).await {
+                if let Ok(list) = pods
+                    .list(&kube::api::ListParams::default().labels(&selector))
+                    .await
+                {
                     for p in list.items {
                         let name = p.metadata.name.clone().unwrap_or_default();
-                        let running = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+                        let running =
+                            p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
                         if !running || !followed.insert(name.clone()) {
                             continue;
                         }
                         let (pods, tx) = (pods.clone(), tx.clone());
                         tokio::spawn(async move {
-                            let lp = kube::api::LogParams { follow: true, ..Default::default() };
+                            let lp = kube::api::LogParams {
+                                follow: true,
+                                ..Default::default()
+                            };
                             if let Ok(stream) = pods.log_stream(&name, &lp).await {
                                 let mut lines = stream.lines();
                                 while let Some(Ok(l)) = lines.next().await {
-                                    if tx.send(LogLine { source: crate::model::LogSourceKind::Controller, node: None, text: l }).is_err() {
+                                    if tx
+                                        .send(LogLine {
+                                            source: crate::model::LogSourceKind::Controller,
+                                            node: None,
+                                            text: l,
+                                        })
+                                        .is_err()
+                                    {
                                         break;
                                     }
                                 }
@@ -275,11 +395,21 @@ pub async fn deploy_in_cluster(kube: &crate::k8s::Kube, manifests: &[std::path::
 /// For a controller that runs as a ServiceAccount (`serviceAccount: namespace/name`): apply its
 /// `rbac` manifests as admin, request a token for the account (TokenRequest) and write a copy of
 /// the cluster's kubeconfig whose user carries that token instead of the admin credentials.
-pub async fn service_account_kubeconfig(kube: &crate::k8s::Kube, def: &ControllerDef, suite_dir: &Path, admin_kubeconfig: &Path, out: &Path) -> Result<Option<PathBuf>> {
+pub async fn service_account_kubeconfig(
+    kube: &crate::k8s::Kube,
+    def: &ControllerDef,
+    suite_dir: &Path,
+    admin_kubeconfig: &Path,
+    out: &Path,
+) -> Result<Option<PathBuf>> {
     use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
     use k8s_openapi::api::core::v1::ServiceAccount;
-    let Some(account) = &def.service_account else { return Ok(None) };
-    let Some((ns, name)) = account.split_once('/') else { bail!("serviceAccount `{account}` is not `namespace/name`") };
+    let Some(account) = &def.service_account else {
+        return Ok(None);
+    };
+    let Some((ns, name)) = account.split_once('/') else {
+        bail!("serviceAccount `{account}` is not `namespace/name`")
+    };
     for m in &def.rbac {
         for o in crate::k8s::read_manifests(&suite_dir.join(m))? {
             kube.apply(&o, ns).await?;
@@ -287,19 +417,35 @@ pub async fn service_account_kubeconfig(kube: &crate::k8s::Kube, def: &Controlle
     }
     let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(kube.client.clone(), ns);
     // A day: longer than any scenario, so the controller never needs a refresh.
-    let request = TokenRequest { spec: Some(TokenRequestSpec { expiration_seconds: Some(86_400), ..Default::default() }), ..Default::default() };
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            expiration_seconds: Some(86_400),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
     let issued = accounts
         .create_token_request(name, &Default::default(), &request)
         .await
         .with_context(|| format!("requesting a token for ServiceAccount {account} (do the `rbac` manifests create it?)"))?;
-    let token = issued.status.and_then(|s| s.token).filter(|t| !t.is_empty()).with_context(|| format!("the TokenRequest for {account} returned no token"))?;
-    let text = std::fs::read_to_string(admin_kubeconfig).with_context(|| format!("reading {}", admin_kubeconfig.display()))?;
-    let mut config: serde_yaml::Value = serde_yaml::from_str(&text).with_context(|| format!("parsing {}", admin_kubeconfig.display()))?;
-    if let Some(users) = config.get_mut("users").and_then(serde_yaml::Value::as_sequence_mut) {
+    let token = issued
+        .status
+        .and_then(|s| s.token)
+        .filter(|t| !t.is_empty())
+        .with_context(|| format!("the TokenRequest for {account} returned no token"))?;
+    let text = std::fs::read_to_string(admin_kubeconfig)
+        .with_context(|| format!("reading {}", admin_kubeconfig.display()))?;
+    let mut config: serde_yaml::Value = serde_yaml::from_str(&text)
+        .with_context(|| format!("parsing {}", admin_kubeconfig.display()))?;
+    if let Some(users) = config
+        .get_mut("users")
+        .and_then(serde_yaml::Value::as_sequence_mut)
+    {
         for u in users {
             u["user"] = serde_yaml::to_value(BTreeMap::from([("token", token.as_str())]))?;
         }
     }
-    std::fs::write(out, serde_yaml::to_string(&config)?).with_context(|| format!("writing {}", out.display()))?;
+    std::fs::write(out, serde_yaml::to_string(&config)?)
+        .with_context(|| format!("writing {}", out.display()))?;
     Ok(Some(out.to_path_buf()))
 }

@@ -28,7 +28,11 @@ pub struct EventStore {
 
 impl EventStore {
     pub fn new() -> EventStore {
-        EventStore { items: Arc::new(Mutex::new(vec![])), version: watch::channel(0).0, ready: watch::channel(false).0 }
+        EventStore {
+            items: Arc::new(Mutex::new(vec![])),
+            version: watch::channel(0).0,
+            ready: watch::channel(false).0,
+        }
     }
 
     /// Watch the cluster's events until the task is aborted.
@@ -45,7 +49,9 @@ impl EventStore {
                         initial = false;
                         store.ready.send_replace(true);
                     }
-                    Ok(watcher::Event::Apply(e)) => store.push(&e, if initial { None } else { Some(&timeline) }),
+                    Ok(watcher::Event::Apply(e)) => {
+                        store.push(&e, if initial { None } else { Some(&timeline) })
+                    }
                     Ok(_) => {}
                     Err(_) => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
                 }
@@ -68,14 +74,21 @@ impl EventStore {
         }
         let n = {
             let mut items = self.items.lock();
-            items.push(Occurrence { at: Instant::now(), event: v });
+            items.push(Occurrence {
+                at: Instant::now(),
+                event: v,
+            });
             items.len() as u64
         };
         self.version.send_replace(n);
     }
 
     pub fn since(&self, from: usize) -> Vec<Occurrence> {
-        self.items.lock().get(from..).map(|s| s.to_vec()).unwrap_or_default()
+        self.items
+            .lock()
+            .get(from..)
+            .map(|s| s.to_vec())
+            .unwrap_or_default()
     }
 
     pub fn subscribe(&self) -> watch::Receiver<u64> {
@@ -96,19 +109,32 @@ impl Default for EventStore {
 /// The timeline shows every Warning, and Normal events outside the system namespaces (the
 /// simulated Longhorn's image pulls would drown the story); events.json keeps them all.
 fn timeline_worthy(v: &Value) -> bool {
-    let ns = v.pointer("/involvedObject/namespace").and_then(Value::as_str).unwrap_or("");
-    v.pointer("/type").and_then(Value::as_str) == Some("Warning") || !matches!(ns, "kube-system" | "longhorn-system" | "kube-node-lease")
+    let ns = v
+        .pointer("/involvedObject/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    v.pointer("/type").and_then(Value::as_str) == Some("Warning")
+        || !matches!(ns, "kube-system" | "longhorn-system" | "kube-node-lease")
 }
 
 /// `Warning FailedMount Pod default/ws-a: Unable to attach or mount volumes ...`
 pub fn describe(v: &Value) -> String {
     let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("");
     let ns = s("/involvedObject/namespace");
-    let obj = if ns.is_empty() { s("/involvedObject/name").to_string() } else { format!("{ns}/{}", s("/involvedObject/name")) };
+    let obj = if ns.is_empty() {
+        s("/involvedObject/name").to_string()
+    } else {
+        format!("{ns}/{}", s("/involvedObject/name"))
+    };
     let mut msg = s("/message").to_string();
     if msg.len() > 160 {
         msg.truncate(157);
         msg.push_str("...");
     }
-    format!("event {} {} {} {obj}: {msg}", s("/type"), s("/reason"), s("/involvedObject/kind"))
+    format!(
+        "event {} {} {} {obj}: {msg}",
+        s("/type"),
+        s("/reason"),
+        s("/involvedObject/kind")
+    )
 }

@@ -7,8 +7,8 @@ use crate::celx::{Condition, Outcome};
 use crate::events::EventStore;
 use crate::k8s::Kube;
 use crate::logs::LogStore;
-use crate::model::{ops::compact, EventExpect, Expect, LogExpect, LogSourceKind, ResourceExpect};
 use crate::model::duration::format_duration;
+use crate::model::{ops::compact, EventExpect, Expect, LogExpect, LogSourceKind, ResourceExpect};
 use crate::timeline::{EntryKind, Timeline, Verdict};
 use futures::StreamExt;
 use kube::runtime::watcher;
@@ -108,7 +108,14 @@ pub struct Ctx {
 }
 
 /// Evaluate one expectation measured from `anchor`.
-pub async fn evaluate(e: &Expect, anchor_name: &str, anchor: Instant, default_within: Duration, invariant: bool, ctx: &Ctx) -> ExpectationResult {
+pub async fn evaluate(
+    e: &Expect,
+    anchor_name: &str,
+    anchor: Instant,
+    default_within: Duration,
+    invariant: bool,
+    ctx: &Ctx,
+) -> ExpectationResult {
     let started = Instant::now();
     let within = e.within.map(|d| d.get());
     let hold = e.hold_for.map(|d| d.get());
@@ -116,12 +123,23 @@ pub async fn evaluate(e: &Expect, anchor_name: &str, anchor: Instant, default_wi
     let mode = if rate || (invariant && !e.never) {
         Mode::Always
     } else if e.never {
-        Mode::Never { until: if invariant { None } else { hold.map(|h| started + h) } }
+        Mode::Never {
+            until: if invariant {
+                None
+            } else {
+                hold.map(|h| started + h)
+            },
+        }
     } else {
         match (within, hold) {
-            (Some(w), Some(h)) => Mode::EventuallyFor { deadline: anchor + w, hold: h },
+            (Some(w), Some(h)) => Mode::EventuallyFor {
+                deadline: anchor + w,
+                hold: h,
+            },
             (None, Some(h)) => Mode::For { hold: h },
-            (w, None) => Mode::Eventually { deadline: anchor + w.unwrap_or(default_within) },
+            (w, None) => Mode::Eventually {
+                deadline: anchor + w.unwrap_or(default_within),
+            },
         }
     };
     let name = e.name.clone().unwrap_or_else(|| "expect".into());
@@ -145,13 +163,26 @@ pub async fn evaluate(e: &Expect, anchor_name: &str, anchor: Instant, default_wi
     let j = judge(mode, rx, anchor, ctx.end.clone()).await;
     source.abort();
     let tl = &ctx.timeline;
-    let budget = Budget { within_ms: match mode { Mode::Eventually { .. } | Mode::EventuallyFor { .. } => Some(within.unwrap_or(default_within).as_millis() as u64), _ => None },
-                          for_ms: hold.map(|h| h.as_millis() as u64) };
+    let budget = Budget {
+        within_ms: match mode {
+            Mode::Eventually { .. } | Mode::EventuallyFor { .. } => {
+                Some(within.unwrap_or(default_within).as_millis() as u64)
+            }
+            _ => None,
+        },
+        for_ms: hold.map(|h| h.as_millis() as u64),
+    };
     let message = match (j.verdict, &mode) {
         (Verdict::Passed, _) => j.message.clone(),
         (_, Mode::Eventually { .. }) | (_, Mode::EventuallyFor { .. }) => {
-            let hold_s = hold.map(|h| format!(" for {}", format_duration(h))).unwrap_or_default();
-            format!("budget missed: within {} after {anchor_name}{hold_s}: {}", format_duration(within.unwrap_or(default_within)), j.message)
+            let hold_s = hold
+                .map(|h| format!(" for {}", format_duration(h)))
+                .unwrap_or_default();
+            format!(
+                "budget missed: within {} after {anchor_name}{hold_s}: {}",
+                format_duration(within.unwrap_or(default_within)),
+                j.message
+            )
         }
         _ => j.message.clone(),
     };
@@ -159,7 +190,11 @@ pub async fn evaluate(e: &Expect, anchor_name: &str, anchor: Instant, default_wi
         name: name.clone(),
         kind: kind.into(),
         description: description.clone(),
-        mode: if rate { "rate".into() } else { mode.word().into() },
+        mode: if rate {
+            "rate".into()
+        } else {
+            mode.word().into()
+        },
         anchor: anchor_name.to_string(),
         anchor_ms: tl.offset(anchor).as_millis() as u64,
         budget,
@@ -173,8 +208,15 @@ pub async fn evaluate(e: &Expect, anchor_name: &str, anchor: Instant, default_wi
         background: e.background,
         objects: j.last.map(|o| o.objects).unwrap_or_default(),
     };
-    let measured = result.measured_ms.map(|m| format!(" in {}", format_duration(Duration::from_millis(m)))).unwrap_or_default();
-    tl.verdict(EntryKind::Expect, format!("expect {name}: {}{measured}", result.verdict.word()), result.verdict);
+    let measured = result
+        .measured_ms
+        .map(|m| format!(" in {}", format_duration(Duration::from_millis(m))))
+        .unwrap_or_default();
+    tl.verdict(
+        EntryKind::Expect,
+        format!("expect {name}: {}{measured}", result.verdict.word()),
+        result.verdict,
+    );
     result
 }
 
@@ -193,9 +235,24 @@ fn at_str(o: &Obs, anchor: Instant) -> String {
 }
 
 /// Apply the timing rules to the observations.
-pub async fn judge(mode: Mode, mut rx: watch::Receiver<Option<Obs>>, anchor: Instant, mut end: watch::Receiver<bool>) -> Judged {
-    let fail = |message: String, last: Option<Obs>, measured: Option<Duration>| Judged { verdict: Verdict::Failed, measured, message, last };
-    let pass = |message: String, last: Option<Obs>, measured: Option<Duration>| Judged { verdict: Verdict::Passed, measured, message, last };
+pub async fn judge(
+    mode: Mode,
+    mut rx: watch::Receiver<Option<Obs>>,
+    anchor: Instant,
+    mut end: watch::Receiver<bool>,
+) -> Judged {
+    let fail = |message: String, last: Option<Obs>, measured: Option<Duration>| Judged {
+        verdict: Verdict::Failed,
+        measured,
+        message,
+        last,
+    };
+    let pass = |message: String, last: Option<Obs>, measured: Option<Duration>| Judged {
+        verdict: Verdict::Passed,
+        measured,
+        message,
+        last,
+    };
     // `since`: when the condition started to hold in the current streak.
     let mut since: Option<Instant> = None;
     let mut first_true: Option<Instant> = None;
@@ -214,29 +271,70 @@ pub async fn judge(mode: Mode, mut rx: watch::Receiver<Option<Obs>>, anchor: Ins
                 Mode::Eventually { deadline } if o.holds => {
                     let m = o.at.saturating_duration_since(anchor);
                     if o.at > deadline {
-                        return fail(format!("held only after {}", format_duration(m)), obs.clone(), Some(m));
+                        return fail(
+                            format!("held only after {}", format_duration(m)),
+                            obs.clone(),
+                            Some(m),
+                        );
                     }
-                    return pass(format!("held after {}", format_duration(m)), obs.clone(), Some(m));
+                    return pass(
+                        format!("held after {}", format_duration(m)),
+                        obs.clone(),
+                        Some(m),
+                    );
                 }
                 Mode::EventuallyFor { deadline, hold } => {
                     if !o.holds && hold_started && o.at >= deadline {
-                        return fail(format!("held at {} but stopped holding before {} had passed", first_true.map(|t| format_duration(t.saturating_duration_since(anchor))).unwrap_or_default(), format_duration(hold)), obs.clone(), None);
+                        return fail(
+                            format!(
+                                "held at {} but stopped holding before {} had passed",
+                                first_true
+                                    .map(|t| format_duration(t.saturating_duration_since(anchor)))
+                                    .unwrap_or_default(),
+                                format_duration(hold)
+                            ),
+                            obs.clone(),
+                            None,
+                        );
                     }
                     if o.holds && !hold_started && o.at > deadline {
                         let m = o.at.saturating_duration_since(anchor);
-                        return fail(format!("held only after {}", format_duration(m)), obs.clone(), Some(m));
+                        return fail(
+                            format!("held only after {}", format_duration(m)),
+                            obs.clone(),
+                            Some(m),
+                        );
                     }
                     hold_started = since.is_some();
                 }
                 Mode::For { hold } if !o.holds => {
                     let when = format_duration(o.at.saturating_duration_since(window_start));
-                    return fail(format!("did not hold continuously for {}: false {when} into the window", format_duration(hold)), obs.clone(), None);
+                    return fail(
+                        format!(
+                            "did not hold continuously for {}: false {when} into the window",
+                            format_duration(hold)
+                        ),
+                        obs.clone(),
+                        None,
+                    );
                 }
                 Mode::Never { .. } if o.holds => {
-                    return fail(format!("held at {} after {} (it must never hold)", format_duration(o.at.saturating_duration_since(window_start)), "the window opened"), obs.clone(), Some(o.at.saturating_duration_since(anchor)));
+                    return fail(
+                        format!(
+                            "held at {} after {} (it must never hold)",
+                            format_duration(o.at.saturating_duration_since(window_start)),
+                            "the window opened"
+                        ),
+                        obs.clone(),
+                        Some(o.at.saturating_duration_since(anchor)),
+                    );
                 }
                 Mode::Always if !o.holds => {
-                    return fail(format!("violated at {} after the start", at_str(o, anchor)), obs.clone(), None);
+                    return fail(
+                        format!("violated at {} after the start", at_str(o, anchor)),
+                        obs.clone(),
+                        None,
+                    );
                 }
                 _ => {}
             }
@@ -244,7 +342,13 @@ pub async fn judge(mode: Mode, mut rx: watch::Receiver<Option<Obs>>, anchor: Ins
         // What to wait for next.
         // Until the first observation arrives, a deadline already past is extended by a grace
         // period, so "too late" is reported with what was seen rather than "nothing seen".
-        let grace = |d: Instant| if obs.is_none() { d.max(window_start + FIRST_OBSERVATION_GRACE) } else { d };
+        let grace = |d: Instant| {
+            if obs.is_none() {
+                d.max(window_start + FIRST_OBSERVATION_GRACE)
+            } else {
+                d
+            }
+        };
         let timer: Option<(Instant, &str)> = match mode {
             Mode::Eventually { deadline } => Some((grace(deadline), "deadline")),
             Mode::EventuallyFor { deadline, hold } => match since {
@@ -316,38 +420,98 @@ pub fn describe(e: &Expect) -> (&'static str, String) {
     if let Some(r) = &e.resource {
         let what = format!("{} ({})", r.kind, r.api_version);
         let scope = match (&r.namespace, &r.name, &r.label_selector) {
-            (ns, Some(n), _) => format!("{what} {}{n}", ns.as_ref().map(|n| format!("{n}/")).unwrap_or_default()),
-            (ns, None, sel) => format!("{what}{}{}", ns.as_ref().map(|n| format!(" in {n}")).unwrap_or_default(),
-                                      sel.as_ref().map(|s| format!(" with {s}")).unwrap_or_default()),
+            (ns, Some(n), _) => format!(
+                "{what} {}{n}",
+                ns.as_ref().map(|n| format!("{n}/")).unwrap_or_default()
+            ),
+            (ns, None, sel) => format!(
+                "{what}{}{}",
+                ns.as_ref().map(|n| format!(" in {n}")).unwrap_or_default(),
+                sel.as_ref()
+                    .map(|s| format!(" with {s}"))
+                    .unwrap_or_default()
+            ),
         };
-        let d = if let Some(c) = &r.condition { format!("{scope}: `{c}`") }
-            else if let Some(c) = &r.one { format!("exactly one {scope} satisfies `{c}`") }
-            else if let Some(c) = &r.any { format!("any {scope} satisfies `{c}`") }
-            else if let Some(c) = &r.all { format!("all {scope} satisfy `{c}`") }
-            else if let Some(c) = &r.none { format!("no {scope} satisfies `{c}`") }
-            else if let Some(c) = &r.count { format!("count of {scope}{} {}", c.filter.as_ref().map(|f| format!(" where `{f}`")).unwrap_or_default(), count_bounds(c)) }
-            else { scope };
+        let d = if let Some(c) = &r.condition {
+            format!("{scope}: `{c}`")
+        } else if let Some(c) = &r.one {
+            format!("exactly one {scope} satisfies `{c}`")
+        } else if let Some(c) = &r.any {
+            format!("any {scope} satisfies `{c}`")
+        } else if let Some(c) = &r.all {
+            format!("all {scope} satisfy `{c}`")
+        } else if let Some(c) = &r.none {
+            format!("no {scope} satisfies `{c}`")
+        } else if let Some(c) = &r.count {
+            format!(
+                "count of {scope}{} {}",
+                c.filter
+                    .as_ref()
+                    .map(|f| format!(" where `{f}`"))
+                    .unwrap_or_default(),
+                count_bounds(c)
+            )
+        } else {
+            scope
+        };
         let d = if e.never { format!("never: {d}") } else { d };
         return ("resource", d);
     }
     if let Some(ev) = &e.event {
         let mut parts = vec![];
-        if let Some(t) = ev.r#type { parts.push(format!("{t:?}")); }
-        if let Some(r) = &ev.reason { parts.push(r.clone()); }
-        if let Some(k) = &ev.involved_kind { parts.push(format!("on {k}")); }
-        if let Some(n) = &ev.involved_name { parts.push(n.clone()); }
-        if let Some(m) = &ev.message { parts.push(format!("message ~ /{m}/")); }
+        if let Some(t) = ev.r#type {
+            parts.push(format!("{t:?}"));
+        }
+        if let Some(r) = &ev.reason {
+            parts.push(r.clone());
+        }
+        if let Some(k) = &ev.involved_kind {
+            parts.push(format!("on {k}"));
+        }
+        if let Some(n) = &ev.involved_name {
+            parts.push(n.clone());
+        }
+        if let Some(m) = &ev.message {
+            parts.push(format!("message ~ /{m}/"));
+        }
         let n = ev.at_least.unwrap_or(1);
-        let d = format!("event {}{}", parts.join(" "), if n > 1 { format!(" x{n}") } else { String::new() });
+        let d = format!(
+            "event {}{}",
+            parts.join(" "),
+            if n > 1 {
+                format!(" x{n}")
+            } else {
+                String::new()
+            }
+        );
         return ("event", if e.never { format!("never: {d}") } else { d });
     }
     if let Some(l) = &e.log {
-        let src = match l.source { LogSourceKind::Controller => "controller", LogSourceKind::Kubelet => "kubelet", LogSourceKind::CsiPlugin => "csi-plugin" };
-        let node = l.node.as_ref().map(|n| format!(" on {n}")).unwrap_or_default();
+        let src = match l.source {
+            LogSourceKind::Controller => "controller",
+            LogSourceKind::Kubelet => "kubelet",
+            LogSourceKind::CsiPlugin => "csi-plugin",
+        };
+        let node = l
+            .node
+            .as_ref()
+            .map(|n| format!(" on {n}"))
+            .unwrap_or_default();
         let d = match (l.at_most, l.per) {
-            (Some(n), Some(p)) => format!("{src} log{node}: at most {n} lines matching /{}/ per {}", l.pattern, format_duration(p.get())),
-            (Some(n), None) => format!("{src} log{node}: at most {n} lines matching /{}/", l.pattern),
-            _ => format!("{src} log{node}: {} line(s) matching /{}/", l.at_least.unwrap_or(1), l.pattern),
+            (Some(n), Some(p)) => format!(
+                "{src} log{node}: at most {n} lines matching /{}/ per {}",
+                l.pattern,
+                format_duration(p.get())
+            ),
+            (Some(n), None) => format!(
+                "{src} log{node}: at most {n} lines matching /{}/",
+                l.pattern
+            ),
+            _ => format!(
+                "{src} log{node}: {} line(s) matching /{}/",
+                l.at_least.unwrap_or(1),
+                l.pattern
+            ),
         };
         return ("log", if e.never { format!("never: {d}") } else { d });
     }
@@ -356,15 +520,24 @@ pub fn describe(e: &Expect) -> (&'static str, String) {
 
 fn count_bounds(c: &crate::model::CountSpec) -> String {
     let mut v = vec![];
-    if let Some(n) = c.equals { v.push(format!("== {n}")) }
-    if let Some(n) = c.at_least { v.push(format!(">= {n}")) }
-    if let Some(n) = c.at_most { v.push(format!("<= {n}")) }
+    if let Some(n) = c.equals {
+        v.push(format!("== {n}"))
+    }
+    if let Some(n) = c.at_least {
+        v.push(format!(">= {n}"))
+    }
+    if let Some(n) = c.at_most {
+        v.push(format!("<= {n}"))
+    }
     v.join(" and ")
 }
 
 fn key_of(v: &Value) -> String {
     let ns = v.pointer("/metadata/namespace").and_then(Value::as_str);
-    let name = v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("?");
+    let name = v
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
     match ns {
         Some(ns) => format!("{ns}/{name}"),
         None => name.to_string(),
@@ -389,9 +562,14 @@ pub fn observe_objects(r: &ResourceExpect, objects: &BTreeMap<String, Value>) ->
     let n = all.len();
     let compile = |s: &str| Condition::compile(s);
     if let Some(c) = &r.condition {
-        let Ok(cond) = compile(c) else { return (false, format!("invalid CEL `{c}`")) };
+        let Ok(cond) = compile(c) else {
+            return (false, format!("invalid CEL `{c}`"));
+        };
         let name = r.name.clone().unwrap_or_default();
-        let obj = all.iter().find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(&name)).copied();
+        let obj = all
+            .iter()
+            .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(&name))
+            .copied();
         let v = obj.cloned().unwrap_or(Value::Null);
         let out = cond.eval(&v);
         let what = match obj {
@@ -404,11 +582,17 @@ pub fn observe_objects(r: &ResourceExpect, objects: &BTreeMap<String, Value>) ->
             Outcome::Error(e) => (false, format!("`{c}` cannot be evaluated for {what}: {e}")),
         };
     }
-    let (expr, mode) = if let Some(c) = &r.one { (Some(c), "one") }
-        else if let Some(c) = &r.any { (Some(c), "any") }
-        else if let Some(c) = &r.all { (Some(c), "all") }
-        else if let Some(c) = &r.none { (Some(c), "none") }
-        else { (r.count.as_ref().and_then(|c| c.filter.as_ref()), "count") };
+    let (expr, mode) = if let Some(c) = &r.one {
+        (Some(c), "one")
+    } else if let Some(c) = &r.any {
+        (Some(c), "any")
+    } else if let Some(c) = &r.all {
+        (Some(c), "all")
+    } else if let Some(c) = &r.none {
+        (Some(c), "none")
+    } else {
+        (r.count.as_ref().and_then(|c| c.filter.as_ref()), "count")
+    };
     let cond = match expr.map(|e| compile(e)) {
         Some(Ok(c)) => Some(c),
         Some(Err(e)) => return (false, e),
@@ -425,28 +609,94 @@ pub fn observe_objects(r: &ResourceExpect, objects: &BTreeMap<String, Value>) ->
     }
     let expr_s = expr.cloned().unwrap_or_default();
     let offenders = |list: &[(&Value, String)]| -> String {
-        let mut parts: Vec<String> = list.iter().take(3).map(|(o, err)| {
-            if err.is_empty() { format!("{} ({})", key_of(o), brief_status(o)) } else { format!("{} ({err})", key_of(o)) }
-        }).collect();
-        if list.len() > 3 { parts.push(format!("and {} more", list.len() - 3)); }
+        let mut parts: Vec<String> = list
+            .iter()
+            .take(3)
+            .map(|(o, err)| {
+                if err.is_empty() {
+                    format!("{} ({})", key_of(o), brief_status(o))
+                } else {
+                    format!("{} ({err})", key_of(o))
+                }
+            })
+            .collect();
+        if list.len() > 3 {
+            parts.push(format!("and {} more", list.len() - 3));
+        }
         parts.join("; ")
     };
     let kind = &r.kind;
     match mode {
-        "one" => (yes.len() == 1, format!("{} of {n} {kind} satisfy `{expr_s}` (exactly one required){}", yes.len(),
-            if yes.len() > 1 { format!(": {}", yes.iter().map(|o| key_of(o)).collect::<Vec<_>>().join(", ")) } else { String::new() })),
-        "any" => (!yes.is_empty(), if yes.is_empty() { format!("none of {n} {kind} satisfy `{expr_s}`{}", if n > 0 { format!(": {}", offenders(&no)) } else { String::new() }) }
-                  else { format!("{} of {n} {kind} satisfy `{expr_s}`", yes.len()) }),
-        "all" => (n > 0 && no.is_empty(), if n == 0 { format!("no {kind} selected (all requires at least one)") }
-                  else if no.is_empty() { format!("all {n} {kind} satisfy `{expr_s}`") }
-                  else { format!("{} of {n} {kind} satisfy `{expr_s}`; not: {}", yes.len(), offenders(&no)) }),
-        "none" => (yes.is_empty(), if yes.is_empty() { format!("none of {n} {kind} satisfy `{expr_s}`") }
-                   else { format!("{} of {n} {kind} satisfy `{expr_s}`: {}", yes.len(), yes.iter().take(3).map(|o| format!("{} ({})", key_of(o), brief_status(o))).collect::<Vec<_>>().join("; ")) }),
+        "one" => (
+            yes.len() == 1,
+            format!(
+                "{} of {n} {kind} satisfy `{expr_s}` (exactly one required){}",
+                yes.len(),
+                if yes.len() > 1 {
+                    format!(
+                        ": {}",
+                        yes.iter().map(|o| key_of(o)).collect::<Vec<_>>().join(", ")
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        ),
+        "any" => (
+            !yes.is_empty(),
+            if yes.is_empty() {
+                format!(
+                    "none of {n} {kind} satisfy `{expr_s}`{}",
+                    if n > 0 {
+                        format!(": {}", offenders(&no))
+                    } else {
+                        String::new()
+                    }
+                )
+            } else {
+                format!("{} of {n} {kind} satisfy `{expr_s}`", yes.len())
+            },
+        ),
+        "all" => (
+            n > 0 && no.is_empty(),
+            if n == 0 {
+                format!("no {kind} selected (all requires at least one)")
+            } else if no.is_empty() {
+                format!("all {n} {kind} satisfy `{expr_s}`")
+            } else {
+                format!(
+                    "{} of {n} {kind} satisfy `{expr_s}`; not: {}",
+                    yes.len(),
+                    offenders(&no)
+                )
+            },
+        ),
+        "none" => (
+            yes.is_empty(),
+            if yes.is_empty() {
+                format!("none of {n} {kind} satisfy `{expr_s}`")
+            } else {
+                format!(
+                    "{} of {n} {kind} satisfy `{expr_s}`: {}",
+                    yes.len(),
+                    yes.iter()
+                        .take(3)
+                        .map(|o| format!("{} ({})", key_of(o), brief_status(o)))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            },
+        ),
         _ => {
             let c = r.count.clone().unwrap_or_default();
             let k = yes.len() as u64;
-            let ok = c.equals.is_none_or(|e| k == e) && c.at_least.is_none_or(|e| k >= e) && c.at_most.is_none_or(|e| k <= e);
-            (ok, format!("count = {k} (expected {}) of {n} {kind}", count_bounds(&c)))
+            let ok = c.equals.is_none_or(|e| k == e)
+                && c.at_least.is_none_or(|e| k >= e)
+                && c.at_most.is_none_or(|e| k <= e);
+            (
+                ok,
+                format!("count = {k} (expected {}) of {n} {kind}", count_bounds(&c)),
+            )
         }
     }
 }
@@ -456,7 +706,12 @@ async fn resource_source(kube: Kube, r: ResourceExpect, tx: watch::Sender<Option
         match kube.resolve(&r.api_version, &r.kind).await {
             Ok(x) => break x,
             Err(e) => {
-                tx.send_replace(Some(Obs { at: Instant::now(), holds: false, summary: crate::k8s::explain(&e), objects: vec![] }));
+                tx.send_replace(Some(Obs {
+                    at: Instant::now(),
+                    holds: false,
+                    summary: crate::k8s::explain(&e),
+                    objects: vec![],
+                }));
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
         }
@@ -475,14 +730,21 @@ async fn resource_source(kube: Kube, r: ResourceExpect, tx: watch::Sender<Option
     let mut ready = false;
     let publish = |store: &BTreeMap<String, Value>| {
         let (holds, summary) = observe_objects(&r, store);
-        tx.send_replace(Some(Obs { at: Instant::now(), holds, summary, objects: store.values().cloned().collect() }));
+        tx.send_replace(Some(Obs {
+            at: Instant::now(),
+            holds,
+            summary,
+            objects: store.values().cloned().collect(),
+        }));
     };
     while let Some(ev) = stream.next().await {
         match ev {
             Ok(watcher::Event::Init) => buffer = Some(BTreeMap::new()),
             Ok(watcher::Event::InitApply(o)) => {
                 let v = serde_json::to_value(&o).unwrap_or_default();
-                buffer.get_or_insert_with(BTreeMap::new).insert(key_of(&v), v);
+                buffer
+                    .get_or_insert_with(BTreeMap::new)
+                    .insert(key_of(&v), v);
             }
             Ok(watcher::Event::InitDone) => {
                 store = buffer.take().unwrap_or_default();
@@ -506,19 +768,35 @@ async fn resource_source(kube: Kube, r: ResourceExpect, tx: watch::Sender<Option
             Err(e) => {
                 let last = tx.borrow().clone();
                 let summary = format!("watch error: {e}");
-                tx.send_replace(Some(Obs { at: Instant::now(), holds: last.as_ref().is_some_and(|l| l.holds), summary, objects: last.map(|l| l.objects).unwrap_or_default() }));
+                tx.send_replace(Some(Obs {
+                    at: Instant::now(),
+                    holds: last.as_ref().is_some_and(|l| l.holds),
+                    summary,
+                    objects: last.map(|l| l.objects).unwrap_or_default(),
+                }));
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         }
     }
 }
 
-pub fn event_matches(ev: &EventExpect, v: &Value, msg_re: Option<&Regex>, name_re: Option<&Regex>) -> bool {
+pub fn event_matches(
+    ev: &EventExpect,
+    v: &Value,
+    msg_re: Option<&Regex>,
+    name_re: Option<&Regex>,
+) -> bool {
     let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("");
     ev.reason.as_ref().is_none_or(|r| s("/reason") == r)
         && ev.r#type.is_none_or(|t| s("/type") == format!("{t:?}"))
-        && ev.involved_kind.as_ref().is_none_or(|k| s("/involvedObject/kind") == k)
-        && ev.namespace.as_ref().is_none_or(|n| s("/metadata/namespace") == n || s("/involvedObject/namespace") == n)
+        && ev
+            .involved_kind
+            .as_ref()
+            .is_none_or(|k| s("/involvedObject/kind") == k)
+        && ev
+            .namespace
+            .as_ref()
+            .is_none_or(|n| s("/metadata/namespace") == n || s("/involvedObject/namespace") == n)
         && ev.involved_name.as_ref().is_none_or(|n| match name_re {
             Some(re) => re.is_match(s("/involvedObject/name")),
             None => s("/involvedObject/name") == n,
@@ -526,9 +804,18 @@ pub fn event_matches(ev: &EventExpect, v: &Value, msg_re: Option<&Regex>, name_r
         && msg_re.is_none_or(|re| re.is_match(s("/message")))
 }
 
-async fn event_source(events: EventStore, ev: EventExpect, anchor: Instant, tx: watch::Sender<Option<Obs>>) {
+async fn event_source(
+    events: EventStore,
+    ev: EventExpect,
+    anchor: Instant,
+    tx: watch::Sender<Option<Obs>>,
+) {
     let msg_re = ev.message.as_deref().and_then(|m| Regex::new(m).ok());
-    let name_re = ev.involved_name.as_deref().filter(|n| n.len() > 1 && n.starts_with('/') && n.ends_with('/')).and_then(|n| Regex::new(&n[1..n.len() - 1]).ok());
+    let name_re = ev
+        .involved_name
+        .as_deref()
+        .filter(|n| n.len() > 1 && n.starts_with('/') && n.ends_with('/'))
+        .and_then(|n| Regex::new(&n[1..n.len() - 1]).ok());
     let need = ev.at_least.unwrap_or(1);
     let mut rx = events.subscribe();
     let mut seen = 0usize;
@@ -548,11 +835,19 @@ async fn event_source(events: EventStore, ev: EventExpect, anchor: Instant, tx: 
             }
         }
         let summary = match &last_match {
-            Some(v) => format!("{count} matching event(s) since the anchor; last: {}", crate::events::describe(v)),
+            Some(v) => format!(
+                "{count} matching event(s) since the anchor; last: {}",
+                crate::events::describe(v)
+            ),
             None => "no matching event since the anchor".to_string(),
         };
         let at = first_at.unwrap_or_else(Instant::now);
-        tx.send_replace(Some(Obs { at, holds: count >= need, summary, objects: last_match.iter().cloned().collect() }));
+        tx.send_replace(Some(Obs {
+            at,
+            holds: count >= need,
+            summary,
+            objects: last_match.iter().cloned().collect(),
+        }));
         if rx.changed().await.is_err() {
             return;
         }
@@ -560,7 +855,9 @@ async fn event_source(events: EventStore, ev: EventExpect, anchor: Instant, tx: 
 }
 
 async fn log_source(logs: LogStore, l: LogExpect, anchor: Instant, tx: watch::Sender<Option<Obs>>) {
-    let Ok(re) = Regex::new(&l.pattern) else { return };
+    let Ok(re) = Regex::new(&l.pattern) else {
+        return;
+    };
     let mut rx = logs.subscribe();
     let mut seen = 0usize;
     let mut count = 0u64;
@@ -592,7 +889,10 @@ async fn log_source(logs: LogStore, l: LogExpect, anchor: Instant, tx: watch::Se
             if let Some(max) = l.at_most {
                 window.push_back(s.at);
                 if let Some(per) = l.per {
-                    while window.front().is_some_and(|t| s.at.saturating_duration_since(*t) > per.get()) {
+                    while window
+                        .front()
+                        .is_some_and(|t| s.at.saturating_duration_since(*t) > per.get())
+                    {
                         window.pop_front();
                     }
                 }
@@ -603,14 +903,34 @@ async fn log_source(logs: LogStore, l: LogExpect, anchor: Instant, tx: watch::Se
         }
         let obs = match l.at_most {
             Some(max) => match violated {
-                Some((at, n)) => Obs { at, holds: false, objects: vec![], summary: format!(
-                    "{n} matching lines within {} (at most {max} allowed); last: {}", l.per.map(|p| format_duration(p.get())).unwrap_or("the run".into()), last_line.clone().unwrap_or_default()) },
-                None => Obs { at: Instant::now(), holds: true, objects: vec![], summary: format!("{count} matching line(s) so far, within the limit") },
+                Some((at, n)) => Obs {
+                    at,
+                    holds: false,
+                    objects: vec![],
+                    summary: format!(
+                        "{n} matching lines within {} (at most {max} allowed); last: {}",
+                        l.per
+                            .map(|p| format_duration(p.get()))
+                            .unwrap_or("the run".into()),
+                        last_line.clone().unwrap_or_default()
+                    ),
+                },
+                None => Obs {
+                    at: Instant::now(),
+                    holds: true,
+                    objects: vec![],
+                    summary: format!("{count} matching line(s) so far, within the limit"),
+                },
             },
-            None => Obs { at: first_at.unwrap_or_else(Instant::now), holds: count >= need, objects: vec![], summary: match &last_line {
-                Some(t) => format!("{count} matching line(s) since the anchor; last: {t}"),
-                None => "no matching line since the anchor".to_string(),
-            }},
+            None => Obs {
+                at: first_at.unwrap_or_else(Instant::now),
+                holds: count >= need,
+                objects: vec![],
+                summary: match &last_line {
+                    Some(t) => format!("{count} matching line(s) since the anchor; last: {t}"),
+                    None => "no matching line since the anchor".to_string(),
+                },
+            },
         };
         tx.send_replace(Some(obs));
         if rx.changed().await.is_err() {
@@ -625,11 +945,20 @@ mod tests {
     use serde_json::json;
 
     fn obs(holds: bool) -> Option<Obs> {
-        Some(Obs { at: Instant::now(), holds, summary: format!("holds={holds}"), objects: vec![] })
+        Some(Obs {
+            at: Instant::now(),
+            holds,
+            summary: format!("holds={holds}"),
+            objects: vec![],
+        })
     }
 
     /// Feed observations at the given offsets (ms) and judge.
-    async fn judged(mode_of: impl FnOnce(Instant) -> Mode, feed: Vec<(u64, bool)>, end_after: Option<u64>) -> Judged {
+    async fn judged(
+        mode_of: impl FnOnce(Instant) -> Mode,
+        feed: Vec<(u64, bool)>,
+        end_after: Option<u64>,
+    ) -> Judged {
         let anchor = Instant::now();
         let (tx, rx) = watch::channel(None);
         let (etx, erx) = watch::channel(false);
@@ -649,11 +978,25 @@ mod tests {
 
     #[tokio::test]
     async fn eventually_passes_with_the_measured_time_and_fails_at_the_deadline() {
-        let j = judged(|a| Mode::Eventually { deadline: a + Duration::from_millis(500) }, vec![(0, false), (100, true)], None).await;
+        let j = judged(
+            |a| Mode::Eventually {
+                deadline: a + Duration::from_millis(500),
+            },
+            vec![(0, false), (100, true)],
+            None,
+        )
+        .await;
         assert_eq!(j.verdict, Verdict::Passed);
         let m = j.measured.unwrap().as_millis();
         assert!((90..300).contains(&m), "{m}");
-        let j = judged(|a| Mode::Eventually { deadline: a + Duration::from_millis(150) }, vec![(0, false)], None).await;
+        let j = judged(
+            |a| Mode::Eventually {
+                deadline: a + Duration::from_millis(150),
+            },
+            vec![(0, false)],
+            None,
+        )
+        .await;
         assert_eq!(j.verdict, Verdict::Failed);
         assert_eq!(j.message, "the condition never held");
         assert_eq!(j.last.unwrap().summary, "holds=false");
@@ -661,30 +1004,66 @@ mod tests {
 
     #[tokio::test]
     async fn eventually_for_restarts_the_hold_when_it_flips_before_the_deadline() {
-        let mode = |a: Instant| Mode::EventuallyFor { deadline: a + Duration::from_millis(400), hold: Duration::from_millis(150) };
+        let mode = |a: Instant| Mode::EventuallyFor {
+            deadline: a + Duration::from_millis(400),
+            hold: Duration::from_millis(150),
+        };
         let j = judged(mode, vec![(0, true), (50, false), (100, true)], None).await;
         assert_eq!(j.verdict, Verdict::Passed, "{}", j.message);
-        assert!(j.measured.unwrap() >= Duration::from_millis(90), "measured from the streak that held");
+        assert!(
+            j.measured.unwrap() >= Duration::from_millis(90),
+            "measured from the streak that held"
+        );
         let j = judged(mode, vec![(0, false), (350, true), (450, false)], None).await;
         assert_eq!(j.verdict, Verdict::Failed, "{}", j.message);
     }
 
     #[tokio::test]
     async fn for_fails_as_soon_as_it_stops_holding() {
-        let j = judged(|_| Mode::For { hold: Duration::from_millis(300) }, vec![(0, true), (100, false)], None).await;
+        let j = judged(
+            |_| Mode::For {
+                hold: Duration::from_millis(300),
+            },
+            vec![(0, true), (100, false)],
+            None,
+        )
+        .await;
         assert_eq!(j.verdict, Verdict::Failed);
-        assert!(j.message.starts_with("did not hold continuously for 300ms"), "{}", j.message);
-        let j = judged(|_| Mode::For { hold: Duration::from_millis(150) }, vec![(0, true)], None).await;
+        assert!(
+            j.message.starts_with("did not hold continuously for 300ms"),
+            "{}",
+            j.message
+        );
+        let j = judged(
+            |_| Mode::For {
+                hold: Duration::from_millis(150),
+            },
+            vec![(0, true)],
+            None,
+        )
+        .await;
         assert_eq!(j.verdict, Verdict::Passed);
     }
 
     #[tokio::test]
     async fn never_and_always_windows() {
-        let j = judged(|_| Mode::Never { until: None }, vec![(0, false), (50, true)], Some(300)).await;
+        let j = judged(
+            |_| Mode::Never { until: None },
+            vec![(0, false), (50, true)],
+            Some(300),
+        )
+        .await;
         assert_eq!(j.verdict, Verdict::Failed);
         let j = judged(|_| Mode::Never { until: None }, vec![(0, false)], Some(100)).await;
         assert_eq!(j.verdict, Verdict::Passed);
-        let j = judged(|a| Mode::Never { until: Some(a + Duration::from_millis(100)) }, vec![(0, false), (200, true)], None).await;
+        let j = judged(
+            |a| Mode::Never {
+                until: Some(a + Duration::from_millis(100)),
+            },
+            vec![(0, false), (200, true)],
+            None,
+        )
+        .await;
         assert_eq!(j.verdict, Verdict::Passed, "true only after the window");
         let j = judged(|_| Mode::Always, vec![(0, true), (60, false)], Some(300)).await;
         assert_eq!(j.verdict, Verdict::Failed);
@@ -700,22 +1079,49 @@ mod tests {
     fn selections_over_objects() {
         let ws = |n: &str, phase: &str| json!({"metadata": {"name": n, "namespace": "ns"}, "status": {"phase": phase}});
         let set = objects(&[ws("a", "Active"), ws("b", "Active"), ws("c", "Creating")]);
-        let r = |f: &dyn Fn(&mut ResourceExpect)| { let mut r = ResourceExpect { kind: "Workspace".into(), ..Default::default() }; f(&mut r); r };
+        let r = |f: &dyn Fn(&mut ResourceExpect)| {
+            let mut r = ResourceExpect {
+                kind: "Workspace".into(),
+                ..Default::default()
+            };
+            f(&mut r);
+            r
+        };
         let active = "object.status.phase == 'Active'".to_string();
         let (ok, s) = observe_objects(&r(&|r| r.all = Some(active.clone())), &set);
         assert!(!ok);
         assert_eq!(s, "2 of 3 Workspace satisfy `object.status.phase == 'Active'`; not: ns/c (status: {phase: Creating})");
         assert!(observe_objects(&r(&|r| r.any = Some(active.clone())), &set).0);
         assert!(!observe_objects(&r(&|r| r.one = Some(active.clone())), &set).0);
-        assert!(observe_objects(&r(&|r| r.one = Some("object.status.phase == 'Creating'".into())), &set).0);
+        assert!(
+            observe_objects(
+                &r(&|r| r.one = Some("object.status.phase == 'Creating'".into())),
+                &set
+            )
+            .0
+        );
         assert!(!observe_objects(&r(&|r| r.none = Some(active.clone())), &set).0);
-        let count = |eq| r(&|r| r.count = Some(crate::model::CountSpec { filter: Some(active.clone()), equals: Some(eq), ..Default::default() }));
+        let count = |eq| {
+            r(&|r| {
+                r.count = Some(crate::model::CountSpec {
+                    filter: Some(active.clone()),
+                    equals: Some(eq),
+                    ..Default::default()
+                })
+            })
+        };
         assert!(observe_objects(&count(2), &set).0);
-        assert_eq!(observe_objects(&count(3), &set).1, "count = 2 (expected == 3) of 3 Workspace");
+        assert_eq!(
+            observe_objects(&count(3), &set).1,
+            "count = 2 (expected == 3) of 3 Workspace"
+        );
         let (ok, s) = observe_objects(&r(&|r| r.all = Some(active.clone())), &BTreeMap::new());
         assert!(!ok, "all over nothing does not hold");
         assert_eq!(s, "no Workspace selected (all requires at least one)");
-        let named = r(&|r| { r.name = Some("zz".into()); r.condition = Some("object == null".into()) });
+        let named = r(&|r| {
+            r.name = Some("zz".into());
+            r.condition = Some("object == null".into())
+        });
         assert!(observe_objects(&named, &set).0, "absent object is null");
     }
 }

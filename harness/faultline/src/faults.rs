@@ -55,13 +55,35 @@ pub struct FaultManager {
 fn has_undo(op: &Operation) -> bool {
     match op {
         Operation::Node(n) => !n.is_one_shot(),
-        Operation::Runner(r) => matches!(r, RunnerOperation::Cordon(_) | RunnerOperation::Drain(_) | RunnerOperation::ControllerCrash(_)),
+        Operation::Runner(r) => matches!(
+            r,
+            RunnerOperation::Cordon(_)
+                | RunnerOperation::Drain(_)
+                | RunnerOperation::ControllerCrash(_)
+        ),
     }
 }
 
 impl FaultManager {
-    pub fn new(node_ops: Arc<dyn NodeOps>, kube: Kube, controller: Option<Arc<ControllerProcess>>, timeline: Timeline, anchors: Anchors, op_timeout: Duration) -> FaultManager {
-        FaultManager { node_ops, kube, controller, timeline, anchors, op_timeout, active: Mutex::new(vec![]), records: Mutex::new(vec![]), journal: None }
+    pub fn new(
+        node_ops: Arc<dyn NodeOps>,
+        kube: Kube,
+        controller: Option<Arc<ControllerProcess>>,
+        timeline: Timeline,
+        anchors: Anchors,
+        op_timeout: Duration,
+    ) -> FaultManager {
+        FaultManager {
+            node_ops,
+            kube,
+            controller,
+            timeline,
+            anchors,
+            op_timeout,
+            active: Mutex::new(vec![]),
+            records: Mutex::new(vec![]),
+            journal: None,
+        }
     }
 
     /// Keep the active faults in this journal too (clusters that outlive the harness).
@@ -81,7 +103,11 @@ impl FaultManager {
 
     /// The faults injected and not healed yet: `name: operation`.
     pub fn active_summaries(&self) -> Vec<String> {
-        self.active.lock().iter().map(|a| format!("{}: {}", a.name, a.op.summary())).collect()
+        self.active
+            .lock()
+            .iter()
+            .map(|a| format!("{}: {}", a.name, a.op.summary()))
+            .collect()
     }
 
     pub fn records(&self) -> Vec<FaultRecord> {
@@ -100,19 +126,31 @@ impl FaultManager {
             // Journaled before injection: a fault the harness cannot promise to heal after a
             // crash is not injected at all.
             if let Err(e) = j.add(name, op).await {
-                self.timeline.record(EntryKind::Error, format!("fault {name} not injected: {}", crate::k8s::explain(&e)));
+                self.timeline.record(
+                    EntryKind::Error,
+                    format!("fault {name} not injected: {}", crate::k8s::explain(&e)),
+                );
                 return Err(e);
             }
         }
         if undo {
-            self.active.lock().push(Active { name: name.to_string(), op: op.clone() });
+            self.active.lock().push(Active {
+                name: name.to_string(),
+                op: op.clone(),
+            });
         }
         let at = Instant::now();
         let r = self.perform(op).await;
         let summary = op.summary();
         match &r {
-            Ok(()) => self.timeline.record(EntryKind::Fault, format!("fault {name} injected: {summary}")),
-            Err(e) => self.timeline.record(EntryKind::Error, format!("fault {name} failed to inject: {}", crate::k8s::explain(e))),
+            Ok(()) => self.timeline.record(
+                EntryKind::Fault,
+                format!("fault {name} injected: {summary}"),
+            ),
+            Err(e) => self.timeline.record(
+                EntryKind::Error,
+                format!("fault {name} failed to inject: {}", crate::k8s::explain(e)),
+            ),
         }
         self.records.lock().push(FaultRecord {
             name: name.to_string(),
@@ -129,8 +167,18 @@ impl FaultManager {
     pub async fn remediate(&self, op: &Operation) -> Result<()> {
         let r = self.perform(op).await;
         match &r {
-            Ok(()) => self.timeline.record(EntryKind::Remediate, format!("remediation: {}", op.summary())),
-            Err(e) => self.timeline.record(EntryKind::Error, format!("remediation {} failed: {}", op.summary(), crate::k8s::explain(e))),
+            Ok(()) => self.timeline.record(
+                EntryKind::Remediate,
+                format!("remediation: {}", op.summary()),
+            ),
+            Err(e) => self.timeline.record(
+                EntryKind::Error,
+                format!(
+                    "remediation {} failed: {}",
+                    op.summary(),
+                    crate::k8s::explain(e)
+                ),
+            ),
         }
         r
     }
@@ -157,15 +205,38 @@ impl FaultManager {
         let ms = self.timeline.offset(now).as_millis() as u64;
         if let (Ok(()), Some(j)) = (&r, &self.journal) {
             if let Err(e) = j.remove(&active.name).await {
-                self.timeline.record(EntryKind::Error, format!("fault {} healed, but the journal still lists it: {}", active.name, crate::k8s::explain(&e)));
+                self.timeline.record(
+                    EntryKind::Error,
+                    format!(
+                        "fault {} healed, but the journal still lists it: {}",
+                        active.name,
+                        crate::k8s::explain(&e)
+                    ),
+                );
             }
         }
         match &r {
-            Ok(()) => self.timeline.record(EntryKind::Heal, format!("fault {} healed ({by})", active.name)),
-            Err(e) => self.timeline.record(EntryKind::Error, format!("fault {} failed to heal: {}", active.name, crate::k8s::explain(e))),
+            Ok(()) => self.timeline.record(
+                EntryKind::Heal,
+                format!("fault {} healed ({by})", active.name),
+            ),
+            Err(e) => self.timeline.record(
+                EntryKind::Error,
+                format!(
+                    "fault {} failed to heal: {}",
+                    active.name,
+                    crate::k8s::explain(e)
+                ),
+            ),
         }
         self.anchors.set(&format!("{}.healed", active.name), began);
-        if let Some(rec) = self.records.lock().iter_mut().rev().find(|r| r.name == active.name) {
+        if let Some(rec) = self
+            .records
+            .lock()
+            .iter_mut()
+            .rev()
+            .find(|r| r.name == active.name)
+        {
             rec.healed_ms = Some(ms);
             rec.healed_by = by.to_string();
             rec.heal_error = r.as_ref().err().map(crate::k8s::explain);
@@ -197,7 +268,9 @@ impl FaultManager {
         match op {
             // A drain bounds its own waiting.
             Operation::Runner(RunnerOperation::Drain(_)) => fut.await,
-            _ => tokio::time::timeout(self.op_timeout, fut).await.map_err(|_| anyhow!("timed out after {:?}", self.op_timeout))?,
+            _ => tokio::time::timeout(self.op_timeout, fut)
+                .await
+                .map_err(|_| anyhow!("timed out after {:?}", self.op_timeout))?,
         }
     }
 
@@ -205,8 +278,12 @@ impl FaultManager {
     pub async fn undo(&self, op: &Operation) -> Result<()> {
         match op {
             Operation::Node(n) => self.node_ops.heal(n).await,
-            Operation::Runner(RunnerOperation::Cordon(t)) => self.set_unschedulable(&t.node, false).await,
-            Operation::Runner(RunnerOperation::Drain(d)) => self.set_unschedulable(&d.node, false).await,
+            Operation::Runner(RunnerOperation::Cordon(t)) => {
+                self.set_unschedulable(&t.node, false).await
+            }
+            Operation::Runner(RunnerOperation::Drain(d)) => {
+                self.set_unschedulable(&d.node, false).await
+            }
             Operation::Runner(RunnerOperation::ControllerCrash(_)) => match &self.controller {
                 Some(c) => c.start(self.op_timeout).await,
                 None => Ok(()),
@@ -231,7 +308,14 @@ impl FaultManager {
     async fn set_unschedulable(&self, node: &str, value: bool) -> Result<()> {
         let api: Api<Node> = Api::all(self.kube.client.clone());
         let patch = serde_json::json!({"spec": {"unschedulable": if value { serde_json::Value::Bool(true) } else { serde_json::Value::Null }}});
-        api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await.with_context(|| format!("{} node {node}", if value { "cordoning" } else { "uncordoning" }))?;
+        api.patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .with_context(|| {
+                format!(
+                    "{} node {node}",
+                    if value { "cordoning" } else { "uncordoning" }
+                )
+            })?;
         Ok(())
     }
 
@@ -240,10 +324,17 @@ impl FaultManager {
         let pods: Api<Pod> = Api::all(self.kube.client.clone());
         let lp = ListParams::default().fields(&format!("spec.nodeName={}", d.node));
         let list = pods.list(&lp).await?;
-        let timeout = d.timeout.map(|t| t.get()).unwrap_or(Duration::from_secs(30));
+        let timeout = d
+            .timeout
+            .map(|t| t.get())
+            .unwrap_or(Duration::from_secs(30));
         let mut waits = vec![];
         for p in list.items {
-            let daemon = p.metadata.owner_references.as_ref().is_some_and(|o| o.iter().any(|r| r.kind == "DaemonSet"));
+            let daemon = p
+                .metadata
+                .owner_references
+                .as_ref()
+                .is_some_and(|o| o.iter().any(|r| r.kind == "DaemonSet"));
             if daemon {
                 continue;
             }
@@ -252,7 +343,15 @@ impl FaultManager {
             let uid = p.metadata.uid.clone().unwrap_or_default();
             let api: Api<Pod> = Api::namespaced(self.kube.client.clone(), &ns);
             let r = if d.force {
-                api.delete(&name, &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await.map(|_| ())
+                api.delete(
+                    &name,
+                    &DeleteParams {
+                        grace_period_seconds: Some(0),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .map(|_| ())
             } else {
                 api.evict(&name, &EvictParams::default()).await.map(|_| ())
             };
@@ -263,19 +362,31 @@ impl FaultManager {
             }
             waits.push(async move {
                 let cond = kube::runtime::wait::conditions::is_deleted(&uid);
-                kube::runtime::wait::await_condition(api, &name, cond).await.map(|_| ()).map_err(|e| anyhow!("{ns}/{name}: {e}"))
+                kube::runtime::wait::await_condition(api, &name, cond)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| anyhow!("{ns}/{name}: {e}"))
             });
         }
         tokio::time::timeout(timeout, futures::future::try_join_all(waits))
             .await
-            .map_err(|_| anyhow!("drain {}: pods still terminating after {:?}", d.node, timeout))??;
+            .map_err(|_| {
+                anyhow!(
+                    "drain {}: pods still terminating after {:?}",
+                    d.node,
+                    timeout
+                )
+            })??;
         Ok(())
     }
 
     async fn delete_pods(&self, d: &DeletePod) -> Result<usize> {
         let ns = d.namespace.clone().unwrap_or_else(|| "default".into());
         let api: Api<Pod> = Api::namespaced(self.kube.client.clone(), &ns);
-        let dp = DeleteParams { grace_period_seconds: if d.force { Some(0) } else { None }, ..Default::default() };
+        let dp = DeleteParams {
+            grace_period_seconds: if d.force { Some(0) } else { None },
+            ..Default::default()
+        };
         let names: Vec<String> = match &d.name {
             Some(n) => vec![n.clone()],
             None => {
@@ -286,11 +397,18 @@ impl FaultManager {
                 if let Some(n) = &d.node {
                     lp = lp.fields(&format!("spec.nodeName={n}"));
                 }
-                api.list(&lp).await?.items.into_iter().filter_map(|p| p.metadata.name).collect()
+                api.list(&lp)
+                    .await?
+                    .items
+                    .into_iter()
+                    .filter_map(|p| p.metadata.name)
+                    .collect()
             }
         };
         for n in &names {
-            api.delete(n, &dp).await.with_context(|| format!("deleting pod {ns}/{n}"))?;
+            api.delete(n, &dp)
+                .await
+                .with_context(|| format!("deleting pod {ns}/{n}"))?;
         }
         Ok(names.len())
     }
@@ -298,5 +416,9 @@ impl FaultManager {
 
 /// For `NodeOperation`s the catalog calls one-shot, `heal` is a no-op: listed for docs.
 pub fn one_shot_ops() -> Vec<&'static str> {
-    NodeOperation::KEYS.iter().copied().filter(|k| matches!(*k, "kubeletRestart" | "csiPluginRestart" | "nodePowerCycle")).collect()
+    NodeOperation::KEYS
+        .iter()
+        .copied()
+        .filter(|k| matches!(*k, "kubeletRestart" | "csiPluginRestart" | "nodePowerCycle"))
+        .collect()
 }

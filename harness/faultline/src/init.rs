@@ -32,7 +32,9 @@ fn from_scenarios(dir: &Path, p: &str) -> String {
 }
 
 pub fn suite_yaml(o: &InitOptions) -> String {
-    let mut s = String::from("# The suite config: what every scenario in this directory shares (docs/scenarios.md).\n");
+    let mut s = String::from(
+        "# The suite config: what every scenario in this directory shares (docs/scenarios.md).\n",
+    );
     s += "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrollers:\n  controller:\n";
     s += "    # Run from the project directory (workdir), with KUBECONFIG set to the test cluster.\n";
     // The controller runs in its own process group: stopping it stops what `sh` started too.
@@ -40,12 +42,20 @@ pub fn suite_yaml(o: &InitOptions) -> String {
     s += "    workdir: ..\n";
     match &o.ready_pattern {
         Some(p) => s += &format!("    readyPattern: {}\n", quoted(p)),
-        None => s += "    # readyPattern: \"starting\"   # wait for this log line before the first step\n",
+        None => s +=
+            "    # readyPattern: \"starting\"   # wait for this log line before the first step\n",
     }
     if o.crds.is_empty() {
         s += "# crds: [../config/crd/my-crd.yaml]   # applied to every cluster before the controller starts\n";
     } else {
-        s += &format!("crds: [{}]\n", o.crds.iter().map(|c| quoted(&from_scenarios(&o.dir, c))).collect::<Vec<_>>().join(", "));
+        s += &format!(
+            "crds: [{}]\n",
+            o.crds
+                .iter()
+                .map(|c| quoted(&from_scenarios(&o.dir, c)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     s += "defaults:\n  expectWithin: 30s\n  stepTimeout: 30s\n  scenarioTimeout: 5m\n";
     s
@@ -107,8 +117,14 @@ jobs:
 pub fn files(o: &InitOptions) -> Vec<(PathBuf, String)> {
     vec![
         (PathBuf::from("scenarios/faultline.yaml"), suite_yaml(o)),
-        (PathBuf::from("scenarios/controller-restarts-after-crash.yaml"), EXAMPLE_SCENARIO.to_string()),
-        (PathBuf::from("ci/faultline.github-actions.yml"), CI_SNIPPET.to_string()),
+        (
+            PathBuf::from("scenarios/controller-restarts-after-crash.yaml"),
+            EXAMPLE_SCENARIO.to_string(),
+        ),
+        (
+            PathBuf::from("ci/faultline.github-actions.yml"),
+            CI_SNIPPET.to_string(),
+        ),
     ]
 }
 
@@ -120,13 +136,17 @@ pub fn init(o: &InitOptions) -> Result<Vec<PathBuf>> {
     for (rel, _) in &files {
         let p = o.dir.join(rel);
         if p.exists() {
-            bail!("{} exists; faultline init writes only new files", p.display());
+            bail!(
+                "{} exists; faultline init writes only new files",
+                p.display()
+            );
         }
     }
     let mut written = vec![];
     for (rel, text) in files {
         let p = o.dir.join(&rel);
-        std::fs::create_dir_all(p.parent().unwrap_or(&o.dir)).with_context(|| format!("creating {}", p.display()))?;
+        std::fs::create_dir_all(p.parent().unwrap_or(&o.dir))
+            .with_context(|| format!("creating {}", p.display()))?;
         std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
         written.push(p);
     }
@@ -142,13 +162,22 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("crd")).unwrap();
         std::fs::write(d.path().join("crd/x.yaml"), "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: xs.example.com}\n").unwrap();
-        let o = InitOptions { dir: d.path().into(), controller_command: "./bin/manager --flag=\"a b\"".into(), crds: vec!["crd/x.yaml".into()], ready_pattern: None };
+        let o = InitOptions {
+            dir: d.path().into(),
+            controller_command: "./bin/manager --flag=\"a b\"".into(),
+            crds: vec!["crd/x.yaml".into()],
+            ready_pattern: None,
+        };
         let written = init(&o).unwrap();
         assert_eq!(written.len(), 3);
-        let (suite, scenarios, diags) = crate::loader::load_all(&[d.path().join("scenarios")], None);
+        let (suite, scenarios, diags) =
+            crate::loader::load_all(&[d.path().join("scenarios")], None);
         assert!(diags.is_empty(), "{diags:?}");
         assert_eq!(scenarios.len(), 1);
-        assert_eq!(suite.suite.controllers["controller"].command, vec!["sh", "-c", "./bin/manager --flag=\"a b\""]);
+        assert_eq!(
+            suite.suite.controllers["controller"].command,
+            vec!["sh", "-c", "./bin/manager --flag=\"a b\""]
+        );
         let e = init(&o).unwrap_err().to_string();
         assert!(e.contains("exists"), "{e}");
         let ci: serde_yaml::Value = serde_yaml::from_str(CI_SNIPPET).unwrap();

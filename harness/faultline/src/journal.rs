@@ -64,8 +64,13 @@ pub struct Journal {
 
 /// This process's run: names its journals (one per scenario).
 pub fn run_id() -> &'static str {
-    static ID: std::sync::LazyLock<String> =
-        std::sync::LazyLock::new(|| format!("{}-{:x}", chrono::Utc::now().format("%Y%m%dt%H%M%S"), std::process::id()));
+    static ID: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "{}-{:x}",
+            chrono::Utc::now().format("%Y%m%dt%H%M%S"),
+            std::process::id()
+        )
+    });
     &ID
 }
 
@@ -75,7 +80,10 @@ fn now() -> String {
 
 /// The name of this host, as written into journals.
 pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).ok().filter(|s| !s.is_empty())
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_else(|| "unknown".into())
 }
@@ -91,7 +99,14 @@ pub fn start_ticks(pid: u32) -> Option<u64> {
 impl Owner {
     pub fn this_process(run_id: &str, scenario: &str) -> Owner {
         let pid = std::process::id();
-        Owner { host: hostname(), pid, start_ticks: start_ticks(pid).unwrap_or(0), run_id: run_id.into(), scenario: scenario.into(), started_at: now() }
+        Owner {
+            host: hostname(),
+            pid,
+            start_ticks: start_ticks(pid).unwrap_or(0),
+            run_id: run_id.into(),
+            scenario: scenario.into(),
+            started_at: now(),
+        }
     }
 }
 
@@ -108,16 +123,29 @@ impl Record {
         let o = &self.owner;
         if o.host == host {
             return match start_ticks(o.pid) {
-                Some(t) if t == o.start_ticks => Liveness::Live(format!("process {} on this host is running", o.pid)),
-                Some(_) => Liveness::Stale(format!("process {} is gone (its pid now belongs to another process)", o.pid)),
+                Some(t) if t == o.start_ticks => {
+                    Liveness::Live(format!("process {} on this host is running", o.pid))
+                }
+                Some(_) => Liveness::Stale(format!(
+                    "process {} is gone (its pid now belongs to another process)",
+                    o.pid
+                )),
                 None => Liveness::Stale(format!("process {} is gone", o.pid)),
             };
         }
         let age = chrono::DateTime::parse_from_rfc3339(&self.heartbeat)
-            .map(|t| (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).to_std().unwrap_or_default())
+            .map(|t| {
+                (chrono::Utc::now() - t.with_timezone(&chrono::Utc))
+                    .to_std()
+                    .unwrap_or_default()
+            })
             .unwrap_or(Duration::MAX);
         if age > STALE_AFTER {
-            Liveness::Stale(format!("no heartbeat from host {} for {}s", o.host, age.as_secs()))
+            Liveness::Stale(format!(
+                "no heartbeat from host {} for {}s",
+                o.host,
+                age.as_secs()
+            ))
         } else {
             Liveness::Live(format!("host {} renewed it {}s ago", o.host, age.as_secs()))
         }
@@ -132,17 +160,40 @@ pub struct Found {
 }
 
 fn config_map(name: &str, record: &Record) -> Result<ConfigMap> {
-    let labels = BTreeMap::from([(LABEL.to_string(), "true".to_string()), ("app.kubernetes.io/managed-by".to_string(), "faultline".to_string())]);
+    let labels = BTreeMap::from([
+        (LABEL.to_string(), "true".to_string()),
+        (
+            "app.kubernetes.io/managed-by".to_string(),
+            "faultline".to_string(),
+        ),
+    ]);
     Ok(ConfigMap {
-        metadata: ObjectMeta { name: Some(name.into()), namespace: Some(NAMESPACE.into()), labels: Some(labels), ..Default::default() },
-        data: Some(BTreeMap::from([(KEY.to_string(), serde_json::to_string_pretty(record)?)])),
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(NAMESPACE.into()),
+            labels: Some(labels),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([(
+            KEY.to_string(),
+            serde_json::to_string_pretty(record)?,
+        )])),
         ..Default::default()
     })
 }
 
 /// A name for a scenario's journal: DNS-1123, unique per run.
 fn journal_name(run_id: &str, scenario: &str) -> String {
-    let clean: String = scenario.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    let clean: String = scenario
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
     let mut name = format!("faultline-journal-{run_id}-{clean}");
     name.truncate(253);
     name.trim_end_matches('-').to_string()
@@ -151,8 +202,16 @@ fn journal_name(run_id: &str, scenario: &str) -> String {
 impl Journal {
     /// Nothing is written until the first fault: a scenario without faults leaves no trace.
     pub fn new(client: kube::Client, run_id: &str, scenario: &str) -> Journal {
-        let record = Record { owner: Owner::this_process(run_id, scenario), faults: vec![], heartbeat: now() };
-        Journal { api: Api::namespaced(client, NAMESPACE), name: journal_name(run_id, scenario), record: tokio::sync::Mutex::new(record) }
+        let record = Record {
+            owner: Owner::this_process(run_id, scenario),
+            faults: vec![],
+            heartbeat: now(),
+        };
+        Journal {
+            api: Api::namespaced(client, NAMESPACE),
+            name: journal_name(run_id, scenario),
+            record: tokio::sync::Mutex::new(record),
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -162,14 +221,20 @@ impl Journal {
     async fn write(&self, record: &Record) -> Result<()> {
         let cm = config_map(&self.name, record)?;
         let pp = PatchParams::apply("faultline").force();
-        self.api.patch(&self.name, &pp, &Patch::Apply(&cm)).await.with_context(|| format!("writing the fault journal {NAMESPACE}/{}", self.name))?;
+        self.api
+            .patch(&self.name, &pp, &Patch::Apply(&cm))
+            .await
+            .with_context(|| format!("writing the fault journal {NAMESPACE}/{}", self.name))?;
         Ok(())
     }
 
     /// Record a fault about to be injected.
     pub async fn add(&self, name: &str, op: &Operation) -> Result<()> {
         let mut r = self.record.lock().await;
-        r.faults.push(Entry { name: name.into(), operation: op.clone() });
+        r.faults.push(Entry {
+            name: name.into(),
+            operation: op.clone(),
+        });
         r.heartbeat = now();
         self.write(&r).await
     }
@@ -177,7 +242,9 @@ impl Journal {
     /// Forget a healed fault; the journal is deleted once nothing is left.
     pub async fn remove(&self, name: &str) -> Result<()> {
         let mut r = self.record.lock().await;
-        let Some(i) = r.faults.iter().rposition(|e| e.name == name) else { return Ok(()) };
+        let Some(i) = r.faults.iter().rposition(|e| e.name == name) else {
+            return Ok(());
+        };
         r.faults.remove(i);
         if r.faults.is_empty() {
             return delete(&self.api, &self.name).await;
@@ -209,14 +276,22 @@ async fn delete(api: &Api<ConfigMap>, name: &str) -> Result<()> {
 /// error naming it, never skipped silently (it may hold faults).
 pub async fn list(client: &kube::Client) -> Result<Vec<Result<Found, String>>> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), NAMESPACE);
-    let cms = api.list(&ListParams::default().labels(&format!("{LABEL}=true"))).await.context("listing fault journals")?;
+    let cms = api
+        .list(&ListParams::default().labels(&format!("{LABEL}=true")))
+        .await
+        .context("listing fault journals")?;
     Ok(cms
         .items
         .into_iter()
         .map(|cm| {
             let name = cm.metadata.name.clone().unwrap_or_default();
-            let text = cm.data.as_ref().and_then(|d| d.get(KEY)).ok_or_else(|| format!("{NAMESPACE}/{name}: no {KEY} key"))?;
-            let record = serde_json::from_str(text).map_err(|e| format!("{NAMESPACE}/{name}: {KEY}: {e}"))?;
+            let text = cm
+                .data
+                .as_ref()
+                .and_then(|d| d.get(KEY))
+                .ok_or_else(|| format!("{NAMESPACE}/{name}: no {KEY} key"))?;
+            let record = serde_json::from_str(text)
+                .map_err(|e| format!("{NAMESPACE}/{name}: {KEY}: {e}"))?;
             Ok(Found { name, record })
         })
         .collect())
@@ -230,9 +305,18 @@ pub async fn discard(client: &kube::Client, name: &str) -> Result<()> {
 /// Rewrite a journal with the faults that are still not healed.
 pub async fn keep(client: &kube::Client, found: &Found, left: Vec<Entry>) -> Result<()> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), NAMESPACE);
-    let record = Record { faults: left, ..found.record.clone() };
+    let record = Record {
+        faults: left,
+        ..found.record.clone()
+    };
     let pp = PatchParams::apply("faultline").force();
-    api.patch(&found.name, &pp, &Patch::Apply(&config_map(&found.name, &record)?)).await.with_context(|| format!("updating the fault journal {NAMESPACE}/{}", found.name))?;
+    api.patch(
+        &found.name,
+        &pp,
+        &Patch::Apply(&config_map(&found.name, &record)?),
+    )
+    .await
+    .with_context(|| format!("updating the fault journal {NAMESPACE}/{}", found.name))?;
     Ok(())
 }
 
@@ -250,21 +334,47 @@ mod tests {
     }
 
     fn record(host: &str, pid: u32, ticks: u64, heartbeat: String) -> Record {
-        Record { owner: Owner { host: host.into(), pid, start_ticks: ticks, run_id: "r".into(), scenario: "s".into(), started_at: now() }, faults: vec![], heartbeat }
+        Record {
+            owner: Owner {
+                host: host.into(),
+                pid,
+                start_ticks: ticks,
+                run_id: "r".into(),
+                scenario: "s".into(),
+                started_at: now(),
+            },
+            faults: vec![],
+            heartbeat,
+        }
     }
 
     #[test]
     fn liveness_by_pid_on_this_host_and_by_heartbeat_elsewhere() {
         let me = std::process::id();
         let ticks = start_ticks(me).unwrap();
-        assert!(matches!(record("h", me, ticks, now()).liveness("h"), Liveness::Live(_)));
+        assert!(matches!(
+            record("h", me, ticks, now()).liveness("h"),
+            Liveness::Live(_)
+        ));
         // Same pid, other start time: the pid was reused.
-        assert!(matches!(record("h", me, ticks + 1, now()).liveness("h"), Liveness::Stale(m) if m.contains("another process")));
-        assert!(matches!(record("h", 4_194_305, 1, now()).liveness("h"), Liveness::Stale(m) if m.contains("is gone")));
-        assert!(matches!(record("other", me, ticks, now()).liveness("h"), Liveness::Live(_)));
+        assert!(
+            matches!(record("h", me, ticks + 1, now()).liveness("h"), Liveness::Stale(m) if m.contains("another process"))
+        );
+        assert!(
+            matches!(record("h", 4_194_305, 1, now()).liveness("h"), Liveness::Stale(m) if m.contains("is gone"))
+        );
+        assert!(matches!(
+            record("other", me, ticks, now()).liveness("h"),
+            Liveness::Live(_)
+        ));
         let old = (chrono::Utc::now() - chrono::Duration::seconds(120)).to_rfc3339();
-        assert!(matches!(record("other", me, ticks, old).liveness("h"), Liveness::Stale(m) if m.contains("no heartbeat")));
-        assert!(matches!(record("other", me, ticks, "garbage".into()).liveness("h"), Liveness::Stale(_)));
+        assert!(
+            matches!(record("other", me, ticks, old).liveness("h"), Liveness::Stale(m) if m.contains("no heartbeat"))
+        );
+        assert!(matches!(
+            record("other", me, ticks, "garbage".into()).liveness("h"),
+            Liveness::Stale(_)
+        ));
     }
 
     #[test]
@@ -277,7 +387,10 @@ mod tests {
     fn operations_round_trip_through_the_record() {
         let op: Operation = serde_yaml::from_str("csiPluginDown: {node: worker-01}").unwrap();
         let mut r = record("h", 1, 1, now());
-        r.faults.push(Entry { name: "plugin".into(), operation: op.clone() });
+        r.faults.push(Entry {
+            name: "plugin".into(),
+            operation: op.clone(),
+        });
         let back: Record = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(back, r);
     }

@@ -14,8 +14,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub async fn client_from_kubeconfig(path: &Path) -> Result<Client> {
-    let kc = kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading kubeconfig {}", path.display()))?;
-    let config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?;
+    let kc = kube::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await?;
     Ok(Client::try_from(config)?)
 }
 
@@ -40,10 +43,17 @@ pub fn parse_api_version(api_version: &str) -> (String, String) {
 
 impl Kube {
     pub fn new(client: Client) -> Kube {
-        Kube { client, cache: Arc::new(Mutex::new(HashMap::new())) }
+        Kube {
+            client,
+            cache: Arc::new(Mutex::new(HashMap::new())),
+        }
     }
 
-    pub async fn resolve(&self, api_version: &str, kind: &str) -> Result<(ApiResource, ApiCapabilities)> {
+    pub async fn resolve(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<(ApiResource, ApiCapabilities)> {
         let key = (api_version.to_string(), kind.to_string());
         if let Some(hit) = self.cache.lock().get(&key) {
             return Ok(hit.clone());
@@ -52,13 +62,23 @@ impl Kube {
         let gvk = GroupVersionKind::gvk(&g, &v, kind);
         let found = kube::discovery::pinned_kind(&self.client, &gvk)
             .await
-            .map_err(|e| anyhow!("the cluster does not serve {kind} in {api_version}: {}", explain(&e.into())))?;
+            .map_err(|e| {
+                anyhow!(
+                    "the cluster does not serve {kind} in {api_version}: {}",
+                    explain(&e.into())
+                )
+            })?;
         self.cache.lock().insert(key, found.clone());
         Ok(found)
     }
 
     /// Resolve, retrying for up to `wait` (a CRD just applied takes a moment to be served).
-    pub async fn resolve_eventually(&self, api_version: &str, kind: &str, wait: Duration) -> Result<(ApiResource, ApiCapabilities)> {
+    pub async fn resolve_eventually(
+        &self,
+        api_version: &str,
+        kind: &str,
+        wait: Duration,
+    ) -> Result<(ApiResource, ApiCapabilities)> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             match self.resolve(api_version, kind).await {
@@ -69,7 +89,12 @@ impl Kube {
         }
     }
 
-    pub fn api(&self, ar: &ApiResource, caps: &ApiCapabilities, namespace: Option<&str>) -> Api<DynamicObject> {
+    pub fn api(
+        &self,
+        ar: &ApiResource,
+        caps: &ApiCapabilities,
+        namespace: Option<&str>,
+    ) -> Api<DynamicObject> {
         match (caps.scope == Scope::Namespaced, namespace) {
             (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, ar),
             _ => Api::all_with(self.client.clone(), ar),
@@ -77,37 +102,64 @@ impl Kube {
     }
 
     async fn api_for(&self, obj: &Value, default_ns: &str) -> Result<(Api<DynamicObject>, String)> {
-        let api_version = obj.get("apiVersion").and_then(Value::as_str).ok_or_else(|| anyhow!("object without apiVersion"))?;
-        let kind = obj.get("kind").and_then(Value::as_str).ok_or_else(|| anyhow!("object without kind"))?;
-        let name = obj.pointer("/metadata/name").and_then(Value::as_str).ok_or_else(|| anyhow!("{kind} without metadata.name"))?;
-        let (ar, caps) = self.resolve_eventually(api_version, kind, Duration::from_secs(5)).await?;
-        let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or(default_ns);
+        let api_version = obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("object without apiVersion"))?;
+        let kind = obj
+            .get("kind")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("object without kind"))?;
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("{kind} without metadata.name"))?;
+        let (ar, caps) = self
+            .resolve_eventually(api_version, kind, Duration::from_secs(5))
+            .await?;
+        let ns = obj
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or(default_ns);
         Ok((self.api(&ar, &caps, Some(ns)), name.to_string()))
     }
 
     pub async fn apply(&self, obj: &Value, default_ns: &str) -> Result<()> {
         let (api, name) = self.api_for(obj, default_ns).await?;
         let pp = PatchParams::apply(FIELD_MANAGER).force();
-        api.patch(&name, &pp, &Patch::Apply(obj)).await.with_context(|| format!("applying {}", describe(obj)))?;
+        api.patch(&name, &pp, &Patch::Apply(obj))
+            .await
+            .with_context(|| format!("applying {}", describe(obj)))?;
         Ok(())
     }
 
     pub async fn create(&self, obj: &Value, default_ns: &str) -> Result<()> {
         let (api, _) = self.api_for(obj, default_ns).await?;
         let o: DynamicObject = serde_json::from_value(obj.clone())?;
-        api.create(&PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() }, &o)
-            .await
-            .with_context(|| format!("creating {}", describe(obj)))?;
+        api.create(
+            &PostParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..Default::default()
+            },
+            &o,
+        )
+        .await
+        .with_context(|| format!("creating {}", describe(obj)))?;
         Ok(())
     }
 
     pub async fn patch(&self, p: &crate::model::PatchStep) -> Result<()> {
         use crate::model::PatchType;
         let obj = serde_json::json!({"apiVersion": p.api_version, "kind": p.kind, "metadata": {"name": p.name, "namespace": p.namespace}});
-        let (api, name) = self.api_for(&obj, p.namespace.as_deref().unwrap_or("default")).await?;
+        let (api, name) = self
+            .api_for(&obj, p.namespace.as_deref().unwrap_or("default"))
+            .await?;
         let pp = match p.r#type {
             PatchType::Apply => PatchParams::apply(FIELD_MANAGER).force(),
-            _ => PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() },
+            _ => PatchParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..Default::default()
+            },
         };
         let patch = match p.r#type {
             PatchType::Merge => Patch::Merge(p.patch.clone()),
@@ -115,14 +167,21 @@ impl Kube {
             PatchType::Apply => {
                 let mut body = p.patch.clone();
                 if let Some(m) = body.as_object_mut() {
-                    m.entry("apiVersion").or_insert(p.api_version.clone().into());
+                    m.entry("apiVersion")
+                        .or_insert(p.api_version.clone().into());
                     m.entry("kind").or_insert(p.kind.clone().into());
                 }
                 Patch::Apply(body)
             }
-            PatchType::Json => Patch::Json(serde_json::from_value(p.patch.clone()).context("a json patch")?),
+            PatchType::Json => {
+                Patch::Json(serde_json::from_value(p.patch.clone()).context("a json patch")?)
+            }
         };
-        let r = if p.status { api.patch_status(&name, &pp, &patch).await } else { api.patch(&name, &pp, &patch).await };
+        let r = if p.status {
+            api.patch_status(&name, &pp, &patch).await
+        } else {
+            api.patch(&name, &pp, &patch).await
+        };
         r.with_context(|| format!("patching {} {}", p.kind, p.name))?;
         Ok(())
     }
@@ -135,7 +194,12 @@ impl Kube {
                 if wait {
                     if let either::Either::Left(o) = either {
                         if let Some(uid) = o.metadata.uid.clone() {
-                            kube::runtime::wait::await_condition(api, &name, kube::runtime::wait::conditions::is_deleted(&uid)).await?;
+                            kube::runtime::wait::await_condition(
+                                api,
+                                &name,
+                                kube::runtime::wait::conditions::is_deleted(&uid),
+                            )
+                            .await?;
                         }
                     }
                 }
@@ -149,7 +213,10 @@ impl Kube {
 
 pub fn describe(obj: &Value) -> String {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("?");
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("?");
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
     match obj.pointer("/metadata/namespace").and_then(Value::as_str) {
         Some(ns) => format!("{kind} {ns}/{name}"),
         None => format!("{kind} {name}"),
@@ -158,14 +225,21 @@ pub fn describe(obj: &Value) -> String {
 
 /// Every object of a YAML file (multi-document; `kind: List` expanded).
 pub fn read_manifests(path: &Path) -> Result<Vec<Value>> {
-    let src = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let src =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut out = vec![];
     for doc in serde_yaml::Deserializer::from_str(&src) {
-        let v: Value = serde::Deserialize::deserialize(doc).with_context(|| format!("parsing {}", path.display()))?;
+        let v: Value = serde::Deserialize::deserialize(doc)
+            .with_context(|| format!("parsing {}", path.display()))?;
         match v {
             Value::Null => {}
             Value::Object(ref m) if m.get("kind").and_then(Value::as_str) == Some("List") => {
-                out.extend(m.get("items").and_then(Value::as_array).cloned().unwrap_or_default());
+                out.extend(
+                    m.get("items")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default(),
+                );
             }
             Value::Object(_) => out.push(v),
             _ => bail!("{}: a document is not an object", path.display()),
@@ -177,8 +251,16 @@ pub fn read_manifests(path: &Path) -> Result<Vec<Value>> {
 /// An API error as kubectl shows it: the Status message, code and reason
 /// (`configmaps "x" already exists (409 AlreadyExists)`), never kube-rs's Debug dump of the Status.
 pub fn status_text(s: &kube::core::Status) -> String {
-    let reason = if s.reason.is_empty() { String::new() } else { format!(" {}", s.reason) };
-    let message = if s.message.is_empty() { "the API server returned an error".to_string() } else { s.message.clone() };
+    let reason = if s.reason.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", s.reason)
+    };
+    let message = if s.message.is_empty() {
+        "the API server returned an error".to_string()
+    } else {
+        s.message.clone()
+    };
     format!("{message} ({}{reason})", s.code)
 }
 
@@ -223,9 +305,13 @@ mod tests {
         let status: kube::core::Status = serde_json::from_value(serde_json::json!({
             "status": "Failure", "message": "configmaps \"x\" already exists", "reason": "AlreadyExists", "code": 409,
             "metadata": {}, "details": {"name": "x", "kind": "configmaps"}})).unwrap();
-        let e = anyhow::Error::new(kube::Error::Api(Box::new(status))).context("creating ConfigMap default/x");
+        let e = anyhow::Error::new(kube::Error::Api(Box::new(status)))
+            .context("creating ConfigMap default/x");
         let text = explain(&e);
-        assert_eq!(text, "creating ConfigMap default/x: configmaps \"x\" already exists (409 AlreadyExists)");
+        assert_eq!(
+            text,
+            "creating ConfigMap default/x: configmaps \"x\" already exists (409 AlreadyExists)"
+        );
         assert!(!format!("{e:#}").is_empty());
     }
 }

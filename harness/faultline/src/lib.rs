@@ -5,19 +5,19 @@
 //! (providers, faults, controller process, expectations) -> `report` (console, Markdown, JUnit,
 //! JSON, HTML, shard merge). `pause` is the console side of `--pause-*`; `init` starts a suite.
 
-pub mod controller;
-pub mod faults;
-pub mod journal;
 pub mod cleanup;
-pub mod k8s;
-pub mod logs;
-pub mod provider;
-pub mod timeline;
+pub mod controller;
 pub mod events;
 pub mod expect;
+pub mod faults;
+pub mod init;
+pub mod journal;
+pub mod k8s;
+pub mod logs;
+pub mod pause;
+pub mod provider;
 pub mod report;
 pub mod runner;
-pub mod pause;
-pub mod init;
+pub mod timeline;
 
 pub use faultline_scenario::{celx, fuzzing, loader, model, spans};

@@ -30,7 +30,11 @@ impl LogStore {
         if let Some(d) = &dir {
             let _ = std::fs::create_dir_all(d);
         }
-        LogStore { lines: Arc::new(Mutex::new(vec![])), version: watch::channel(0).0, dir }
+        LogStore {
+            lines: Arc::new(Mutex::new(vec![])),
+            version: watch::channel(0).0,
+            dir,
+        }
     }
 
     pub fn push(&self, line: LogLine) {
@@ -42,13 +46,20 @@ impl LogStore {
                 (LogSource::Kubelet, None) => "kubelet.log".to_string(),
                 (LogSource::CsiPlugin, None) => "csi-plugin.log".to_string(),
             };
-            if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(d.join(file)) {
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(d.join(file))
+            {
                 let _ = writeln!(f, "{}", line.text);
             }
         }
         let n = {
             let mut v = self.lines.lock();
-            v.push(Stamped { at: Instant::now(), line });
+            v.push(Stamped {
+                at: Instant::now(),
+                line,
+            });
             v.len() as u64
         };
         self.version.send_replace(n);

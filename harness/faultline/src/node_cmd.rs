@@ -33,7 +33,10 @@ pub enum NodeAction {
     /// Print the node's mount table.
     Mounts,
     /// Control a node service (only `kubelet`).
-    Service { service: String, action: ServiceAction },
+    Service {
+        service: String,
+        action: ServiceAction,
+    },
     /// Reboot the node (stuck in Rebooting while NFS hangs or disks fail).
     Reboot,
     /// Hard power cycle (IPMI/Redfish in real life).
@@ -57,23 +60,35 @@ pub enum ServiceAction {
 }
 
 async fn client(kubeconfig: &PathBuf) -> Result<kube::Client> {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig)
-        .with_context(|| format!("reading kubeconfig {} (start one with `faultline sim up`)", kubeconfig.display()))?;
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.context("kubeconfig")?;
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).with_context(|| {
+        format!(
+            "reading kubeconfig {} (start one with `faultline sim up`)",
+            kubeconfig.display()
+        )
+    })?;
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .context("kubeconfig")?;
     Ok(kube::Client::try_from(cfg)?)
 }
 
 fn op_request(node: &str, body: serde_json::Value) -> Result<http::Request<Vec<u8>>> {
-    Ok(http::Request::post(format!("/faultline/v1/nodes/{}/ops", node))
-        .header("Content-Type", "application/json")
-        .body(serde_json::to_vec(&body)?)?)
+    Ok(
+        http::Request::post(format!("/faultline/v1/nodes/{}/ops", node))
+            .header("Content-Type", "application/json")
+            .body(serde_json::to_vec(&body)?)?,
+    )
 }
 
 pub async fn run(args: NodeArgs) -> Result<ExitCode> {
     let client = client(&args.kubeconfig).await?;
     let node = &args.node;
     let text = match args.action {
-        NodeAction::Logs { source, follow, tail } => {
+        NodeAction::Logs {
+            source,
+            follow,
+            tail,
+        } => {
             let src = match source {
                 LogSource::Kubelet => "kubelet",
                 LogSource::CsiPlugin => "csi-plugin",
@@ -82,7 +97,9 @@ pub async fn run(args: NodeArgs) -> Result<ExitCode> {
             if let Some(t) = tail {
                 q.push_str(&format!("&tail={}", t));
             }
-            let req = http::Request::get(format!("/faultline/v1/nodes/{}/logs/{}?{}", node, src, q)).body(vec![])?;
+            let req =
+                http::Request::get(format!("/faultline/v1/nodes/{}/logs/{}?{}", node, src, q))
+                    .body(vec![])?;
             if follow {
                 let mut lines = client.request_stream(req).await.map_err(explain)?.lines();
                 use futures::StreamExt;
@@ -93,14 +110,31 @@ pub async fn run(args: NodeArgs) -> Result<ExitCode> {
             }
             client.request_text(req).await.map_err(explain)?
         }
-        NodeAction::Mounts => client.request_text(http::Request::get(format!("/faultline/v1/nodes/{}/mounts", node)).body(vec![])?).await.map_err(explain)?,
+        NodeAction::Mounts => client
+            .request_text(
+                http::Request::get(format!("/faultline/v1/nodes/{}/mounts", node)).body(vec![])?,
+            )
+            .await
+            .map_err(explain)?,
         NodeAction::Service { service, action } => {
             if service != "kubelet" {
-                bail!("unknown service {:?}: the simulated nodes run only `kubelet`", service);
+                bail!(
+                    "unknown service {:?}: the simulated nodes run only `kubelet`",
+                    service
+                );
             }
             let op = match action {
                 ServiceAction::Status => {
-                    let v = client.request_text(http::Request::get(format!("/faultline/v1/nodes/{}/services/kubelet", node)).body(vec![])?).await.map_err(explain)?;
+                    let v = client
+                        .request_text(
+                            http::Request::get(format!(
+                                "/faultline/v1/nodes/{}/services/kubelet",
+                                node
+                            ))
+                            .body(vec![])?,
+                        )
+                        .await
+                        .map_err(explain)?;
                     let v: serde_json::Value = serde_json::from_str(&v)?;
                     println!("kubelet: {}", v["state"].as_str().unwrap_or("unknown"));
                     return Ok(ExitCode::SUCCESS);
@@ -109,13 +143,34 @@ pub async fn run(args: NodeArgs) -> Result<ExitCode> {
                 ServiceAction::Stop => "kubeletStop",
                 ServiceAction::Start => "kubeletStart",
             };
-            message(&client.request_text(op_request(node, serde_json::json!({"op": op}))?).await.map_err(explain)?)
+            message(
+                &client
+                    .request_text(op_request(node, serde_json::json!({"op": op}))?)
+                    .await
+                    .map_err(explain)?,
+            )
         }
-        NodeAction::Reboot => message(&client.request_text(op_request(node, serde_json::json!({"op": "reboot"}))?).await.map_err(explain)?),
-        NodeAction::PowerCycle => message(&client.request_text(op_request(node, serde_json::json!({"op": "powerCycle"}))?).await.map_err(explain)?),
+        NodeAction::Reboot => message(
+            &client
+                .request_text(op_request(node, serde_json::json!({"op": "reboot"}))?)
+                .await
+                .map_err(explain)?,
+        ),
+        NodeAction::PowerCycle => message(
+            &client
+                .request_text(op_request(node, serde_json::json!({"op": "powerCycle"}))?)
+                .await
+                .map_err(explain)?,
+        ),
         NodeAction::Op { json } => {
-            let body: serde_json::Value = serde_json::from_str(&json).with_context(|| format!("the operation is not valid JSON: {}", json))?;
-            message(&client.request_text(op_request(node, body)?).await.map_err(explain)?)
+            let body: serde_json::Value = serde_json::from_str(&json)
+                .with_context(|| format!("the operation is not valid JSON: {}", json))?;
+            message(
+                &client
+                    .request_text(op_request(node, body)?)
+                    .await
+                    .map_err(explain)?,
+            )
         }
     };
     print!("{}", text);

@@ -31,7 +31,12 @@ impl ConsolePauser {
             }
             // EOF: dropping the sender makes every later wait return at once.
         });
-        ConsolePauser { turn: Mutex::new(rx), paused: AtomicBool::new(false), resume: Notify::new(), faultline_bin }
+        ConsolePauser {
+            turn: Mutex::new(rx),
+            paused: AtomicBool::new(false),
+            resume: Notify::new(),
+            faultline_bin,
+        }
     }
 
     /// Ctrl-C while paused continues the run instead of interrupting it. Returns whether a
@@ -49,7 +54,10 @@ impl ConsolePauser {
 /// What to print while paused.
 pub fn render(info: &PauseInfo, faultline_bin: &std::path::Path) -> String {
     let kc = std::path::absolute(&info.kubeconfig).unwrap_or_else(|_| info.kubeconfig.clone());
-    let mut o = format!("\nfaultline: PAUSED scenario `{}`: {}\n", info.scenario, info.why);
+    let mut o = format!(
+        "\nfaultline: PAUSED scenario `{}`: {}\n",
+        info.scenario, info.why
+    );
     if info.active_faults.is_empty() {
         o += "  no fault is active now; the controller is running\n";
     } else {
@@ -62,7 +70,11 @@ pub fn render(info: &PauseInfo, faultline_bin: &std::path::Path) -> String {
     o += &format!("    export KUBECONFIG={}\n", kc.display());
     o += "    kubectl get nodes,pods -A -o wide\n";
     // The nodes the faults name, else every node.
-    let mut nodes: Vec<&String> = info.nodes.iter().filter(|n| info.active_faults.iter().any(|f| f.contains(n.as_str()))).collect();
+    let mut nodes: Vec<&String> = info
+        .nodes
+        .iter()
+        .filter(|n| info.active_faults.iter().any(|f| f.contains(n.as_str())))
+        .collect();
     if nodes.is_empty() {
         nodes = info.nodes.iter().collect();
     }
@@ -85,7 +97,8 @@ pub fn render(info: &PauseInfo, faultline_bin: &std::path::Path) -> String {
         "existing" => {
             o += "  node operations: when this cluster is a `faultline sim up`, with KUBECONFIG exported:\n";
             node_cmds(&mut o);
-            o += "  (on a real cluster `faultline node` does not apply: use your own node access)\n";
+            o +=
+                "  (on a real cluster `faultline node` does not apply: use your own node access)\n";
         }
         _ => {
             o += "  node operations: `faultline node` drives simulated nodes only; the kind nodes are containers:\n";
@@ -102,7 +115,9 @@ impl Pauser for ConsolePauser {
             let mut lines = self.turn.lock().await;
             {
                 let mut out = std::io::stdout().lock();
-                let _ = out.write_all(render(&info, &self.faultline_bin).as_bytes()).and_then(|_| out.flush());
+                let _ = out
+                    .write_all(render(&info, &self.faultline_bin).as_bytes())
+                    .and_then(|_| out.flush());
             }
             // Cleared however the hold ends (a scenario stopped while paused drops this future).
             struct Paused<'a>(&'a AtomicBool);
@@ -133,13 +148,30 @@ mod tests {
             why: "before step `x`".into(),
             provider: "sim",
             kubeconfig: "/tmp/k/kubeconfig".into(),
-            nodes: vec!["control-plane".into(), "worker-01".into(), "worker-02".into()],
+            nodes: vec![
+                "control-plane".into(),
+                "worker-01".into(),
+                "worker-02".into(),
+            ],
             active_faults: vec!["hang: kubeletHang{node: worker-02}".into()],
         };
         let t = render(&info, std::path::Path::new("/bin/faultline"));
         assert!(t.contains("export KUBECONFIG=/tmp/k/kubeconfig"), "{t}");
-        assert!(t.contains("/bin/faultline node worker-02 logs kubelet") && !t.contains("node worker-01"), "{t}");
-        let kind = render(&PauseInfo { provider: "kind", ..info }, std::path::Path::new("/bin/faultline"));
-        assert!(!kind.contains("/bin/faultline node") && kind.contains("docker"), "{kind}");
+        assert!(
+            t.contains("/bin/faultline node worker-02 logs kubelet")
+                && !t.contains("node worker-01"),
+            "{t}"
+        );
+        let kind = render(
+            &PauseInfo {
+                provider: "kind",
+                ..info
+            },
+            std::path::Path::new("/bin/faultline"),
+        );
+        assert!(
+            !kind.contains("/bin/faultline node") && kind.contains("docker"),
+            "{kind}"
+        );
     }
 }

@@ -61,7 +61,11 @@ pub struct Timeline {
 
 impl Timeline {
     pub fn new() -> Timeline {
-        Timeline { start: Instant::now(), started_wall: chrono::Utc::now(), entries: Arc::new(Mutex::new(vec![])) }
+        Timeline {
+            start: Instant::now(),
+            started_wall: chrono::Utc::now(),
+            entries: Arc::new(Mutex::new(vec![])),
+        }
     }
     pub fn offset(&self, at: Instant) -> Duration {
         at.saturating_duration_since(self.start)
@@ -72,8 +76,19 @@ impl Timeline {
     pub fn verdict(&self, kind: EntryKind, text: impl Into<String>, v: Verdict) {
         self.record_at(Instant::now(), kind, text, Some(v))
     }
-    pub fn record_at(&self, at: Instant, kind: EntryKind, text: impl Into<String>, verdict: Option<Verdict>) {
-        let e = Entry { at_ms: self.offset(at).as_millis() as u64, kind, text: text.into(), verdict };
+    pub fn record_at(
+        &self,
+        at: Instant,
+        kind: EntryKind,
+        text: impl Into<String>,
+        verdict: Option<Verdict>,
+    ) {
+        let e = Entry {
+            at_ms: self.offset(at).as_millis() as u64,
+            kind,
+            text: text.into(),
+            verdict,
+        };
         let mut v = self.entries.lock();
         let pos = v.partition_point(|x| x.at_ms <= e.at_ms);
         v.insert(pos, e);
@@ -100,7 +115,10 @@ pub struct Anchors {
 
 impl Anchors {
     pub fn new() -> Anchors {
-        Anchors { map: Arc::new(Mutex::new(Default::default())), version: Arc::new(tokio::sync::watch::channel(0).0) }
+        Anchors {
+            map: Arc::new(Mutex::new(Default::default())),
+            version: Arc::new(tokio::sync::watch::channel(0).0),
+        }
     }
     pub fn set(&self, name: &str, at: Instant) {
         self.map.lock().insert(name.to_string(), at);

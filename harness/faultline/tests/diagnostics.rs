@@ -11,7 +11,11 @@ fn suite_dir() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("faultline.yaml"), "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrollers:\n  ctl: {command: [sh, -c, 'sleep 1000']}\n").unwrap();
     std::fs::create_dir_all(d.path().join("manifests")).unwrap();
-    std::fs::write(d.path().join("manifests/cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n").unwrap();
+    std::fs::write(
+        d.path().join("manifests/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    )
+    .unwrap();
     d
 }
 
@@ -158,10 +162,17 @@ fn malformed_scenario_gets_its_precise_error(#[case] body: &str, #[case] expecte
     };
     let (file, diags) = diagnose(dir.path(), &format!("{head}{body}"));
     let expected = expected
-        .replace("SUITE", &dir.path().join("faultline.yaml").display().to_string())
+        .replace(
+            "SUITE",
+            &dir.path().join("faultline.yaml").display().to_string(),
+        )
         .replace("DIR", &dir.path().display().to_string());
     let want = format!("{}:{expected}", file.display());
-    assert_eq!(diags.first().map(String::as_str), Some(want.as_str()), "all diagnostics: {diags:#?}");
+    assert_eq!(
+        diags.first().map(String::as_str),
+        Some(want.as_str()),
+        "all diagnostics: {diags:#?}"
+    );
 }
 
 #[test]
@@ -178,21 +189,34 @@ fn every_file_of_a_directory_is_checked_and_names_are_unique() {
     let ok = format!("{HEAD}spec:\n  steps:\n    - sleep: 1s\n");
     std::fs::write(dir.path().join("a.yaml"), &ok).unwrap();
     std::fs::write(dir.path().join("b.yaml"), &ok).unwrap();
-    std::fs::write(dir.path().join("c.yaml"), format!("{HEAD}spec:\n  steps:\n    - slep: 1s\n")).unwrap();
+    std::fs::write(
+        dir.path().join("c.yaml"),
+        format!("{HEAD}spec:\n  steps:\n    - slep: 1s\n"),
+    )
+    .unwrap();
     let (_, loaded, diags) = load_all(&[dir.path().to_path_buf()], None);
     // The manifest directory is not scanned (not named), and manifests are not scenarios.
     assert_eq!(loaded.len(), 1);
     let text: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
     assert_eq!(text.len(), 2, "{text:#?}");
-    let want = format!("b.yaml:3:18: error: metadata.name: `corpus` is already the name of {}", dir.path().join("a.yaml").display());
+    let want = format!(
+        "b.yaml:3:18: error: metadata.name: `corpus` is already the name of {}",
+        dir.path().join("a.yaml").display()
+    );
     assert!(text[0].ends_with(&want), "{text:#?}");
-    assert!(text[1].contains("c.yaml:6:7: error: spec.steps[0]: unknown field `slep`"), "{text:#?}");
+    assert!(
+        text[1].contains("c.yaml:6:7: error: spec.steps[0]: unknown field `slep`"),
+        "{text:#?}"
+    );
 }
 
 #[test]
 fn a_byte_order_mark_is_accepted() {
     let dir = suite_dir();
-    let (_, diags) = diagnose(dir.path(), &format!("\u{feff}{HEAD}spec:\n  steps:\n    - sleep: 1s\n"));
+    let (_, diags) = diagnose(
+        dir.path(),
+        &format!("\u{feff}{HEAD}spec:\n  steps:\n    - sleep: 1s\n"),
+    );
     assert!(diags.is_empty(), "{diags:#?}");
 }
 
@@ -207,13 +231,24 @@ fn an_expectation_name_is_an_anchor() {
 #[test]
 fn referenced_manifests_are_parsed_and_each_object_checked() {
     let dir = suite_dir();
-    std::fs::write(dir.path().join("manifests/notyaml.yaml"), "kind: [unclosed\n").unwrap();
+    std::fs::write(
+        dir.path().join("manifests/notyaml.yaml"),
+        "kind: [unclosed\n",
+    )
+    .unwrap();
     std::fs::write(dir.path().join("manifests/nokind.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\napiVersion: v1\nmetadata: {name: x}\n").unwrap();
     let body = "spec:\n  steps:\n    - apply: manifests/notyaml.yaml\n    - delete: {file: manifests/nokind.yaml}\n";
     let (file, diags) = diagnose(dir.path(), &format!("{HEAD}{body}"));
     let m = dir.path().join("manifests");
     assert_eq!(diags.len(), 2, "{diags:#?}");
-    assert!(diags[0].starts_with(&format!("{}:2:1: error: referenced by {}:6:14 (spec.steps[0].apply): not valid YAML: ", m.join("notyaml.yaml").display(), file.display())), "{diags:#?}");
+    assert!(
+        diags[0].starts_with(&format!(
+            "{}:2:1: error: referenced by {}:6:14 (spec.steps[0].apply): not valid YAML: ",
+            m.join("notyaml.yaml").display(),
+            file.display()
+        )),
+        "{diags:#?}"
+    );
     assert_eq!(diags[1], format!("{}:5:1: error: referenced by {}:7:22 (spec.steps[1].delete.file): an object needs `apiVersion`, `kind`, `metadata.name`; missing `kind`",
         m.join("nokind.yaml").display(), file.display()));
 }
@@ -221,9 +256,20 @@ fn referenced_manifests_are_parsed_and_each_object_checked() {
 #[test]
 fn a_broken_manifest_two_scenarios_apply_is_one_error() {
     let dir = suite_dir();
-    std::fs::write(dir.path().join("manifests/half.yaml"), "apiVersion: v1\nkind: ConfigMap\n").unwrap();
+    std::fs::write(
+        dir.path().join("manifests/half.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\n",
+    )
+    .unwrap();
     for n in ["a", "b"] {
-        std::fs::write(dir.path().join(format!("{n}.yaml")), format!("{}spec:\n  steps:\n    - apply: manifests/half.yaml\n", HEAD.replace("corpus", n))).unwrap();
+        std::fs::write(
+            dir.path().join(format!("{n}.yaml")),
+            format!(
+                "{}spec:\n  steps:\n    - apply: manifests/half.yaml\n",
+                HEAD.replace("corpus", n)
+            ),
+        )
+        .unwrap();
     }
     let (_, _, diags) = load_all(&[dir.path().to_path_buf()], None);
     let text: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
@@ -240,14 +286,31 @@ fn a_suite_file_is_validated_alone_and_its_errors_reported_once() {
     let (_, loaded, diags) = load_all(std::slice::from_ref(&suite), None);
     assert!(diags.is_empty() && loaded.is_empty(), "{diags:?}");
     // A broken suite: one error, not one more per scenario that names its controller.
-    std::fs::write(&suite, "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrolers: {}\n").unwrap();
+    std::fs::write(
+        &suite,
+        "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrolers: {}\n",
+    )
+    .unwrap();
     for n in ["a", "b"] {
-        std::fs::write(dir.path().join(format!("{n}.yaml")), format!("{}spec:\n  controller: {{ref: ctl}}\n  steps:\n    - sleep: 1s\n", HEAD.replace("corpus", n))).unwrap();
+        std::fs::write(
+            dir.path().join(format!("{n}.yaml")),
+            format!(
+                "{}spec:\n  controller: {{ref: ctl}}\n  steps:\n    - sleep: 1s\n",
+                HEAD.replace("corpus", n)
+            ),
+        )
+        .unwrap();
     }
     let (_, _, diags) = load_all(&[dir.path().to_path_buf()], None);
     let text: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
     assert_eq!(text.len(), 1, "{text:#?}");
-    assert!(text[0].starts_with(&format!("{}:3:1: error: unknown field `controlers`", suite.display())), "{text:#?}");
+    assert!(
+        text[0].starts_with(&format!(
+            "{}:3:1: error: unknown field `controlers`",
+            suite.display()
+        )),
+        "{text:#?}"
+    );
     // Named on its own, the broken suite gives the same one error.
     let (_, _, diags) = load_all(std::slice::from_ref(&suite), None);
     assert_eq!(diags.len(), 1, "{diags:?}");
@@ -258,11 +321,24 @@ fn suite_config_errors_are_located() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("faultline.yaml");
     std::fs::write(&f, "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncrds: [crds/missing.yaml]\ndefaults: {expectWithin: 10s, regressionRatio: 0.5}\n").unwrap();
-    let d: Vec<String> = load_suite(&f).unwrap_err().into_iter().map(|d| d.to_string()).collect();
-    assert_eq!(d, vec![
-        format!("{}:3:8: error: crds[0]: file `crds/missing.yaml` not found", f.display()),
-        format!("{}:4:48: error: defaults.regressionRatio: must be greater than 1", f.display()),
-    ]);
+    let d: Vec<String> = load_suite(&f)
+        .unwrap_err()
+        .into_iter()
+        .map(|d| d.to_string())
+        .collect();
+    assert_eq!(
+        d,
+        vec![
+            format!(
+                "{}:3:8: error: crds[0]: file `crds/missing.yaml` not found",
+                f.display()
+            ),
+            format!(
+                "{}:4:48: error: defaults.regressionRatio: must be greater than 1",
+                f.display()
+            ),
+        ]
+    );
 }
 
 #[test]
@@ -270,12 +346,19 @@ fn a_blank_kind_node_image_is_located() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("faultline.yaml");
     std::fs::write(&f, "apiVersion: faultline.dev/v1alpha1\nkind: Suite\nkindProvider:\n  nodeImage: \"kindest/node v1\"\n").unwrap();
-    let d: Vec<String> = load_suite(&f).unwrap_err().into_iter().map(|d| d.to_string()).collect();
+    let d: Vec<String> = load_suite(&f)
+        .unwrap_err()
+        .into_iter()
+        .map(|d| d.to_string())
+        .collect();
     assert_eq!(d, vec![format!(
         "{}:4:14: error: kindProvider.nodeImage: must be an image reference such as `kindest/node:v1.35.5` (no spaces)",
         f.display()
     )]);
     std::fs::write(&f, "apiVersion: faultline.dev/v1alpha1\nkind: Suite\nkindProvider:\n  nodeImage: faultline-node:abc\n").unwrap();
     let s = load_suite(&f).unwrap();
-    assert_eq!(s.suite.kind_provider.node_image.as_deref(), Some("faultline-node:abc"));
+    assert_eq!(
+        s.suite.kind_provider.node_image.as_deref(),
+        Some("faultline-node:abc")
+    );
 }

@@ -5,21 +5,37 @@ use faultline::loader::{load_scenario, load_suite};
 use std::path::Path;
 
 fn yaml_blocks(md: &str) -> Vec<String> {
-    md.split("```yaml\n").skip(1).map(|b| b.split("```").next().unwrap().to_string()).collect()
+    md.split("```yaml\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap().to_string())
+        .collect()
 }
 
 fn stub(base: &Path, rel: &str) {
     let p = base.join(rel);
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stub}\n").unwrap();
+    std::fs::write(
+        p,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stub}\n",
+    )
+    .unwrap();
 }
 
 #[test]
 fn documented_examples_validate() {
-    let md = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenarios.md")).unwrap();
+    let md = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenarios.md"),
+    )
+    .unwrap();
     let blocks = yaml_blocks(&md);
-    let scenario = blocks.iter().find(|b| b.contains("kind: Scenario")).expect("a scenario example");
-    let suite = blocks.iter().find(|b| b.contains("kind: Suite")).expect("a suite example");
+    let scenario = blocks
+        .iter()
+        .find(|b| b.contains("kind: Scenario"))
+        .expect("a scenario example");
+    let suite = blocks
+        .iter()
+        .find(|b| b.contains("kind: Suite"))
+        .expect("a suite example");
     let dir = tempfile::tempdir().unwrap();
     let scen_dir = dir.path().join("scenarios");
     std::fs::create_dir_all(&scen_dir).unwrap();
@@ -36,7 +52,15 @@ fn documented_examples_validate() {
         }
     }
     std::fs::write(scen_dir.join("faultline.yaml"), suite).unwrap();
-    let suite = load_suite(&scen_dir.join("faultline.yaml")).unwrap_or_else(|d| panic!("{}", d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n")));
+    let suite = load_suite(&scen_dir.join("faultline.yaml")).unwrap_or_else(|d| {
+        panic!(
+            "{}",
+            d.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    });
     for line in scenario.lines() {
         if let Some(f) = line.trim().strip_prefix("- apply: ") {
             stub(&scen_dir, f.trim());
@@ -44,7 +68,15 @@ fn documented_examples_validate() {
     }
     let f = scen_dir.join("example.yaml");
     std::fs::write(&f, scenario).unwrap();
-    let s = load_scenario(&f, &suite).unwrap_or_else(|d| panic!("{}", d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n")));
+    let s = load_scenario(&f, &suite).unwrap_or_else(|d| {
+        panic!(
+            "{}",
+            d.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    });
     assert_eq!(s.scenario.metadata.name, "stale-csi-mount");
     assert_eq!(s.scenario.spec.invariants.len(), 2);
 }
@@ -57,13 +89,21 @@ mod against_the_schema {
     use std::path::Path;
 
     fn schema(args: &[&str]) -> serde_json::Value {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_faultline")).arg("schema").args(args).output().unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .arg("schema")
+            .args(args)
+            .output()
+            .unwrap();
         assert!(out.status.success());
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
     /// Property names and string enum values, anywhere in a schema.
-    fn collect(v: &serde_json::Value, fields: &mut BTreeSet<String>, values: &mut BTreeSet<String>) {
+    fn collect(
+        v: &serde_json::Value,
+        fields: &mut BTreeSet<String>,
+        values: &mut BTreeSet<String>,
+    ) {
         match v {
             serde_json::Value::Object(m) => {
                 if let Some(serde_json::Value::Object(props)) = m.get("properties") {
@@ -71,7 +111,9 @@ mod against_the_schema {
                 }
                 for key in ["enum", "const"] {
                     match m.get(key) {
-                        Some(serde_json::Value::Array(a)) => values.extend(a.iter().filter_map(|x| x.as_str().map(String::from))),
+                        Some(serde_json::Value::Array(a)) => {
+                            values.extend(a.iter().filter_map(|x| x.as_str().map(String::from)))
+                        }
                         Some(serde_json::Value::String(s)) => {
                             values.insert(s.clone());
                         }
@@ -89,12 +131,26 @@ mod against_the_schema {
 
     /// Inline code spans (`...`), possibly across lines.
     fn code_spans(md: &str) -> Vec<String> {
-        let prose: String = md.split("```").enumerate().filter(|(i, _)| i % 2 == 0).map(|(_, t)| t).collect::<Vec<_>>().join("\n");
-        prose.split('`').enumerate().filter(|(i, _)| i % 2 == 1).map(|(_, t)| t.to_string()).collect()
+        let prose: String = md
+            .split("```")
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, t)| t)
+            .collect::<Vec<_>>()
+            .join("\n");
+        prose
+            .split('`')
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 1)
+            .map(|(_, t)| t.to_string())
+            .collect()
     }
 
     fn idents(s: &str) -> Vec<String> {
-        s.split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| t.chars().next().is_some_and(|c| c.is_ascii_alphabetic())).map(String::from).collect()
+        s.split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|t| t.chars().next().is_some_and(|c| c.is_ascii_alphabetic()))
+            .map(String::from)
+            .collect()
     }
 
     /// The identifiers a span names as fields: at its start, or after `{`, `[`, `,`, `+`, `.`
@@ -118,7 +174,11 @@ mod against_the_schema {
                 continue;
             }
             if !c.is_whitespace() {
-                prev = if c == '|' && i > 0 && chars[i - 1] == '\\' { Some('\\') } else { Some(c) };
+                prev = if c == '|' && i > 0 && chars[i - 1] == '\\' {
+                    Some('\\')
+                } else {
+                    Some(c)
+                };
             }
             i += 1;
         }
@@ -137,7 +197,10 @@ mod against_the_schema {
             let cells = split_row(line);
             if header.is_empty() {
                 header = cells;
-            } else if !cells.iter().all(|c| c.chars().all(|x| x == '-' || x == ' ')) {
+            } else if !cells
+                .iter()
+                .all(|c| c.chars().all(|x| x == '-' || x == ' '))
+            {
                 for (h, c) in header.iter().zip(cells) {
                     out.push((h.clone(), c));
                 }
@@ -165,49 +228,105 @@ mod against_the_schema {
 
     #[test]
     fn scenarios_md_and_the_schema_agree() {
-        let md = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenarios.md")).unwrap();
+        let md = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenarios.md"),
+        )
+        .unwrap();
         let (mut fields, mut values) = (BTreeSet::new(), BTreeSet::new());
         for s in [schema(&[]), schema(&["--suite"])] {
             collect(&s, &mut fields, &mut values);
         }
-        assert!(fields.contains("staleDeviceMount") && fields.contains("heldBy") && fields.contains("reboot"), "the operations and aliases are in the schema");
+        assert!(
+            fields.contains("staleDeviceMount")
+                && fields.contains("heldBy")
+                && fields.contains("reboot"),
+            "the operations and aliases are in the schema"
+        );
 
         // Everything in the schema is documented (in a code span or a YAML example).
-        let mut documented: BTreeSet<String> = code_spans(&md).iter().flat_map(|s| idents(s)).collect();
+        let mut documented: BTreeSet<String> =
+            code_spans(&md).iter().flat_map(|s| idents(s)).collect();
         for block in md.split("```yaml\n").skip(1) {
             documented.extend(idents(block.split("```").next().unwrap()));
         }
-        let missing: Vec<&String> = fields.iter().chain(values.iter().filter(|v| v.chars().all(|c| c.is_ascii_alphanumeric())))
-            .filter(|f| !documented.contains(*f)).collect();
-        assert!(missing.is_empty(), "in the schema but not in docs/scenarios.md: {missing:?}");
+        let missing: Vec<&String> = fields
+            .iter()
+            .chain(
+                values
+                    .iter()
+                    .filter(|v| v.chars().all(|c| c.is_ascii_alphanumeric())),
+            )
+            .filter(|f| !documented.contains(*f))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "in the schema but not in docs/scenarios.md: {missing:?}"
+        );
 
         // Nothing documented as a field that the schema lacks: the first column of every
         // table, the `fields` columns, and the expectation specs.
-        let known = |t: &str| fields.contains(t) || values.contains(t) || ["true", "false", "null"].contains(&t);
+        let known = |t: &str| {
+            fields.contains(t) || values.contains(t) || ["true", "false", "null"].contains(&t)
+        };
         let mut named: Vec<(String, String)> = vec![];
         for (header, cell) in table_cells(&md) {
             let first = ["field", "kind", "operation", "fields"].contains(&header.as_str());
             if first {
                 for span in code_spans(&cell) {
-                    named.extend(field_positions(&span).into_iter().map(|f| (f, cell.clone())));
+                    named.extend(
+                        field_positions(&span)
+                            .into_iter()
+                            .map(|f| (f, cell.clone())),
+                    );
                 }
             }
         }
-        let expectations = md.split("## Expectations").nth(1).unwrap().split("\n## ").next().unwrap();
+        let expectations = md
+            .split("## Expectations")
+            .nth(1)
+            .unwrap()
+            .split("\n## ")
+            .next()
+            .unwrap();
         for span in code_spans(expectations) {
-            if ["resource: {", "event: {", "log: {", "count: {"].iter().any(|p| span.starts_with(p)) {
-                named.extend(field_positions(&span).into_iter().map(|f| (f, span.clone())));
+            if ["resource: {", "event: {", "log: {", "count: {"]
+                .iter()
+                .any(|p| span.starts_with(p))
+            {
+                named.extend(
+                    field_positions(&span)
+                        .into_iter()
+                        .map(|f| (f, span.clone())),
+                );
             }
         }
-        assert!(named.iter().any(|(f, _)| f == "stuckUntilPowerCycle") && named.iter().any(|(f, _)| f == "involvedName"), "the tables were read: {named:?}");
+        assert!(
+            named.iter().any(|(f, _)| f == "stuckUntilPowerCycle")
+                && named.iter().any(|(f, _)| f == "involvedName"),
+            "the tables were read: {named:?}"
+        );
         let unknown: Vec<&(String, String)> = named.iter().filter(|(f, _)| !known(f)).collect();
-        assert!(unknown.is_empty(), "documented in docs/scenarios.md but not in the schema: {unknown:#?}");
+        assert!(
+            unknown.is_empty(),
+            "documented in docs/scenarios.md but not in the schema: {unknown:#?}"
+        );
     }
 
     #[test]
     fn field_positions_skip_values() {
-        assert_eq!(field_positions("{apiVersion, kind, type: merge\\|json, patch}"), ["apiVersion", "kind", "type", "patch"]);
-        assert_eq!(field_positions("log: {source: controller|kubelet, pattern (regex), atLeast | atMost + per}"), ["log", "source", "kubelet", "pattern", "atLeast", "atMost", "per"]);
-        assert_eq!(field_positions("spec.cluster.nodes"), ["spec", "cluster", "nodes"]);
+        assert_eq!(
+            field_positions("{apiVersion, kind, type: merge\\|json, patch}"),
+            ["apiVersion", "kind", "type", "patch"]
+        );
+        assert_eq!(
+            field_positions(
+                "log: {source: controller|kubelet, pattern (regex), atLeast | atMost + per}"
+            ),
+            ["log", "source", "kubelet", "pattern", "atLeast", "atMost", "per"]
+        );
+        assert_eq!(
+            field_positions("spec.cluster.nodes"),
+            ["spec", "cluster", "nodes"]
+        );
     }
 }

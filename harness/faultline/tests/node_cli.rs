@@ -16,7 +16,15 @@ impl Drop for Sim {
 
 fn start(kubeconfig: &Path) -> Sim {
     let child = Command::new(BIN)
-        .args(["sim", "up", "--nodes", "2", "--time-scale", "0.01", "--kubeconfig"])
+        .args([
+            "sim",
+            "up",
+            "--nodes",
+            "2",
+            "--time-scale",
+            "0.01",
+            "--kubeconfig",
+        ])
         .arg(kubeconfig)
         .stdout(Stdio::null())
         .spawn()
@@ -31,8 +39,17 @@ fn start(kubeconfig: &Path) -> Sim {
 }
 
 fn node(kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(BIN).arg("node").args(args).env("KUBECONFIG", kubeconfig).output().expect("run faultline node");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = Command::new(BIN)
+        .arg("node")
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .expect("run faultline node");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -40,21 +57,45 @@ fn node_logs_mounts_service_and_reboot_through_the_control_endpoint() {
     let dir = tempfile::tempdir().unwrap();
     let kc = dir.path().join("kubeconfig");
     let _sim = start(&kc);
-    let (ok, out, err) = node(&kc, &["worker-02", "op", r#"{"op":"staleDeviceMount","pv":"pvc-81b676e6","deletedPv":true}"#]);
+    let (ok, out, err) = node(
+        &kc,
+        &[
+            "worker-02",
+            "op",
+            r#"{"op":"staleDeviceMount","pv":"pvc-81b676e6","deletedPv":true}"#,
+        ],
+    );
     assert!(ok, "{err}");
     assert!(out.contains("stale device mount of pvc-81b676e6"), "{out}");
     let (ok, mounts, _) = node(&kc, &["worker-02", "mounts"]);
-    assert!(ok && mounts.lines().any(|l| l.contains("pvc-81b676e6") && l.contains("/globalmount")), "{mounts}");
+    assert!(
+        ok && mounts
+            .lines()
+            .any(|l| l.contains("pvc-81b676e6") && l.contains("/globalmount")),
+        "{mounts}"
+    );
     std::thread::sleep(Duration::from_millis(300));
     let (ok, logs, _) = node(&kc, &["worker-02", "logs", "kubelet"]);
     assert!(ok);
-    assert!(logs.lines().any(|l| l.contains("nestedpendingoperations.go") && l.contains("GetDeviceMountRefs check failed")), "{logs}");
-    assert!(logs.lines().all(|l| l.starts_with('I') || l.starts_with('E') || l.starts_with('W')), "klog format");
+    assert!(
+        logs.lines()
+            .any(|l| l.contains("nestedpendingoperations.go")
+                && l.contains("GetDeviceMountRefs check failed")),
+        "{logs}"
+    );
+    assert!(
+        logs.lines()
+            .all(|l| l.starts_with('I') || l.starts_with('E') || l.starts_with('W')),
+        "klog format"
+    );
     let (ok, out, _) = node(&kc, &["worker-02", "service", "kubelet", "restart"]);
     assert!(ok && out.contains("restarting"), "{out}");
     std::thread::sleep(Duration::from_millis(500));
     let (_, mounts, _) = node(&kc, &["worker-02", "mounts"]);
-    assert!(!mounts.contains("pvc-81b676e6"), "kubelet restart cleans its own stale mount: {mounts}");
+    assert!(
+        !mounts.contains("pvc-81b676e6"),
+        "kubelet restart cleans its own stale mount: {mounts}"
+    );
     let (ok, out, _) = node(&kc, &["worker-02", "service", "kubelet", "status"]);
     assert!(ok && out.trim() == "kubelet: Running", "{out}");
     let (ok, out, _) = node(&kc, &["worker-01", "reboot"]);
@@ -64,7 +105,10 @@ fn node_logs_mounts_service_and_reboot_through_the_control_endpoint() {
     let (ok, csi, _) = node(&kc, &["worker-02", "logs", "csi-plugin", "--tail", "1"]);
     assert!(ok && csi.lines().count() == 1, "{csi}");
     let (ok, _, err) = node(&kc, &["worker-99", "mounts"]);
-    assert!(!ok && err.contains("nodes \"worker-99\" not found"), "{err}");
+    assert!(
+        !ok && err.contains("nodes \"worker-99\" not found"),
+        "{err}"
+    );
     let (ok, _, err) = node(&kc, &["worker-01", "service", "containerd", "restart"]);
     assert!(!ok && err.contains("unknown service"), "{err}");
 }

@@ -23,7 +23,11 @@ fn kubectl() -> PathBuf {
 /// A pod bound to worker-01, whose kubelet hangs: it stays Pending.
 fn fixture(timeout: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("faultline.yaml"), "apiVersion: faultline.dev/v1alpha1\nkind: Suite\n").unwrap();
+    std::fs::write(
+        dir.path().join("faultline.yaml"),
+        "apiVersion: faultline.dev/v1alpha1\nkind: Suite\n",
+    )
+    .unwrap();
     std::fs::write(dir.path().join("pod.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: {name: stuck, namespace: default}\nspec:\n  nodeName: worker-01\n  containers: [{name: app, image: busybox}]\n").unwrap();
     std::fs::write(dir.path().join("s.yaml"), format!(
         "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {{name: stuck-pod}}\nspec:\n  timeout: {timeout}\n  cluster:\n    nodes: [{{name: control-plane, role: control-plane}}, {{name: worker-01}}]\n    storage: none\n  steps:\n    - fault: {{name: hang, kubeletHang: {{node: worker-01}}}}\n    - apply: pod.yaml\n    - expect: {{name: pod-running, within: 1s, resource: {{apiVersion: v1, kind: Pod, namespace: default, name: stuck, condition: \"has(object.status.phase) && object.status.phase == 'Running'\"}}}}\n")).unwrap();
@@ -38,8 +42,15 @@ struct Run {
 
 impl Run {
     fn start(dir: &Path, args: &[&str]) -> Run {
-        let mut child = Command::new(BIN).args(args).current_dir(dir).env_remove("GITHUB_STEP_SUMMARY")
-            .stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+        let mut child = Command::new(BIN)
+            .args(args)
+            .current_dir(dir)
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
         let out = child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
@@ -47,7 +58,11 @@ impl Run {
                 let _ = tx.send(l);
             }
         });
-        Run { child, lines, seen: vec![] }
+        Run {
+            child,
+            lines,
+            seen: vec![],
+        }
     }
     /// Lines until one contains `needle`.
     fn until(&mut self, needle: &str) {
@@ -62,12 +77,19 @@ impl Run {
                         return;
                     }
                 }
-                Err(_) => panic!("no line with {needle:?} within 60s; output so far:\n{}", self.seen.join("\n")),
+                Err(_) => panic!(
+                    "no line with {needle:?} within 60s; output so far:\n{}",
+                    self.seen.join("\n")
+                ),
             }
         }
     }
     fn kubeconfig(&self) -> PathBuf {
-        let l = self.seen.iter().find_map(|l| l.trim().strip_prefix("export KUBECONFIG=")).expect("an export KUBECONFIG line");
+        let l = self
+            .seen
+            .iter()
+            .find_map(|l| l.trim().strip_prefix("export KUBECONFIG="))
+            .expect("an export KUBECONFIG line");
         PathBuf::from(l)
     }
     fn finish(mut self) -> (i32, String) {
@@ -76,7 +98,10 @@ impl Run {
             if let Some(st) = self.child.try_wait().unwrap() {
                 break st.code().unwrap_or(-1);
             }
-            assert!(Instant::now() < deadline, "faultline did not finish after continuing");
+            assert!(
+                Instant::now() < deadline,
+                "faultline did not finish after continuing"
+            );
             std::thread::sleep(Duration::from_millis(50));
         };
         while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(2)) {
@@ -87,8 +112,17 @@ impl Run {
 }
 
 fn kubectl_json(kubeconfig: &Path, args: &[&str]) -> serde_json::Value {
-    let out = Command::new(kubectl()).args(args).args(["-o", "json"]).env("KUBECONFIG", kubeconfig).output().unwrap();
-    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(kubectl())
+        .args(args)
+        .args(["-o", "json"])
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -98,26 +132,59 @@ fn report(dir: &Path) -> serde_json::Value {
 
 /// The timeline's texts, in order, and the position of the first one containing each needle.
 fn positions(r: &serde_json::Value, needles: &[&str]) -> Vec<usize> {
-    let texts: Vec<&str> = r["scenarios"][0]["timeline"].as_array().unwrap().iter().map(|e| e["text"].as_str().unwrap()).collect();
-    needles.iter().map(|n| texts.iter().position(|t| t.contains(n)).unwrap_or_else(|| panic!("no {n:?} in {texts:#?}"))).collect()
+    let texts: Vec<&str> = r["scenarios"][0]["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    needles
+        .iter()
+        .map(|n| {
+            texts
+                .iter()
+                .position(|t| t.contains(n))
+                .unwrap_or_else(|| panic!("no {n:?} in {texts:#?}"))
+        })
+        .collect()
 }
 
 #[test]
 fn pause_on_failure_holds_the_incident_until_enter() {
     let dir = fixture("2m");
-    let mut run = Run::start(dir.path(), &["run", "s.yaml", "--pause-on-failure", "--json", "r.json"]);
+    let mut run = Run::start(
+        dir.path(),
+        &["run", "s.yaml", "--pause-on-failure", "--json", "r.json"],
+    );
     run.until("press Enter");
     let all = run.seen.join("\n");
-    assert!(all.contains("PAUSED scenario `stuck-pod`: expectation `pod-running` failed"), "{all}");
-    assert!(all.contains("hang: kubeletHang{node: worker-01}"), "the active fault is listed: {all}");
-    assert!(all.contains(&format!("{BIN} node worker-01 logs kubelet")), "{all}");
+    assert!(
+        all.contains("PAUSED scenario `stuck-pod`: expectation `pod-running` failed"),
+        "{all}"
+    );
+    assert!(
+        all.contains("hang: kubeletHang{node: worker-01}"),
+        "the active fault is listed: {all}"
+    );
+    assert!(
+        all.contains(&format!("{BIN} node worker-01 logs kubelet")),
+        "{all}"
+    );
     let kc = run.kubeconfig();
     // While paused: the cluster serves, the pod is stuck, the fault is active.
     let pod = kubectl_json(&kc, &["get", "pod", "stuck", "-n", "default"]);
     assert_eq!(pod["spec"]["nodeName"], "worker-01");
     assert_ne!(pod["status"]["phase"], "Running", "{pod}");
-    let node = Command::new(BIN).args(["node", "worker-01", "service", "kubelet", "status"]).env("KUBECONFIG", &kc).output().unwrap();
-    assert!(node.status.success(), "the printed `faultline node` command works: {}", String::from_utf8_lossy(&node.stderr));
+    let node = Command::new(BIN)
+        .args(["node", "worker-01", "service", "kubelet", "status"])
+        .env("KUBECONFIG", &kc)
+        .output()
+        .unwrap();
+    assert!(
+        node.status.success(),
+        "the printed `faultline node` command works: {}",
+        String::from_utf8_lossy(&node.stderr)
+    );
     // Still paused a moment later: nothing healed, nothing torn down.
     std::thread::sleep(Duration::from_millis(1500));
     assert!(run.child.try_wait().unwrap().is_none(), "still paused");
@@ -126,13 +193,30 @@ fn pause_on_failure_holds_the_incident_until_enter() {
     run.child.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
     let (code, out) = run.finish();
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("faultline: Enter: continuing scenario `stuck-pod`"), "{out}");
+    assert!(
+        out.contains("faultline: Enter: continuing scenario `stuck-pod`"),
+        "{out}"
+    );
     let r = report(dir.path());
     assert_eq!(r["scenarios"][0]["faults"][0]["healedBy"], "cleanup");
-    let p = positions(&r, &["paused: expectation `pod-running` failed", "resumed", "fault hang healed"]);
-    assert!(p[0] < p[1] && p[1] < p[2], "paused, then resumed, then healed: {p:?}");
+    let p = positions(
+        &r,
+        &[
+            "paused: expectation `pod-running` failed",
+            "resumed",
+            "fault hang healed",
+        ],
+    );
+    assert!(
+        p[0] < p[1] && p[1] < p[2],
+        "paused, then resumed, then healed: {p:?}"
+    );
     // Torn down after continuing: the API server is gone.
-    let gone = Command::new(kubectl()).args(["get", "pods", "--request-timeout=3s"]).env("KUBECONFIG", &kc).output().unwrap();
+    let gone = Command::new(kubectl())
+        .args(["get", "pods", "--request-timeout=3s"])
+        .env("KUBECONFIG", &kc)
+        .output()
+        .unwrap();
     assert!(!gone.status.success());
 }
 
@@ -140,30 +224,62 @@ fn pause_on_failure_holds_the_incident_until_enter() {
 fn pause_at_a_step_and_ctrl_c_continues_without_the_timeout_counting() {
     // Scenario timeout 4s; the pause lasts longer, and must not count against it.
     let dir = fixture("4s");
-    let mut run = Run::start(dir.path(), &["run", "s.yaml", "--pause-at", "pod-running", "--json", "r.json"]);
+    let mut run = Run::start(
+        dir.path(),
+        &[
+            "run",
+            "s.yaml",
+            "--pause-at",
+            "pod-running",
+            "--json",
+            "r.json",
+        ],
+    );
     run.until("press Enter");
     let all = run.seen.join("\n");
-    assert!(all.contains("PAUSED scenario `stuck-pod`: before step `pod-running`"), "{all}");
+    assert!(
+        all.contains("PAUSED scenario `stuck-pod`: before step `pod-running`"),
+        "{all}"
+    );
     let pod = kubectl_json(&run.kubeconfig(), &["get", "pod", "stuck", "-n", "default"]);
     assert_ne!(pod["status"]["phase"], "Running");
     std::thread::sleep(Duration::from_secs(5));
     // SAFETY: signalling the child we spawned.
     unsafe { libc::kill(run.child.id() as i32, libc::SIGINT) };
     let (code, out) = run.finish();
-    assert_eq!(code, 1, "Ctrl-C while paused continues the run (not 130): {out}");
+    assert_eq!(
+        code, 1,
+        "Ctrl-C while paused continues the run (not 130): {out}"
+    );
     assert!(out.contains("faultline: Ctrl-C: continuing"), "{out}");
     let r = report(dir.path());
     let reason = r["scenarios"][0]["reason"].as_str().unwrap();
-    assert!(reason.contains("expectation `pod-running` failed"), "the expectation ran after the pause, no timeout: {reason}");
+    assert!(
+        reason.contains("expectation `pod-running` failed"),
+        "the expectation ran after the pause, no timeout: {reason}"
+    );
     assert!(r.get("interruptedBy").is_none());
-    let p = positions(&r, &["paused: before step `pod-running`", "resumed", "expect pod-running", "fault hang healed"]);
+    let p = positions(
+        &r,
+        &[
+            "paused: before step `pod-running`",
+            "resumed",
+            "expect pod-running",
+            "fault hang healed",
+        ],
+    );
     assert!(p.windows(2).all(|w| w[0] < w[1]), "{p:?}");
 }
 
 #[test]
 fn pause_at_an_unknown_step_is_refused() {
     let dir = fixture("1m");
-    let out = Command::new(BIN).args(["run", "s.yaml", "--pause-at", "nope"]).current_dir(dir.path()).stdin(Stdio::null()).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["run", "s.yaml", "--pause-at", "nope"])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("--pause-at nope: no selected scenario has a step `nope`; steps: apply-2, hang, pod-running"), "{e}");

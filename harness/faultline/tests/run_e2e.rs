@@ -23,7 +23,11 @@ impl Fx {
         );
         std::fs::write(dir.path().join("faultline.yaml"), suite).unwrap();
         std::fs::create_dir_all(dir.path().join("manifests")).unwrap();
-        std::fs::write(dir.path().join("manifests/cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: late}\ndata: {a: \"1\"}\n").unwrap();
+        std::fs::write(
+            dir.path().join("manifests/cm.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: late}\ndata: {a: \"1\"}\n",
+        )
+        .unwrap();
         Fx { dir }
     }
     fn path(&self, p: &str) -> PathBuf {
@@ -31,25 +35,41 @@ impl Fx {
     }
     fn scenario(&self, file: &str, name: &str, spec: &str) -> PathBuf {
         let p = self.path(file);
-        std::fs::write(&p, format!("{HEAD}metadata: {{name: {name}}}\nspec:\n{spec}")).unwrap();
+        std::fs::write(
+            &p,
+            format!("{HEAD}metadata: {{name: {name}}}\nspec:\n{spec}"),
+        )
+        .unwrap();
         p
     }
     fn record(&self) -> PathBuf {
         self.path("node-ops.record")
     }
     fn record_lines(&self) -> Vec<String> {
-        std::fs::read_to_string(self.record()).unwrap_or_default().lines().map(str::to_string).collect()
+        std::fs::read_to_string(self.record())
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
     fn cmd(&self, args: &[&str], node_ops: &str) -> Command {
         let mut c = Command::new(BIN);
-        c.args(args).current_dir(self.dir.path()).env("FAULTLINE_TEST_NODE_OPS", node_ops).stdin(Stdio::null());
+        c.args(args)
+            .current_dir(self.dir.path())
+            .env("FAULTLINE_TEST_NODE_OPS", node_ops)
+            .stdin(Stdio::null());
         c
     }
     fn run(&self, args: &[&str]) -> Output {
         self.run_with(args, &self.record().display().to_string())
     }
     fn run_with(&self, args: &[&str], node_ops: &str) -> Output {
-        let child = self.cmd(args, node_ops).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let child = self
+            .cmd(args, node_ops)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         wait_output(child, Duration::from_secs(90))
     }
 }
@@ -62,12 +82,14 @@ fn wait_output(mut child: Child, max: Duration) -> Output {
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("faultline did not finish within {max:?}: {:?}", child.wait_with_output().unwrap());
+            panic!(
+                "faultline did not finish within {max:?}: {:?}",
+                child.wait_with_output().unwrap()
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
-
 
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks for existence.
@@ -78,7 +100,16 @@ fn alive(pid: i32) -> bool {
 fn budget_missed_exits_1_and_names_the_budget() {
     let fx = Fx::new();
     fx.scenario("late.yaml", "late-configmap", "  steps:\n    - script: {run: 'sleep 1.5 && \"$FAULTLINE\" kube apply -f manifests/cm.yaml'}\n    - expect: {name: configmap-created, within: 1s, after: start, resource: {apiVersion: v1, kind: ConfigMap, namespace: default, name: late, condition: \"object.data.a == '1'\"}}\n");
-    let out = fx.run(&["run", "late.yaml", "--json", "r.json", "--junit", "j.xml", "--html", "r.html"]);
+    let out = fx.run(&[
+        "run",
+        "late.yaml",
+        "--json",
+        "r.json",
+        "--junit",
+        "j.xml",
+        "--html",
+        "r.html",
+    ]);
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(t.contains("expectation `configmap-created` failed: budget missed: within 1s after start: held only after"), "{t}");
@@ -88,19 +119,37 @@ fn budget_missed_exits_1_and_names_the_budget() {
     assert_eq!(e["name"], "configmap-created");
     assert_eq!(e["verdict"], "failed");
     assert_eq!(e["budget"]["withinMs"], 1000);
-    let measured = e["measuredMs"].as_u64().expect("the late success is measured");
+    let measured = e["measuredMs"]
+        .as_u64()
+        .expect("the late success is measured");
     assert!((1400..10_000).contains(&measured), "measured {measured}");
     assert_eq!(r["summary"]["failed"], 1);
     // JUnit: parses, one test case, failed with the budget named.
     let xml = std::fs::read_to_string(fx.path("j.xml")).unwrap();
     let doc = roxmltree::Document::parse(&xml).unwrap();
-    let cases: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+    let cases: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
     assert_eq!(cases.len(), 1);
-    assert_eq!(cases[0].attribute("name"), Some("late-configmap/configmap-created"));
-    let failure = cases[0].children().find(|n| n.has_tag_name("failure")).expect("a failure element");
-    assert!(failure.attribute("message").unwrap().contains("within 1s after start"));
+    assert_eq!(
+        cases[0].attribute("name"),
+        Some("late-configmap/configmap-created")
+    );
+    let failure = cases[0]
+        .children()
+        .find(|n| n.has_tag_name("failure"))
+        .expect("a failure element");
+    assert!(failure
+        .attribute("message")
+        .unwrap()
+        .contains("within 1s after start"));
     let html = std::fs::read_to_string(fx.path("r.html")).unwrap();
-    assert!(html.contains("<svg") && html.contains("configmap-created") && html.contains("deadline: within 1s after start"));
+    assert!(
+        html.contains("<svg")
+            && html.contains("configmap-created")
+            && html.contains("deadline: within 1s after start")
+    );
 }
 
 #[test]
@@ -115,7 +164,10 @@ fn fault_is_healed_after_a_failing_expectation() {
     assert!(rec[0].starts_with("apply {\"staleDeviceMount\""), "{rec:?}");
     assert!(rec[1].starts_with("heal {\"staleDeviceMount\""), "{rec:?}");
     assert!(t.contains("fault stale healed (cleanup)"), "{t}");
-    assert!(!t.contains("step sleep-3"), "the steps after the failure are skipped: {t}");
+    assert!(
+        !t.contains("step sleep-3"),
+        "the steps after the failure are skipped: {t}"
+    );
 }
 
 #[test]
@@ -125,12 +177,22 @@ fn fault_is_healed_after_a_panic_in_a_step() {
     let node_ops = format!("{};panic=kubeletRestart", fx.record().display());
     let out = fx.run_with(&["run", "s.yaml", "--json", "r.json"], &node_ops);
     let t = text(&out);
-    assert_eq!(out.status.code(), Some(2), "a panic is a harness error: {t}");
-    assert!(t.contains("step `remediate-2` panicked: fake-node-ops: told to panic on kubeletRestart"), "{t}");
-    assert_eq!(fx.record_lines(), vec![
-        "apply {\"csiPluginDown\":{\"node\":\"worker-01\"}}".to_string(),
-        "heal {\"csiPluginDown\":{\"node\":\"worker-01\"}}".to_string(),
-    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a panic is a harness error: {t}"
+    );
+    assert!(
+        t.contains("step `remediate-2` panicked: fake-node-ops: told to panic on kubeletRestart"),
+        "{t}"
+    );
+    assert_eq!(
+        fx.record_lines(),
+        vec![
+            "apply {\"csiPluginDown\":{\"node\":\"worker-01\"}}".to_string(),
+            "heal {\"csiPluginDown\":{\"node\":\"worker-01\"}}".to_string(),
+        ]
+    );
     let r = json(&fx.path("r.json"));
     assert_eq!(r["scenarios"][0]["verdict"], "error");
     assert_eq!(r["scenarios"][0]["faults"][0]["healedBy"], "cleanup");
@@ -139,16 +201,29 @@ fn fault_is_healed_after_a_panic_in_a_step() {
 fn interrupt(signal: i32, expected_code: i32) {
     let fx = Fx::new();
     fx.scenario("s.yaml", "interrupted", "  controller: {ref: noisy}\n  steps:\n    - fault: {name: hang, kubeletHang: {node: worker-01}}\n    - fault: {name: crash, controllerCrash: {}, heal: {after: 200ms}}\n    - sleep: 60s\n");
-    let child = fx.cmd(&["run", "s.yaml", "--json", "r.json"], &fx.record().display().to_string())
-        .stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = fx
+        .cmd(
+            &["run", "s.yaml", "--json", "r.json"],
+            &fx.record().display().to_string(),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let pid = child.id() as i32;
     // Wait until the fault is in and the controller is back from its crash.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !(fx.record_lines().len() == 1 && std::fs::read_to_string(fx.path("controller.pid")).is_ok()) {
+    while !(fx.record_lines().len() == 1
+        && std::fs::read_to_string(fx.path("controller.pid")).is_ok())
+    {
         assert!(Instant::now() < deadline, "the fault was never injected");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let read_pid = || std::fs::read_to_string(fx.path("controller.pid")).ok().and_then(|s| s.trim().parse::<i32>().ok());
+    let read_pid = || {
+        std::fs::read_to_string(fx.path("controller.pid"))
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+    };
     let first = loop {
         if let Some(p) = read_pid() {
             break p;
@@ -160,7 +235,10 @@ fn interrupt(signal: i32, expected_code: i32) {
         match read_pid() {
             Some(p) if p != first => break p,
             _ => {
-                assert!(Instant::now() < deadline, "the controller was never restarted");
+                assert!(
+                    Instant::now() < deadline,
+                    "the controller was never restarted"
+                );
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
@@ -173,14 +251,24 @@ fn interrupt(signal: i32, expected_code: i32) {
     let t = text(&out);
     assert_eq!(out.status.code(), Some(expected_code), "{t}");
     let rec = fx.record_lines();
-    assert_eq!(rec, vec![
-        "apply {\"kubeletHang\":{\"node\":\"worker-01\"}}".to_string(),
-        "heal {\"kubeletHang\":{\"node\":\"worker-01\"}}".to_string(),
-    ]);
+    assert_eq!(
+        rec,
+        vec![
+            "apply {\"kubeletHang\":{\"node\":\"worker-01\"}}".to_string(),
+            "heal {\"kubeletHang\":{\"node\":\"worker-01\"}}".to_string(),
+        ]
+    );
     assert!(!alive(controller), "the controller was stopped");
     let r = json(&fx.path("r.json"));
     assert_eq!(r["scenarios"][0]["verdict"], "cancelled");
-    assert_eq!(r["interruptedBy"], if signal == libc::SIGINT { "SIGINT" } else { "SIGTERM" });
+    assert_eq!(
+        r["interruptedBy"],
+        if signal == libc::SIGINT {
+            "SIGINT"
+        } else {
+            "SIGTERM"
+        }
+    );
 }
 
 #[test]
@@ -212,26 +300,52 @@ fn junit_has_one_testcase_per_expectation_and_the_json_report_has_durations() {
     assert_eq!(out.status.code(), Some(0), "{t}");
     let xml = std::fs::read_to_string(fx.path("out/junit.xml")).unwrap();
     let doc = roxmltree::Document::parse(&xml).unwrap();
-    let names: Vec<&str> = doc.descendants().filter(|n| n.has_tag_name("testcase")).map(|n| n.attribute("name").unwrap()).collect();
-    assert_eq!(names, vec!["passes/cm-created", "passes/kubelet-healed", "passes/controller-back", "passes/stays", "passes/no-foreign-configmaps"]);
+    let names: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|n| n.attribute("name").unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            "passes/cm-created",
+            "passes/kubelet-healed",
+            "passes/controller-back",
+            "passes/stays",
+            "passes/no-foreign-configmaps"
+        ]
+    );
     assert_eq!(doc.root_element().attribute("failures"), Some("0"));
     let r = json(&fx.path("out/report.json"));
     assert_eq!(r["schemaVersion"], 1);
     let exps = r["scenarios"][0]["expectations"].as_array().unwrap();
     let m = |n: &str| exps.iter().find(|e| e["name"] == n).unwrap()["measuredMs"].as_u64();
-    assert!(m("kubelet-healed").unwrap() >= 250, "time to heal measured from the fault's injection");
+    assert!(
+        m("kubelet-healed").unwrap() >= 250,
+        "time to heal measured from the fault's injection"
+    );
     assert!(m("controller-back").is_some());
     let faults = r["scenarios"][0]["faults"].as_array().unwrap();
     assert_eq!(faults[0]["healedBy"], "schedule");
     assert_eq!(faults[1]["healedBy"], "atStep");
-    assert!(std::fs::read_to_string(fx.path("out/report.html")).unwrap().contains("<svg"));
+    assert!(std::fs::read_to_string(fx.path("out/report.html"))
+        .unwrap()
+        .contains("<svg"));
     assert!(fx.path("out/passes/logs/controller.log").is_file());
     assert!(fx.path("out/passes/events.json").is_file());
     // A pass is one line on the console; its timeline is in the artifacts (and with --verbose).
-    assert!(t.lines().any(|l| l.starts_with("PASS  passes  ") && l.contains("kubelet-healed ")), "{t}");
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("PASS  passes  ") && l.contains("kubelet-healed ")),
+        "{t}"
+    );
     assert!(!t.contains("| T+"), "{t}");
     let timeline = std::fs::read_to_string(fx.path("out/passes/timeline.txt")).unwrap();
-    assert!(timeline.contains("| T+") && timeline.contains("fault stop injected: kubeletStop{node: worker-01}"), "{timeline}");
+    assert!(
+        timeline.contains("| T+")
+            && timeline.contains("fault stop injected: kubeletStop{node: worker-01}"),
+        "{timeline}"
+    );
 }
 
 #[test]
@@ -242,9 +356,18 @@ fn hot_loop_log_rate_invariant_fails_fast() {
     let out = fx.run(&["run", "s.yaml"]);
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
-    assert!(started.elapsed() < Duration::from_secs(10), "fails fast, not after the 20s sleep");
-    assert!(t.contains("invariant `no-hot-loop` failed: violated at"), "{t}");
-    assert!(t.contains("4 matching lines within 10s (at most 3 allowed)"), "{t}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "fails fast, not after the 20s sleep"
+    );
+    assert!(
+        t.contains("invariant `no-hot-loop` failed: violated at"),
+        "{t}"
+    );
+    assert!(
+        t.contains("4 matching lines within 10s (at most 3 allowed)"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -258,18 +381,28 @@ fn try_catch_finally() {
         "      finally:\n        - script: {run: 'touch finally'}\n"));
     let out = fx.run(&["run", "s.yaml"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(fx.path("caught").exists() && fx.path("finally").exists() && !fx.path("not-run").exists());
+    assert!(
+        fx.path("caught").exists() && fx.path("finally").exists() && !fx.path("not-run").exists()
+    );
     assert_eq!(fx.record_lines().len(), 2, "partition injected and healed");
 }
 
 #[test]
 fn validate_reports_file_line_col_and_exits_2() {
     let fx = Fx::new();
-    let bad = fx.scenario("bad.yaml", "bad", "  steps:\n    - fault: {name: f, kubeletStop: {node: worker-9}}\n");
+    let bad = fx.scenario(
+        "bad.yaml",
+        "bad",
+        "  steps:\n    - fault: {name: f, kubeletStop: {node: worker-9}}\n",
+    );
     let out = fx.run(&["validate", "bad.yaml"]);
     assert_eq!(out.status.code(), Some(2));
     let want = format!("{}:6:44: error: spec.steps[0].fault.kubeletStop.node: unknown node `worker-9`, expected one of `control-plane`, `worker-01`, `worker-02`, `worker-03`", "bad.yaml");
-    assert!(String::from_utf8_lossy(&out.stderr).contains(&want), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&want),
+        "{}",
+        text(&out)
+    );
     let _ = bad;
     // `run` reports the same, with the same exit code, before starting anything.
     let out = fx.run(&["run", "bad.yaml"]);
@@ -291,7 +424,9 @@ fn schema_is_json_schema_for_scenarios_and_suites() {
     assert_eq!(s["title"], "Scenario");
     let defs = s["$defs"].as_object().unwrap();
     assert!(defs.contains_key("Step") && defs.contains_key("Fault") && defs.contains_key("Expect"));
-    assert!(defs["Fault"]["properties"].get("staleDeviceMount").is_some());
+    assert!(defs["Fault"]["properties"]
+        .get("staleDeviceMount")
+        .is_some());
     let out = fx.run(&["schema", "--suite"]);
     let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(s["title"], "Suite");
@@ -306,11 +441,27 @@ fn kind_without_docker_and_existing_outside_the_allow_list_are_harness_errors() 
     } else {
         let out = fx.run(&["run", "s.yaml", "--provider", "kind"]);
         assert_eq!(out.status.code(), Some(2));
-        assert!(text(&out).contains("cluster failed to start: connecting to the Docker engine"), "{}", text(&out));
+        assert!(
+            text(&out).contains("cluster failed to start: connecting to the Docker engine"),
+            "{}",
+            text(&out)
+        );
     }
-    let out = fx.run(&["run", "s.yaml", "--provider", "existing", "--context", "prod"]);
+    let out = fx.run(&[
+        "run",
+        "s.yaml",
+        "--provider",
+        "existing",
+        "--context",
+        "prod",
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out).contains("context `prod` is not in the suite's existing.allowedContexts (empty)"), "{}", text(&out));
+    assert!(
+        text(&out)
+            .contains("context `prod` is not in the suite's existing.allowedContexts (empty)"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]
@@ -323,14 +474,32 @@ fn baseline_flags_regressed_recovery_times() {
     let mut base = json(&fx.path("base.json"));
     base["scenarios"][0]["expectations"][0]["measuredMs"] = 100.into();
     std::fs::write(fx.path("base.json"), base.to_string()).unwrap();
-    let out = fx.run(&["run", "s.yaml", "--baseline", "base.json", "--json", "now.json"]);
+    let out = fx.run(&[
+        "run",
+        "s.yaml",
+        "--baseline",
+        "base.json",
+        "--json",
+        "now.json",
+    ]);
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
-    assert!(t.contains("Regressions against the baseline:") && t.contains("recovery/recovered: 100ms -> "), "{t}");
+    assert!(
+        t.contains("Regressions against the baseline:")
+            && t.contains("recovery/recovered: 100ms -> "),
+        "{t}"
+    );
     let now = json(&fx.path("now.json"));
     assert_eq!(now["regressions"][0]["expectation"], "recovered");
     // Within the ratio: no regression.
-    let out = fx.run(&["run", "s.yaml", "--baseline", "now.json", "--regression-ratio", "3"]);
+    let out = fx.run(&[
+        "run",
+        "s.yaml",
+        "--baseline",
+        "now.json",
+        "--regression-ratio",
+        "3",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
@@ -345,11 +514,19 @@ fn filter_and_shard_select_scenarios() {
         a.extend_from_slice(args);
         let out = fx.run(&a);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-        json(&fx.path("r.json"))["scenarios"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap().to_string()).collect()
+        json(&fx.path("r.json"))["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect()
     };
     assert_eq!(names(&["--shard", "1/2"]), vec!["alpha", "charlie"]);
     assert_eq!(names(&["--shard", "2/2", "--jobs", "2"]), vec!["bravo"]);
-    assert_eq!(names(&["--filter", "^(alpha|bravo)$", "--jobs", "3"]), vec!["alpha", "bravo"]);
+    assert_eq!(
+        names(&["--filter", "^(alpha|bravo)$", "--jobs", "3"]),
+        vec!["alpha", "bravo"]
+    );
     let out = fx.run(&["run", ".", "--shard", "3/2"]);
     assert_eq!(out.status.code(), Some(2));
 }
@@ -358,16 +535,30 @@ fn filter_and_shard_select_scenarios() {
 fn sim_up_still_serves_until_interrupted() {
     let fx = Fx::new();
     let kc = fx.path("sim.kubeconfig");
-    let child = Command::new(BIN).args(["sim", "up", "--nodes", "2", "--kubeconfig"]).arg(&kc)
-        .stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = Command::new(BIN)
+        .args(["sim", "up", "--nodes", "2", "--kubeconfig"])
+        .arg(&kc)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while !kc.is_file() {
         assert!(Instant::now() < deadline, "no kubeconfig written");
         std::thread::sleep(Duration::from_millis(20));
     }
     // The kubeconfig works for faultline's own client.
-    std::fs::write(fx.path("ns.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: probe}\n").unwrap();
-    let out = Command::new(BIN).args(["kube", "apply", "-f"]).arg(fx.path("ns.yaml")).env("KUBECONFIG", &kc).output().unwrap();
+    std::fs::write(
+        fx.path("ns.yaml"),
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: probe}\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["kube", "apply", "-f"])
+        .arg(fx.path("ns.yaml"))
+        .env("KUBECONFIG", &kc)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("Namespace probe applied"));
     // SAFETY: signalling the child we spawned.

@@ -26,34 +26,50 @@ fn opts(fake: Arc<FakeNodeOps>) -> RunOptions {
 }
 
 fn actions(calls: &[Call]) -> Vec<String> {
-    calls.iter().map(|c| format!("{} {}", c.action, c.op.node().unwrap_or("-"))).collect()
+    calls
+        .iter()
+        .map(|c| format!("{} {}", c.action, c.op.node().unwrap_or("-")))
+        .collect()
 }
 
 async fn run(body: &str, fake: Arc<FakeNodeOps>) -> faultline::report::ScenarioReport {
     let suite = LoadedSuite::default();
-    let src = format!("apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {{name: t}}\nspec:\n{body}");
-    let ls = load_scenario_str(Path::new("t.yaml"), &src, &suite).unwrap_or_else(|d| panic!("{d:?}"));
+    let src = format!(
+        "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {{name: t}}\nspec:\n{body}"
+    );
+    let ls =
+        load_scenario_str(Path::new("t.yaml"), &src, &suite).unwrap_or_else(|d| panic!("{d:?}"));
     runner::run_scenario(&ls, &suite, &opts(fake), &Default::default(), 1).await
 }
 
 #[tokio::test]
 async fn heals_on_schedule_at_step_and_at_cleanup_in_order() {
     let fake = Arc::new(FakeNodeOps::new(FakeConfig::default()));
-    let r = run(concat!(
-        "  steps:\n",
-        "    - fault: {name: a, kubeletStop: {node: worker-01}, heal: {after: 100ms}}\n",
-        "    - fault: {name: b, hungNfs: {node: worker-02}, heal: {atStep: fix}}\n",
-        "    - fault: {name: c, ioErrors: {node: worker-03}}\n",
-        "    - sleep: 300ms\n",
-        "    - {name: fix, remediate: {nodePowerCycle: {node: worker-02}}}\n",
-    ), fake.clone()).await;
+    let r = run(
+        concat!(
+            "  steps:\n",
+            "    - fault: {name: a, kubeletStop: {node: worker-01}, heal: {after: 100ms}}\n",
+            "    - fault: {name: b, hungNfs: {node: worker-02}, heal: {atStep: fix}}\n",
+            "    - fault: {name: c, ioErrors: {node: worker-03}}\n",
+            "    - sleep: 300ms\n",
+            "    - {name: fix, remediate: {nodePowerCycle: {node: worker-02}}}\n",
+        ),
+        fake.clone(),
+    )
+    .await;
     assert_eq!(r.verdict, Verdict::Passed, "{:?}", r.reason);
-    assert_eq!(actions(&fake.calls()), vec![
-        "apply worker-01", "apply worker-02", "apply worker-03",
-        "heal worker-01",                      // after 100ms
-        "heal worker-02", "apply worker-02",   // at step `fix`, before the power cycle runs
-        "heal worker-03",                      // clean-up
-    ]);
+    assert_eq!(
+        actions(&fake.calls()),
+        vec![
+            "apply worker-01",
+            "apply worker-02",
+            "apply worker-03",
+            "heal worker-01", // after 100ms
+            "heal worker-02",
+            "apply worker-02", // at step `fix`, before the power cycle runs
+            "heal worker-03",  // clean-up
+        ]
+    );
     let by: Vec<&str> = r.faults.iter().map(|f| f.healed_by.as_str()).collect();
     assert_eq!(by, vec!["schedule", "atStep", "cleanup"]);
 }
@@ -68,26 +84,59 @@ async fn heals_when_an_expectation_fails_and_skips_the_rest() {
         "    - expect: {name: never-reached, log: {source: kubelet, pattern: x}}\n",
     ), fake.clone()).await;
     assert_eq!(r.verdict, Verdict::Failed);
-    assert_eq!(actions(&fake.calls()), vec!["apply worker-01", "heal worker-01"]);
-    let e: Vec<(&str, Verdict)> = r.expectations.iter().map(|e| (e.name.as_str(), e.verdict)).collect();
-    assert_eq!(e, vec![("recovers", Verdict::Failed), ("never-reached", Verdict::Skipped)]);
-    assert_eq!(r.expectations[0].last_observed.as_deref(), Some("none of 0 Pod satisfy `object.status.phase == 'Running'`"));
+    assert_eq!(
+        actions(&fake.calls()),
+        vec!["apply worker-01", "heal worker-01"]
+    );
+    let e: Vec<(&str, Verdict)> = r
+        .expectations
+        .iter()
+        .map(|e| (e.name.as_str(), e.verdict))
+        .collect();
+    assert_eq!(
+        e,
+        vec![
+            ("recovers", Verdict::Failed),
+            ("never-reached", Verdict::Skipped)
+        ]
+    );
+    assert_eq!(
+        r.expectations[0].last_observed.as_deref(),
+        Some("none of 0 Pod satisfy `object.status.phase == 'Running'`")
+    );
 }
 
 #[tokio::test]
 async fn a_failed_injection_is_still_healed() {
-    let fake = Arc::new(FakeNodeOps::new(FakeConfig { fail_on: vec!["csiPluginDown".into()], ..Default::default() }));
-    let r = run("  steps:\n    - fault: {name: csi, csiPluginDown: {node: worker-01}}\n", fake.clone()).await;
+    let fake = Arc::new(FakeNodeOps::new(FakeConfig {
+        fail_on: vec!["csiPluginDown".into()],
+        ..Default::default()
+    }));
+    let r = run(
+        "  steps:\n    - fault: {name: csi, csiPluginDown: {node: worker-01}}\n",
+        fake.clone(),
+    )
+    .await;
     assert_eq!(r.verdict, Verdict::Failed);
-    assert!(r.reason.as_deref().unwrap().contains("fake-node-ops: told to fail on csiPluginDown"), "{:?}", r.reason);
+    assert!(
+        r.reason
+            .as_deref()
+            .unwrap()
+            .contains("fake-node-ops: told to fail on csiPluginDown"),
+        "{:?}",
+        r.reason
+    );
     // The half-injected fault is healed anyway (heal must be idempotent).
     assert_eq!(actions(&fake.calls()), vec!["heal worker-01"]);
 }
 
 async fn run_on_sim(body: &str) -> faultline::report::ScenarioReport {
     let suite = LoadedSuite::default();
-    let src = format!("apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {{name: t}}\nspec:\n{body}");
-    let ls = load_scenario_str(Path::new("t.yaml"), &src, &suite).unwrap_or_else(|d| panic!("{d:?}"));
+    let src = format!(
+        "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {{name: t}}\nspec:\n{body}"
+    );
+    let ls =
+        load_scenario_str(Path::new("t.yaml"), &src, &suite).unwrap_or_else(|d| panic!("{d:?}"));
     let mut o = opts(Arc::new(FakeNodeOps::new(FakeConfig::default())));
     o.provider = Arc::new(SimProvider::new());
     runner::run_scenario(&ls, &suite, &o, &Default::default(), 1).await
@@ -104,8 +153,17 @@ async fn sim_node_ops_drive_the_simulated_nodes() {
         "    - {name: back, sleep: 1ms}\n",
         "    - expect: {name: ready-again, after: stop.healed, within: 10s, resource: {apiVersion: v1, kind: Node, name: worker-01, condition: \"object.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')\"}}\n",
     )).await;
-    assert_eq!(r.verdict, Verdict::Passed, "{:?} {:#?}", r.reason, r.expectations);
-    assert!(r.expectations[1].measured_ms.is_some(), "time to detect a stopped kubelet is measured");
+    assert_eq!(
+        r.verdict,
+        Verdict::Passed,
+        "{:?} {:#?}",
+        r.reason,
+        r.expectations
+    );
+    assert!(
+        r.expectations[1].measured_ms.is_some(),
+        "time to detect a stopped kubelet is measured"
+    );
 }
 
 #[tokio::test]
@@ -121,8 +179,16 @@ async fn sim_api_errors_fault_fails_requests_until_healed() {
         "        - expect: {name: created, within: 2s, resource: {apiVersion: v1, kind: ConfigMap, namespace: default, name: cm, condition: \"object != null\"}}\n",
     )).await;
     assert_eq!(r.verdict, Verdict::Failed, "the first apply fails");
-    assert!(r.reason.as_deref().unwrap().contains("500"), "{:?}", r.reason);
-    assert_eq!(r.expectations[0].verdict, Verdict::Passed, "after the heal the retry went through");
+    assert!(
+        r.reason.as_deref().unwrap().contains("500"),
+        "{:?}",
+        r.reason
+    );
+    assert_eq!(
+        r.expectations[0].verdict,
+        Verdict::Passed,
+        "after the heal the retry went through"
+    );
     assert_eq!(r.faults[0].healed_by, "atStep");
 }
 
@@ -130,7 +196,10 @@ async fn sim_api_errors_fault_fails_requests_until_healed() {
 async fn node_faults_on_an_api_only_sim_are_refused_clearly() {
     let r = run_on_sim("  cluster: {sim: {apiOnly: true}}\n  steps:\n    - fault: {name: k, kubeletStop: {node: worker-01}}\n").await;
     assert_eq!(r.verdict, Verdict::Failed);
-    assert!(r.reason.unwrap().contains("`kubeletStop` needs the simulated nodes, but this cluster serves the API only"));
+    assert!(r
+        .reason
+        .unwrap()
+        .contains("`kubeletStop` needs the simulated nodes, but this cluster serves the API only"));
 }
 
 #[tokio::test]
@@ -143,8 +212,17 @@ async fn cordon_and_drain_are_done_through_the_api_and_healed() {
         "    - remediate: {uncordon: {node: worker-02}}\n",
         "    - expect: {name: schedulable, within: 2s, resource: {apiVersion: v1, kind: Node, name: worker-02, condition: \"!has(object.spec.unschedulable) || !object.spec.unschedulable\"}}\n",
     ), fake.clone()).await;
-    assert_eq!(r.verdict, Verdict::Passed, "{:?} {:#?}", r.reason, r.expectations);
-    assert!(fake.calls().is_empty(), "runner operations never reach NodeOps");
+    assert_eq!(
+        r.verdict,
+        Verdict::Passed,
+        "{:?} {:#?}",
+        r.reason,
+        r.expectations
+    );
+    assert!(
+        fake.calls().is_empty(),
+        "runner operations never reach NodeOps"
+    );
 }
 
 #[tokio::test]
@@ -164,10 +242,29 @@ async fn manifest_verbs_and_event_expectations() {
         "    - expect: {name: no-more-events, never: true, for: 200ms, event: {reason: Killing}}\n",
         "    - expect: {name: one-configmap-left, within: 1s, resource: {apiVersion: v1, kind: ConfigMap, namespace: default, count: {atMost: 1}}}\n",
     ), fake).await;
-    assert_eq!(r.verdict, Verdict::Passed, "{:?} {:#?}", r.reason, r.expectations);
+    assert_eq!(
+        r.verdict,
+        Verdict::Passed,
+        "{:?} {:#?}",
+        r.reason,
+        r.expectations
+    );
     assert_eq!(r.expectations.len(), 5);
-    assert!(r.timeline.iter().any(|e| e.text.starts_with("event Warning FailedMount Pod default/ws-a-1234")), "events reach the timeline");
-    assert!(r.expectations.iter().find(|e| e.name == "failed-mount").unwrap().last_observed.as_ref().unwrap().contains("1 matching event(s)"));
+    assert!(
+        r.timeline.iter().any(|e| e
+            .text
+            .starts_with("event Warning FailedMount Pod default/ws-a-1234")),
+        "events reach the timeline"
+    );
+    assert!(r
+        .expectations
+        .iter()
+        .find(|e| e.name == "failed-mount")
+        .unwrap()
+        .last_observed
+        .as_ref()
+        .unwrap()
+        .contains("1 matching event(s)"));
 }
 
 /// A bring-up that fails after `delay` (as kind's does at kubeadm), or a runner timeout.
@@ -180,10 +277,16 @@ impl faultline::provider::Provider for FailingBringUp {
     fn name(&self) -> &'static str {
         "failing"
     }
-    fn start<'a>(&'a self, _: &'a faultline::provider::ClusterSpec) -> futures::future::BoxFuture<'a, anyhow::Result<Box<dyn faultline::provider::Cluster>>> {
+    fn start<'a>(
+        &'a self,
+        _: &'a faultline::provider::ClusterSpec,
+    ) -> futures::future::BoxFuture<'a, anyhow::Result<Box<dyn faultline::provider::Cluster>>> {
         Box::pin(async move {
             tokio::time::sleep(self.delay).await;
-            Err(anyhow::anyhow!("step failed: kubeadm init\n  exit code 127").context("bringing up the cluster stopped at step 7 of 12"))
+            Err(
+                anyhow::anyhow!("step failed: kubeadm init\n  exit code 127")
+                    .context("bringing up the cluster stopped at step 7 of 12"),
+            )
         })
     }
     fn start_timeout(&self) -> std::time::Duration {
@@ -195,7 +298,10 @@ async fn run_with(provider: FailingBringUp) -> faultline::report::ScenarioReport
     let suite = LoadedSuite::default();
     let src = "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {name: t}\nspec:\n  steps:\n    - sleep: 1s\n";
     let ls = load_scenario_str(Path::new("t.yaml"), src, &suite).unwrap();
-    let o = RunOptions { provider: Arc::new(provider), ..opts(Arc::new(FakeNodeOps::new(FakeConfig::default()))) };
+    let o = RunOptions {
+        provider: Arc::new(provider),
+        ..opts(Arc::new(FakeNodeOps::new(FakeConfig::default())))
+    };
     runner::run_scenario(&ls, &suite, &o, &Default::default(), 1).await
 }
 
@@ -204,16 +310,46 @@ async fn run_with(provider: FailingBringUp) -> faultline::report::ScenarioReport
 #[tokio::test]
 async fn a_bring_up_error_ends_the_timeline_and_is_the_reason() {
     use std::time::Duration;
-    let r = run_with(FailingBringUp { delay: Duration::from_millis(1500), timeout: Duration::from_secs(10) }).await;
+    let r = run_with(FailingBringUp {
+        delay: Duration::from_millis(1500),
+        timeout: Duration::from_secs(10),
+    })
+    .await;
     assert_eq!(r.verdict, Verdict::Error);
     let reason = r.reason.clone().unwrap();
-    assert!(reason.starts_with("cluster failed to start: bringing up the cluster stopped at step 7 of 12"), "{reason}");
-    assert!(reason.contains("step failed: kubeadm init\n  exit code 127"), "the cause is kept whole: {reason}");
+    assert!(
+        reason.starts_with(
+            "cluster failed to start: bringing up the cluster stopped at step 7 of 12"
+        ),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("step failed: kubeadm init\n  exit code 127"),
+        "the cause is kept whole: {reason}"
+    );
     let texts: Vec<&str> = r.timeline.iter().map(|e| e.text.as_str()).collect();
-    assert_eq!(texts, vec!["cluster starting (failing)", reason.as_str()], "nothing ran before or after the bring-up");
-    assert!(r.timeline[1].at_ms >= 1500, "recorded when the bring-up failed: {:?}", r.timeline[1].at_ms);
-    assert!(r.steps.iter().all(|s| s.verdict != Verdict::Passed), "no step ran");
+    assert_eq!(
+        texts,
+        vec!["cluster starting (failing)", reason.as_str()],
+        "nothing ran before or after the bring-up"
+    );
+    assert!(
+        r.timeline[1].at_ms >= 1500,
+        "recorded when the bring-up failed: {:?}",
+        r.timeline[1].at_ms
+    );
+    assert!(
+        r.steps.iter().all(|s| s.verdict != Verdict::Passed),
+        "no step ran"
+    );
     // Beyond the provider's start timeout the runner gives up, and says after how long.
-    let r = run_with(FailingBringUp { delay: Duration::from_secs(5), timeout: Duration::from_millis(300) }).await;
-    assert_eq!(r.reason.as_deref(), Some("cluster failed to start within 0.3s"));
+    let r = run_with(FailingBringUp {
+        delay: Duration::from_secs(5),
+        timeout: Duration::from_millis(300),
+    })
+    .await;
+    assert_eq!(
+        r.reason.as_deref(),
+        Some("cluster failed to start within 0.3s")
+    );
 }

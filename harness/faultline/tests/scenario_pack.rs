@@ -19,8 +19,15 @@ fn run_pack(extra: &[&str]) -> (i32, String, serde_json::Value) {
         .current_dir(repo())
         .output()
         .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let report = std::fs::read_to_string(&json).ok().and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_default();
     (out.status.code().unwrap_or(-1), text, report)
 }
 
@@ -28,8 +35,14 @@ fn run_pack(extra: &[&str]) -> (i32, String, serde_json::Value) {
 fn fixed_controller_passes_the_whole_pack() {
     let (code, text, report) = run_pack(&[]);
     assert_eq!(code, 0, "{text}");
-    let scenarios = report["scenarios"].as_array().expect("scenarios in the JSON report");
-    assert!(scenarios.len() >= 9, "the pack has at least 9 scenarios: {}", scenarios.len());
+    let scenarios = report["scenarios"]
+        .as_array()
+        .expect("scenarios in the JSON report");
+    assert!(
+        scenarios.len() >= 9,
+        "the pack has at least 9 scenarios: {}",
+        scenarios.len()
+    );
     for s in scenarios {
         assert_eq!(s["verdict"], "passed", "{}: {text}", s["name"]);
     }
@@ -37,18 +50,38 @@ fn fixed_controller_passes_the_whole_pack() {
     // no timelines (those are for failures, --verbose and the report directory).
     for s in scenarios {
         let line = format!("PASS  {}  ", s["name"].as_str().unwrap());
-        assert_eq!(text.lines().filter(|l| l.starts_with(&line)).count(), 1, "{line}: {text}");
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with(&line)).count(),
+            1,
+            "{line}: {text}"
+        );
     }
-    assert!(text.lines().any(|l| l.starts_with("PASS  stale-csi-mount  ") && l.contains("fn3b-fires ")), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("PASS  stale-csi-mount  ") && l.contains("fn3b-fires ")),
+        "{text}"
+    );
     assert!(!text.contains("| Time | Event |"), "{text}");
 }
 
 #[rstest]
-#[case::hot_loop("hot-loop", "^restart-generation-hot-loop$", "FAIL restart-generation-hot-loop: invariant `no-hot-loop` failed: violated at")]
+#[case::hot_loop(
+    "hot-loop",
+    "^restart-generation-hot-loop$",
+    "FAIL restart-generation-hot-loop: invariant `no-hot-loop` failed: violated at"
+)]
 #[case::fn3b_zero_statuses("fn3b-zero-statuses", "^dead-csi-plugin$", "FAIL dead-csi-plugin: expectation `fn3b-fires` failed: budget missed: within 15s after create-workspace")]
 #[case::no_fn3b("no-fn3b", "^saturated-kubelet-workers$", "FAIL saturated-kubelet-workers: expectation `fn3b-fires` failed: budget missed: within 15s after create-workspace")]
-#[case::no_backoff("no-backoff", "^dead-csi-plugin$", "FAIL dead-csi-plugin: expectation `retry-backed-off` failed: budget missed: within 5s")]
-fn each_regression_fails_a_scenario(#[case] regression: &str, #[case] filter: &str, #[case] wanted: &str) {
+#[case::no_backoff(
+    "no-backoff",
+    "^dead-csi-plugin$",
+    "FAIL dead-csi-plugin: expectation `retry-backed-off` failed: budget missed: within 5s"
+)]
+fn each_regression_fails_a_scenario(
+    #[case] regression: &str,
+    #[case] filter: &str,
+    #[case] wanted: &str,
+) {
     let arg = format!("--controller-arg=--regression={regression}");
     let (code, text, _) = run_pack(&["--filter", filter, &arg]);
     assert_eq!(code, 1, "{text}");
@@ -63,30 +96,75 @@ fn the_saved_kubelet_log_keeps_the_runbook_lines_for_the_whole_scenario() {
     controller();
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(BIN)
-        .args(["run", "scenarios", "--filter", "^saturated-kubelet-workers$", "--seed", "7", "--report-dir"])
+        .args([
+            "run",
+            "scenarios",
+            "--filter",
+            "^saturated-kubelet-workers$",
+            "--seed",
+            "7",
+            "--report-dir",
+        ])
         .arg(dir.path())
         .current_dir(repo())
         .output()
         .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(out.status.code(), Some(0), "{text}");
-    let log = std::fs::read_to_string(dir.path().join("saturated-kubelet-workers/logs/kubelet-worker-02.log")).unwrap();
+    let log = std::fs::read_to_string(
+        dir.path()
+            .join("saturated-kubelet-workers/logs/kubelet-worker-02.log"),
+    )
+    .unwrap();
     let lines: Vec<&str> = log.lines().collect();
-    assert!(!log.contains("lines lost"), "every line reached the saved log:\n{log}");
+    assert!(
+        !log.contains("lines lost"),
+        "every line reached the saved log:\n{log}"
+    );
     // The incident runbook: `logs kubelet | grep -iE 'NestedPendingOperations|GetDeviceMountRefs|context deadline exceeded'`.
-    let runbook = regex::RegexBuilder::new("NestedPendingOperations|GetDeviceMountRefs|context deadline exceeded").case_insensitive(true).build().unwrap();
+    let runbook = regex::RegexBuilder::new(
+        "NestedPendingOperations|GetDeviceMountRefs|context deadline exceeded",
+    )
+    .case_insensitive(true)
+    .build()
+    .unwrap();
     let hits: Vec<&&str> = lines.iter().filter(|l| runbook.is_match(l)).collect();
-    assert!(hits.len() >= 3, "the runbook's grep finds the volume's retries:\n{log}");
+    assert!(
+        hits.len() >= 3,
+        "the runbook's grep finds the volume's retries:\n{log}"
+    );
     // The first retries (500ms, doubling) are still there at the end.
     for (hit, backoff) in hits.iter().zip(["500ms", "1s", "2s"]) {
-        assert!(hit.contains(&format!("(durationBeforeRetry {backoff})")), "{hit}\n{log}");
+        assert!(
+            hit.contains(&format!("(durationBeforeRetry {backoff})")),
+            "{hit}\n{log}"
+        );
     }
     // The whole length: from the stale pods' arrival, through the workspace's retries, to its
     // volume mounted after the stale pods went.
-    let added = lines.iter().position(|l| l.contains("\"SyncLoop ADD\" source=\"api\" pods=[\"snapshots/snapshot-worker-02-0\"]")).expect("stale pods added");
+    let added = lines
+        .iter()
+        .position(|l| {
+            l.contains("\"SyncLoop ADD\" source=\"api\" pods=[\"snapshots/snapshot-worker-02-0\"]")
+        })
+        .expect("stale pods added");
     let first_retry = lines.iter().position(|l| l == hits[0]).unwrap();
     assert!(added < first_retry, "{log}");
-    let removed = lines.iter().position(|l| l.contains("\"SyncLoop REMOVE\" source=\"api\" pods=[\"snapshots/snapshot-worker-02-7\"]")).expect("stale pods removed");
-    let mounted = lines.iter().position(|l| l.contains("MountVolume.SetUp succeeded for volume")).expect("the workspace's volume mounted");
+    let removed = lines
+        .iter()
+        .position(|l| {
+            l.contains(
+                "\"SyncLoop REMOVE\" source=\"api\" pods=[\"snapshots/snapshot-worker-02-7\"]",
+            )
+        })
+        .expect("stale pods removed");
+    let mounted = lines
+        .iter()
+        .position(|l| l.contains("MountVolume.SetUp succeeded for volume"))
+        .expect("the workspace's volume mounted");
     assert!(removed < mounted, "{log}");
 }

@@ -4,4 +4,6 @@ use std::sync::OnceLock;
 
 static TARGET: OnceLock<faultline_sim::fuzzing::ApiTarget> = OnceLock::new();
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| TARGET.get_or_init(faultline_sim::fuzzing::ApiTarget::new).run(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| TARGET
+    .get_or_init(faultline_sim::fuzzing::ApiTarget::new)
+    .run(data));

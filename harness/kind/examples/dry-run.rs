@@ -7,10 +7,17 @@ fn main() -> anyhow::Result<()> {
     let longhorn = !std::env::args().any(|a| a == "--no-longhorn");
     let input = ClusterPlanInput::new(
         "stale-csi-mount",
-        vec![NodeInput::control_plane("control-plane"), NodeInput::worker("worker-01"), NodeInput::worker("worker-04")],
+        vec![
+            NodeInput::control_plane("control-plane"),
+            NodeInput::worker("worker-01"),
+            NodeInput::worker("worker-04"),
+        ],
     )
     .with_longhorn(longhorn)
     .with_images(["workspace-controller:ci"]);
-    print!("{}", faultline_kind::dry_run_report_blocking(&input, &FaultOp::examples("worker-04"))?);
+    print!(
+        "{}",
+        faultline_kind::dry_run_report_blocking(&input, &FaultOp::examples("worker-04"))?
+    );
     Ok(())
 }

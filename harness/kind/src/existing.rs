@@ -36,11 +36,16 @@ struct NamedContext {
 /// The context faultline may inject faults into: `context` (or the kubeconfig's
 /// current-context) when it is on `allowed` (exact names; an empty list allows nothing) and
 /// exists in the kubeconfig.
-pub fn check_context_allowed(allowed: &[String], context: Option<&str>, kubeconfig_yaml: &str) -> Result<String> {
+pub fn check_context_allowed(
+    allowed: &[String],
+    context: Option<&str>,
+    kubeconfig_yaml: &str,
+) -> Result<String> {
     if let Some(w) = allowed.iter().find(|a| a.contains('*') || a.contains('?')) {
         bail!("provider `existing`: allow-list entry `{w}` is a pattern; list each context by its exact name");
     }
-    let kc: Kubeconfig = serde_yaml::from_str(kubeconfig_yaml).context("provider `existing`: reading the kubeconfig")?;
+    let kc: Kubeconfig = serde_yaml::from_str(kubeconfig_yaml)
+        .context("provider `existing`: reading the kubeconfig")?;
     let ctx = match context {
         Some(c) if !c.is_empty() => c.to_string(),
         _ => kc.current_context.clone().filter(|c| !c.is_empty()).ok_or_else(|| {
@@ -112,7 +117,15 @@ spec:
 
 /// What `existing` does with one operation.
 pub fn support(op: &FaultOp, longhorn: bool) -> Result<FaultPlan, Unsupported> {
-    plan_fault(op, &FaultContext { flavour: Flavour::Existing, longhorn, stuck_io_on_node: false, after_boot: vec![] })
+    plan_fault(
+        op,
+        &FaultContext {
+            flavour: Flavour::Existing,
+            longhorn,
+            stuck_io_on_node: false,
+            after_boot: vec![],
+        },
+    )
 }
 
 /// One row per catalog operation: key, "agent"/"kubectl"/"unsupported", and the detail.
@@ -121,8 +134,16 @@ pub fn support_table(longhorn: bool) -> Vec<(&'static str, &'static str, String)
         .iter()
         .map(|op| match support(op, longhorn) {
             Ok(p) => {
-                let agent = p.inject.iter().chain(&p.heal).any(|s| matches!(s.action, Action::NodeShell { .. }));
-                (op.key(), if agent { "node agent" } else { "kubectl" }, p.fidelity)
+                let agent = p
+                    .inject
+                    .iter()
+                    .chain(&p.heal)
+                    .any(|s| matches!(s.action, Action::NodeShell { .. }));
+                (
+                    op.key(),
+                    if agent { "node agent" } else { "kubectl" },
+                    p.fidelity,
+                )
             }
             Err(u) => (op.key(), "unsupported", u.reason),
         })
@@ -143,13 +164,21 @@ pub struct ExistingInput {
 
 impl ExistingInput {
     pub fn new(allowed_contexts: Vec<String>) -> ExistingInput {
-        ExistingInput { context: None, allowed_contexts, kubeconfig: None, longhorn: true, kubectl: PathBuf::from("kubectl") }
+        ExistingInput {
+            context: None,
+            allowed_contexts,
+            kubeconfig: None,
+            longhorn: true,
+            kubectl: PathBuf::from("kubectl"),
+        }
     }
     fn kubeconfig_path(&self) -> Result<PathBuf> {
         if let Some(p) = &self.kubeconfig {
             return Ok(p.clone());
         }
-        if let Some(p) = std::env::var_os("KUBECONFIG").and_then(|v| std::env::split_paths(&v).next()) {
+        if let Some(p) =
+            std::env::var_os("KUBECONFIG").and_then(|v| std::env::split_paths(&v).next())
+        {
             return Ok(p);
         }
         let home = std::env::var_os("HOME").ok_or_else(|| anyhow!("no KUBECONFIG and no HOME"))?;
@@ -173,18 +202,43 @@ impl ExistingRunner {
         v
     }
     fn node_argv(&self, pod: &str, script: &str) -> Vec<String> {
-        let mut args: Vec<String> = ["exec", "-n", AGENT_NAMESPACE, pod, "--", "nsenter", "--target", "1", "--mount", "--uts", "--ipc", "--net", "--pid", "--", "sh", "-c"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let mut args: Vec<String> = [
+            "exec",
+            "-n",
+            AGENT_NAMESPACE,
+            pod,
+            "--",
+            "nsenter",
+            "--target",
+            "1",
+            "--mount",
+            "--uts",
+            "--ipc",
+            "--net",
+            "--pid",
+            "--",
+            "sh",
+            "-c",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         args.push(script.into());
         self.kubectl_argv(&args)
     }
     async fn run_argv(&self, argv: &[String], stdin: Option<&str>) -> Result<Output> {
         let mut cmd = tokio::process::Command::new(&argv[0]);
-        cmd.args(&argv[1..]).stdin(if stdin.is_some() { std::process::Stdio::piped() } else { std::process::Stdio::null() });
-        cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).kill_on_drop(true);
-        let mut child = cmd.spawn().with_context(|| format!("running {}", argv[0]))?;
+        cmd.args(&argv[1..]).stdin(if stdin.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        });
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("running {}", argv[0]))?;
         if let (Some(input), Some(mut w)) = (stdin, child.stdin.take()) {
             w.write_all(input.as_bytes()).await?;
         }
@@ -199,14 +253,27 @@ impl ExistingRunner {
         if let Some(p) = self.agent_pods.lock().get(node) {
             return Ok(p.clone());
         }
-        let args: Vec<String> = ["-n", AGENT_NAMESPACE, "get", "pods", "-l", AGENT_LABEL, &format!("--field-selector=spec.nodeName={node}"), "-o", "jsonpath={.items[0].metadata.name}"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let args: Vec<String> = [
+            "-n",
+            AGENT_NAMESPACE,
+            "get",
+            "pods",
+            "-l",
+            AGENT_LABEL,
+            &format!("--field-selector=spec.nodeName={node}"),
+            "-o",
+            "jsonpath={.items[0].metadata.name}",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let out = self.run_argv(&self.kubectl_argv(&args), None).await?;
         let pod = out.stdout.trim().to_string();
         if !out.success() || pod.is_empty() {
-            bail!("no faultline node agent pod on node `{node}` ({}): is it a node of this cluster?", out.stderr.trim());
+            bail!(
+                "no faultline node agent pod on node `{node}` ({}): is it a node of this cluster?",
+                out.stderr.trim()
+            );
         }
         self.agent_pods.lock().insert(node.into(), pod.clone());
         Ok(pod)
@@ -223,21 +290,39 @@ impl ActionRunner for ExistingRunner {
                 return Ok(Output::ok(""));
             }
             match action {
-                Action::Kubectl { args, stdin } => self.run_argv(&self.kubectl_argv(args), stdin.as_deref()).await,
+                Action::Kubectl { args, stdin } => {
+                    self.run_argv(&self.kubectl_argv(args), stdin.as_deref())
+                        .await
+                }
                 Action::NodeShell { node, script } => {
                     let pod = self.agent_pod(node).await?;
                     self.run_argv(&self.node_argv(&pod, script), None).await
                 }
-                Action::Docker(_) | Action::ExportKubeconfig { .. } => bail!("not available on an existing cluster: {}", self.render(action)),
+                Action::Docker(_) | Action::ExportKubeconfig { .. } => bail!(
+                    "not available on an existing cluster: {}",
+                    self.render(action)
+                ),
             }
         })
     }
     fn render(&self, action: &Action) -> String {
         match action {
-            Action::Kubectl { args, stdin: Some(input) } => format!("{} <<'EOF'\n{}\nEOF", shell::join(&self.kubectl_argv(args)), input.trim_end()),
+            Action::Kubectl {
+                args,
+                stdin: Some(input),
+            } => format!(
+                "{} <<'EOF'\n{}\nEOF",
+                shell::join(&self.kubectl_argv(args)),
+                input.trim_end()
+            ),
             Action::Kubectl { args, stdin: None } => shell::join(&self.kubectl_argv(args)),
             Action::NodeShell { node, script } => {
-                let pod = self.agent_pods.lock().get(node).cloned().unwrap_or_else(|| format!("<agent pod on {node}>"));
+                let pod = self
+                    .agent_pods
+                    .lock()
+                    .get(node)
+                    .cloned()
+                    .unwrap_or_else(|| format!("<agent pod on {node}>"));
                 shell::join(&self.node_argv(&pod, script))
             }
             Action::Docker(op) => crate::plan::render_docker(op),
@@ -251,7 +336,9 @@ impl ActionRunner for ExistingRunner {
                 o.push_str(text);
                 o.push('\n');
             }
-            None => tracing::info!(target: "faultline_kind::existing", "{}", text.trim_start_matches("# ")),
+            None => {
+                tracing::info!(target: "faultline_kind::existing", "{}", text.trim_start_matches("# "))
+            }
         }
     }
     fn is_dry_run(&self) -> bool {
@@ -273,18 +360,33 @@ impl ExistingCluster {
     /// Checks the allow-list; touches nothing in the cluster.
     pub fn connect(input: &ExistingInput) -> Result<ExistingCluster> {
         let path = input.kubeconfig_path()?;
-        let text = std::fs::read_to_string(&path).with_context(|| format!("provider `existing`: reading {}", path.display()))?;
-        let context = check_context_allowed(&input.allowed_contexts, input.context.as_deref(), &text)?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("provider `existing`: reading {}", path.display()))?;
+        let context =
+            check_context_allowed(&input.allowed_contexts, input.context.as_deref(), &text)?;
         Ok(Self::build(input, path, context, false))
     }
 
-    fn build(input: &ExistingInput, kubeconfig: PathBuf, context: String, dry: bool) -> ExistingCluster {
-        let base = vec![format!("--kubeconfig={}", kubeconfig.display()), format!("--context={context}")];
+    fn build(
+        input: &ExistingInput,
+        kubeconfig: PathBuf,
+        context: String,
+        dry: bool,
+    ) -> ExistingCluster {
+        let base = vec![
+            format!("--kubeconfig={}", kubeconfig.display()),
+            format!("--context={context}"),
+        ];
         ExistingCluster {
             context,
             kubeconfig,
             longhorn: input.longhorn,
-            runner: ExistingRunner { kubectl: input.kubectl.clone(), base, agent_pods: Mutex::new(HashMap::new()), dry: dry.then(|| Mutex::new(String::new())) },
+            runner: ExistingRunner {
+                kubectl: input.kubectl.clone(),
+                base,
+                agent_pods: Mutex::new(HashMap::new()),
+                dry: dry.then(|| Mutex::new(String::new())),
+            },
             agent_installed: tokio::sync::Mutex::new(false),
             active: Mutex::new(vec![]),
         }
@@ -296,16 +398,30 @@ impl ExistingCluster {
 
     fn agent_steps() -> Vec<Step> {
         vec![
-            Step::apply("install the faultline node agent (privileged, hostPID, nsenter)", node_agent_manifest()),
+            Step::apply(
+                "install the faultline node agent (privileged, hostPID, nsenter)",
+                node_agent_manifest(),
+            ),
             Step::kubectl(
                 "the node agent runs on every node",
-                &["-n", AGENT_NAMESPACE, "rollout", "status", &format!("daemonset/{AGENT_NAME}"), "--timeout=300s"],
+                &[
+                    "-n",
+                    AGENT_NAMESPACE,
+                    "rollout",
+                    "status",
+                    &format!("daemonset/{AGENT_NAME}"),
+                    "--timeout=300s",
+                ],
             ),
         ]
     }
 
     async fn ensure_agent(&self, plan: &FaultPlan) -> Result<()> {
-        let needs = plan.inject.iter().chain(&plan.heal).any(|s| matches!(s.action, Action::NodeShell { .. }));
+        let needs = plan
+            .inject
+            .iter()
+            .chain(&plan.heal)
+            .any(|s| matches!(s.action, Action::NodeShell { .. }));
         let mut installed = self.agent_installed.lock().await;
         if needs && !*installed {
             run_steps_with(&self.runner, &Self::agent_steps(), &mut Vars::new()).await?;
@@ -329,7 +445,9 @@ impl ExistingCluster {
     }
 
     pub async fn heal(&self, op: &FaultOp) -> Result<()> {
-        let Ok(plan) = self.fault_plan(op) else { return Ok(()) };
+        let Ok(plan) = self.fault_plan(op) else {
+            return Ok(());
+        };
         self.ensure_agent(&plan).await?;
         run_steps_with(&self.runner, &plan.heal, &mut Vars::new()).await?;
         self.active.lock().retain(|a| a != op);
@@ -349,7 +467,16 @@ impl ExistingCluster {
             }
         }
         if *self.agent_installed.lock().await {
-            let s = Step::kubectl("remove the node agent", &["delete", "namespace", AGENT_NAMESPACE, "--ignore-not-found", "--wait=false"]);
+            let s = Step::kubectl(
+                "remove the node agent",
+                &[
+                    "delete",
+                    "namespace",
+                    AGENT_NAMESPACE,
+                    "--ignore-not-found",
+                    "--wait=false",
+                ],
+            );
             run_steps_with(&self.runner, &[s], &mut Vars::new()).await?;
         }
         first.map_or(Ok(()), Err)
@@ -360,29 +487,50 @@ impl ExistingCluster {
 /// each fault's commands or the reason it is refused. Touches no cluster.
 pub fn dry_run_report(input: &ExistingInput, faults: &[FaultOp]) -> Result<String> {
     // Its own runtime on its own thread: callable from async code too.
-    std::thread::scope(|s| s.spawn(|| dry_run_report_inner(input, faults)).join()).map_err(|_| anyhow!("dry run panicked"))?
+    std::thread::scope(|s| s.spawn(|| dry_run_report_inner(input, faults)).join())
+        .map_err(|_| anyhow!("dry run panicked"))?
 }
 
 fn dry_run_report_inner(input: &ExistingInput, faults: &[FaultOp]) -> Result<String> {
     let path = input.kubeconfig_path()?;
-    let text = std::fs::read_to_string(&path).with_context(|| format!("provider `existing`: reading {}", path.display()))?;
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("provider `existing`: reading {}", path.display()))?;
     let context = check_context_allowed(&input.allowed_contexts, input.context.as_deref(), &text)?;
     let c = ExistingCluster::build(input, path, context, true);
-    let mut out = format!("# faultline existing provider, dry run: context `{}` is allow-listed\n", c.context);
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let mut out = format!(
+        "# faultline existing provider, dry run: context `{}` is allow-listed\n",
+        c.context
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let dry = c.runner.dry.as_ref().expect("dry");
     out.push_str("## Node agent (installed before the first fault that needs node access, removed at the end)\n");
-    rt.block_on(run_steps_with(&c.runner, &ExistingCluster::agent_steps(), &mut Vars::new()))?;
+    rt.block_on(run_steps_with(
+        &c.runner,
+        &ExistingCluster::agent_steps(),
+        &mut Vars::new(),
+    ))?;
     out.push_str(&std::mem::take(&mut *dry.lock()));
     for op in faults {
-        out.push_str(&format!("\n## Fault {}\n", serde_json::to_string(op).unwrap_or_default()));
+        out.push_str(&format!(
+            "\n## Fault {}\n",
+            serde_json::to_string(op).unwrap_or_default()
+        ));
         match c.fault_plan(op) {
-            Err(u) => out.push_str(&format!("# UNSUPPORTED on existing clusters: {}\n", u.reason)),
+            Err(u) => out.push_str(&format!(
+                "# UNSUPPORTED on existing clusters: {}\n",
+                u.reason
+            )),
             Ok(p) => {
                 out.push_str(&format!("# fidelity: {}\n### inject\n", p.fidelity));
                 rt.block_on(run_steps_with(&c.runner, &p.inject, &mut Vars::new()))?;
                 out.push_str(&std::mem::take(&mut *dry.lock()));
-                out.push_str(if p.heal.is_empty() { "### heal: nothing (one-shot)\n" } else { "### heal\n" });
+                out.push_str(if p.heal.is_empty() {
+                    "### heal: nothing (one-shot)\n"
+                } else {
+                    "### heal\n"
+                });
                 rt.block_on(run_steps_with(&c.runner, &p.heal, &mut Vars::new()))?;
                 out.push_str(&std::mem::take(&mut *dry.lock()));
             }
@@ -421,7 +569,11 @@ users: []
     #[case(&["staging"], Some("Staging"), Err("not allow-listed"))]
     #[case(&["stag*"], None, Err("is a pattern"))]
     #[case(&["kind-x"], Some("kind-x"), Err("not in the kubeconfig"))]
-    fn allow_list(#[case] allowed: &[&str], #[case] ctx: Option<&str>, #[case] want: Result<&str, &str>) {
+    fn allow_list(
+        #[case] allowed: &[&str],
+        #[case] ctx: Option<&str>,
+        #[case] want: Result<&str, &str>,
+    ) {
         let got = check_context_allowed(&s(allowed), ctx, KUBECONFIG);
         match (got, want) {
             (Ok(c), Ok(w)) => assert_eq!(c, w),
@@ -432,16 +584,23 @@ users: []
 
     #[test]
     fn no_context_and_no_current_context_is_refused() {
-        let e = check_context_allowed(&s(&["a"]), None, "contexts: [{name: a}]\n").unwrap_err().to_string();
+        let e = check_context_allowed(&s(&["a"]), None, "contexts: [{name: a}]\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no current-context"), "{e}");
     }
 
     #[test]
     fn node_agent_is_privileged_with_host_pid_on_every_node() {
         let docs: Vec<serde_yaml::Value> =
-            serde_yaml::Deserializer::from_str(&node_agent_manifest()).map(|d| serde::Deserialize::deserialize(d).unwrap()).collect();
+            serde_yaml::Deserializer::from_str(&node_agent_manifest())
+                .map(|d| serde::Deserialize::deserialize(d).unwrap())
+                .collect();
         assert_eq!(docs[0]["kind"], "Namespace");
-        assert_eq!(docs[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "privileged");
+        assert_eq!(
+            docs[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+            "privileged"
+        );
         let ds = &docs[1];
         assert_eq!(ds["kind"], "DaemonSet");
         let spec = &ds["spec"]["template"]["spec"];
@@ -459,7 +618,14 @@ users: []
         assert_eq!(get("staleDeviceMount").1, "node agent");
         assert_eq!(get("csiPluginRestart").1, "kubectl");
         assert_eq!(get("kubeletRestart").1, "node agent");
-        for k in ["kubeletStop", "kubeletHang", "nodePowerCycle", "nodeNetworkPartition", "apiErrors", "apiLatency"] {
+        for k in [
+            "kubeletStop",
+            "kubeletHang",
+            "nodePowerCycle",
+            "nodeNetworkPartition",
+            "apiErrors",
+            "apiLatency",
+        ] {
             assert_eq!(get(k).1, "unsupported", "{k}");
             assert!(!get(k).2.is_empty());
         }
@@ -494,7 +660,9 @@ users: []
         input.kubectl = fake_kubectl(dir.path());
         let c = ExistingCluster::connect(&input).unwrap();
         assert_eq!(c.context, "staging");
-        let op = FaultOp::ProberManagerBroken(NodeTarget { node: "worker-04".into() });
+        let op = FaultOp::ProberManagerBroken(NodeTarget {
+            node: "worker-04".into(),
+        });
         c.apply(&op).await.unwrap();
         assert_eq!(c.active_faults(), vec![op.clone()]);
         c.close().await.unwrap();
@@ -502,13 +670,29 @@ users: []
         let calls = std::fs::read_to_string(dir.path().join("calls")).unwrap();
         let ctx = format!("--kubeconfig={} --context=staging", kc.display());
         assert!(calls.contains(&format!("{ctx} apply -f -")), "{calls}");
-        assert!(calls.contains("kind: DaemonSet"), "manifest on stdin: {calls}");
+        assert!(
+            calls.contains("kind: DaemonSet"),
+            "manifest on stdin: {calls}"
+        );
         assert!(calls.contains(&format!("{ctx} -n faultline-system get pods -l app=faultline-node-agent --field-selector=spec.nodeName=worker-04")));
         assert!(calls.contains("exec -n faultline-system agent-abc -- nsenter --target 1 --mount --uts --ipc --net --pid -- sh -c iptables -C OUTPUT"), "{calls}");
-        assert!(calls.contains("while iptables -D OUTPUT"), "healed: {calls}");
-        assert!(calls.contains(&format!("{ctx} delete namespace faultline-system --ignore-not-found --wait=false")), "{calls}");
+        assert!(
+            calls.contains("while iptables -D OUTPUT"),
+            "healed: {calls}"
+        );
+        assert!(
+            calls.contains(&format!(
+                "{ctx} delete namespace faultline-system --ignore-not-found --wait=false"
+            )),
+            "{calls}"
+        );
         // The agent pod was looked up once and cached.
-        assert_eq!(calls.matches("get pods -l app=faultline-node-agent").count(), 1);
+        assert_eq!(
+            calls
+                .matches("get pods -l app=faultline-node-agent")
+                .count(),
+            1
+        );
     }
 
     #[tokio::test]
@@ -533,7 +717,9 @@ users: []
         let r = dry_run_report(&input, &FaultOp::examples("worker-04")).unwrap();
         assert!(r.contains("context `staging` is allow-listed"));
         assert!(r.contains("nsenter --target 1"));
-        assert!(r.contains("# UNSUPPORTED on existing clusters: the node agent is reached through the kubelet"));
+        assert!(r.contains(
+            "# UNSUPPORTED on existing clusters: the node agent is reached through the kubelet"
+        ));
         assert_eq!(r.matches("\n## Fault ").count(), FaultOp::KEYS.len());
     }
 }
@@ -549,7 +735,13 @@ mod async_tests {
         std::fs::write(&kc, "current-context: a\ncontexts: [{name: a}]\n").unwrap();
         let mut input = ExistingInput::new(vec!["a".into()]);
         input.kubeconfig = Some(kc);
-        let r = dry_run_report(&input, &[FaultOp::HungNfs(crate::input::NodeTarget { node: "n".into() })]).unwrap();
+        let r = dry_run_report(
+            &input,
+            &[FaultOp::HungNfs(crate::input::NodeTarget {
+                node: "n".into(),
+            })],
+        )
+        .unwrap();
         assert!(r.contains("--dport 2049"), "{r}");
     }
 }

@@ -23,10 +23,16 @@ pub struct NodeInput {
 
 impl NodeInput {
     pub fn control_plane(name: &str) -> NodeInput {
-        NodeInput { name: name.into(), role: Role::ControlPlane }
+        NodeInput {
+            name: name.into(),
+            role: Role::ControlPlane,
+        }
     }
     pub fn worker(name: &str) -> NodeInput {
-        NodeInput { name: name.into(), role: Role::Worker }
+        NodeInput {
+            name: name.into(),
+            role: Role::Worker,
+        }
     }
 }
 
@@ -101,7 +107,10 @@ impl ClusterPlanInput {
         if let Some(v) = get("FAULTLINE_KIND_KUBERNETES_VERSION").filter(|s| !s.is_empty()) {
             self.kubernetes_version = v;
         }
-        if let Some(host) = get("DOCKER_HOST").and_then(|h| h.strip_prefix("tcp://").map(|r| r.split(':').next().unwrap_or("").to_string())) {
+        if let Some(host) = get("DOCKER_HOST").and_then(|h| {
+            h.strip_prefix("tcp://")
+                .map(|r| r.split(':').next().unwrap_or("").to_string())
+        }) {
             if !host.is_empty() {
                 self.api_server_address = "0.0.0.0".into();
                 if !self.extra_cert_sans.contains(&host) {
@@ -142,7 +151,13 @@ impl ClusterPlanInput {
 pub fn sanitize_cluster_name(raw: &str) -> String {
     let mut s: String = raw
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect();
     while s.contains("--") {
         s = s.replace("--", "-");
@@ -261,7 +276,8 @@ impl FaultOp {
     /// Convert the runner's `NodeOperation` through its JSON form:
     /// `FaultOp::from_runner_json(serde_json::to_value(&op)?)`.
     pub fn from_runner_json(v: serde_json::Value) -> anyhow::Result<FaultOp> {
-        serde_json::from_value(v.clone()).map_err(|e| anyhow::anyhow!("not a node operation faultline-kind knows ({e}): {v}"))
+        serde_json::from_value(v.clone())
+            .map_err(|e| anyhow::anyhow!("not a node operation faultline-kind knows ({e}): {v}"))
     }
 
     pub fn key(&self) -> &'static str {
@@ -291,30 +307,50 @@ impl FaultOp {
             StaleDeviceMount(s) => Some(&s.node),
             KubeletWorkersSaturated(k) => Some(&k.node),
             NodeReboot(r) => Some(&r.node),
-            CsiPluginDown(t) | CsiPluginRestart(t) | KubeletStop(t) | KubeletHang(t) | KubeletRestart(t)
-            | ProberManagerBroken(t) | NodePowerCycle(t) | NodeNetworkPartition(t) | HungNfs(t) | IoErrors(t) => Some(&t.node),
+            CsiPluginDown(t)
+            | CsiPluginRestart(t)
+            | KubeletStop(t)
+            | KubeletHang(t)
+            | KubeletRestart(t)
+            | ProberManagerBroken(t)
+            | NodePowerCycle(t)
+            | NodeNetworkPartition(t)
+            | HungNfs(t)
+            | IoErrors(t) => Some(&t.node),
             ApiErrors(_) | ApiLatency(_) => None,
         }
     }
 
     /// One-shot operations have nothing to heal.
     pub fn is_one_shot(&self) -> bool {
-        matches!(self, FaultOp::KubeletRestart(_) | FaultOp::CsiPluginRestart(_) | FaultOp::NodePowerCycle(_))
+        matches!(
+            self,
+            FaultOp::KubeletRestart(_) | FaultOp::CsiPluginRestart(_) | FaultOp::NodePowerCycle(_)
+        )
     }
 
     /// One example of every operation (for the dry run's fault table and the tests).
     pub fn examples(node: &str) -> Vec<FaultOp> {
         let t = || NodeTarget { node: node.into() };
         vec![
-            FaultOp::StaleDeviceMount(StaleDeviceMount { node: node.into(), volume: VolumeRef::DeletedPv("pvc-81b676e6".into()) }),
+            FaultOp::StaleDeviceMount(StaleDeviceMount {
+                node: node.into(),
+                volume: VolumeRef::DeletedPv("pvc-81b676e6".into()),
+            }),
             FaultOp::CsiPluginDown(t()),
             FaultOp::CsiPluginRestart(t()),
-            FaultOp::KubeletWorkersSaturated(KubeletWorkersSaturated { node: node.into(), stale_pods: 3 }),
+            FaultOp::KubeletWorkersSaturated(KubeletWorkersSaturated {
+                node: node.into(),
+                stale_pods: 3,
+            }),
             FaultOp::KubeletStop(t()),
             FaultOp::KubeletHang(t()),
             FaultOp::KubeletRestart(t()),
             FaultOp::ProberManagerBroken(t()),
-            FaultOp::NodeReboot(NodeReboot { node: node.into(), stuck_until_power_cycle: false }),
+            FaultOp::NodeReboot(NodeReboot {
+                node: node.into(),
+                stuck_until_power_cycle: false,
+            }),
             FaultOp::NodePowerCycle(t()),
             FaultOp::NodeNetworkPartition(t()),
             FaultOp::HungNfs(t()),
@@ -356,7 +392,11 @@ mod tests {
     #[case(json!({"reboot": {"node": "w"}}), "nodeReboot", Some("w"))]
     #[case(json!({"powerCycle": {"node": "w"}}), "nodePowerCycle", Some("w"))]
     #[case(json!({"apiErrors": {"rate": 1.0, "code": 503, "verbs": [], "resources": []}}), "apiErrors", None)]
-    fn reads_the_runners_json_shape(#[case] v: serde_json::Value, #[case] key: &str, #[case] node: Option<&str>) {
+    fn reads_the_runners_json_shape(
+        #[case] v: serde_json::Value,
+        #[case] key: &str,
+        #[case] node: Option<&str>,
+    ) {
         let op = FaultOp::from_runner_json(v).unwrap();
         assert_eq!(op.key(), key);
         assert_eq!(op.node(), node);
@@ -364,7 +404,9 @@ mod tests {
 
     #[test]
     fn unknown_operations_are_refused_with_the_json() {
-        let e = FaultOp::from_runner_json(json!({"meteorStrike": {"node": "w"}})).unwrap_err().to_string();
+        let e = FaultOp::from_runner_json(json!({"meteorStrike": {"node": "w"}}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("meteorStrike"), "{e}");
     }
 
@@ -382,7 +424,10 @@ mod tests {
     #[case("stale-csi-mount", "stale-csi-mount")]
     #[case("Stale CSI  mount!", "stale-csi-mount")]
     #[case("---", "faultline")]
-    #[case("a_very_long_name_that_goes_on_and_on_and_on_forever_and_ever", "a-very-long-name-that-goes-on-and-on-and")]
+    #[case(
+        "a_very_long_name_that_goes_on_and_on_and_on_forever_and_ever",
+        "a-very-long-name-that-goes-on-and-on-and"
+    )]
     fn sanitizes_cluster_names(#[case] raw: &str, #[case] want: &str) {
         assert_eq!(sanitize_cluster_name(raw), want);
     }
@@ -394,22 +439,35 @@ mod tests {
             "DOCKER_HOST" => Some("tcp://docker:2375".to_string()),
             _ => None,
         };
-        let i = ClusterPlanInput::new("x", vec![NodeInput::control_plane("cp")]).with_images(["ctrl:ci"]).with_env_from(env);
+        let i = ClusterPlanInput::new("x", vec![NodeInput::control_plane("cp")])
+            .with_images(["ctrl:ci"])
+            .with_env_from(env);
         assert_eq!(i.load_images, ["ctrl:ci", "helper:1"]);
         assert_eq!(i.api_server_address, "0.0.0.0");
         assert_eq!(i.extra_cert_sans, ["docker"]);
-        let local = ClusterPlanInput::new("x", vec![NodeInput::control_plane("cp")])
-            .with_env_from(|k| (k == "DOCKER_HOST").then(|| "unix:///var/run/docker.sock".to_string()));
+        let local =
+            ClusterPlanInput::new("x", vec![NodeInput::control_plane("cp")]).with_env_from(|k| {
+                (k == "DOCKER_HOST").then(|| "unix:///var/run/docker.sock".to_string())
+            });
         assert_eq!(local.api_server_address, "127.0.0.1");
         assert!(local.extra_cert_sans.is_empty());
     }
 
     #[test]
     fn reuse_key_ignores_the_name_only() {
-        let a = ClusterPlanInput::new("a", vec![NodeInput::control_plane("cp"), NodeInput::worker("w1")]);
-        let b = ClusterPlanInput::new("b", vec![NodeInput::control_plane("cp"), NodeInput::worker("w1")]);
+        let a = ClusterPlanInput::new(
+            "a",
+            vec![NodeInput::control_plane("cp"), NodeInput::worker("w1")],
+        );
+        let b = ClusterPlanInput::new(
+            "b",
+            vec![NodeInput::control_plane("cp"), NodeInput::worker("w1")],
+        );
         assert_eq!(a.reuse_key(), b.reuse_key());
         assert_ne!(a.reuse_key(), b.clone().with_longhorn(true).reuse_key());
-        assert_ne!(a.reuse_key(), ClusterPlanInput::new("a", vec![NodeInput::control_plane("cp")]).reuse_key());
+        assert_ne!(
+            a.reuse_key(),
+            ClusterPlanInput::new("a", vec![NodeInput::control_plane("cp")]).reuse_key()
+        );
     }
 }

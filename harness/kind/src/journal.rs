@@ -43,7 +43,9 @@ pub fn default_state_dir(get: impl Fn(&str) -> Option<String>) -> PathBuf {
 }
 
 pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default()
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 fn path(dir: &Path, cluster: &str) -> PathBuf {
@@ -51,10 +53,12 @@ fn path(dir: &Path, cluster: &str) -> PathBuf {
 }
 
 pub fn write(dir: &Path, j: &Journal) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating the kind state directory {}", dir.display()))?;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating the kind state directory {}", dir.display()))?;
     let p = path(dir, &j.cluster);
     let tmp = p.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(j)?).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::write(&tmp, serde_json::to_vec_pretty(j)?)
+        .with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, &p).with_context(|| format!("writing {}", p.display()))
 }
 
@@ -64,13 +68,17 @@ pub fn remove(dir: &Path, cluster: &str) {
 
 /// Every journal in `dir`: (file, journal or why it cannot be read).
 pub fn list(dir: &Path) -> Vec<(PathBuf, Result<Journal, String>)> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return vec![] };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return vec![];
+    };
     let mut out: Vec<(PathBuf, Result<Journal, String>)> = entries
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .map(|p| {
-            let j = std::fs::read(&p).map_err(|e| e.to_string()).and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()));
+            let j = std::fs::read(&p)
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()));
             (p, j)
         })
         .collect();
@@ -84,5 +92,7 @@ pub fn owner_alive(j: &Journal) -> Option<String> {
     if j.host != hostname() {
         return Some(format!("written on host {}", j.host));
     }
-    Path::new(&format!("/proc/{}", j.pid)).exists().then(|| format!("pid {} is running", j.pid))
+    Path::new(&format!("/proc/{}", j.pid))
+        .exists()
+        .then(|| format!("pid {} is running", j.pid))
 }

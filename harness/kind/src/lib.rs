@@ -14,8 +14,8 @@
 //!
 //! The crate does not depend on `faultline` (the runner adapts its types to [`input`]).
 
-pub mod existing;
 pub mod exec;
+pub mod existing;
 pub mod input;
 pub mod journal;
 pub mod kind;
@@ -26,5 +26,6 @@ pub mod versions;
 
 pub use input::{ClusterPlanInput, FaultOp, LogSource, NodeInput, NodeLogLine, Role};
 pub use kind::{
-    dry_run_replay, dry_run_replay_blocking, dry_run_report, dry_run_report_blocking, DryRunEvent, DryRunReport, KindCluster, KindOptions, KindProvider,
+    dry_run_replay, dry_run_replay_blocking, dry_run_report, dry_run_report_blocking, DryRunEvent,
+    DryRunReport, KindCluster, KindOptions, KindProvider,
 };

@@ -31,7 +31,10 @@ pub struct Cleaned {
 
 impl OrphanReport {
     pub fn ok(&self) -> bool {
-        self.cleaned.iter().all(|c| c.failed.is_empty() && c.removed) && self.unreadable.is_empty()
+        self.cleaned
+            .iter()
+            .all(|c| c.failed.is_empty() && c.removed)
+            && self.unreadable.is_empty()
     }
     pub fn render(&self) -> String {
         let mut s = String::new();
@@ -72,9 +75,16 @@ pub async fn clean_up(dir: &Path, force: bool) -> Result<OrphanReport> {
                 continue;
             }
         };
-        let why_left = if j.kept { Some("kept with --keep-cluster".to_string()) } else { journal::owner_alive(&j).map(|w| format!("its run is alive: {w}")) };
+        let why_left = if j.kept {
+            Some("kept with --keep-cluster".to_string())
+        } else {
+            journal::owner_alive(&j).map(|w| format!("its run is alive: {w}"))
+        };
         if let (Some(why), false) = (why_left, force) {
-            report.left.push((j.cluster.clone(), format!("{why}; --force cleans it anyway")));
+            report.left.push((
+                j.cluster.clone(),
+                format!("{why}; --force cleans it anyway"),
+            ));
             continue;
         }
         let exec = crate::exec::connect_engine()?;
@@ -85,15 +95,24 @@ pub async fn clean_up(dir: &Path, force: bool) -> Result<OrphanReport> {
 }
 
 async fn clean_one(exec: &dyn Executor, dir: &Path, j: &Journal) -> Cleaned {
-    let names = KindNames { cluster: j.cluster.clone(), control_plane_node: j.control_plane_node.clone() };
-    let mut out = Cleaned { cluster: j.cluster.clone(), ..Default::default() };
+    let names = KindNames {
+        cluster: j.cluster.clone(),
+        control_plane_node: j.control_plane_node.clone(),
+    };
+    let mut out = Cleaned {
+        cluster: j.cluster.clone(),
+        ..Default::default()
+    };
     let mut left = vec![];
     for op in j.active.iter().rev() {
         let ctx = FaultContext {
             flavour: Flavour::Kind(names.clone()),
             longhorn: j.longhorn,
             stuck_io_on_node: false,
-            after_boot: op.node().map(|n| boot_steps(&names, n, None)).unwrap_or_default(),
+            after_boot: op
+                .node()
+                .map(|n| boot_steps(&names, n, None))
+                .unwrap_or_default(),
         };
         let label = format!("{} on {}", op.key(), op.node().unwrap_or("-"));
         let result = match plan_fault(op, &ctx) {
@@ -116,13 +135,24 @@ async fn clean_one(exec: &dyn Executor, dir: &Path, j: &Journal) -> Cleaned {
     }
     let mut teardown = vec![];
     for c in &j.resources.containers {
-        teardown.push(Step::docker(format!("remove {c}"), DockerOp::Remove { container: c.clone() }));
+        teardown.push(Step::docker(
+            format!("remove {c}"),
+            DockerOp::Remove {
+                container: c.clone(),
+            },
+        ));
     }
     for v in &j.resources.volumes {
-        teardown.push(Step::docker(format!("remove volume {v}"), DockerOp::VolumeRemove { name: v.clone() }));
+        teardown.push(Step::docker(
+            format!("remove volume {v}"),
+            DockerOp::VolumeRemove { name: v.clone() },
+        ));
     }
     for n in &j.resources.networks {
-        teardown.push(Step::docker(format!("remove network {n}"), DockerOp::NetworkRemove { name: n.clone() }));
+        teardown.push(Step::docker(
+            format!("remove network {n}"),
+            DockerOp::NetworkRemove { name: n.clone() },
+        ));
     }
     match run_steps(exec, &names, &teardown, &mut Vars::new()).await {
         Ok(()) => {

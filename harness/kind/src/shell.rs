@@ -4,7 +4,9 @@
 /// in single quotes (a single quote inside becomes `'\''`).
 pub fn quote(word: &str) -> String {
     let safe = !word.is_empty()
-        && word.chars().all(|c| c.is_ascii_alphanumeric() || "_./:=,@%+-".contains(c));
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./:=,@%+-".contains(c));
     if safe {
         word.to_string()
     } else {
@@ -24,7 +26,10 @@ mod tests {
 
     #[rstest]
     #[case("kubelet", "kubelet")]
-    #[case("--kubeconfig=/etc/kubernetes/admin.conf", "--kubeconfig=/etc/kubernetes/admin.conf")]
+    #[case(
+        "--kubeconfig=/etc/kubernetes/admin.conf",
+        "--kubeconfig=/etc/kubernetes/admin.conf"
+    )]
     #[case("", "''")]
     #[case("a b", "'a b'")]
     #[case("it's", r"'it'\''s'")]
@@ -35,7 +40,10 @@ mod tests {
 
     #[test]
     fn joins_an_argv() {
-        let argv: Vec<String> = ["sh", "-c", "echo hi; exit 1"].iter().map(|s| s.to_string()).collect();
+        let argv: Vec<String> = ["sh", "-c", "echo hi; exit 1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         assert_eq!(join(&argv), "sh -c 'echo hi; exit 1'");
     }
 }

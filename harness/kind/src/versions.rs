@@ -61,10 +61,15 @@ mod tests {
     fn node_image_is_pinned_by_digest_and_matches_the_kubernetes_version() {
         let (name, tag) = split_image(NODE_IMAGE);
         assert_eq!(name, "kindest/node");
-        assert!(tag.starts_with(&format!("{KUBERNETES_VERSION}@sha256:")), "{tag}");
+        assert!(
+            tag.starts_with(&format!("{KUBERNETES_VERSION}@sha256:")),
+            "{tag}"
+        );
         let digest = tag.split_once("@sha256:").unwrap().1;
         assert_eq!(digest.len(), 64);
-        assert!(digest.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(digest
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
     }
 
     #[test]
@@ -78,10 +83,18 @@ mod tests {
 
     #[rstest]
     #[case("busybox", "busybox", "latest")]
-    #[case("docker.io/library/busybox:1.37.0", "docker.io/library/busybox", "1.37.0")]
+    #[case(
+        "docker.io/library/busybox:1.37.0",
+        "docker.io/library/busybox",
+        "1.37.0"
+    )]
     #[case("localhost:5000/ctrl:dev", "localhost:5000/ctrl", "dev")]
     #[case("localhost:5000/ctrl", "localhost:5000/ctrl", "latest")]
-    #[case("kindest/node:v1.35.5@sha256:abc", "kindest/node", "v1.35.5@sha256:abc")]
+    #[case(
+        "kindest/node:v1.35.5@sha256:abc",
+        "kindest/node",
+        "v1.35.5@sha256:abc"
+    )]
     fn splits_image_references(#[case] image: &str, #[case] name: &str, #[case] tag: &str) {
         assert_eq!(split_image(image), (name, tag));
     }

@@ -15,13 +15,20 @@ use std::path::PathBuf;
 const HOLD: &str = "FAULTLINE_DOCKER_HOLD";
 
 fn held_faults() -> Vec<FaultOp> {
-    let w = || NodeTarget { node: WORKER.into() };
+    let w = || NodeTarget {
+        node: WORKER.into(),
+    };
     vec![
-        FaultOp::KubeletStop(NodeTarget { node: CONTROL_PLANE.into() }),
+        FaultOp::KubeletStop(NodeTarget {
+            node: CONTROL_PLANE.into(),
+        }),
         FaultOp::KubeletHang(w()),
         FaultOp::HungNfs(w()),
         // Stuck (hungNfs is active): the worker's container stays stopped.
-        FaultOp::NodeReboot(NodeReboot { node: WORKER.into(), stuck_until_power_cycle: false }),
+        FaultOp::NodeReboot(NodeReboot {
+            node: WORKER.into(),
+            stuck_until_power_cycle: false,
+        }),
     ]
 }
 
@@ -29,10 +36,22 @@ fn held_faults() -> Vec<FaultOp> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "run by a_harness_killed_mid_fault_is_healed_by_faultline_cleanup"]
 async fn hold_faults_until_killed() {
-    let Ok(state) = std::env::var(HOLD) else { return };
-    let p = KindProvider::new(KindOptions { reuse: false, nodes_only: true, state_dir: Some(PathBuf::from(&state)) });
-    let input = ClusterPlanInput::new("fl-tier-killed", vec![NodeInput::control_plane(CONTROL_PLANE), NodeInput::worker(WORKER)])
-        .with_env_from(|k| std::env::var(k).ok());
+    let Ok(state) = std::env::var(HOLD) else {
+        return;
+    };
+    let p = KindProvider::new(KindOptions {
+        reuse: false,
+        nodes_only: true,
+        state_dir: Some(PathBuf::from(&state)),
+    });
+    let input = ClusterPlanInput::new(
+        "fl-tier-killed",
+        vec![
+            NodeInput::control_plane(CONTROL_PLANE),
+            NodeInput::worker(WORKER),
+        ],
+    )
+    .with_env_from(|k| std::env::var(k).ok());
     let work = tempfile::tempdir().unwrap();
     let c = p.start(&input, work.path()).await.expect("bring-up");
     for op in held_faults() {
@@ -46,10 +65,18 @@ async fn hold_faults_until_killed() {
 
 #[test]
 fn a_harness_killed_mid_fault_is_healed_by_faultline_cleanup() {
-    let Some(env) = TierEnv::new("killed") else { return };
-    let faultline = std::env::var("FAULTLINE_BIN").expect("FAULTLINE_BIN: the faultline binary (cargo build -p faultline)");
+    let Some(env) = TierEnv::new("killed") else {
+        return;
+    };
+    let faultline = std::env::var("FAULTLINE_BIN")
+        .expect("FAULTLINE_BIN: the faultline binary (cargo build -p faultline)");
     let mut harness = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "hold_faults_until_killed", "--nocapture"])
+        .args([
+            "--ignored",
+            "--exact",
+            "hold_faults_until_killed",
+            "--nocapture",
+        ])
         .env(HOLD, env.state.path())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -63,13 +90,37 @@ fn a_harness_killed_mid_fault_is_healed_by_faultline_cleanup() {
         }
     }
     let cluster = cluster.expect("the harness held its faults");
-    assert_eq!(docker(&["inspect", "-f", "{{.State.Running}}", &format!("{cluster}-{WORKER}")]).trim(), "false", "stuck reboot held");
+    assert_eq!(
+        docker(&[
+            "inspect",
+            "-f",
+            "{{.State.Running}}",
+            &format!("{cluster}-{WORKER}")
+        ])
+        .trim(),
+        "false",
+        "stuck reboot held"
+    );
     let cp = format!("{cluster}-{CONTROL_PLANE}");
-    assert_eq!(docker(&["exec", &cp, "sh", "-c", "systemctl is-active kubelet || true"]).trim(), "inactive");
+    assert_eq!(
+        docker(&[
+            "exec",
+            &cp,
+            "sh",
+            "-c",
+            "systemctl is-active kubelet || true"
+        ])
+        .trim(),
+        "inactive"
+    );
 
     harness.kill().unwrap(); // SIGKILL: no drop, no teardown, no heal.
     harness.wait().unwrap();
-    assert_eq!(docker(&["inspect", "-f", "{{.State.Running}}", &cp]).trim(), "true", "left behind by the killed harness");
+    assert_eq!(
+        docker(&["inspect", "-f", "{{.State.Running}}", &cp]).trim(),
+        "true",
+        "left behind by the killed harness"
+    );
 
     let cleanup = || {
         std::process::Command::new(&faultline)
@@ -80,17 +131,33 @@ fn a_harness_killed_mid_fault_is_healed_by_faultline_cleanup() {
             .unwrap()
     };
     let out = cleanup();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    for healed in ["healed nodeReboot on worker-01", "healed hungNfs on worker-01", "healed kubeletHang on worker-01", "healed kubeletStop on control-plane"] {
+    for healed in [
+        "healed nodeReboot on worker-01",
+        "healed hungNfs on worker-01",
+        "healed kubeletHang on worker-01",
+        "healed kubeletStop on control-plane",
+    ] {
         assert!(text.contains(healed), "{healed}:\n{text}");
     }
     // Newest first: the stuck reboot (the node started and booted again) before the kubelet.
-    assert!(text.find("nodeReboot").unwrap() < text.find("kubeletHang").unwrap(), "{text}");
-    assert!(text.contains("removed its containers, volumes and network"), "{text}");
+    assert!(
+        text.find("nodeReboot").unwrap() < text.find("kubeletHang").unwrap(),
+        "{text}"
+    );
+    assert!(
+        text.contains("removed its containers, volumes and network"),
+        "{text}"
+    );
     env.assert_nothing_left(&cluster);
 
     // A second cleanup finds nothing.
     let again = cleanup();
-    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to heal"), "{}", String::from_utf8_lossy(&again.stdout));
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("nothing to heal"),
+        "{}",
+        String::from_utf8_lossy(&again.stdout)
+    );
 }

@@ -13,7 +13,10 @@ fn a_failing_test_keeps_its_work_directory_and_a_passing_one_removes_it() {
     })
     .unwrap_err();
     let path = failed.downcast_ref::<std::path::PathBuf>().unwrap().clone();
-    assert_eq!(std::fs::read_to_string(path.join("kubelet.log")).unwrap(), "evidence");
+    assert_eq!(
+        std::fs::read_to_string(path.join("kubelet.log")).unwrap(),
+        "evidence"
+    );
     std::fs::remove_dir_all(&path).unwrap();
 
     let dir = common::EvidenceDir::new("evidence-check");

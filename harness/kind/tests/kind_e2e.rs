@@ -15,15 +15,25 @@ mod common;
 
 use faultline_kind::exec::docker::TestcontainersExecutor;
 use faultline_kind::input::{NodeReboot, NodeTarget};
-use faultline_kind::{ClusterPlanInput, FaultOp, KindCluster, KindOptions, KindProvider, NodeInput};
+use faultline_kind::{
+    ClusterPlanInput, FaultOp, KindCluster, KindOptions, KindProvider, NodeInput,
+};
 use futures::FutureExt;
 use std::time::{Duration, Instant};
 
 async fn docker_available() -> Result<(), String> {
-    let out = tokio::process::Command::new("docker").arg("info").output().await;
+    let out = tokio::process::Command::new("docker")
+        .arg("info")
+        .output()
+        .await;
     match out {
         Ok(o) if o.status.success() => {}
-        Ok(o) => return Err(format!("`docker info` failed: {}", String::from_utf8_lossy(&o.stderr).trim())),
+        Ok(o) => {
+            return Err(format!(
+                "`docker info` failed: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ))
+        }
         Err(e) => return Err(format!("no docker CLI: {e}")),
     }
     let ex = TestcontainersExecutor::connect().map_err(|e| format!("{e:#}"))?;
@@ -32,7 +42,16 @@ async fn docker_available() -> Result<(), String> {
 
 async fn node_ready(c: &KindCluster, node: &str) -> Option<bool> {
     let out = c
-        .kubectl(&["get", "node", node, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"], None)
+        .kubectl(
+            &[
+                "get",
+                "node",
+                node,
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+            ],
+            None,
+        )
         .await
         .ok()?;
     out.success().then(|| out.stdout.trim() == "True")
@@ -44,37 +63,68 @@ async fn wait_ready(c: &KindCluster, node: &str, want: bool, within: Duration) {
         if node_ready(c, node).await == Some(want) {
             return;
         }
-        assert!(start.elapsed() < within, "{node} not Ready={want} within {within:?}");
+        assert!(
+            start.elapsed() < within,
+            "{node} not Ready={want} within {within:?}"
+        );
         tokio::time::sleep(Duration::from_secs(3)).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(faultline_kind_e2e), ignore = "set FAULTLINE_KIND=1 (and have a Docker engine) to run the kind end-to-end test")]
+#[cfg_attr(
+    not(faultline_kind_e2e),
+    ignore = "set FAULTLINE_KIND=1 (and have a Docker engine) to run the kind end-to-end test"
+)]
 async fn kubelet_stop_and_reboot_on_a_real_kind_cluster() {
     if let Err(why) = docker_available().await {
         println!("SKIPPED kind end-to-end test: {why}");
         return;
     }
     let longhorn = std::env::var("FAULTLINE_KIND_LONGHORN").as_deref() == Ok("1");
-    let input = ClusterPlanInput::new("fl-e2e", vec![NodeInput::control_plane("control-plane"), NodeInput::worker("worker-01")])
-        .with_longhorn(longhorn)
-        .with_env_from(|k| std::env::var(k).ok());
-    let provider = KindProvider::new(KindOptions { reuse: false, ..Default::default() });
+    let input = ClusterPlanInput::new(
+        "fl-e2e",
+        vec![
+            NodeInput::control_plane("control-plane"),
+            NodeInput::worker("worker-01"),
+        ],
+    )
+    .with_longhorn(longhorn)
+    .with_env_from(|k| std::env::var(k).ok());
+    let provider = KindProvider::new(KindOptions {
+        reuse: false,
+        ..Default::default()
+    });
     let work = common::EvidenceDir::new("kind-e2e");
-    let cluster = provider.start(&input, work.path()).await.unwrap_or_else(|e| panic!("kind cluster comes up: {e:#}"));
+    let cluster = provider
+        .start(&input, work.path())
+        .await
+        .unwrap_or_else(|e| panic!("kind cluster comes up: {e:#}"));
     let logs = work.path().join("logs");
     let checks = async {
-        assert!(std::fs::read_to_string(cluster.kubeconfig()).unwrap().contains("server: https://"));
+        assert!(std::fs::read_to_string(cluster.kubeconfig())
+            .unwrap()
+            .contains("server: https://"));
         wait_ready(&cluster, "worker-01", true, Duration::from_secs(300)).await;
 
-        let worker = || NodeTarget { node: "worker-01".into() };
-        cluster.apply(&FaultOp::KubeletStop(worker())).await.unwrap();
+        let worker = || NodeTarget {
+            node: "worker-01".into(),
+        };
+        cluster
+            .apply(&FaultOp::KubeletStop(worker()))
+            .await
+            .unwrap();
         wait_ready(&cluster, "worker-01", false, Duration::from_secs(180)).await;
         cluster.heal(&FaultOp::KubeletStop(worker())).await.unwrap();
         wait_ready(&cluster, "worker-01", true, Duration::from_secs(180)).await;
 
-        cluster.apply(&FaultOp::NodeReboot(NodeReboot { node: "worker-01".into(), stuck_until_power_cycle: false })).await.unwrap();
+        cluster
+            .apply(&FaultOp::NodeReboot(NodeReboot {
+                node: "worker-01".into(),
+                stuck_until_power_cycle: false,
+            }))
+            .await
+            .unwrap();
         wait_ready(&cluster, "worker-01", true, Duration::from_secs(300)).await;
 
         cluster.collect_logs(&logs).await.unwrap();
@@ -90,6 +140,17 @@ async fn kubelet_stop_and_reboot_on_a_real_kind_cluster() {
 
     let name = cluster.name().to_string();
     cluster.release(false).await.unwrap();
-    let ps = std::process::Command::new("docker").args(["ps", "-aq", "--filter", &format!("label=dev.faultline.cluster={name}")]).output().unwrap();
-    assert!(String::from_utf8_lossy(&ps.stdout).trim().is_empty(), "containers removed");
+    let ps = std::process::Command::new("docker")
+        .args([
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("label=dev.faultline.cluster={name}"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&ps.stdout).trim().is_empty(),
+        "containers removed"
+    );
 }

@@ -38,11 +38,17 @@ impl Outcome {
 impl Condition {
     pub fn compile(source: &str) -> Result<Condition, String> {
         match cel::Program::compile(source) {
-            Ok(p) => Ok(Condition { source: source.to_string(), program: Arc::new(p) }),
+            Ok(p) => Ok(Condition {
+                source: source.to_string(),
+                program: Arc::new(p),
+            }),
             Err(e) => {
                 let first = e.errors.first();
                 Err(match first {
-                    Some(pe) => format!("invalid CEL expression `{source}`: {} (at {}:{})", pe.msg, pe.pos.0, pe.pos.1),
+                    Some(pe) => format!(
+                        "invalid CEL expression `{source}`: {} (at {}:{})",
+                        pe.msg, pe.pos.0, pe.pos.1
+                    ),
                     None => format!("invalid CEL expression `{source}`"),
                 })
             }
@@ -52,8 +58,13 @@ impl Condition {
     /// Compile and type-check against the variables of the expectation's context (`object`).
     pub fn compile_checked(source: &str, context: &[&str]) -> Result<Condition, String> {
         let c = Condition::compile(source)?;
-        let mut checker = Checker { context, scope: vec![] };
-        let t = checker.check(c.program.expression()).map_err(|e| format!("invalid CEL expression `{source}`: {e}"))?;
+        let mut checker = Checker {
+            context,
+            scope: vec![],
+        };
+        let t = checker
+            .check(c.program.expression())
+            .map_err(|e| format!("invalid CEL expression `{source}`: {e}"))?;
         if !t.boolish() {
             return Err(format!("invalid CEL expression `{source}`: it is {}, a condition must be a bool (e.g. `... == ...`)", t.a()));
         }
@@ -71,7 +82,9 @@ impl Condition {
         match self.program.execute(&ctx) {
             Ok(cel::Value::Bool(true)) => Outcome::True,
             Ok(cel::Value::Bool(false)) => Outcome::False,
-            Ok(other) => Outcome::Error(format!("the condition evaluated to {other:?}, not a bool")),
+            Ok(other) => {
+                Outcome::Error(format!("the condition evaluated to {other:?}, not a bool"))
+            }
             Err(e) => Outcome::Error(e.to_string()),
         }
     }
@@ -116,7 +129,11 @@ impl Ty {
     /// With its article: `an int`, `a string`.
     fn a(self) -> String {
         let n = self.name();
-        if n.starts_with(['a', 'e', 'i', 'o', 'u']) { format!("an {n}") } else { format!("a {n}") }
+        if n.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            format!("an {n}")
+        } else {
+            format!("a {n}")
+        }
     }
     fn numeric(self) -> bool {
         matches!(self, Ty::Int | Ty::Uint | Ty::Double)
@@ -129,21 +146,50 @@ impl Ty {
 
 /// What a function returns, by name (CEL standard library); unknown names are `Dyn`.
 const RETURNS: &[(&str, Ty)] = &[
-    ("size", Ty::Int), ("int", Ty::Int), ("uint", Ty::Uint), ("double", Ty::Double), ("string", Ty::String),
-    ("bytes", Ty::Bytes), ("bool", Ty::Bool), ("type", Ty::Type), ("duration", Ty::Duration), ("timestamp", Ty::Timestamp),
-    ("contains", Ty::Bool), ("startsWith", Ty::Bool), ("endsWith", Ty::Bool), ("matches", Ty::Bool),
-    ("getFullYear", Ty::Int), ("getMonth", Ty::Int), ("getDate", Ty::Int), ("getDayOfMonth", Ty::Int), ("getDayOfWeek", Ty::Int),
-    ("getDayOfYear", Ty::Int), ("getHours", Ty::Int), ("getMinutes", Ty::Int), ("getSeconds", Ty::Int), ("getMilliseconds", Ty::Int),
+    ("size", Ty::Int),
+    ("int", Ty::Int),
+    ("uint", Ty::Uint),
+    ("double", Ty::Double),
+    ("string", Ty::String),
+    ("bytes", Ty::Bytes),
+    ("bool", Ty::Bool),
+    ("type", Ty::Type),
+    ("duration", Ty::Duration),
+    ("timestamp", Ty::Timestamp),
+    ("contains", Ty::Bool),
+    ("startsWith", Ty::Bool),
+    ("endsWith", Ty::Bool),
+    ("matches", Ty::Bool),
+    ("getFullYear", Ty::Int),
+    ("getMonth", Ty::Int),
+    ("getDate", Ty::Int),
+    ("getDayOfMonth", Ty::Int),
+    ("getDayOfWeek", Ty::Int),
+    ("getDayOfYear", Ty::Int),
+    ("getHours", Ty::Int),
+    ("getMinutes", Ty::Int),
+    ("getSeconds", Ty::Int),
+    ("getMilliseconds", Ty::Int),
 ];
 
 /// Fields every Kubernetes object has, with their types, by path from `object`: the rest of
 /// an object is schemaless here (`dyn`).
 const OBJECT_FIELDS: &[(&str, Ty)] = &[
-    ("apiVersion", Ty::String), ("kind", Ty::String), ("metadata", Ty::Map), ("metadata.name", Ty::String),
-    ("metadata.namespace", Ty::String), ("metadata.uid", Ty::String), ("metadata.resourceVersion", Ty::String),
-    ("metadata.generateName", Ty::String), ("metadata.creationTimestamp", Ty::String), ("metadata.deletionTimestamp", Ty::String),
-    ("metadata.generation", Ty::Int), ("metadata.labels", Ty::Map), ("metadata.annotations", Ty::Map),
-    ("metadata.finalizers", Ty::List), ("metadata.ownerReferences", Ty::List),
+    ("apiVersion", Ty::String),
+    ("kind", Ty::String),
+    ("metadata", Ty::Map),
+    ("metadata.name", Ty::String),
+    ("metadata.namespace", Ty::String),
+    ("metadata.uid", Ty::String),
+    ("metadata.resourceVersion", Ty::String),
+    ("metadata.generateName", Ty::String),
+    ("metadata.creationTimestamp", Ty::String),
+    ("metadata.deletionTimestamp", Ty::String),
+    ("metadata.generation", Ty::Int),
+    ("metadata.labels", Ty::Map),
+    ("metadata.annotations", Ty::Map),
+    ("metadata.finalizers", Ty::List),
+    ("metadata.ownerReferences", Ty::List),
 ];
 
 /// `object.a.b` as `a.b` (a field path from a context variable), if `e` is one.
@@ -162,26 +208,59 @@ const STRING_METHODS: &[&str] = &["contains", "startsWith", "endsWith", "matches
 
 /// Spelling of operators in messages.
 const OPERATORS: &[(&str, &str)] = &[
-    ("_&&_", "&&"), ("_||_", "||"), ("!_", "!"), ("_==_", "=="), ("_!=_", "!="), ("_<_", "<"), ("_<=_", "<="), ("_>_", ">"),
-    ("_>=_", ">="), ("_+_", "+"), ("_-_", "-"), ("_*_", "*"), ("_/_", "/"), ("_%_", "%"), ("-_", "unary -"), ("@in", "in"),
+    ("_&&_", "&&"),
+    ("_||_", "||"),
+    ("!_", "!"),
+    ("_==_", "=="),
+    ("_!=_", "!="),
+    ("_<_", "<"),
+    ("_<=_", "<="),
+    ("_>_", ">"),
+    ("_>=_", ">="),
+    ("_+_", "+"),
+    ("_-_", "-"),
+    ("_*_", "*"),
+    ("_/_", "/"),
+    ("_%_", "%"),
+    ("-_", "unary -"),
+    ("@in", "in"),
 ];
 
 fn op_name(f: &str) -> &str {
-    OPERATORS.iter().find(|(k, _)| *k == f).map(|(_, v)| *v).unwrap_or(f)
+    OPERATORS
+        .iter()
+        .find(|(k, _)| *k == f)
+        .map(|(_, v)| *v)
+        .unwrap_or(f)
 }
 
 /// Whether the standard environment knows `name` as a function (`member`: as a method). The
 /// `cel` crate has no type checker and no public declaration list, so this asks it: an unknown
 /// function is the one whose call fails as an undeclared reference.
 fn function_exists(name: &str, member: bool) -> bool {
-    static KNOWN: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<(String, bool), bool>>> = std::sync::LazyLock::new(Default::default);
-    if let Some(k) = KNOWN.lock().ok().and_then(|m| m.get(&(name.to_string(), member)).copied()) {
+    static KNOWN: std::sync::LazyLock<
+        std::sync::Mutex<std::collections::HashMap<(String, bool), bool>>,
+    > = std::sync::LazyLock::new(Default::default);
+    if let Some(k) = KNOWN
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&(name.to_string(), member)).copied())
+    {
         return k;
     }
-    let probe = if member { format!("null.{name}()") } else { format!("{name}()") };
+    let probe = if member {
+        format!("null.{name}()")
+    } else {
+        format!("{name}()")
+    };
     let exists = std::panic::catch_unwind(|| {
-        let Ok(p) = cel::Program::compile(&probe) else { return false };
-        !matches!(p.execute(&cel::Context::default()), Err(cel::ExecutionError::UndeclaredReference(_)))
+        let Ok(p) = cel::Program::compile(&probe) else {
+            return false;
+        };
+        !matches!(
+            p.execute(&cel::Context::default()),
+            Err(cel::ExecutionError::UndeclaredReference(_))
+        )
     })
     .unwrap_or(true);
     if let Ok(mut m) = KNOWN.lock() {
@@ -223,7 +302,14 @@ impl Checker<'_> {
                 } else if type_exists(name) {
                     Ty::Type
                 } else {
-                    return Err(format!("unknown variable `{name}`: the condition sees {}", self.context.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")));
+                    return Err(format!(
+                        "unknown variable `{name}`: the condition sees {}",
+                        self.context
+                            .iter()
+                            .map(|c| format!("`{c}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
                 }
             }
             Expr::List(l) => {
@@ -244,15 +330,23 @@ impl Checker<'_> {
             Expr::Select(s) => {
                 let t = self.check(&s.operand)?;
                 if !matches!(t, Ty::Dyn | Ty::Map | Ty::Null) {
-                    return Err(format!("`.{}` selects a field of {}, which has none", s.field, t.a()));
+                    return Err(format!(
+                        "`.{}` selects a field of {}, which has none",
+                        s.field,
+                        t.a()
+                    ));
                 }
                 if s.test {
                     Ty::Bool
                 } else {
                     // Unless a macro variable shadows `object`.
-                    let shadowed = self.scope.iter().any(|(v, _)| self.context.contains(&v.as_str()));
+                    let shadowed = self
+                        .scope
+                        .iter()
+                        .any(|(v, _)| self.context.contains(&v.as_str()));
                     let path = object_path(e, self.context).filter(|_| !shadowed);
-                    path.and_then(|p| OBJECT_FIELDS.iter().find(|(f, _)| *f == p).map(|(_, t)| *t)).unwrap_or(Ty::Dyn)
+                    path.and_then(|p| OBJECT_FIELDS.iter().find(|(f, _)| *f == p).map(|(_, t)| *t))
+                        .unwrap_or(Ty::Dyn)
                 }
             }
             Expr::Comprehension(c) => {
@@ -281,7 +375,11 @@ impl Checker<'_> {
 
     fn call(&mut self, call: &CallExpr) -> Result<Ty, String> {
         let target = call.target.as_deref().map(|t| self.check(t)).transpose()?;
-        let args: Vec<Ty> = call.args.iter().map(|a| self.check(a)).collect::<Result<_, _>>()?;
+        let args: Vec<Ty> = call
+            .args
+            .iter()
+            .map(|a| self.check(a))
+            .collect::<Result<_, _>>()?;
         let f = call.func_name.as_str();
         let op = op_name(f);
         // The parser gives operators their arity; anything else is not ours to judge.
@@ -304,13 +402,17 @@ impl Checker<'_> {
             }
             "_?_:_" => {
                 if !args[0].boolish() {
-                    return Err(format!("the condition of `? :` is {}, not a bool", args[0].a()));
+                    return Err(format!(
+                        "the condition of `? :` is {}, not a bool",
+                        args[0].a()
+                    ));
                 }
                 Ok(if args[1] == args[2] { args[1] } else { Ty::Dyn })
             }
             "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" => {
                 let (a, b) = (args[0], args[1]);
-                let comparable = a == b || (a.numeric() && b.numeric()) || a == Ty::Null || b == Ty::Null;
+                let comparable =
+                    a == b || (a.numeric() && b.numeric()) || a == Ty::Null || b == Ty::Null;
                 if both_known(a, b) && !comparable {
                     return Err(format!("`{op}` compares {} with {}", a.a(), b.a()));
                 }
@@ -327,7 +429,13 @@ impl Checker<'_> {
                     return Ok(known);
                 }
                 let ok = match f {
-                    "_+_" => a == b && matches!(a, Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Bytes | Ty::List),
+                    "_+_" => {
+                        a == b
+                            && matches!(
+                                a,
+                                Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Bytes | Ty::List
+                            )
+                    }
                     _ => a == b && a.numeric(),
                 };
                 if !ok {
@@ -355,7 +463,11 @@ impl Checker<'_> {
                         return Err(format!("`size` of {}", of.a()));
                     }
                 }
-                Ok(RETURNS.iter().find(|(n, _)| *n == f).map(|(_, t)| *t).unwrap_or(Ty::Dyn))
+                Ok(RETURNS
+                    .iter()
+                    .find(|(n, _)| *n == f)
+                    .map(|(_, t)| *t)
+                    .unwrap_or(Ty::Dyn))
             }
         }
     }
@@ -369,31 +481,63 @@ mod tests {
     #[test]
     fn evaluates_over_objects() {
         let c = Condition::compile("object.status.phase == 'Active'").unwrap();
-        assert_eq!(c.eval(&json!({"status": {"phase": "Active"}})), Outcome::True);
-        assert_eq!(c.eval(&json!({"status": {"phase": "Creating"}})), Outcome::False);
+        assert_eq!(
+            c.eval(&json!({"status": {"phase": "Active"}})),
+            Outcome::True
+        );
+        assert_eq!(
+            c.eval(&json!({"status": {"phase": "Creating"}})),
+            Outcome::False
+        );
         assert!(matches!(c.eval(&json!({"spec": {}})), Outcome::Error(_)));
         let absent = Condition::compile("object == null").unwrap();
         assert_eq!(absent.eval(&serde_json::Value::Null), Outcome::True);
-        let has = Condition::compile("has(object.status) && object.status.restartCount >= 2").unwrap();
-        assert_eq!(has.eval(&json!({"status": {"restartCount": 3}})), Outcome::True);
+        let has =
+            Condition::compile("has(object.status) && object.status.restartCount >= 2").unwrap();
+        assert_eq!(
+            has.eval(&json!({"status": {"restartCount": 3}})),
+            Outcome::True
+        );
         assert_eq!(has.eval(&json!({"metadata": {}})), Outcome::False);
     }
 
     #[test]
     fn type_checks_against_the_context() {
-        let ok = ["object.status.phase == 'Active'", "has(object.status) && object.status.restartCount >= 2", "object == null",
-                  "object.spec.containers.all(c, c.image.startsWith('x'))", "size(object.metadata.labels) > 0",
-                  "object.metadata.name.contains('ws')", "object.items.exists_one(i, i == 1)", "int(object.status.count) + 1 > 2",
-                  "object.status.conditions.filter(c, c.type == 'Ready').size() == 1", "type(object) == map",
-                  "object.metadata.name.startsWith('ws-')", "object.metadata.labels['app'] == 'x'", "object.metadata.generation > 1"];
+        let ok = [
+            "object.status.phase == 'Active'",
+            "has(object.status) && object.status.restartCount >= 2",
+            "object == null",
+            "object.spec.containers.all(c, c.image.startsWith('x'))",
+            "size(object.metadata.labels) > 0",
+            "object.metadata.name.contains('ws')",
+            "object.items.exists_one(i, i == 1)",
+            "int(object.status.count) + 1 > 2",
+            "object.status.conditions.filter(c, c.type == 'Ready').size() == 1",
+            "type(object) == map",
+            "object.metadata.name.startsWith('ws-')",
+            "object.metadata.labels['app'] == 'x'",
+            "object.metadata.generation > 1",
+        ];
         for src in ok {
             Condition::compile_checked(src, &["object"]).unwrap_or_else(|e| panic!("{src}: {e}"));
         }
-        let bad = [("nosuchfn(object)", "unknown function `nosuchfn`"), ("object.name.nosuch()", "unknown method `nosuch`"),
-                   ("object.status.phase", ""), ("1 + 2", "it is an int"), ("obj.status == 1", "unknown variable `obj`"),
-                   ("'a' == 1", "compares a string with an int"), ("1 && object.x", "`&&` needs booleans"),
-                   ("(1).contains('a')", "string method"), ("object.metadata.name", "it is a string"),
-                   ("object.metadata.generation.startsWith('1')", "string method"), ("size(3) > 1", "`size` of an int"), ("'a' + 1 == 'b'", "no `+`")];
+        let bad = [
+            ("nosuchfn(object)", "unknown function `nosuchfn`"),
+            ("object.name.nosuch()", "unknown method `nosuch`"),
+            ("object.status.phase", ""),
+            ("1 + 2", "it is an int"),
+            ("obj.status == 1", "unknown variable `obj`"),
+            ("'a' == 1", "compares a string with an int"),
+            ("1 && object.x", "`&&` needs booleans"),
+            ("(1).contains('a')", "string method"),
+            ("object.metadata.name", "it is a string"),
+            (
+                "object.metadata.generation.startsWith('1')",
+                "string method",
+            ),
+            ("size(3) > 1", "`size` of an int"),
+            ("'a' + 1 == 'b'", "no `+`"),
+        ];
         for (src, want) in bad {
             match Condition::compile_checked(src, &["object"]) {
                 Ok(_) if src == "object.status.phase" => {} // dyn: a bool at run time is possible

@@ -23,12 +23,15 @@ fn pack_suite() -> &'static LoadedSuite {
     static SUITE: OnceLock<LoadedSuite> = OnceLock::new();
     SUITE.get_or_init(|| {
         let file = pack_dir().join(loader::SUITE_FILE);
-        loader::load_suite(&file).unwrap_or_else(|d| panic!("the pack's suite config does not load: {d:?}"))
+        loader::load_suite(&file)
+            .unwrap_or_else(|d| panic!("the pack's suite config does not load: {d:?}"))
     })
 }
 
 pub fn scenario_loader(data: &[u8]) {
-    let Ok(src) = std::str::from_utf8(data) else { return };
+    let Ok(src) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Some(rest) = src.strip_prefix("#suite\n") {
         let file = pack_dir().join("fuzz-suite.yaml");
         if let Err(diags) = loader::load_suite_str(&file, rest) {
@@ -39,7 +42,8 @@ pub fn scenario_loader(data: &[u8]) {
     let file = pack_dir().join("fuzz-input.yaml");
     match loader::load_scenario_str(&file, src, pack_suite()) {
         Ok(loaded) => {
-            let again = serde_yaml::to_string(&loaded.scenario).expect("a loaded scenario serializes");
+            let again =
+                serde_yaml::to_string(&loaded.scenario).expect("a loaded scenario serializes");
             if let Err(d) = loader::load_scenario_str(&file, &again, pack_suite()) {
                 panic!("a scenario that loaded does not load after a YAML round trip: {d:?}\n--- input\n{src}\n--- serialized\n{again}");
             }
@@ -53,16 +57,27 @@ fn check_diagnostics(file: &Path, src: &str, diags: &[Diagnostic]) {
     let lines = yaml_line_count(src);
     for d in diags {
         assert_eq!(d.file, file, "diagnostic names another file: {d}");
-        assert!(d.line >= 1 && d.line <= lines + 1, "diagnostic line {} outside the {lines}-line source: {d}", d.line);
+        assert!(
+            d.line >= 1 && d.line <= lines + 1,
+            "diagnostic line {} outside the {lines}-line source: {d}",
+            d.line
+        );
         assert!(d.col >= 1, "diagnostic column {} : {d}", d.col);
-        assert!(!d.message.trim().is_empty(), "diagnostic without a message at {}:{}", d.line, d.col);
+        assert!(
+            !d.message.trim().is_empty(),
+            "diagnostic without a message at {}:{}",
+            d.line,
+            d.col
+        );
     }
 }
 
 /// Lines as YAML (and editors) count them: `\n`, `\r\n` and a lone `\r` each end a line.
 fn yaml_line_count(src: &str) -> usize {
     let b = src.as_bytes();
-    let breaks = (0..b.len()).filter(|&i| b[i] == b'\n' || (b[i] == b'\r' && b.get(i + 1) != Some(&b'\n'))).count();
+    let breaks = (0..b.len())
+        .filter(|&i| b[i] == b'\n' || (b[i] == b'\r' && b.get(i + 1) != Some(&b'\n')))
+        .count();
     breaks + 1
 }
 
@@ -75,9 +90,12 @@ mod tests {
         let mut n = 0;
         for e in std::fs::read_dir(pack_dir()).unwrap() {
             let p = e.unwrap().path();
-            if p.extension().is_some_and(|x| x == "yaml") && p.file_name().unwrap() != loader::SUITE_FILE {
+            if p.extension().is_some_and(|x| x == "yaml")
+                && p.file_name().unwrap() != loader::SUITE_FILE
+            {
                 let src = std::fs::read_to_string(&p).unwrap();
-                loader::load_scenario_str(&p, &src, pack_suite()).unwrap_or_else(|d| panic!("{}: {d:?}", p.display()));
+                loader::load_scenario_str(&p, &src, pack_suite())
+                    .unwrap_or_else(|d| panic!("{}: {d:?}", p.display()));
                 scenario_loader(src.as_bytes());
                 n += 1;
             }
@@ -95,6 +113,15 @@ mod tests {
     #[should_panic(expected = "outside the")]
     fn a_diagnostic_past_the_source_is_caught() {
         let file = pack_dir().join("fuzz-input.yaml");
-        check_diagnostics(&file, "a: 1\n", &[Diagnostic { file: file.clone(), line: 9, col: 1, message: "x".into() }]);
+        check_diagnostics(
+            &file,
+            "a: 1\n",
+            &[Diagnostic {
+                file: file.clone(),
+                line: 9,
+                col: 1,
+                message: "x".into(),
+            }],
+        );
     }
 }

@@ -23,13 +23,25 @@ pub struct Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: error: {}", self.file.display(), self.line, self.col, self.message)
+        write!(
+            f,
+            "{}:{}:{}: error: {}",
+            self.file.display(),
+            self.line,
+            self.col,
+            self.message
+        )
     }
 }
 
 impl Diagnostic {
     pub fn at(file: &Path, pos: Pos, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { file: file.to_path_buf(), line: pos.line, col: pos.col, message: message.into() }
+        Diagnostic {
+            file: file.to_path_buf(),
+            line: pos.line,
+            col: pos.col,
+            message: message.into(),
+        }
     }
 }
 
@@ -61,14 +73,23 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
             for entry in rd.flatten() {
                 let f = entry.path();
                 let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                if f.is_file() && (name.ends_with(".yaml") || name.ends_with(".yml")) && name != SUITE_FILE && !is_kubernetes_manifest(&f) {
+                if f.is_file()
+                    && (name.ends_with(".yaml") || name.ends_with(".yml"))
+                    && name != SUITE_FILE
+                    && !is_kubernetes_manifest(&f)
+                {
                     out.insert(f);
                 }
             }
         } else if p.is_file() {
             out.insert(p.clone());
         } else {
-            return Err(Diagnostic { file: p.clone(), line: 1, col: 1, message: "no such file or directory".into() });
+            return Err(Diagnostic {
+                file: p.clone(),
+                line: 1,
+                col: 1,
+                message: "no such file or directory".into(),
+            });
         }
     }
     Ok(out.into_iter().collect())
@@ -77,9 +98,15 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
 /// In a directory, a YAML file whose apiVersion is not faultline's is a manifest the scenarios
 /// apply, not a scenario. (Named explicitly, every file is loaded as a scenario.)
 fn is_kubernetes_manifest(f: &Path) -> bool {
-    let Ok(src) = std::fs::read_to_string(f) else { return false };
-    let Some(doc) = serde_yaml::Deserializer::from_str(&src).next() else { return false };
-    let Ok(v) = <serde_yaml::Value as serde::Deserialize>::deserialize(doc) else { return false };
+    let Ok(src) = std::fs::read_to_string(f) else {
+        return false;
+    };
+    let Some(doc) = serde_yaml::Deserializer::from_str(&src).next() else {
+        return false;
+    };
+    let Ok(v) = <serde_yaml::Value as serde::Deserialize>::deserialize(doc) else {
+        return false;
+    };
     match v.get("apiVersion").and_then(|a| a.as_str()) {
         Some(a) => !a.starts_with("faultline.dev/"),
         None => false,
@@ -95,20 +122,35 @@ pub fn parent_dir(file: &Path) -> PathBuf {
 }
 
 fn io_diag(p: &Path, e: &std::io::Error) -> Diagnostic {
-    Diagnostic { file: p.to_path_buf(), line: 1, col: 1, message: format!("cannot read: {e}") }
+    Diagnostic {
+        file: p.to_path_buf(),
+        line: 1,
+        col: 1,
+        message: format!("cannot read: {e}"),
+    }
 }
 
 /// The suite config for `start`: `faultline.yaml` in that directory or an ancestor.
 pub fn find_suite(start: &Path) -> Option<PathBuf> {
-    let mut dir = if start.is_dir() { Some(start.to_path_buf()) } else { start.parent().map(Path::to_path_buf) };
+    let mut dir = if start.is_dir() {
+        Some(start.to_path_buf())
+    } else {
+        start.parent().map(Path::to_path_buf)
+    };
     while let Some(d) = dir {
-        let d = if d.as_os_str().is_empty() { PathBuf::from(".") } else { d };
+        let d = if d.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            d
+        };
         for candidate in [d.join(SUITE_FILE), d.join("scenarios").join(SUITE_FILE)] {
             if candidate.is_file() {
                 return Some(candidate);
             }
         }
-        dir = std::fs::canonicalize(&d).ok().and_then(|c| c.parent().map(Path::to_path_buf));
+        dir = std::fs::canonicalize(&d)
+            .ok()
+            .and_then(|c| c.parent().map(Path::to_path_buf));
     }
     None
 }
@@ -122,8 +164,12 @@ fn yaml_diag(file: &Path, e: &serde_yaml::Error, src: &str) -> Diagnostic {
     let msg = e.to_string();
     let re = Regex::new(r" at line \d+ column \d+").unwrap();
     let msg = re.replace(&msg, "").to_string();
-    let (mut line, mut col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
-    let key_re = Regex::new(r"^([A-Za-z0-9_.\[\]-]+): unknown (?:field|variant) `([^`]+)`").unwrap();
+    let (mut line, mut col) = e
+        .location()
+        .map(|l| (l.line(), l.column()))
+        .unwrap_or((1, 1));
+    let key_re =
+        Regex::new(r"^([A-Za-z0-9_.\[\]-]+): unknown (?:field|variant) `([^`]+)`").unwrap();
     if let Some(c) = key_re.captures(&msg) {
         let spans = Spans::parse(src);
         let key_path = format!("{}.{}", &c[1], &c[2]);
@@ -132,7 +178,12 @@ fn yaml_diag(file: &Path, e: &serde_yaml::Error, src: &str) -> Diagnostic {
             (line, col) = (p.line, p.col);
         }
     }
-    Diagnostic { file: file.to_path_buf(), line, col, message: msg }
+    Diagnostic {
+        file: file.to_path_buf(),
+        line,
+        col,
+        message: msg,
+    }
 }
 
 fn read(file: &Path) -> Result<String, Vec<Diagnostic>> {
@@ -147,8 +198,12 @@ fn without_bom(src: &str) -> &str {
 /// Whether a YAML source is a suite config (`kind: Suite`), so a suite file named on the command
 /// line is validated as one.
 pub fn is_suite_source(src: &str) -> bool {
-    let Some(doc) = serde_yaml::Deserializer::from_str(without_bom(src)).next() else { return false };
-    let Ok(v) = <serde_yaml::Value as serde::Deserialize>::deserialize(doc) else { return false };
+    let Some(doc) = serde_yaml::Deserializer::from_str(without_bom(src)).next() else {
+        return false;
+    };
+    let Ok(v) = <serde_yaml::Value as serde::Deserialize>::deserialize(doc) else {
+        return false;
+    };
     v.get("kind").and_then(|k| k.as_str()) == Some("Suite")
 }
 
@@ -176,13 +231,29 @@ pub fn manifest_objects(src: &str) -> Result<Vec<(serde_json::Value, usize)>, (u
         })?;
         match v {
             serde_json::Value::Null => {}
-            serde_json::Value::Object(ref m) if m.get("kind").and_then(|k| k.as_str()) == Some("List") => {
-                for item in m.get("items").and_then(|i| i.as_array()).cloned().unwrap_or_default() {
+            serde_json::Value::Object(ref m)
+                if m.get("kind").and_then(|k| k.as_str()) == Some("List") =>
+            {
+                for item in m
+                    .get("items")
+                    .and_then(|i| i.as_array())
+                    .cloned()
+                    .unwrap_or_default()
+                {
                     out.push((item, line));
                 }
             }
             serde_json::Value::Object(_) => out.push((v, line)),
-            other => return Err((line, format!("document {} is a {}, not a Kubernetes object", n + 1, json_type(&other)))),
+            other => {
+                return Err((
+                    line,
+                    format!(
+                        "document {} is a {}, not a Kubernetes object",
+                        n + 1,
+                        json_type(&other)
+                    ),
+                ))
+            }
         }
     }
     Ok(out)
@@ -201,12 +272,20 @@ fn json_type(v: &serde_json::Value) -> &'static str {
 
 /// What a Kubernetes object lacks of `apiVersion`, `kind`, `metadata.name` (non-empty strings).
 pub fn object_missing(o: &serde_json::Value) -> Vec<&'static str> {
-    let has = |ptr: &str| o.pointer(ptr).and_then(|v| v.as_str()).is_some_and(|s| !s.is_empty());
-    [("/apiVersion", "apiVersion"), ("/kind", "kind"), ("/metadata/name", "metadata.name")]
-        .into_iter()
-        .filter(|(ptr, _)| !has(ptr))
-        .map(|(_, f)| f)
-        .collect()
+    let has = |ptr: &str| {
+        o.pointer(ptr)
+            .and_then(|v| v.as_str())
+            .is_some_and(|s| !s.is_empty())
+    };
+    [
+        ("/apiVersion", "apiVersion"),
+        ("/kind", "kind"),
+        ("/metadata/name", "metadata.name"),
+    ]
+    .into_iter()
+    .filter(|(ptr, _)| !has(ptr))
+    .map(|(_, f)| f)
+    .collect()
 }
 
 /// Check a referenced manifest file: it exists, parses, and each object names its apiVersion,
@@ -214,10 +293,22 @@ pub fn object_missing(o: &serde_json::Value) -> Vec<&'static str> {
 pub fn check_manifest_file(path: &Path, referenced_by: &str) -> Vec<Diagnostic> {
     let src = match std::fs::read_to_string(path) {
         Ok(s) => s,
-        Err(e) => return vec![Diagnostic { file: path.to_path_buf(), line: 1, col: 1, message: format!("{referenced_by}: cannot read: {e}") }],
+        Err(e) => {
+            return vec![Diagnostic {
+                file: path.to_path_buf(),
+                line: 1,
+                col: 1,
+                message: format!("{referenced_by}: cannot read: {e}"),
+            }]
+        }
     };
     match manifest_objects(&src) {
-        Err((line, why)) => vec![Diagnostic { file: path.to_path_buf(), line, col: 1, message: format!("{referenced_by}: {why}") }],
+        Err((line, why)) => vec![Diagnostic {
+            file: path.to_path_buf(),
+            line,
+            col: 1,
+            message: format!("{referenced_by}: {why}"),
+        }],
         Ok(objs) => objs
             .iter()
             .filter_map(|(o, line)| {
@@ -226,7 +317,11 @@ pub fn check_manifest_file(path: &Path, referenced_by: &str) -> Vec<Diagnostic> 
                     file: path.to_path_buf(),
                     line: *line,
                     col: 1,
-                    message: format!("{referenced_by}: an object needs {}; missing {}", list(&["apiVersion", "kind", "metadata.name"]), list(&missing)),
+                    message: format!(
+                        "{referenced_by}: an object needs {}; missing {}",
+                        list(&["apiVersion", "kind", "metadata.name"]),
+                        list(&missing)
+                    ),
                 })
             })
             .collect(),
@@ -244,60 +339,128 @@ pub fn load_suite_str(file: &Path, src: &str) -> Result<LoadedSuite, Vec<Diagnos
     let spans = Spans::parse(src);
     let mut d = vec![];
     if suite.api_version != API_VERSION {
-        d.push(Diagnostic::at(file, spans.value("apiVersion"), format!("apiVersion: unsupported `{}`, expected `{API_VERSION}`", suite.api_version)));
+        d.push(Diagnostic::at(
+            file,
+            spans.value("apiVersion"),
+            format!(
+                "apiVersion: unsupported `{}`, expected `{API_VERSION}`",
+                suite.api_version
+            ),
+        ));
     }
     if suite.kind != "Suite" {
-        d.push(Diagnostic::at(file, spans.value("kind"), format!("kind: `{}` in a suite config, expected `Suite`", suite.kind)));
+        d.push(Diagnostic::at(
+            file,
+            spans.value("kind"),
+            format!("kind: `{}` in a suite config, expected `Suite`", suite.kind),
+        ));
     }
     for (name, c) in &suite.controllers {
         let path = format!("controllers.{name}");
         if c.command.is_empty() {
-            d.push(Diagnostic::at(file, spans.value(&format!("{path}.command")), format!("{path}.command: the command is empty")));
+            d.push(Diagnostic::at(
+                file,
+                spans.value(&format!("{path}.command")),
+                format!("{path}.command: the command is empty"),
+            ));
         }
         if let Some(sa) = &c.service_account {
-            if sa.split_once('/').is_none_or(|(ns, n)| ns.is_empty() || n.is_empty() || n.contains('/')) {
-                d.push(Diagnostic::at(file, spans.value(&format!("{path}.serviceAccount")), format!("{path}.serviceAccount: `{sa}` is not `namespace/name`")));
+            if sa
+                .split_once('/')
+                .is_none_or(|(ns, n)| ns.is_empty() || n.is_empty() || n.contains('/'))
+            {
+                d.push(Diagnostic::at(
+                    file,
+                    spans.value(&format!("{path}.serviceAccount")),
+                    format!("{path}.serviceAccount: `{sa}` is not `namespace/name`"),
+                ));
             }
         }
         for (i, m) in c.rbac.iter().enumerate() {
             if !parent_dir(file).join(m).is_file() {
-                d.push(Diagnostic::at(file, spans.value(&format!("{path}.rbac[{i}]")), format!("{path}.rbac[{i}]: file `{m}` not found")));
+                d.push(Diagnostic::at(
+                    file,
+                    spans.value(&format!("{path}.rbac[{i}]")),
+                    format!("{path}.rbac[{i}]: file `{m}` not found"),
+                ));
             }
         }
         if let Some(p) = &c.ready_pattern {
             if let Err(e) = Regex::new(p) {
-                d.push(Diagnostic::at(file, spans.value(&format!("{path}.readyPattern")), format!("{path}.readyPattern: invalid regular expression: {e}")));
+                d.push(Diagnostic::at(
+                    file,
+                    spans.value(&format!("{path}.readyPattern")),
+                    format!("{path}.readyPattern: invalid regular expression: {e}"),
+                ));
             }
         }
     }
     let dir = parent_dir(file);
     for (i, crd) in suite.crds.iter().enumerate() {
         if !dir.join(crd).is_file() {
-            d.push(Diagnostic::at(file, spans.value(&format!("crds[{i}]")), format!("crds[{i}]: file `{crd}` not found")));
+            d.push(Diagnostic::at(
+                file,
+                spans.value(&format!("crds[{i}]")),
+                format!("crds[{i}]: file `{crd}` not found"),
+            ));
         } else {
             let pos = spans.value(&format!("crds[{i}]"));
-            d.extend(check_manifest_file(&dir.join(crd), &format!("referenced by {}:{}:{} (crds[{i}])", file.display(), pos.line, pos.col)));
+            d.extend(check_manifest_file(
+                &dir.join(crd),
+                &format!(
+                    "referenced by {}:{}:{} (crds[{i}])",
+                    file.display(),
+                    pos.line,
+                    pos.col
+                ),
+            ));
         }
     }
     for (name, c) in &suite.controllers {
         for (i, m) in c.manifests.iter().enumerate() {
             let path = format!("controllers.{name}.manifests[{i}]");
             if !dir.join(m).is_file() {
-                d.push(Diagnostic::at(file, spans.value(&path), format!("{path}: file `{m}` not found")));
+                d.push(Diagnostic::at(
+                    file,
+                    spans.value(&path),
+                    format!("{path}: file `{m}` not found"),
+                ));
             } else {
                 let pos = spans.value(&path);
-                d.extend(check_manifest_file(&dir.join(m), &format!("referenced by {}:{}:{} ({path})", file.display(), pos.line, pos.col)));
+                d.extend(check_manifest_file(
+                    &dir.join(m),
+                    &format!(
+                        "referenced by {}:{}:{} ({path})",
+                        file.display(),
+                        pos.line,
+                        pos.col
+                    ),
+                ));
             }
         }
     }
-    if suite.kind_provider.node_image.as_deref().is_some_and(|i| i.trim().is_empty() || i.contains(char::is_whitespace)) {
+    if suite
+        .kind_provider
+        .node_image
+        .as_deref()
+        .is_some_and(|i| i.trim().is_empty() || i.contains(char::is_whitespace))
+    {
         d.push(Diagnostic::at(file, spans.value("kindProvider.nodeImage"), "kindProvider.nodeImage: must be an image reference such as `kindest/node:v1.35.5` (no spaces)"));
     }
     if suite.defaults.regression_ratio <= 1.0 {
-        d.push(Diagnostic::at(file, spans.value("defaults.regressionRatio"), "defaults.regressionRatio: must be greater than 1"));
+        d.push(Diagnostic::at(
+            file,
+            spans.value("defaults.regressionRatio"),
+            "defaults.regressionRatio: must be greater than 1",
+        ));
     }
     if d.is_empty() {
-        Ok(LoadedSuite { path: Some(file.to_path_buf()), dir, suite, broken: false })
+        Ok(LoadedSuite {
+            path: Some(file.to_path_buf()),
+            dir,
+            suite,
+            broken: false,
+        })
     } else {
         Err(d)
     }
@@ -308,19 +471,37 @@ pub fn load_scenario(file: &Path, suite: &LoadedSuite) -> Result<LoadedScenario,
     load_scenario_str(file, &src, suite)
 }
 
-pub fn load_scenario_str(file: &Path, src: &str, suite: &LoadedSuite) -> Result<LoadedScenario, Vec<Diagnostic>> {
+pub fn load_scenario_str(
+    file: &Path,
+    src: &str,
+    suite: &LoadedSuite,
+) -> Result<LoadedScenario, Vec<Diagnostic>> {
     let src = without_bom(src);
     if is_suite_source(src) {
         return Err(vec![Diagnostic::at(file, Spans::parse(src).value("kind"), format!(
             "kind: `Suite` is a suite config, not a scenario: name it {SUITE_FILE}, or pass it with --config"))]);
     }
-    let mut scenario: Scenario = serde_yaml::from_str(src).map_err(|e| vec![yaml_diag(file, &e, src)])?;
+    let mut scenario: Scenario =
+        serde_yaml::from_str(src).map_err(|e| vec![yaml_diag(file, &e, src)])?;
     let spans = Spans::parse(src);
     let dir = parent_dir(file);
-    let mut v = Validator { file, spans: &spans, dir: &dir, suite, diags: vec![], steps: vec![], anchors: vec![], deferred_anchors: vec![] };
+    let mut v = Validator {
+        file,
+        spans: &spans,
+        dir: &dir,
+        suite,
+        diags: vec![],
+        steps: vec![],
+        anchors: vec![],
+        deferred_anchors: vec![],
+    };
     v.scenario(&mut scenario);
     if v.diags.is_empty() {
-        Ok(LoadedScenario { path: file.to_path_buf(), dir, scenario })
+        Ok(LoadedScenario {
+            path: file.to_path_buf(),
+            dir,
+            scenario,
+        })
     } else {
         v.diags.sort_by_key(|d| (d.file != file, d.line, d.col));
         Err(v.diags)
@@ -329,7 +510,10 @@ pub fn load_scenario_str(file: &Path, src: &str, suite: &LoadedSuite) -> Result<
 
 /// Load everything `paths` names. Returns the suite, the scenarios that loaded, and every
 /// diagnostic (all files are checked, not just up to the first error).
-pub fn load_all(paths: &[PathBuf], suite_file: Option<&Path>) -> (LoadedSuite, Vec<LoadedScenario>, Vec<Diagnostic>) {
+pub fn load_all(
+    paths: &[PathBuf],
+    suite_file: Option<&Path>,
+) -> (LoadedSuite, Vec<LoadedScenario>, Vec<Diagnostic>) {
     let mut diags = vec![];
     let mut files = match collect_files(paths) {
         Ok(f) => f,
@@ -337,20 +521,40 @@ pub fn load_all(paths: &[PathBuf], suite_file: Option<&Path>) -> (LoadedSuite, V
     };
     // A suite config named on the command line is validated (and used) as the suite; one met in
     // a directory scan is an error there ("a suite config, not a scenario").
-    let named_suite = paths.iter().find(|p| p.is_file() && std::fs::read_to_string(p).is_ok_and(|s| is_suite_source(&s))).cloned();
+    let named_suite = paths
+        .iter()
+        .find(|p| p.is_file() && std::fs::read_to_string(p).is_ok_and(|s| is_suite_source(&s)))
+        .cloned();
     if let Some(n) = &named_suite {
         files.retain(|f| f != n);
     }
-    let suite_path = suite_file.map(Path::to_path_buf).or(named_suite).or_else(|| paths.first().and_then(|p| find_suite(p)));
+    let suite_path = suite_file
+        .map(Path::to_path_buf)
+        .or(named_suite)
+        .or_else(|| paths.first().and_then(|p| find_suite(p)));
     let suite = match suite_path {
         Some(p) => match load_suite(&p) {
             Ok(s) => s,
             Err(d) => {
                 diags.extend(d);
-                LoadedSuite { path: Some(p.clone()), dir: parent_dir(&p), suite: Suite::default(), broken: true }
+                LoadedSuite {
+                    path: Some(p.clone()),
+                    dir: parent_dir(&p),
+                    suite: Suite::default(),
+                    broken: true,
+                }
             }
         },
-        None => LoadedSuite { path: None, dir: PathBuf::from("."), suite: Suite { api_version: API_VERSION.into(), kind: "Suite".into(), ..Default::default() }, broken: false },
+        None => LoadedSuite {
+            path: None,
+            dir: PathBuf::from("."),
+            suite: Suite {
+                api_version: API_VERSION.into(),
+                kind: "Suite".into(),
+                ..Default::default()
+            },
+            broken: false,
+        },
     };
     let mut out: Vec<LoadedScenario> = vec![];
     let mut names: HashMap<String, PathBuf> = HashMap::new();
@@ -360,8 +564,15 @@ pub fn load_all(paths: &[PathBuf], suite_file: Option<&Path>) -> (LoadedSuite, V
                 if let Some(prev) = names.get(&s.scenario.metadata.name) {
                     let src = std::fs::read_to_string(&f).unwrap_or_default();
                     let spans = Spans::parse(&src);
-                    diags.push(Diagnostic::at(&f, spans.value("metadata.name"), format!(
-                        "metadata.name: `{}` is already the name of {}", s.scenario.metadata.name, prev.display())));
+                    diags.push(Diagnostic::at(
+                        &f,
+                        spans.value("metadata.name"),
+                        format!(
+                            "metadata.name: `{}` is already the name of {}",
+                            s.scenario.metadata.name,
+                            prev.display()
+                        ),
+                    ));
                 } else {
                     names.insert(s.scenario.metadata.name.clone(), f.clone());
                     out.push(s);
@@ -379,14 +590,24 @@ fn merge_references(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
     const PREFIX: &str = "referenced by ";
     let mut out: Vec<Diagnostic> = vec![];
     for d in diags {
-        let split = d.message.strip_prefix(PREFIX).and_then(|m| m.split_once("): ")).map(|(r, rest)| (format!("{r})"), rest.to_string()));
+        let split = d
+            .message
+            .strip_prefix(PREFIX)
+            .and_then(|m| m.split_once("): "))
+            .map(|(r, rest)| (format!("{r})"), rest.to_string()));
         let Some((reference, rest)) = split else {
             if !out.contains(&d) {
                 out.push(d);
             }
             continue;
         };
-        let same = out.iter_mut().find(|o| o.file == d.file && o.line == d.line && o.col == d.col && o.message.starts_with(PREFIX) && o.message.ends_with(&format!("): {rest}")));
+        let same = out.iter_mut().find(|o| {
+            o.file == d.file
+                && o.line == d.line
+                && o.col == d.col
+                && o.message.starts_with(PREFIX)
+                && o.message.ends_with(&format!("): {rest}"))
+        });
         match same {
             Some(o) => {
                 let refs = &o.message[PREFIX.len()..o.message.len() - rest.len() - 2];
@@ -401,7 +622,11 @@ fn merge_references(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
 }
 
 fn list(items: &[impl AsRef<str>]) -> String {
-    items.iter().map(|s| format!("`{}`", s.as_ref())).collect::<Vec<_>>().join(", ")
+    items
+        .iter()
+        .map(|s| format!("`{}`", s.as_ref()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 struct StepInfo {
@@ -427,42 +652,80 @@ struct Validator<'a> {
 impl<'a> Validator<'a> {
     fn err_value(&mut self, path: &str, msg: impl Into<String>) {
         let pos = self.spans.value(path);
-        self.diags.push(Diagnostic::at(self.file, pos, format!("{path}: {}", msg.into())));
+        self.diags.push(Diagnostic::at(
+            self.file,
+            pos,
+            format!("{path}: {}", msg.into()),
+        ));
     }
     fn err_key(&mut self, path: &str, msg: impl Into<String>) {
         let pos = self.spans.key(path);
-        self.diags.push(Diagnostic::at(self.file, pos, format!("{path}: {}", msg.into())));
+        self.diags.push(Diagnostic::at(
+            self.file,
+            pos,
+            format!("{path}: {}", msg.into()),
+        ));
     }
 
     fn scenario(&mut self, s: &mut Scenario) {
         if s.api_version != API_VERSION {
-            self.err_value("apiVersion", format!("unsupported `{}`, expected `{API_VERSION}`", s.api_version));
+            self.err_value(
+                "apiVersion",
+                format!("unsupported `{}`, expected `{API_VERSION}`", s.api_version),
+            );
         }
         if s.kind != "Scenario" {
-            self.err_value("kind", format!("unsupported `{}`, expected `Scenario`", s.kind));
+            self.err_value(
+                "kind",
+                format!("unsupported `{}`, expected `Scenario`", s.kind),
+            );
         }
         let name_re = Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$").unwrap();
         if !name_re.is_match(&s.metadata.name) || s.metadata.name.len() > 63 {
             self.err_value("metadata.name", format!("invalid name `{}`: lowercase letters, digits and `-`, starting and ending with a letter or digit", s.metadata.name));
         }
-        let nodes: Vec<String> = s.spec.cluster.effective_nodes().into_iter().map(|n| n.name).collect();
+        let nodes: Vec<String> = s
+            .spec
+            .cluster
+            .effective_nodes()
+            .into_iter()
+            .map(|n| n.name)
+            .collect();
         let mut seen_nodes = BTreeSet::new();
         for (i, n) in s.spec.cluster.nodes.iter().enumerate() {
             if !seen_nodes.insert(n.name.clone()) {
-                self.err_value(&format!("spec.cluster.nodes[{i}].name"), format!("duplicate node `{}`", n.name));
+                self.err_value(
+                    &format!("spec.cluster.nodes[{i}].name"),
+                    format!("duplicate node `{}`", n.name),
+                );
             }
         }
         let ts = s.spec.cluster.sim.time_scale;
         if !(ts > 0.0 && ts <= 100.0) {
-            self.err_value("spec.cluster.sim.timeScale", format!("{ts} out of range: 0 < timeScale <= 100"));
+            self.err_value(
+                "spec.cluster.sim.timeScale",
+                format!("{ts} out of range: 0 < timeScale <= 100"),
+            );
         }
         if let Some(c) = &s.spec.controller {
             if !self.suite.broken && !self.suite.suite.controllers.contains_key(&c.reference) {
                 let known: Vec<&String> = self.suite.suite.controllers.keys().collect();
                 let msg = match &self.suite.path {
-                    None => format!("unknown controller `{}`: no suite config (faultline.yaml) found", c.reference),
-                    Some(p) if known.is_empty() => format!("unknown controller `{}`: {} defines no controllers", c.reference, p.display()),
-                    Some(p) => format!("unknown controller `{}`, expected one of {} (from {})", c.reference, list(&known), p.display()),
+                    None => format!(
+                        "unknown controller `{}`: no suite config (faultline.yaml) found",
+                        c.reference
+                    ),
+                    Some(p) if known.is_empty() => format!(
+                        "unknown controller `{}`: {} defines no controllers",
+                        c.reference,
+                        p.display()
+                    ),
+                    Some(p) => format!(
+                        "unknown controller `{}`, expected one of {} (from {})",
+                        c.reference,
+                        list(&known),
+                        p.display()
+                    ),
                 };
                 self.err_value("spec.controller.ref", msg);
             }
@@ -479,9 +742,17 @@ impl<'a> Validator<'a> {
         for (path, target, fault_idx) in std::mem::take(&mut self.anchors) {
             match self.steps.iter().position(|st| st.name == target) {
                 Some(i) if i > fault_idx => {}
-                Some(_) => self.err_value(&path, format!("step `{target}` does not come after this fault")),
+                Some(_) => self.err_value(
+                    &path,
+                    format!("step `{target}` does not come after this fault"),
+                ),
                 None => {
-                    let later: Vec<String> = self.steps.iter().skip(fault_idx + 1).map(|s| s.name.clone()).collect();
+                    let later: Vec<String> = self
+                        .steps
+                        .iter()
+                        .skip(fault_idx + 1)
+                        .map(|s| s.name.clone())
+                        .collect();
                     let msg = if later.is_empty() {
                         format!("unknown step `{target}`, and no step comes after this fault: heal it with `{{after: <duration>}}`, or leave it to the clean-up at the end (`never`)")
                     } else {
@@ -494,10 +765,16 @@ impl<'a> Validator<'a> {
         for (i, inv) in s.spec.invariants.iter_mut().enumerate() {
             let path = format!("spec.invariants[{i}]");
             if inv.after.is_some() {
-                self.err_key(&format!("{path}.after"), "invariants are checked for the whole run; `after` is not allowed");
+                self.err_key(
+                    &format!("{path}.after"),
+                    "invariants are checked for the whole run; `after` is not allowed",
+                );
             }
             if inv.within.is_some() {
-                self.err_key(&format!("{path}.within"), "invariants are checked for the whole run; `within` is not allowed");
+                self.err_key(
+                    &format!("{path}.within"),
+                    "invariants are checked for the whole run; `within` is not allowed",
+                );
             }
             if inv.name.is_none() {
                 inv.name = Some(format!("invariant-{}", i + 1));
@@ -506,7 +783,13 @@ impl<'a> Validator<'a> {
         }
     }
 
-    fn steps_list(&mut self, steps: &mut [Step], base: &str, nodes: &[String], counter: &mut usize) {
+    fn steps_list(
+        &mut self,
+        steps: &mut [Step],
+        base: &str,
+        nodes: &[String],
+        counter: &mut usize,
+    ) {
         for (i, step) in steps.iter_mut().enumerate() {
             let path = format!("{base}[{i}]");
             self.step(step, &path, nodes, counter);
@@ -517,34 +800,77 @@ impl<'a> Validator<'a> {
         *counter += 1;
         let kinds = step.kinds();
         match kinds.len() {
-            0 => self.err_value(path, format!("a step needs exactly one of {}, found none", list(STEP_KINDS))),
+            0 => self.err_value(
+                path,
+                format!(
+                    "a step needs exactly one of {}, found none",
+                    list(STEP_KINDS)
+                ),
+            ),
             1 => {}
-            _ => self.err_value(path, format!("a step needs exactly one of {}, found {}", list(STEP_KINDS), list(&kinds))),
+            _ => self.err_value(
+                path,
+                format!(
+                    "a step needs exactly one of {}, found {}",
+                    list(STEP_KINDS),
+                    list(&kinds)
+                ),
+            ),
         }
         if step.try_steps.is_none() {
-            for (k, present) in [("catch", step.catch.is_some()), ("finally", step.finally.is_some())] {
+            for (k, present) in [
+                ("catch", step.catch.is_some()),
+                ("finally", step.finally.is_some()),
+            ] {
                 if present {
                     self.err_key(&format!("{path}.{k}"), format!("`{k}` goes with `try`"));
                 }
             }
         }
         // The name: given, a fault's or an expectation's own name, or <kind>-<n>.
-        let own_name = step.fault.as_ref().and_then(|f| f.name.clone()).map(|n| (n, "fault"))
-            .or_else(|| step.expect.as_ref().and_then(|e| e.name.clone()).map(|n| (n, "expect")));
+        let own_name = step
+            .fault
+            .as_ref()
+            .and_then(|f| f.name.clone())
+            .map(|n| (n, "fault"))
+            .or_else(|| {
+                step.expect
+                    .as_ref()
+                    .and_then(|e| e.name.clone())
+                    .map(|n| (n, "expect"))
+            });
         if let (Some(a), Some((b, k))) = (&step.name, &own_name) {
             if a != b {
-                let what = if *k == "fault" { "fault" } else { "expectation" };
-                self.err_value(&format!("{path}.{k}.name"), format!("the {what} is named `{b}` but its step `{a}`; give one name"));
+                let what = if *k == "fault" {
+                    "fault"
+                } else {
+                    "expectation"
+                };
+                self.err_value(
+                    &format!("{path}.{k}.name"),
+                    format!("the {what} is named `{b}` but its step `{a}`; give one name"),
+                );
             }
         }
-        let name = step.name.clone().or(own_name.map(|(n, _)| n)).unwrap_or_else(|| format!("{}-{}", step.kind(), counter));
+        let name = step
+            .name
+            .clone()
+            .or(own_name.map(|(n, _)| n))
+            .unwrap_or_else(|| format!("{}-{}", step.kind(), counter));
         if let Some(prev) = self.steps.iter().find(|s| s.name == name) {
             let prev_path = prev.path.clone();
-            self.err_value(&format!("{path}.name"), format!("duplicate step name `{name}` (also {prev_path})"));
+            self.err_value(
+                &format!("{path}.name"),
+                format!("duplicate step name `{name}` (also {prev_path})"),
+            );
         }
         step.name = Some(name.clone());
         let index = self.steps.len();
-        self.steps.push(StepInfo { name: name.clone(), is_fault: step.fault.is_some(), path: path.to_string() });
+        self.steps.push(StepInfo {
+            name: name.clone(),
+            is_fault: step.fault.is_some(),
+            path: path.to_string(),
+        });
 
         for (k, m) in [("apply", &step.apply), ("create", &step.create)] {
             if let Some(m) = m {
@@ -553,27 +879,39 @@ impl<'a> Validator<'a> {
         }
         if let Some(p) = &step.patch {
             if p.r#type == PatchType::Json && !p.patch.is_array() {
-                self.err_value(&format!("{path}.patch.patch"), "a `json` patch is a list of operations (RFC 6902)");
+                self.err_value(
+                    &format!("{path}.patch.patch"),
+                    "a `json` patch is a list of operations (RFC 6902)",
+                );
             }
             if p.r#type != PatchType::Json && !p.patch.is_object() {
-                self.err_value(&format!("{path}.patch.patch"), "a merge, strategic or apply patch is a map");
+                self.err_value(
+                    &format!("{path}.patch.patch"),
+                    "a merge, strategic or apply patch is a map",
+                );
             }
         }
         if let Some(d) = &step.delete {
             let by_ref = d.api_version.is_some() && d.kind.is_some() && d.name.is_some();
             match (&d.file, by_ref) {
-                (Some(f), false) if d.api_version.is_none() && d.kind.is_none() && d.name.is_none() => {
+                (Some(f), false)
+                    if d.api_version.is_none() && d.kind.is_none() && d.name.is_none() =>
+                {
                     self.manifest_file(f, &format!("{path}.delete.file"));
                 }
                 (None, true) => {}
-                _ => self.err_value(&format!("{path}.delete"), "give either `file`, or `apiVersion`, `kind` and `name`"),
+                _ => self.err_value(
+                    &format!("{path}.delete"),
+                    "give either `file`, or `apiVersion`, `kind` and `name`",
+                ),
             }
         }
         if let Some(f) = &step.fault {
             let fpath = format!("{path}.fault");
             self.operation(&f.op, &fpath, nodes);
             if let Heal::AtStep(target) = &f.heal {
-                self.anchors.push((format!("{fpath}.heal.atStep"), target.clone(), index));
+                self.anchors
+                    .push((format!("{fpath}.heal.atStep"), target.clone(), index));
             }
         }
         if let Some(op) = &step.remediate {
@@ -585,10 +923,14 @@ impl<'a> Validator<'a> {
                 e.name = Some(name.clone());
             }
             if let Some(anchor) = &e.after {
-                self.deferred_anchors.push((anchor.clone(), format!("{epath}.after"), index));
+                self.deferred_anchors
+                    .push((anchor.clone(), format!("{epath}.after"), index));
             }
             if e.never && e.within.is_some() {
-                self.err_key(&format!("{epath}.within"), "`never` and `within` exclude each other: bound a `never` window with `for`");
+                self.err_key(
+                    &format!("{epath}.within"),
+                    "`never` and `within` exclude each other: bound a `never` window with `for`",
+                );
             }
             self.expect_body(e, &epath, nodes, false);
         }
@@ -609,7 +951,11 @@ impl<'a> Validator<'a> {
     fn manifests(&mut self, m: &Manifests, path: &str) {
         match (&m.file, m.objects.is_empty()) {
             (Some(f), true) => {
-                let p = if self.spans.has(&format!("{path}.file")) { format!("{path}.file") } else { path.to_string() };
+                let p = if self.spans.has(&format!("{path}.file")) {
+                    format!("{path}.file")
+                } else {
+                    path.to_string()
+                };
                 self.manifest_file(f, &p);
             }
             (None, false) => {
@@ -629,11 +975,19 @@ impl<'a> Validator<'a> {
     fn manifest_file(&mut self, f: &str, path: &str) {
         let full = self.dir.join(f);
         if !full.is_file() {
-            self.err_value(path, format!("file `{f}` not found (relative to {})", self.dir.display()));
+            self.err_value(
+                path,
+                format!("file `{f}` not found (relative to {})", self.dir.display()),
+            );
             return;
         }
         let pos = self.spans.value(path);
-        let by = format!("referenced by {}:{}:{} ({path})", self.file.display(), pos.line, pos.col);
+        let by = format!(
+            "referenced by {}:{}:{} ({path})",
+            self.file.display(),
+            pos.line,
+            pos.col
+        );
         self.diags.extend(check_manifest_file(&full, &by));
     }
 
@@ -641,15 +995,26 @@ impl<'a> Validator<'a> {
         if let Some(node) = op.node() {
             if !nodes.iter().any(|n| n == node) {
                 let p = format!("{path}.{}.node", op.key());
-                self.err_value(&p, format!("unknown node `{node}`, expected one of {}", list(nodes)));
+                self.err_value(
+                    &p,
+                    format!("unknown node `{node}`, expected one of {}", list(nodes)),
+                );
             }
         }
         match op {
             Operation::Node(NodeOperation::ApiErrors(a)) if !(a.rate > 0.0 && a.rate <= 1.0) => {
-                self.err_value(&format!("{path}.apiErrors.rate"), format!("rate {} out of range: 0 < rate <= 1", a.rate));
+                self.err_value(
+                    &format!("{path}.apiErrors.rate"),
+                    format!("rate {} out of range: 0 < rate <= 1", a.rate),
+                );
             }
-            Operation::Runner(RunnerOperation::DeletePod(d)) if d.name.is_none() && d.selector.is_none() && d.node.is_none() => {
-                self.err_value(&format!("{path}.deletePod"), "give `name`, `selector` or `node`");
+            Operation::Runner(RunnerOperation::DeletePod(d))
+                if d.name.is_none() && d.selector.is_none() && d.node.is_none() =>
+            {
+                self.err_value(
+                    &format!("{path}.deletePod"),
+                    "give `name`, `selector` or `node`",
+                );
             }
             _ => {}
         }
@@ -680,7 +1045,11 @@ impl<'a> Validator<'a> {
                     }
                 }
                 let later = self.steps.iter().skip(current).any(|s| s.name == base);
-                let why = if later { format!("step `{base}` does not come before this expectation") } else { format!("unknown anchor `{anchor}`") };
+                let why = if later {
+                    format!("step `{base}` does not come before this expectation")
+                } else {
+                    format!("unknown anchor `{anchor}`")
+                };
                 self.err_value(path, format!("{why}, expected one of {}", list(&allowed)));
             }
         }
@@ -695,7 +1064,13 @@ impl<'a> Validator<'a> {
 
     fn regex(&mut self, src: &str, path: &str) {
         if let Err(e) = Regex::new(src) {
-            let first = e.to_string().lines().last().unwrap_or("").trim().to_string();
+            let first = e
+                .to_string()
+                .lines()
+                .last()
+                .unwrap_or("")
+                .trim()
+                .to_string();
             self.err_value(path, format!("invalid regular expression `{src}`: {first}"));
         }
     }
@@ -703,20 +1078,45 @@ impl<'a> Validator<'a> {
     fn expect_body(&mut self, e: &Expect, path: &str, nodes: &[String], invariant: bool) {
         let kinds = e.kinds();
         if kinds.len() != 1 {
-            let found = if kinds.is_empty() { "none".to_string() } else { list(&kinds) };
-            self.err_value(path, format!("an expectation needs exactly one of `resource`, `event`, `log`, found {found}"));
+            let found = if kinds.is_empty() {
+                "none".to_string()
+            } else {
+                list(&kinds)
+            };
+            self.err_value(
+                path,
+                format!(
+                    "an expectation needs exactly one of `resource`, `event`, `log`, found {found}"
+                ),
+            );
         }
         if let Some(r) = &e.resource {
             let rp = format!("{path}.resource");
             let modes = r.modes();
             if modes.len() != 1 {
-                let found = if modes.is_empty() { "none".to_string() } else { list(&modes) };
-                self.err_value(&rp, format!("a resource expectation needs exactly one of {}, found {found}", list(SELECTION_MODES)));
+                let found = if modes.is_empty() {
+                    "none".to_string()
+                } else {
+                    list(&modes)
+                };
+                self.err_value(
+                    &rp,
+                    format!(
+                        "a resource expectation needs exactly one of {}, found {found}",
+                        list(SELECTION_MODES)
+                    ),
+                );
             }
             if r.condition.is_some() && r.name.is_none() {
                 self.err_key(&format!("{rp}.condition"), "`condition` is about one object: give its `name` (or use one, any, all, none, count)");
             }
-            for (k, v) in [("condition", &r.condition), ("one", &r.one), ("any", &r.any), ("all", &r.all), ("none", &r.none)] {
+            for (k, v) in [
+                ("condition", &r.condition),
+                ("one", &r.one),
+                ("any", &r.any),
+                ("all", &r.all),
+                ("none", &r.none),
+            ] {
                 if let Some(v) = v {
                     self.cel(v, &format!("{rp}.{k}"));
                 }
@@ -726,7 +1126,10 @@ impl<'a> Validator<'a> {
                     self.cel(w, &format!("{rp}.count.where"));
                 }
                 if c.equals.is_none() && c.at_least.is_none() && c.at_most.is_none() {
-                    self.err_value(&format!("{rp}.count"), "give `equals`, `atLeast` or `atMost`");
+                    self.err_value(
+                        &format!("{rp}.count"),
+                        "give `equals`, `atLeast` or `atMost`",
+                    );
                 }
             }
             if let Some(sel) = &r.label_selector {
@@ -753,25 +1156,40 @@ impl<'a> Validator<'a> {
                 if l.source == LogSourceKind::Controller {
                     self.err_key(&format!("{lp}.node"), "the controller's log has no node; `node` goes with `kubelet` or `csiPlugin`");
                 } else if !nodes.iter().any(|x| x == n) {
-                    self.err_value(&format!("{lp}.node"), format!("unknown node `{n}`, expected one of {}", list(nodes)));
+                    self.err_value(
+                        &format!("{lp}.node"),
+                        format!("unknown node `{n}`, expected one of {}", list(nodes)),
+                    );
                 }
             }
             if l.at_most.is_some() && l.at_least.is_some() {
-                self.err_key(&format!("{lp}.atMost"), "`atLeast` and `atMost` exclude each other");
+                self.err_key(
+                    &format!("{lp}.atMost"),
+                    "`atLeast` and `atMost` exclude each other",
+                );
             }
             if l.per.is_some() && l.at_most.is_none() {
                 self.err_key(&format!("{lp}.per"), "`per` is the window of `atMost`");
             }
             if l.at_most.is_some() && (e.never || e.hold_for.is_some()) {
-                self.err_key(&format!("{lp}.atMost"), "a rate limit (`atMost`) is already an invariant: drop `never`/`for`");
+                self.err_key(
+                    &format!("{lp}.atMost"),
+                    "a rate limit (`atMost`) is already an invariant: drop `never`/`for`",
+                );
             }
         }
         if invariant {
             if e.hold_for.is_some() {
-                self.err_key(&format!("{path}.for"), "invariants are checked for the whole run; `for` is not allowed");
+                self.err_key(
+                    &format!("{path}.for"),
+                    "invariants are checked for the whole run; `for` is not allowed",
+                );
             }
             if e.background {
-                self.err_key(&format!("{path}.background"), "invariants always run in the background");
+                self.err_key(
+                    &format!("{path}.background"),
+                    "invariants always run in the background",
+                );
             }
         }
     }

@@ -51,7 +51,10 @@ impl Spans {
 
     /// The key of the entry at `path` (for "this field is wrong" messages), else its value.
     pub fn key(&self, path: &str) -> Pos {
-        self.keys.get(path).copied().unwrap_or_else(|| self.value(path))
+        self.keys
+            .get(path)
+            .copied()
+            .unwrap_or_else(|| self.value(path))
     }
 
     pub fn has(&self, path: &str) -> bool {
@@ -129,7 +132,10 @@ impl MarkedEventReceiver for Builder {
         if self.done {
             return;
         }
-        let pos = Pos { line: m.line(), col: m.col() + 1 };
+        let pos = Pos {
+            line: m.line(),
+            col: m.col() + 1,
+        };
         match ev {
             Event::Scalar(s, ..) => {
                 if let Some(p) = self.value_path(Some(&s), pos) {
@@ -147,7 +153,10 @@ impl MarkedEventReceiver for Builder {
                     self.stack.push(Frame::Map { path: p, key: None });
                 } else {
                     // A complex key: track it as an anonymous map.
-                    self.stack.push(Frame::Map { path: "?".into(), key: None });
+                    self.stack.push(Frame::Map {
+                        path: "?".into(),
+                        key: None,
+                    });
                 }
             }
             Event::SequenceStart(..) => {
@@ -155,7 +164,10 @@ impl MarkedEventReceiver for Builder {
                     self.spans.values.insert(p.clone(), pos);
                     self.stack.push(Frame::Seq { path: p, index: 0 });
                 } else {
-                    self.stack.push(Frame::Seq { path: "?".into(), index: 0 });
+                    self.stack.push(Frame::Seq {
+                        path: "?".into(),
+                        index: 0,
+                    });
                 }
             }
             Event::MappingEnd | Event::SequenceEnd => {
@@ -176,10 +188,19 @@ mod tests {
         let src = "a: 1\nspec:\n  steps:\n    - sleep: 1s\n    - expect:\n        within: 3s\n";
         let s = Spans::parse(src);
         assert_eq!(s.value("a"), Pos { line: 1, col: 4 });
-        assert_eq!(s.key("spec.steps[1].expect.within"), Pos { line: 6, col: 9 });
-        assert_eq!(s.value("spec.steps[1].expect.within"), Pos { line: 6, col: 17 });
+        assert_eq!(
+            s.key("spec.steps[1].expect.within"),
+            Pos { line: 6, col: 9 }
+        );
+        assert_eq!(
+            s.value("spec.steps[1].expect.within"),
+            Pos { line: 6, col: 17 }
+        );
         assert_eq!(s.value("spec.steps[0]"), Pos { line: 4, col: 7 });
         // Missing paths fall back to the nearest ancestor.
-        assert_eq!(s.value("spec.steps[1].expect.nope"), Pos { line: 6, col: 9 });
+        assert_eq!(
+            s.value("spec.steps[1].expect.nope"),
+            Pos { line: 6, col: 9 }
+        );
     }
 }

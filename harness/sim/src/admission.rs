@@ -12,13 +12,17 @@ const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 pub fn generate_name_suffix() -> String {
     let mut rng = rand::rng();
-    (0..5).map(|_| NAME_ALPHABET[rng.random_range(0..NAME_ALPHABET.len())] as char).collect()
+    (0..5)
+        .map(|_| NAME_ALPHABET[rng.random_range(0..NAME_ALPHABET.len())] as char)
+        .collect()
 }
 
 /// Check `apiVersion`/`kind` of a request body against the endpoint it was sent to.
 pub fn check_type(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
     if !obj.is_object() {
-        return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "the body of the request must be a JSON object",
+        ));
     }
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
@@ -56,18 +60,29 @@ pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value) -> ApiResult<
         } else {
             md.remove("namespace");
         }
-        let name = md.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        let name = md
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if name.is_empty() {
             match md.get("generateName").and_then(Value::as_str) {
                 Some(prefix) if !prefix.is_empty() => {
-                    md.insert("name".into(), json!(format!("{}{}", prefix, generate_name_suffix())));
+                    md.insert(
+                        "name".into(),
+                        json!(format!("{}{}", prefix, generate_name_suffix())),
+                    );
                 }
                 _ => {
                     return Err(ApiError::invalid(
                         &rt.group,
                         &rt.kind,
                         "",
-                        vec![("metadata.name".into(), "Required value: name or generateName is required".into(), "FieldValueRequired")],
+                        vec![(
+                            "metadata.name".into(),
+                            "Required value: name or generateName is required".into(),
+                            "FieldValueRequired",
+                        )],
                     ))
                 }
             }
@@ -102,11 +117,24 @@ pub fn validate_name(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
         };
         return match why {
             None => Ok(()),
-            Some(w) => Err(ApiError::invalid(&rt.group, &rt.kind, name, vec![("metadata.name".into(), format!("Invalid value: {:?}: {}", name, w), "FieldValueInvalid")])),
+            Some(w) => Err(ApiError::invalid(
+                &rt.group,
+                &rt.kind,
+                name,
+                vec![(
+                    "metadata.name".into(),
+                    format!("Invalid value: {:?}: {}", name, w),
+                    "FieldValueInvalid",
+                )],
+            )),
         };
     }
     let label_only = rt.group.is_empty() && (rt.plural == "namespaces" || rt.plural == "services");
-    let ok = if label_only { is_dns1123_label(name) } else { is_dns1123_subdomain(name) };
+    let ok = if label_only {
+        is_dns1123_label(name)
+    } else {
+        is_dns1123_subdomain(name)
+    };
     // Custom resources and nodes follow subdomain rules; events and some others allow more, but
     // real clients never rely on that.
     if !ok {
@@ -119,7 +147,11 @@ pub fn validate_name(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
             &rt.group,
             &rt.kind,
             name,
-            vec![("metadata.name".into(), format!("Invalid value: {:?}: {}", name, what), "FieldValueInvalid")],
+            vec![(
+                "metadata.name".into(),
+                format!("Invalid value: {:?}: {}", name, what),
+                "FieldValueInvalid",
+            )],
         ));
     }
     Ok(())
@@ -128,7 +160,8 @@ pub fn validate_name(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
 pub fn is_dns1123_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -136,7 +169,11 @@ pub fn is_dns1123_label(s: &str) -> bool {
 /// The subdomain regex has no per-label length limit (only 253 overall), unlike labels.
 pub fn is_dns1123_subdomain(s: &str) -> bool {
     let part_ok = |p: &str| {
-        !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') && !p.starts_with('-') && !p.ends_with('-')
+        !p.is_empty()
+            && p.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !p.starts_with('-')
+            && !p.ends_with('-')
     };
     !s.is_empty() && s.len() <= 253 && s.split('.').all(part_ok)
 }
@@ -170,7 +207,9 @@ pub fn apply_defaults(rt: &ResourceType, obj: &mut Value) {
         "replicationcontrollers" => {
             // An RC without selector or labels takes its template's labels.
             let tpl_labels = obj.pointer("/spec/template/metadata/labels").cloned();
-            if let Some(l) = tpl_labels.filter(|l| l.as_object().map(|m| !m.is_empty()).unwrap_or(false)) {
+            if let Some(l) =
+                tpl_labels.filter(|l| l.as_object().map(|m| !m.is_empty()).unwrap_or(false))
+            {
                 let md = meta::metadata_mut(obj);
                 md.entry("labels").or_insert_with(|| l.clone());
                 ensure_object(obj, "spec").entry("selector").or_insert(l);
@@ -179,15 +218,18 @@ pub fn apply_defaults(rt: &ResourceType, obj: &mut Value) {
         }
         "persistentvolumeclaims" => {
             let spec = ensure_object(obj, "spec");
-            spec.entry("volumeMode").or_insert_with(|| json!("Filesystem"));
+            spec.entry("volumeMode")
+                .or_insert_with(|| json!("Filesystem"));
             if obj.pointer("/status/phase").is_none() {
                 obj["status"] = json!({"phase": "Pending"});
             }
         }
         "persistentvolumes" => {
             let spec = ensure_object(obj, "spec");
-            spec.entry("persistentVolumeReclaimPolicy").or_insert_with(|| json!("Retain"));
-            spec.entry("volumeMode").or_insert_with(|| json!("Filesystem"));
+            spec.entry("persistentVolumeReclaimPolicy")
+                .or_insert_with(|| json!("Retain"));
+            spec.entry("volumeMode")
+                .or_insert_with(|| json!("Filesystem"));
             if obj.pointer("/status/phase").is_none() {
                 obj["status"] = json!({"phase": "Pending"});
             }
@@ -196,7 +238,8 @@ pub fn apply_defaults(rt: &ResourceType, obj: &mut Value) {
             obj["status"] = json!({"loadBalancer": {}});
             let spec = ensure_object(obj, "spec");
             spec.entry("type").or_insert_with(|| json!("ClusterIP"));
-            spec.entry("sessionAffinity").or_insert_with(|| json!("None"));
+            spec.entry("sessionAffinity")
+                .or_insert_with(|| json!("None"));
             if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
                 for p in ports {
                     if p.get("protocol").is_none() {
@@ -227,12 +270,22 @@ fn ensure_object<'a>(obj: &'a mut Value, field: &str) -> &'a mut serde_json::Map
 }
 
 fn default_container(c: &mut Value) {
-    let image = c.get("image").and_then(Value::as_str).unwrap_or("").to_string();
+    let image = c
+        .get("image")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if c.get("imagePullPolicy").is_none() {
         // Always for :latest or untagged images, IfNotPresent otherwise (the real rule).
         let last = image.rsplit('/').next().unwrap_or("");
         let tag = last.split_once(':').map(|(_, t)| t);
-        let policy = if image.contains('@') { "IfNotPresent" } else if tag.is_none() || tag == Some("latest") { "Always" } else { "IfNotPresent" };
+        let policy = if image.contains('@') {
+            "IfNotPresent"
+        } else if tag.is_none() || tag == Some("latest") {
+            "Always"
+        } else {
+            "IfNotPresent"
+        };
         c["imagePullPolicy"] = json!(policy);
     }
     if c.get("terminationMessagePath").is_none() {
@@ -248,15 +301,24 @@ fn default_container(c: &mut Value) {
 
 fn default_pod(obj: &mut Value) {
     let spec = ensure_object(obj, "spec");
-    spec.entry("restartPolicy").or_insert_with(|| json!("Always"));
-    spec.entry("dnsPolicy").or_insert_with(|| json!("ClusterFirst"));
-    spec.entry("schedulerName").or_insert_with(|| json!("default-scheduler"));
-    spec.entry("terminationGracePeriodSeconds").or_insert_with(|| json!(30));
+    spec.entry("restartPolicy")
+        .or_insert_with(|| json!("Always"));
+    spec.entry("dnsPolicy")
+        .or_insert_with(|| json!("ClusterFirst"));
+    spec.entry("schedulerName")
+        .or_insert_with(|| json!("default-scheduler"));
+    spec.entry("terminationGracePeriodSeconds")
+        .or_insert_with(|| json!(30));
     spec.entry("securityContext").or_insert_with(|| json!({}));
-    spec.entry("enableServiceLinks").or_insert_with(|| json!(true));
+    spec.entry("enableServiceLinks")
+        .or_insert_with(|| json!(true));
     spec.entry("priority").or_insert_with(|| json!(0));
-    spec.entry("preemptionPolicy").or_insert_with(|| json!("PreemptLowerPriority"));
-    let sa = spec.get("serviceAccountName").cloned().unwrap_or_else(|| json!("default"));
+    spec.entry("preemptionPolicy")
+        .or_insert_with(|| json!("PreemptLowerPriority"));
+    let sa = spec
+        .get("serviceAccountName")
+        .cloned()
+        .unwrap_or_else(|| json!("default"));
     spec.insert("serviceAccountName".into(), sa.clone());
     spec.entry("serviceAccount").or_insert(sa);
     for field in ["containers", "initContainers"] {
@@ -267,8 +329,14 @@ fn default_pod(obj: &mut Value) {
     // The DefaultTolerationSeconds admission plugin.
     let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
     if let Some(ts) = tolerations.as_array_mut() {
-        for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
-            if !ts.iter().any(|t| t.get("key").and_then(Value::as_str) == Some(key)) {
+        for key in [
+            "node.kubernetes.io/not-ready",
+            "node.kubernetes.io/unreachable",
+        ] {
+            if !ts
+                .iter()
+                .any(|t| t.get("key").and_then(Value::as_str) == Some(key))
+            {
                 ts.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
             }
         }
@@ -283,7 +351,10 @@ fn default_pod(obj: &mut Value) {
 pub fn qos_class(pod: &Value) -> &'static str {
     let containers: Vec<&Value> = ["containers", "initContainers"]
         .iter()
-        .filter_map(|f| pod.pointer(&format!("/spec/{}", f)).and_then(Value::as_array))
+        .filter_map(|f| {
+            pod.pointer(&format!("/spec/{}", f))
+                .and_then(Value::as_array)
+        })
         .flatten()
         .collect();
     let mut any = false;
@@ -313,33 +384,55 @@ pub fn qos_class(pod: &Value) -> &'static str {
 }
 
 fn default_workload(obj: &mut Value) {
-    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+    let kind = obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let spec = ensure_object(obj, "spec");
-    if kind == "Deployment" || kind == "ReplicaSet" || kind == "StatefulSet" || kind == "ReplicationController" {
+    if kind == "Deployment"
+        || kind == "ReplicaSet"
+        || kind == "StatefulSet"
+        || kind == "ReplicationController"
+    {
         spec.entry("replicas").or_insert_with(|| json!(1));
     }
     if kind == "StatefulSet" {
-        spec.entry("revisionHistoryLimit").or_insert_with(|| json!(10));
-        spec.entry("podManagementPolicy").or_insert_with(|| json!("OrderedReady"));
-        spec.entry("updateStrategy").or_insert_with(|| json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
-        spec.entry("persistentVolumeClaimRetentionPolicy").or_insert_with(|| json!({"whenDeleted": "Retain", "whenScaled": "Retain"}));
-        for t in spec.get_mut("volumeClaimTemplates").and_then(Value::as_array_mut).into_iter().flatten() {
-            if t.pointer("/spec/volumeMode").is_none() && t.get("spec").map(Value::is_object).unwrap_or(false) {
+        spec.entry("revisionHistoryLimit")
+            .or_insert_with(|| json!(10));
+        spec.entry("podManagementPolicy")
+            .or_insert_with(|| json!("OrderedReady"));
+        spec.entry("updateStrategy")
+            .or_insert_with(|| json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
+        spec.entry("persistentVolumeClaimRetentionPolicy")
+            .or_insert_with(|| json!({"whenDeleted": "Retain", "whenScaled": "Retain"}));
+        for t in spec
+            .get_mut("volumeClaimTemplates")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if t.pointer("/spec/volumeMode").is_none()
+                && t.get("spec").map(Value::is_object).unwrap_or(false)
+            {
                 t["spec"]["volumeMode"] = json!("Filesystem");
             }
         }
     }
     if kind == "Deployment" || kind == "ReplicaSet" {
         spec.entry("replicas").or_insert_with(|| json!(1));
-        spec.entry("revisionHistoryLimit").or_insert_with(|| json!(10));
+        spec.entry("revisionHistoryLimit")
+            .or_insert_with(|| json!(10));
     }
     if kind == "Deployment" {
-        spec.entry("progressDeadlineSeconds").or_insert_with(|| json!(600));
+        spec.entry("progressDeadlineSeconds")
+            .or_insert_with(|| json!(600));
         spec.entry("strategy")
             .or_insert_with(|| json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}));
     }
     if kind == "DaemonSet" {
-        spec.entry("revisionHistoryLimit").or_insert_with(|| json!(10));
+        spec.entry("revisionHistoryLimit")
+            .or_insert_with(|| json!(10));
         spec.entry("updateStrategy")
             .or_insert_with(|| json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}));
     }
@@ -352,7 +445,10 @@ fn default_template(tpl: Option<&mut Value>) {
         let mut pod = json!({"spec": tpl.get("spec").cloned().unwrap_or_else(|| json!({}))});
         default_pod(&mut pod);
         tpl["spec"] = pod["spec"].take();
-        if let Some(ts) = tpl.pointer_mut("/spec/tolerations").and_then(Value::as_array_mut) {
+        if let Some(ts) = tpl
+            .pointer_mut("/spec/tolerations")
+            .and_then(Value::as_array_mut)
+        {
             // Templates are not admitted as pods: the toleration defaults apply to the pods later.
             ts.retain(|t| t.get("tolerationSeconds") != Some(&json!(300)));
         }
@@ -371,21 +467,39 @@ fn default_job(obj: &mut Value) {
     }
     spec.entry("parallelism").or_insert_with(|| json!(1));
     spec.entry("backoffLimit").or_insert_with(|| json!(6));
-    spec.entry("completionMode").or_insert_with(|| json!("NonIndexed"));
+    spec.entry("completionMode")
+        .or_insert_with(|| json!("NonIndexed"));
     spec.entry("suspend").or_insert_with(|| json!(false));
-    let replacement = if spec.get("podFailurePolicy").is_some() { "Failed" } else { "TerminatingOrFailed" };
-    spec.entry("podReplacementPolicy").or_insert_with(|| json!(replacement));
+    let replacement = if spec.get("podFailurePolicy").is_some() {
+        "Failed"
+    } else {
+        "TerminatingOrFailed"
+    };
+    spec.entry("podReplacementPolicy")
+        .or_insert_with(|| json!(replacement));
     if spec.get("manualSelector").and_then(Value::as_bool) != Some(true) {
-        spec.insert("selector".into(), json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}));
+        spec.insert(
+            "selector".into(),
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
+        );
         let tpl = spec.entry("template").or_insert_with(|| json!({}));
         if !tpl.get("metadata").map(Value::is_object).unwrap_or(false) {
             tpl["metadata"] = json!({});
         }
-        if !tpl["metadata"].get("labels").map(Value::is_object).unwrap_or(false) {
+        if !tpl["metadata"]
+            .get("labels")
+            .map(Value::is_object)
+            .unwrap_or(false)
+        {
             tpl["metadata"]["labels"] = json!({});
         }
         let labels = &mut tpl["metadata"]["labels"];
-        for (k, v) in [("batch.kubernetes.io/controller-uid", &uid), ("batch.kubernetes.io/job-name", &name), ("controller-uid", &uid), ("job-name", &name)] {
+        for (k, v) in [
+            ("batch.kubernetes.io/controller-uid", &uid),
+            ("batch.kubernetes.io/job-name", &name),
+            ("controller-uid", &uid),
+            ("job-name", &name),
+        ] {
             labels[k] = json!(v);
         }
     }
@@ -394,10 +508,13 @@ fn default_job(obj: &mut Value) {
 
 fn default_cron_job(obj: &mut Value) {
     let spec = ensure_object(obj, "spec");
-    spec.entry("concurrencyPolicy").or_insert_with(|| json!("Allow"));
+    spec.entry("concurrencyPolicy")
+        .or_insert_with(|| json!("Allow"));
     spec.entry("suspend").or_insert_with(|| json!(false));
-    spec.entry("successfulJobsHistoryLimit").or_insert_with(|| json!(3));
-    spec.entry("failedJobsHistoryLimit").or_insert_with(|| json!(1));
+    spec.entry("successfulJobsHistoryLimit")
+        .or_insert_with(|| json!(3));
+    spec.entry("failedJobsHistoryLimit")
+        .or_insert_with(|| json!(1));
     default_template(obj.pointer_mut("/spec/jobTemplate/spec/template"));
 }
 
@@ -410,7 +527,12 @@ mod tests {
     fn generate_name_appends_five_safe_characters() {
         let reg = Registry::with_builtins();
         let rt = reg.get("", "v1", "configmaps").unwrap();
-        let o = prepare_create(&rt, "default", json!({"metadata": {"generateName": "cfg-"}})).unwrap();
+        let o = prepare_create(
+            &rt,
+            "default",
+            json!({"metadata": {"generateName": "cfg-"}}),
+        )
+        .unwrap();
         let name = meta::name(&o);
         assert!(name.starts_with("cfg-") && name.len() == 9, "{}", name);
         assert!(name[4..].bytes().all(|b| NAME_ALPHABET.contains(&b)));
@@ -423,7 +545,8 @@ mod tests {
         let e = prepare_create(&rt, "default", json!({"metadata": {}})).unwrap_err();
         assert_eq!(e.code, 422);
         assert!(e.message.contains("metadata.name: Required value"));
-        let e = prepare_create(&rt, "default", json!({"metadata": {"name": "Bad_Name"}})).unwrap_err();
+        let e =
+            prepare_create(&rt, "default", json!({"metadata": {"name": "Bad_Name"}})).unwrap_err();
         assert_eq!(e.reason, "Invalid");
     }
 
@@ -441,7 +564,10 @@ mod tests {
         assert_eq!(p["status"]["phase"], "Pending");
         assert_eq!(p["status"]["qosClass"], "BestEffort");
         assert_eq!(p["spec"]["containers"][0]["imagePullPolicy"], "Always");
-        assert_eq!(p["spec"]["containers"][1]["imagePullPolicy"], "IfNotPresent");
+        assert_eq!(
+            p["spec"]["containers"][1]["imagePullPolicy"],
+            "IfNotPresent"
+        );
         assert_eq!(p["spec"]["tolerations"].as_array().unwrap().len(), 2);
         assert_eq!(p["spec"]["serviceAccountName"], "default");
     }
@@ -458,7 +584,12 @@ mod tests {
     fn namespace_mismatch_is_rejected() {
         let reg = Registry::with_builtins();
         let rt = reg.get("", "v1", "configmaps").unwrap();
-        let e = prepare_create(&rt, "a", json!({"metadata": {"name": "x", "namespace": "b"}})).unwrap_err();
+        let e = prepare_create(
+            &rt,
+            "a",
+            json!({"metadata": {"name": "x", "namespace": "b"}}),
+        )
+        .unwrap_err();
         assert_eq!(e.code, 400);
     }
 

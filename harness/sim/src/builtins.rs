@@ -11,7 +11,9 @@
 //! PodCertificateRequest, DeviceTaintRule, StorageVersionMigration) are not served.
 
 use k8s_openapi::schemars::{JsonSchema, Schema, SchemaGenerator};
-use k8s_openapi::{ClusterResourceScope, ListableResource, NamespaceResourceScope, Resource, SubResourceScope};
+use k8s_openapi::{
+    ClusterResourceScope, ListableResource, NamespaceResourceScope, Resource, SubResourceScope,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -118,33 +120,75 @@ pub fn all() -> Vec<BuiltinType> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
     use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
     builtin_types![
-        core::v1::Binding, core::v1::ComponentStatus, core::v1::ConfigMap, core::v1::Endpoints, core::v1::Event,
-        core::v1::LimitRange, core::v1::Namespace, core::v1::Node, core::v1::PersistentVolume,
-        core::v1::PersistentVolumeClaim, core::v1::Pod, core::v1::PodTemplate, core::v1::ReplicationController,
-        core::v1::ResourceQuota, core::v1::Secret, core::v1::Service, core::v1::ServiceAccount,
-        admissionregistration::v1::MutatingWebhookConfiguration, admissionregistration::v1::ValidatingAdmissionPolicy,
-        admissionregistration::v1::ValidatingAdmissionPolicyBinding, admissionregistration::v1::ValidatingWebhookConfiguration,
-        apiextensions::CustomResourceDefinition, apiregistration::APIService,
-        apps::v1::ControllerRevision, apps::v1::DaemonSet, apps::v1::Deployment, apps::v1::ReplicaSet, apps::v1::StatefulSet,
-        authentication::v1::SelfSubjectReview, authentication::v1::TokenRequest, authentication::v1::TokenReview,
-        authorization::v1::LocalSubjectAccessReview, authorization::v1::SelfSubjectAccessReview,
-        authorization::v1::SelfSubjectRulesReview, authorization::v1::SubjectAccessReview,
-        autoscaling::v1::HorizontalPodAutoscaler, autoscaling::v1::Scale, autoscaling::v2::HorizontalPodAutoscaler,
-        batch::v1::CronJob, batch::v1::Job,
+        core::v1::Binding,
+        core::v1::ComponentStatus,
+        core::v1::ConfigMap,
+        core::v1::Endpoints,
+        core::v1::Event,
+        core::v1::LimitRange,
+        core::v1::Namespace,
+        core::v1::Node,
+        core::v1::PersistentVolume,
+        core::v1::PersistentVolumeClaim,
+        core::v1::Pod,
+        core::v1::PodTemplate,
+        core::v1::ReplicationController,
+        core::v1::ResourceQuota,
+        core::v1::Secret,
+        core::v1::Service,
+        core::v1::ServiceAccount,
+        admissionregistration::v1::MutatingWebhookConfiguration,
+        admissionregistration::v1::ValidatingAdmissionPolicy,
+        admissionregistration::v1::ValidatingAdmissionPolicyBinding,
+        admissionregistration::v1::ValidatingWebhookConfiguration,
+        apiextensions::CustomResourceDefinition,
+        apiregistration::APIService,
+        apps::v1::ControllerRevision,
+        apps::v1::DaemonSet,
+        apps::v1::Deployment,
+        apps::v1::ReplicaSet,
+        apps::v1::StatefulSet,
+        authentication::v1::SelfSubjectReview,
+        authentication::v1::TokenRequest,
+        authentication::v1::TokenReview,
+        authorization::v1::LocalSubjectAccessReview,
+        authorization::v1::SelfSubjectAccessReview,
+        authorization::v1::SelfSubjectRulesReview,
+        authorization::v1::SubjectAccessReview,
+        autoscaling::v1::HorizontalPodAutoscaler,
+        autoscaling::v1::Scale,
+        autoscaling::v2::HorizontalPodAutoscaler,
+        batch::v1::CronJob,
+        batch::v1::Job,
         certificates::v1::CertificateSigningRequest,
         coordination::v1::Lease,
         discovery::v1::EndpointSlice,
         events::v1::Event,
-        flowcontrol::v1::FlowSchema, flowcontrol::v1::PriorityLevelConfiguration,
-        networking::v1::IPAddress, networking::v1::Ingress, networking::v1::IngressClass, networking::v1::NetworkPolicy,
+        flowcontrol::v1::FlowSchema,
+        flowcontrol::v1::PriorityLevelConfiguration,
+        networking::v1::IPAddress,
+        networking::v1::Ingress,
+        networking::v1::IngressClass,
+        networking::v1::NetworkPolicy,
         networking::v1::ServiceCIDR,
         node::v1::RuntimeClass,
-        policy::v1::Eviction, policy::v1::PodDisruptionBudget,
-        rbac::v1::ClusterRole, rbac::v1::ClusterRoleBinding, rbac::v1::Role, rbac::v1::RoleBinding,
-        resource::v1::DeviceClass, resource::v1::ResourceClaim, resource::v1::ResourceClaimTemplate, resource::v1::ResourceSlice,
+        policy::v1::Eviction,
+        policy::v1::PodDisruptionBudget,
+        rbac::v1::ClusterRole,
+        rbac::v1::ClusterRoleBinding,
+        rbac::v1::Role,
+        rbac::v1::RoleBinding,
+        resource::v1::DeviceClass,
+        resource::v1::ResourceClaim,
+        resource::v1::ResourceClaimTemplate,
+        resource::v1::ResourceSlice,
         scheduling::v1::PriorityClass,
-        storage::v1::CSIDriver, storage::v1::CSINode, storage::v1::CSIStorageCapacity, storage::v1::StorageClass,
-        storage::v1::VolumeAttachment, storage::v1::VolumeAttributesClass,
+        storage::v1::CSIDriver,
+        storage::v1::CSINode,
+        storage::v1::CSIStorageCapacity,
+        storage::v1::StorageClass,
+        storage::v1::VolumeAttachment,
+        storage::v1::VolumeAttributesClass,
     ]
 }
 
@@ -222,7 +266,9 @@ pub fn verbs(group: &str, plural: &str, listable: bool) -> &'static [&'static st
     match (group, plural) {
         ("", "componentstatuses") => &["get", "list"],
         // Namespaces are removed one by one through their finalizer: no deletecollection.
-        ("", "namespaces") => &["create", "delete", "get", "list", "patch", "update", "watch"],
+        ("", "namespaces") => &[
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ],
         // Bindings and the review kinds are created and answered, never stored.
         _ if !listable => &["create"],
         _ => crate::resources::CRUD_VERBS,
@@ -234,8 +280,19 @@ pub fn verbs(group: &str, plural: &str, listable: bool) -> &'static [&'static st
 pub fn delete_returns_object(group: &str, plural: &str) -> bool {
     matches!(
         (group, plural),
-        ("", "pods" | "services" | "serviceaccounts" | "namespaces" | "nodes" | "persistentvolumes" | "persistentvolumeclaims")
-            | ("storage.k8s.io", "storageclasses" | "csidrivers" | "csinodes" | "volumeattachments")
+        (
+            "",
+            "pods"
+                | "services"
+                | "serviceaccounts"
+                | "namespaces"
+                | "nodes"
+                | "persistentvolumes"
+                | "persistentvolumeclaims"
+        ) | (
+            "storage.k8s.io",
+            "storageclasses" | "csidrivers" | "csinodes" | "volumeattachments"
+        )
     )
 }
 
@@ -273,17 +330,35 @@ mod tests {
     #[test]
     fn metadata_comes_from_k8s_openapi() {
         let types = all();
-        let find = |g: &str, k: &str| types.iter().find(|t| t.group == g && t.kind == k).copied().unwrap();
+        let find = |g: &str, k: &str| {
+            types
+                .iter()
+                .find(|t| t.group == g && t.kind == k)
+                .copied()
+                .unwrap()
+        };
         let sts = find("apps", "StatefulSet");
-        assert_eq!((sts.version, sts.plural, sts.scope, sts.listable), ("v1", "statefulsets", Scope::Namespaced, true));
+        assert_eq!(
+            (sts.version, sts.plural, sts.scope, sts.listable),
+            ("v1", "statefulsets", Scope::Namespaced, true)
+        );
         let crb = find("rbac.authorization.k8s.io", "ClusterRoleBinding");
-        assert_eq!((crb.plural, crb.scope), ("clusterrolebindings", Scope::Cluster));
+        assert_eq!(
+            (crb.plural, crb.scope),
+            ("clusterrolebindings", Scope::Cluster)
+        );
         let ssar = find("authorization.k8s.io", "SelfSubjectAccessReview");
         assert!(!ssar.listable);
         assert_eq!(verbs(ssar.group, ssar.plural, ssar.listable), &["create"]);
         assert_eq!(find("autoscaling", "Scale").scope, Scope::Subresource);
-        assert_eq!(subresource_kind("scale"), Some(("autoscaling", "v1", "Scale")));
-        assert_eq!(subresource_kind("token"), Some(("authentication.k8s.io", "v1", "TokenRequest")));
+        assert_eq!(
+            subresource_kind("scale"),
+            Some(("autoscaling", "v1", "Scale"))
+        );
+        assert_eq!(
+            subresource_kind("token"),
+            Some(("authentication.k8s.io", "v1", "TokenRequest"))
+        );
         assert_eq!(subresource_kind("status"), None);
     }
 
@@ -291,14 +366,20 @@ mod tests {
     fn every_extra_names_a_served_kind() {
         let types = all();
         for e in EXTRAS {
-            assert!(types.iter().any(|t| t.group == e.group && t.kind == e.kind), "{}/{} is not a built-in kind", e.group, e.kind);
+            assert!(
+                types.iter().any(|t| t.group == e.group && t.kind == e.kind),
+                "{}/{} is not a built-in kind",
+                e.group,
+                e.kind
+            );
         }
     }
 
     #[test]
     fn round_trip_rejects_bad_types_and_drops_unknown_fields() {
         let job = all().into_iter().find(|t| t.kind == "Job").unwrap();
-        let ok = (job.round_trip)(&serde_json::json!({"spec": {"parallelism": 2, "bogus": 1}})).unwrap();
+        let ok =
+            (job.round_trip)(&serde_json::json!({"spec": {"parallelism": 2, "bogus": 1}})).unwrap();
         assert_eq!(ok["spec"]["parallelism"], 2);
         assert!(ok["spec"].get("bogus").is_none());
         assert!((job.round_trip)(&serde_json::json!({"spec": {"parallelism": "two"}})).is_err());

@@ -36,14 +36,25 @@ pub async fn run(api: Arc<ApiServer>, timing: Timing) {
 /// Delete every Event last written more than `ttl` (nominal) ago; returns how many went.
 pub fn expire(api: &ApiServer, timing: &Timing, ttl: Duration) -> usize {
     let now = timing.now();
-    let Ok(ttl) = chrono::Duration::from_std(ttl) else { return 0 };
-    let Some(rt) = api.registry.storage_type(&ResourceKey::new("", "events")) else { return 0 };
+    let Ok(ttl) = chrono::Duration::from_std(ttl) else {
+        return 0;
+    };
+    let Some(rt) = api.registry.storage_type(&ResourceKey::new("", "events")) else {
+        return 0;
+    };
     // Events are stored as their encoding (store::Stored): read only the timestamps of each.
     api.store
         .encodings(&ResourceKey::new("", "events"))
         .into_iter()
-        .filter(|(_, json)| last_write(json).map(|t| now - timing.on_nominal_clock(t) >= ttl).unwrap_or(false))
-        .filter(|((ns, name), _)| api.delete_internal(&rt, ns, name, &DeleteOptions::default()).is_ok())
+        .filter(|(_, json)| {
+            last_write(json)
+                .map(|t| now - timing.on_nominal_clock(t) >= ttl)
+                .unwrap_or(false)
+        })
+        .filter(|((ns, name), _)| {
+            api.delete_internal(&rt, ns, name, &DeleteOptions::default())
+                .is_ok()
+        })
         .count()
 }
 
@@ -74,11 +85,16 @@ struct Series<'a> {
 /// When the Event was last written, as far as its own fields tell.
 fn last_write(json: &[u8]) -> Option<DateTime<Utc>> {
     let w: Written = serde_json::from_slice(json).ok()?;
-    [w.metadata.and_then(|m| m.creation_timestamp), w.last_timestamp, w.event_time, w.series.and_then(|s| s.last_observed_time)]
-        .into_iter()
-        .flatten()
-        .filter_map(meta::parse_time)
-        .max()
+    [
+        w.metadata.and_then(|m| m.creation_timestamp),
+        w.last_timestamp,
+        w.event_time,
+        w.series.and_then(|s| s.last_observed_time),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(meta::parse_time)
+    .max()
 }
 
 #[cfg(test)]
@@ -101,15 +117,37 @@ mod tests {
         let client = Internal::new(api.clone(), "test");
         // At scale 0.001 an hour is 3.6 wall-clock seconds (timestamps have 1 s resolution).
         let timing = Timing::scaled(0.001);
-        client.create("", "events", "default", event("quiet")).unwrap();
-        client.create("", "events", "default", event("repeated")).unwrap();
-        assert_eq!(expire(&api, &timing, EVENT_TTL), 0, "both were just written");
+        client
+            .create("", "events", "default", event("quiet"))
+            .unwrap();
+        client
+            .create("", "events", "default", event("repeated"))
+            .unwrap();
+        assert_eq!(
+            expire(&api, &timing, EVENT_TTL),
+            0,
+            "both were just written"
+        );
         tokio::time::sleep(Duration::from_millis(3000)).await;
         // A repeat of the event (the recorder bumps count and lastTimestamp) renews its lease.
-        client.merge("", "events", "default", "repeated", &json!({"count": 2, "lastTimestamp": meta::now_rfc3339()})).unwrap();
+        client
+            .merge(
+                "",
+                "events",
+                "default",
+                "repeated",
+                &json!({"count": 2, "lastTimestamp": meta::now_rfc3339()}),
+            )
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(1800)).await;
         assert_eq!(expire(&api, &timing, EVENT_TTL), 1);
-        assert!(client.get("", "events", "default", "quiet").is_none(), "an Event not written for an hour is gone");
-        assert!(client.get("", "events", "default", "repeated").is_some(), "a renewed Event stays");
+        assert!(
+            client.get("", "events", "default", "quiet").is_none(),
+            "an Event not written for an hour is gone"
+        );
+        assert!(
+            client.get("", "events", "default", "repeated").is_some(),
+            "a renewed Event stays"
+        );
     }
 }

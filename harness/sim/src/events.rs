@@ -4,9 +4,9 @@
 
 use crate::internal::Internal;
 use crate::meta;
+use hashlink::LruCache;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use hashlink::LruCache;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
@@ -37,7 +37,12 @@ const LRU_ENTRIES: usize = 4096;
 
 impl EventRecorder {
     pub fn new(client: Internal, component: &str, host: Option<&str>) -> Self {
-        EventRecorder { client, component: component.into(), host: host.map(String::from), seen: Mutex::new(LruCache::new(LRU_ENTRIES)) }
+        EventRecorder {
+            client,
+            component: component.into(),
+            host: host.map(String::from),
+            seen: Mutex::new(LruCache::new(LRU_ENTRIES)),
+        }
     }
 
     /// Record an event about `obj` (any object with apiVersion/kind/metadata).
@@ -46,19 +51,40 @@ impl EventRecorder {
     }
 
     /// `field_path` names a container, e.g. `spec.containers{workspace}`, as the kubelet does.
-    pub fn record_at(&self, obj: &Value, field_path: Option<&str>, kind: EventKind, reason: &str, message: &str) {
+    pub fn record_at(
+        &self,
+        obj: &Value,
+        field_path: Option<&str>,
+        kind: EventKind,
+        reason: &str,
+        message: &str,
+    ) {
         let ns = match meta::namespace(obj) {
             "" => "default".to_string(),
             n => n.to_string(),
         };
         let uid = meta::uid(obj).to_string();
         let now = meta::now_rfc3339();
-        let key = (format!("{}{}", uid, field_path.unwrap_or("")), reason.to_string(), message.to_string());
+        let key = (
+            format!("{}{}", uid, field_path.unwrap_or("")),
+            reason.to_string(),
+            message.to_string(),
+        );
         let existing = self.seen.lock().get(&key).cloned();
         if let Some((ens, ename)) = existing {
             if let Some(ev) = self.client.get("", "events", &ens, &ename) {
                 let count = ev.get("count").and_then(Value::as_i64).unwrap_or(1) + 1;
-                if self.client.merge("", "events", &ens, &ename, &json!({"count": count, "lastTimestamp": now})).is_ok() {
+                if self
+                    .client
+                    .merge(
+                        "",
+                        "events",
+                        &ens,
+                        &ename,
+                        &json!({"count": count, "lastTimestamp": now}),
+                    )
+                    .is_ok()
+                {
                     return;
                 }
             }

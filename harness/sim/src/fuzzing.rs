@@ -33,7 +33,10 @@ pub struct ApiTarget {
 
 impl ApiTarget {
     pub fn new() -> ApiTarget {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
         let api = ApiServer::new(1000);
         let nodes: Vec<String> = (1..=3).map(|i| format!("worker-{:02}", i)).collect();
         crate::server::bootstrap(&api, &nodes).expect("bootstrap objects");
@@ -45,18 +48,32 @@ impl ApiTarget {
             auth: Arc::new(crate::auth::Auth::new(TOKEN)),
             address: Arc::new("127.0.0.1:6443".into()),
         };
-        ApiTarget { rt, api, router: http::router(state) }
+        ApiTarget {
+            rt,
+            api,
+            router: http::router(state),
+        }
     }
 
     /// Run one fuzz input; panics when an invariant above is broken.
     pub fn run(&self, data: &[u8]) {
-        let Some(req) = ParsedRequest::parse(data) else { return };
+        let Some(req) = ParsedRequest::parse(data) else {
+            return;
+        };
         // Without credentials first: nothing may change and the answer is 401.
         let before = self.api.store.current_rv();
         let (status, ctype, body) = self.send(&req, false);
-        assert_eq!(status, StatusCode::UNAUTHORIZED, "a request without a token got {status}");
+        assert_eq!(
+            status,
+            StatusCode::UNAUTHORIZED,
+            "a request without a token got {status}"
+        );
         assert_status_body(status, ctype.as_deref(), body.as_deref());
-        assert_eq!(self.api.store.current_rv(), before, "a request without a token changed the store");
+        assert_eq!(
+            self.api.store.current_rv(),
+            before,
+            "a request without a token changed the store"
+        );
 
         let before = self.api.store.current_rv();
         let (status, ctype, body) = self.send(&req, true);
@@ -68,8 +85,16 @@ impl ApiTarget {
             String::from_utf8_lossy(body.as_deref().unwrap_or_default())
         );
         if !req.has_exact_token() {
-            assert_eq!(status, StatusCode::UNAUTHORIZED, "a wrong authorization header got {status}");
-            assert_eq!(self.api.store.current_rv(), before, "a request with a wrong token changed the store");
+            assert_eq!(
+                status,
+                StatusCode::UNAUTHORIZED,
+                "a wrong authorization header got {status}"
+            );
+            assert_eq!(
+                self.api.store.current_rv(),
+                before,
+                "a request with a wrong token changed the store"
+            );
         }
         if status.as_u16() >= 400 {
             assert_status_body(status, ctype.as_deref(), body.as_deref());
@@ -84,8 +109,14 @@ impl ApiTarget {
 
     /// Send the request; the body is read only if it is complete within a moment (watches and
     /// log follows stream until the client goes away).
-    fn send(&self, req: &ParsedRequest, with_auth: bool) -> (StatusCode, Option<String>, Option<Vec<u8>>) {
-        let mut b = Request::builder().method(req.method.clone()).uri(req.target.as_str());
+    fn send(
+        &self,
+        req: &ParsedRequest,
+        with_auth: bool,
+    ) -> (StatusCode, Option<String>, Option<Vec<u8>>) {
+        let mut b = Request::builder()
+            .method(req.method.clone())
+            .uri(req.target.as_str());
         for (k, v) in &req.headers {
             if !with_auth && *k == header::AUTHORIZATION {
                 continue;
@@ -95,13 +126,32 @@ impl ApiTarget {
         if with_auth && !req.headers.iter().any(|(k, _)| *k == header::AUTHORIZATION) {
             b = b.header(header::AUTHORIZATION, format!("Bearer {TOKEN}"));
         }
-        let request = b.body(Body::from(req.body.clone())).expect("parse() validated method, target and headers");
+        let request = b
+            .body(Body::from(req.body.clone()))
+            .expect("parse() validated method, target and headers");
         self.rt.block_on(async {
-            let resp = self.router.clone().oneshot(request).await.expect("the router is infallible");
+            let resp = self
+                .router
+                .clone()
+                .oneshot(request)
+                .await
+                .expect("the router is infallible");
             let status = resp.status();
-            let ctype = resp.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(String::from);
-            let body = tokio::time::timeout(Duration::from_millis(20), axum::body::to_bytes(resp.into_body(), 64 << 20)).await;
-            (status, ctype, body.ok().and_then(Result::ok).map(|b| b.to_vec()))
+            let ctype = resp
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(String::from);
+            let body = tokio::time::timeout(
+                Duration::from_millis(20),
+                axum::body::to_bytes(resp.into_body(), 64 << 20),
+            )
+            .await;
+            (
+                status,
+                ctype,
+                body.ok().and_then(Result::ok).map(|b| b.to_vec()),
+            )
         })
     }
 }
@@ -117,24 +167,60 @@ impl Default for ApiTarget {
 /// InternalError); an allocator out of addresses or ports; an eviction of a pod with several
 /// PodDisruptionBudgets; a resourceVersion from the future.
 const UPSTREAM_5XX: &[(u16, &str, &str, &str)] = &[
-    (500, "InternalError", "Internal error occurred: requested ", " without impersonating a user"),
-    (500, "InternalError", "Internal error occurred: failed to allocate a ", ": range is full"),
-    (500, "InternalError", "This pod has more than one PodDisruptionBudget", ""),
+    (
+        500,
+        "InternalError",
+        "Internal error occurred: requested ",
+        " without impersonating a user",
+    ),
+    (
+        500,
+        "InternalError",
+        "Internal error occurred: failed to allocate a ",
+        ": range is full",
+    ),
+    (
+        500,
+        "InternalError",
+        "This pod has more than one PodDisruptionBudget",
+        "",
+    ),
     (504, "Timeout", "Too large resource version: ", ""),
 ];
 
 fn is_upstream_5xx(status: StatusCode, body: Option<&[u8]>) -> bool {
-    let Some(v) = body.and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok()) else { return false };
-    let (reason, message) = (v["reason"].as_str().unwrap_or(""), v["message"].as_str().unwrap_or(""));
-    UPSTREAM_5XX.iter().any(|(code, r, start, end)| status.as_u16() == *code && reason == *r && message.starts_with(start) && message.ends_with(end))
+    let Some(v) = body.and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok()) else {
+        return false;
+    };
+    let (reason, message) = (
+        v["reason"].as_str().unwrap_or(""),
+        v["message"].as_str().unwrap_or(""),
+    );
+    UPSTREAM_5XX.iter().any(|(code, r, start, end)| {
+        status.as_u16() == *code
+            && reason == *r
+            && message.starts_with(start)
+            && message.ends_with(end)
+    })
 }
 
 fn assert_status_body(status: StatusCode, ctype: Option<&str>, body: Option<&[u8]>) {
     let body = body.unwrap_or_else(|| panic!("an error answer ({status}) did not end"));
-    assert!(ctype.is_some_and(|c| c.starts_with("application/json")), "an error answer ({status}) has content-type {ctype:?}");
-    let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_else(|e| panic!("an error answer ({status}) is not JSON: {e}"));
-    assert_eq!(v["kind"], "Status", "an error answer ({status}) is not a Status: {v}");
-    assert_eq!(v["code"].as_u64(), Some(status.as_u16() as u64), "Status.code differs from the HTTP status: {v}");
+    assert!(
+        ctype.is_some_and(|c| c.starts_with("application/json")),
+        "an error answer ({status}) has content-type {ctype:?}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(body)
+        .unwrap_or_else(|e| panic!("an error answer ({status}) is not JSON: {e}"));
+    assert_eq!(
+        v["kind"], "Status",
+        "an error answer ({status}) is not a Status: {v}"
+    );
+    assert_eq!(
+        v["code"].as_u64(),
+        Some(status.as_u16() as u64),
+        "Status.code differs from the HTTP status: {v}"
+    );
 }
 
 /// One request decoded from fuzz bytes; `None` when the bytes cannot form a request line that
@@ -162,19 +248,41 @@ impl ParsedRequest {
         }
         let mut headers = vec![];
         for l in lines {
-            let Some((k, v)) = l.trim_end_matches('\r').split_once(':') else { continue };
-            let (Ok(k), Ok(v)) = (HeaderName::from_bytes(k.trim().as_bytes()), HeaderValue::from_str(v.trim())) else { continue };
+            let Some((k, v)) = l.trim_end_matches('\r').split_once(':') else {
+                continue;
+            };
+            let (Ok(k), Ok(v)) = (
+                HeaderName::from_bytes(k.trim().as_bytes()),
+                HeaderValue::from_str(v.trim()),
+            ) else {
+                continue;
+            };
             headers.push((k, v));
         }
-        Some(ParsedRequest { method, target, headers, body: body.to_vec() })
+        Some(ParsedRequest {
+            method,
+            target,
+            headers,
+            body: body.to_vec(),
+        })
     }
 
     /// Whether the request carries exactly one authorization header with the right token.
     fn has_exact_token(&self) -> bool {
-        let auth: Vec<_> = self.headers.iter().filter(|(k, _)| *k == header::AUTHORIZATION).collect();
+        let auth: Vec<_> = self
+            .headers
+            .iter()
+            .filter(|(k, _)| *k == header::AUTHORIZATION)
+            .collect();
         match auth.as_slice() {
             [] => true,
-            [(_, v)] => v.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")).map(str::trim) == Some(TOKEN),
+            [(_, v)] => {
+                v.to_str()
+                    .ok()
+                    .and_then(|v| v.strip_prefix("Bearer "))
+                    .map(str::trim)
+                    == Some(TOKEN)
+            }
             _ => false,
         }
     }
@@ -204,10 +312,20 @@ mod tests {
         let t = ApiTarget::new();
         let rv = t.api.store.current_rv();
         t.run(b"POST /api/v1/namespaces/default/configmaps\ncontent-type: application/json\n\n{\"metadata\":{\"name\":\"a\"}}");
-        assert!(t.api.store.current_rv() > rv, "the authenticated create did not land");
+        assert!(
+            t.api.store.current_rv() > rv,
+            "the authenticated create did not land"
+        );
         t.run(b"DELETE /api/v1/namespaces/default/configmaps/a\nauthorization: Bearer not-the-token\n\n");
-        let (status, _, _) = t.send(&ParsedRequest::parse(b"GET /api/v1/namespaces/default/configmaps/a").unwrap(), true);
-        assert_eq!(status, StatusCode::OK, "a delete with a wrong token removed the object");
+        let (status, _, _) = t.send(
+            &ParsedRequest::parse(b"GET /api/v1/namespaces/default/configmaps/a").unwrap(),
+            true,
+        );
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "a delete with a wrong token removed the object"
+        );
     }
 
     #[test]
@@ -222,7 +340,11 @@ mod tests {
 
 /// Inputs of `harness/fuzz/<dir>` (e.g. `corpus/api_request`, `regressions/scenario_loader`).
 pub fn fuzz_inputs(dir: &str) -> Vec<(String, Vec<u8>)> {
-    corpus(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz").join(dir))
+    corpus(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fuzz")
+            .join(dir),
+    )
 }
 
 /// Inputs of a fuzz corpus directory (seeds and minimized crashes), sorted by name; empty when
@@ -233,7 +355,12 @@ pub fn corpus(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
         .flatten()
         .flatten()
         .filter(|e| e.path().is_file())
-        .filter_map(|e| Some((e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).ok()?)))
+        .filter_map(|e| {
+            Some((
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).ok()?,
+            ))
+        })
         .collect();
     v.sort();
     v
@@ -244,7 +371,28 @@ pub fn corpus(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
 /// cargo-fuzz. Same `rng_seed`, same inputs.
 pub fn mutations(seeds: &[Vec<u8>], count: usize, rng_seed: u64) -> Vec<Vec<u8>> {
     use rand::{Rng, SeedableRng};
-    const TOKENS: &[&[u8]] = &[b"", b"-1", b"0", b"99999999999999999999", b"\0", b"{", b"[", b"null", b"~", b"*a", b"&a ", b"!!binary ", b"\n  ", b"\t", b": ", b"%", b"%zz", b"\xff", b"'", b"\""];
+    const TOKENS: &[&[u8]] = &[
+        b"",
+        b"-1",
+        b"0",
+        b"99999999999999999999",
+        b"\0",
+        b"{",
+        b"[",
+        b"null",
+        b"~",
+        b"*a",
+        b"&a ",
+        b"!!binary ",
+        b"\n  ",
+        b"\t",
+        b": ",
+        b"%",
+        b"%zz",
+        b"\xff",
+        b"'",
+        b"\"",
+    ];
     let mut rng = rand::rngs::StdRng::seed_from_u64(rng_seed);
     let mut out = Vec::with_capacity(count);
     if seeds.is_empty() {
@@ -254,7 +402,11 @@ pub fn mutations(seeds: &[Vec<u8>], count: usize, rng_seed: u64) -> Vec<Vec<u8>>
         let mut d = seeds[rng.random_range(0..seeds.len())].clone();
         for _ in 0..rng.random_range(1..=4) {
             let len = d.len();
-            let at = if len == 0 { 0 } else { rng.random_range(0..len) };
+            let at = if len == 0 {
+                0
+            } else {
+                rng.random_range(0..len)
+            };
             match rng.random_range(0..6) {
                 0 if len > 0 => d[at] ^= 1 << rng.random_range(0..8),
                 1 => d.insert(at, rng.random()),
@@ -269,7 +421,11 @@ pub fn mutations(seeds: &[Vec<u8>], count: usize, rng_seed: u64) -> Vec<Vec<u8>>
                 }
                 4 => {
                     let other = &seeds[rng.random_range(0..seeds.len())];
-                    let from = if other.is_empty() { 0 } else { rng.random_range(0..other.len()) };
+                    let from = if other.is_empty() {
+                        0
+                    } else {
+                        rng.random_range(0..other.len())
+                    };
                     d.truncate(at);
                     d.extend_from_slice(&other[from..]);
                 }

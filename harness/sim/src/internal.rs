@@ -17,29 +17,62 @@ pub struct Internal {
 
 impl Internal {
     pub fn new(api: Arc<ApiServer>, manager: &str) -> Self {
-        Internal { api, manager: manager.to_string() }
+        Internal {
+            api,
+            manager: manager.to_string(),
+        }
     }
 
     pub fn rt(&self, group: &str, plural: &str) -> ApiResult<Arc<ResourceType>> {
         let key = resources::storage_key(group, plural);
-        self.api.registry.storage_type(&key).ok_or_else(|| ApiError::not_found(group, plural, ""))
+        self.api
+            .registry
+            .storage_type(&key)
+            .ok_or_else(|| ApiError::not_found(group, plural, ""))
     }
 
     fn opts(&self) -> WriteOptions {
-        WriteOptions { field_manager: Some(self.manager.clone()), ..Default::default() }
+        WriteOptions {
+            field_manager: Some(self.manager.clone()),
+            ..Default::default()
+        }
     }
 
     pub fn get(&self, group: &str, plural: &str, ns: &str, name: &str) -> Option<Arc<Value>> {
-        self.api.store.get(&resources::storage_key(group, plural), ns, name)
+        self.api
+            .store
+            .get(&resources::storage_key(group, plural), ns, name)
     }
 
-    pub fn list(&self, group: &str, plural: &str, ns: Option<&str>, filter: &dyn Fn(&Value) -> bool) -> Vec<Arc<Value>> {
-        self.api.store.list(&resources::storage_key(group, plural), ns, None, None, filter).items
+    pub fn list(
+        &self,
+        group: &str,
+        plural: &str,
+        ns: Option<&str>,
+        filter: &dyn Fn(&Value) -> bool,
+    ) -> Vec<Arc<Value>> {
+        self.api
+            .store
+            .list(
+                &resources::storage_key(group, plural),
+                ns,
+                None,
+                None,
+                filter,
+            )
+            .items
     }
 
     /// The pods bound to `node` that `filter` keeps, through the store's node index.
     pub fn pods_on_node(&self, node: &str, filter: &dyn Fn(&Value) -> bool) -> Vec<Arc<Value>> {
-        let res = self.api.store.list_stored(&resources::storage_key("", "pods"), None, None, None, filter, Some(node));
+        let res = self.api.store.list_stored(
+            &resources::storage_key("", "pods"),
+            None,
+            None,
+            None,
+            filter,
+            Some(node),
+        );
         res.items.into_iter().map(|s| s.object()).collect()
     }
 
@@ -49,21 +82,55 @@ impl Internal {
     }
 
     /// JSON merge patch of the main resource.
-    pub fn merge(&self, group: &str, plural: &str, ns: &str, name: &str, patch: &Value) -> ApiResult<Arc<Value>> {
+    pub fn merge(
+        &self,
+        group: &str,
+        plural: &str,
+        ns: &str,
+        name: &str,
+        patch: &Value,
+    ) -> ApiResult<Arc<Value>> {
         let rt = self.rt(group, plural)?;
-        Ok(self.api.patch(&rt, ns, name, None, PatchType::Merge, patch, &self.opts())?.object)
+        Ok(self
+            .api
+            .patch(&rt, ns, name, None, PatchType::Merge, patch, &self.opts())?
+            .object)
     }
 
     /// JSON merge patch of the status subresource (lists in the patch replace lists).
-    pub fn merge_status(&self, group: &str, plural: &str, ns: &str, name: &str, patch: &Value) -> ApiResult<Arc<Value>> {
+    pub fn merge_status(
+        &self,
+        group: &str,
+        plural: &str,
+        ns: &str,
+        name: &str,
+        patch: &Value,
+    ) -> ApiResult<Arc<Value>> {
         let rt = self.rt(group, plural)?;
-        let sub = if rt.has_status() { Some("status") } else { None };
-        Ok(self.api.patch(&rt, ns, name, sub, PatchType::Merge, patch, &self.opts())?.object)
+        let sub = if rt.has_status() {
+            Some("status")
+        } else {
+            None
+        };
+        Ok(self
+            .api
+            .patch(&rt, ns, name, sub, PatchType::Merge, patch, &self.opts())?
+            .object)
     }
 
-    pub fn delete(&self, group: &str, plural: &str, ns: &str, name: &str, grace: Option<i64>) -> ApiResult<bool> {
+    pub fn delete(
+        &self,
+        group: &str,
+        plural: &str,
+        ns: &str,
+        name: &str,
+        grace: Option<i64>,
+    ) -> ApiResult<bool> {
         let rt = self.rt(group, plural)?;
-        let opts = DeleteOptions { grace_period_seconds: grace, ..Default::default() };
+        let opts = DeleteOptions {
+            grace_period_seconds: grace,
+            ..Default::default()
+        };
         match self.api.delete(&rt, ns, name, &opts)? {
             DeleteOutcome::Deleted(_) => Ok(true),
             DeleteOutcome::Pending(_) => Ok(false),

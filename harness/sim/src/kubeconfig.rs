@@ -23,11 +23,18 @@ pub fn render(server: &str, token: &str, ca_pem: &str, client: &ClientCert) -> S
 }
 
 /// Write the kubeconfig with owner-only permissions (it holds the token and key).
-pub fn write(path: &Path, server: &str, token: &str, ca_pem: &str, client: &ClientCert) -> Result<PathBuf> {
+pub fn write(
+    path: &Path,
+    server: &str,
+    token: &str,
+    ca_pem: &str,
+    client: &ClientCert,
+) -> Result<PathBuf> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    std::fs::write(path, render(server, token, ca_pem, client)).with_context(|| format!("writing kubeconfig {}", path.display()))?;
+    std::fs::write(path, render(server, token, ca_pem, client))
+        .with_context(|| format!("writing kubeconfig {}", path.display()))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -42,11 +49,21 @@ mod tests {
 
     #[test]
     fn kubeconfig_parses_as_yaml_with_token() {
-        let client = ClientCert { cert_pem: "CERT".into(), key_pem: "KEY".into() };
-        let y: serde_yaml::Value = serde_yaml::from_str(&render("https://127.0.0.1:1234", "abc", "PEM", &client)).unwrap();
-        assert_eq!(y["users"][0]["user"]["client-key-data"].as_str(), Some("S0VZ"));
+        let client = ClientCert {
+            cert_pem: "CERT".into(),
+            key_pem: "KEY".into(),
+        };
+        let y: serde_yaml::Value =
+            serde_yaml::from_str(&render("https://127.0.0.1:1234", "abc", "PEM", &client)).unwrap();
+        assert_eq!(
+            y["users"][0]["user"]["client-key-data"].as_str(),
+            Some("S0VZ")
+        );
         assert_eq!(y["users"][0]["user"]["token"].as_str(), Some("abc"));
-        assert_eq!(y["clusters"][0]["cluster"]["server"].as_str(), Some("https://127.0.0.1:1234"));
+        assert_eq!(
+            y["clusters"][0]["cluster"]["server"].as_str(),
+            Some("https://127.0.0.1:1234")
+        );
         assert_eq!(y["current-context"].as_str(), Some(CONTEXT));
     }
 }

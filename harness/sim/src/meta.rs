@@ -18,7 +18,9 @@ pub fn rfc3339_micro(t: DateTime<Utc>) -> String {
 }
 
 pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 /// `Value::pointer` without its per-token allocations (it unescapes every token into a new
@@ -67,13 +69,19 @@ pub fn resource_version(obj: &Value) -> &str {
 }
 
 pub fn is_deleting(obj: &Value) -> bool {
-    at(obj, "/metadata/deletionTimestamp").map(|v| !v.is_null()).unwrap_or(false)
+    at(obj, "/metadata/deletionTimestamp")
+        .map(|v| !v.is_null())
+        .unwrap_or(false)
 }
 
 pub fn finalizers(obj: &Value) -> Vec<String> {
     at(obj, "/metadata/finalizers")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -92,7 +100,9 @@ pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
         *obj = Value::Object(Map::new());
     }
     let map = obj.as_object_mut().expect("object");
-    let md = map.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    let md = map
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
     if !md.is_object() {
         *md = Value::Object(Map::new());
     }
@@ -115,7 +125,11 @@ pub fn labels(obj: &Value) -> Option<&Value> {
 pub fn owner_uids(obj: &Value) -> Vec<String> {
     at(obj, "/metadata/ownerReferences")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -125,7 +139,9 @@ pub fn owner_uids(obj: &Value) -> Vec<String> {
 pub fn merge_is_noop(target: Option<&Value>, patch: &Value) -> bool {
     match (target, patch) {
         (t, Value::Null) => t.is_none() || t == Some(&Value::Null),
-        (Some(Value::Object(t)), Value::Object(p)) => p.iter().all(|(k, v)| merge_is_noop(t.get(k), v)),
+        (Some(Value::Object(t)), Value::Object(p)) => {
+            p.iter().all(|(k, v)| merge_is_noop(t.get(k), v))
+        }
         (Some(t), p) => t == p,
         (None, _) => false,
     }
@@ -134,12 +150,23 @@ pub fn merge_is_noop(target: Option<&Value>, patch: &Value) -> bool {
 /// Compare two objects member by member without copying either: members named in `skip` are
 /// left out, `metadata` is compared leaving out `metadata_skip` (as any member when None), and
 /// with `ordered` the members must also come in the same order (what a response shows).
-fn same_members(a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str], metadata_skip: Option<&[&str]>, ordered: bool) -> bool {
-    fn kept<'a>(m: &'a Map<String, Value>, skip: &'a [&str]) -> impl Iterator<Item = (&'a String, &'a Value)> + 'a {
+fn same_members(
+    a: &Map<String, Value>,
+    b: &Map<String, Value>,
+    skip: &[&str],
+    metadata_skip: Option<&[&str]>,
+    ordered: bool,
+) -> bool {
+    fn kept<'a>(
+        m: &'a Map<String, Value>,
+        skip: &'a [&str],
+    ) -> impl Iterator<Item = (&'a String, &'a Value)> + 'a {
         m.iter().filter(move |(k, _)| !skip.contains(&k.as_str()))
     }
     let same_value = |k: &str, va: &Value, vb: &Value| match (metadata_skip, k, va, vb) {
-        (Some(inner), "metadata", Value::Object(ma), Value::Object(mb)) => same_members(ma, mb, inner, None, ordered),
+        (Some(inner), "metadata", Value::Object(ma), Value::Object(mb)) => {
+            same_members(ma, mb, inner, None, ordered)
+        }
         _ if ordered => identical(va, vb),
         _ => va == vb,
     };
@@ -153,7 +180,8 @@ fn same_members(a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str], m
             }
         }
     }
-    kept(a, skip).count() == kept(b, skip).count() && kept(a, skip).all(|(k, va)| b.get(k).is_some_and(|vb| same_value(k, va, vb)))
+    kept(a, skip).count() == kept(b, skip).count()
+        && kept(a, skip).all(|(k, va)| b.get(k).is_some_and(|vb| same_value(k, va, vb)))
 }
 
 /// Compare two objects ignoring the fields the server maintains itself on every write
@@ -161,7 +189,13 @@ fn same_members(a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str], m
 /// asks this of the whole object.
 pub fn same_content(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Object(ma), Value::Object(mb)) => same_members(ma, mb, &[], Some(&["resourceVersion", "managedFields"]), false),
+        (Value::Object(ma), Value::Object(mb)) => same_members(
+            ma,
+            mb,
+            &[],
+            Some(&["resourceVersion", "managedFields"]),
+            false,
+        ),
         _ => a == b,
     }
 }
@@ -170,8 +204,15 @@ pub fn same_content(a: &Value, b: &Value) -> bool {
 /// order of object members.
 pub fn identical(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|((ka, va), (kb, vb))| ka == kb && identical(va, vb)),
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| identical(p, q)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y.iter())
+                    .all(|((ka, va), (kb, vb))| ka == kb && identical(va, vb))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| identical(p, q))
+        }
         _ => a == b,
     }
 }
@@ -182,7 +223,9 @@ pub fn identical(a: &Value, b: &Value) -> bool {
 /// decoding of more than its status.
 pub fn identical_outside_status(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Object(x), Value::Object(y)) => same_members(x, y, &["status"], Some(&["resourceVersion"]), true),
+        (Value::Object(x), Value::Object(y)) => {
+            same_members(x, y, &["status"], Some(&["resourceVersion"]), true)
+        }
         _ => false,
     }
 }
@@ -191,7 +234,13 @@ pub fn identical_outside_status(a: &Value, b: &Value) -> bool {
 /// `metadata.generation`.
 pub fn same_spec_part(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Object(x), Value::Object(y)) => same_members(x, y, &["metadata", "status", "apiVersion", "kind"], None, false),
+        (Value::Object(x), Value::Object(y)) => same_members(
+            x,
+            y,
+            &["metadata", "status", "apiVersion", "kind"],
+            None,
+            false,
+        ),
         _ => a == b,
     }
 }
@@ -202,9 +251,20 @@ pub fn same_spec_part(a: &Value, b: &Value) -> bool {
 pub fn canonical_order(obj: &mut Value) {
     let Some(m) = obj.as_object_mut() else { return };
     let head = ["kind", "apiVersion", "metadata"];
-    let present: Vec<&str> = head.iter().copied().filter(|k| m.contains_key(*k)).collect();
-    let in_order = m.keys().take(present.len()).map(String::as_str).eq(present.iter().copied())
-        && m.keys().last().map(|k| k == "status" || !m.contains_key("status")).unwrap_or(true);
+    let present: Vec<&str> = head
+        .iter()
+        .copied()
+        .filter(|k| m.contains_key(*k))
+        .collect();
+    let in_order = m
+        .keys()
+        .take(present.len())
+        .map(String::as_str)
+        .eq(present.iter().copied())
+        && m.keys()
+            .last()
+            .map(|k| k == "status" || !m.contains_key("status"))
+            .unwrap_or(true);
     if in_order {
         return;
     }
@@ -243,8 +303,14 @@ mod tests {
             assert!(!identical_outside_status(&a, &other), "{other}");
             assert!(!identical_outside_status(&other, &a), "{other}");
         }
-        assert!(identical(&json!({"a": 1, "b": 2}), &json!({"a": 1, "b": 2})));
-        assert!(!identical(&json!({"a": 1, "b": 2}), &json!({"b": 2, "a": 1})));
+        assert!(identical(
+            &json!({"a": 1, "b": 2}),
+            &json!({"a": 1, "b": 2})
+        ));
+        assert!(!identical(
+            &json!({"a": 1, "b": 2}),
+            &json!({"b": 2, "a": 1})
+        ));
     }
 
     #[test]
@@ -259,7 +325,11 @@ mod tests {
         ];
         for a in &objs {
             for b in &objs {
-                assert_eq!(same_spec_part(a, b), spec_part(a) == spec_part(b), "{a} vs {b}");
+                assert_eq!(
+                    same_spec_part(a, b),
+                    spec_part(a) == spec_part(b),
+                    "{a} vs {b}"
+                );
             }
         }
     }
@@ -287,7 +357,10 @@ mod tests {
         canonical_order(&mut o);
         let keys: Vec<&String> = o.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["kind", "apiVersion", "metadata", "data", "status"]);
-        assert_eq!(serde_json::to_string(&o).unwrap(), r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{},"data":{},"status":{}}"#);
+        assert_eq!(
+            serde_json::to_string(&o).unwrap(),
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{},"data":{},"status":{}}"#
+        );
     }
 
     /// Everything but metadata, status, apiVersion and kind, copied: the plain statement of
@@ -295,7 +368,12 @@ mod tests {
     fn spec_part(obj: &Value) -> Value {
         match obj {
             Value::Object(m) => Value::Object(
-                m.iter().filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")).map(|(k, v)| (k.clone(), v.clone())).collect(),
+                m.iter()
+                    .filter(|(k, _)| {
+                        !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                    })
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
             ),
             other => other.clone(),
         }
@@ -313,8 +391,25 @@ mod tests {
     #[test]
     fn at_agrees_with_value_pointer() {
         let v = json!({"metadata": {"name": "n", "a/b": 1, "m~n": 2, "labels": {"x": "y"}}, "list": [10, {"k": "v"}], "": {"e": 3}});
-        for p in ["", "/metadata", "/metadata/name", "/metadata/labels/x", "/metadata/a~1b", "/metadata/m~0n", "/list/0", "/list/1/k",
-                  "/list/01", "/list/+1", "/list/2", "/list/x", "/missing", "/metadata/name/deeper", "nope", "//e", "/metadata/"] {
+        for p in [
+            "",
+            "/metadata",
+            "/metadata/name",
+            "/metadata/labels/x",
+            "/metadata/a~1b",
+            "/metadata/m~0n",
+            "/list/0",
+            "/list/1/k",
+            "/list/01",
+            "/list/+1",
+            "/list/2",
+            "/list/x",
+            "/missing",
+            "/metadata/name/deeper",
+            "nope",
+            "//e",
+            "/metadata/",
+        ] {
             assert_eq!(at(&v, p), v.pointer(p), "pointer {p:?}");
         }
     }
@@ -329,11 +424,26 @@ mod tests {
     #[test]
     fn a_merge_patch_is_a_noop_when_every_field_it_sets_is_already_so() {
         let stored = serde_json::json!({"phase": "Running", "qosClass": "BestEffort", "conditions": [{"type": "Ready"}]});
-        assert!(merge_is_noop(Some(&stored), &serde_json::json!({"phase": "Running", "conditions": [{"type": "Ready"}]})));
-        assert!(!merge_is_noop(Some(&stored), &serde_json::json!({"phase": "Pending"})));
-        assert!(!merge_is_noop(Some(&stored), &serde_json::json!({"podIP": "10.0.0.1"})));
-        assert!(!merge_is_noop(Some(&stored), &serde_json::json!({"qosClass": null})));
-        assert!(merge_is_noop(Some(&stored), &serde_json::json!({"podIP": null})));
+        assert!(merge_is_noop(
+            Some(&stored),
+            &serde_json::json!({"phase": "Running", "conditions": [{"type": "Ready"}]})
+        ));
+        assert!(!merge_is_noop(
+            Some(&stored),
+            &serde_json::json!({"phase": "Pending"})
+        ));
+        assert!(!merge_is_noop(
+            Some(&stored),
+            &serde_json::json!({"podIP": "10.0.0.1"})
+        ));
+        assert!(!merge_is_noop(
+            Some(&stored),
+            &serde_json::json!({"qosClass": null})
+        ));
+        assert!(merge_is_noop(
+            Some(&stored),
+            &serde_json::json!({"podIP": null})
+        ));
         assert!(!merge_is_noop(None, &serde_json::json!({})));
     }
 }

@@ -15,12 +15,11 @@ pub fn node_object(name: &str, index: usize, control_plane: bool) -> Value {
     if control_plane {
         labels["node-role.kubernetes.io/control-plane"] = json!("");
     }
-    let cond = |t: &str, s: &str, reason: &str, msg: &str| {
-        json!({"type": t, "status": s, "lastHeartbeatTime": now, "lastTransitionTime": now, "reason": reason, "message": msg})
-    };
+    let cond = |t: &str, s: &str, reason: &str, msg: &str| json!({"type": t, "status": s, "lastHeartbeatTime": now, "lastTransitionTime": now, "reason": reason, "message": msg});
     let mut spec = json!({"podCIDR": format!("10.244.{}.0/24", index), "podCIDRs": [format!("10.244.{}.0/24", index)]});
     if control_plane {
-        spec["taints"] = json!([{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]);
+        spec["taints"] =
+            json!([{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]);
     }
     json!({
         "apiVersion": "v1", "kind": "Node",

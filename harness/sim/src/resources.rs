@@ -22,7 +22,10 @@ pub struct ResourceKey {
 
 impl ResourceKey {
     pub fn new(group: &str, plural: &str) -> Self {
-        ResourceKey { group: group.to_string(), plural: plural.to_string() }
+        ResourceKey {
+            group: group.to_string(),
+            plural: plural.to_string(),
+        }
     }
 }
 
@@ -37,7 +40,16 @@ impl std::fmt::Display for ResourceKey {
 }
 
 /// The verbs of a resource that is stored and served like any other.
-pub const CRUD_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+pub const CRUD_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 /// One served (group, version, resource).
 #[derive(Debug, Clone)]
@@ -117,15 +129,23 @@ pub struct Registry {
 impl Registry {
     pub fn with_builtins() -> Self {
         let r = Registry::default();
-        let types: Vec<_> = builtins::all().into_iter().filter(|b| b.scope != Scope::Subresource).collect();
+        let types: Vec<_> = builtins::all()
+            .into_iter()
+            .filter(|b| b.scope != Scope::Subresource)
+            .collect();
         for b in &types {
             // The newest version is the stored one (autoscaling/v2 for HorizontalPodAutoscalers).
-            let mut versions: Vec<String> =
-                types.iter().filter(|o| o.group == b.group && o.plural == b.plural).map(|o| o.version.to_string()).collect();
+            let mut versions: Vec<String> = types
+                .iter()
+                .filter(|o| o.group == b.group && o.plural == b.plural)
+                .map(|o| o.version.to_string())
+                .collect();
             sort_versions(&mut versions);
             let extra = builtins::extra(b.group, b.kind);
             let strings = |f: fn(&builtins::Extra) -> &'static [&'static str]| -> Vec<String> {
-                extra.map(|e| f(e).iter().map(|s| s.to_string()).collect()).unwrap_or_default()
+                extra
+                    .map(|e| f(e).iter().map(|s| s.to_string()).collect())
+                    .unwrap_or_default()
             };
             r.insert(ResourceType {
                 group: b.group.into(),
@@ -143,7 +163,9 @@ impl Registry {
                 custom: false,
                 verbs: builtins::verbs(b.group, b.plural, b.listable),
                 round_trip: Some(b.round_trip),
-                scale: extra.filter(|e| e.subresources.contains(&"scale")).map(|_| ScalePaths::builtin(b.kind)),
+                scale: extra
+                    .filter(|e| e.subresources.contains(&"scale"))
+                    .map(|_| ScalePaths::builtin(b.kind)),
                 schema: None,
             });
         }
@@ -157,7 +179,10 @@ impl Registry {
                 order.push(t.group.clone());
             }
         }
-        self.types.write().insert((t.group.clone(), t.version.clone(), t.plural.clone()), Arc::new(t));
+        self.types.write().insert(
+            (t.group.clone(), t.version.clone(), t.plural.clone()),
+            Arc::new(t),
+        );
         self.generation.fetch_add(1, Ordering::SeqCst);
     }
 
@@ -168,7 +193,9 @@ impl Registry {
 
     /// Remove every version of a custom resource (when its CRD is deleted).
     pub fn remove_resource(&self, group: &str, plural: &str) {
-        self.types.write().retain(|(g, _, p), _| !(g == group && p == plural));
+        self.types
+            .write()
+            .retain(|(g, _, p), _| !(g == group && p == plural));
         self.generation.fetch_add(1, Ordering::SeqCst);
         let still_has_group = self.types.read().keys().any(|(g, _, _)| g == group);
         if !still_has_group {
@@ -177,21 +204,33 @@ impl Registry {
     }
 
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
-        self.types.read().get(&(group.to_string(), version.to_string(), plural.to_string())).cloned()
+        self.types
+            .read()
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .cloned()
     }
 
     /// Find the type for an object's apiVersion and kind.
     pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceType>> {
         let (group, version) = split_api_version(api_version);
-        self.types.read().values().find(|t| t.group == group && t.version == version && t.kind == kind).cloned()
+        self.types
+            .read()
+            .values()
+            .find(|t| t.group == group && t.version == version && t.kind == kind)
+            .cloned()
     }
 
     /// The storage-version type of a resource (any served version if none is marked).
     pub fn storage_type(&self, key: &ResourceKey) -> Option<Arc<ResourceType>> {
         let types = self.types.read();
-        let mut candidates = types.values().filter(|t| t.group == key.group && t.plural == key.plural);
+        let mut candidates = types
+            .values()
+            .filter(|t| t.group == key.group && t.plural == key.plural);
         let all: Vec<_> = candidates.by_ref().cloned().collect();
-        all.iter().find(|t| t.storage_version).cloned().or_else(|| all.first().cloned())
+        all.iter()
+            .find(|t| t.storage_version)
+            .cloned()
+            .or_else(|| all.first().cloned())
     }
 
     pub fn groups(&self) -> Vec<String> {
@@ -220,7 +259,12 @@ impl Registry {
     }
 
     pub fn resources_in(&self, group: &str, version: &str) -> Vec<Arc<ResourceType>> {
-        self.types.read().values().filter(|t| t.group == group && t.version == version).cloned().collect()
+        self.types
+            .read()
+            .values()
+            .filter(|t| t.group == group && t.version == version)
+            .cloned()
+            .collect()
     }
 
     pub fn all(&self) -> Vec<Arc<ResourceType>> {
@@ -262,22 +306,36 @@ mod tests {
 
     #[test]
     fn versions_sort_like_kubernetes() {
-        let mut v = vec!["v1alpha1".to_string(), "v2".into(), "v1beta2".into(), "v1".into(), "v1beta1".into()];
+        let mut v = vec![
+            "v1alpha1".to_string(),
+            "v2".into(),
+            "v1beta2".into(),
+            "v1".into(),
+            "v1beta1".into(),
+        ];
         sort_versions(&mut v);
         assert_eq!(v, vec!["v2", "v1", "v1beta2", "v1beta1", "v1alpha1"]);
     }
 
     #[test]
     fn events_share_storage_across_groups() {
-        assert_eq!(storage_key("events.k8s.io", "events"), storage_key("", "events"));
-        assert_ne!(storage_key("apps", "deployments"), storage_key("", "deployments"));
+        assert_eq!(
+            storage_key("events.k8s.io", "events"),
+            storage_key("", "events")
+        );
+        assert_ne!(
+            storage_key("apps", "deployments"),
+            storage_key("", "deployments")
+        );
     }
 
     #[test]
     fn builtins_are_registered_with_subresources() {
         let r = Registry::with_builtins();
         let pods = r.get("", "v1", "pods").expect("pods");
-        assert!(pods.has_status() && pods.has_subresource("log") && pods.has_subresource("binding"));
+        assert!(
+            pods.has_status() && pods.has_subresource("log") && pods.has_subresource("binding")
+        );
         assert!(r.by_kind("apps/v1", "Deployment").is_some());
         assert!(r.groups().contains(&"apiextensions.k8s.io".to_string()));
     }

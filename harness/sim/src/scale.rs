@@ -30,31 +30,55 @@ pub enum SelectorAt {
 
 impl ScalePaths {
     pub fn builtin(kind: &str) -> ScalePaths {
-        let selector = if kind == "ReplicationController" { SelectorAt::Map("/spec/selector".into()) } else { SelectorAt::LabelSelector("/spec/selector".into()) };
-        ScalePaths { spec_replicas: "/spec/replicas".into(), status_replicas: "/status/replicas".into(), selector }
+        let selector = if kind == "ReplicationController" {
+            SelectorAt::Map("/spec/selector".into())
+        } else {
+            SelectorAt::LabelSelector("/spec/selector".into())
+        };
+        ScalePaths {
+            spec_replicas: "/spec/replicas".into(),
+            status_replicas: "/status/replicas".into(),
+            selector,
+        }
     }
 
     /// From a CRD version's `subresources.scale` (JSONPaths such as `.spec.replicas`).
     pub fn from_crd(scale: &Value) -> ScalePaths {
-        let path = |k: &str| scale.get(k).and_then(Value::as_str).map(json_path_to_pointer);
+        let path = |k: &str| {
+            scale
+                .get(k)
+                .and_then(Value::as_str)
+                .map(json_path_to_pointer)
+        };
         ScalePaths {
             spec_replicas: path("specReplicasPath").unwrap_or_else(|| "/spec/replicas".into()),
-            status_replicas: path("statusReplicasPath").unwrap_or_else(|| "/status/replicas".into()),
-            selector: path("labelSelectorPath").map(SelectorAt::Text).unwrap_or(SelectorAt::None),
+            status_replicas: path("statusReplicasPath")
+                .unwrap_or_else(|| "/status/replicas".into()),
+            selector: path("labelSelectorPath")
+                .map(SelectorAt::Text)
+                .unwrap_or(SelectorAt::None),
         }
     }
 }
 
 /// `.spec.replicas` -> `/spec/replicas`.
 fn json_path_to_pointer(p: &str) -> String {
-    p.trim_start_matches('.').split('.').fold(String::new(), |acc, seg| format!("{}/{}", acc, seg))
+    p.trim_start_matches('.')
+        .split('.')
+        .fold(String::new(), |acc, seg| format!("{}/{}", acc, seg))
 }
 
 /// The Scale of `obj`.
 pub fn scale_of(obj: &Value, paths: &ScalePaths) -> Value {
     let md = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let mut scale_md = serde_json::Map::new();
-    for k in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+    for k in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
         if let Some(v) = md.get(k) {
             scale_md.insert(k.into(), v.clone());
         }
@@ -62,7 +86,10 @@ pub fn scale_of(obj: &Value, paths: &ScalePaths) -> Value {
     let replicas = |p: &str| obj.pointer(p).and_then(Value::as_i64).unwrap_or(0);
     let mut status = json!({"replicas": replicas(&paths.status_replicas)});
     let selector = match &paths.selector {
-        SelectorAt::LabelSelector(p) => obj.pointer(p).and_then(|s| LabelSelector::from_json(s).ok()).map(|s| s.to_string()),
+        SelectorAt::LabelSelector(p) => obj
+            .pointer(p)
+            .and_then(|s| LabelSelector::from_json(s).ok())
+            .map(|s| s.to_string()),
         SelectorAt::Map(p) => Some(LabelSelector::from_set(obj.pointer(p)).to_string()),
         SelectorAt::Text(p) => obj.pointer(p).and_then(Value::as_str).map(String::from),
         SelectorAt::None => None,
@@ -91,12 +118,22 @@ pub fn apply_scale(obj: &Value, scale: &Value, paths: &ScalePaths, name: &str) -
             "autoscaling",
             "Scale",
             name,
-            vec![("spec.replicas".into(), format!("Invalid value: {}: must be greater than or equal to 0", replicas), "FieldValueInvalid")],
+            vec![(
+                "spec.replicas".into(),
+                format!(
+                    "Invalid value: {}: must be greater than or equal to 0",
+                    replicas
+                ),
+                "FieldValueInvalid",
+            )],
         ));
     }
     let mut next = obj.clone();
     set_pointer(&mut next, &paths.spec_replicas, json!(replicas));
-    match scale.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
+    match scale
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+    {
         Some(rv) if !rv.is_empty() => next["metadata"]["resourceVersion"] = json!(rv),
         _ => {
             let rv = meta::resource_version(obj).to_string();
@@ -132,31 +169,68 @@ mod tests {
             "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web", "tier": "fe"}}}, "status": {"replicas": 2}});
         let s = scale_of(&d, &ScalePaths::builtin("Deployment"));
         assert_eq!(s["spec"]["replicas"], 3);
-        assert_eq!(s["status"], json!({"replicas": 2, "selector": "app=web,tier=fe"}));
-        assert_eq!(s["metadata"], json!({"name": "web", "namespace": "d", "uid": "u", "resourceVersion": "7"}));
+        assert_eq!(
+            s["status"],
+            json!({"replicas": 2, "selector": "app=web,tier=fe"})
+        );
+        assert_eq!(
+            s["metadata"],
+            json!({"name": "web", "namespace": "d", "uid": "u", "resourceVersion": "7"})
+        );
     }
 
     #[test]
     fn replication_controller_selector_is_a_map() {
         let rc = json!({"metadata": {"name": "r"}, "spec": {"replicas": 1, "selector": {"b": "2", "a": "1"}}});
-        assert_eq!(scale_of(&rc, &ScalePaths::builtin("ReplicationController"))["status"]["selector"], "a=1,b=2");
+        assert_eq!(
+            scale_of(&rc, &ScalePaths::builtin("ReplicationController"))["status"]["selector"],
+            "a=1,b=2"
+        );
     }
 
     #[test]
     fn applying_a_scale_sets_replicas_and_checks_its_sign() {
-        let d = json!({"metadata": {"name": "web", "resourceVersion": "7"}, "spec": {"replicas": 3}});
-        let next = apply_scale(&d, &json!({"spec": {"replicas": 5}}), &ScalePaths::builtin("Deployment"), "web").unwrap();
-        assert_eq!((next["spec"]["replicas"].as_i64(), next["metadata"]["resourceVersion"].as_str()), (Some(5), Some("7")));
-        let e = apply_scale(&d, &json!({"spec": {"replicas": -1}}), &ScalePaths::builtin("Deployment"), "web").unwrap_err();
+        let d =
+            json!({"metadata": {"name": "web", "resourceVersion": "7"}, "spec": {"replicas": 3}});
+        let next = apply_scale(
+            &d,
+            &json!({"spec": {"replicas": 5}}),
+            &ScalePaths::builtin("Deployment"),
+            "web",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                next["spec"]["replicas"].as_i64(),
+                next["metadata"]["resourceVersion"].as_str()
+            ),
+            (Some(5), Some("7"))
+        );
+        let e = apply_scale(
+            &d,
+            &json!({"spec": {"replicas": -1}}),
+            &ScalePaths::builtin("Deployment"),
+            "web",
+        )
+        .unwrap_err();
         assert_eq!(e.code, 422);
-        assert!(e.message.contains("spec.replicas: Invalid value: -1"), "{}", e.message);
+        assert!(
+            e.message.contains("spec.replicas: Invalid value: -1"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
     fn crd_paths_become_pointers() {
-        let p = ScalePaths::from_crd(&json!({"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.size", "labelSelectorPath": ".status.selector"}));
+        let p = ScalePaths::from_crd(
+            &json!({"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.size", "labelSelectorPath": ".status.selector"}),
+        );
         assert_eq!(p.spec_replicas, "/spec/size");
         let cr = json!({"metadata": {"name": "c"}, "spec": {"size": 4}, "status": {"size": 4, "selector": "a=b"}});
-        assert_eq!(scale_of(&cr, &p)["status"], json!({"replicas": 4, "selector": "a=b"}));
+        assert_eq!(
+            scale_of(&cr, &p)["status"],
+            json!({"replicas": 4, "selector": "a=b"})
+        );
     }
 }

@@ -3,11 +3,11 @@
 
 use crate::apiserver::{ApiServer, WriteOptions};
 use crate::cluster::{ClusterOptions, SimCluster};
-use crate::timing::Timing;
 use crate::controllers;
 use crate::http::faults::ApiFaults;
 use crate::http::{self, HttpState};
 use crate::kubeconfig;
+use crate::timing::Timing;
 use crate::tls;
 use anyhow::{bail, Context, Result};
 use serde_json::json;
@@ -37,14 +37,24 @@ pub struct SimOptions {
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { bind: SocketAddr::from(([127, 0, 0, 1], 0)), watch_history: 10_000, nodes: vec![], token: None, cluster: None, seed: 0 }
+        SimOptions {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            watch_history: 10_000,
+            nodes: vec![],
+            token: None,
+            cluster: None,
+            seed: 0,
+        }
     }
 }
 
 impl SimOptions {
     /// The API alone with `n` static worker nodes (worker-01, worker-02, ...).
     pub fn with_workers(n: usize) -> Self {
-        SimOptions { nodes: (1..=n).map(|i| format!("worker-{:02}", i)).collect(), ..Default::default() }
+        SimOptions {
+            nodes: (1..=n).map(|i| format!("worker-{:02}", i)).collect(),
+            ..Default::default()
+        }
     }
 
     /// A whole simulated cluster: a control-plane node and `n` workers with kubelets, the
@@ -52,7 +62,14 @@ impl SimOptions {
     pub fn full(n: usize, timing: Timing) -> Self {
         let mut nodes = vec!["control-plane".to_string()];
         nodes.extend((1..=n).map(|i| format!("worker-{:02}", i)));
-        SimOptions { nodes, cluster: Some(ClusterOptions { timing, ..Default::default() }), ..Default::default() }
+        SimOptions {
+            nodes,
+            cluster: Some(ClusterOptions {
+                timing,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
     }
 }
 
@@ -82,21 +99,57 @@ impl SimServer {
         }
         let api = ApiServer::new(opts.watch_history);
         let token = opts.token.clone().unwrap_or_else(random_token);
-        let listener = TcpListener::bind(opts.bind).await.with_context(|| format!("binding {}", opts.bind))?;
+        let listener = TcpListener::bind(opts.bind)
+            .await
+            .with_context(|| format!("binding {}", opts.bind))?;
         let addr = listener.local_addr()?;
-        let timing = opts.cluster.as_ref().map(|c| c.timing.clone()).unwrap_or_default();
+        let timing = opts
+            .cluster
+            .as_ref()
+            .map(|c| c.timing.clone())
+            .unwrap_or_default();
         let mut tasks = controllers::start(api.clone(), timing.clone());
         tasks.push(tokio::spawn(crate::event_ttl::run(api.clone(), timing)));
-        let static_nodes: &[String] = if opts.cluster.is_some() { &[] } else { &opts.nodes };
+        let static_nodes: &[String] = if opts.cluster.is_some() {
+            &[]
+        } else {
+            &opts.nodes
+        };
         bootstrap(&api, static_nodes)?;
-        let cluster = opts.cluster.clone().map(|c| SimCluster::start(api.clone(), &opts.nodes, c));
+        let cluster = opts
+            .cluster
+            .clone()
+            .map(|c| SimCluster::start(api.clone(), &opts.nodes, c));
         let faults = ApiFaults::seeded(opts.seed);
-        let state = HttpState { api: api.clone(), auth: Arc::new(crate::auth::Auth::new(&token)), token: Arc::new(token.clone()), address: Arc::new(addr.to_string()), cluster: cluster.clone(), faults: faults.clone() };
+        let state = HttpState {
+            api: api.clone(),
+            auth: Arc::new(crate::auth::Auth::new(&token)),
+            token: Arc::new(token.clone()),
+            address: Arc::new(addr.to_string()),
+            cluster: cluster.clone(),
+            faults: faults.clone(),
+        };
         let certs = tls::generate()?;
         let (shutdown, rx) = watch::channel(false);
         let router = http::router(state);
-        tasks.push(tokio::spawn(serve_tls(listener, tokio_rustls::TlsAcceptor::from(certs.server_config.clone()), router.clone(), rx)));
-        Ok(SimServer { api, cluster, faults, addr, token, ca_pem: certs.ca_pem, admin_cert: certs.admin, shutdown, tasks, router })
+        tasks.push(tokio::spawn(serve_tls(
+            listener,
+            tokio_rustls::TlsAcceptor::from(certs.server_config.clone()),
+            router.clone(),
+            rx,
+        )));
+        Ok(SimServer {
+            api,
+            cluster,
+            faults,
+            addr,
+            token,
+            ca_pem: certs.ca_pem,
+            admin_cert: certs.admin,
+            shutdown,
+            tasks,
+            router,
+        })
     }
 
     pub fn url(&self) -> String {
@@ -105,7 +158,13 @@ impl SimServer {
 
     /// Write a kubeconfig for this cluster (context `faultline-sim`).
     pub fn write_kubeconfig(&self, path: &Path) -> Result<PathBuf> {
-        kubeconfig::write(path, &self.url(), &self.token, &self.ca_pem, &self.admin_cert)
+        kubeconfig::write(
+            path,
+            &self.url(),
+            &self.token,
+            &self.ca_pem,
+            &self.admin_cert,
+        )
     }
 
     /// The HTTP front end as a tower service (`axum::Router` is one), served without a socket:
@@ -143,7 +202,12 @@ impl Drop for SimServer {
 
 /// Accept TLS connections and serve HTTP/1.1 on each until shutdown, which also ends open
 /// watches (their connections are dropped).
-async fn serve_tls(listener: TcpListener, acceptor: tokio_rustls::TlsAcceptor, app: axum::Router, mut shutdown: watch::Receiver<bool>) {
+async fn serve_tls(
+    listener: TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    app: axum::Router,
+    mut shutdown: watch::Receiver<bool>,
+) {
     loop {
         let accepted = tokio::select! {
             _ = shutdown.wait_for(|v| *v) => return,
@@ -155,16 +219,25 @@ async fn serve_tls(listener: TcpListener, acceptor: tokio_rustls::TlsAcceptor, a
         let app = app.clone();
         let mut stop = shutdown.clone();
         tokio::spawn(async move {
-            let Ok(tls) = acceptor.accept(tcp).await else { return };
+            let Ok(tls) = acceptor.accept(tcp).await else {
+                return;
+            };
             // rustls only completes a handshake with a certificate the cluster CA signed.
-            let app = if tls.get_ref().1.peer_certificates().is_some_and(|c| !c.is_empty()) {
+            let app = if tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .is_some_and(|c| !c.is_empty())
+            {
                 app.layer(axum::Extension(tls::VerifiedClientCert))
             } else {
                 app
             };
             let svc = hyper_util::service::TowerToHyperService::new(app);
             // with_upgrades: pods/exec, attach and portforward switch the connection to WebSocket or SPDY.
-            let conn = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(tls), svc).with_upgrades();
+            let conn = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(tls), svc)
+                .with_upgrades();
             tokio::select! {
                 _ = conn => {}
                 _ = stop.wait_for(|v| *v) => {}
@@ -180,18 +253,32 @@ fn is_loopback(ip: IpAddr) -> bool {
 fn random_token() -> String {
     use rand::Rng;
     let mut rng = rand::rng();
-    (0..40).map(|_| format!("{:x}", rng.random_range(0..16u8))).collect()
+    (0..40)
+        .map(|_| format!("{:x}", rng.random_range(0..16u8)))
+        .collect()
 }
 
 /// Objects every cluster starts with: the system namespaces, the `kubernetes` service, nodes.
 pub(crate) fn bootstrap(api: &ApiServer, nodes: &[String]) -> Result<()> {
-    let opts = WriteOptions { field_manager: Some("kube-apiserver".into()), ..Default::default() };
-    let ns_rt = api.resource("", "v1", "namespaces").map_err(anyhow::Error::msg)?;
+    let opts = WriteOptions {
+        field_manager: Some("kube-apiserver".into()),
+        ..Default::default()
+    };
+    let ns_rt = api
+        .resource("", "v1", "namespaces")
+        .map_err(anyhow::Error::msg)?;
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-        api.create(&ns_rt, "", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}), &opts)
-            .map_err(anyhow::Error::msg)?;
+        api.create(
+            &ns_rt,
+            "",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            &opts,
+        )
+        .map_err(anyhow::Error::msg)?;
     }
-    let svc_rt = api.resource("", "v1", "services").map_err(anyhow::Error::msg)?;
+    let svc_rt = api
+        .resource("", "v1", "services")
+        .map_err(anyhow::Error::msg)?;
     api.create(
         &svc_rt,
         "default",
@@ -201,9 +288,17 @@ pub(crate) fn bootstrap(api: &ApiServer, nodes: &[String]) -> Result<()> {
     )
     .map_err(anyhow::Error::msg)?;
     crate::auth::bootstrap::create_defaults(api)?;
-    let node_rt = api.resource("", "v1", "nodes").map_err(anyhow::Error::msg)?;
+    let node_rt = api
+        .resource("", "v1", "nodes")
+        .map_err(anyhow::Error::msg)?;
     for (i, name) in nodes.iter().enumerate() {
-        api.create(&node_rt, "", crate::nodes::node_object(name, i, false), &opts).map_err(anyhow::Error::msg)?;
+        api.create(
+            &node_rt,
+            "",
+            crate::nodes::node_object(name, i, false),
+            &opts,
+        )
+        .map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }
@@ -214,7 +309,10 @@ mod tests {
 
     #[tokio::test]
     async fn refuses_non_loopback_bind() {
-        let opts = SimOptions { bind: "0.0.0.0:0".parse().unwrap(), ..Default::default() };
+        let opts = SimOptions {
+            bind: "0.0.0.0:0".parse().unwrap(),
+            ..Default::default()
+        };
         let err = SimServer::start(opts).await.err().expect("must refuse");
         assert!(err.to_string().contains("only loopback"), "{}", err);
     }

@@ -25,12 +25,22 @@ impl InUse {
     pub fn from_services<'a>(services: impl Iterator<Item = &'a Value>) -> InUse {
         let mut u = InUse::default();
         for s in services {
-            for ip in s.pointer("/spec/clusterIPs").and_then(Value::as_array).into_iter().flatten() {
+            for ip in s
+                .pointer("/spec/clusterIPs")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 if let Some(ip) = ip.as_str().and_then(|i| i.parse::<Ipv4Addr>().ok()) {
                     u.ips.insert(u32::from(ip));
                 }
             }
-            for p in s.pointer("/spec/ports").and_then(Value::as_array).into_iter().flatten() {
+            for p in s
+                .pointer("/spec/ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 if let Some(n) = p.get("nodePort").and_then(Value::as_i64) {
                     u.node_ports.insert(n);
                 }
@@ -41,7 +51,12 @@ impl InUse {
 }
 
 fn invalid(name: &str, field: &str, msg: String) -> ApiError {
-    ApiError::invalid("", "Service", name, vec![(field.into(), msg, "FieldValueInvalid")])
+    ApiError::invalid(
+        "",
+        "Service",
+        name,
+        vec![(field.into(), msg, "FieldValueInvalid")],
+    )
 }
 
 /// Fill in `spec.clusterIP(s)`, `ipFamilies`, `ipFamilyPolicy`, `internalTrafficPolicy`, node
@@ -52,17 +67,29 @@ pub fn allocate(svc: &mut Value, in_use: &InUse) -> ApiResult<()> {
         Some(s) => s,
         None => return Ok(()),
     };
-    let stype = spec.get("type").and_then(Value::as_str).unwrap_or("ClusterIP").to_string();
+    let stype = spec
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP")
+        .to_string();
     if stype == "ExternalName" {
         return Ok(());
     }
-    let requested = spec.get("clusterIP").and_then(Value::as_str).unwrap_or("").to_string();
+    let requested = spec
+        .get("clusterIP")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let ip = match requested.as_str() {
         "None" => "None".to_string(),
         "" => {
             // The lowest free address after the network address and the `kubernetes` service's .1.
-            let free = (2..CIDR_SIZE - 1).map(|o| CIDR_BASE + o).find(|ip| !in_use.ips.contains(ip));
-            let ip = free.ok_or_else(|| ApiError::internal("failed to allocate a serviceIP: range is full"))?;
+            let free = (2..CIDR_SIZE - 1)
+                .map(|o| CIDR_BASE + o)
+                .find(|ip| !in_use.ips.contains(ip));
+            let ip = free.ok_or_else(|| {
+                ApiError::internal("failed to allocate a serviceIP: range is full")
+            })?;
             Ipv4Addr::from(ip).to_string()
         }
         given => {
@@ -82,12 +109,16 @@ pub fn allocate(svc: &mut Value, in_use: &InUse) -> ApiResult<()> {
     spec.insert("clusterIP".into(), json!(ip));
     spec.insert("clusterIPs".into(), json!([ip]));
     spec.entry("ipFamilies").or_insert_with(|| json!(["IPv4"]));
-    spec.entry("ipFamilyPolicy").or_insert_with(|| json!("SingleStack"));
-    spec.entry("internalTrafficPolicy").or_insert_with(|| json!("Cluster"));
+    spec.entry("ipFamilyPolicy")
+        .or_insert_with(|| json!("SingleStack"));
+    spec.entry("internalTrafficPolicy")
+        .or_insert_with(|| json!("Cluster"));
     if stype == "NodePort" || stype == "LoadBalancer" {
-        spec.entry("externalTrafficPolicy").or_insert_with(|| json!("Cluster"));
+        spec.entry("externalTrafficPolicy")
+            .or_insert_with(|| json!("Cluster"));
         if stype == "LoadBalancer" {
-            spec.entry("allocateLoadBalancerNodePorts").or_insert_with(|| json!(true));
+            spec.entry("allocateLoadBalancerNodePorts")
+                .or_insert_with(|| json!(true));
         }
         // Requested ports are taken first, then the others get the lowest free ones.
         let mut taken = in_use.node_ports.clone();
@@ -100,12 +131,21 @@ pub fn allocate(svc: &mut Value, in_use: &InUse) -> ApiResult<()> {
                     return Err(invalid(&name, &field, format!("Invalid value: {}: provided port is not in the valid range. The range of valid ports is 30000-32767", n)));
                 }
                 if !taken.insert(n) {
-                    return Err(invalid(&name, &field, format!("Invalid value: {}: provided port is already allocated", n)));
+                    return Err(invalid(
+                        &name,
+                        &field,
+                        format!("Invalid value: {}: provided port is already allocated", n),
+                    ));
                 }
             }
         }
         for p in ports.into_iter().filter(|p| p.get("nodePort").is_none()) {
-            let n = NODE_PORTS.clone().find(|n| !taken.contains(n)).ok_or_else(|| ApiError::internal("failed to allocate a nodePort: range is full"))?;
+            let n = NODE_PORTS
+                .clone()
+                .find(|n| !taken.contains(n))
+                .ok_or_else(|| {
+                    ApiError::internal("failed to allocate a nodePort: range is full")
+                })?;
             taken.insert(n);
             p["nodePort"] = json!(n);
         }
@@ -123,31 +163,56 @@ mod tests {
 
     #[test]
     fn cluster_ips_are_unique_and_defaults_are_set() {
-        let existing = vec![svc(json!({"clusterIPs": ["10.96.0.1"]})), svc(json!({"clusterIPs": ["10.96.0.2"]}))];
+        let existing = vec![
+            svc(json!({"clusterIPs": ["10.96.0.1"]})),
+            svc(json!({"clusterIPs": ["10.96.0.2"]})),
+        ];
         let used = InUse::from_services(existing.iter());
         let mut s = svc(json!({"type": "ClusterIP", "ports": [{"port": 80}]}));
         allocate(&mut s, &used).unwrap();
         assert_eq!(s["spec"]["clusterIP"], "10.96.0.3");
         assert_eq!(s["spec"]["clusterIPs"], json!(["10.96.0.3"]));
-        assert_eq!((s["spec"]["ipFamilies"].clone(), s["spec"]["ipFamilyPolicy"].clone()), (json!(["IPv4"]), json!("SingleStack")));
+        assert_eq!(
+            (
+                s["spec"]["ipFamilies"].clone(),
+                s["spec"]["ipFamilyPolicy"].clone()
+            ),
+            (json!(["IPv4"]), json!("SingleStack"))
+        );
         assert!(s["spec"].get("ports").unwrap()[0].get("nodePort").is_none());
         let mut taken = svc(json!({"clusterIP": "10.96.0.2"}));
         let e = allocate(&mut taken, &used).unwrap_err();
-        assert!(e.message.contains("provided IP is already allocated"), "{}", e.message);
+        assert!(
+            e.message.contains("provided IP is already allocated"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
     fn node_ports_are_allocated_for_node_port_and_load_balancer() {
-        let existing = vec![svc(json!({"clusterIPs": ["10.96.0.9"], "ports": [{"nodePort": 30000}]}))];
+        let existing = vec![svc(
+            json!({"clusterIPs": ["10.96.0.9"], "ports": [{"nodePort": 30000}]}),
+        )];
         let used = InUse::from_services(existing.iter());
-        let mut s = svc(json!({"type": "LoadBalancer", "ports": [{"port": 80}, {"port": 443, "nodePort": 30001}, {"port": 8080}]}));
+        let mut s = svc(
+            json!({"type": "LoadBalancer", "ports": [{"port": 80}, {"port": 443, "nodePort": 30001}, {"port": 8080}]}),
+        );
         allocate(&mut s, &used).unwrap();
-        let ports: Vec<i64> = s["spec"]["ports"].as_array().unwrap().iter().map(|p| p["nodePort"].as_i64().unwrap()).collect();
+        let ports: Vec<i64> = s["spec"]["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["nodePort"].as_i64().unwrap())
+            .collect();
         assert_eq!(ports, vec![30002, 30001, 30003]);
         let mut dup = svc(json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30000}]}));
-        assert!(allocate(&mut dup, &used).unwrap_err().message.contains("spec.ports[0].nodePort: Invalid value: 30000: provided port is already allocated"));
+        assert!(allocate(&mut dup, &used).unwrap_err().message.contains(
+            "spec.ports[0].nodePort: Invalid value: 30000: provided port is already allocated"
+        ));
         assert_eq!(s["spec"]["allocateLoadBalancerNodePorts"], true);
-        let mut out_of_range = svc(json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 80}]}));
+        let mut out_of_range =
+            svc(json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 80}]}));
         assert_eq!(allocate(&mut out_of_range, &used).unwrap_err().code, 422);
     }
 

@@ -15,25 +15,43 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        ApiError { code, reason, message: message.into(), details: None }
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
     }
     fn with_details(mut self, group: &str, resource: &str, name: &str) -> Self {
         self.details = Some(details(group, resource, name));
         self
     }
     pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{} \"{}\" not found", qualified(group, resource), name))
-            .with_details(group, resource, name)
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{}\" not found", qualified(group, resource), name),
+        )
+        .with_details(group, resource, name)
     }
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} \"{}\" already exists", qualified(group, resource), name))
-            .with_details(group, resource, name)
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{}\" already exists", qualified(group, resource), name),
+        )
+        .with_details(group, resource, name)
     }
     pub fn conflict(group: &str, resource: &str, name: &str, why: &str) -> Self {
         Self::new(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {} \"{}\": {}", qualified(group, resource), name, why),
+            format!(
+                "Operation cannot be fulfilled on {} \"{}\": {}",
+                qualified(group, resource),
+                name,
+                why
+            ),
         )
         .with_details(group, resource, name)
     }
@@ -49,13 +67,36 @@ impl ApiError {
         Self::new(400, "BadRequest", message)
     }
     /// 422 with field causes, e.g. `Pod "x" is invalid: metadata.name: Required value: name or generateName is required`.
-    pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<(String, String, &'static str)>) -> Self {
-        let msgs: Vec<String> = causes.iter().map(|(f, m, _)| format!("{}: {}", f, m)).collect();
-        let summary = if msgs.len() == 1 { msgs[0].clone() } else { format!("[{}]", msgs.join(", ")) };
-        let qualified_kind = if group.is_empty() { kind.to_string() } else { format!("{}.{}", kind, group) };
-        let mut e = Self::new(422, "Invalid", format!("{} \"{}\" is invalid: {}", qualified_kind, name, summary));
+    pub fn invalid(
+        group: &str,
+        kind: &str,
+        name: &str,
+        causes: Vec<(String, String, &'static str)>,
+    ) -> Self {
+        let msgs: Vec<String> = causes
+            .iter()
+            .map(|(f, m, _)| format!("{}: {}", f, m))
+            .collect();
+        let summary = if msgs.len() == 1 {
+            msgs[0].clone()
+        } else {
+            format!("[{}]", msgs.join(", "))
+        };
+        let qualified_kind = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{}.{}", kind, group)
+        };
+        let mut e = Self::new(
+            422,
+            "Invalid",
+            format!("{} \"{}\" is invalid: {}", qualified_kind, name, summary),
+        );
         let mut d = details(group, kind, name);
-        d["causes"] = causes.iter().map(|(f, m, t)| json!({"reason": t, "message": m, "field": f})).collect();
+        d["causes"] = causes
+            .iter()
+            .map(|(f, m, t)| json!({"reason": t, "message": m, "field": f}))
+            .collect();
         e.details = Some(d);
         e
     }
@@ -79,7 +120,11 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(500, "InternalError", format!("Internal error occurred: {}", message.into()))
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {}", message.into()),
+        )
     }
     pub fn service_unavailable(message: impl Into<String>) -> Self {
         Self::new(503, "ServiceUnavailable", message)
@@ -168,10 +213,20 @@ mod tests {
             "",
             "Pod",
             "p",
-            vec![("metadata.name".into(), "Required value: name or generateName is required".into(), "FieldValueRequired")],
+            vec![(
+                "metadata.name".into(),
+                "Required value: name or generateName is required".into(),
+                "FieldValueRequired",
+            )],
         );
         assert_eq!(e.code, 422);
-        assert_eq!(e.message, "Pod \"p\" is invalid: metadata.name: Required value: name or generateName is required");
-        assert_eq!(e.to_status()["details"]["causes"][0]["reason"], "FieldValueRequired");
+        assert_eq!(
+            e.message,
+            "Pod \"p\" is invalid: metadata.name: Required value: name or generateName is required"
+        );
+        assert_eq!(
+            e.to_status()["details"]["causes"][0]["reason"],
+            "FieldValueRequired"
+        );
     }
 }

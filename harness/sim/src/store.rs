@@ -12,10 +12,10 @@
 use crate::meta;
 use crate::resources::{ResourceKey, ResourceType};
 use crate::status::{ApiError, ApiResult};
+use bytes::Bytes;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
-use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use tokio::sync::{broadcast, mpsc};
@@ -58,18 +58,26 @@ const LIVE_BUFFER: usize = 2048;
 const COMPACT: &[(&str, &str)] = &[("", "events")];
 
 fn is_compact(key: &ResourceKey) -> bool {
-    COMPACT.iter().any(|(g, p)| key.group == *g && key.plural == *p)
+    COMPACT
+        .iter()
+        .any(|(g, p)| key.group == *g && key.plural == *p)
 }
 
 impl Stored {
     pub fn new(object: Arc<Value>) -> Self {
-        Stored { value: Some(object), encoded: Default::default() }
+        Stored {
+            value: Some(object),
+            encoded: Default::default(),
+        }
     }
 
     /// An object kept as its encoding only.
     pub fn compact(object: &Value) -> Self {
         let bytes = Bytes::from(serde_json::to_vec(object).unwrap_or_default());
-        Stored { value: None, encoded: Arc::new(OnceLock::from(bytes)) }
+        Stored {
+            value: None,
+            encoded: Arc::new(OnceLock::from(bytes)),
+        }
     }
 
     /// The form `key`'s objects are kept in.
@@ -92,7 +100,14 @@ impl Stored {
 
     /// `object` serialized as JSON (the bytes `serde_json::to_vec` gives).
     pub fn json(&self) -> &Bytes {
-        self.encoded.get_or_init(|| Bytes::from(self.value.as_deref().map(|v| serde_json::to_vec(v).unwrap_or_default()).unwrap_or_default()))
+        self.encoded.get_or_init(|| {
+            Bytes::from(
+                self.value
+                    .as_deref()
+                    .map(|v| serde_json::to_vec(v).unwrap_or_default())
+                    .unwrap_or_default(),
+            )
+        })
     }
 
     /// Whether an encoding is kept (computed once, or the only form of a compact object).
@@ -127,9 +142,22 @@ pub struct StoreEvent {
 }
 
 impl StoreEvent {
-    pub fn new(rv: u64, key: ResourceKey, event_type: EventType, object: Arc<Value>, prev: Option<Arc<Value>>) -> Self {
+    pub fn new(
+        rv: u64,
+        key: ResourceKey,
+        event_type: EventType,
+        object: Arc<Value>,
+        prev: Option<Arc<Value>>,
+    ) -> Self {
         let stored = Stored::new(object.clone());
-        StoreEvent { rv, key, event_type, object, prev, stored }
+        StoreEvent {
+            rv,
+            key,
+            event_type,
+            object,
+            prev,
+            stored,
+        }
     }
 
     /// The JSON encoding of `object`, computed on first use and shared.
@@ -203,11 +231,21 @@ fn pods_key() -> ResourceKey {
 }
 
 /// Keep `pods_by_node` in step with a pod write (`old` -> `new`, either absent).
-fn index_node(inner: &mut Inner, key: &ResourceKey, okey: &ObjKey, old: Option<&Value>, new: Option<&Value>) {
+fn index_node(
+    inner: &mut Inner,
+    key: &ResourceKey,
+    okey: &ObjKey,
+    old: Option<&Value>,
+    new: Option<&Value>,
+) {
     if key.plural != "pods" || !key.group.is_empty() {
         return;
     }
-    let node_of = |o: Option<&Value>| o.and_then(|o| meta::str_at(o, "/spec/nodeName")).filter(|n| !n.is_empty()).map(str::to_string);
+    let node_of = |o: Option<&Value>| {
+        o.and_then(|o| meta::str_at(o, "/spec/nodeName"))
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+    };
     let (before, after) = (node_of(old), node_of(new));
     if before == after {
         return;
@@ -221,7 +259,11 @@ fn index_node(inner: &mut Inner, key: &ResourceKey, okey: &ObjKey, old: Option<&
         }
     }
     if let Some(a) = after {
-        inner.pods_by_node.entry(a).or_default().insert(okey.clone());
+        inner
+            .pods_by_node
+            .entry(a)
+            .or_default()
+            .insert(okey.clone());
     }
 }
 
@@ -314,7 +356,13 @@ impl Store {
         // alive until overwritten): a watcher that lags behind it catches up from the history.
         let (tx, _) = broadcast::channel(LIVE_BUFFER);
         Store {
-            inner: Mutex::new(Inner { rv: 1, buckets: HashMap::new(), history: VecDeque::new(), dependents: HashMap::new(), pods_by_node: HashMap::new() }),
+            inner: Mutex::new(Inner {
+                rv: 1,
+                buckets: HashMap::new(),
+                history: VecDeque::new(),
+                dependents: HashMap::new(),
+                pods_by_node: HashMap::new(),
+            }),
             history_capacity,
             tx,
             last_sent_rv: AtomicU64::new(1),
@@ -336,7 +384,12 @@ impl Store {
 
     /// `get` with the object's shared encoding.
     pub fn get_stored(&self, key: &ResourceKey, ns: &str, name: &str) -> Option<Stored> {
-        self.inner.lock().buckets.get(key)?.get(&(ns.to_string(), name.to_string())).cloned()
+        self.inner
+            .lock()
+            .buckets
+            .get(key)?
+            .get(&(ns.to_string(), name.to_string()))
+            .cloned()
     }
 
     /// Objects of a resource, in key order, from `start_after` on, keeping those `filter` accepts.
@@ -387,13 +440,19 @@ impl Store {
                 (Some(ns), None) => Bound::Included((ns.to_string(), String::new())),
                 (None, None) => Bound::Unbounded,
             };
-            let range: Box<dyn Iterator<Item = (&ObjKey, &Stored)>> = match on_node.filter(|_| *key == pods_key()) {
-                // The index holds the same keys in the same order, so paging is unchanged.
-                Some(node) => Box::new(
-                    inner.pods_by_node.get(node).into_iter().flat_map(move |set| set.range((from.clone(), Bound::Unbounded))).filter_map(|k| bucket.get_key_value(k)),
-                ),
-                None => Box::new(bucket.range((from, Bound::Unbounded))),
-            };
+            let range: Box<dyn Iterator<Item = (&ObjKey, &Stored)>> =
+                match on_node.filter(|_| *key == pods_key()) {
+                    // The index holds the same keys in the same order, so paging is unchanged.
+                    Some(node) => Box::new(
+                        inner
+                            .pods_by_node
+                            .get(node)
+                            .into_iter()
+                            .flat_map(move |set| set.range((from.clone(), Bound::Unbounded)))
+                            .filter_map(|k| bucket.get_key_value(k)),
+                    ),
+                    None => Box::new(bucket.range((from, Bound::Unbounded))),
+                };
             for (k, obj) in range {
                 if let Some(ns) = ns {
                     if k.0 != ns {
@@ -421,24 +480,48 @@ impl Store {
         if remaining == 0 {
             continue_after = None;
         }
-        ListResult { items, resource_version: inner.rv, continue_after, remaining }
+        ListResult {
+            items,
+            resource_version: inner.rv,
+            continue_after,
+            remaining,
+        }
     }
 
     /// Create an object. The caller has defaulted and validated it; the store sets the
     /// server-owned metadata.
-    pub fn create(&self, rt: &ResourceType, mut obj: Value, dry_run: bool) -> ApiResult<Arc<Value>> {
+    pub fn create(
+        &self,
+        rt: &ResourceType,
+        mut obj: Value,
+        dry_run: bool,
+    ) -> ApiResult<Arc<Value>> {
         let key = crate::resources::storage_key(&rt.group, &rt.plural);
-        let ns = if rt.namespaced { meta::namespace(&obj).to_string() } else { String::new() };
+        let ns = if rt.namespaced {
+            meta::namespace(&obj).to_string()
+        } else {
+            String::new()
+        };
         let name = meta::name(&obj).to_string();
         let mut inner = self.inner.lock();
-        if inner.buckets.get(&key).map(|b| b.contains_key(&(ns.clone(), name.clone()))).unwrap_or(false) {
+        if inner
+            .buckets
+            .get(&key)
+            .map(|b| b.contains_key(&(ns.clone(), name.clone())))
+            .unwrap_or(false)
+        {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
         }
         let rv = inner.rv + 1;
         {
             let md = meta::metadata_mut(&mut obj);
             // Admission assigns the uid; objects created without it (internal writers) get one here.
-            if md.get("uid").and_then(Value::as_str).map(str::is_empty).unwrap_or(true) {
+            if md
+                .get("uid")
+                .and_then(Value::as_str)
+                .map(str::is_empty)
+                .unwrap_or(true)
+            {
                 md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
             }
             md.insert("resourceVersion".into(), json!(rv.to_string()));
@@ -464,15 +547,33 @@ impl Store {
         let obj = Arc::new(obj);
         inner.rv = rv;
         let stored = Stored::of(&key, &obj);
-        inner.buckets.entry(key.clone()).or_default().insert((ns.clone(), name.clone()), stored.clone());
-        index_node(&mut inner, &key, &(ns.clone(), name.clone()), None, Some(&obj));
+        inner
+            .buckets
+            .entry(key.clone())
+            .or_default()
+            .insert((ns.clone(), name.clone()), stored.clone());
+        index_node(
+            &mut inner,
+            &key,
+            &(ns.clone(), name.clone()),
+            None,
+            Some(&obj),
+        );
         index_owners(&mut inner, &key, &(ns, name), None, &obj);
         self.emit(&mut inner, key, EventType::Added, obj.clone(), stored, None);
         Ok(obj)
     }
 
     /// Replace an object (PUT, or the result of a PATCH computed against `get`).
-    pub fn update(&self, rt: &ResourceType, ns: &str, name: &str, new: Value, scope: UpdateScope, dry_run: bool) -> ApiResult<Arc<Value>> {
+    pub fn update(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        new: Value,
+        scope: UpdateScope,
+        dry_run: bool,
+    ) -> ApiResult<Arc<Value>> {
         let key = crate::resources::storage_key(&rt.group, &rt.plural);
         let okey = (ns.to_string(), name.to_string());
         let mut inner = self.inner.lock();
@@ -484,7 +585,9 @@ impl Store {
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
         let wanted_rv = meta::resource_version(&new);
         if !wanted_rv.is_empty() && wanted_rv != meta::resource_version(&current) {
-            return Err(ApiError::stale_resource_version(&rt.group, &rt.plural, name));
+            return Err(ApiError::stale_resource_version(
+                &rt.group, &rt.plural, name,
+            ));
         }
         let wanted_uid = meta::uid(&new);
         if !wanted_uid.is_empty() && wanted_uid != meta::uid(&current) {
@@ -492,7 +595,11 @@ impl Store {
                 &rt.group,
                 &rt.plural,
                 name,
-                &format!("Precondition failed: UID in precondition: {}, UID in object meta: {}", wanted_uid, meta::uid(&current)),
+                &format!(
+                    "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                    wanted_uid,
+                    meta::uid(&current)
+                ),
             ));
         }
         let merged = merge_for_scope(rt, &current, new, scope);
@@ -504,7 +611,10 @@ impl Store {
         meta::canonical_order(&mut merged);
         if dry_run {
             // A dry run stores nothing: the answer keeps the stored resourceVersion.
-            meta::metadata_mut(&mut merged).insert("resourceVersion".into(), json!(meta::resource_version(&current)));
+            meta::metadata_mut(&mut merged).insert(
+                "resourceVersion".into(),
+                json!(meta::resource_version(&current)),
+            );
             return Ok(Arc::new(merged));
         }
         let rv = inner.rv + 1;
@@ -516,19 +626,43 @@ impl Store {
             inner.buckets.get_mut(&key).map(|b| b.remove(&okey));
             index_node(&mut inner, &key, &okey, Some(&current), None);
             unindex_owners(&mut inner, &key, &okey, &current);
-            self.emit(&mut inner, key, EventType::Deleted, merged.clone(), Stored::new(merged.clone()), Some(current));
+            self.emit(
+                &mut inner,
+                key,
+                EventType::Deleted,
+                merged.clone(),
+                Stored::new(merged.clone()),
+                Some(current),
+            );
             return Ok(merged);
         }
         let stored = Stored::of(&key, &merged);
-        inner.buckets.entry(key.clone()).or_default().insert(okey.clone(), stored.clone());
+        inner
+            .buckets
+            .entry(key.clone())
+            .or_default()
+            .insert(okey.clone(), stored.clone());
         index_node(&mut inner, &key, &okey, Some(&current), Some(&merged));
         index_owners(&mut inner, &key, &okey, Some(&current), &merged);
-        self.emit(&mut inner, key, EventType::Modified, merged.clone(), stored, Some(current));
+        self.emit(
+            &mut inner,
+            key,
+            EventType::Modified,
+            merged.clone(),
+            stored,
+            Some(current),
+        );
         Ok(merged)
     }
 
     /// Delete an object: immediately, or by marking it when finalizers or a grace period hold it.
-    pub fn delete(&self, rt: &ResourceType, ns: &str, name: &str, opts: &DeleteOptions) -> ApiResult<DeleteOutcome> {
+    pub fn delete(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> ApiResult<DeleteOutcome> {
         let key = crate::resources::storage_key(&rt.group, &rt.plural);
         let okey = (ns.to_string(), name.to_string());
         let mut inner = self.inner.lock();
@@ -540,7 +674,16 @@ impl Store {
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
         if let Some(uid) = &opts.precondition_uid {
             if uid != meta::uid(&current) {
-                return Err(ApiError::conflict(&rt.group, &rt.plural, name, &format!("Precondition failed: UID in precondition: {}, UID in object meta: {}", uid, meta::uid(&current))));
+                return Err(ApiError::conflict(
+                    &rt.group,
+                    &rt.plural,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                        uid,
+                        meta::uid(&current)
+                    ),
+                ));
             }
         }
         if let Some(rv) = &opts.precondition_rv {
@@ -551,8 +694,12 @@ impl Store {
         let mut obj: Value = (*current).clone();
         let mut fins = meta::finalizers(&obj);
         match opts.propagation {
-            Some(Propagation::Foreground) if !fins.iter().any(|f| f == FOREGROUND) => fins.push(FOREGROUND.into()),
-            Some(Propagation::Orphan) if !fins.iter().any(|f| f == ORPHAN) => fins.push(ORPHAN.into()),
+            Some(Propagation::Foreground) if !fins.iter().any(|f| f == FOREGROUND) => {
+                fins.push(FOREGROUND.into())
+            }
+            Some(Propagation::Orphan) if !fins.iter().any(|f| f == ORPHAN) => {
+                fins.push(ORPHAN.into())
+            }
             _ => {}
         }
         let grace = effective_grace_period(rt, &obj, opts.grace_period_seconds);
@@ -568,7 +715,14 @@ impl Store {
             inner.buckets.get_mut(&key).map(|b| b.remove(&okey));
             index_node(&mut inner, &key, &okey, Some(&current), None);
             unindex_owners(&mut inner, &key, &okey, &current);
-            self.emit(&mut inner, key, EventType::Deleted, obj.clone(), Stored::new(obj.clone()), Some(current));
+            self.emit(
+                &mut inner,
+                key,
+                EventType::Deleted,
+                obj.clone(),
+                Stored::new(obj.clone()),
+                Some(current),
+            );
             return Ok(DeleteOutcome::Deleted(obj));
         }
         // Pending deletion. A second delete may only shorten a grace period.
@@ -578,7 +732,10 @@ impl Store {
             let prev_grace = md.get("deletionGracePeriodSeconds").and_then(Value::as_i64);
             let shorten = grace > 0 && prev_grace.map(|p| grace < p).unwrap_or(true);
             if !already_deleting || shorten {
-                md.insert("deletionTimestamp".into(), json!(meta::rfc3339(now + chrono::Duration::seconds(grace))));
+                md.insert(
+                    "deletionTimestamp".into(),
+                    json!(meta::rfc3339(now + chrono::Duration::seconds(grace))),
+                );
                 if grace > 0 || rt.plural == "pods" {
                     md.insert("deletionGracePeriodSeconds".into(), json!(grace));
                 }
@@ -597,46 +754,91 @@ impl Store {
         inner.rv = rv;
         let stored = Stored::of(&key, &obj);
         index_node(&mut inner, &key, &okey, Some(&current), Some(&obj));
-        inner.buckets.entry(key.clone()).or_default().insert(okey, stored.clone());
-        self.emit(&mut inner, key, EventType::Modified, obj.clone(), stored, Some(current));
+        inner
+            .buckets
+            .entry(key.clone())
+            .or_default()
+            .insert(okey, stored.clone());
+        self.emit(
+            &mut inner,
+            key,
+            EventType::Modified,
+            obj.clone(),
+            stored,
+            Some(current),
+        );
         Ok(DeleteOutcome::Pending(obj))
     }
 
     /// The objects whose ownerReferences name `uid`.
     pub fn dependents_of(&self, uid: &str) -> Vec<(ResourceKey, Arc<Value>)> {
         let inner = self.inner.lock();
-        let Some(set) = inner.dependents.get(uid) else { return vec![] };
+        let Some(set) = inner.dependents.get(uid) else {
+            return vec![];
+        };
         set.iter()
-            .filter_map(|(k, ok)| inner.buckets.get(k).and_then(|b| b.get(ok)).map(|o| (k.clone(), o.object())))
+            .filter_map(|(k, ok)| {
+                inner
+                    .buckets
+                    .get(k)
+                    .and_then(|b| b.get(ok))
+                    .map(|o| (k.clone(), o.object()))
+            })
             .collect()
     }
 
     /// Is any object with this uid stored (of any resource)? Used by the garbage collector.
     pub fn uid_exists(&self, key: &ResourceKey, ns: &str, name: &str, uid: &str) -> bool {
-        self.get(key, ns, name).map(|o| meta::uid(&o) == uid).unwrap_or(false)
+        self.get(key, ns, name)
+            .map(|o| meta::uid(&o) == uid)
+            .unwrap_or(false)
     }
 
     /// The encodings of a resource's objects, by key: for sweeps that read a few fields of
     /// every object without parsing each whole (see `Stored` on compact resources).
     pub fn encodings(&self, key: &ResourceKey) -> Vec<(ObjKey, Bytes)> {
         let inner = self.inner.lock();
-        inner.buckets.get(key).map(|b| b.iter().map(|(k, s)| (k.clone(), s.json().clone())).collect()).unwrap_or_default()
+        inner
+            .buckets
+            .get(key)
+            .map(|b| {
+                b.iter()
+                    .map(|(k, s)| (k.clone(), s.json().clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// How many objects of a resource are stored.
     pub fn count(&self, key: &ResourceKey) -> usize {
-        self.inner.lock().buckets.get(key).map(BTreeMap::len).unwrap_or(0)
+        self.inner
+            .lock()
+            .buckets
+            .get(key)
+            .map(BTreeMap::len)
+            .unwrap_or(0)
     }
 
     /// Keys of every resource with at least one object.
     pub fn resource_keys(&self) -> Vec<ResourceKey> {
-        self.inner.lock().buckets.iter().filter(|(_, b)| !b.is_empty()).map(|(k, _)| k.clone()).collect()
+        self.inner
+            .lock()
+            .buckets
+            .iter()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(k, _)| k.clone())
+            .collect()
     }
 
     /// Start a watch. `from_rv`: `None` = start with a snapshot of the current state (the
     /// semantics of an unset or "0" resourceVersion, and of sendInitialEvents); `Some(rv)` =
     /// replay every event after `rv` from history, or 410 Gone when it has been compacted away.
-    pub fn watch(&self, key: &ResourceKey, from_rv: Option<u64>, ns: Option<&str>) -> ApiResult<WatchStart> {
+    pub fn watch(
+        &self,
+        key: &ResourceKey,
+        from_rv: Option<u64>,
+        ns: Option<&str>,
+    ) -> ApiResult<WatchStart> {
         let inner = self.inner.lock();
         let rx = self.tx.subscribe();
         match from_rv {
@@ -644,23 +846,51 @@ impl Store {
                 let snapshot = inner
                     .buckets
                     .get(key)
-                    .map(|b| b.iter().filter(|(k, _)| ns.map(|n| k.0 == n).unwrap_or(true)).map(|(_, v)| v.clone()).collect())
+                    .map(|b| {
+                        b.iter()
+                            .filter(|(k, _)| ns.map(|n| k.0 == n).unwrap_or(true))
+                            .map(|(_, v)| v.clone())
+                            .collect()
+                    })
                     .unwrap_or_default();
-                Ok(WatchStart { replay: vec![], snapshot, snapshot_rv: inner.rv, rx })
+                Ok(WatchStart {
+                    replay: vec![],
+                    snapshot,
+                    snapshot_rv: inner.rv,
+                    rx,
+                })
             }
             Some(rv) => {
                 if rv > inner.rv {
                     // A resourceVersion from the future: the real apiserver waits briefly and then
                     // answers "Too large resource version"; we answer at once.
-                    return Err(ApiError::new(504, "Timeout", format!("Too large resource version: {}, current: {}", rv, inner.rv)));
+                    return Err(ApiError::new(
+                        504,
+                        "Timeout",
+                        format!("Too large resource version: {}, current: {}", rv, inner.rv),
+                    ));
                 }
                 let oldest = inner.history.front().map(|e| e.rv).unwrap_or(inner.rv + 1);
                 // Events after `rv` must all still be in history.
                 if rv + 1 < oldest && rv < inner.rv {
-                    return Err(ApiError::gone(format!("too old resource version: {} ({})", rv, oldest - 1)));
+                    return Err(ApiError::gone(format!(
+                        "too old resource version: {} ({})",
+                        rv,
+                        oldest - 1
+                    )));
                 }
-                let replay = inner.history.iter().filter(|e| e.rv > rv && &e.key == key).cloned().collect();
-                Ok(WatchStart { replay, snapshot: vec![], snapshot_rv: inner.rv, rx })
+                let replay = inner
+                    .history
+                    .iter()
+                    .filter(|e| e.rv > rv && &e.key == key)
+                    .cloned()
+                    .collect();
+                Ok(WatchStart {
+                    replay,
+                    snapshot: vec![],
+                    snapshot_rv: inner.rv,
+                    rx,
+                })
             }
         }
     }
@@ -668,25 +898,54 @@ impl Store {
     /// The objects of `key` as they were at resourceVersion `rv` (LIST with
     /// `resourceVersionMatch=Exact`): the current state with every later change undone from the
     /// watch history, or 410 Expired when the history no longer reaches back to `rv`.
-    pub fn snapshot_at(&self, key: &ResourceKey, ns: Option<&str>, rv: u64) -> ApiResult<Vec<Stored>> {
+    pub fn snapshot_at(
+        &self,
+        key: &ResourceKey,
+        ns: Option<&str>,
+        rv: u64,
+    ) -> ApiResult<Vec<Stored>> {
         let inner = self.inner.lock();
         if rv > inner.rv {
-            return Err(ApiError::new(504, "Timeout", format!("Too large resource version: {}, current: {}", rv, inner.rv)));
+            return Err(ApiError::new(
+                504,
+                "Timeout",
+                format!("Too large resource version: {}, current: {}", rv, inner.rv),
+            ));
         }
         let oldest = inner.history.front().map(|e| e.rv).unwrap_or(inner.rv + 1);
         if rv + 1 < oldest && rv < inner.rv {
-            return Err(ApiError::gone(format!("too old resource version: {} ({})", rv, oldest - 1)));
+            return Err(ApiError::gone(format!(
+                "too old resource version: {} ({})",
+                rv,
+                oldest - 1
+            )));
         }
-        let mut objects: std::collections::BTreeMap<ObjKey, Stored> =
-            inner.buckets.get(key).map(|b| b.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default();
-        for ev in inner.history.iter().rev().take_while(|e| e.rv > rv).filter(|e| &e.key == key) {
-            let okey = (meta::namespace(&ev.object).to_string(), meta::name(&ev.object).to_string());
+        let mut objects: std::collections::BTreeMap<ObjKey, Stored> = inner
+            .buckets
+            .get(key)
+            .map(|b| b.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        for ev in inner
+            .history
+            .iter()
+            .rev()
+            .take_while(|e| e.rv > rv)
+            .filter(|e| &e.key == key)
+        {
+            let okey = (
+                meta::namespace(&ev.object).to_string(),
+                meta::name(&ev.object).to_string(),
+            );
             match &ev.prev {
                 Some(prev) => objects.insert(okey, Stored::new(prev.clone())),
                 None => objects.remove(&okey),
             };
         }
-        Ok(objects.into_iter().filter(|(k, _)| ns.map(|n| k.0 == n).unwrap_or(true)).map(|(_, v)| v).collect())
+        Ok(objects
+            .into_iter()
+            .filter(|(k, _)| ns.map(|n| k.0 == n).unwrap_or(true))
+            .map(|(_, v)| v)
+            .collect())
     }
 
     /// Subscribe to every committed change, as a watch does: a receiver that falls more than
@@ -701,7 +960,11 @@ impl Store {
     pub fn informer(&self) -> Informer {
         let (tx, rx) = mpsc::unbounded_channel();
         let backlog = Arc::new(AtomicUsize::new(0));
-        self.informers.lock().push(InformerTx { tx, backlog: backlog.clone(), follower: std::panic::Location::caller() });
+        self.informers.lock().push(InformerTx {
+            tx,
+            backlog: backlog.clone(),
+            follower: std::panic::Location::caller(),
+        });
         Informer { rx, backlog }
     }
 
@@ -709,8 +972,17 @@ impl Store {
     /// that follows it (client-go's `workqueue_depth`): every queued change keeps its object
     /// alive, so a follower that falls behind holds memory.
     pub fn informer_backlogs(&self) -> Vec<(String, usize)> {
-        let mut out: Vec<(String, usize)> =
-            self.informers.lock().iter().map(|i| (format!("{}:{}", i.follower.file(), i.follower.line()), i.backlog.load(Ordering::Relaxed))).collect();
+        let mut out: Vec<(String, usize)> = self
+            .informers
+            .lock()
+            .iter()
+            .map(|i| {
+                (
+                    format!("{}:{}", i.follower.file(), i.follower.line()),
+                    i.backlog.load(Ordering::Relaxed),
+                )
+            })
+            .collect();
         out.sort_by(|a, b| b.1.cmp(&a.1));
         out
     }
@@ -718,14 +990,33 @@ impl Store {
     /// The oldest resourceVersion a watch can still resume from.
     pub fn oldest_resumable_rv(&self) -> u64 {
         let inner = self.inner.lock();
-        inner.history.front().map(|e| e.rv.saturating_sub(1)).unwrap_or(inner.rv)
+        inner
+            .history
+            .front()
+            .map(|e| e.rv.saturating_sub(1))
+            .unwrap_or(inner.rv)
     }
 
     /// Record and send a change. `stored` is the store's copy of `object` (sharing its
     /// encoding with the event); for a compact resource the event still carries the parsed
     /// object, which watchers and informers read.
-    fn emit(&self, inner: &mut Inner, key: ResourceKey, event_type: EventType, object: Arc<Value>, stored: Stored, prev: Option<Arc<Value>>) {
-        let ev = Arc::new(StoreEvent { rv: inner.rv, key, event_type, object, prev, stored });
+    fn emit(
+        &self,
+        inner: &mut Inner,
+        key: ResourceKey,
+        event_type: EventType,
+        object: Arc<Value>,
+        stored: Stored,
+        prev: Option<Arc<Value>>,
+    ) {
+        let ev = Arc::new(StoreEvent {
+            rv: inner.rv,
+            key,
+            event_type,
+            object,
+            prev,
+            stored,
+        });
         inner.history.push_back(ev.clone());
         while inner.history.len() > self.history_capacity {
             inner.history.pop_front();
@@ -747,7 +1038,11 @@ pub const ORPHAN: &str = "orphan";
 fn held_by_finalizers(rt: &ResourceType, obj: &Value) -> bool {
     let spec_fins = rt.group.is_empty()
         && rt.plural == "namespaces"
-        && obj.pointer("/spec/finalizers").and_then(Value::as_array).map(|a| !a.is_empty()).unwrap_or(false);
+        && obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .map(|a| !a.is_empty())
+            .unwrap_or(false);
     spec_fins || !meta::finalizers(obj).is_empty()
 }
 
@@ -766,15 +1061,23 @@ fn effective_grace_period(rt: &ResourceType, obj: &Value, requested: Option<i64>
     if !(rt.group.is_empty() && rt.plural == "pods") {
         return 0;
     }
-    let scheduled = meta::str_at(obj, "/spec/nodeName").map(|n| !n.is_empty()).unwrap_or(false);
+    let scheduled = meta::str_at(obj, "/spec/nodeName")
+        .map(|n| !n.is_empty())
+        .unwrap_or(false);
     let phase = meta::str_at(obj, "/status/phase").unwrap_or("");
     if !scheduled || phase == "Succeeded" || phase == "Failed" {
         return 0;
     }
-    let default = obj.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30);
+    let default = obj
+        .pointer("/spec/terminationGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(30);
     let g = requested.unwrap_or(default).max(0);
     // A pod already terminating keeps the shorter of the two.
-    match obj.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64) {
+    match obj
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64)
+    {
         Some(prev) => g.min(prev),
         None => g,
     }
@@ -782,7 +1085,12 @@ fn effective_grace_period(rt: &ResourceType, obj: &Value, requested: Option<i64>
 
 /// Apply the status-subresource split: the main resource cannot change status and the status
 /// subresource cannot change anything else.
-fn merge_for_scope(rt: &ResourceType, current: &Value, mut new: Value, scope: UpdateScope) -> Value {
+fn merge_for_scope(
+    rt: &ResourceType,
+    current: &Value,
+    mut new: Value,
+    scope: UpdateScope,
+) -> Value {
     match scope {
         UpdateScope::Any => new,
         UpdateScope::Main => {
@@ -823,7 +1131,11 @@ fn merge_for_scope(rt: &ResourceType, current: &Value, mut new: Value, scope: Up
         }
         UpdateScope::Field(parent, field) => {
             let mut out = current.clone();
-            match new.get_mut(parent).and_then(|p| p.get_mut(field)).map(std::mem::take) {
+            match new
+                .get_mut(parent)
+                .and_then(|p| p.get_mut(field))
+                .map(std::mem::take)
+            {
                 Some(v) => out[parent][field] = v,
                 None => {
                     if let Some(p) = out.get_mut(parent).and_then(Value::as_object_mut) {
@@ -831,7 +1143,10 @@ fn merge_for_scope(rt: &ResourceType, current: &Value, mut new: Value, scope: Up
                     }
                 }
             }
-            if let Some(mf) = new.pointer_mut("/metadata/managedFields").map(std::mem::take) {
+            if let Some(mf) = new
+                .pointer_mut("/metadata/managedFields")
+                .map(std::mem::take)
+            {
                 meta::metadata_mut(&mut out).insert("managedFields".into(), mf);
             }
             out
@@ -840,9 +1155,17 @@ fn merge_for_scope(rt: &ResourceType, current: &Value, mut new: Value, scope: Up
 }
 
 /// Keep the metadata the server owns, bump generation on spec changes.
-fn carry_server_metadata(rt: &ResourceType, current: &Value, mut new: Value, scope: UpdateScope) -> Value {
+fn carry_server_metadata(
+    rt: &ResourceType,
+    current: &Value,
+    mut new: Value,
+    scope: UpdateScope,
+) -> Value {
     let empty = serde_json::Map::new();
-    let cur_md = current.get("metadata").and_then(Value::as_object).unwrap_or(&empty);
+    let cur_md = current
+        .get("metadata")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
     let spec_changed = !meta::same_spec_part(&new, current);
     let md = meta::metadata_mut(&mut new);
     for k in ["uid", "creationTimestamp", "name", "namespace"] {
@@ -870,8 +1193,14 @@ fn carry_server_metadata(rt: &ResourceType, current: &Value, mut new: Value, sco
         }
     }
     if tracks_generation(rt) {
-        let g = cur_md.get("generation").and_then(Value::as_i64).unwrap_or(1);
-        md.insert("generation".into(), json!(if spec_changed { g + 1 } else { g }));
+        let g = cur_md
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        md.insert(
+            "generation".into(),
+            json!(if spec_changed { g + 1 } else { g }),
+        );
     } else {
         md.remove("generation");
     }
@@ -881,12 +1210,22 @@ fn carry_server_metadata(rt: &ResourceType, current: &Value, mut new: Value, sco
     new
 }
 
-fn index_owners(inner: &mut Inner, key: &ResourceKey, okey: &ObjKey, prev: Option<&Value>, obj: &Value) {
+fn index_owners(
+    inner: &mut Inner,
+    key: &ResourceKey,
+    okey: &ObjKey,
+    prev: Option<&Value>,
+    obj: &Value,
+) {
     if let Some(p) = prev {
         unindex_owners(inner, key, okey, p);
     }
     for uid in meta::owner_uids(obj) {
-        inner.dependents.entry(uid).or_default().insert((key.clone(), okey.clone()));
+        inner
+            .dependents
+            .entry(uid)
+            .or_default()
+            .insert((key.clone(), okey.clone()));
     }
 }
 
@@ -953,10 +1292,19 @@ mod tests {
         for i in 0..5000 {
             s.create(&rt, cm(&format!("c{i}")), false).unwrap();
         }
-        assert!(matches!(watch.try_recv(), Err(broadcast::error::TryRecvError::Lagged(_))), "the watch channel holds only 2,048");
+        assert!(
+            matches!(
+                watch.try_recv(),
+                Err(broadcast::error::TryRecvError::Lagged(_))
+            ),
+            "the watch channel holds only 2,048"
+        );
         let mut last = 0;
         for i in 0..5000 {
-            let ev = informer.try_recv().unwrap().unwrap_or_else(|| panic!("change {i} missing"));
+            let ev = informer
+                .try_recv()
+                .unwrap()
+                .unwrap_or_else(|| panic!("change {i} missing"));
             assert!(ev.rv > last);
             assert_eq!(meta::name(&ev.object), format!("c{i}"));
             last = ev.rv;
@@ -974,16 +1322,23 @@ mod tests {
         let mut events = s.subscribe();
         let a = s.create(&rt, cm("a"), false).unwrap();
         let stored = s.get_stored(&rt.key(), "default", "a").unwrap();
-        assert_eq!(stored.json().as_ref(), serde_json::to_vec(&*a).unwrap().as_slice());
+        assert_eq!(
+            stored.json().as_ref(),
+            serde_json::to_vec(&*a).unwrap().as_slice()
+        );
         // The ADDED event serves the very bytes the store cached (one encoding for both).
         let added = events.try_recv().unwrap();
         assert_eq!(added.object_json().as_ptr(), stored.json().as_ptr());
         let mut upd = (*a).clone();
         upd["data"]["a"] = json!("2");
-        s.update(&rt, "default", "a", upd, UpdateScope::Main, false).unwrap();
+        s.update(&rt, "default", "a", upd, UpdateScope::Main, false)
+            .unwrap();
         let after = s.get_stored(&rt.key(), "default", "a").unwrap();
         let decoded: Value = serde_json::from_slice(after.json()).unwrap();
-        assert_eq!(decoded["data"]["a"], "2", "a write must not serve the old encoding");
+        assert_eq!(
+            decoded["data"]["a"], "2",
+            "a write must not serve the old encoding"
+        );
         let listed = s.list_stored(&rt.key(), Some("default"), None, None, &|_| true, None);
         assert_eq!(listed.items[0].json().as_ptr(), after.json().as_ptr());
     }
@@ -994,25 +1349,42 @@ mod tests {
         let rt = reg.get("", "v1", "events").unwrap();
         let s = Store::new(100);
         let mut events = s.subscribe();
-        let ev = |name: &str, count: i64| json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
-                                                  "involvedObject": {"kind": "Pod", "name": "p"}, "reason": "Started", "count": count});
+        let ev = |name: &str, count: i64| {
+            json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
+                                                  "involvedObject": {"kind": "Pod", "name": "p"}, "reason": "Started", "count": count})
+        };
         let created = s.create(&rt, ev("e1", 1), false).unwrap();
         s.create(&rt, ev("e2", 1), false).unwrap();
         let stored = s.get_stored(&rt.key(), "default", "e1").unwrap();
-        assert!(stored.value.is_none(), "an Event keeps no parsed copy in the store");
+        assert!(
+            stored.value.is_none(),
+            "an Event keeps no parsed copy in the store"
+        );
         // Read back: the same object, field order included, and the same bytes as its event.
-        assert_eq!(serde_json::to_string(&*stored.object()).unwrap(), serde_json::to_string(&*created).unwrap());
+        assert_eq!(
+            serde_json::to_string(&*stored.object()).unwrap(),
+            serde_json::to_string(&*created).unwrap()
+        );
         let added = events.try_recv().unwrap();
-        assert!(Arc::ptr_eq(&added.object, &created), "watchers and informers get the parsed object");
+        assert!(
+            Arc::ptr_eq(&added.object, &created),
+            "watchers and informers get the parsed object"
+        );
         assert_eq!(added.object_json().as_ptr(), stored.json().as_ptr());
         // Filters, updates and deletes work on the decoded form.
-        let only = s.list(&rt.key(), Some("default"), None, None, &|o| o["metadata"]["name"] == "e2");
+        let only = s.list(&rt.key(), Some("default"), None, None, &|o| {
+            o["metadata"]["name"] == "e2"
+        });
         assert_eq!(only.items.len(), 1);
         let mut upd = (*created).clone();
         upd["count"] = json!(2);
-        s.update(&rt, "default", "e1", upd, UpdateScope::Main, false).unwrap();
+        s.update(&rt, "default", "e1", upd, UpdateScope::Main, false)
+            .unwrap();
         assert_eq!(s.get(&rt.key(), "default", "e1").unwrap()["count"], 2);
-        match s.delete(&rt, "default", "e1", &DeleteOptions::default()).unwrap() {
+        match s
+            .delete(&rt, "default", "e1", &DeleteOptions::default())
+            .unwrap()
+        {
             DeleteOutcome::Deleted(last) => assert_eq!(last["count"], 2),
             other => panic!("{other:?}"),
         }
@@ -1026,12 +1398,32 @@ mod tests {
         let s = Store::new(100);
         let pod = |ns: &str, name: &str, node: &str| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": {"nodeName": node, "containers": []}});
         for i in 0..30 {
-            s.create(&rt, pod(if i % 2 == 0 { "a" } else { "b" }, &format!("p{i:02}"), &format!("n{}", i % 3)), false).unwrap();
+            s.create(
+                &rt,
+                pod(
+                    if i % 2 == 0 { "a" } else { "b" },
+                    &format!("p{i:02}"),
+                    &format!("n{}", i % 3),
+                ),
+                false,
+            )
+            .unwrap();
         }
         s.create(&rt, pod("a", "unbound", ""), false).unwrap();
-        let names = |r: &ListResult| r.items.iter().map(|o| meta::name(o).to_string()).collect::<Vec<_>>();
-        let stored_names = |r: &ListResult<Stored>| r.items.iter().map(|o| meta::name(&o.object()).to_string()).collect::<Vec<_>>();
-        let on = |node: &'static str| move |o: &Value| meta::str_at(o, "/spec/nodeName") == Some(node);
+        let names = |r: &ListResult| {
+            r.items
+                .iter()
+                .map(|o| meta::name(o).to_string())
+                .collect::<Vec<_>>()
+        };
+        let stored_names = |r: &ListResult<Stored>| {
+            r.items
+                .iter()
+                .map(|o| meta::name(&o.object()).to_string())
+                .collect::<Vec<_>>()
+        };
+        let on =
+            |node: &'static str| move |o: &Value| meta::str_at(o, "/spec/nodeName") == Some(node);
         for ns in [None, Some("a"), Some("b")] {
             // Whole lists, then pages of 4 followed to the end.
             let scan = s.list(&rt.key(), ns, None, None, &on("n1"));
@@ -1040,8 +1432,22 @@ mod tests {
             let (mut after, mut paged) = (None, vec![]);
             loop {
                 let scan = s.list(&rt.key(), ns, after.as_ref(), Some(4), &on("n1"));
-                let page = s.list_stored(&rt.key(), ns, after.as_ref(), Some(4), &on("n1"), Some("n1"));
-                assert_eq!((names(&scan), scan.remaining, scan.continue_after.clone()), (stored_names(&page), page.remaining, page.continue_after.clone()));
+                let page = s.list_stored(
+                    &rt.key(),
+                    ns,
+                    after.as_ref(),
+                    Some(4),
+                    &on("n1"),
+                    Some("n1"),
+                );
+                assert_eq!(
+                    (names(&scan), scan.remaining, scan.continue_after.clone()),
+                    (
+                        stored_names(&page),
+                        page.remaining,
+                        page.continue_after.clone()
+                    )
+                );
                 paged.extend(stored_names(&page));
                 match page.continue_after {
                     Some(k) => after = Some(k),
@@ -1053,14 +1459,33 @@ mod tests {
         // Moving a pod and deleting one keep the index true.
         let mut moved = (*s.get(&rt.key(), "b", "p01").unwrap()).clone();
         moved["spec"]["nodeName"] = json!("n2");
-        s.update(&rt, "b", "p01", moved, UpdateScope::Any, false).unwrap();
-        s.delete(&rt, "a", "p04", &DeleteOptions { grace_period_seconds: Some(0), ..Default::default() }).unwrap();
+        s.update(&rt, "b", "p01", moved, UpdateScope::Any, false)
+            .unwrap();
+        s.delete(
+            &rt,
+            "a",
+            "p04",
+            &DeleteOptions {
+                grace_period_seconds: Some(0),
+                ..Default::default()
+            },
+        )
+        .unwrap();
         for node in ["n0", "n1", "n2"] {
             let filter = move |o: &Value| meta::str_at(o, "/spec/nodeName") == Some(node);
-            assert_eq!(names(&s.list(&rt.key(), None, None, None, &filter)), stored_names(&s.list_stored(&rt.key(), None, None, None, &filter, Some(node))));
+            assert_eq!(
+                names(&s.list(&rt.key(), None, None, None, &filter)),
+                stored_names(&s.list_stored(&rt.key(), None, None, None, &filter, Some(node)))
+            );
         }
-        assert!(stored_names(&s.list_stored(&rt.key(), None, None, None, &|_| true, Some("n2"))).contains(&"p01".to_string()));
-        assert!(!stored_names(&s.list_stored(&rt.key(), None, None, None, &|_| true, Some("n1"))).contains(&"p04".to_string()));
+        assert!(
+            stored_names(&s.list_stored(&rt.key(), None, None, None, &|_| true, Some("n2")))
+                .contains(&"p01".to_string())
+        );
+        assert!(
+            !stored_names(&s.list_stored(&rt.key(), None, None, None, &|_| true, Some("n1")))
+                .contains(&"p04".to_string())
+        );
     }
 
     #[test]
@@ -1071,13 +1496,20 @@ mod tests {
         let a = s.create(&rt, cm("a"), false).unwrap();
         let mut upd = (*a).clone();
         upd["data"]["a"] = json!("2");
-        let a2 = s.update(&rt, "default", "a", upd.clone(), UpdateScope::Main, false).unwrap();
+        let a2 = s
+            .update(&rt, "default", "a", upd.clone(), UpdateScope::Main, false)
+            .unwrap();
         // `upd` still carries the old resourceVersion.
         upd["data"]["a"] = json!("3");
-        let err = s.update(&rt, "default", "a", upd, UpdateScope::Main, false).unwrap_err();
+        let err = s
+            .update(&rt, "default", "a", upd, UpdateScope::Main, false)
+            .unwrap_err();
         assert_eq!((err.code, err.reason), (409, "Conflict"));
         assert_eq!(s.get(&rt.key(), "default", "a").unwrap()["data"]["a"], "2");
-        assert_eq!(meta::resource_version(&s.get(&rt.key(), "default", "a").unwrap()), meta::resource_version(&a2));
+        assert_eq!(
+            meta::resource_version(&s.get(&rt.key(), "default", "a").unwrap()),
+            meta::resource_version(&a2)
+        );
     }
 
     #[test]
@@ -1090,19 +1522,28 @@ mod tests {
         assert_eq!(d["metadata"]["generation"], 1);
         let mut lab = (*d).clone();
         lab["metadata"]["labels"] = json!({"x": "y"});
-        let d = s.update(&rt, "default", "d", lab, UpdateScope::Main, false).unwrap();
+        let d = s
+            .update(&rt, "default", "d", lab, UpdateScope::Main, false)
+            .unwrap();
         assert_eq!(d["metadata"]["generation"], 1);
         let mut st = (*d).clone();
         st["status"] = json!({"replicas": 1});
-        let d = s.update(&rt, "default", "d", st, UpdateScope::Status, false).unwrap();
+        let d = s
+            .update(&rt, "default", "d", st, UpdateScope::Status, false)
+            .unwrap();
         assert_eq!(d["metadata"]["generation"], 1);
         assert_eq!(d["status"]["replicas"], 1);
         let mut sp = (*d).clone();
         sp["spec"]["replicas"] = json!(3);
         sp["status"] = json!({"replicas": 99});
-        let d = s.update(&rt, "default", "d", sp, UpdateScope::Main, false).unwrap();
+        let d = s
+            .update(&rt, "default", "d", sp, UpdateScope::Main, false)
+            .unwrap();
         assert_eq!(d["metadata"]["generation"], 2);
-        assert_eq!(d["status"]["replicas"], 1, "main resource update must not change status");
+        assert_eq!(
+            d["status"]["replicas"], 1,
+            "main resource update must not change status"
+        );
     }
 
     #[test]
@@ -1113,12 +1554,17 @@ mod tests {
         let mut o = cm("f");
         o["metadata"]["finalizers"] = json!(["example.com/hold"]);
         s.create(&rt, o, false).unwrap();
-        let out = s.delete(&rt, "default", "f", &DeleteOptions::default()).unwrap();
-        let DeleteOutcome::Pending(p) = out else { panic!("expected pending") };
+        let out = s
+            .delete(&rt, "default", "f", &DeleteOptions::default())
+            .unwrap();
+        let DeleteOutcome::Pending(p) = out else {
+            panic!("expected pending")
+        };
         assert!(meta::is_deleting(&p));
         let mut cleared = (*p).clone();
         cleared["metadata"]["finalizers"] = json!([]);
-        s.update(&rt, "default", "f", cleared, UpdateScope::Main, false).unwrap();
+        s.update(&rt, "default", "f", cleared, UpdateScope::Main, false)
+            .unwrap();
         assert!(s.get(&rt.key(), "default", "f").is_none());
     }
 
@@ -1135,7 +1581,11 @@ mod tests {
         let err = s.watch(&rt.key(), Some(rv0), None).err().expect("expired");
         assert_eq!((err.code, err.reason), (410, "Expired"));
         let start = s.watch(&rt.key(), Some(rv0 + 2), None).unwrap();
-        let names: Vec<_> = start.replay.iter().map(|e| meta::name(&e.object).to_string()).collect();
+        let names: Vec<_> = start
+            .replay
+            .iter()
+            .map(|e| meta::name(&e.object).to_string())
+            .collect();
         assert_eq!(names, vec!["d", "e"]);
     }
 
@@ -1145,7 +1595,9 @@ mod tests {
         let rt = reg.get("", "v1", "configmaps").unwrap();
         let s = Store::new(100);
         let a = s.create(&rt, cm("a"), false).unwrap();
-        let b = s.update(&rt, "default", "a", (*a).clone(), UpdateScope::Main, false).unwrap();
+        let b = s
+            .update(&rt, "default", "a", (*a).clone(), UpdateScope::Main, false)
+            .unwrap();
         assert_eq!(meta::resource_version(&a), meta::resource_version(&b));
     }
 
@@ -1156,9 +1608,19 @@ mod tests {
         let s = Store::new(100);
         let p = json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
         s.create(&rt, p, false).unwrap();
-        let out = s.delete(&rt, "default", "p", &DeleteOptions::default()).unwrap();
-        assert!(matches!(out, DeleteOutcome::Pending(ref o) if o["metadata"]["deletionGracePeriodSeconds"] == 30));
-        let forced = DeleteOptions { grace_period_seconds: Some(0), ..Default::default() };
-        assert!(matches!(s.delete(&rt, "default", "p", &forced).unwrap(), DeleteOutcome::Deleted(_)));
+        let out = s
+            .delete(&rt, "default", "p", &DeleteOptions::default())
+            .unwrap();
+        assert!(
+            matches!(out, DeleteOutcome::Pending(ref o) if o["metadata"]["deletionGracePeriodSeconds"] == 30)
+        );
+        let forced = DeleteOptions {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        };
+        assert!(matches!(
+            s.delete(&rt, "default", "p", &forced).unwrap(),
+            DeleteOutcome::Deleted(_)
+        ));
     }
 }

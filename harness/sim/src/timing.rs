@@ -93,7 +93,10 @@ impl Default for Timing {
 impl Timing {
     /// Real durations multiplied by `factor` (e.g. 0.01 runs a 2m2s backoff in 1.22 s).
     pub fn scaled(factor: f64) -> Timing {
-        Timing { scale: factor, ..Timing::default() }
+        Timing {
+            scale: factor,
+            ..Timing::default()
+        }
     }
 
     /// A nominal duration in simulated time, e.g. `t.s(t.op_backoff_max)`.
@@ -128,7 +131,9 @@ impl Timing {
     /// `wall`. Times before the clock's origin are left as they are.
     pub fn on_nominal_clock(&self, wall: DateTime<Utc>) -> DateTime<Utc> {
         match (wall - self.epoch).to_std() {
-            Ok(real) => self.epoch + chrono::Duration::from_std(self.to_nominal(real)).unwrap_or_default(),
+            Ok(real) => {
+                self.epoch + chrono::Duration::from_std(self.to_nominal(real)).unwrap_or_default()
+            }
             Err(_) => wall,
         }
     }
@@ -144,7 +149,11 @@ impl Timing {
     pub fn go_time_at(&self, now: DateTime<Utc>, d: Duration) -> String {
         let at = now + chrono::Duration::from_std(d).unwrap_or_default();
         let mono = (now - self.epoch).to_std().unwrap_or_default() + d;
-        format!("{} m=+{:.9}", at.format("%Y-%m-%d %H:%M:%S%.9f +0000 UTC"), mono.as_secs_f64())
+        format!(
+            "{} m=+{:.9}",
+            at.format("%Y-%m-%d %H:%M:%S%.9f +0000 UTC"),
+            mono.as_secs_f64()
+        )
     }
 }
 
@@ -204,15 +213,23 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         let nominal = (t.now() - t.epoch).to_std().unwrap();
         // 50 ms of wall clock are at least 5 s nominal at 1/100.
-        assert!(nominal >= Duration::from_secs(5) && nominal < Duration::from_secs(60), "{nominal:?}");
+        assert!(
+            nominal >= Duration::from_secs(5) && nominal < Duration::from_secs(60),
+            "{nominal:?}"
+        );
         // "<date> +0000 UTC m=+<seconds>", the date being the nominal now plus the duration.
         let line = t.go_time_after(Duration::from_secs(122));
         let (date, mono) = line.split_once(" +0000 UTC m=+").expect("Go time format");
         let mono: f64 = mono.parse().unwrap();
         assert!(mono >= 127.0 && mono < 200.0, "{line}");
-        let at = chrono::NaiveDateTime::parse_from_str(date, "%Y-%m-%d %H:%M:%S%.9f").unwrap().and_utc();
+        let at = chrono::NaiveDateTime::parse_from_str(date, "%Y-%m-%d %H:%M:%S%.9f")
+            .unwrap()
+            .and_utc();
         let ahead = (at - t.epoch).num_milliseconds() as f64 / 1000.0;
-        assert!((ahead - mono).abs() < 1.0, "{line}: date {ahead} s after the origin, monotonic {mono}");
+        assert!(
+            (ahead - mono).abs() < 1.0,
+            "{line}: date {ahead} s after the origin, monotonic {mono}"
+        );
     }
 
     #[test]
@@ -222,8 +239,14 @@ mod tests {
         // The wall clock's "now" is the nominal clock's now: one source of simulated time.
         let (wall, nominal) = (Utc::now(), t.now());
         let mapped = t.on_nominal_clock(wall);
-        assert!((mapped - nominal).num_milliseconds().abs() < 500, "{mapped} vs {nominal}");
-        assert!(mapped - wall >= chrono::Duration::seconds(4), "50 ms real is 5 s nominal: {mapped} vs {wall}");
+        assert!(
+            (mapped - nominal).num_milliseconds().abs() < 500,
+            "{mapped} vs {nominal}"
+        );
+        assert!(
+            mapped - wall >= chrono::Duration::seconds(4),
+            "50 ms real is 5 s nominal: {mapped} vs {wall}"
+        );
         // Before the origin: unchanged. A nominal span takes `scale` of it in real time.
         let before = t.epoch - chrono::Duration::seconds(10);
         assert_eq!(t.on_nominal_clock(before), before);

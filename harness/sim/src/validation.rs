@@ -16,7 +16,10 @@ fn typed_round_trip(rt: &ResourceType, obj: &Value) -> Option<Result<Value, Stri
 /// through unchanged).
 pub fn prune_typed(rt: &ResourceType, obj: Value) -> ApiResult<Value> {
     match typed_round_trip(rt, &obj) {
-        Some(Err(e)) => Err(ApiError::bad_request(format!("error decoding {}: {}", rt.kind, e))),
+        Some(Err(e)) => Err(ApiError::bad_request(format!(
+            "error decoding {}: {}",
+            rt.kind, e
+        ))),
         Some(Ok(pruned)) => Ok(pruned),
         None => Ok(obj),
     }
@@ -31,7 +34,11 @@ pub fn prune_typed_status(rt: &ResourceType, current: &Value, mut obj: Value) ->
     if rt.round_trip.is_none() || !crate::meta::identical_outside_status(&obj, current) {
         return prune_typed(rt, obj);
     }
-    let Some(status) = obj.as_object_mut().and_then(|m| m.get_mut("status")).map(std::mem::take) else {
+    let Some(status) = obj
+        .as_object_mut()
+        .and_then(|m| m.get_mut("status"))
+        .map(std::mem::take)
+    else {
         return Ok(obj);
     };
     let mut alone = serde_json::Map::new();
@@ -55,7 +62,9 @@ pub fn prune_typed_status(rt: &ResourceType, current: &Value, mut obj: Value) ->
         }
         // The type needs more than its status to decode: decode it whole.
         _ => {
-            let Value::Object(mut alone) = alone else { unreachable!("built as an object") };
+            let Value::Object(mut alone) = alone else {
+                unreachable!("built as an object")
+            };
             obj["status"] = alone.remove("status").unwrap_or(Value::Null);
             prune_typed(rt, obj)
         }
@@ -76,7 +85,12 @@ pub fn check_fields(rt: &ResourceType, obj: &Value, mode: Option<&str>) -> ApiRe
     }
     let known = match typed_round_trip(rt, obj) {
         Some(Ok(v)) => v,
-        Some(Err(e)) => return Err(ApiError::bad_request(format!("error decoding {}: {}", rt.kind, e))),
+        Some(Err(e)) => {
+            return Err(ApiError::bad_request(format!(
+                "error decoding {}: {}",
+                rt.kind, e
+            )))
+        }
         None => return Ok(vec![]),
     };
     let mut unknown = Vec::new();
@@ -85,10 +99,19 @@ pub fn check_fields(rt: &ResourceType, obj: &Value, mode: Option<&str>) -> ApiRe
         return Ok(vec![]);
     }
     if mode == "Strict" {
-        let list: Vec<String> = unknown.iter().map(|f| format!("unknown field {:?}", f)).collect();
-        return Err(ApiError::bad_request(format!("strict decoding error: {}", list.join(", "))));
+        let list: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field {:?}", f))
+            .collect();
+        return Err(ApiError::bad_request(format!(
+            "strict decoding error: {}",
+            list.join(", ")
+        )));
     }
-    Ok(unknown.iter().map(|f| format!("unknown field {:?}", f)).collect())
+    Ok(unknown
+        .iter()
+        .map(|f| format!("unknown field {:?}", f))
+        .collect())
 }
 
 /// Paths present in `input` but absent from its typed re-encoding `known`.
@@ -96,7 +119,11 @@ fn unknown_fields(input: &Value, known: &Value, path: String, out: &mut Vec<Stri
     match (input, known) {
         (Value::Object(i), Value::Object(k)) => {
             for (key, v) in i {
-                let p = if path.is_empty() { key.clone() } else { format!("{}.{}", path, key) };
+                let p = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{}.{}", path, key)
+                };
                 match k.get(key) {
                     Some(kv) => unknown_fields(v, kv, p, out),
                     // Empty and null values re-encode as absent; they are not unknown.
@@ -129,8 +156,14 @@ fn is_free_form(path: &str) -> bool {
 /// Update rules the real validation enforces that controllers trip over.
 pub fn check_update(rt: &ResourceType, current: &Value, next: &Value) -> ApiResult<()> {
     if rt.group.is_empty() && rt.plural == "pods" {
-        let node_now = current.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
-        let node_next = next.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+        let node_now = current
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let node_next = next
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let mut a = current.get("spec").cloned().unwrap_or(Value::Null);
         let mut b = next.get("spec").cloned().unwrap_or(Value::Null);
         for s in [&mut a, &mut b] {
@@ -183,7 +216,10 @@ mod tests {
         let reg = Registry::with_builtins();
         let rt = reg.get("", "v1", "configmaps").unwrap();
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "y"}}, "data": {"k": "v"}, "bogus": 1});
-        assert_eq!(check_fields(&rt, &cm, None).unwrap(), vec!["unknown field \"bogus\"".to_string()]);
+        assert_eq!(
+            check_fields(&rt, &cm, None).unwrap(),
+            vec!["unknown field \"bogus\"".to_string()]
+        );
         let e = check_fields(&rt, &cm, Some("Strict")).unwrap_err();
         assert_eq!(e.message, "strict decoding error: unknown field \"bogus\"");
         assert!(check_fields(&rt, &cm, Some("Ignore")).unwrap().is_empty());
@@ -201,20 +237,34 @@ mod tests {
         next["status"] = json!({"phase": "Running", "bogus": 1, "conditions": [{"type": "Ready", "status": "True", "odd": 2}], "podIP": "10.0.0.1"});
         let whole = prune_typed(&pods, next.clone()).unwrap();
         let status_only = prune_typed_status(&pods, &current, next.clone()).unwrap();
-        assert!(crate::meta::identical(&whole, &status_only), "{whole}\n{status_only}");
+        assert!(
+            crate::meta::identical(&whole, &status_only),
+            "{whole}\n{status_only}"
+        );
         assert!(status_only["status"].get("bogus").is_none());
         // A status of the wrong type is a 400 either way.
         let mut bad = current.clone();
         bad["status"] = json!({"phase": 3});
-        assert_eq!(prune_typed_status(&pods, &current, bad).unwrap_err().code, 400);
+        assert_eq!(
+            prune_typed_status(&pods, &current, bad).unwrap_err().code,
+            400
+        );
         // A body whose spec differs from the stored one is decoded whole: its bad spec is a 400.
         let mut bad_spec = next.clone();
         bad_spec["spec"]["containers"] = json!("x");
-        assert_eq!(prune_typed_status(&pods, &current, bad_spec).unwrap_err().code, 400);
+        assert_eq!(
+            prune_typed_status(&pods, &current, bad_spec)
+                .unwrap_err()
+                .code,
+            400
+        );
         // No status: the object stays as it is.
         let mut none = current.clone();
         none.as_object_mut().unwrap().remove("status");
-        assert!(crate::meta::identical(&prune_typed_status(&pods, &current, none.clone()).unwrap(), &prune_typed(&pods, none).unwrap()));
+        assert!(crate::meta::identical(
+            &prune_typed_status(&pods, &current, none.clone()).unwrap(),
+            &prune_typed(&pods, none).unwrap()
+        ));
     }
 
     #[test]
@@ -222,7 +272,10 @@ mod tests {
         let reg = Registry::with_builtins();
         let rt = reg.get("", "v1", "configmaps").unwrap();
         let cm = json!({"metadata": {"name": "a"}, "data": {"k": "v"}, "dta": {}});
-        assert_eq!(check_fields(&rt, &cm, None).unwrap(), vec!["unknown field \"dta\"".to_string()]);
+        assert_eq!(
+            check_fields(&rt, &cm, None).unwrap(),
+            vec!["unknown field \"dta\"".to_string()]
+        );
         let pruned = prune_typed(&rt, cm).unwrap();
         assert!(pruned.get("dta").is_none());
         assert_eq!(pruned["data"]["k"], "v");
@@ -233,7 +286,10 @@ mod tests {
         let reg = Registry::with_builtins();
         let rt = reg.get("", "v1", "pods").unwrap();
         let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i", "imagePullPolcy": "Always"}]}});
-        assert_eq!(check_fields(&rt, &pod, None).unwrap(), vec!["unknown field \"spec.containers[0].imagePullPolcy\"".to_string()]);
+        assert_eq!(
+            check_fields(&rt, &pod, None).unwrap(),
+            vec!["unknown field \"spec.containers[0].imagePullPolcy\"".to_string()]
+        );
     }
 
     #[test]

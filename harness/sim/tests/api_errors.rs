@@ -12,7 +12,14 @@ struct Reply {
     body: Value,
 }
 
-async fn send(client: &kube::Client, method: Method, path: &str, content_type: Option<&str>, accept: Option<&str>, body: &[u8]) -> Reply {
+async fn send(
+    client: &kube::Client,
+    method: Method,
+    path: &str,
+    content_type: Option<&str>,
+    accept: Option<&str>,
+    body: &[u8],
+) -> Reply {
     let mut b = Request::builder().method(method).uri(path);
     if let Some(ct) = content_type {
         b = b.header("Content-Type", ct);
@@ -23,10 +30,22 @@ async fn send(client: &kube::Client, method: Method, path: &str, content_type: O
     let req = b.body(kube::client::Body::from(body.to_vec())).unwrap();
     let resp = client.send(req).await.expect("transport");
     let code = resp.status().as_u16();
-    let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
-    let bytes = http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let bytes = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    Reply { code, content_type, body }
+    Reply {
+        code,
+        content_type,
+        body,
+    }
 }
 
 fn assert_status(r: &Reply, code: u16, reason: &str) {
@@ -42,55 +61,193 @@ async fn bad_requests_get_status_and_change_nothing() {
     let c = TestCluster::start(1).await;
     let client = c.client().await;
     let cms = "/api/v1/namespaces/default/configmaps";
-    let ok = send(&client, Method::POST, cms, Some("application/json"), None, br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"keep"},"data":{"a":"1"}}"#).await;
+    let ok = send(
+        &client,
+        Method::POST,
+        cms,
+        Some("application/json"),
+        None,
+        br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"keep"},"data":{"a":"1"}}"#,
+    )
+    .await;
     assert_eq!(ok.code, 201);
     let rv_before = c.server.api.store.current_rv();
 
-    let malformed = send(&client, Method::POST, cms, Some("application/json"), None, br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x""#).await;
+    let malformed = send(
+        &client,
+        Method::POST,
+        cms,
+        Some("application/json"),
+        None,
+        br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x""#,
+    )
+    .await;
     assert_status(&malformed, 400, "BadRequest");
 
-    let wrong_type = send(&client, Method::POST, cms, Some("text/plain"), None, b"name=x").await;
+    let wrong_type = send(
+        &client,
+        Method::POST,
+        cms,
+        Some("text/plain"),
+        None,
+        b"name=x",
+    )
+    .await;
     assert_status(&wrong_type, 415, "UnsupportedMediaType");
 
-    let unknown = send(&client, Method::GET, "/api/v1/namespaces/default/widgets", None, None, b"").await;
+    let unknown = send(
+        &client,
+        Method::GET,
+        "/api/v1/namespaces/default/widgets",
+        None,
+        None,
+        b"",
+    )
+    .await;
     assert_status(&unknown, 404, "NotFound");
-    let unknown_group = send(&client, Method::GET, "/apis/nope.example.com/v1/things", None, None, b"").await;
+    let unknown_group = send(
+        &client,
+        Method::GET,
+        "/apis/nope.example.com/v1/things",
+        None,
+        None,
+        b"",
+    )
+    .await;
     assert_status(&unknown_group, 404, "NotFound");
 
-    let not_acceptable = send(&client, Method::GET, cms, None, Some("application/vnd.kubernetes.protobuf"), b"").await;
+    let not_acceptable = send(
+        &client,
+        Method::GET,
+        cms,
+        None,
+        Some("application/vnd.kubernetes.protobuf"),
+        b"",
+    )
+    .await;
     assert_status(&not_acceptable, 406, "NotAcceptable");
 
     let stale = send(&client, Method::PUT, &format!("{cms}/keep"), Some("application/json"), None, br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"keep","resourceVersion":"1"},"data":{"a":"2"}}"#).await;
     assert_status(&stale, 409, "Conflict");
 
-    let wrong_kind = send(&client, Method::POST, cms, Some("application/json"), None, br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}"#).await;
+    let wrong_kind = send(
+        &client,
+        Method::POST,
+        cms,
+        Some("application/json"),
+        None,
+        br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}"#,
+    )
+    .await;
     assert_status(&wrong_kind, 400, "BadRequest");
 
-    let bad_name = send(&client, Method::POST, cms, Some("application/json"), None, br#"{"metadata":{"name":"Not_Valid"}}"#).await;
+    let bad_name = send(
+        &client,
+        Method::POST,
+        cms,
+        Some("application/json"),
+        None,
+        br#"{"metadata":{"name":"Not_Valid"}}"#,
+    )
+    .await;
     assert_status(&bad_name, 422, "Invalid");
-    assert_eq!(bad_name.body["details"]["causes"][0]["field"], "metadata.name");
+    assert_eq!(
+        bad_name.body["details"]["causes"][0]["field"],
+        "metadata.name"
+    );
 
-    let strict = send(&client, Method::POST, &format!("{cms}?fieldValidation=Strict"), Some("application/json"), None, br#"{"metadata":{"name":"strict"},"dta":{}}"#).await;
+    let strict = send(
+        &client,
+        Method::POST,
+        &format!("{cms}?fieldValidation=Strict"),
+        Some("application/json"),
+        None,
+        br#"{"metadata":{"name":"strict"},"dta":{}}"#,
+    )
+    .await;
     assert_status(&strict, 400, "BadRequest");
-    assert!(strict.body["message"].as_str().unwrap().contains(r#"unknown field "dta""#), "{:?}", strict.body);
+    assert!(
+        strict.body["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"unknown field "dta""#),
+        "{:?}",
+        strict.body
+    );
 
-    let wrong_types = send(&client, Method::POST, "/api/v1/namespaces/default/pods", Some("application/json"), None, br#"{"metadata":{"name":"p"},"spec":{"containers":"busybox"}}"#).await;
+    let wrong_types = send(
+        &client,
+        Method::POST,
+        "/api/v1/namespaces/default/pods",
+        Some("application/json"),
+        None,
+        br#"{"metadata":{"name":"p"},"spec":{"containers":"busybox"}}"#,
+    )
+    .await;
     assert_status(&wrong_types, 400, "BadRequest");
 
-    let bad_selector = send(&client, Method::GET, &format!("{cms}?labelSelector=a%20in%20(b"), None, None, b"").await;
+    let bad_selector = send(
+        &client,
+        Method::GET,
+        &format!("{cms}?labelSelector=a%20in%20(b"),
+        None,
+        None,
+        b"",
+    )
+    .await;
     assert_status(&bad_selector, 400, "BadRequest");
 
-    let bad_patch = send(&client, Method::PATCH, &format!("{cms}/keep"), Some("application/json-patch+json"), None, br#"[{"op":"frobnicate","path":"/data"}]"#).await;
-    assert!(bad_patch.code == 400 || bad_patch.code == 422, "{:?}", bad_patch.body);
+    let bad_patch = send(
+        &client,
+        Method::PATCH,
+        &format!("{cms}/keep"),
+        Some("application/json-patch+json"),
+        None,
+        br#"[{"op":"frobnicate","path":"/data"}]"#,
+    )
+    .await;
+    assert!(
+        bad_patch.code == 400 || bad_patch.code == 422,
+        "{:?}",
+        bad_patch.body
+    );
 
-    let unknown_patch = send(&client, Method::PATCH, &format!("{cms}/keep"), Some("application/xml"), None, b"<x/>").await;
+    let unknown_patch = send(
+        &client,
+        Method::PATCH,
+        &format!("{cms}/keep"),
+        Some("application/xml"),
+        None,
+        b"<x/>",
+    )
+    .await;
     assert_status(&unknown_patch, 415, "UnsupportedMediaType");
 
-    let method = send(&client, Method::PUT, cms, Some("application/json"), None, b"{}").await;
+    let method = send(
+        &client,
+        Method::PUT,
+        cms,
+        Some("application/json"),
+        None,
+        b"{}",
+    )
+    .await;
     assert_status(&method, 405, "MethodNotAllowed");
 
-    assert_eq!(c.server.api.store.current_rv(), rv_before, "rejected requests must not write");
-    let kept = send(&client, Method::GET, &format!("{cms}/keep"), None, None, b"").await;
+    assert_eq!(
+        c.server.api.store.current_rv(),
+        rv_before,
+        "rejected requests must not write"
+    );
+    let kept = send(
+        &client,
+        Method::GET,
+        &format!("{cms}/keep"),
+        None,
+        None,
+        b"",
+    )
+    .await;
     assert_eq!(kept.body["data"]["a"], "1");
     assert!(kept.content_type.starts_with("application/json"));
 }
@@ -104,7 +261,9 @@ async fn requests_without_the_token_are_unauthorized() {
             info.token = Some(secrecy::SecretString::from("wrong-token".to_string()));
         }
     }
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
     let client = kube::Client::try_from(cfg).unwrap();
     for path in ["/version", "/api", "/api/v1/namespaces", "/healthz"] {
         let r = send(&client, Method::GET, path, None, None, b"").await;
@@ -126,18 +285,49 @@ async fn injected_api_errors_and_latency() {
     let c = TestCluster::start(0).await;
     let client = c.client().await;
     let cms = "/api/v1/namespaces/default/configmaps";
-    let id = c.server.faults.add(ApiFault { kind: ApiFaultKind::Errors { rate: 1.0, code: 500 }, verbs: vec!["create".into()], resources: vec!["configmaps".into()] });
+    let id = c.server.faults.add(ApiFault {
+        kind: ApiFaultKind::Errors {
+            rate: 1.0,
+            code: 500,
+        },
+        verbs: vec!["create".into()],
+        resources: vec!["configmaps".into()],
+    });
     // (kube-rs retries 503s with backoff for minutes, as client-go does with Retry-After: use 500.)
-    let r = send(&client, Method::POST, cms, Some("application/json"), None, br#"{"metadata":{"name":"x"}}"#).await;
+    let r = send(
+        &client,
+        Method::POST,
+        cms,
+        Some("application/json"),
+        None,
+        br#"{"metadata":{"name":"x"}}"#,
+    )
+    .await;
     assert_status(&r, 500, "InternalError");
     let listed = send(&client, Method::GET, cms, None, None, b"").await;
     assert_eq!(listed.code, 200, "other verbs are untouched");
     assert!(c.server.faults.remove(id));
-    let r = send(&client, Method::POST, cms, Some("application/json"), None, br#"{"metadata":{"name":"x"}}"#).await;
+    let r = send(
+        &client,
+        Method::POST,
+        cms,
+        Some("application/json"),
+        None,
+        br#"{"metadata":{"name":"x"}}"#,
+    )
+    .await;
     assert_eq!(r.code, 201);
-    c.server.faults.add(ApiFault { kind: ApiFaultKind::Latency(std::time::Duration::from_millis(300)), verbs: vec!["get".into()], resources: vec![] });
+    c.server.faults.add(ApiFault {
+        kind: ApiFaultKind::Latency(std::time::Duration::from_millis(300)),
+        verbs: vec!["get".into()],
+        resources: vec![],
+    });
     let t = std::time::Instant::now();
     let r = send(&client, Method::GET, &format!("{cms}/x"), None, None, b"").await;
     assert_eq!(r.code, 200);
-    assert!(t.elapsed() >= std::time::Duration::from_millis(300), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= std::time::Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
 }

@@ -28,7 +28,16 @@ async fn cluster() -> (TestCluster, Arc<SimCluster>, kube::Client) {
         let csinodes = csinodes.clone();
         async move {
             let l = csinodes.list(&ListParams::default()).await.ok()?;
-            let n = l.items.iter().filter(|c| c.spec.drivers.iter().any(|d| d.name == "driver.longhorn.io")).count();
+            let n = l
+                .items
+                .iter()
+                .filter(|c| {
+                    c.spec
+                        .drivers
+                        .iter()
+                        .any(|d| d.name == "driver.longhorn.io")
+                })
+                .count();
             (n == 4).then_some(())
         }
     })
@@ -60,7 +69,13 @@ async fn workspace(client: &kube::Client, name: &str, node: &str) {
 }
 
 fn condition(p: &Pod, t: &str) -> Option<String> {
-    p.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == t).map(|c| c.status.clone())
+    p.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == t)
+        .map(|c| c.status.clone())
 }
 
 async fn wait_running(client: &kube::Client, name: &str, secs: u64) -> Pod {
@@ -69,14 +84,21 @@ async fn wait_running(client: &kube::Client, name: &str, secs: u64) -> Pod {
         let pods = pods.clone();
         async move {
             let p = pods.get(name).await.ok()?;
-            (p.status.as_ref()?.phase.as_deref() == Some("Running") && condition(&p, "Ready").as_deref() == Some("True")).then_some(p)
+            (p.status.as_ref()?.phase.as_deref() == Some("Running")
+                && condition(&p, "Ready").as_deref() == Some("True"))
+            .then_some(p)
         }
     })
     .await
 }
 
 fn stale_mount(pv: &str, holder: Holder) -> NodeOp {
-    NodeOp::StaleDeviceMount { pv: pv.into(), deleted_pv: true, holder, blocks_queue: false }
+    NodeOp::StaleDeviceMount {
+        pv: pv.into(),
+        deleted_pv: true,
+        holder,
+        blocks_queue: false,
+    }
 }
 
 /// The klog header's time of day (`E1203 17:14:07.123456 ...`) in microseconds.
@@ -119,15 +141,24 @@ fn kubelet_log(sim: &SimCluster, node: &str) -> Vec<String> {
 fn backoffs(sim: &SimCluster, node: &str, pv: &str) -> Vec<String> {
     kubelet_log(sim, node)
         .iter()
-        .filter(|l| l.contains("nestedpendingoperations.go") && l.contains(&format!("driver.longhorn.io^{pv} podName: nodeName:")))
-        .filter_map(|l| l.split("durationBeforeRetry ").nth(1).and_then(|r| r.split(')').next()).map(String::from))
+        .filter(|l| {
+            l.contains("nestedpendingoperations.go")
+                && l.contains(&format!("driver.longhorn.io^{pv} podName: nodeName:"))
+        })
+        .filter_map(|l| {
+            l.split("durationBeforeRetry ")
+                .nth(1)
+                .and_then(|r| r.split(')').next())
+                .map(String::from)
+        })
         .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stale_mount_blocks_the_node_and_kubelet_restart_recovers() {
     let (_c, sim, client) = cluster().await;
-    sim.node_op("worker-04", &stale_mount("pvc-81b676e6", Holder::Kubelet)).unwrap();
+    sim.node_op("worker-04", &stale_mount("pvc-81b676e6", Holder::Kubelet))
+        .unwrap();
     workspace(&client, "ws-stuck", "worker-04").await;
     workspace(&client, "ws-fine", "worker-01").await;
     // The same pod on another node runs.
@@ -142,9 +173,17 @@ async fn stale_mount_blocks_the_node_and_kubelet_restart_recovers() {
             let pvc = pvcs.get("workspace-ws-stuck").await.ok()?;
             (pvc.status.as_ref()?.phase.as_deref() == Some("Bound")).then_some(())?;
             let pv = pvc.spec?.volume_name?;
-            let attached = vas.list(&ListParams::default()).await.ok()?.items.into_iter().any(|va| {
-                va.spec.source.persistent_volume_name.as_deref() == Some(pv.as_str()) && va.spec.node_name == "worker-04" && va.status.map(|s| s.attached).unwrap_or(false)
-            });
+            let attached = vas
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .any(|va| {
+                    va.spec.source.persistent_volume_name.as_deref() == Some(pv.as_str())
+                        && va.spec.node_name == "worker-04"
+                        && va.status.map(|s| s.attached).unwrap_or(false)
+                });
             attached.then_some(pv)
         }
     })
@@ -158,30 +197,78 @@ async fn stale_mount_blocks_the_node_and_kubelet_restart_recovers() {
     // Waiting init and main container statuses, as the FailedMount pod shape in facts.md.
     let init = st.init_container_statuses.clone().unwrap();
     assert_eq!(init.len(), 2);
-    for cs in init.iter().chain(st.container_statuses.clone().unwrap().iter()) {
-        assert_eq!(cs.state.as_ref().unwrap().waiting.as_ref().unwrap().reason.as_deref(), Some("PodInitializing"), "{cs:?}");
-        assert!(cs.container_id.is_none() && cs.last_state.as_ref().map(|l| l.terminated.is_none()).unwrap_or(true));
+    for cs in init
+        .iter()
+        .chain(st.container_statuses.clone().unwrap().iter())
+    {
+        assert_eq!(
+            cs.state
+                .as_ref()
+                .unwrap()
+                .waiting
+                .as_ref()
+                .unwrap()
+                .reason
+                .as_deref(),
+            Some("PodInitializing"),
+            "{cs:?}"
+        );
+        assert!(
+            cs.container_id.is_none()
+                && cs
+                    .last_state
+                    .as_ref()
+                    .map(|l| l.terminated.is_none())
+                    .unwrap_or(true)
+        );
     }
     let log = kubelet_log(&sim, "worker-04");
-    assert!(!log.iter().any(|l| l.contains("MountVolume.MountDevice succeeded") && l.contains(&pv)), "no MountDevice for {pv}");
+    assert!(
+        !log.iter()
+            .any(|l| l.contains("MountVolume.MountDevice succeeded") && l.contains(&pv)),
+        "no MountDevice for {pv}"
+    );
     // The stale volume's UnmountDevice backs off with the real durations, whatever the scale.
     let seq = backoffs(&sim, "worker-04", "pvc-81b676e6");
     assert!(seq.len() >= 6, "backoff sequence: {seq:?}");
     assert_eq!(&seq[..6], &["500ms", "1s", "2s", "4s", "8s", "16s"]);
     // Each line's "No retries permitted until" is its own time plus its durationBeforeRetry.
-    for l in log.iter().filter(|l| l.contains("nestedpendingoperations.go:348]")) {
+    for l in log
+        .iter()
+        .filter(|l| l.contains("nestedpendingoperations.go:348]"))
+    {
         let until = l.split("No retries permitted until ").nth(1).unwrap();
         assert!(until.contains(" +0000 UTC m=+"), "{l}");
         let clock = until.split_whitespace().nth(1).unwrap();
         let until_us = klog_micros(&format!("E {}", &clock[..15]));
-        let d = l.split("durationBeforeRetry ").nth(1).unwrap().split(')').next().unwrap();
+        let d = l
+            .split("durationBeforeRetry ")
+            .nth(1)
+            .unwrap()
+            .split(')')
+            .next()
+            .unwrap();
         let diff = (until_us - klog_micros(l) - go_micros(d)).rem_euclid(86_400_000_000);
-        assert!(diff < 2_000 || diff > 86_400_000_000 - 2_000, "timestamps disagree with the duration by {diff} µs: {l}");
+        assert!(
+            diff < 2_000 || diff > 86_400_000_000 - 2_000,
+            "timestamps disagree with the duration by {diff} µs: {l}"
+        );
     }
     // GetDeviceMountRefs names the OTHER reference (the deleted pod's mount), never the globalmount.
-    let refs = log.iter().find(|l| l.contains("GetDeviceMountRefs check failed for volume \"pvc-81b676e6\"")).expect("GetDeviceMountRefs line");
-    let other = refs.split("is still mounted by other references [").nth(1).unwrap().trim_end_matches(']');
-    assert!(other.starts_with("/var/lib/kubelet/pods/") && other.ends_with("/volumes/kubernetes.io~csi/pvc-81b676e6/mount"), "{refs}");
+    let refs = log
+        .iter()
+        .find(|l| l.contains("GetDeviceMountRefs check failed for volume \"pvc-81b676e6\""))
+        .expect("GetDeviceMountRefs line");
+    let other = refs
+        .split("is still mounted by other references [")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(']');
+    assert!(
+        other.starts_with("/var/lib/kubelet/pods/")
+            && other.ends_with("/volumes/kubernetes.io~csi/pvc-81b676e6/mount"),
+        "{refs}"
+    );
     assert!(!other.contains("globalmount"), "{refs}");
     assert!(refs.contains("Operation for \"{volumeName:kubernetes.io/csi/driver.longhorn.io^pvc-81b676e6 podName: nodeName:}\" failed."), "{refs}");
     // The reconciler's lines before each try.
@@ -192,47 +279,94 @@ async fn stale_mount_blocks_the_node_and_kubelet_restart_recovers() {
     // 2 min CSI deadline.
     let mount_fail = log
         .iter()
-        .find(|l| l.contains(&format!("{{volumeName:kubernetes.io/csi/driver.longhorn.io^{pv} podName: nodeName:}}")) && l.contains("MountVolume.MountDevice failed"))
+        .find(|l| {
+            l.contains(&format!(
+                "{{volumeName:kubernetes.io/csi/driver.longhorn.io^{pv} podName: nodeName:}}"
+            )) && l.contains("MountVolume.MountDevice failed")
+        })
         .unwrap_or_else(|| panic!("MountDevice failure for {pv} in {log:#?}"));
     assert!(mount_fail.ends_with(&format!("MountVolume.MountDevice failed for volume \"{pv}\" (UniqueName: \"kubernetes.io/csi/driver.longhorn.io^{pv}\") pod \"ws-stuck\" (UID: \"{}\") : rpc error: code = DeadlineExceeded desc = context deadline exceeded", p.uid().unwrap())), "{mount_fail}");
     // podAttachAndMountTimeout: the pod worker's error line, and no event for it (1.35).
-    let sync_err = log.iter().find(|l| l.contains("Error syncing pod, skipping") && l.contains("ws-stuck")).expect("pod worker error");
+    let sync_err = log
+        .iter()
+        .find(|l| l.contains("Error syncing pod, skipping") && l.contains("ws-stuck"))
+        .expect("pod worker error");
     assert!(sync_err.contains("pod_workers.go:1298] \"Error syncing pod, skipping\" err=\"unmounted volumes=[workspace], unattached volumes=[], failed to process volumes=[]: context deadline exceeded\" pod=\"default/ws-stuck\""), "{sync_err}");
     let events = common::events_for(&client, "ws-stuck").await;
-    assert!(!events.iter().any(|(_, m)| m.contains("timed out waiting for the condition") || m.starts_with("Unable to attach or mount volumes")), "{events:?}");
+    assert!(
+        !events
+            .iter()
+            .any(|(_, m)| m.contains("timed out waiting for the condition")
+                || m.starts_with("Unable to attach or mount volumes")),
+        "{events:?}"
+    );
     assert!(
         events.iter().any(|(r, m)| r == "FailedMount" && m == &format!("MountVolume.MountDevice failed for volume \"{pv}\" : rpc error: code = DeadlineExceeded desc = context deadline exceeded")),
         "{events:?}"
     );
-    assert!(!events.iter().any(|(r, _)| r == "Started"), "no container ever started");
+    assert!(
+        !events.iter().any(|(r, _)| r == "Started"),
+        "no container ever started"
+    );
     // volumesInUse lists what the node's pods want, mounted or not.
     let nodes: Api<Node> = Api::all(client.clone());
-    let in_use = nodes.get("worker-04").await.unwrap().status.unwrap().volumes_in_use.unwrap_or_default();
-    assert!(in_use.contains(&format!("kubernetes.io/csi/driver.longhorn.io^{pv}")), "{in_use:?}");
+    let in_use = nodes
+        .get("worker-04")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .volumes_in_use
+        .unwrap_or_default();
+    assert!(
+        in_use.contains(&format!("kubernetes.io/csi/driver.longhorn.io^{pv}")),
+        "{in_use:?}"
+    );
     // `talosctl mounts | grep longhorn` shows the stale mount and the reference that holds it.
     let mounts = sim.mounts("worker-04").unwrap();
-    assert!(mounts.iter().any(|m| m.contains("pvc-81b676e6") && m.contains("globalmount") && m.ends_with("type ext4 (rw,relatime)")), "{mounts:?}");
+    assert!(
+        mounts.iter().any(|m| m.contains("pvc-81b676e6")
+            && m.contains("globalmount")
+            && m.ends_with("type ext4 (rw,relatime)")),
+        "{mounts:?}"
+    );
     assert!(mounts.iter().any(|m| m.contains(other)), "{mounts:?}");
 
     // Runbook option 1: kubelet restart clears the kubelet-held stale mount and the queue.
     sim.node_op("worker-04", &NodeOp::KubeletRestart).unwrap();
     wait_running(&client, "ws-stuck", 20).await;
     let log = kubelet_log(&sim, "worker-04");
-    assert!(log.iter().any(|l| l.contains("MountVolume.MountDevice succeeded") && l.contains(&pv)));
-    assert!(!sim.mounts("worker-04").unwrap().iter().any(|m| m.contains("pvc-81b676e6")));
+    assert!(log
+        .iter()
+        .any(|l| l.contains("MountVolume.MountDevice succeeded") && l.contains(&pv)));
+    assert!(!sim
+        .mounts("worker-04")
+        .unwrap()
+        .iter()
+        .any(|m| m.contains("pvc-81b676e6")));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn csi_held_mount_needs_the_plugin_pod_deleted() {
     let (_c, sim, client) = cluster().await;
-    sim.node_op("worker-04", &stale_mount("pvc-dead", Holder::CsiPlugin)).unwrap();
+    sim.node_op("worker-04", &stale_mount("pvc-dead", Holder::CsiPlugin))
+        .unwrap();
     workspace(&client, "ws-csi", "worker-04").await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     // Option 1 is not enough when the plugin holds the device.
     sim.node_op("worker-04", &NodeOp::KubeletRestart).unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    assert_eq!(pods.get("ws-csi").await.unwrap().status.unwrap().phase.as_deref(), Some("Pending"));
+    assert_eq!(
+        pods.get("ws-csi")
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .phase
+            .as_deref(),
+        Some("Pending")
+    );
     // Option 2: kubectl delete pod <csi-plugin-pod> -n longhorn-system.
     let system: Api<Pod> = Api::namespaced(client.clone(), "longhorn-system");
     let plugin = system
@@ -243,14 +377,24 @@ async fn csi_held_mount_needs_the_plugin_pod_deleted() {
         .into_iter()
         .find(|p| p.name_any().starts_with("longhorn-csi-plugin-"))
         .expect("csi plugin pod on worker-04");
-    system.delete(&plugin.name_any(), &DeleteParams::default()).await.unwrap();
+    system
+        .delete(&plugin.name_any(), &DeleteParams::default())
+        .await
+        .unwrap();
     // The DaemonSet brings a new plugin pod, whose fresh process releases the device.
     let replacement = eventually(20, "replacement csi-plugin pod running", || {
         let system = system.clone();
         let old = plugin.name_any();
         async move {
-            let l = system.list(&ListParams::default().fields("spec.nodeName=worker-04")).await.ok()?;
-            l.items.into_iter().find(|p| p.name_any().starts_with("longhorn-csi-plugin-") && p.name_any() != old && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            let l = system
+                .list(&ListParams::default().fields("spec.nodeName=worker-04"))
+                .await
+                .ok()?;
+            l.items.into_iter().find(|p| {
+                p.name_any().starts_with("longhorn-csi-plugin-")
+                    && p.name_any() != old
+                    && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+            })
         }
     })
     .await;
@@ -266,10 +410,26 @@ async fn crash_looping_plugin_stays_registered_and_mounts_fail_to_dial() {
     eventually(20, "csi plugin pod CrashLoopBackOff", || {
         let system = system.clone();
         async move {
-            let l = system.list(&ListParams::default().fields("spec.nodeName=worker-02")).await.ok()?;
-            let p = l.items.into_iter().find(|p| p.name_any().starts_with("longhorn-csi-plugin-"))?;
+            let l = system
+                .list(&ListParams::default().fields("spec.nodeName=worker-02"))
+                .await
+                .ok()?;
+            let p = l
+                .items
+                .into_iter()
+                .find(|p| p.name_any().starts_with("longhorn-csi-plugin-"))?;
             let cs = p.status?.container_statuses?;
-            cs.iter().any(|c| c.name == "longhorn-csi-plugin" && c.state.as_ref().and_then(|s| s.waiting.as_ref()).and_then(|w| w.reason.as_deref()) == Some("CrashLoopBackOff") && c.restart_count > 0).then_some(())
+            cs.iter()
+                .any(|c| {
+                    c.name == "longhorn-csi-plugin"
+                        && c.state
+                            .as_ref()
+                            .and_then(|s| s.waiting.as_ref())
+                            .and_then(|w| w.reason.as_deref())
+                            == Some("CrashLoopBackOff")
+                        && c.restart_count > 0
+                })
+                .then_some(())
         }
     })
     .await;
@@ -285,11 +445,29 @@ async fn crash_looping_plugin_stays_registered_and_mounts_fail_to_dial() {
     })
     .await;
     let (_, msg) = events.iter().find(|(r, _)| r == "FailedMount").unwrap();
-    assert!(msg.starts_with("MountVolume.MountDevice failed for volume \"pvc-"), "{msg}");
+    assert!(
+        msg.starts_with("MountVolume.MountDevice failed for volume \"pvc-"),
+        "{msg}"
+    );
     assert!(msg.ends_with("\" : rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial unix /var/lib/kubelet/plugins/driver.longhorn.io/csi.sock: connect: connection refused\""), "{msg}");
     let csinodes: Api<CSINode> = Api::all(client.clone());
-    assert!(csinodes.get("worker-02").await.unwrap().spec.drivers.iter().any(|d| d.name == "driver.longhorn.io"), "still registered");
-    assert!(!kubelet_log(&sim, "worker-02").iter().any(|l| l.contains("DeRegisterPlugin")), "no deregistration for a crash loop");
+    assert!(
+        csinodes
+            .get("worker-02")
+            .await
+            .unwrap()
+            .spec
+            .drivers
+            .iter()
+            .any(|d| d.name == "driver.longhorn.io"),
+        "still registered"
+    );
+    assert!(
+        !kubelet_log(&sim, "worker-02")
+            .iter()
+            .any(|l| l.contains("DeRegisterPlugin")),
+        "no deregistration for a crash loop"
+    );
     sim.node_op("worker-02", &NodeOp::CsiPluginUp).unwrap();
     wait_running(&client, "ws-nocsi", 30).await;
 }
@@ -306,67 +484,129 @@ async fn deleting_the_plugin_pod_deregisters_the_driver_until_the_new_one_regist
         .into_iter()
         .find(|p| p.name_any().starts_with("longhorn-csi-plugin-"))
         .unwrap();
-    system.delete(&plugin.name_any(), &DeleteParams::default()).await.unwrap();
+    system
+        .delete(&plugin.name_any(), &DeleteParams::default())
+        .await
+        .unwrap();
     let line = eventually(20, "deregistration", || {
         let sim = sim.clone();
-        async move { kubelet_log(&sim, "worker-01").into_iter().find(|l| l.contains("DeRegisterPlugin")) }
+        async move {
+            kubelet_log(&sim, "worker-01")
+                .into_iter()
+                .find(|l| l.contains("DeRegisterPlugin"))
+        }
     })
     .await;
     assert!(line.ends_with("csi_plugin.go:223] kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin driver.longhorn.io"), "{line}");
     let csinodes: Api<CSINode> = Api::all(client.clone());
     eventually(20, "registered again by the new plugin pod", || {
         let csinodes = csinodes.clone();
-        async move { csinodes.get("worker-01").await.ok()?.spec.drivers.iter().any(|d| d.name == "driver.longhorn.io").then_some(()) }
+        async move {
+            csinodes
+                .get("worker-01")
+                .await
+                .ok()?
+                .spec
+                .drivers
+                .iter()
+                .any(|d| d.name == "driver.longhorn.io")
+                .then_some(())
+        }
     })
     .await;
     let log = kubelet_log(&sim, "worker-01");
-    let dereg = log.iter().position(|l| l.contains("DeRegisterPlugin")).unwrap();
+    let dereg = log
+        .iter()
+        .position(|l| l.contains("DeRegisterPlugin"))
+        .unwrap();
     assert!(log[dereg..].iter().any(|l| l.contains("kubernetes.io/csi: Register new plugin with name: driver.longhorn.io at endpoint: /var/lib/kubelet/plugins/driver.longhorn.io/csi.sock")));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stale_pods_stall_pleg_so_new_pods_get_no_status_until_force_deleted() {
     let (_c, sim, client) = cluster().await;
-    sim.node_op("worker-03", &NodeOp::SaturateWorkers { count: None, namespace: "snapshots".into() }).unwrap();
+    sim.node_op(
+        "worker-03",
+        &NodeOp::SaturateWorkers {
+            count: None,
+            namespace: "snapshots".into(),
+        },
+    )
+    .unwrap();
     workspace(&client, "ws-starved", "worker-03").await;
     let nodes: Api<Node> = Api::all(client.clone());
     // PLEG relist hangs on the stale pods' sandboxes: after 3 min the runtime is unhealthy.
     let ready = eventually(20, "worker-03 Ready=False via PLEG", || {
         let nodes = nodes.clone();
         async move {
-            let c = nodes.get("worker-03").await.ok()?.status?.conditions?.into_iter().find(|c| c.type_ == "Ready")?;
+            let c = nodes
+                .get("worker-03")
+                .await
+                .ok()?
+                .status?
+                .conditions?
+                .into_iter()
+                .find(|c| c.type_ == "Ready")?;
             (c.status == "False").then_some(c)
         }
     })
     .await;
     assert_eq!(ready.reason.as_deref(), Some("KubeletNotReady"));
     let msg = ready.message.unwrap();
-    assert!(msg.starts_with("PLEG is not healthy: pleg was last seen active 3m") && msg.ends_with(" ago; threshold is 3m0s"), "{msg}");
+    assert!(
+        msg.starts_with("PLEG is not healthy: pleg was last seen active 3m")
+            && msg.ends_with(" ago; threshold is 3m0s"),
+        "{msg}"
+    );
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let p = pods.get("ws-starved").await.unwrap();
     assert_eq!(condition(&p, "PodScheduled").as_deref(), Some("True"));
     let st = p.status.unwrap();
     // Never synced by the kubelet: no container statuses at all (the other pod shape).
-    assert!(st.container_statuses.is_none() && st.init_container_statuses.is_none(), "{st:?}");
+    assert!(
+        st.container_statuses.is_none() && st.init_container_statuses.is_none(),
+        "{st:?}"
+    );
     assert_eq!(st.phase.as_deref(), Some("Pending"));
     // The sync loop logs its skip on its own tick, which may come just after the status post.
     let skip = eventually(5, "sync loop skipping", || {
         let log = kubelet_log(&sim, "worker-03");
-        async move { log.into_iter().find(|l| l.contains("Skipping pod synchronization")) }
+        async move {
+            log.into_iter()
+                .find(|l| l.contains("Skipping pod synchronization"))
+        }
     })
     .await;
     let log = kubelet_log(&sim, "worker-03");
     assert!(skip.contains("] \"Skipping pod synchronization\" err=\"PLEG is not healthy: pleg was last seen active 3m") && skip.ends_with("; threshold is 3m0s\""), "{skip}");
     // The stale pods' V(3) line is below the kubelet's verbosity.
-    assert!(!log.iter().any(|l| l.contains("Pod is terminated, but some volumes have not been cleaned up")));
+    assert!(!log
+        .iter()
+        .any(|l| l.contains("Pod is terminated, but some volumes have not been cleaned up")));
     // Option 3: list the node's non-running pods and force-delete them.
     let all: Api<Pod> = Api::all(client.clone());
-    let stale = all.list(&ListParams::default().fields("spec.nodeName=worker-03,status.phase!=Running")).await.unwrap();
-    let stale: Vec<Pod> = stale.items.into_iter().filter(|p| p.namespace().as_deref() == Some("snapshots")).collect();
+    let stale = all
+        .list(&ListParams::default().fields("spec.nodeName=worker-03,status.phase!=Running"))
+        .await
+        .unwrap();
+    let stale: Vec<Pod> = stale
+        .items
+        .into_iter()
+        .filter(|p| p.namespace().as_deref() == Some("snapshots"))
+        .collect();
     assert_eq!(stale.len(), 8);
     let snaps: Api<Pod> = Api::namespaced(client.clone(), "snapshots");
     for s in &stale {
-        snaps.delete(&s.name_any(), &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await.unwrap();
+        snaps
+            .delete(
+                &s.name_any(),
+                &DeleteParams {
+                    grace_period_seconds: Some(0),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
     }
     wait_running(&client, "ws-starved", 30).await;
 }
@@ -388,11 +628,18 @@ async fn the_rca_pool_option_starves_new_pods_without_pleg() {
         let (on_node, lp) = (on_node.clone(), lp.clone());
         async move {
             let pods = on_node.list(&lp).await.ok()?.items;
-            (!pods.is_empty() && pods.iter().all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))).then_some(())
+            (!pods.is_empty()
+                && pods
+                    .iter()
+                    .all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")))
+            .then_some(())
         }
     })
     .await;
-    let saturate = |count| NodeOp::SaturateWorkers { count: Some(count), namespace: "snapshots".into() };
+    let saturate = |count| NodeOp::SaturateWorkers {
+        count: Some(count),
+        namespace: "snapshots".into(),
+    };
     sim.node_op("worker-02", &saturate(7)).unwrap();
     workspace(&client, "ws-free", "worker-02").await;
     wait_running(&client, "ws-free", 30).await;
@@ -405,8 +652,20 @@ async fn the_rca_pool_option_starves_new_pods_without_pleg() {
     // The pool starves the pod without a PLEG stall: the node stays Ready.
     let nodes: Api<Node> = Api::all(client.clone());
     let n = nodes.get("worker-02").await.unwrap();
-    assert!(n.status.unwrap().conditions.unwrap().iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-    sim.node_op("worker-02", &NodeOp::ClearStalePods { namespace: "snapshots".into() }).unwrap();
+    assert!(n
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True"));
+    sim.node_op(
+        "worker-02",
+        &NodeOp::ClearStalePods {
+            namespace: "snapshots".into(),
+        },
+    )
+    .unwrap();
     wait_running(&client, "ws-pool", 30).await;
 }
 
@@ -416,20 +675,45 @@ async fn reboot_stuck_on_hung_nfs_needs_a_power_cycle() {
     workspace(&client, "ws-r", "worker-02").await;
     let before = wait_running(&client, "ws-r", 20).await;
     let nodes: Api<Node> = Api::all(client.clone());
-    let boot = nodes.get("worker-02").await.unwrap().status.unwrap().node_info.unwrap().boot_id;
+    let boot = nodes
+        .get("worker-02")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .node_info
+        .unwrap()
+        .boot_id;
     sim.node_op("worker-02", &NodeOp::HungNfs).unwrap();
     let msg = sim.node_op("worker-02", &NodeOp::Reboot).unwrap();
     assert!(msg.contains("stuck in Rebooting"), "{msg}");
     let ready = |nodes: Api<Node>, want: &'static str| async move {
         let n = nodes.get("worker-02").await.ok()?;
-        let c = n.status?.conditions?.into_iter().find(|c| c.type_ == "Ready")?;
+        let c = n
+            .status?
+            .conditions?
+            .into_iter()
+            .find(|c| c.type_ == "Ready")?;
         (c.status == want).then_some(())
     };
-    eventually(20, "worker-02 NotReady (Unknown)", || ready(nodes.clone(), "Unknown")).await;
+    eventually(20, "worker-02 NotReady (Unknown)", || {
+        ready(nodes.clone(), "Unknown")
+    })
+    .await;
     // The lifecycle controller taints on a later pass than the one that marks the node Unknown.
     eventually(10, "unreachable NoExecute taint", || {
         let nodes = nodes.clone();
-        async move { nodes.get("worker-02").await.ok()?.spec?.taints?.iter().any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute").then_some(()) }
+        async move {
+            nodes
+                .get("worker-02")
+                .await
+                .ok()?
+                .spec?
+                .taints?
+                .iter()
+                .any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute")
+                .then_some(())
+        }
     })
     .await;
     // Stuck: after several reboot durations it is still down.
@@ -438,15 +722,46 @@ async fn reboot_stuck_on_hung_nfs_needs_a_power_cycle() {
     sim.node_op("worker-02", &NodeOp::PowerCycle).unwrap();
     eventually(20, "worker-02 Ready again", || ready(nodes.clone(), "True")).await;
     let n = nodes.get("worker-02").await.unwrap();
-    assert_ne!(n.status.as_ref().unwrap().node_info.as_ref().unwrap().boot_id, boot, "a new boot id");
+    assert_ne!(
+        n.status
+            .as_ref()
+            .unwrap()
+            .node_info
+            .as_ref()
+            .unwrap()
+            .boot_id,
+        boot,
+        "a new boot id"
+    );
     eventually(10, "unreachable taints removed", || {
         let nodes = nodes.clone();
-        async move { nodes.get("worker-02").await.ok()?.spec?.taints.map(|t| t.iter().all(|t| t.key != "node.kubernetes.io/unreachable")).unwrap_or(true).then_some(()) }
+        async move {
+            nodes
+                .get("worker-02")
+                .await
+                .ok()?
+                .spec?
+                .taints
+                .map(|t| t.iter().all(|t| t.key != "node.kubernetes.io/unreachable"))
+                .unwrap_or(true)
+                .then_some(())
+        }
     })
     .await;
     let after = wait_running(&client, "ws-r", 30).await;
-    let restarts = |p: &Pod| p.status.as_ref().unwrap().container_statuses.as_ref().unwrap()[0].restart_count;
-    assert!(restarts(&after) > restarts(&before), "containers restarted after the reboot");
+    let restarts = |p: &Pod| {
+        p.status
+            .as_ref()
+            .unwrap()
+            .container_statuses
+            .as_ref()
+            .unwrap()[0]
+            .restart_count
+    };
+    assert!(
+        restarts(&after) > restarts(&before),
+        "containers restarted after the reboot"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -459,13 +774,18 @@ async fn broken_prober_survives_kubelet_restart_but_not_reboot() {
         let pods = pods.clone();
         async move {
             let p = pods.get("ws-probe").await.ok()?;
-            (p.status.as_ref()?.phase.as_deref() == Some("Running") && condition(&p, "Ready").as_deref() == Some("False")).then_some(())
+            (p.status.as_ref()?.phase.as_deref() == Some("Running")
+                && condition(&p, "Ready").as_deref() == Some("False"))
+            .then_some(())
         }
     })
     .await;
     sim.node_op("worker-01", &NodeOp::KubeletRestart).unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(condition(&pods.get("ws-probe").await.unwrap(), "Ready").as_deref(), Some("False"));
+    assert_eq!(
+        condition(&pods.get("ws-probe").await.unwrap(), "Ready").as_deref(),
+        Some("False")
+    );
     sim.node_op("worker-01", &NodeOp::Reboot).unwrap();
     wait_running(&client, "ws-probe", 30).await;
 }
@@ -479,44 +799,108 @@ async fn kubelet_stop_and_partition_make_the_node_unreachable() {
     let ready = |want: &'static str, node: &'static str| {
         let nodes = nodes.clone();
         async move {
-            let c = nodes.get(node).await.ok()?.status?.conditions?.into_iter().find(|c| c.type_ == "Ready")?;
+            let c = nodes
+                .get(node)
+                .await
+                .ok()?
+                .status?
+                .conditions?
+                .into_iter()
+                .find(|c| c.type_ == "Ready")?;
             (c.status == want).then_some(c)
         }
     };
     sim.node_op("worker-03", &NodeOp::KubeletStop).unwrap();
     let c = eventually(20, "worker-03 Unknown", || ready("Unknown", "worker-03")).await;
     assert_eq!(c.reason.as_deref(), Some("NodeStatusUnknown"));
-    assert_eq!(c.message.as_deref(), Some("Kubelet stopped posting node status."));
+    assert_eq!(
+        c.message.as_deref(),
+        Some("Kubelet stopped posting node status.")
+    );
     let taints = eventually(10, "unreachable taints", || {
         let nodes = nodes.clone();
         async move {
             let t = nodes.get("worker-03").await.ok()?.spec?.taints?;
-            (t.iter().filter(|t| t.key == "node.kubernetes.io/unreachable").count() == 2).then_some(t)
+            (t.iter()
+                .filter(|t| t.key == "node.kubernetes.io/unreachable")
+                .count()
+                == 2)
+                .then_some(t)
         }
     })
     .await;
-    assert!(taints.iter().any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute" && t.time_added.is_some()));
-    assert!(taints.iter().any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoSchedule" && t.time_added.is_none()));
+    assert!(taints
+        .iter()
+        .any(|t| t.key == "node.kubernetes.io/unreachable"
+            && t.effect == "NoExecute"
+            && t.time_added.is_some()));
+    assert!(taints
+        .iter()
+        .any(|t| t.key == "node.kubernetes.io/unreachable"
+            && t.effect == "NoSchedule"
+            && t.time_added.is_none()));
     // The pod: Ready=False and a NodeNotReady event; after its 300 s toleration, DisruptionTarget
     // and a deletion it cannot finish (the kubelet is down).
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let evicted = eventually(20, "taint eviction", || {
         let pods = pods.clone();
-        async move { pods.get("ws-lost").await.ok().filter(|p| p.metadata.deletion_timestamp.is_some()) }
+        async move {
+            pods.get("ws-lost")
+                .await
+                .ok()
+                .filter(|p| p.metadata.deletion_timestamp.is_some())
+        }
     })
     .await;
     let conds = evicted.status.unwrap().conditions.unwrap();
-    assert!(conds.iter().any(|c| c.type_ == "Ready" && c.status == "False"));
-    let dt = conds.iter().find(|c| c.type_ == "DisruptionTarget").expect("DisruptionTarget before deletion");
-    assert_eq!((dt.status.as_str(), dt.reason.as_deref(), dt.message.as_deref()), ("True", Some("DeletionByTaintManager"), Some("Taint manager: deleting due to NoExecute taint")));
+    assert!(conds
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "False"));
+    let dt = conds
+        .iter()
+        .find(|c| c.type_ == "DisruptionTarget")
+        .expect("DisruptionTarget before deletion");
+    assert_eq!(
+        (
+            dt.status.as_str(),
+            dt.reason.as_deref(),
+            dt.message.as_deref()
+        ),
+        (
+            "True",
+            Some("DeletionByTaintManager"),
+            Some("Taint manager: deleting due to NoExecute taint")
+        )
+    );
     let events = common::events_for(&client, "ws-lost").await;
-    assert!(events.iter().any(|(r, m)| r == "NodeNotReady" && m == "Node is not ready"), "{events:?}");
-    assert!(events.iter().any(|(r, m)| r == "TaintManagerEviction" && m == "Marking for deletion Pod default/ws-lost"), "{events:?}");
+    assert!(
+        events
+            .iter()
+            .any(|(r, m)| r == "NodeNotReady" && m == "Node is not ready"),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|(r, m)| r == "TaintManagerEviction"
+                && m == "Marking for deletion Pod default/ws-lost"),
+        "{events:?}"
+    );
     sim.node_op("worker-03", &NodeOp::KubeletStart).unwrap();
     eventually(20, "worker-03 Ready", || ready("True", "worker-03")).await;
     eventually(10, "taints gone", || {
         let nodes = nodes.clone();
-        async move { nodes.get("worker-03").await.ok()?.spec?.taints.unwrap_or_default().is_empty().then_some(()) }
+        async move {
+            nodes
+                .get("worker-03")
+                .await
+                .ok()?
+                .spec?
+                .taints
+                .unwrap_or_default()
+                .is_empty()
+                .then_some(())
+        }
     })
     .await;
     sim.node_op("worker-01", &NodeOp::PartitionNetwork).unwrap();
@@ -533,42 +917,98 @@ async fn a_hung_kubelet_keeps_its_lease_and_goes_not_ready_through_pleg() {
     let ready = eventually(20, "worker-02 Ready=False", || {
         let nodes = nodes.clone();
         async move {
-            let c = nodes.get("worker-02").await.ok()?.status?.conditions?.into_iter().find(|c| c.type_ == "Ready")?;
+            let c = nodes
+                .get("worker-02")
+                .await
+                .ok()?
+                .status?
+                .conditions?
+                .into_iter()
+                .find(|c| c.type_ == "Ready")?;
             (c.status != "True").then_some(c)
         }
     })
     .await;
-    assert_eq!(ready.status, "False", "the Lease is still renewed: never Unknown");
+    assert_eq!(
+        ready.status, "False",
+        "the Lease is still renewed: never Unknown"
+    );
     assert_eq!(ready.reason.as_deref(), Some("KubeletNotReady"));
-    assert!(ready.message.as_deref().unwrap().starts_with("PLEG is not healthy: pleg was last seen active 3m"), "{ready:?}");
+    assert!(
+        ready
+            .message
+            .as_deref()
+            .unwrap()
+            .starts_with("PLEG is not healthy: pleg was last seen active 3m"),
+        "{ready:?}"
+    );
     let taints = eventually(10, "not-ready taints", || {
         let nodes = nodes.clone();
         async move {
             let t = nodes.get("worker-02").await.ok()?.spec?.taints?;
-            (t.iter().filter(|t| t.key == "node.kubernetes.io/not-ready").count() == 2).then_some(t)
+            (t.iter()
+                .filter(|t| t.key == "node.kubernetes.io/not-ready")
+                .count()
+                == 2)
+                .then_some(t)
         }
     })
     .await;
-    assert!(!taints.iter().any(|t| t.key == "node.kubernetes.io/unreachable"), "{taints:?}");
+    assert!(
+        !taints
+            .iter()
+            .any(|t| t.key == "node.kubernetes.io/unreachable"),
+        "{taints:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cordon_adds_the_unschedulable_taint() {
     let (_c, _sim, client) = cluster().await;
     let nodes: Api<Node> = Api::all(client.clone());
-    nodes.patch("worker-01", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({"spec": {"unschedulable": true}}))).await.unwrap();
+    nodes
+        .patch(
+            "worker-01",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"unschedulable": true}})),
+        )
+        .await
+        .unwrap();
     eventually(10, "unschedulable taint", || {
         let nodes = nodes.clone();
         async move {
             let t = nodes.get("worker-01").await.ok()?.spec?.taints?;
-            t.iter().any(|t| t.key == "node.kubernetes.io/unschedulable" && t.effect == "NoSchedule" && t.time_added.is_none()).then_some(())
+            t.iter()
+                .any(|t| {
+                    t.key == "node.kubernetes.io/unschedulable"
+                        && t.effect == "NoSchedule"
+                        && t.time_added.is_none()
+                })
+                .then_some(())
         }
     })
     .await;
-    nodes.patch("worker-01", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({"spec": {"unschedulable": null}}))).await.unwrap();
+    nodes
+        .patch(
+            "worker-01",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"unschedulable": null}})),
+        )
+        .await
+        .unwrap();
     eventually(10, "taint removed on uncordon", || {
         let nodes = nodes.clone();
-        async move { nodes.get("worker-01").await.ok()?.spec?.taints.unwrap_or_default().is_empty().then_some(()) }
+        async move {
+            nodes
+                .get("worker-01")
+                .await
+                .ok()?
+                .spec?
+                .taints
+                .unwrap_or_default()
+                .is_empty()
+                .then_some(())
+        }
     })
     .await;
 }
@@ -587,7 +1027,11 @@ async fn scheduler_reports_unschedulable_and_pod_logs_work() {
         let pods = pods.clone();
         async move {
             let p = pods.get("too-big").await.ok()?;
-            let c = p.status?.conditions?.into_iter().find(|c| c.type_ == "PodScheduled")?;
+            let c = p
+                .status?
+                .conditions?
+                .into_iter()
+                .find(|c| c.type_ == "PodScheduled")?;
             (c.reason.as_deref() == Some("Unschedulable")).then_some(c)
         }
     })
@@ -604,7 +1048,10 @@ async fn scheduler_reports_unschedulable_and_pod_logs_work() {
     .unwrap();
     pods.create(&PostParams::default(), &logged).await.unwrap();
     wait_running(&client, "logger", 20).await;
-    assert_eq!(pods.logs("logger", &Default::default()).await.unwrap(), "line one\nline two\n");
+    assert_eq!(
+        pods.logs("logger", &Default::default()).await.unwrap(),
+        "line one\nline two\n"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -614,7 +1061,15 @@ async fn plugin_crash_after_attach_blocks_teardown_with_dial_errors() {
     wait_running(&client, "ws-first", 20).await;
     sim.node_op("worker-02", &NodeOp::CsiPluginDown).unwrap();
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    pods.delete("ws-first", &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await.unwrap();
+    pods.delete(
+        "ws-first",
+        &DeleteParams {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     // The same claim on the same node: still attached, but the plugin is gone.
     let again: Pod = serde_json::from_value(json!({
         "metadata": {"name": "ws-second"},
@@ -632,11 +1087,16 @@ async fn plugin_crash_after_attach_blocks_teardown_with_dial_errors() {
         }
     })
     .await;
-    assert!(line.contains("nestedpendingoperations.go") && line.contains("No retries permitted until"), "{line}");
+    assert!(
+        line.contains("nestedpendingoperations.go") && line.contains("No retries permitted until"),
+        "{line}"
+    );
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let st = pods.get("ws-second").await.unwrap().status.unwrap();
     assert_eq!(st.phase.as_deref(), Some("Pending"));
-    assert!(kubelet_log(&sim, "worker-02").iter().any(|l| l.contains("Error syncing pod, skipping") && l.contains("ws-second")));
+    assert!(kubelet_log(&sim, "worker-02")
+        .iter()
+        .any(|l| l.contains("Error syncing pod, skipping") && l.contains("ws-second")));
     sim.node_op("worker-02", &NodeOp::CsiPluginUp).unwrap();
     wait_running(&client, "ws-second", 30).await;
 }
@@ -650,20 +1110,43 @@ async fn crash_loop_texts_are_1_35_and_nominal_at_any_scale() {
         "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}
     }))
     .unwrap();
-    let uid = pods.create(&PostParams::default(), &crasher).await.unwrap().uid().unwrap();
+    let uid = pods
+        .create(&PostParams::default(), &crasher)
+        .await
+        .unwrap()
+        .uid()
+        .unwrap();
     let waiting = eventually(20, "CrashLoopBackOff", || {
         let pods = pods.clone();
         async move {
             let p = pods.get("crasher").await.ok()?;
-            let w = p.status?.container_statuses?.first()?.state.clone()?.waiting?;
+            let w = p
+                .status?
+                .container_statuses?
+                .first()?
+                .state
+                .clone()?
+                .waiting?;
             (w.reason.as_deref() == Some("CrashLoopBackOff")).then_some(w)
         }
     })
     .await;
     // The real first delay (10s), not the scaled 100ms.
-    assert_eq!(waiting.message.as_deref(), Some(format!("back-off 10s restarting failed container=c pod=crasher_default({uid})").as_str()));
+    assert_eq!(
+        waiting.message.as_deref(),
+        Some(
+            format!("back-off 10s restarting failed container=c pod=crasher_default({uid})")
+                .as_str()
+        )
+    );
     let events = common::events_for(&client, "crasher").await;
-    assert!(events.iter().any(|(r, m)| r == "BackOff" && m == &format!("Back-off restarting failed container c in pod crasher_default({uid})")), "{events:?}");
+    assert!(
+        events.iter().any(|(r, m)| r == "BackOff"
+            && m == &format!(
+                "Back-off restarting failed container c in pod crasher_default({uid})"
+            )),
+        "{events:?}"
+    );
     assert!(events.iter().any(|(r, m)| r == "Pulled" && m == "Successfully pulled image \"busybox:1.36\" in 1.5s (1.5s including waiting). Image size: 4269396 bytes."), "{events:?}");
 }
 
@@ -677,19 +1160,48 @@ async fn a_kubelet_that_is_down_writes_nothing() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let before = kubelet_log(&sim, "worker-02");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    pods.delete("ws-down", &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await.unwrap();
+    pods.delete(
+        "ws-down",
+        &DeleteParams {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(kubelet_log(&sim, "worker-02"), before, "a node stuck in Rebooting logs nothing");
+    assert_eq!(
+        kubelet_log(&sim, "worker-02"),
+        before,
+        "a node stuck in Rebooting logs nothing"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nodes_are_addressed_by_internal_ip_too() {
     let (_c, sim, client) = cluster().await;
     let nodes: Api<Node> = Api::all(client.clone());
-    let ip = nodes.get("worker-04").await.unwrap().status.unwrap().addresses.unwrap().into_iter().find(|a| a.type_ == "InternalIP").unwrap().address;
-    let msg = sim.node_op(&ip, &stale_mount("pvc-by-ip", Holder::Kubelet)).unwrap();
+    let ip = nodes
+        .get("worker-04")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .addresses
+        .unwrap()
+        .into_iter()
+        .find(|a| a.type_ == "InternalIP")
+        .unwrap()
+        .address;
+    let msg = sim
+        .node_op(&ip, &stale_mount("pvc-by-ip", Holder::Kubelet))
+        .unwrap();
     assert_eq!(msg, "stale device mount of pvc-by-ip left on worker-04");
-    assert!(sim.mounts(&ip).unwrap().iter().any(|m| m.contains("pvc-by-ip")));
+    assert!(sim
+        .mounts(&ip)
+        .unwrap()
+        .iter()
+        .any(|m| m.contains("pvc-by-ip")));
     assert!(sim.node_op("10.9.9.9", &NodeOp::KubeletRestart).is_err());
 }
 
@@ -698,17 +1210,36 @@ async fn a_plugin_held_mount_injected_first_holds_from_its_injection() {
     // Injected before the plugin has ever started (the first step of a scenario).
     let c = TestCluster::start_with(SimOptions::full(2, Timing::scaled(SCALE))).await;
     let sim = c.server.cluster.clone().unwrap();
-    sim.node_op("worker-02", &stale_mount("pvc-first", Holder::CsiPlugin)).unwrap();
+    sim.node_op("worker-02", &stale_mount("pvc-first", Holder::CsiPlugin))
+        .unwrap();
     let client = c.client().await;
     let csinodes: Api<CSINode> = Api::all(client.clone());
     eventually(20, "plugin registered", || {
         let csinodes = csinodes.clone();
-        async move { csinodes.get("worker-02").await.ok()?.spec.drivers.iter().any(|d| d.name == "driver.longhorn.io").then_some(()) }
+        async move {
+            csinodes
+                .get("worker-02")
+                .await
+                .ok()?
+                .spec
+                .drivers
+                .iter()
+                .any(|d| d.name == "driver.longhorn.io")
+                .then_some(())
+        }
     })
     .await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert!(sim.mounts("worker-02").unwrap().iter().any(|m| m.contains("pvc-first")), "the plugin's first start does not release it");
-    assert!(kubelet_log(&sim, "worker-02").iter().any(|l| l.contains("GetDeviceMountRefs check failed for volume \"pvc-first\"")));
+    assert!(
+        sim.mounts("worker-02")
+            .unwrap()
+            .iter()
+            .any(|m| m.contains("pvc-first")),
+        "the plugin's first start does not release it"
+    );
+    assert!(kubelet_log(&sim, "worker-02")
+        .iter()
+        .any(|l| l.contains("GetDeviceMountRefs check failed for volume \"pvc-first\"")));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -717,13 +1248,38 @@ async fn the_kubelet_log_keeps_the_runbook_lines_for_a_whole_saturated_scenario(
     // longer than the scenario runs (it takes about 60 s at 1/20: 20 min nominal), then the
     // runbook's grep.
     let (_c, sim, client) = cluster().await;
-    sim.node_op("worker-02", &stale_mount("pvc-keep", Holder::External)).unwrap();
-    sim.node_op("worker-02", &NodeOp::SaturateWorkers { count: None, namespace: "snapshots".into() }).unwrap();
+    sim.node_op("worker-02", &stale_mount("pvc-keep", Holder::External))
+        .unwrap();
+    sim.node_op(
+        "worker-02",
+        &NodeOp::SaturateWorkers {
+            count: None,
+            namespace: "snapshots".into(),
+        },
+    )
+    .unwrap();
     workspace(&client, "ws-long", "worker-02").await;
     tokio::time::sleep(Duration::from_secs(13)).await;
     let log = kubelet_log(&sim, "worker-02");
-    let grep: Vec<&String> = log.iter().filter(|l| l.contains("nestedpendingoperations") || l.contains("GetDeviceMountRefs") || l.contains("context deadline exceeded")).collect();
-    assert!(log[0].contains("\"Kubelet version\""), "the log still starts at the kubelet's start: {}", log[0]);
-    assert!(grep.len() >= 10 && grep[0].contains("GetDeviceMountRefs check failed for volume \"pvc-keep\"") && grep[0].contains("(durationBeforeRetry 500ms)"), "{:?}", &grep[..grep.len().min(3)]);
+    let grep: Vec<&String> = log
+        .iter()
+        .filter(|l| {
+            l.contains("nestedpendingoperations")
+                || l.contains("GetDeviceMountRefs")
+                || l.contains("context deadline exceeded")
+        })
+        .collect();
+    assert!(
+        log[0].contains("\"Kubelet version\""),
+        "the log still starts at the kubelet's start: {}",
+        log[0]
+    );
+    assert!(
+        grep.len() >= 10
+            && grep[0].contains("GetDeviceMountRefs check failed for volume \"pvc-keep\"")
+            && grep[0].contains("(durationBeforeRetry 500ms)"),
+        "{:?}",
+        &grep[..grep.len().min(3)]
+    );
     assert!(log.len() < 20_000, "{} lines", log.len());
 }

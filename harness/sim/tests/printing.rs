@@ -50,7 +50,15 @@ subjects:
 
 fn table(out: &str) -> Vec<Vec<String>> {
     // Columns are separated by at least two spaces (headers themselves contain single spaces).
-    out.lines().map(|l| l.split("  ").map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect()).collect()
+    out.lines()
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -62,18 +70,59 @@ async fn kubectl_prints_the_new_kinds_like_a_real_cluster() {
     kubectl_ok(kc, &["apply", "-f", file.to_str().unwrap()]).await;
 
     let cases: &[(&[&str], &[&str], &[&str])] = &[
-        (&["get", "cronjobs"], &["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"], &["nightly", "0 3 * * *", "<none>", "False", "0", "<none>"]),
-        (&["get", "pdb"], &["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"], &["web", "1", "N/A", "0"]),
-        (&["get", "priorityclass", "high"], &["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"], &["high", "1000", "false"]),
-        (&["get", "ingressclass"], &["NAME", "CONTROLLER", "PARAMETERS", "AGE"], &["nginx", "k8s.io/ingress-nginx", "<none>"]),
-        (&["get", "networkpolicy"], &["NAME", "POD-SELECTOR", "AGE"], &["deny-all", "<none>"]),
-        (&["get", "clusterrolebinding", "viewers", "-o", "wide"], &["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"], &["viewers", "ClusterRole/view"]),
+        (
+            &["get", "cronjobs"],
+            &[
+                "NAME",
+                "SCHEDULE",
+                "TIMEZONE",
+                "SUSPEND",
+                "ACTIVE",
+                "LAST SCHEDULE",
+                "AGE",
+            ],
+            &["nightly", "0 3 * * *", "<none>", "False", "0", "<none>"],
+        ),
+        (
+            &["get", "pdb"],
+            &[
+                "NAME",
+                "MIN AVAILABLE",
+                "MAX UNAVAILABLE",
+                "ALLOWED DISRUPTIONS",
+                "AGE",
+            ],
+            &["web", "1", "N/A", "0"],
+        ),
+        (
+            &["get", "priorityclass", "high"],
+            &["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"],
+            &["high", "1000", "false"],
+        ),
+        (
+            &["get", "ingressclass"],
+            &["NAME", "CONTROLLER", "PARAMETERS", "AGE"],
+            &["nginx", "k8s.io/ingress-nginx", "<none>"],
+        ),
+        (
+            &["get", "networkpolicy"],
+            &["NAME", "POD-SELECTOR", "AGE"],
+            &["deny-all", "<none>"],
+        ),
+        (
+            &["get", "clusterrolebinding", "viewers", "-o", "wide"],
+            &["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"],
+            &["viewers", "ClusterRole/view"],
+        ),
     ];
     for (args, header, first_cells) in cases {
         let out = kubectl_ok(kc, args).await;
         let rows = table(&out);
         assert_eq!(rows[0], *header, "kubectl {args:?}:\n{out}");
-        assert!(rows[1].len() >= first_cells.len() && rows[1][..first_cells.len()] == **first_cells, "kubectl {args:?}:\n{out}");
+        assert!(
+            rows[1].len() >= first_cells.len() && rows[1][..first_cells.len()] == **first_cells,
+            "kubectl {args:?}:\n{out}"
+        );
     }
     let crb = kubectl_ok(kc, &["get", "clusterrolebinding", "viewers", "-o", "wide"]).await;
     // USERS is empty; GROUPS and SERVICEACCOUNTS follow.

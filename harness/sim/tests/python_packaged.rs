@@ -21,7 +21,8 @@ const EXCLUDED: &[(&str, &str)] = &[
     ("kubernetes.aio.dynamic.client_test.TestDynamicClient.test_server_side_apply_api", APPLY_WRONG_VERSION),
     ("kubernetes_asyncio.dynamic.client_test.TestDynamicClient.test_server_side_apply_api", APPLY_WRONG_VERSION),
 ];
-const V1BETA1_CRD: &str = "creates its CRD through apiextensions.k8s.io/v1beta1, removed in Kubernetes 1.22";
+const V1BETA1_CRD: &str =
+    "creates its CRD through apiextensions.k8s.io/v1beta1, removed in Kubernetes 1.22";
 const IDENTITY_EQUALITY: &str = "compares two Resource objects built by separate clients with ==, but kubernetes.dynamic.Resource \
      has identity equality: the objects differ only by identity (checked field by field), on any cluster";
 const APPLY_WRONG_VERSION: &str =
@@ -33,7 +34,10 @@ fn suite_files(python: &Path) -> Vec<PathBuf> {
         .output()
         .expect("run python");
     assert!(out.status.success(), "the kubernetes and kubernetes_asyncio packages must be installed (ci/requirements.txt): {}", String::from_utf8_lossy(&out.stderr));
-    let dirs: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout).lines().map(PathBuf::from).collect();
+    let dirs: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect();
     let (k, a) = (&dirs[0], &dirs[1]);
     vec![
         k.join("dynamic/test_client.py"),
@@ -50,7 +54,13 @@ fn outcomes(junit: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for case in junit.split("<testcase ").skip(1) {
         let case = format!(" {}", case);
-        let attr = |name: &str| case.split(&format!(" {}=\"", name)).nth(1).and_then(|r| r.split('"').next()).unwrap_or("").to_string();
+        let attr = |name: &str| {
+            case.split(&format!(" {}=\"", name))
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .unwrap_or("")
+                .to_string()
+        };
         let head = case.split("</testcase>").next().unwrap_or("");
         let outcome = if head.contains("<failure") {
             "failed"
@@ -61,7 +71,10 @@ fn outcomes(junit: &str) -> BTreeMap<String, String> {
         } else {
             "passed"
         };
-        out.insert(format!("{}.{}", attr("classname"), attr("name")), outcome.to_string());
+        out.insert(
+            format!("{}.{}", attr("classname"), attr("name")),
+            outcome.to_string(),
+        );
     }
     out
 }
@@ -74,7 +87,17 @@ async fn python_clients_packaged_live_tests_pass() {
     let shim_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ci/python");
     let junit = c.dir.path().join("junit.xml");
     let out = tokio::process::Command::new(&python)
-        .args(["-m", "pytest", "-p", "e2e_shim", "-p", "no:cacheprovider", "-q", "-o", "asyncio_mode=auto"])
+        .args([
+            "-m",
+            "pytest",
+            "-p",
+            "e2e_shim",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-o",
+            "asyncio_mode=auto",
+        ])
         .arg(format!("--junitxml={}", junit.display()))
         .args(&files)
         .current_dir(c.dir.path())
@@ -84,14 +107,30 @@ async fn python_clients_packaged_live_tests_pass() {
         .await
         .expect("run pytest");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let report = std::fs::read_to_string(&junit).unwrap_or_else(|e| panic!("pytest wrote no report ({e}):\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let report = std::fs::read_to_string(&junit).unwrap_or_else(|e| {
+        panic!(
+            "pytest wrote no report ({e}):\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
     let results = outcomes(&report);
     let excluded = |id: &str| EXCLUDED.iter().any(|(x, _)| id.ends_with(x));
     let passed = results.values().filter(|o| *o == "passed").count();
-    let unexpected: Vec<_> = results.iter().filter(|(id, o)| *o != "passed" && !excluded(id)).collect();
-    println!("python packaged live tests: {} passed of {} ({} excluded, see docs/fidelity.md)", passed, results.len(), EXCLUDED.len());
+    let unexpected: Vec<_> = results
+        .iter()
+        .filter(|(id, o)| *o != "passed" && !excluded(id))
+        .collect();
+    println!(
+        "python packaged live tests: {} passed of {} ({} excluded, see docs/fidelity.md)",
+        passed,
+        results.len(),
+        EXCLUDED.len()
+    );
     assert!(results.len() >= 20, "too few tests collected:\n{stdout}");
-    assert!(unexpected.is_empty(), "failing tests: {unexpected:#?}\n{stdout}");
+    assert!(
+        unexpected.is_empty(),
+        "failing tests: {unexpected:#?}\n{stdout}"
+    );
 }
 
 #[test]

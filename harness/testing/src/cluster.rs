@@ -56,10 +56,25 @@ impl ClusterBuilder {
     }
 
     fn options(&self) -> Result<(SimOptions, Timing)> {
-        let invalid = |option, reason: &str| Err(Error::InvalidOption { option, reason: reason.to_string() });
+        let invalid = |option, reason: &str| {
+            Err(Error::InvalidOption {
+                option,
+                reason: reason.to_string(),
+            })
+        };
         match self.time_scale {
-            Some(f) if !(f.is_finite() && f > 0.0) => return invalid("time_scale", &format!("{f} is not a positive finite factor")),
-            Some(_) if !self.full => return invalid("time_scale", "an API-only cluster runs at real speed; use Cluster::full()"),
+            Some(f) if !(f.is_finite() && f > 0.0) => {
+                return invalid(
+                    "time_scale",
+                    &format!("{f} is not a positive finite factor"),
+                )
+            }
+            Some(_) if !self.full => {
+                return invalid(
+                    "time_scale",
+                    "an API-only cluster runs at real speed; use Cluster::full()",
+                )
+            }
             _ => {}
         }
         if self.full && self.workers == 0 {
@@ -68,7 +83,11 @@ impl ClusterBuilder {
         let timing = Timing::scaled(self.time_scale.unwrap_or(1.0));
         let mut opts = if self.full {
             let mut o = SimOptions::full(self.workers, timing.clone());
-            o.cluster = Some(ClusterOptions { timing: timing.clone(), longhorn: self.longhorn, pod_worker_pool: self.pod_worker_pool });
+            o.cluster = Some(ClusterOptions {
+                timing: timing.clone(),
+                longhorn: self.longhorn,
+                pod_worker_pool: self.pod_worker_pool,
+            });
             o
         } else {
             SimOptions::with_workers(self.workers)
@@ -81,9 +100,17 @@ impl ClusterBuilder {
     /// it started.
     pub async fn start(self) -> Result<Cluster> {
         let (opts, timing) = self.options()?;
-        let server = SimServer::start(opts).await.map_err(|e| Error::Start(format!("{e:#}")))?;
+        let server = SimServer::start(opts)
+            .await
+            .map_err(|e| Error::Start(format!("{e:#}")))?;
         let client = kube::Client::new(InProcess::new(&server), "default");
-        Ok(Cluster { server, timing, seed: self.seed, client, kubeconfig: OnceLock::new() })
+        Ok(Cluster {
+            server,
+            timing,
+            seed: self.seed,
+            client,
+            kubeconfig: OnceLock::new(),
+        })
     }
 }
 
@@ -109,13 +136,27 @@ impl Cluster {
     /// The API alone (no kubelets: pods stay Pending unless a test plays kubelet), with
     /// 2 static Ready worker nodes unless `.workers(n)` says otherwise.
     pub fn api_only() -> ClusterBuilder {
-        ClusterBuilder { full: false, workers: 2, seed: DEFAULT_SEED, time_scale: None, longhorn: false, pod_worker_pool: None }
+        ClusterBuilder {
+            full: false,
+            workers: 2,
+            seed: DEFAULT_SEED,
+            time_scale: None,
+            longhorn: false,
+            pod_worker_pool: None,
+        }
     }
 
     /// A control-plane node and 2 workers (unless `.workers(n)`) with kubelets, the scheduler,
     /// node lifecycle, DaemonSets and Longhorn.
     pub fn full() -> ClusterBuilder {
-        ClusterBuilder { full: true, workers: 2, seed: DEFAULT_SEED, time_scale: None, longhorn: true, pod_worker_pool: None }
+        ClusterBuilder {
+            full: true,
+            workers: 2,
+            seed: DEFAULT_SEED,
+            time_scale: None,
+            longhorn: true,
+            pod_worker_pool: None,
+        }
     }
 
     /// A `kube::Client` whose requests go straight into the simulated API server's router: no
@@ -132,8 +173,13 @@ impl Cluster {
         if let Some(dir) = self.kubeconfig.get() {
             return Ok(path(dir));
         }
-        let dir = tempfile::Builder::new().prefix("faultline-testing-").tempdir().map_err(|e| Error::Kubeconfig(e.to_string()))?;
-        self.server.write_kubeconfig(&path(&dir)).map_err(|e| Error::Kubeconfig(format!("{e:#}")))?;
+        let dir = tempfile::Builder::new()
+            .prefix("faultline-testing-")
+            .tempdir()
+            .map_err(|e| Error::Kubeconfig(e.to_string()))?;
+        self.server
+            .write_kubeconfig(&path(&dir))
+            .map_err(|e| Error::Kubeconfig(format!("{e:#}")))?;
         Ok(path(self.kubeconfig.get_or_init(|| dir)))
     }
 
@@ -149,7 +195,9 @@ impl Cluster {
 
     /// Node names, control plane first when there is one (full clusters only; empty when API-only).
     pub fn nodes(&self) -> Vec<String> {
-        let Some(c) = &self.server.cluster else { return vec![] };
+        let Some(c) = &self.server.cluster else {
+            return vec![];
+        };
         let mut names: Vec<String> = c.nodes.keys().cloned().collect();
         names.sort_by_key(|n| !faultline_sim::cluster::is_control_plane(n));
         names
@@ -168,7 +216,11 @@ impl Cluster {
     pub fn mounts(&self, node: &str) -> Result<Vec<String>> {
         let sim = self.sim_nodes("mounts")?;
         let name = self.node(node, "mounts")?.name.clone();
-        sim.mounts(&name).map_err(|e| Error::NodeOp { node: name, op: "mounts".into(), message: e.message })
+        sim.mounts(&name).map_err(|e| Error::NodeOp {
+            node: name,
+            op: "mounts".into(),
+            message: e.message,
+        })
     }
 
     /// The underlying server, for what this API does not cover (its `api`, `faults`, `addr`).
@@ -177,11 +229,21 @@ impl Cluster {
     }
 
     pub(crate) fn sim_nodes(&self, op: &str) -> Result<&Arc<SimCluster>> {
-        self.server.cluster.as_ref().ok_or_else(|| Error::NoNodes { op: op.to_string() })
+        self.server
+            .cluster
+            .as_ref()
+            .ok_or_else(|| Error::NoNodes { op: op.to_string() })
     }
 
-    pub(crate) fn node(&self, node: &str, op: &str) -> Result<&Arc<faultline_sim::cluster::node::state::SimNode>> {
+    pub(crate) fn node(
+        &self,
+        node: &str,
+        op: &str,
+    ) -> Result<&Arc<faultline_sim::cluster::node::state::SimNode>> {
         let sim = self.sim_nodes(op)?;
-        sim.node(node).map_err(|_| Error::UnknownNode { node: node.to_string(), known: self.nodes().join(", ") })
+        sim.node(node).map_err(|_| Error::UnknownNode {
+            node: node.to_string(),
+            known: self.nodes().join(", "),
+        })
     }
 }

@@ -8,7 +8,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// The builder was given a value the simulated cluster cannot run with.
     #[error("invalid cluster option {option}: {reason}")]
-    InvalidOption { option: &'static str, reason: String },
+    InvalidOption {
+        option: &'static str,
+        reason: String,
+    },
 
     /// The simulated cluster did not start (binding its loopback listener, bootstrap objects).
     #[error("starting the simulated cluster failed: {0}")]
@@ -19,7 +22,9 @@ pub enum Error {
     Kubeconfig(String),
 
     /// A node operation needs the simulated nodes, but the cluster serves the API only.
-    #[error("`{op}` needs simulated nodes, but this cluster was started API-only (use Cluster::full())")]
+    #[error(
+        "`{op}` needs simulated nodes, but this cluster was started API-only (use Cluster::full())"
+    )]
     NoNodes { op: String },
 
     /// The named node (or InternalIP) is not part of the cluster.
@@ -28,7 +33,11 @@ pub enum Error {
 
     /// The node refused the operation (e.g. a kubelet start while the node reboots).
     #[error("`{op}` on {node} failed: {message}")]
-    NodeOp { node: String, op: String, message: String },
+    NodeOp {
+        node: String,
+        op: String,
+        message: String,
+    },
 
     /// A one-shot operation (a restart, a power cycle, a cleanup) has nothing to undo.
     #[error("`{op}` is a one-shot operation: there is nothing to heal")]
@@ -36,9 +45,17 @@ pub enum Error {
 
     /// The condition did not hold within its budget.
     #[error("timed out after {budget:?} (nominal {nominal:?}) waiting for {what}")]
-    Timeout { what: String, budget: Duration, nominal: Duration },
+    Timeout {
+        what: String,
+        budget: Duration,
+        nominal: Duration,
+    },
 
     /// A request of a wait condition failed.
     #[error("{what}: {source}")]
-    Kube { what: String, #[source] source: kube::Error },
+    Kube {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
 }

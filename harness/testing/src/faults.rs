@@ -28,7 +28,9 @@ pub fn inverse(op: &NodeOp) -> Option<NodeOp> {
     Some(match op {
         N::StaleDeviceMount { pv, .. } => N::ClearStaleDeviceMount { pv: pv.clone() },
         N::CsiPluginDown => N::CsiPluginUp,
-        N::SaturateWorkers { namespace, .. } => N::ClearStalePods { namespace: namespace.clone() },
+        N::SaturateWorkers { namespace, .. } => N::ClearStalePods {
+            namespace: namespace.clone(),
+        },
         N::KubeletStop | N::KubeletHang => N::KubeletStart,
         N::ProberBroken => N::ProberFixed,
         N::PartitionNetwork => N::HealNetwork,
@@ -40,7 +42,10 @@ pub fn inverse(op: &NodeOp) -> Option<NodeOp> {
 
 /// The operation's name as the control endpoint spells it (`csiPluginDown`).
 fn op_name(op: &NodeOp) -> String {
-    serde_json::to_value(op).ok().and_then(|v| v.get("op").and_then(|o| o.as_str()).map(String::from)).unwrap_or_else(|| format!("{op:?}"))
+    serde_json::to_value(op)
+        .ok()
+        .and_then(|v| v.get("op").and_then(|o| o.as_str()).map(String::from))
+        .unwrap_or_else(|| format!("{op:?}"))
 }
 
 impl Cluster {
@@ -48,18 +53,28 @@ impl Cluster {
     pub fn inject(&self, node: &str, op: NodeOp) -> Result<Fault> {
         let name = self.node(node, &op_name(&op))?.name.clone();
         let message = self.apply(&name, &op)?;
-        Ok(Fault { node: name, op, message })
+        Ok(Fault {
+            node: name,
+            op,
+            message,
+        })
     }
 
     /// Undo an injected operation; returns what the node did.
     pub fn heal(&self, fault: &Fault) -> Result<String> {
-        let undo = inverse(&fault.op).ok_or_else(|| Error::NotHealable { op: op_name(&fault.op) })?;
+        let undo = inverse(&fault.op).ok_or_else(|| Error::NotHealable {
+            op: op_name(&fault.op),
+        })?;
         self.apply(&fault.node, &undo)
     }
 
     fn apply(&self, node: &str, op: &NodeOp) -> Result<String> {
         let sim = self.sim_nodes(&op_name(op))?;
-        sim.node_op(node, op).map_err(|e| Error::NodeOp { node: node.to_string(), op: op_name(op), message: e.message })
+        sim.node_op(node, op).map_err(|e| Error::NodeOp {
+            node: node.to_string(),
+            op: op_name(op),
+            message: e.message,
+        })
     }
 
     /// Fail or delay matching API requests (`ApiFaultKind::Errors` / `Latency`); which requests
@@ -81,9 +96,17 @@ mod tests {
     #[test]
     fn every_lasting_fault_has_an_inverse_that_is_one_shot() {
         let lasting = [
-            NodeOp::StaleDeviceMount { pv: "pvc-1".into(), deleted_pv: true, holder: faultline_sim::cluster::nodeops::Holder::Kubelet, blocks_queue: false },
+            NodeOp::StaleDeviceMount {
+                pv: "pvc-1".into(),
+                deleted_pv: true,
+                holder: faultline_sim::cluster::nodeops::Holder::Kubelet,
+                blocks_queue: false,
+            },
             NodeOp::CsiPluginDown,
-            NodeOp::SaturateWorkers { count: Some(3), namespace: "snap".into() },
+            NodeOp::SaturateWorkers {
+                count: Some(3),
+                namespace: "snap".into(),
+            },
             NodeOp::KubeletStop,
             NodeOp::KubeletHang,
             NodeOp::ProberBroken,
@@ -93,11 +116,36 @@ mod tests {
         ];
         for op in lasting {
             let undo = inverse(&op).unwrap_or_else(|| panic!("{op:?} has no inverse"));
-            assert_eq!(inverse(&undo), None, "{undo:?} heals {op:?} and is itself one-shot");
+            assert_eq!(
+                inverse(&undo),
+                None,
+                "{undo:?} heals {op:?} and is itself one-shot"
+            );
         }
-        assert_eq!(inverse(&NodeOp::StaleDeviceMount { pv: "pvc-9".into(), deleted_pv: false, holder: faultline_sim::cluster::nodeops::Holder::External, blocks_queue: true }), Some(NodeOp::ClearStaleDeviceMount { pv: "pvc-9".into() }));
-        assert_eq!(inverse(&NodeOp::SaturateWorkers { count: None, namespace: "x".into() }), Some(NodeOp::ClearStalePods { namespace: "x".into() }));
-        for one_shot in [NodeOp::CsiPluginRestart, NodeOp::KubeletRestart, NodeOp::PowerCycle, NodeOp::Reboot] {
+        assert_eq!(
+            inverse(&NodeOp::StaleDeviceMount {
+                pv: "pvc-9".into(),
+                deleted_pv: false,
+                holder: faultline_sim::cluster::nodeops::Holder::External,
+                blocks_queue: true
+            }),
+            Some(NodeOp::ClearStaleDeviceMount { pv: "pvc-9".into() })
+        );
+        assert_eq!(
+            inverse(&NodeOp::SaturateWorkers {
+                count: None,
+                namespace: "x".into()
+            }),
+            Some(NodeOp::ClearStalePods {
+                namespace: "x".into()
+            })
+        );
+        for one_shot in [
+            NodeOp::CsiPluginRestart,
+            NodeOp::KubeletRestart,
+            NodeOp::PowerCycle,
+            NodeOp::Reboot,
+        ] {
             assert_eq!(inverse(&one_shot), None);
         }
         assert_eq!(op_name(&NodeOp::CsiPluginDown), "csiPluginDown");

@@ -18,8 +18,12 @@ pub struct InProcess {
 impl InProcess {
     pub fn new(server: &SimServer) -> InProcess {
         // The token is 40 hex digits, always a valid header value.
-        let authorization = HeaderValue::from_str(&format!("Bearer {}", server.token)).expect("hex token is a valid header value");
-        InProcess { router: server.router(), authorization }
+        let authorization = HeaderValue::from_str(&format!("Bearer {}", server.token))
+            .expect("hex token is a valid header value");
+        InProcess {
+            router: server.router(),
+            authorization,
+        }
     }
 }
 
@@ -33,7 +37,8 @@ impl tower::Service<Request<kube::client::Body>> for InProcess {
     }
 
     fn call(&mut self, mut req: Request<kube::client::Body>) -> Self::Future {
-        req.headers_mut().insert(AUTHORIZATION, self.authorization.clone());
+        req.headers_mut()
+            .insert(AUTHORIZATION, self.authorization.clone());
         self.router.call(req)
     }
 }

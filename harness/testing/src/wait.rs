@@ -30,7 +30,12 @@ pub struct Measured<T> {
 impl Cluster {
     /// Wait until `check` returns `Some`, for at most `budget` of wall-clock time. `what` names
     /// the condition in the timeout error.
-    pub async fn wait<T, F, Fut>(&self, what: &str, budget: Duration, mut check: F) -> Result<Measured<T>>
+    pub async fn wait<T, F, Fut>(
+        &self,
+        what: &str,
+        budget: Duration,
+        mut check: F,
+    ) -> Result<Measured<T>>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<Option<T>>>,
@@ -44,7 +49,11 @@ impl Cluster {
             }
             let now = Instant::now();
             if now >= deadline {
-                return Err(Error::Timeout { what: what.to_string(), budget, nominal: self.timing().to_nominal(budget) });
+                return Err(Error::Timeout {
+                    what: what.to_string(),
+                    budget,
+                    nominal: self.timing().to_nominal(budget),
+                });
             }
             let pause = tokio::time::sleep_until(deadline.min(now + RECHECK));
             tokio::select! {
@@ -56,37 +65,67 @@ impl Cluster {
 
     fn measured<T>(&self, value: T, start: Instant) -> Measured<T> {
         let wall = start.elapsed();
-        Measured { value, wall, nominal: self.timing().to_nominal(wall) }
+        Measured {
+            value,
+            wall,
+            nominal: self.timing().to_nominal(wall),
+        }
     }
 
     /// Wait until the object `name` of `api` satisfies a kube-runtime `Condition` (closures
     /// `Fn(Option<&K>) -> bool` are conditions, as are `kube::runtime::conditions::*`). Returns
     /// the object as last read (`None`: absent).
-    pub async fn wait_for_object<K>(&self, api: &Api<K>, name: &str, condition: impl Condition<K>, budget: Duration) -> Result<Measured<Option<K>>>
+    pub async fn wait_for_object<K>(
+        &self,
+        api: &Api<K>,
+        name: &str,
+        condition: impl Condition<K>,
+        budget: Duration,
+    ) -> Result<Measured<Option<K>>>
     where
         K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
         K::DynamicType: Default,
     {
         let what = format!("{} {name}", K::kind(&Default::default()));
         self.wait(&what, budget, || async {
-            let obj = api.get_opt(name).await.map_err(|source| Error::Kube { what: format!("reading {what}"), source })?;
+            let obj = api.get_opt(name).await.map_err(|source| Error::Kube {
+                what: format!("reading {what}"),
+                source,
+            })?;
             Ok(condition.matches_object(obj.as_ref()).then_some(obj))
         })
         .await
     }
 
     /// Wait for a core/v1 Event (any namespace) that `matches`, e.g. a kubelet's `FailedMount`.
-    pub async fn wait_for_event(&self, what: &str, budget: Duration, matches: impl Fn(&Event) -> bool) -> Result<Measured<Event>> {
+    pub async fn wait_for_event(
+        &self,
+        what: &str,
+        budget: Duration,
+        matches: impl Fn(&Event) -> bool,
+    ) -> Result<Measured<Event>> {
         let events: Api<Event> = Api::all(self.client());
         self.wait(what, budget, || async {
-            let list = events.list(&ListParams::default()).await.map_err(|source| Error::Kube { what: "listing events".into(), source })?;
+            let list = events
+                .list(&ListParams::default())
+                .await
+                .map_err(|source| Error::Kube {
+                    what: "listing events".into(),
+                    source,
+                })?;
             Ok(list.items.into_iter().find(|e| matches(e)))
         })
         .await
     }
 
     /// Wait for a line of a node log that `matches`; lines already written count.
-    pub async fn wait_for_log(&self, node: &str, source: LogSource, budget: Duration, matches: impl Fn(&str) -> bool) -> Result<Measured<String>> {
+    pub async fn wait_for_log(
+        &self,
+        node: &str,
+        source: LogSource,
+        budget: Duration,
+        matches: impl Fn(&str) -> bool,
+    ) -> Result<Measured<String>> {
         let n = self.node(node, "logs")?.clone();
         let buf = match source {
             LogSource::Kubelet => &n.kubelet_log,
@@ -99,7 +138,11 @@ impl Cluster {
             return Ok(self.measured(line, start));
         }
         let what = format!("a {source:?} log line on {node}");
-        let timeout = || Error::Timeout { what: what.clone(), budget, nominal: self.timing().to_nominal(budget) };
+        let timeout = || Error::Timeout {
+            what: what.clone(),
+            budget,
+            nominal: self.timing().to_nominal(budget),
+        };
         let deadline = start + budget;
         loop {
             match tokio::time::timeout_at(deadline, live.recv()).await {

@@ -38,12 +38,23 @@ async fn reconcile(pod: Arc<Pod>, ctx: Arc<Ctx>) -> Result<Action, kube::Error> 
         ctx.first_seen.lock().unwrap().remove(&uid);
         return Ok(Action::await_change());
     };
-    let since = *ctx.first_seen.lock().unwrap().entry(uid).or_insert_with(Instant::now);
+    let since = *ctx
+        .first_seen
+        .lock()
+        .unwrap()
+        .entry(uid)
+        .or_insert_with(Instant::now);
     if since.elapsed() < ctx.stuck_for {
         return Ok(Action::requeue(ctx.stuck_for - since.elapsed()));
     }
     let nodes: Api<Node> = Api::all(ctx.client.clone());
-    nodes.patch(&node, &PatchParams::default(), &Patch::Merge(json!({"spec": {"unschedulable": true}}))).await?;
+    nodes
+        .patch(
+            &node,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"unschedulable": true}})),
+        )
+        .await?;
     Ok(Action::await_change())
 }
 
@@ -53,8 +64,16 @@ fn error_policy(_pod: Arc<Pod>, _err: &kube::Error, _ctx: Arc<Ctx>) -> Action {
 
 fn run_controller(client: kube::Client, stuck_for: Duration) -> tokio::task::JoinHandle<()> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let ctx = Arc::new(Ctx { client, stuck_for, first_seen: Mutex::new(HashMap::new()) });
-    tokio::spawn(Controller::new(pods, watcher::Config::default().labels("app=demo")).run(reconcile, error_policy, ctx).for_each(|_| async {}))
+    let ctx = Arc::new(Ctx {
+        client,
+        stuck_for,
+        first_seen: Mutex::new(HashMap::new()),
+    });
+    tokio::spawn(
+        Controller::new(pods, watcher::Config::default().labels("app=demo"))
+            .run(reconcile, error_policy, ctx)
+            .for_each(|_| async {}),
+    )
 }
 
 // ---- the tests -----------------------------------------------------------------------------
@@ -66,7 +85,10 @@ async fn pod_with_volume(client: &kube::Client, name: &str, node: &str) {
         "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "longhorn", "resources": {"requests": {"storage": "1Gi"}}}
     }))
     .unwrap();
-    Api::<PersistentVolumeClaim>::namespaced(client.clone(), "default").create(&PostParams::default(), &pvc).await.unwrap();
+    Api::<PersistentVolumeClaim>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &pvc)
+        .await
+        .unwrap();
     let pod: Pod = serde_json::from_value(json!({
         "metadata": {"name": name, "labels": {"app": "demo"}},
         "spec": {
@@ -76,17 +98,27 @@ async fn pod_with_volume(client: &kube::Client, name: &str, node: &str) {
         }
     }))
     .unwrap();
-    Api::<Pod>::namespaced(client.clone(), "default").create(&PostParams::default(), &pod).await.unwrap();
+    Api::<Pod>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &pod)
+        .await
+        .unwrap();
 }
 
 fn cordoned(node: Option<&Node>) -> bool {
-    node.and_then(|n| n.spec.as_ref()?.unschedulable).unwrap_or(false)
+    node.and_then(|n| n.spec.as_ref()?.unschedulable)
+        .unwrap_or(false)
 }
 
 /// Start a cluster with `fault` on worker-01, the controller, and a pod on each worker; return
 /// once worker-01 is cordoned, after checking that worker-02's pod runs and its node does not.
 async fn cordons_only_the_faulty_node(fault: NodeOp) -> Cluster {
-    let cluster = Cluster::full().workers(2).time_scale(0.01).seed(17).start().await.expect("cluster");
+    let cluster = Cluster::full()
+        .workers(2)
+        .time_scale(0.01)
+        .seed(17)
+        .start()
+        .await
+        .expect("cluster");
     let client = cluster.client();
     cluster.inject("worker-01", fault).expect("inject");
     let controller = run_controller(client.clone(), Duration::from_millis(400));
@@ -95,15 +127,32 @@ async fn cordons_only_the_faulty_node(fault: NodeOp) -> Cluster {
     pod_with_volume(&client, "fine", "worker-02").await;
 
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let running = |p: Option<&Pod>| p.and_then(|p| p.status.as_ref()?.phase.as_deref()) == Some("Running");
-    cluster.wait_for_object(&pods, "fine", running, Duration::from_secs(1)).await.expect("the pod on the healthy node runs");
+    let running =
+        |p: Option<&Pod>| p.and_then(|p| p.status.as_ref()?.phase.as_deref()) == Some("Running");
+    cluster
+        .wait_for_object(&pods, "fine", running, Duration::from_secs(1))
+        .await
+        .expect("the pod on the healthy node runs");
     let nodes: Api<Node> = Api::all(client.clone());
-    let took = cluster.wait_for_object(&nodes, "worker-01", cordoned, Duration::from_millis(1500)).await.expect("worker-01 cordoned");
+    let took = cluster
+        .wait_for_object(&nodes, "worker-01", cordoned, Duration::from_millis(1500))
+        .await
+        .expect("worker-01 cordoned");
     // Not before the threshold: 400 ms of wall-clock time, 40 s on the cluster's nominal clock.
     let since_created = cluster.timing().to_nominal(created.elapsed());
-    assert!(since_created >= Duration::from_secs(40), "cordoned {since_created:?} (nominal) after the pod was created; the wait took {:?}", took.wall);
-    assert!(!running(pods.get_opt("stuck").await.unwrap().as_ref()), "the pod on the faulty node never started");
-    assert!(!cordoned(nodes.get_opt("worker-02").await.unwrap().as_ref()), "the healthy node stays schedulable");
+    assert!(
+        since_created >= Duration::from_secs(40),
+        "cordoned {since_created:?} (nominal) after the pod was created; the wait took {:?}",
+        took.wall
+    );
+    assert!(
+        !running(pods.get_opt("stuck").await.unwrap().as_ref()),
+        "the pod on the faulty node never started"
+    );
+    assert!(
+        !cordoned(nodes.get_opt("worker-02").await.unwrap().as_ref()),
+        "the healthy node stays schedulable"
+    );
     controller.abort();
     cluster
 }
@@ -114,19 +163,41 @@ async fn dead_csi_plugin_gets_the_node_cordoned() {
     let cluster = cordons_only_the_faulty_node(NodeOp::CsiPluginDown).await;
     // What the node says: calls to the crashing plugin are refused (its registration stays).
     let refused = cluster
-        .wait_for_log("worker-01", LogSource::Kubelet, Duration::from_millis(500), |l| l.contains("pod \"stuck\"") && l.contains("connect: connection refused"))
+        .wait_for_log(
+            "worker-01",
+            LogSource::Kubelet,
+            Duration::from_millis(500),
+            |l| l.contains("pod \"stuck\"") && l.contains("connect: connection refused"),
+        )
         .await
         .expect("the kubelet's failed call to the CSI plugin");
-    assert!(refused.value.contains("MountVolume.MountDevice failed"), "{}", refused.value);
-    assert!(t.elapsed() < Duration::from_secs(2), "took {:?}", t.elapsed());
+    assert!(
+        refused.value.contains("MountVolume.MountDevice failed"),
+        "{}",
+        refused.value
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        t.elapsed()
+    );
 }
 
 #[tokio::test]
 async fn stale_device_mount_gets_the_node_cordoned() {
     let t = Instant::now();
-    let stale = NodeOp::StaleDeviceMount { pv: "pvc-81b676e6".into(), deleted_pv: true, holder: Holder::Kubelet, blocks_queue: false };
+    let stale = NodeOp::StaleDeviceMount {
+        pv: "pvc-81b676e6".into(),
+        deleted_pv: true,
+        holder: Holder::Kubelet,
+        blocks_queue: false,
+    };
     let cluster = cordons_only_the_faulty_node(stale).await;
     let mounts = cluster.mounts("worker-01").unwrap();
     assert!(mounts.iter().any(|m| m.starts_with("/dev/longhorn/pvc-81b676e6 on ") && m.contains("/globalmount ")), "{mounts:#?}");
-    assert!(t.elapsed() < Duration::from_secs(2), "took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        t.elapsed()
+    );
 }

@@ -23,9 +23,19 @@ fn config_map(name: &str) -> ConfigMap {
 #[tokio::test]
 async fn every_test_has_its_own_cluster(#[future(awt)] api_cluster: Cluster, #[case] name: &str) {
     let cms: Api<ConfigMap> = Api::namespaced(api_cluster.client(), "default");
-    cms.create(&PostParams::default(), &config_map(name)).await.unwrap();
+    cms.create(&PostParams::default(), &config_map(name))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let names: Vec<String> = cms.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|c| c.metadata.name).filter(|n| n != "kube-root-ca.crt").collect();
+    let names: Vec<String> = cms
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .filter(|n| n != "kube-root-ca.crt")
+        .collect();
     assert_eq!(names, [name]);
 }
 
@@ -37,11 +47,25 @@ async fn kubeconfig_reaches_the_same_cluster(#[future(awt)] api_cluster: Cluster
     let path = api_cluster.kubeconfig().unwrap();
     assert_eq!(path, api_cluster.kubeconfig().unwrap(), "written once");
     let kc = kube::config::Kubeconfig::read_from(&path).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
-    assert!(cfg.cluster_url.to_string().starts_with("https://127.0.0.1:"), "{}", cfg.cluster_url);
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    assert!(
+        cfg.cluster_url
+            .to_string()
+            .starts_with("https://127.0.0.1:"),
+        "{}",
+        cfg.cluster_url
+    );
     let over_tls = kube::Client::try_from(cfg).unwrap();
-    Api::<ConfigMap>::namespaced(api_cluster.client(), "default").create(&PostParams::default(), &config_map("shared")).await.unwrap();
-    let seen = Api::<ConfigMap>::namespaced(over_tls, "default").get("shared").await.unwrap();
+    Api::<ConfigMap>::namespaced(api_cluster.client(), "default")
+        .create(&PostParams::default(), &config_map("shared"))
+        .await
+        .unwrap();
+    let seen = Api::<ConfigMap>::namespaced(over_tls, "default")
+        .get("shared")
+        .await
+        .unwrap();
     assert_eq!(seen.data.unwrap()["k"], "v");
     let dir = path.parent().unwrap().to_path_buf();
     drop(api_cluster);
@@ -51,7 +75,14 @@ async fn kubeconfig_reaches_the_same_cluster(#[future(awt)] api_cluster: Cluster
 /// Which of 40 requests an injected 50 % error rate fails, as the client sees it.
 async fn failed_requests(seed: u64) -> Vec<bool> {
     let c = Cluster::api_only().seed(seed).start().await.unwrap();
-    let id = c.inject_api(ApiFault { kind: ApiFaultKind::Errors { rate: 0.5, code: 503 }, verbs: vec!["get".into()], resources: vec!["namespaces".into()] });
+    let id = c.inject_api(ApiFault {
+        kind: ApiFaultKind::Errors {
+            rate: 0.5,
+            code: 503,
+        },
+        verbs: vec!["get".into()],
+        resources: vec!["namespaces".into()],
+    });
     let ns: Api<Namespace> = Api::all(c.client());
     let mut seq = vec![];
     for _ in 0..40 {
@@ -68,7 +99,11 @@ async fn failed_requests(seed: u64) -> Vec<bool> {
 
 #[tokio::test]
 async fn same_seed_same_failed_requests() {
-    let (a, b, other) = (failed_requests(7).await, failed_requests(7).await, failed_requests(8).await);
+    let (a, b, other) = (
+        failed_requests(7).await,
+        failed_requests(7).await,
+        failed_requests(8).await,
+    );
     assert_eq!(a, b);
     assert_ne!(a, other, "another seed fails other requests");
     assert!(a.iter().any(|f| *f) && a.iter().any(|f| !*f), "{a:?}");
@@ -76,16 +111,36 @@ async fn same_seed_same_failed_requests() {
 
 /// The events of a pod's start on a full cluster, in order, without times and names.
 async fn pod_start_events(seed: u64) -> Vec<(String, String)> {
-    let c = Cluster::full().workers(1).time_scale(0.01).seed(seed).start().await.unwrap();
+    let c = Cluster::full()
+        .workers(1)
+        .time_scale(0.01)
+        .seed(seed)
+        .start()
+        .await
+        .unwrap();
     let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}})).unwrap();
     let pods: Api<Pod> = Api::namespaced(c.client(), "default");
     pods.create(&PostParams::default(), &pod).await.unwrap();
-    let running = |p: Option<&Pod>| p.and_then(|p| p.status.as_ref()?.phase.as_deref()) == Some("Running");
-    c.wait_for_object(&pods, "p", running, Duration::from_secs(2)).await.unwrap();
+    let running =
+        |p: Option<&Pod>| p.and_then(|p| p.status.as_ref()?.phase.as_deref()) == Some("Running");
+    c.wait_for_object(&pods, "p", running, Duration::from_secs(2))
+        .await
+        .unwrap();
     let events: Api<Event> = Api::namespaced(c.client(), "default");
-    let mut list = events.list(&ListParams::default().fields("involvedObject.name=p")).await.unwrap().items;
-    list.sort_by_key(|e| e.metadata.resource_version.as_ref().and_then(|rv| rv.parse::<u64>().ok()));
-    list.into_iter().map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default())).collect()
+    let mut list = events
+        .list(&ListParams::default().fields("involvedObject.name=p"))
+        .await
+        .unwrap()
+        .items;
+    list.sort_by_key(|e| {
+        e.metadata
+            .resource_version
+            .as_ref()
+            .and_then(|rv| rv.parse::<u64>().ok())
+    });
+    list.into_iter()
+        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+        .collect()
 }
 
 #[tokio::test]
@@ -93,7 +148,11 @@ async fn same_seed_same_event_sequence() {
     let (a, b) = (pod_start_events(3).await, pod_start_events(3).await);
     assert_eq!(a, b);
     let reasons: Vec<&str> = a.iter().map(|(r, _)| r.as_str()).collect();
-    assert_eq!(reasons, ["Scheduled", "Pulling", "Pulled", "Created", "Started"], "{a:#?}");
+    assert_eq!(
+        reasons,
+        ["Scheduled", "Pulling", "Pulled", "Created", "Started"],
+        "{a:#?}"
+    );
 }
 
 /// A fault and its heal, seen in the node's own log; the wait reports its time.
@@ -102,47 +161,134 @@ async fn same_seed_same_event_sequence() {
 async fn inject_and_heal_a_kubelet_stop(#[future(awt)] full_cluster: Cluster) {
     let c = full_cluster;
     let nodes: Api<Node> = Api::all(c.client());
-    let ready = |status: &'static str| move |n: Option<&Node>| {
-        n.and_then(|n| n.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == "Ready").map(|c| c.status == status)).unwrap_or(false)
+    let ready = |status: &'static str| {
+        move |n: Option<&Node>| {
+            n.and_then(|n| {
+                n.status
+                    .as_ref()?
+                    .conditions
+                    .as_ref()?
+                    .iter()
+                    .find(|c| c.type_ == "Ready")
+                    .map(|c| c.status == status)
+            })
+            .unwrap_or(false)
+        }
     };
-    c.wait_for_object(&nodes, "worker-01", ready("True"), Duration::from_secs(2)).await.unwrap();
+    c.wait_for_object(&nodes, "worker-01", ready("True"), Duration::from_secs(2))
+        .await
+        .unwrap();
     let fault = c.inject("worker-01", NodeOp::KubeletStop).unwrap();
     assert_eq!(fault.message, "kubelet on worker-01 stopped");
     // Node lifecycle marks it Unknown after the 50 s grace period: about 0.5 s here.
-    let down = c.wait_for_object(&nodes, "worker-01", ready("Unknown"), Duration::from_secs(3)).await.unwrap();
+    let down = c
+        .wait_for_object(
+            &nodes,
+            "worker-01",
+            ready("Unknown"),
+            Duration::from_secs(3),
+        )
+        .await
+        .unwrap();
     // Not before the grace period (the upper bound is the budget: CI load only adds wall time).
-    assert!(down.nominal >= Duration::from_secs(40), "{:?} nominal, {:?} wall", down.nominal, down.wall);
+    assert!(
+        down.nominal >= Duration::from_secs(40),
+        "{:?} nominal, {:?} wall",
+        down.nominal,
+        down.wall
+    );
     assert_eq!(c.heal(&fault).unwrap(), "kubelet on worker-01 restarting");
-    c.wait_for_object(&nodes, "worker-01", ready("True"), Duration::from_secs(2)).await.unwrap();
-    let started = c.wait_for_log("worker-01", LogSource::Kubelet, Duration::from_secs(1), |l| l.contains("\"Starting kubelet main sync loop\"")).await.unwrap();
+    c.wait_for_object(&nodes, "worker-01", ready("True"), Duration::from_secs(2))
+        .await
+        .unwrap();
+    let started = c
+        .wait_for_log(
+            "worker-01",
+            LogSource::Kubelet,
+            Duration::from_secs(1),
+            |l| l.contains("\"Starting kubelet main sync loop\""),
+        )
+        .await
+        .unwrap();
     assert!(started.value.contains("kubelet.go:"), "{}", started.value);
 }
 
 #[tokio::test]
 async fn errors_say_what_failed() {
-    let err = Cluster::api_only().time_scale(0.1).start().await.err().unwrap();
-    assert!(matches!(err, Error::InvalidOption { option: "time_scale", .. }), "{err}");
-    let err = Cluster::full().time_scale(-1.0).start().await.err().unwrap();
-    assert!(err.to_string().contains("-1 is not a positive finite factor"), "{err}");
+    let err = Cluster::api_only()
+        .time_scale(0.1)
+        .start()
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidOption {
+                option: "time_scale",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = Cluster::full()
+        .time_scale(-1.0)
+        .start()
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string()
+            .contains("-1 is not a positive finite factor"),
+        "{err}"
+    );
 
     let api = Cluster::api_only().start().await.unwrap();
     let err = api.inject("worker-01", NodeOp::CsiPluginDown).unwrap_err();
-    assert!(matches!(&err, Error::NoNodes { op } if op == "csiPluginDown"), "{err}");
+    assert!(
+        matches!(&err, Error::NoNodes { op } if op == "csiPluginDown"),
+        "{err}"
+    );
     let err = api.logs("worker-01", LogSource::Kubelet).unwrap_err();
     assert!(matches!(err, Error::NoNodes { .. }), "{err}");
-    let err = api.wait("nothing", Duration::from_millis(30), || async { Ok(None::<()>) }).await.unwrap_err();
-    assert!(matches!(err, Error::Timeout { budget, .. } if budget == Duration::from_millis(30)), "{err}");
-    assert_eq!(err.to_string(), "timed out after 30ms (nominal 30ms) waiting for nothing");
+    let err = api
+        .wait("nothing", Duration::from_millis(30), || async {
+            Ok(None::<()>)
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout { budget, .. } if budget == Duration::from_millis(30)),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "timed out after 30ms (nominal 30ms) waiting for nothing"
+    );
 
-    let full = Cluster::full().workers(1).time_scale(0.01).start().await.unwrap();
+    let full = Cluster::full()
+        .workers(1)
+        .time_scale(0.01)
+        .start()
+        .await
+        .unwrap();
     let err = full.inject("worker-09", NodeOp::KubeletStop).unwrap_err();
-    assert_eq!(err.to_string(), "no node \"worker-09\" in this cluster (nodes: control-plane, worker-01)");
+    assert_eq!(
+        err.to_string(),
+        "no node \"worker-09\" in this cluster (nodes: control-plane, worker-01)"
+    );
     // By InternalIP, as talosctl --nodes takes it.
     let fault = full.inject("172.18.0.3", NodeOp::KubeletRestart).unwrap();
     assert_eq!(fault.node, "worker-01");
     let err = full.heal(&fault).unwrap_err();
-    assert!(matches!(&err, Error::NotHealable { op } if op == "kubeletRestart"), "{err}");
+    assert!(
+        matches!(&err, Error::NotHealable { op } if op == "kubeletRestart"),
+        "{err}"
+    );
     full.inject("worker-01", NodeOp::Reboot).unwrap();
     let err = full.inject("worker-01", NodeOp::KubeletStart).unwrap_err();
-    assert_eq!(err.to_string(), "`kubeletStart` on worker-01 failed: node worker-01 is rebooting");
+    assert_eq!(
+        err.to_string(),
+        "`kubeletStart` on worker-01 failed: node worker-01 is rebooting"
+    );
 }

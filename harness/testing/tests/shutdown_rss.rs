@@ -15,12 +15,23 @@ fn rss() -> u64 {
     // SAFETY: malloc_trim only releases free memory of the allocator; no pointer is involved.
     unsafe { libc::malloc_trim(0) };
     let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
-    statm.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()).expect("statm resident field") * 4096
+    statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse::<u64>().ok())
+        .expect("statm resident field")
+        * 4096
 }
 
 /// Start a full cluster with one worker, use it, drop it; true when its API server was freed.
 async fn start_use_drop(i: usize) -> bool {
-    let c = Cluster::full().workers(1).time_scale(0.01).seed(i as u64).start().await.expect("start");
+    let c = Cluster::full()
+        .workers(1)
+        .time_scale(0.01)
+        .seed(i as u64)
+        .start()
+        .await
+        .expect("start");
     let ns: kube::Api<Namespace> = kube::Api::all(c.client());
     ns.get("kube-system").await.expect("request");
     let api = std::sync::Arc::downgrade(&c.sim().api);
@@ -42,14 +53,30 @@ async fn a_hundred_clusters_started_and_dropped_return_rss() {
     // their steady size over the first clusters (about 20: RSS rises ~15 % over the first 5,
     // then stays flat, which is what a leak would not do).
     for i in 0..20 {
-        assert!(start_use_drop(i).await, "warm-up cluster {i} still held after drop");
+        assert!(
+            start_use_drop(i).await,
+            "warm-up cluster {i} still held after drop"
+        );
     }
     let start = rss();
     for i in 0..100 {
-        if i % 25 == 0 { println!("{i}: {} KiB", rss() / 1024); }
-        assert!(start_use_drop(i).await, "cluster {i}: its API server is still referenced 500 ms after drop (a task survived)");
+        if i % 25 == 0 {
+            println!("{i}: {} KiB", rss() / 1024);
+        }
+        assert!(
+            start_use_drop(i).await,
+            "cluster {i}: its API server is still referenced 500 ms after drop (a task survived)"
+        );
     }
     let end = rss();
-    println!("RSS after warm-up {} KiB, after 100 clusters {} KiB ({:+.1} %)", start / 1024, end / 1024, (end as f64 / start as f64 - 1.0) * 100.0);
-    assert!(end as f64 <= start as f64 * 1.10, "RSS grew from {start} to {end} bytes");
+    println!(
+        "RSS after warm-up {} KiB, after 100 clusters {} KiB ({:+.1} %)",
+        start / 1024,
+        end / 1024,
+        (end as f64 / start as f64 - 1.0) * 100.0
+    );
+    assert!(
+        end as f64 <= start as f64 * 1.10,
+        "RSS grew from {start} to {end} bytes"
+    );
 }

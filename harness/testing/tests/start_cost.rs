@@ -14,7 +14,14 @@ const RUNS: usize = 31;
 
 async fn start_to_first_request(full: bool) -> Duration {
     let t = Instant::now();
-    let c = if full { Cluster::full().workers(1).time_scale(0.01) } else { Cluster::api_only() }.start().await.expect("start");
+    let c = if full {
+        Cluster::full().workers(1).time_scale(0.01)
+    } else {
+        Cluster::api_only()
+    }
+    .start()
+    .await
+    .expect("start");
     let ns: kube::Api<Namespace> = kube::Api::all(c.client());
     let got = ns.get("default").await.expect("first request");
     let took = t.elapsed();
@@ -44,5 +51,9 @@ async fn cluster_start_to_first_request_median() {
     let bound = Duration::from_millis(if cfg!(debug_assertions) { 60 } else { 20 });
     assert!(api < bound, "API-only median {api:?} over {bound:?}");
     // A full cluster also installs Longhorn and starts kubelets: bounded, not held to 20 ms.
-    assert!(full < bound * 10, "full median {full:?} over {:?}", bound * 10);
+    assert!(
+        full < bound * 10,
+        "full median {full:?} over {:?}",
+        bound * 10
+    );
 }

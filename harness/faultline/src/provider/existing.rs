@@ -20,7 +20,10 @@ impl Provider for ExistingProvider {
     fn clusters_outlive_harness(&self) -> bool {
         true
     }
-    fn start<'a>(&'a self, spec: &'a ClusterSpec) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>> {
+    fn start<'a>(
+        &'a self,
+        spec: &'a ClusterSpec,
+    ) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>> {
         Box::pin(async move {
             let mut input = ExistingInput::new(self.allowed.clone());
             input.context = self.context.clone();
@@ -34,12 +37,20 @@ impl Provider for ExistingProvider {
             let kubeconfig = spec.workdir.join("kubeconfig");
             std::fs::write(&kubeconfig, serde_yaml::to_string(&doc)?)?;
             let client = crate::k8s::client_from_kubeconfig(&kubeconfig).await?;
-            let ops = Arc::new(ExistingOps { cluster, logs: broadcast::channel(16).0 });
-            let node_ops: Arc<dyn NodeOps> = match super::sim_remote::RemoteSimOps::detect(&client).await {
-                Some(sim) => Arc::new(sim),
-                None => ops.clone(),
-            };
-            Ok(Box::new(ExistingHandle { kubeconfig, ops, node_ops }) as Box<dyn Cluster>)
+            let ops = Arc::new(ExistingOps {
+                cluster,
+                logs: broadcast::channel(16).0,
+            });
+            let node_ops: Arc<dyn NodeOps> =
+                match super::sim_remote::RemoteSimOps::detect(&client).await {
+                    Some(sim) => Arc::new(sim),
+                    None => ops.clone(),
+                };
+            Ok(Box::new(ExistingHandle {
+                kubeconfig,
+                ops,
+                node_ops,
+            }) as Box<dyn Cluster>)
         })
     }
 }
@@ -57,7 +68,11 @@ impl NodeOps for ExistingOps {
     fn heal<'a>(&'a self, op: &'a NodeOperation) -> BoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move { self.cluster.heal(&super::kind::fault_op(op)?).await })
     }
-    fn subscribe_logs(&self, _node: Option<&str>, _source: LogSource) -> broadcast::Receiver<LogLine> {
+    fn subscribe_logs(
+        &self,
+        _node: Option<&str>,
+        _source: LogSource,
+    ) -> broadcast::Receiver<LogLine> {
         self.logs.subscribe()
     }
 }
@@ -79,12 +94,18 @@ impl Cluster for ExistingHandle {
     fn controller_mode(&self) -> ControllerMode {
         ControllerMode::HostProcess
     }
-    fn teardown(self: Box<Self>, keep: bool) -> BoxFuture<'static, anyhow::Result<Option<KeptCluster>>> {
+    fn teardown(
+        self: Box<Self>,
+        keep: bool,
+    ) -> BoxFuture<'static, anyhow::Result<Option<KeptCluster>>> {
         let ops = self.ops.clone();
         Box::pin(async move {
             // Heal whatever is still active and remove the node agent; the cluster itself stays.
             ops.cluster.close().await?;
-            Ok(keep.then(|| KeptCluster { description: format!("existing context {}", ops.cluster.context), guard: None }))
+            Ok(keep.then(|| KeptCluster {
+                description: format!("existing context {}", ops.cluster.context),
+                guard: None,
+            }))
         })
     }
 }

@@ -24,7 +24,9 @@ pub const ENV: &str = "FAULTLINE_TEST_NODE_OPS";
 
 impl FakeConfig {
     pub fn from_env() -> anyhow::Result<Option<FakeConfig>> {
-        let Ok(v) = std::env::var(ENV) else { return Ok(None) };
+        let Ok(v) = std::env::var(ENV) else {
+            return Ok(None);
+        };
         let mut cfg = FakeConfig::default();
         for (i, part) in v.split(';').enumerate() {
             if i == 0 {
@@ -36,7 +38,9 @@ impl FakeConfig {
             match part.split_once('=') {
                 Some(("panic", ops)) => cfg.panic_on = ops.split(',').map(str::to_string).collect(),
                 Some(("fail", ops)) => cfg.fail_on = ops.split(',').map(str::to_string).collect(),
-                _ => anyhow::bail!("{ENV}: cannot parse `{part}` (expected panic=<op>,... or fail=<op>,...)"),
+                _ => anyhow::bail!(
+                    "{ENV}: cannot parse `{part}` (expected panic=<op>,... or fail=<op>,...)"
+                ),
             }
         }
         Ok(Some(cfg))
@@ -60,16 +64,31 @@ pub struct FakeNodeOps {
 
 impl FakeNodeOps {
     pub fn new(cfg: FakeConfig) -> FakeNodeOps {
-        FakeNodeOps { cfg, calls: Mutex::new(vec![]), kubelet: broadcast::channel(1024).0, csi: broadcast::channel(1024).0 }
+        FakeNodeOps {
+            cfg,
+            calls: Mutex::new(vec![]),
+            kubelet: broadcast::channel(1024).0,
+            csi: broadcast::channel(1024).0,
+        }
     }
     pub fn calls(&self) -> Vec<Call> {
         self.calls.lock().clone()
     }
     fn record(&self, action: &'static str, op: &NodeOperation) {
-        self.calls.lock().push(Call { action, op: op.clone() });
+        self.calls.lock().push(Call {
+            action,
+            op: op.clone(),
+        });
         if let Some(path) = &self.cfg.record {
-            let line = format!("{action} {}\n", serde_json::to_string(op).unwrap_or_default());
-            if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            let line = format!(
+                "{action} {}\n",
+                serde_json::to_string(op).unwrap_or_default()
+            );
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+            {
                 let _ = f.write_all(line.as_bytes());
                 let _ = f.sync_all();
             }
@@ -101,7 +120,11 @@ impl NodeOps for FakeNodeOps {
             Ok(())
         })
     }
-    fn subscribe_logs(&self, _node: Option<&str>, source: LogSource) -> broadcast::Receiver<LogLine> {
+    fn subscribe_logs(
+        &self,
+        _node: Option<&str>,
+        source: LogSource,
+    ) -> broadcast::Receiver<LogLine> {
         match source {
             LogSource::CsiPlugin => self.csi.subscribe(),
             _ => self.kubelet.subscribe(),

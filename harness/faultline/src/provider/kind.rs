@@ -5,7 +5,10 @@
 use super::*;
 use crate::model::{Heal, NodeOperation, NodeRole, Operation, Step};
 use anyhow::Context as _;
-use faultline_kind::{ClusterPlanInput, DryRunEvent, DryRunReport, FaultOp, KindOptions, KindProvider as Inner, NodeInput, Role};
+use faultline_kind::{
+    ClusterPlanInput, DryRunEvent, DryRunReport, FaultOp, KindOptions, KindProvider as Inner,
+    NodeInput, Role,
+};
 
 /// The runner's node operations in faultline-kind's terms (same keys and fields).
 pub fn fault_op(op: &NodeOperation) -> anyhow::Result<FaultOp> {
@@ -14,10 +17,22 @@ pub fn fault_op(op: &NodeOperation) -> anyhow::Result<FaultOp> {
 
 /// The node image of a run, first that is set: `--node-image`, FAULTLINE_KIND_NODE_IMAGE, the
 /// suite's `kindProvider.nodeImage`; `None` means the pinned image. With the setting it came from.
-pub fn choose_node_image(flag: Option<&str>, env: Option<&str>, suite: Option<&str>) -> Option<(String, &'static str)> {
-    [(flag, "--node-image"), (env, "FAULTLINE_KIND_NODE_IMAGE"), (suite, "the suite's kindProvider.nodeImage")]
-        .into_iter()
-        .find_map(|(v, from)| v.map(str::trim).filter(|v| !v.is_empty()).map(|v| (v.to_string(), from)))
+pub fn choose_node_image(
+    flag: Option<&str>,
+    env: Option<&str>,
+    suite: Option<&str>,
+) -> Option<(String, &'static str)> {
+    [
+        (flag, "--node-image"),
+        (env, "FAULTLINE_KIND_NODE_IMAGE"),
+        (suite, "the suite's kindProvider.nodeImage"),
+    ]
+    .into_iter()
+    .find_map(|(v, from)| {
+        v.map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(|v| (v.to_string(), from))
+    })
 }
 
 /// The cluster input of one scenario; `node_image` is the run's choice ([`choose_node_image`]).
@@ -25,12 +40,22 @@ pub fn plan_input(spec: &ClusterSpec, node_image: Option<&str>) -> ClusterPlanIn
     let nodes = spec
         .nodes
         .iter()
-        .map(|n| NodeInput { name: n.name.clone(), role: if n.role == NodeRole::ControlPlane { Role::ControlPlane } else { Role::Worker } })
+        .map(|n| NodeInput {
+            name: n.name.clone(),
+            role: if n.role == NodeRole::ControlPlane {
+                Role::ControlPlane
+            } else {
+                Role::Worker
+            },
+        })
         .collect();
-    ClusterPlanInput::new(&faultline_kind::input::sanitize_cluster_name(&spec.name), nodes)
-        .with_longhorn(spec.storage != Some(crate::model::Storage::None))
-        .with_env_from(|k| std::env::var(k).ok())
-        .with_node_image(node_image)
+    ClusterPlanInput::new(
+        &faultline_kind::input::sanitize_cluster_name(&spec.name),
+        nodes,
+    )
+    .with_longhorn(spec.storage != Some(crate::model::Storage::None))
+    .with_env_from(|k| std::env::var(k).ok())
+    .with_node_image(node_image)
 }
 
 pub struct KindProvider {
@@ -44,7 +69,14 @@ impl KindProvider {
         // Clusters are reused across the scenarios of a run. FAULTLINE_KIND_NODES_ONLY=1 stops
         // bring-up where kubeadm would run (the Docker-engine tier: no Kubernetes binaries).
         let nodes_only = std::env::var("FAULTLINE_KIND_NODES_ONLY").as_deref() == Ok("1");
-        KindProvider { inner: Arc::new(Inner::new(KindOptions { reuse: true, nodes_only, state_dir: None })), node_image }
+        KindProvider {
+            inner: Arc::new(Inner::new(KindOptions {
+                reuse: true,
+                nodes_only,
+                state_dir: None,
+            })),
+            node_image,
+        }
     }
 }
 
@@ -68,13 +100,18 @@ impl Provider for KindProvider {
             Ok((r.render(), r.ok()))
         }))
     }
-    fn start<'a>(&'a self, spec: &'a ClusterSpec) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>> {
+    fn start<'a>(
+        &'a self,
+        spec: &'a ClusterSpec,
+    ) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>> {
         Box::pin(async move {
             let input = plan_input(spec, self.node_image.as_deref());
             std::fs::create_dir_all(&spec.workdir)?;
             let cluster = self.inner.start(&input, &spec.workdir).await?;
             let kubeconfig = cluster.kubeconfig().to_path_buf();
-            let ops = Arc::new(KindNodeOps { cluster: tokio::sync::Mutex::new(Some(cluster)) });
+            let ops = Arc::new(KindNodeOps {
+                cluster: tokio::sync::Mutex::new(Some(cluster)),
+            });
             Ok(Box::new(KindClusterHandle { kubeconfig, ops }) as Box<dyn Cluster>)
         })
     }
@@ -88,7 +125,9 @@ impl NodeOps for KindNodeOps {
     fn apply<'a>(&'a self, op: &'a NodeOperation) -> BoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
             let g = self.cluster.lock().await;
-            let c = g.as_ref().ok_or_else(|| anyhow::anyhow!("kind cluster already released"))?;
+            let c = g
+                .as_ref()
+                .ok_or_else(|| anyhow::anyhow!("kind cluster already released"))?;
             c.apply(&fault_op(op)?).await
         })
     }
@@ -101,7 +140,11 @@ impl NodeOps for KindNodeOps {
             }
         })
     }
-    fn subscribe_logs(&self, node: Option<&str>, source: LogSource) -> broadcast::Receiver<LogLine> {
+    fn subscribe_logs(
+        &self,
+        node: Option<&str>,
+        source: LogSource,
+    ) -> broadcast::Receiver<LogLine> {
         let (tx, rx) = broadcast::channel(4096);
         let kind_source = match source {
             LogSource::CsiPlugin => faultline_kind::LogSource::CsiPlugin,
@@ -112,7 +155,14 @@ impl NodeOps for KindNodeOps {
                 let mut inner = c.subscribe_logs(node, kind_source);
                 tokio::spawn(async move {
                     while let Ok(l) = inner.recv().await {
-                        if tx.send(LogLine { source, node: Some(l.node), text: l.text }).is_err() {
+                        if tx
+                            .send(LogLine {
+                                source,
+                                node: Some(l.node),
+                                text: l.text,
+                            })
+                            .is_err()
+                        {
                             break;
                         }
                     }
@@ -138,11 +188,19 @@ impl Cluster for KindClusterHandle {
     fn controller_mode(&self) -> ControllerMode {
         ControllerMode::InCluster
     }
-    fn teardown(self: Box<Self>, keep: bool) -> BoxFuture<'static, anyhow::Result<Option<KeptCluster>>> {
+    fn teardown(
+        self: Box<Self>,
+        keep: bool,
+    ) -> BoxFuture<'static, anyhow::Result<Option<KeptCluster>>> {
         let ops = self.ops.clone();
         Box::pin(async move {
-            let Some(c) = ops.cluster.lock().await.take() else { return Ok(None) };
-            Ok(c.release(keep).await?.map(|description| KeptCluster { description, guard: None }))
+            let Some(c) = ops.cluster.lock().await.take() else {
+                return Ok(None);
+            };
+            Ok(c.release(keep).await?.map(|description| KeptCluster {
+                description,
+                guard: None,
+            }))
         })
     }
 }
@@ -157,13 +215,25 @@ pub fn timeline(steps: &[Step]) -> Vec<DryRunEvent> {
         due: std::time::Duration,
         after: std::time::Duration,
     }
-    fn walk(steps: &[Step], clock: &mut std::time::Duration, at: &mut Vec<(FaultOp, String)>, timed: &mut Vec<Timed>, out: &mut Vec<DryRunEvent>) {
+    fn walk(
+        steps: &[Step],
+        clock: &mut std::time::Duration,
+        at: &mut Vec<(FaultOp, String)>,
+        timed: &mut Vec<Timed>,
+        out: &mut Vec<DryRunEvent>,
+    ) {
         for (i, s) in steps.iter().enumerate() {
-            let name = s.name.clone().unwrap_or_else(|| format!("{}-{i}", s.kind()));
+            let name = s
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("{}-{i}", s.kind()));
             at.retain(|(op, step)| {
                 let due = *step == name;
                 if due {
-                    out.push(DryRunEvent::Heal { op: op.clone(), when: format!("atStep {step}") });
+                    out.push(DryRunEvent::Heal {
+                        op: op.clone(),
+                        when: format!("atStep {step}"),
+                    });
                 }
                 !due
             });
@@ -172,7 +242,11 @@ pub fn timeline(steps: &[Step]) -> Vec<DryRunEvent> {
                     if let Ok(op) = fault_op(n) {
                         out.push(DryRunEvent::Apply(op.clone()));
                         match &f.heal {
-                            Heal::After(d) => timed.push(Timed { op, due: *clock + d.0, after: d.0 }),
+                            Heal::After(d) => timed.push(Timed {
+                                op,
+                                due: *clock + d.0,
+                                after: d.0,
+                            }),
                             Heal::AtStep(step) => at.push((op, step.clone())),
                             Heal::Never => {}
                         }
@@ -189,7 +263,10 @@ pub fn timeline(steps: &[Step]) -> Vec<DryRunEvent> {
                 timed.sort_by_key(|t| t.due);
                 while timed.first().is_some_and(|t| t.due <= *clock) {
                     let t = timed.remove(0);
-                    out.push(DryRunEvent::Heal { op: t.op, when: format!("{:?} after its inject", t.after) });
+                    out.push(DryRunEvent::Heal {
+                        op: t.op,
+                        when: format!("{:?} after its inject", t.after),
+                    });
                 }
             }
             for nested in [&s.try_steps, &s.finally].into_iter().flatten() {
@@ -197,30 +274,50 @@ pub fn timeline(steps: &[Step]) -> Vec<DryRunEvent> {
             }
         }
     }
-    let (mut clock, mut at, mut timed, mut out) = (std::time::Duration::ZERO, vec![], vec![], vec![]);
+    let (mut clock, mut at, mut timed, mut out) =
+        (std::time::Duration::ZERO, vec![], vec![], vec![]);
     walk(steps, &mut clock, &mut at, &mut timed, &mut out);
     timed.sort_by_key(|t| t.due);
     for t in timed {
-        out.push(DryRunEvent::Heal { op: t.op, when: format!("{:?} after its inject (the steps in between take that long)", t.after) });
+        out.push(DryRunEvent::Heal {
+            op: t.op,
+            when: format!(
+                "{:?} after its inject (the steps in between take that long)",
+                t.after
+            ),
+        });
     }
     out
 }
 
 /// What the runner applies before the first step: the suite's CRDs, then the controller's
 /// manifests (kind deploys it in the cluster), each file with the objects it holds.
-pub fn manifests_section(suite: &crate::loader::LoadedSuite, controller: Option<&str>) -> anyhow::Result<String> {
+pub fn manifests_section(
+    suite: &crate::loader::LoadedSuite,
+    controller: Option<&str>,
+) -> anyhow::Result<String> {
     let mut s = String::new();
     let mut list = |heading: &str, files: &[String]| -> anyhow::Result<()> {
-        s.push_str(&format!("# {heading} (server-side apply through the API server of the kubeconfig)\n"));
+        s.push_str(&format!(
+            "# {heading} (server-side apply through the API server of the kubeconfig)\n"
+        ));
         if files.is_empty() {
             s.push_str("#   none\n");
         }
         for f in files {
             let path = suite.dir.join(f);
-            s.push_str(&format!("kubectl --kubeconfig <workdir>/kubeconfig apply --server-side -f {}\n", path.display()));
-            for o in crate::k8s::read_manifests(&path).with_context(|| format!("listing {heading}"))? {
+            s.push_str(&format!(
+                "kubectl --kubeconfig <workdir>/kubeconfig apply --server-side -f {}\n",
+                path.display()
+            ));
+            for o in
+                crate::k8s::read_manifests(&path).with_context(|| format!("listing {heading}"))?
+            {
                 let kind = o.get("kind").and_then(|v| v.as_str()).unwrap_or("?");
-                let name = o.pointer("/metadata/name").and_then(|v| v.as_str()).unwrap_or("?");
+                let name = o
+                    .pointer("/metadata/name")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("?");
                 s.push_str(&format!("#   {kind} {name}\n"));
             }
         }
@@ -228,17 +325,40 @@ pub fn manifests_section(suite: &crate::loader::LoadedSuite, controller: Option<
     };
     list("CRDs of the suite", &suite.suite.crds)?;
     if let Some(c) = controller {
-        let def = suite.suite.controllers.get(c).ok_or_else(|| anyhow::anyhow!("controller `{c}` is not in the suite's controllers"))?;
-        list(&format!("controller `{c}`: its manifests (the controller runs in the cluster)"), &def.manifests)?;
+        let def =
+            suite.suite.controllers.get(c).ok_or_else(|| {
+                anyhow::anyhow!("controller `{c}` is not in the suite's controllers")
+            })?;
+        list(
+            &format!("controller `{c}`: its manifests (the controller runs in the cluster)"),
+            &def.manifests,
+        )?;
     }
     Ok(s)
 }
 
 /// `faultline run --provider kind --dry-run`: the exact container specs and commands, per
 /// scenario, faults replayed with their overlaps; `unsupported` lists what kind cannot do.
-pub fn dry_run(spec: &ClusterSpec, scenario: &crate::model::Scenario, suite: &crate::loader::LoadedSuite, node_image: Option<&str>) -> anyhow::Result<DryRunReport> {
-    let before = manifests_section(suite, scenario.spec.controller.as_ref().map(|c| c.reference.as_str()))?;
-    faultline_kind::dry_run_replay_blocking(&plan_input(spec, node_image), &timeline(&scenario.spec.steps), &before, &spec.workdir)
+pub fn dry_run(
+    spec: &ClusterSpec,
+    scenario: &crate::model::Scenario,
+    suite: &crate::loader::LoadedSuite,
+    node_image: Option<&str>,
+) -> anyhow::Result<DryRunReport> {
+    let before = manifests_section(
+        suite,
+        scenario
+            .spec
+            .controller
+            .as_ref()
+            .map(|c| c.reference.as_str()),
+    )?;
+    faultline_kind::dry_run_replay_blocking(
+        &plan_input(spec, node_image),
+        &timeline(&scenario.spec.steps),
+        &before,
+        &spec.workdir,
+    )
 }
 
 #[cfg(test)]
@@ -249,11 +369,31 @@ mod tests {
     fn the_node_image_is_the_first_setting_that_is_set() {
         let c = |f, e, s| choose_node_image(f, e, s);
         assert_eq!(c(None, None, None), None);
-        assert_eq!(c(None, None, Some("s:1")), Some(("s:1".into(), "the suite's kindProvider.nodeImage")));
-        assert_eq!(c(None, Some("e:1"), Some("s:1")), Some(("e:1".into(), "FAULTLINE_KIND_NODE_IMAGE")));
-        assert_eq!(c(Some("f:1"), Some("e:1"), Some("s:1")), Some(("f:1".into(), "--node-image")));
-        assert_eq!(c(Some(" "), Some(""), Some("s:1")), Some(("s:1".into(), "the suite's kindProvider.nodeImage")), "blank counts as unset");
-        let spec = ClusterSpec { name: "x".into(), nodes: vec![], storage: None, sim: Default::default(), seed: 0, workdir: "/tmp".into() };
+        assert_eq!(
+            c(None, None, Some("s:1")),
+            Some(("s:1".into(), "the suite's kindProvider.nodeImage"))
+        );
+        assert_eq!(
+            c(None, Some("e:1"), Some("s:1")),
+            Some(("e:1".into(), "FAULTLINE_KIND_NODE_IMAGE"))
+        );
+        assert_eq!(
+            c(Some("f:1"), Some("e:1"), Some("s:1")),
+            Some(("f:1".into(), "--node-image"))
+        );
+        assert_eq!(
+            c(Some(" "), Some(""), Some("s:1")),
+            Some(("s:1".into(), "the suite's kindProvider.nodeImage")),
+            "blank counts as unset"
+        );
+        let spec = ClusterSpec {
+            name: "x".into(),
+            nodes: vec![],
+            storage: None,
+            sim: Default::default(),
+            seed: 0,
+            workdir: "/tmp".into(),
+        };
         assert_eq!(plan_input(&spec, Some("f:1")).node_image, "f:1");
     }
 

@@ -4,8 +4,8 @@
 //! Runner operations (cordon, uncordon, drain, deletePod, controllerCrash) never reach `NodeOps`:
 //! the runner does them through the Kubernetes API or process control.
 
-pub mod fake;
 pub mod existing;
+pub mod fake;
 pub mod kind;
 pub mod sim;
 pub mod sim_remote;
@@ -50,7 +50,8 @@ pub trait NodeOps: Send + Sync {
     fn heal<'a>(&'a self, op: &'a NodeOperation) -> BoxFuture<'a, anyhow::Result<()>>;
     /// Log lines of a node component from now on. `node` is a hint: a receiver may also carry
     /// other nodes' lines, so consumers filter on `LogLine::node`.
-    fn subscribe_logs(&self, node: Option<&str>, source: LogSource) -> broadcast::Receiver<LogLine>;
+    fn subscribe_logs(&self, node: Option<&str>, source: LogSource)
+        -> broadcast::Receiver<LogLine>;
 }
 
 /// How the controller under test runs on this cluster.
@@ -68,7 +69,10 @@ pub trait Cluster: Send + Sync {
     fn controller_mode(&self) -> ControllerMode;
     /// Tear the cluster down. `keep`: leave it running for inspection (`--keep-cluster`); a
     /// provider that cannot outlive the process (sim) returns a description of what to do.
-    fn teardown(self: Box<Self>, keep: bool) -> BoxFuture<'static, anyhow::Result<Option<KeptCluster>>>;
+    fn teardown(
+        self: Box<Self>,
+        keep: bool,
+    ) -> BoxFuture<'static, anyhow::Result<Option<KeptCluster>>>;
 }
 
 /// A cluster left running by `--keep-cluster`. Dropping it stops an in-process cluster.
@@ -86,7 +90,10 @@ pub trait Provider: Send + Sync {
     fn clusters_outlive_harness(&self) -> bool {
         false
     }
-    fn start<'a>(&'a self, spec: &'a ClusterSpec) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>>;
+    fn start<'a>(
+        &'a self,
+        spec: &'a ClusterSpec,
+    ) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>>;
     /// How long the runner lets `start` run before it gives up on it. A provider whose
     /// bring-up bounds each of its own waits says so with a longer time, so that its own error
     /// (and its clean-up) comes first instead of the runner cutting it off.
@@ -117,14 +124,22 @@ pub enum ProviderKind {
 
 /// Build the provider named on the command line, with the suite's settings for it.
 /// `node_image`: kind's node image, already chosen ([`kind::choose_node_image`]).
-pub fn make_provider(kind: ProviderKind, suite: &crate::model::Suite, context: Option<&str>, node_image: Option<String>) -> anyhow::Result<Arc<dyn Provider>> {
+pub fn make_provider(
+    kind: ProviderKind,
+    suite: &crate::model::Suite,
+    context: Option<&str>,
+    node_image: Option<String>,
+) -> anyhow::Result<Arc<dyn Provider>> {
     match kind {
         ProviderKind::Sim => Ok(Arc::new(sim::SimProvider::from_env()?)),
         ProviderKind::Kind => Ok(Arc::new(kind::KindProvider::new(node_image))),
         ProviderKind::Existing => {
             let existing_allowed = &suite.existing.allowed_contexts;
             check_existing_allowed(existing_allowed, context)?;
-            Ok(Arc::new(existing::ExistingProvider { allowed: existing_allowed.to_vec(), context: context.map(String::from) }))
+            Ok(Arc::new(existing::ExistingProvider {
+                allowed: existing_allowed.to_vec(),
+                context: context.map(String::from),
+            }))
         }
     }
 }
@@ -137,7 +152,9 @@ pub fn check_existing_allowed(allowed: &[String], context: Option<&str>) -> anyh
         None => current_context().unwrap_or_default(),
     };
     if ctx.is_empty() {
-        anyhow::bail!("provider `existing`: no kubeconfig context (pass --context or set current-context)");
+        anyhow::bail!(
+            "provider `existing`: no kubeconfig context (pass --context or set current-context)"
+        );
     }
     if !allowed.iter().any(|a| a == &ctx) {
         anyhow::bail!(

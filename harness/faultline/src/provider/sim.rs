@@ -25,11 +25,14 @@ impl SimProvider {
     }
     /// Reads the test-only `FAULTLINE_TEST_NODE_OPS` (see `fake::FakeConfig::from_env`).
     pub fn from_env() -> anyhow::Result<SimProvider> {
-        let node_ops = super::fake::FakeConfig::from_env()?.map(|cfg| Arc::new(FakeNodeOps::new(cfg)) as Arc<dyn NodeOps>);
+        let node_ops = super::fake::FakeConfig::from_env()?
+            .map(|cfg| Arc::new(FakeNodeOps::new(cfg)) as Arc<dyn NodeOps>);
         Ok(SimProvider { node_ops })
     }
     pub fn with_node_ops(node_ops: Arc<dyn NodeOps>) -> SimProvider {
-        SimProvider { node_ops: Some(node_ops) }
+        SimProvider {
+            node_ops: Some(node_ops),
+        }
     }
 }
 
@@ -43,24 +46,53 @@ impl Provider for SimProvider {
     fn name(&self) -> &'static str {
         "sim"
     }
-    fn start<'a>(&'a self, spec: &'a ClusterSpec) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>> {
+    fn start<'a>(
+        &'a self,
+        spec: &'a ClusterSpec,
+    ) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>> {
         Box::pin(async move {
             let api_only = spec.sim.api_only || self.node_ops.is_some();
             let opts = if api_only {
-                let workers: Vec<String> = spec.nodes.iter().filter(|n| n.role == crate::model::NodeRole::Worker).map(|n| n.name.clone()).collect();
-                SimOptions { nodes: workers, seed: spec.seed, ..Default::default() }
+                let workers: Vec<String> = spec
+                    .nodes
+                    .iter()
+                    .filter(|n| n.role == crate::model::NodeRole::Worker)
+                    .map(|n| n.name.clone())
+                    .collect();
+                SimOptions {
+                    nodes: workers,
+                    seed: spec.seed,
+                    ..Default::default()
+                }
             } else {
-                let cluster = ClusterOptions { timing: Timing::scaled(spec.sim.time_scale), longhorn: spec.storage != Some(Storage::None), ..Default::default() };
-                SimOptions { nodes: spec.nodes.iter().map(|n| n.name.clone()).collect(), cluster: Some(cluster), seed: spec.seed, ..Default::default() }
+                let cluster = ClusterOptions {
+                    timing: Timing::scaled(spec.sim.time_scale),
+                    longhorn: spec.storage != Some(Storage::None),
+                    ..Default::default()
+                };
+                SimOptions {
+                    nodes: spec.nodes.iter().map(|n| n.name.clone()).collect(),
+                    cluster: Some(cluster),
+                    seed: spec.seed,
+                    ..Default::default()
+                }
             };
             let server = SimServer::start(opts).await?;
             std::fs::create_dir_all(&spec.workdir)?;
             let kubeconfig = server.write_kubeconfig(&spec.workdir.join("kubeconfig"))?;
             let node_ops: Arc<dyn NodeOps> = match &self.node_ops {
                 Some(ops) => ops.clone(),
-                None => Arc::new(SimNodeOps::new(server.cluster.clone(), server.faults.clone(), server.api.clone())),
+                None => Arc::new(SimNodeOps::new(
+                    server.cluster.clone(),
+                    server.faults.clone(),
+                    server.api.clone(),
+                )),
             };
-            Ok(Box::new(SimCluster { server: Some(server), kubeconfig, node_ops }) as Box<dyn Cluster>)
+            Ok(Box::new(SimCluster {
+                server: Some(server),
+                kubeconfig,
+                node_ops,
+            }) as Box<dyn Cluster>)
         })
     }
 }
@@ -81,14 +113,26 @@ impl Cluster for SimCluster {
     fn controller_mode(&self) -> ControllerMode {
         ControllerMode::HostProcess
     }
-    fn teardown(mut self: Box<Self>, keep: bool) -> BoxFuture<'static, anyhow::Result<Option<KeptCluster>>> {
+    fn teardown(
+        mut self: Box<Self>,
+        keep: bool,
+    ) -> BoxFuture<'static, anyhow::Result<Option<KeptCluster>>> {
         let server = self.server.take();
         let kubeconfig = self.kubeconfig.clone();
         Box::pin(async move {
-            let Some(server) = server else { return Ok(None) };
+            let Some(server) = server else {
+                return Ok(None);
+            };
             if keep {
-                let description = format!("sim cluster at {} (KUBECONFIG={})", server.url(), kubeconfig.display());
-                return Ok(Some(KeptCluster { description, guard: Some(Box::new(server)) }));
+                let description = format!(
+                    "sim cluster at {} (KUBECONFIG={})",
+                    server.url(),
+                    kubeconfig.display()
+                );
+                return Ok(Some(KeptCluster {
+                    description,
+                    guard: Some(Box::new(server)),
+                }));
             }
             server.stop().await;
             Ok(None)
@@ -106,8 +150,17 @@ pub struct SimNodeOps {
 }
 
 impl SimNodeOps {
-    pub fn new(nodes: Option<Arc<SimNodes>>, api_faults: ApiFaults, api: Arc<faultline_sim::ApiServer>) -> SimNodeOps {
-        SimNodeOps { nodes, api_faults, api, api_fault_ids: Mutex::new(HashMap::new()) }
+    pub fn new(
+        nodes: Option<Arc<SimNodes>>,
+        api_faults: ApiFaults,
+        api: Arc<faultline_sim::ApiServer>,
+    ) -> SimNodeOps {
+        SimNodeOps {
+            nodes,
+            api_faults,
+            api,
+            api_fault_ids: Mutex::new(HashMap::new()),
+        }
     }
 
     fn nodes(&self, op: &NodeOperation) -> anyhow::Result<&Arc<SimNodes>> {
@@ -121,10 +174,21 @@ impl SimNodeOps {
             VolumeRef::DeletedPv(p) => Ok((p.clone(), true)),
             VolumeRef::Pvc(c) => {
                 let (ns, name) = c.split_once('/').unwrap_or(("default", c));
-                let rt = self.api.resource("", "v1", "persistentvolumeclaims").map_err(|e| anyhow::anyhow!("{e}"))?;
-                let pvc = self.api.get(&rt, ns, name).map_err(|e| anyhow::anyhow!("PVC {ns}/{name}: {e}"))?;
-                let pv = pvc.pointer("/spec/volumeName").and_then(|v| v.as_str()).filter(|v| !v.is_empty())
-                    .ok_or_else(|| anyhow::anyhow!("PVC {ns}/{name} is not bound to a volume yet"))?;
+                let rt = self
+                    .api
+                    .resource("", "v1", "persistentvolumeclaims")
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+                let pvc = self
+                    .api
+                    .get(&rt, ns, name)
+                    .map_err(|e| anyhow::anyhow!("PVC {ns}/{name}: {e}"))?;
+                let pv = pvc
+                    .pointer("/spec/volumeName")
+                    .and_then(|v| v.as_str())
+                    .filter(|v| !v.is_empty())
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("PVC {ns}/{name} is not bound to a volume yet")
+                    })?;
                 Ok((pv.to_string(), false))
             }
         }
@@ -132,8 +196,19 @@ impl SimNodeOps {
 
     fn api_fault(&self, op: &NodeOperation, heal: bool) -> bool {
         let (kind, verbs, resources) = match op {
-            NodeOperation::ApiErrors(a) => (ApiFaultKind::Errors { rate: a.rate, code: a.code }, &a.verbs, &a.resources),
-            NodeOperation::ApiLatency(l) => (ApiFaultKind::Latency(l.latency.get()), &l.verbs, &l.resources),
+            NodeOperation::ApiErrors(a) => (
+                ApiFaultKind::Errors {
+                    rate: a.rate,
+                    code: a.code,
+                },
+                &a.verbs,
+                &a.resources,
+            ),
+            NodeOperation::ApiLatency(l) => (
+                ApiFaultKind::Latency(l.latency.get()),
+                &l.verbs,
+                &l.resources,
+            ),
             _ => return false,
         };
         let key = serde_json::to_string(op).unwrap_or_default();
@@ -142,7 +217,11 @@ impl SimNodeOps {
                 self.api_faults.remove(id);
             }
         } else {
-            let id = self.api_faults.add(ApiFault { kind, verbs: verbs.clone(), resources: resources.clone() });
+            let id = self.api_faults.add(ApiFault {
+                kind,
+                verbs: verbs.clone(),
+                resources: resources.clone(),
+            });
             self.api_fault_ids.lock().entry(key).or_default().push(id);
         }
         true
@@ -163,7 +242,9 @@ impl SimNodeOps {
         let nodes = self.nodes(op)?;
         let node = op.node().unwrap_or_default();
         for p in prims {
-            nodes.node_op(node, &p).map_err(|e| anyhow::anyhow!("{} on {node}: {e}", op.key()))?;
+            nodes
+                .node_op(node, &p)
+                .map_err(|e| anyhow::anyhow!("{} on {node}: {e}", op.key()))?;
         }
         Ok(())
     }
@@ -182,14 +263,26 @@ pub fn primitives(op: &NodeOperation, heal: bool, pv: Option<(String, bool)>) ->
                 crate::model::ops::MountHolder::CsiPlugin => Holder::CsiPlugin,
                 crate::model::ops::MountHolder::External => Holder::External,
             };
-            vec![NodeOp::StaleDeviceMount { pv, deleted_pv, holder, blocks_queue: s.blocks_queue }]
+            vec![NodeOp::StaleDeviceMount {
+                pv,
+                deleted_pv,
+                holder,
+                blocks_queue: s.blocks_queue,
+            }]
         }
-        (N::StaleDeviceMount(_), true) => vec![NodeOp::ClearStaleDeviceMount { pv: pv.unwrap_or_default().0 }],
+        (N::StaleDeviceMount(_), true) => vec![NodeOp::ClearStaleDeviceMount {
+            pv: pv.unwrap_or_default().0,
+        }],
         (N::CsiPluginDown(_), false) => vec![NodeOp::CsiPluginDown],
         (N::CsiPluginDown(_), true) => vec![NodeOp::CsiPluginUp],
         (N::CsiPluginRestart(_), false) => vec![NodeOp::CsiPluginRestart],
-        (N::KubeletWorkersSaturated(k), false) => vec![NodeOp::SaturateWorkers { count: Some(k.stale_pods as usize), namespace: "snapshots".into() }],
-        (N::KubeletWorkersSaturated(_), true) => vec![NodeOp::ClearStalePods { namespace: "snapshots".into() }],
+        (N::KubeletWorkersSaturated(k), false) => vec![NodeOp::SaturateWorkers {
+            count: Some(k.stale_pods as usize),
+            namespace: "snapshots".into(),
+        }],
+        (N::KubeletWorkersSaturated(_), true) => vec![NodeOp::ClearStalePods {
+            namespace: "snapshots".into(),
+        }],
         (N::KubeletStop(_), false) => vec![NodeOp::KubeletStop],
         (N::KubeletHang(_), false) => vec![NodeOp::KubeletHang],
         (N::KubeletStop(_) | N::KubeletHang(_), true) => vec![NodeOp::KubeletStart],
@@ -197,7 +290,9 @@ pub fn primitives(op: &NodeOperation, heal: bool, pv: Option<(String, bool)>) ->
         (N::ProberManagerBroken(_), false) => vec![NodeOp::ProberBroken],
         (N::ProberManagerBroken(_), true) => vec![NodeOp::ProberFixed],
         // Stuck in Rebooting: the sim keeps a node there while NFS hangs.
-        (N::NodeReboot(r), false) if r.stuck_until_power_cycle => vec![NodeOp::HungNfs, NodeOp::Reboot],
+        (N::NodeReboot(r), false) if r.stuck_until_power_cycle => {
+            vec![NodeOp::HungNfs, NodeOp::Reboot]
+        }
         (N::NodeReboot(_), false) => vec![NodeOp::Reboot],
         (N::NodeReboot(r), true) if r.stuck_until_power_cycle => vec![NodeOp::PowerCycle],
         (N::NodePowerCycle(_), false) => vec![NodeOp::PowerCycle],
@@ -219,7 +314,11 @@ impl NodeOps for SimNodeOps {
     fn heal<'a>(&'a self, op: &'a NodeOperation) -> BoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move { self.run(op, true) })
     }
-    fn subscribe_logs(&self, node: Option<&str>, source: LogSource) -> broadcast::Receiver<LogLine> {
+    fn subscribe_logs(
+        &self,
+        node: Option<&str>,
+        source: LogSource,
+    ) -> broadcast::Receiver<LogLine> {
         let (tx, rx) = broadcast::channel(4096);
         let Some(nodes) = &self.nodes else { return rx };
         for (name, n) in &nodes.nodes {
@@ -236,13 +335,24 @@ impl NodeOps for SimNodeOps {
                 loop {
                     match src.recv().await {
                         Ok(text) => {
-                            if tx.send(LogLine { source, node: Some(name.clone()), text }).is_err() {
+                            if tx
+                                .send(LogLine {
+                                    source,
+                                    node: Some(name.clone()),
+                                    text,
+                                })
+                                .is_err()
+                            {
                                 return; // nobody listens any more
                             }
                         }
                         // Said in the log itself, so a saved log that misses lines shows it.
                         Err(broadcast::error::RecvError::Lagged(n)) => {
-                            let _ = tx.send(LogLine { source, node: Some(name.clone()), text: format!("faultline: {n} log lines lost (reader lagged)") });
+                            let _ = tx.send(LogLine {
+                                source,
+                                node: Some(name.clone()),
+                                text: format!("faultline: {n} log lines lost (reader lagged)"),
+                            });
                         }
                         Err(broadcast::error::RecvError::Closed) => return,
                     }
@@ -265,10 +375,18 @@ mod tests {
         };
         let pv = Some(("pvc-1".to_string(), true));
         let blocks = |ops: Vec<NodeOp>| match &ops[..] {
-            [NodeOp::StaleDeviceMount { blocks_queue, holder, .. }] => (*blocks_queue, *holder),
+            [NodeOp::StaleDeviceMount {
+                blocks_queue,
+                holder,
+                ..
+            }] => (*blocks_queue, *holder),
             other => panic!("{other:?}"),
         };
-        let default = blocks(primitives(&op("staleDeviceMount: {node: w, volume: {deletedPV: pvc-1}}"), false, pv.clone()));
+        let default = blocks(primitives(
+            &op("staleDeviceMount: {node: w, volume: {deletedPV: pvc-1}}"),
+            false,
+            pv.clone(),
+        ));
         // The faithful default: nestedpendingoperations blocks the same volume only.
         assert_eq!(default, (false, Holder::Kubelet));
         // The RCA's node-wide block is an explicit option.

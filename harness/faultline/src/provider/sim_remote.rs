@@ -19,11 +19,20 @@ impl RemoteSimOps {
     /// The sim's node operations when the cluster behind `client` is a `faultline sim up` with
     /// simulated nodes (its control endpoint lists them); None for any other cluster.
     pub async fn detect(client: &kube::Client) -> Option<RemoteSimOps> {
-        let req = http::Request::get("/faultline/v1/nodes").body(vec![]).ok()?;
+        let req = http::Request::get("/faultline/v1/nodes")
+            .body(vec![])
+            .ok()?;
         let text = client.request_text(req).await.ok()?;
         let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-        let nodes = v["nodes"].as_array()?.iter().filter_map(|n| n["name"].as_str().map(String::from)).collect();
-        Some(RemoteSimOps { client: client.clone(), nodes })
+        let nodes = v["nodes"]
+            .as_array()?
+            .iter()
+            .filter_map(|n| n["name"].as_str().map(String::from))
+            .collect();
+        Some(RemoteSimOps {
+            client: client.clone(),
+            nodes,
+        })
     }
 
     async fn pv(&self, v: &VolumeRef) -> Result<(String, bool)> {
@@ -32,16 +41,33 @@ impl RemoteSimOps {
             VolumeRef::DeletedPv(p) => Ok((p.clone(), true)),
             VolumeRef::Pvc(c) => {
                 let (ns, name) = c.split_once('/').unwrap_or(("default", c));
-                let pvc = kube::Api::<PersistentVolumeClaim>::namespaced(self.client.clone(), ns).get(name).await.with_context(|| format!("PVC {ns}/{name}"))?;
-                let pv = pvc.spec.and_then(|s| s.volume_name).filter(|v| !v.is_empty());
-                Ok((pv.ok_or_else(|| anyhow::anyhow!("PVC {ns}/{name} is not bound to a volume yet"))?, false))
+                let pvc = kube::Api::<PersistentVolumeClaim>::namespaced(self.client.clone(), ns)
+                    .get(name)
+                    .await
+                    .with_context(|| format!("PVC {ns}/{name}"))?;
+                let pv = pvc
+                    .spec
+                    .and_then(|s| s.volume_name)
+                    .filter(|v| !v.is_empty());
+                Ok((
+                    pv.ok_or_else(|| {
+                        anyhow::anyhow!("PVC {ns}/{name} is not bound to a volume yet")
+                    })?,
+                    false,
+                ))
             }
         }
     }
 
     async fn run(&self, op: &NodeOperation, heal: bool) -> Result<()> {
-        if matches!(op, NodeOperation::ApiErrors(_) | NodeOperation::ApiLatency(_)) {
-            bail!("`{}` is injected into the API server of the in-process sim only (--provider sim)", op.key());
+        if matches!(
+            op,
+            NodeOperation::ApiErrors(_) | NodeOperation::ApiLatency(_)
+        ) {
+            bail!(
+                "`{}` is injected into the API server of the in-process sim only (--provider sim)",
+                op.key()
+            );
         }
         let pv = match op.volume() {
             Some(v) => Some(self.pv(v).await?),
@@ -70,22 +96,41 @@ impl NodeOps for RemoteSimOps {
     }
     /// Follows each node's log from now on (`?follow=true&tail=0`); a stream ends when the
     /// receiver is dropped or the server goes away.
-    fn subscribe_logs(&self, node: Option<&str>, source: LogSource) -> broadcast::Receiver<LogLine> {
+    fn subscribe_logs(
+        &self,
+        node: Option<&str>,
+        source: LogSource,
+    ) -> broadcast::Receiver<LogLine> {
         let (tx, rx) = broadcast::channel(4096);
         let path = match source {
             LogSource::Kubelet => "kubelet",
             LogSource::CsiPlugin => "csi-plugin",
             LogSource::Controller => return rx,
         };
-        for name in self.nodes.iter().filter(|n| node.is_none_or(|want| want == n.as_str())) {
+        for name in self
+            .nodes
+            .iter()
+            .filter(|n| node.is_none_or(|want| want == n.as_str()))
+        {
             let (client, tx, name) = (self.client.clone(), tx.clone(), name.clone());
             let uri = format!("/faultline/v1/nodes/{name}/logs/{path}?follow=true&tail=0");
             tokio::spawn(async move {
-                let Ok(req) = http::Request::get(uri).body(vec![]) else { return };
-                let Ok(stream) = client.request_stream(req).await else { return };
+                let Ok(req) = http::Request::get(uri).body(vec![]) else {
+                    return;
+                };
+                let Ok(stream) = client.request_stream(req).await else {
+                    return;
+                };
                 let mut lines = stream.lines();
                 while let Some(Ok(text)) = lines.next().await {
-                    if tx.send(LogLine { source, node: Some(name.clone()), text }).is_err() {
+                    if tx
+                        .send(LogLine {
+                            source,
+                            node: Some(name.clone()),
+                            text,
+                        })
+                        .is_err()
+                    {
                         return; // nobody listens any more
                     }
                 }

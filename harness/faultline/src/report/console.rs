@@ -34,8 +34,17 @@ pub struct ConsoleProgress {
 impl ConsoleProgress {
     pub fn new(verbosity: Verbosity) -> ConsoleProgress {
         let tty = std::io::stderr().is_terminal();
-        let target = if tty { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
-        ConsoleProgress { multi: MultiProgress::with_draw_target(target), bars: Mutex::new(HashMap::new()), tty, verbosity }
+        let target = if tty {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        ConsoleProgress {
+            multi: MultiProgress::with_draw_target(target),
+            bars: Mutex::new(HashMap::new()),
+            tty,
+            verbosity,
+        }
     }
     /// Print a block at once (scenarios finish concurrently with --jobs).
     fn print(&self, block: String) {
@@ -75,7 +84,12 @@ pub fn status_line(r: &ScenarioReport) -> String {
 
 /// Everything about a scenario that did not pass: status line, timeline, why.
 pub fn failure_block(r: &ScenarioReport) -> String {
-    format!("{}\n\n{}\n{}\n", status_line(r), timeline_table(r), failure_details(r))
+    format!(
+        "{}\n\n{}\n{}\n",
+        status_line(r),
+        timeline_table(r),
+        failure_details(r)
+    )
 }
 
 impl Progress for ConsoleProgress {
@@ -87,7 +101,9 @@ impl Progress for ConsoleProgress {
             return;
         }
         let pb = self.multi.add(ProgressBar::new_spinner());
-        pb.set_style(ProgressStyle::with_template("{spinner} {prefix:.bold} {elapsed:>4} {msg}").unwrap());
+        pb.set_style(
+            ProgressStyle::with_template("{spinner} {prefix:.bold} {elapsed:>4} {msg}").unwrap(),
+        );
         pb.set_prefix(name.to_string());
         pb.enable_steady_tick(Duration::from_millis(120));
         self.bars.lock().insert(name.to_string(), pb);
@@ -100,7 +116,12 @@ impl Progress for ConsoleProgress {
     fn scenario_retrying(&self, r: &ScenarioReport, attempt: u32, of: u32) {
         self.clear_bar(&r.name);
         if self.verbosity >= Verbosity::Normal {
-            self.print(format!("RETRY {}  attempt {attempt} of {of} {}: {}\n", r.name, r.verdict.word(), r.reason.clone().unwrap_or_default()));
+            self.print(format!(
+                "RETRY {}  attempt {attempt} of {of} {}: {}\n",
+                r.name,
+                r.verdict.word(),
+                r.reason.clone().unwrap_or_default()
+            ));
         }
     }
     fn scenario_finished(&self, r: &ScenarioReport) {
@@ -130,7 +151,12 @@ impl ConsoleProgress {
 /// The runbook-style table of one scenario.
 pub fn timeline_table(r: &ScenarioReport) -> String {
     let mut out = String::new();
-    out += &format!("### {} - {} ({})\n\n", r.name, r.verdict.word(), ms(r.duration_ms));
+    out += &format!(
+        "### {} - {} ({})\n\n",
+        r.name,
+        r.verdict.word(),
+        ms(r.duration_ms)
+    );
     out += "| Time | Event |\n|------|-------|\n";
     for e in &r.timeline {
         let t = format!("T+{}", ms(e.at_ms));
@@ -146,11 +172,23 @@ pub fn failure_details(r: &ScenarioReport) -> String {
     if let Some(reason) = &r.reason {
         out += &format!("{} {}: {reason}\n", r.verdict.word(), r.name);
     }
-    for e in r.expectations.iter().filter(|e| e.verdict == Verdict::Failed) {
-        out += &format!("  expectation `{}` ({}): {}\n", e.name, e.kind, e.description);
+    for e in r
+        .expectations
+        .iter()
+        .filter(|e| e.verdict == Verdict::Failed)
+    {
+        out += &format!(
+            "  expectation `{}` ({}): {}\n",
+            e.name, e.kind, e.description
+        );
         let mut budget = vec![];
         if let Some(w) = e.budget.within_ms {
-            budget.push(format!("within {} after {} (T+{})", ms(w), e.anchor, ms(e.anchor_ms)));
+            budget.push(format!(
+                "within {} after {} (T+{})",
+                ms(w),
+                e.anchor,
+                ms(e.anchor_ms)
+            ));
         }
         if let Some(f) = e.budget.for_ms {
             budget.push(format!("for {}", ms(f)));
@@ -166,11 +204,19 @@ pub fn failure_details(r: &ScenarioReport) -> String {
             out += &format!("    last observed: {l}\n");
         }
     }
-    for s in r.steps.iter().filter(|s| s.verdict == Verdict::Failed && s.kind != "expect" && s.kind != "try") {
+    for s in r
+        .steps
+        .iter()
+        .filter(|s| s.verdict == Verdict::Failed && s.kind != "expect" && s.kind != "try")
+    {
         out += &format!("  step `{}` ({}): {}\n", s.name, s.kind, s.message);
     }
     for f in r.faults.iter().filter(|f| f.heal_error.is_some()) {
-        out += &format!("  fault `{}` NOT HEALED: {}\n", f.name, f.heal_error.clone().unwrap_or_default());
+        out += &format!(
+            "  fault `{}` NOT HEALED: {}\n",
+            f.name,
+            f.heal_error.clone().unwrap_or_default()
+        );
     }
     if let Some(a) = &r.artifacts {
         out += &format!("  collected objects, events and logs: {a}\n");
@@ -192,21 +238,44 @@ pub fn render_summary(report: &RunReport) -> String {
         out += "\nFlaky (passed after failing; --flaky-fails makes this a failure):\n";
         for s in flaky {
             for a in &s.failed_attempts {
-                out += &format!("  FLAKY {}: attempt {} {}: {}\n", s.name, a.attempt, a.verdict.word(), a.reason.clone().unwrap_or_default());
+                out += &format!(
+                    "  FLAKY {}: attempt {} {}: {}\n",
+                    s.name,
+                    a.attempt,
+                    a.verdict.word(),
+                    a.reason.clone().unwrap_or_default()
+                );
             }
         }
     }
-    let failed: Vec<_> = report.scenarios.iter().filter(|s| s.verdict != Verdict::Passed).collect();
+    let failed: Vec<_> = report
+        .scenarios
+        .iter()
+        .filter(|s| s.verdict != Verdict::Passed)
+        .collect();
     if !failed.is_empty() {
         out += "\nNot passed:\n";
         for s in failed {
-            out += &format!("  {:<5} {}: {}\n", s.verdict.word(), s.name, s.reason.clone().unwrap_or_default());
+            out += &format!(
+                "  {:<5} {}: {}\n",
+                s.verdict.word(),
+                s.name,
+                s.reason.clone().unwrap_or_default()
+            );
         }
     }
     if !report.regressions.is_empty() {
         out += "\nRegressions against the baseline:\n";
         for r in &report.regressions {
-            out += &format!("  {}/{}: {} -> {} (x{:.2}, limit x{:.2})\n", r.scenario, r.expectation, ms(r.baseline_ms), ms(r.current_ms), r.ratio, r.limit);
+            out += &format!(
+                "  {}/{}: {} -> {} (x{:.2}, limit x{:.2})\n",
+                r.scenario,
+                r.expectation,
+                ms(r.baseline_ms),
+                ms(r.current_ms),
+                r.ratio,
+                r.limit
+            );
         }
     }
     out += &format!("\n{}\n", total_line(report));

@@ -9,13 +9,19 @@
 
 use super::{FailedAttempt, RunReport, ScenarioReport};
 use crate::timeline::Verdict;
-use quick_junit::{FlakyOrRerun, NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestRerun, TestSuite};
+use quick_junit::{
+    FlakyOrRerun, NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestRerun, TestSuite,
+};
 use std::time::Duration;
 
 /// The earlier attempt's failure as a rerun entry of test case `case` (an expectation's name;
 /// None for the scenario-level case).
 fn rerun(a: &FailedAttempt, message: &str) -> TestRerun {
-    let kind = if a.verdict == Verdict::Error { NonSuccessKind::Error } else { NonSuccessKind::Failure };
+    let kind = if a.verdict == Verdict::Error {
+        NonSuccessKind::Error
+    } else {
+        NonSuccessKind::Failure
+    };
     let mut r = TestRerun::new(kind);
     r.set_message(format!("attempt {}: {message}", a.attempt));
     r.set_time(Duration::from_millis(a.duration_ms));
@@ -33,7 +39,11 @@ fn rerun(a: &FailedAttempt, message: &str) -> TestRerun {
 fn reruns_for(s: &ScenarioReport, case: &str, first_case: &str) -> Vec<TestRerun> {
     let mut out = vec![];
     for a in &s.failed_attempts {
-        let matched: Vec<_> = a.failed_expectations.iter().filter(|f| s.expectations.iter().any(|e| e.name == f.name)).collect();
+        let matched: Vec<_> = a
+            .failed_expectations
+            .iter()
+            .filter(|f| s.expectations.iter().any(|e| e.name == f.name))
+            .collect();
         if let Some(f) = matched.iter().find(|f| f.name == case) {
             out.push(rerun(a, &f.message));
         } else if matched.is_empty() && case == first_case {
@@ -50,7 +60,11 @@ fn suite(s: &ScenarioReport) -> TestSuite {
     if let Some(a) = &s.artifacts {
         ts.add_property(Property::new("artifacts", a.clone()));
     }
-    let first_case = s.expectations.first().map(|e| e.name.clone()).unwrap_or_default();
+    let first_case = s
+        .expectations
+        .first()
+        .map(|e| e.name.clone())
+        .unwrap_or_default();
     for e in &s.expectations {
         let mut status = match e.verdict {
             Verdict::Passed => TestCaseStatus::success(),
@@ -60,10 +74,18 @@ fn suite(s: &ScenarioReport) -> TestSuite {
                 st
             }
             Verdict::Failed | Verdict::Error => {
-                let kind = if e.verdict == Verdict::Failed { NonSuccessKind::Failure } else { NonSuccessKind::Error };
+                let kind = if e.verdict == Verdict::Failed {
+                    NonSuccessKind::Failure
+                } else {
+                    NonSuccessKind::Error
+                };
                 let mut st = TestCaseStatus::non_success(kind);
                 st.set_message(e.message.clone());
-                st.set_type(if e.budget.within_ms.is_some() { "budget" } else { "condition" });
+                st.set_type(if e.budget.within_ms.is_some() {
+                    "budget"
+                } else {
+                    "condition"
+                });
                 let mut desc = format!("{}\n{}", e.description, e.message);
                 if let Some(l) = &e.last_observed {
                     desc += &format!("\nlast observed: {l}");
@@ -74,12 +96,18 @@ fn suite(s: &ScenarioReport) -> TestSuite {
         };
         let reruns = reruns_for(s, &e.name, &first_case);
         if !reruns.is_empty() {
-            status.set_rerun_kind(if s.verdict == Verdict::Passed { FlakyOrRerun::Flaky } else { FlakyOrRerun::Rerun });
+            status.set_rerun_kind(if s.verdict == Verdict::Passed {
+                FlakyOrRerun::Flaky
+            } else {
+                FlakyOrRerun::Rerun
+            });
             status.add_reruns(reruns);
         }
         let mut tc = TestCase::new(format!("{}/{}", s.name, e.name), status);
         tc.set_classname(format!("faultline.{}", s.name));
-        tc.set_time(Duration::from_millis(e.finished_ms.saturating_sub(e.started_ms)));
+        tc.set_time(Duration::from_millis(
+            e.finished_ms.saturating_sub(e.started_ms),
+        ));
         if let Some(m) = e.measured_ms {
             tc.add_property(Property::new("measured_ms", m.to_string()));
         }
@@ -96,10 +124,19 @@ fn suite(s: &ScenarioReport) -> TestSuite {
     // A scenario that failed outside any expectation (a step, a panic, a harness error).
     let expectation_failed = s.expectations.iter().any(|e| e.verdict == Verdict::Failed);
     if s.verdict != Verdict::Passed && !expectation_failed {
-        let kind = if s.verdict == Verdict::Failed { NonSuccessKind::Failure } else { NonSuccessKind::Error };
+        let kind = if s.verdict == Verdict::Failed {
+            NonSuccessKind::Failure
+        } else {
+            NonSuccessKind::Error
+        };
         let mut st = TestCaseStatus::non_success(kind);
         st.set_message(s.reason.clone().unwrap_or_default());
-        let step = s.steps.iter().find(|x| x.verdict == Verdict::Failed).map(|x| x.name.clone()).unwrap_or_else(|| "scenario".into());
+        let step = s
+            .steps
+            .iter()
+            .find(|x| x.verdict == Verdict::Failed)
+            .map(|x| x.name.clone())
+            .unwrap_or_else(|| "scenario".into());
         let mut tc = TestCase::new(format!("{}/{} (step)", s.name, step), st);
         tc.set_classname(format!("faultline.{}", s.name));
         ts.add_test_case(tc);

@@ -10,14 +10,23 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub fn read(path: &Path) -> Result<RunReport> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
     match v.get("schemaVersion").and_then(serde_json::Value::as_u64) {
         Some(n) if n == SCHEMA_VERSION as u64 => {}
-        Some(n) => bail!("{}: report schemaVersion {n}, this faultline reads {SCHEMA_VERSION}", path.display()),
-        None => bail!("{}: not a faultline JSON report (no schemaVersion)", path.display()),
+        Some(n) => bail!(
+            "{}: report schemaVersion {n}, this faultline reads {SCHEMA_VERSION}",
+            path.display()
+        ),
+        None => bail!(
+            "{}: not a faultline JSON report (no schemaVersion)",
+            path.display()
+        ),
     }
-    serde_json::from_value(v).with_context(|| format!("{}: not a faultline JSON report", path.display()))
+    serde_json::from_value(v)
+        .with_context(|| format!("{}: not a faultline JSON report", path.display()))
 }
 
 fn parse_time(s: &str) -> Option<chrono::DateTime<chrono::FixedOffset>> {
@@ -30,13 +39,23 @@ pub fn merge(shards: Vec<(PathBuf, RunReport)>) -> Result<RunReport> {
     }
     let mut by_name: BTreeMap<String, ScenarioReport> = BTreeMap::new();
     let mut merged_from = vec![];
-    let (mut first, mut last): (Option<chrono::DateTime<chrono::FixedOffset>>, Option<chrono::DateTime<chrono::FixedOffset>>) = (None, None);
+    let (mut first, mut last): (
+        Option<chrono::DateTime<chrono::FixedOffset>>,
+        Option<chrono::DateTime<chrono::FixedOffset>>,
+    ) = (None, None);
     let mut providers: Vec<String> = vec![];
     let mut regressions = vec![];
     let mut interrupted_by = None;
     let mut flaky_fails = false;
     for (path, r) in &shards {
-        merged_from.push(ShardInfo { file: path.display().to_string(), shard: r.shard.clone(), seed: r.seed, started_at: r.started_at.clone(), duration_ms: r.duration_ms, scenarios: r.scenarios.len() });
+        merged_from.push(ShardInfo {
+            file: path.display().to_string(),
+            shard: r.shard.clone(),
+            seed: r.seed,
+            started_at: r.started_at.clone(),
+            duration_ms: r.duration_ms,
+            scenarios: r.scenarios.len(),
+        });
         if let Some(t) = parse_time(&r.started_at) {
             first = Some(first.map_or(t, |f| f.min(t)));
             let end = t + chrono::Duration::milliseconds(r.duration_ms as i64);
@@ -65,12 +84,18 @@ pub fn merge(shards: Vec<(PathBuf, RunReport)>) -> Result<RunReport> {
     let mut out = RunReport {
         schema_version: SCHEMA_VERSION,
         faultline_version: env!("CARGO_PKG_VERSION").into(),
-        started_at: first.map(|f| f.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)).unwrap_or_else(|| base.started_at.clone()),
+        started_at: first
+            .map(|f| f.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+            .unwrap_or_else(|| base.started_at.clone()),
         duration_ms: match (first, last) {
             (Some(f), Some(l)) => (l - f).num_milliseconds().max(0) as u64,
             _ => shards.iter().map(|(_, r)| r.duration_ms).max().unwrap_or(0),
         },
-        provider: if providers.len() == 1 { providers.remove(0) } else { providers.join("+") },
+        provider: if providers.len() == 1 {
+            providers.remove(0)
+        } else {
+            providers.join("+")
+        },
         seed: base.seed,
         shard: None,
         flaky_fails,
@@ -117,15 +142,28 @@ mod tests {
         s1b.seed = 33;
         s1b.started_at = "2026-01-01T10:05:01.000Z".into();
         c.scenarios.push(s1b);
-        let m = merge(vec![("a.json".into(), a), ("b.json".into(), b), ("c.json".into(), c)]).unwrap();
+        let m = merge(vec![
+            ("a.json".into(), a),
+            ("b.json".into(), b),
+            ("c.json".into(), c),
+        ])
+        .unwrap();
         assert_eq!(m.summary.scenarios, 2);
         assert_eq!((m.summary.passed, m.summary.failed), (1, 1));
         let one = m.scenarios.iter().find(|s| s.name == "one").unwrap();
         assert_eq!((one.seed, one.expectations[0].measured_ms), (33, Some(7)));
-        assert_eq!(m.scenarios.iter().find(|s| s.name == "two").unwrap().seed, 22, "a scenario without its own seed gets its shard's");
+        assert_eq!(
+            m.scenarios.iter().find(|s| s.name == "two").unwrap().seed,
+            22,
+            "a scenario without its own seed gets its shard's"
+        );
         assert_eq!(m.merged_from.len(), 3);
         assert_eq!(m.started_at, "2026-01-01T10:00:00.000Z");
-        assert_eq!(m.duration_ms, 5 * 60_000 + 10, "from the first start to the last end");
+        assert_eq!(
+            m.duration_ms,
+            5 * 60_000 + 10,
+            "from the first start to the last end"
+        );
         assert_eq!(m.exit_code(), 1);
     }
 }

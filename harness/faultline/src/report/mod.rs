@@ -62,8 +62,15 @@ impl FailedAttempt {
             started_at: r.started_at.clone(),
             duration_ms: r.duration_ms,
             reason: r.reason.clone(),
-            failed_expectations: r.expectations.iter().filter(|e| e.verdict == Verdict::Failed)
-                .map(|e| FailedExpectation { name: e.name.clone(), message: e.message.clone() }).collect(),
+            failed_expectations: r
+                .expectations
+                .iter()
+                .filter(|e| e.verdict == Verdict::Failed)
+                .map(|e| FailedExpectation {
+                    name: e.name.clone(),
+                    message: e.message.clone(),
+                })
+                .collect(),
             artifacts: r.artifacts.clone(),
         }
     }
@@ -190,7 +197,10 @@ pub struct RunReport {
 
 impl RunReport {
     pub fn summarize(&mut self) {
-        let mut s = Summary { scenarios: self.scenarios.len(), ..Default::default() };
+        let mut s = Summary {
+            scenarios: self.scenarios.len(),
+            ..Default::default()
+        };
         for sc in &self.scenarios {
             match sc.verdict {
                 Verdict::Passed => s.passed += 1,
@@ -202,7 +212,11 @@ impl RunReport {
                 s.flaky += 1;
             }
             s.expectations += sc.expectations.len();
-            s.expectations_failed += sc.expectations.iter().filter(|e| e.verdict == Verdict::Failed).count();
+            s.expectations_failed += sc
+                .expectations
+                .iter()
+                .filter(|e| e.verdict == Verdict::Failed)
+                .count();
         }
         self.summary = s;
     }
@@ -212,7 +226,10 @@ impl RunReport {
     pub fn exit_code(&self) -> u8 {
         if self.scenarios.iter().any(|s| s.verdict == Verdict::Error) {
             2
-        } else if self.scenarios.iter().any(|s| matches!(s.verdict, Verdict::Failed | Verdict::Cancelled))
+        } else if self
+            .scenarios
+            .iter()
+            .any(|s| matches!(s.verdict, Verdict::Failed | Verdict::Cancelled))
             || !self.regressions.is_empty()
             || (self.flaky_fails && self.summary.flaky > 0)
         {
@@ -241,28 +258,77 @@ pub(crate) mod tests_support {
     use crate::expect::Budget;
 
     pub fn empty_run() -> RunReport {
-        RunReport { schema_version: SCHEMA_VERSION, faultline_version: "test".into(), started_at: String::new(), duration_ms: 10, provider: "sim".into(),
-                    seed: 1, shard: None, flaky_fails: false, summary: Summary::default(), scenarios: vec![], regressions: vec![], interrupted_by: None,
-                    merged_from: vec![] }
+        RunReport {
+            schema_version: SCHEMA_VERSION,
+            faultline_version: "test".into(),
+            started_at: String::new(),
+            duration_ms: 10,
+            provider: "sim".into(),
+            seed: 1,
+            shard: None,
+            flaky_fails: false,
+            summary: Summary::default(),
+            scenarios: vec![],
+            regressions: vec![],
+            interrupted_by: None,
+            merged_from: vec![],
+        }
     }
 
     pub fn scenario(name: &str, measured: &[(&str, Option<u64>)]) -> ScenarioReport {
         ScenarioReport {
-            name: name.into(), file: format!("{name}.yaml"), description: None, verdict: Verdict::Passed, started_at: String::new(), duration_ms: 100,
-            reason: None, steps: vec![], faults: vec![], timeline: vec![], artifacts: None, controller_log_tail: vec![],
-            seed: 1, attempts: 1, flaky: false, failed_attempts: vec![],
-            expectations: measured.iter().map(|(n, m)| ExpectationResult {
-                name: n.to_string(), kind: "resource".into(), description: format!("{n} & <friends>"), mode: "eventually".into(), anchor: "start".into(),
-                anchor_ms: 0, budget: Budget { within_ms: Some(1000), for_ms: None }, verdict: if m.is_some() { Verdict::Passed } else { Verdict::Failed },
-                started_ms: 0, finished_ms: 5, measured_ms: *m, message: "why".into(), last_observed: Some("seen".into()), invariant: false, background: false, objects: vec![],
-            }).collect(),
+            name: name.into(),
+            file: format!("{name}.yaml"),
+            description: None,
+            verdict: Verdict::Passed,
+            started_at: String::new(),
+            duration_ms: 100,
+            reason: None,
+            steps: vec![],
+            faults: vec![],
+            timeline: vec![],
+            artifacts: None,
+            controller_log_tail: vec![],
+            seed: 1,
+            attempts: 1,
+            flaky: false,
+            failed_attempts: vec![],
+            expectations: measured
+                .iter()
+                .map(|(n, m)| ExpectationResult {
+                    name: n.to_string(),
+                    kind: "resource".into(),
+                    description: format!("{n} & <friends>"),
+                    mode: "eventually".into(),
+                    anchor: "start".into(),
+                    anchor_ms: 0,
+                    budget: Budget {
+                        within_ms: Some(1000),
+                        for_ms: None,
+                    },
+                    verdict: if m.is_some() {
+                        Verdict::Passed
+                    } else {
+                        Verdict::Failed
+                    },
+                    started_ms: 0,
+                    finished_ms: 5,
+                    measured_ms: *m,
+                    message: "why".into(),
+                    last_observed: Some("seen".into()),
+                    invariant: false,
+                    background: false,
+                    objects: vec![],
+                })
+                .collect(),
         }
     }
 
     #[test]
     fn junit_and_html_render_every_expectation_and_escape() {
         let mut r = empty_run();
-        r.scenarios.push(scenario("a", &[("x", Some(5)), ("y", None)]));
+        r.scenarios
+            .push(scenario("a", &[("x", Some(5)), ("y", None)]));
         let mut b = scenario("b", &[]);
         b.verdict = Verdict::Error;
         b.reason = Some("cluster failed to start".into());
@@ -271,7 +337,10 @@ pub(crate) mod tests_support {
         assert_eq!(r.exit_code(), 2);
         let xml = junit::render(&r).unwrap();
         assert!(xml.contains(r#"<testcase name="a/x""#) && xml.contains(r#"<testcase name="a/y""#));
-        assert!(xml.contains(r#"<testcase name="b/scenario (step)""#), "a harness error is a test case too: {xml}");
+        assert!(
+            xml.contains(r#"<testcase name="b/scenario (step)""#),
+            "a harness error is a test case too: {xml}"
+        );
         assert!(xml.contains("x &amp; &lt;friends&gt;") || !xml.contains("<friends>"));
         let html = html::render(&r);
         assert!(html.contains("x &amp; &lt;friends&gt;") && !html.contains("<friends>"));

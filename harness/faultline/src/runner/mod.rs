@@ -92,7 +92,12 @@ pub struct RunOptions {
 /// Clusters left running by --keep-cluster.
 pub type Kept = Arc<Mutex<Vec<KeptCluster>>>;
 
-pub async fn run_all(scenarios: Vec<LoadedScenario>, suite: &LoadedSuite, opts: &RunOptions, kept: &Kept) -> Vec<ScenarioReport> {
+pub async fn run_all(
+    scenarios: Vec<LoadedScenario>,
+    suite: &LoadedSuite,
+    opts: &RunOptions,
+    kept: &Kept,
+) -> Vec<ScenarioReport> {
     let jobs = opts.jobs.max(1);
     let mut reports: Vec<ScenarioReport> = futures::stream::iter(scenarios)
         .map(|s| async move {
@@ -109,13 +114,20 @@ pub async fn run_all(scenarios: Vec<LoadedScenario>, suite: &LoadedSuite, opts: 
 }
 
 /// Attempts until one passes or `retries` more have failed; a pass after a failure is flaky.
-async fn run_with_retries(s: &LoadedScenario, suite: &LoadedSuite, opts: &RunOptions, kept: &Kept) -> ScenarioReport {
+async fn run_with_retries(
+    s: &LoadedScenario,
+    suite: &LoadedSuite,
+    opts: &RunOptions,
+    kept: &Kept,
+) -> ScenarioReport {
     let attempts = opts.retries + 1;
     let mut failed = vec![];
     let mut attempt = 1;
     loop {
         let mut r = run_scenario(s, suite, opts, kept, attempt).await;
-        let retry = matches!(r.verdict, Verdict::Failed | Verdict::Error) && attempt < attempts && opts.cancel.borrow().is_none();
+        let retry = matches!(r.verdict, Verdict::Failed | Verdict::Error)
+            && attempt < attempts
+            && opts.cancel.borrow().is_none();
         if retry {
             opts.progress.scenario_retrying(&r, attempt, attempts);
             failed.push(crate::report::FailedAttempt::of(&r, attempt));
@@ -144,7 +156,9 @@ fn empty_report(s: &LoadedScenario, tl: &Timeline, seed: u64) -> ScenarioReport 
         file: s.path.display().to_string(),
         description: s.scenario.metadata.description.clone(),
         verdict: Verdict::Passed,
-        started_at: tl.started_wall.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        started_at: tl
+            .started_wall
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         duration_ms: 0,
         reason: None,
         steps: vec![],
@@ -207,7 +221,8 @@ impl Scn {
     /// Hold here (the cluster, controller and faults stay as they are) until the user continues.
     async fn pause(&self, why: String) {
         let Some(p) = &self.pause.pauser else { return };
-        self.timeline.record(EntryKind::Step, format!("paused: {why}"));
+        self.timeline
+            .record(EntryKind::Step, format!("paused: {why}"));
         let info = PauseInfo {
             scenario: self.name.clone(),
             why,
@@ -243,7 +258,13 @@ impl Scn {
 }
 
 /// One attempt (1-based) of a scenario; a retry writes its artifacts to `<name>-attempt-<n>`.
-pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOptions, kept: &Kept, attempt: u32) -> ScenarioReport {
+pub async fn run_scenario(
+    ls: &LoadedScenario,
+    suite: &LoadedSuite,
+    opts: &RunOptions,
+    kept: &Kept,
+    attempt: u32,
+) -> ScenarioReport {
     let sc = &ls.scenario;
     let name = sc.metadata.name.clone();
     if attempt == 1 {
@@ -252,7 +273,11 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
     let timeline = Timeline::new();
     let mut report = empty_report(ls, &timeline, opts.seed);
     let tmp = tempfile::tempdir().ok();
-    let dir_name = if attempt == 1 { name.clone() } else { format!("{name}-attempt-{attempt}") };
+    let dir_name = if attempt == 1 {
+        name.clone()
+    } else {
+        format!("{name}-attempt-{attempt}")
+    };
     let workdir = match (&opts.report_dir, &tmp) {
         (Some(d), _) => d.join(&dir_name),
         (None, Some(t)) => t.path().to_path_buf(),
@@ -261,16 +286,41 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
     let _ = std::fs::create_dir_all(&workdir);
     // Absolute: the kubeconfig in it is handed to processes running elsewhere.
     let workdir = std::path::absolute(&workdir).unwrap_or(workdir);
-    let spec = ClusterSpec { name: name.clone(), nodes: sc.spec.cluster.effective_nodes(), storage: sc.spec.cluster.storage, sim: sc.spec.cluster.sim.clone(), seed: opts.seed, workdir: workdir.clone() };
+    let spec = ClusterSpec {
+        name: name.clone(),
+        nodes: sc.spec.cluster.effective_nodes(),
+        storage: sc.spec.cluster.storage,
+        sim: sc.spec.cluster.sim.clone(),
+        seed: opts.seed,
+        workdir: workdir.clone(),
+    };
     let defaults = suite.suite.defaults.clone();
     let op_timeout = defaults.step_timeout.get();
 
-    timeline.record(EntryKind::Step, format!("cluster starting ({})", opts.provider.name()));
+    timeline.record(
+        EntryKind::Step,
+        format!("cluster starting ({})", opts.provider.name()),
+    );
     let start_timeout = opts.provider.start_timeout();
     let cluster = match tokio::time::timeout(start_timeout, opts.provider.start(&spec)).await {
         Ok(Ok(c)) => c,
-        Ok(Err(e)) => return finish_error(report, &timeline, format!("cluster failed to start: {}", crate::k8s::explain(&e))),
-        Err(_) => return finish_error(report, &timeline, format!("cluster failed to start within {}s", start_timeout.as_secs_f64())),
+        Ok(Err(e)) => {
+            return finish_error(
+                report,
+                &timeline,
+                format!("cluster failed to start: {}", crate::k8s::explain(&e)),
+            )
+        }
+        Err(_) => {
+            return finish_error(
+                report,
+                &timeline,
+                format!(
+                    "cluster failed to start within {}s",
+                    start_timeout.as_secs_f64()
+                ),
+            )
+        }
     };
     let kubeconfig = cluster.kubeconfig().to_path_buf();
     let setup = async {
@@ -283,7 +333,11 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
         Ok(k) => k,
         Err(e) => {
             let _ = cluster.teardown(false).await;
-            return finish_error(report, &timeline, format!("cluster setup failed: {}", crate::k8s::explain(&e)));
+            return finish_error(
+                report,
+                &timeline,
+                format!("cluster setup failed: {}", crate::k8s::explain(&e)),
+            );
         }
     };
     timeline.record(EntryKind::Step, "cluster ready");
@@ -304,13 +358,33 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
     if let Some(c) = &sc.spec.controller {
         let def = &suite.suite.controllers[&c.reference];
         if cluster.controller_mode() == ControllerMode::HostProcess {
-            let args: Vec<String> = c.args.iter().chain(opts.controller_args.iter()).cloned().collect();
+            let args: Vec<String> = c
+                .args
+                .iter()
+                .chain(opts.controller_args.iter())
+                .cloned()
+                .collect();
             let cspec = ControllerSpec::resolve(&c.reference, def, &suite.dir, &args, &c.env);
-            let extra = [("FAULTLINE_SEED".to_string(), opts.seed.to_string()), ("FAULTLINE_SCENARIO".to_string(), name.clone())].into_iter().collect();
-            let controller_kubeconfig = match crate::controller::service_account_kubeconfig(&kube, def, &suite.dir, &kubeconfig, &workdir.join("controller.kubeconfig")).await {
+            let extra = [
+                ("FAULTLINE_SEED".to_string(), opts.seed.to_string()),
+                ("FAULTLINE_SCENARIO".to_string(), name.clone()),
+            ]
+            .into_iter()
+            .collect();
+            let controller_kubeconfig = match crate::controller::service_account_kubeconfig(
+                &kube,
+                def,
+                &suite.dir,
+                &kubeconfig,
+                &workdir.join("controller.kubeconfig"),
+            )
+            .await
+            {
                 Ok(k) => k.unwrap_or_else(|| kubeconfig.clone()),
                 Err(e) => {
-                    harness_error = Some(format!("running the controller as its ServiceAccount: {e:#}"));
+                    harness_error = Some(format!(
+                        "running the controller as its ServiceAccount: {e:#}"
+                    ));
                     kubeconfig.clone()
                 }
             };
@@ -324,16 +398,39 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
             let files: Vec<PathBuf> = def.manifests.iter().map(|m| suite.dir.join(m)).collect();
             match crate::controller::deploy_in_cluster(&kube, &files).await {
                 Ok(rx) => log_tasks.push(logs.attach(rx)),
-                Err(e) => harness_error = Some(format!("deploying the controller in the cluster: {}", crate::k8s::explain(&e))),
+                Err(e) => {
+                    harness_error = Some(format!(
+                        "deploying the controller in the cluster: {}",
+                        crate::k8s::explain(&e)
+                    ))
+                }
             }
         }
     }
 
-    let mut faults = FaultManager::new(node_ops, kube.clone(), controller.clone(), timeline.clone(), Anchors::new(), op_timeout);
+    let mut faults = FaultManager::new(
+        node_ops,
+        kube.clone(),
+        controller.clone(),
+        timeline.clone(),
+        Anchors::new(),
+        op_timeout,
+    );
     let mut heartbeat = None;
     if opts.provider.clusters_outlive_harness() {
-        let journal = Arc::new(crate::journal::Journal::new(kube.client.clone(), crate::journal::run_id(), &name));
-        timeline.record(EntryKind::Step, format!("faults are journaled in {}/{}", crate::journal::NAMESPACE, journal.name()));
+        let journal = Arc::new(crate::journal::Journal::new(
+            kube.client.clone(),
+            crate::journal::run_id(),
+            &name,
+        ));
+        timeline.record(
+            EntryKind::Step,
+            format!(
+                "faults are journaled in {}/{}",
+                crate::journal::NAMESPACE,
+                journal.name()
+            ),
+        );
         let j = journal.clone();
         heartbeat = Some(tokio::spawn(async move {
             loop {
@@ -374,7 +471,13 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
         expectations: Mutex::new(vec![]),
         background: Mutex::new(vec![]),
         provider: opts.provider.name(),
-        nodes: sc.spec.cluster.effective_nodes().into_iter().map(|n| n.name).collect(),
+        nodes: sc
+            .spec
+            .cluster
+            .effective_nodes()
+            .into_iter()
+            .map(|n| n.name)
+            .collect(),
         pause: opts.pause.clone(),
         paused: watch::channel(false).0,
         paused_total: Mutex::new(Duration::ZERO),
@@ -453,14 +556,30 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
         Stop::Done(Ok(())) => (Verdict::Passed, None),
         Stop::Done(Err(e)) if harness_error.is_some() => (Verdict::Error, Some(e.clone())),
         Stop::Done(Err(e)) => (Verdict::Failed, Some(e.clone())),
-        Stop::Panicked(m) => (Verdict::Error, Some(format!("step `{current}` panicked: {m}"))),
-        Stop::Cancelled(sig) => (Verdict::Cancelled, Some(format!("interrupted by {sig} during step `{current}`"))),
+        Stop::Panicked(m) => (
+            Verdict::Error,
+            Some(format!("step `{current}` panicked: {m}")),
+        ),
+        Stop::Cancelled(sig) => (
+            Verdict::Cancelled,
+            Some(format!("interrupted by {sig} during step `{current}`")),
+        ),
         Stop::Aborted(why) => (Verdict::Failed, Some(why.clone())),
-        Stop::TimedOut(t) => (Verdict::Failed, Some(format!("scenario timeout {} exceeded during step `{current}`", format_duration(*t)))),
+        Stop::TimedOut(t) => (
+            Verdict::Failed,
+            Some(format!(
+                "scenario timeout {} exceeded during step `{current}`",
+                format_duration(*t)
+            )),
+        ),
     };
     if let Some(r) = &reason {
         if !timeline.entries().iter().any(|e| &e.text == r) {
-            let kind = if verdict == Verdict::Failed { EntryKind::Step } else { EntryKind::Error };
+            let kind = if verdict == Verdict::Failed {
+                EntryKind::Step
+            } else {
+                EntryKind::Error
+            };
             timeline.verdict(kind, r.clone(), verdict);
         }
     }
@@ -473,19 +592,31 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
     }
     if !heal_errors.is_empty() {
         verdict = Verdict::Error;
-        reason = Some(format!("{}; faults left unhealed: {}", reason.unwrap_or_default(), heal_errors.join("; ")));
+        reason = Some(format!(
+            "{}; faults left unhealed: {}",
+            reason.unwrap_or_default(),
+            heal_errors.join("; ")
+        ));
     }
     report.verdict = verdict;
     report.reason = reason;
     report.steps = scn.steps.lock().clone();
     let mut exps = expectations;
-    exps.extend(skipped_expectations(&sc.spec.steps, &sc.spec.invariants, &exps));
+    exps.extend(skipped_expectations(
+        &sc.spec.steps,
+        &sc.spec.invariants,
+        &exps,
+    ));
     report.expectations = exps;
     report.faults = faults.records();
     if verdict != Verdict::Passed {
         report.controller_log_tail = logs.tail(LogSourceKind::Controller, 20);
     }
-    timeline.verdict(EntryKind::Step, format!("scenario {}", verdict.word()), verdict);
+    timeline.verdict(
+        EntryKind::Step,
+        format!("scenario {}", verdict.word()),
+        verdict,
+    );
     report.timeline = timeline.entries();
     report.duration_ms = timeline.offset(Instant::now()).as_millis() as u64;
     // ---- artifacts (the timeline complete) ----
@@ -502,7 +633,11 @@ pub async fn run_scenario(ls: &LoadedScenario, suite: &LoadedSuite, opts: &RunOp
         Ok(None) => {}
         Err(e) => {
             report.verdict = Verdict::Error;
-            report.reason = Some(format!("{}; teardown failed: {}", report.reason.clone().unwrap_or_default(), crate::k8s::explain(&e)));
+            report.reason = Some(format!(
+                "{}; teardown failed: {}",
+                report.reason.clone().unwrap_or_default(),
+                crate::k8s::explain(&e)
+            ));
         }
     }
     if opts.keep_cluster && tmp.is_some() && opts.report_dir.is_none() {
@@ -553,15 +688,26 @@ async fn apply_crds(kube: &Kube, suite: &LoadedSuite) -> Result<()> {
             if o.get("kind").and_then(Value::as_str) != Some("CustomResourceDefinition") {
                 continue;
             }
-            let group = o.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default();
-            let kind = o.pointer("/spec/names/kind").and_then(Value::as_str).unwrap_or_default();
-            let versions = o.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
+            let group = o
+                .pointer("/spec/group")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let kind = o
+                .pointer("/spec/names/kind")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let versions = o
+                .pointer("/spec/versions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             for v in versions {
                 if v.get("served").and_then(Value::as_bool) == Some(false) {
                     continue;
                 }
                 let ver = v.get("name").and_then(Value::as_str).unwrap_or_default();
-                kube.resolve_eventually(&format!("{group}/{ver}"), kind, Duration::from_secs(10)).await
+                kube.resolve_eventually(&format!("{group}/{ver}"), kind, Duration::from_secs(10))
+                    .await
                     .with_context(|| format!("CRD {kind}.{group} not served"))?;
             }
         }
@@ -570,7 +716,11 @@ async fn apply_crds(kube: &Kube, suite: &LoadedSuite) -> Result<()> {
 }
 
 /// Expectations that never ran (skipped steps), so every expectation has a result.
-fn skipped_expectations(steps: &[Step], invariants: &[Expect], have: &[ExpectationResult]) -> Vec<ExpectationResult> {
+fn skipped_expectations(
+    steps: &[Step],
+    invariants: &[Expect],
+    have: &[ExpectationResult],
+) -> Vec<ExpectationResult> {
     let mut out = vec![];
     fn walk(steps: &[Step], acc: &mut Vec<Expect>) {
         for s in steps {
@@ -595,10 +745,17 @@ fn skipped_expectations(steps: &[Step], invariants: &[Expect], have: &[Expectati
             name,
             kind: kind.into(),
             description,
-            mode: if e.never { "never".into() } else { "eventually".into() },
+            mode: if e.never {
+                "never".into()
+            } else {
+                "eventually".into()
+            },
             anchor: e.after.clone().unwrap_or_else(|| "previous".into()),
             anchor_ms: 0,
-            budget: expect::Budget { within_ms: e.within.map(|d| d.get().as_millis() as u64), for_ms: e.hold_for.map(|d| d.get().as_millis() as u64) },
+            budget: expect::Budget {
+                within_ms: e.within.map(|d| d.get().as_millis() as u64),
+                for_ms: e.hold_for.map(|d| d.get().as_millis() as u64),
+            },
             verdict: Verdict::Skipped,
             started_ms: 0,
             finished_ms: 0,
@@ -613,28 +770,67 @@ fn skipped_expectations(steps: &[Step], invariants: &[Expect], have: &[Expectati
     out
 }
 
-fn write_artifacts(dir: &std::path::Path, report: &ScenarioReport, events: &EventStore) -> Result<()> {
+fn write_artifacts(
+    dir: &std::path::Path,
+    report: &ScenarioReport,
+    events: &EventStore,
+) -> Result<()> {
     std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join("events.json"), serde_json::to_string_pretty(&events.all())?)?;
+    std::fs::write(
+        dir.join("events.json"),
+        serde_json::to_string_pretty(&events.all())?,
+    )?;
     let odir = dir.join("objects");
     for e in &report.expectations {
         if e.verdict == Verdict::Failed && !e.objects.is_empty() {
             std::fs::create_dir_all(&odir)?;
-            std::fs::write(odir.join(format!("{}.json", e.name)), serde_json::to_string_pretty(&e.objects)?)?;
+            std::fs::write(
+                odir.join(format!("{}.json", e.name)),
+                serde_json::to_string_pretty(&e.objects)?,
+            )?;
         }
     }
-    std::fs::write(dir.join("timeline.txt"), crate::report::console::timeline_table(report))?;
+    std::fs::write(
+        dir.join("timeline.txt"),
+        crate::report::console::timeline_table(report),
+    )?;
     Ok(())
 }
 
-fn spawn_background(scn: &Arc<Scn>, e: Expect, anchor_name: String, anchor: Instant, invariant: bool) {
+fn spawn_background(
+    scn: &Arc<Scn>,
+    e: Expect,
+    anchor_name: String,
+    anchor: Instant,
+    invariant: bool,
+) {
     let s = scn.clone();
     let h = tokio::spawn(async move {
-        let ctx = expect::Ctx { kube: s.kube.clone(), timeline: s.timeline.clone(), events: s.events.clone(), logs: s.logs.clone(), end: s.end.clone() };
-        let r = expect::evaluate(&e, &anchor_name, anchor, s.defaults.expect_within.get(), invariant, &ctx).await;
+        let ctx = expect::Ctx {
+            kube: s.kube.clone(),
+            timeline: s.timeline.clone(),
+            events: s.events.clone(),
+            logs: s.logs.clone(),
+            end: s.end.clone(),
+        };
+        let r = expect::evaluate(
+            &e,
+            &anchor_name,
+            anchor,
+            s.defaults.expect_within.get(),
+            invariant,
+            &ctx,
+        )
+        .await;
         if r.verdict == Verdict::Failed && !*s.end.borrow() {
-            let what = if invariant { "invariant" } else { "background expectation" };
-            let _ = s.abort.send(Some(format!("{what} `{}` failed: {}", r.name, r.message)));
+            let what = if invariant {
+                "invariant"
+            } else {
+                "background expectation"
+            };
+            let _ = s
+                .abort
+                .send(Some(format!("{what} `{}` failed: {}", r.name, r.message)));
         }
         r
     });
@@ -660,7 +856,10 @@ async fn exec_step(scn: &Arc<Scn>, step: &Step) -> Result<(), String> {
     let due = scn.heal_at.lock().remove(&name).unwrap_or_default();
     for f in due {
         if let Err(e) = scn.faults.heal(&f, "atStep").await {
-            return Err(format!("healing fault `{f}` at step `{name}`: {}", crate::k8s::explain(&e)));
+            return Err(format!(
+                "healing fault `{f}` at step `{name}`: {}",
+                crate::k8s::explain(&e)
+            ));
         }
     }
     let started = Instant::now();
@@ -668,7 +867,10 @@ async fn exec_step(scn: &Arc<Scn>, step: &Step) -> Result<(), String> {
     *scn.current_step.lock() = name.clone();
     scn.progress.step_started(&scn.name, &name, kind);
     if kind != "expect" && kind != "fault" && kind != "remediate" {
-        scn.timeline.record(EntryKind::Step, format!("step {name} ({kind}){}", step_detail(step)));
+        scn.timeline.record(
+            EntryKind::Step,
+            format!("step {name} ({kind}){}", step_detail(step)),
+        );
     }
     let timeout = step.timeout.unwrap_or(scn.defaults.step_timeout).get();
     let r: Result<(), String> = match kind {
@@ -676,12 +878,14 @@ async fn exec_step(scn: &Arc<Scn>, step: &Step) -> Result<(), String> {
             let r = exec_steps(scn, step.try_steps.as_deref().unwrap_or_default()).await;
             if r.is_err() {
                 if let Some(c) = &step.catch {
-                    scn.timeline.record(EntryKind::Step, format!("step {name}: catch"));
+                    scn.timeline
+                        .record(EntryKind::Step, format!("step {name}: catch"));
                     let _ = exec_steps(scn, c).await;
                 }
             }
             if let Some(f) = &step.finally {
-                scn.timeline.record(EntryKind::Step, format!("step {name}: finally"));
+                scn.timeline
+                    .record(EntryKind::Step, format!("step {name}: finally"));
                 let fr = exec_steps(scn, f).await;
                 if r.is_ok() {
                     fr?;
@@ -695,14 +899,23 @@ async fn exec_step(scn: &Arc<Scn>, step: &Step) -> Result<(), String> {
             Ok(())
         }
         _ => match tokio::time::timeout(timeout, run_simple(scn, step, &name)).await {
-            Ok(r) => r.map_err(|e| format!("step `{name}` ({kind}) failed: {}", crate::k8s::explain(&e))),
-            Err(_) => Err(format!("step `{name}` ({kind}) timed out after {}", format_duration(timeout))),
+            Ok(r) => {
+                r.map_err(|e| format!("step `{name}` ({kind}) failed: {}", crate::k8s::explain(&e)))
+            }
+            Err(_) => Err(format!(
+                "step `{name}` ({kind}) timed out after {}",
+                format_duration(timeout)
+            )),
         },
     };
     let ended = Instant::now();
     scn.anchors.set(&name, ended);
     *scn.previous.lock() = ended;
-    let verdict = if r.is_ok() { Verdict::Passed } else { Verdict::Failed };
+    let verdict = if r.is_ok() {
+        Verdict::Passed
+    } else {
+        Verdict::Failed
+    };
     scn.steps.lock().push(StepResult {
         name: name.clone(),
         kind: kind.into(),
@@ -713,7 +926,8 @@ async fn exec_step(scn: &Arc<Scn>, step: &Step) -> Result<(), String> {
     });
     if let Err(e) = &r {
         if kind != "expect" && kind != "try" {
-            scn.timeline.verdict(EntryKind::Error, e.clone(), Verdict::Failed);
+            scn.timeline
+                .verdict(EntryKind::Error, e.clone(), Verdict::Failed);
         }
     }
     r
@@ -721,7 +935,11 @@ async fn exec_step(scn: &Arc<Scn>, step: &Step) -> Result<(), String> {
 
 fn step_detail(step: &Step) -> String {
     if let Some(m) = step.apply.as_ref().or(step.create.as_ref()) {
-        return m.file.as_ref().map(|f| format!(": {f}")).unwrap_or_else(|| format!(": {} object(s)", m.objects.len()));
+        return m
+            .file
+            .as_ref()
+            .map(|f| format!(": {f}"))
+            .unwrap_or_else(|| format!(": {} object(s)", m.objects.len()));
     }
     if let Some(d) = step.sleep {
         return format!(": {d}");
@@ -737,12 +955,33 @@ async fn run_expect_step(scn: &Arc<Scn>, e: &Expect) -> Result<(), String> {
     };
     let is_rate = e.log.as_ref().is_some_and(|l| l.at_most.is_some());
     if e.background || is_rate || (e.never && e.hold_for.is_none()) {
-        scn.timeline.record(EntryKind::Expect, format!("expect {} (background): {}", e.name.clone().unwrap_or_default(), expect::describe(e).1));
+        scn.timeline.record(
+            EntryKind::Expect,
+            format!(
+                "expect {} (background): {}",
+                e.name.clone().unwrap_or_default(),
+                expect::describe(e).1
+            ),
+        );
         spawn_background(scn, e.clone(), anchor_name, anchor, false);
         return Ok(());
     }
-    let ctx = expect::Ctx { kube: scn.kube.clone(), timeline: scn.timeline.clone(), events: scn.events.clone(), logs: scn.logs.clone(), end: scn.end.clone() };
-    let r = expect::evaluate(e, &anchor_name, anchor, scn.defaults.expect_within.get(), false, &ctx).await;
+    let ctx = expect::Ctx {
+        kube: scn.kube.clone(),
+        timeline: scn.timeline.clone(),
+        events: scn.events.clone(),
+        logs: scn.logs.clone(),
+        end: scn.end.clone(),
+    };
+    let r = expect::evaluate(
+        e,
+        &anchor_name,
+        anchor,
+        scn.defaults.expect_within.get(),
+        false,
+        &ctx,
+    )
+    .await;
     let failed = r.verdict == Verdict::Failed;
     let msg = format!("expectation `{}` failed: {}", r.name, r.message);
     scn.expectations.lock().push(r);
@@ -756,21 +995,29 @@ async fn run_expect_step(scn: &Arc<Scn>, e: &Expect) -> Result<(), String> {
 async fn run_simple(scn: &Arc<Scn>, step: &Step, name: &str) -> Result<()> {
     if let Some(m) = &step.apply {
         for o in manifests(scn, m)? {
-            scn.kube.apply(&o, m.namespace.as_deref().unwrap_or("default")).await?;
+            scn.kube
+                .apply(&o, m.namespace.as_deref().unwrap_or("default"))
+                .await?;
         }
     } else if let Some(m) = &step.create {
         for o in manifests(scn, m)? {
-            scn.kube.create(&o, m.namespace.as_deref().unwrap_or("default")).await?;
+            scn.kube
+                .create(&o, m.namespace.as_deref().unwrap_or("default"))
+                .await?;
         }
     } else if let Some(p) = &step.patch {
         scn.kube.patch(p).await?;
     } else if let Some(d) = &step.delete {
         let objs = match &d.file {
             Some(f) => k8s::read_manifests(&scn.dir.join(f))?,
-            None => vec![serde_json::json!({"apiVersion": d.api_version, "kind": d.kind, "metadata": {"name": d.name, "namespace": d.namespace}})],
+            None => vec![
+                serde_json::json!({"apiVersion": d.api_version, "kind": d.kind, "metadata": {"name": d.name, "namespace": d.namespace}}),
+            ],
         };
         for o in objs {
-            scn.kube.delete(&o, d.namespace.as_deref().unwrap_or("default"), d.wait).await?;
+            scn.kube
+                .delete(&o, d.namespace.as_deref().unwrap_or("default"), d.wait)
+                .await?;
         }
     } else if let Some(f) = &step.fault {
         scn.faults.inject(name, &f.op).await?;
@@ -784,7 +1031,12 @@ async fn run_simple(scn: &Arc<Scn>, step: &Step, name: &str) -> Result<()> {
                 });
                 scn.heal_timers.lock().push(h);
             }
-            Heal::AtStep(s) => scn.heal_at.lock().entry(s.clone()).or_default().push(name.to_string()),
+            Heal::AtStep(s) => scn
+                .heal_at
+                .lock()
+                .entry(s.clone())
+                .or_default()
+                .push(name.to_string()),
             Heal::Never => {}
         }
     } else if let Some(op) = &step.remediate {
@@ -827,9 +1079,23 @@ async fn run_script(scn: &Scn, name: &str, s: &crate::model::Script) -> Result<(
     let code = out.status.code().unwrap_or(-1);
     if code != s.exit_code {
         let text = String::from_utf8_lossy(&log);
-        let tail: Vec<&str> = text.lines().rev().take(10).collect::<Vec<_>>().into_iter().rev().collect();
-        return Err(anyhow!("script exited with {code} (expected {}){}", s.exit_code,
-            if tail.is_empty() { String::new() } else { format!("; output:\n{}", tail.join("\n")) }));
+        let tail: Vec<&str> = text
+            .lines()
+            .rev()
+            .take(10)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        return Err(anyhow!(
+            "script exited with {code} (expected {}){}",
+            s.exit_code,
+            if tail.is_empty() {
+                String::new()
+            } else {
+                format!("; output:\n{}", tail.join("\n"))
+            }
+        ));
     }
     Ok(())
 }

@@ -10,7 +10,11 @@ pub const HEAD: &str = "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\n";
 
 /// stdout and stderr, for assertions and their messages.
 pub fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// A JSON file (a report).
@@ -20,16 +24,26 @@ pub fn json(path: &Path) -> serde_json::Value {
 
 /// The repository root (the pack's suite names paths relative to it).
 pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 /// The workspace-controller fixture binary beside `faultline` (ci/test.sh builds every binary
 /// first); built here when a developer runs one test alone.
 pub fn controller() -> PathBuf {
-    let bin = Path::new(BIN).parent().unwrap().join("workspace-controller");
+    let bin = Path::new(BIN)
+        .parent()
+        .unwrap()
+        .join("workspace-controller");
     if !bin.is_file() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo).args(["build", "-p", "workspace-controller"]).current_dir(repo()).status().unwrap();
+        let st = Command::new(cargo)
+            .args(["build", "-p", "workspace-controller"])
+            .current_dir(repo())
+            .status()
+            .unwrap();
         assert!(st.success(), "building workspace-controller");
     }
     bin

@@ -21,10 +21,13 @@ use std::collections::HashMap;
 use std::time::Duration;
 use testcontainers::bollard::container::LogOutput;
 use testcontainers::bollard::exec::{StartExecOptions, StartExecResults};
-use testcontainers::bollard::models::{ExecConfig, NetworkConnectRequest, NetworkCreateRequest, NetworkDisconnectRequest, PortBinding};
+use testcontainers::bollard::models::{
+    ExecConfig, NetworkConnectRequest, NetworkCreateRequest, NetworkDisconnectRequest, PortBinding,
+};
 use testcontainers::bollard::query_parameters::{
-    CreateImageOptionsBuilder, InspectContainerOptions, InspectNetworkOptions, KillContainerOptionsBuilder, LogsOptionsBuilder,
-    RemoveContainerOptionsBuilder, RemoveVolumeOptionsBuilder, RestartContainerOptionsBuilder, StartContainerOptions,
+    CreateImageOptionsBuilder, InspectContainerOptions, InspectNetworkOptions,
+    KillContainerOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
+    RemoveVolumeOptionsBuilder, RestartContainerOptionsBuilder, StartContainerOptions,
     StopContainerOptionsBuilder,
 };
 use testcontainers::bollard::Docker;
@@ -56,7 +59,10 @@ pub fn engine_endpoint(get: impl Fn(&str) -> Option<String>) -> String {
         candidates.push(format!("{h}/.docker/run/docker.sock"));
         candidates.push(format!("{h}/.docker/desktop/docker.sock"));
     }
-    let found = candidates.into_iter().find(|p| std::path::Path::new(p).exists()).unwrap_or_else(|| "/var/run/docker.sock".into());
+    let found = candidates
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .unwrap_or_else(|| "/var/run/docker.sock".into());
     format!("unix://{found}")
 }
 
@@ -81,7 +87,9 @@ fn connect_to(endpoint: &str) -> Result<Docker> {
     } else if endpoint.starts_with("tcp://") || endpoint.starts_with("http://") {
         Docker::connect_with_http(endpoint, TIMEOUT_SECS, v)
     } else {
-        bail!("DOCKER_HOST={endpoint}: faultline's kind provider supports unix:// and tcp:// engines");
+        bail!(
+            "DOCKER_HOST={endpoint}: faultline's kind provider supports unix:// and tcp:// engines"
+        );
     };
     d.with_context(|| format!("connecting to the Docker engine at {endpoint}"))
 }
@@ -99,7 +107,12 @@ impl TestcontainersExecutor {
     pub fn connect() -> Result<TestcontainersExecutor> {
         let endpoint = shared_endpoint().to_string();
         let docker = connect_to(&endpoint)?;
-        Ok(TestcontainersExecutor { docker, endpoint, owned: Mutex::new(Owned::default()), images: Mutex::new(HashMap::new()) })
+        Ok(TestcontainersExecutor {
+            docker,
+            endpoint,
+            owned: Mutex::new(Owned::default()),
+            images: Mutex::new(HashMap::new()),
+        })
     }
 
     /// Where the engine is.
@@ -109,16 +122,30 @@ impl TestcontainersExecutor {
 
     /// The engine answers (`docker info`).
     pub async fn ping(&self) -> Result<()> {
-        self.docker.ping().await.map(|_| ()).with_context(|| format!("the Docker engine at {} does not answer", self.endpoint))
+        self.docker
+            .ping()
+            .await
+            .map(|_| ())
+            .with_context(|| format!("the Docker engine at {} does not answer", self.endpoint))
     }
 
     async fn is_connected(&self, network: &str, container: &str) -> Result<bool> {
-        let info = self.docker.inspect_container(container, None::<InspectContainerOptions>).await?;
-        Ok(info.network_settings.and_then(|n| n.networks).map(|n| n.contains_key(network)).unwrap_or(false))
+        let info = self
+            .docker
+            .inspect_container(container, None::<InspectContainerOptions>)
+            .await?;
+        Ok(info
+            .network_settings
+            .and_then(|n| n.networks)
+            .map(|n| n.contains_key(network))
+            .unwrap_or(false))
     }
 
     async fn exists(&self, container: &str) -> bool {
-        self.docker.inspect_container(container, None::<InspectContainerOptions>).await.is_ok()
+        self.docker
+            .inspect_container(container, None::<InspectContainerOptions>)
+            .await
+            .is_ok()
     }
 
     /// Find `image` in the engine's store, pulling it only when no local image can stand for it.
@@ -140,7 +167,11 @@ impl TestcontainersExecutor {
                 );
             }
         }
-        let mut pull = self.docker.create_image(Some(CreateImageOptionsBuilder::new().from_image(image).build()), None, None);
+        let mut pull = self.docker.create_image(
+            Some(CreateImageOptionsBuilder::new().from_image(image).build()),
+            None,
+            None,
+        );
         let mut failure = None;
         while let Some(item) = pull.next().await {
             if let Err(e) = item {
@@ -156,7 +187,10 @@ impl TestcontainersExecutor {
     }
 
     async fn published_api_url(&self, container: &str) -> Result<String> {
-        let info = self.docker.inspect_container(container, None::<InspectContainerOptions>).await?;
+        let info = self
+            .docker
+            .inspect_container(container, None::<InspectContainerOptions>)
+            .await?;
         let key = format!("{API_SERVER_PORT}/tcp");
         let binding = info
             .network_settings
@@ -164,11 +198,20 @@ impl TestcontainersExecutor {
             .and_then(|p| p.get(&key).cloned().flatten())
             .and_then(|b| b.into_iter().next())
             .ok_or_else(|| anyhow!("{container} publishes no {key} (is it running?)"))?;
-        let port = binding.host_port.filter(|p| !p.is_empty()).ok_or_else(|| anyhow!("{container}: {key} has no host port"))?;
+        let port = binding
+            .host_port
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| anyhow!("{container}: {key} has no host port"))?;
         let ip = binding.host_ip.unwrap_or_default();
         // A remote engine publishes on its own host: the kubeconfig names that host.
-        let host = match self.endpoint.strip_prefix("tcp://").or_else(|| self.endpoint.strip_prefix("http://")) {
-            Some(rest) if ip.is_empty() || ip == "0.0.0.0" => rest.split(':').next().unwrap_or("127.0.0.1").to_string(),
+        let host = match self
+            .endpoint
+            .strip_prefix("tcp://")
+            .or_else(|| self.endpoint.strip_prefix("http://"))
+        {
+            Some(rest) if ip.is_empty() || ip == "0.0.0.0" => {
+                rest.split(':').next().unwrap_or("127.0.0.1").to_string()
+            }
             _ if ip.is_empty() || ip == "0.0.0.0" => "127.0.0.1".to_string(),
             _ => ip,
         };
@@ -180,24 +223,49 @@ impl TestcontainersExecutor {
             .docker
             .create_exec(
                 container,
-                ExecConfig { attach_stdout: Some(true), attach_stderr: Some(true), cmd: Some(argv), ..Default::default() },
+                ExecConfig {
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    cmd: Some(argv),
+                    ..Default::default()
+                },
             )
             .await
             .with_context(|| format!("docker exec {container}"))?;
         let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-        if let StartExecResults::Attached { mut output, .. } =
-            self.docker.start_exec(&exec.id, Some(StartExecOptions { detach: false, tty: false, output_capacity: None })).await?
+        if let StartExecResults::Attached { mut output, .. } = self
+            .docker
+            .start_exec(
+                &exec.id,
+                Some(StartExecOptions {
+                    detach: false,
+                    tty: false,
+                    output_capacity: None,
+                }),
+            )
+            .await?
         {
             while let Some(chunk) = output.next().await {
                 match chunk? {
                     LogOutput::StdErr { message } => stderr.extend_from_slice(&message),
-                    LogOutput::StdOut { message } | LogOutput::Console { message } => stdout.extend_from_slice(&message),
+                    LogOutput::StdOut { message } | LogOutput::Console { message } => {
+                        stdout.extend_from_slice(&message)
+                    }
                     LogOutput::StdIn { .. } => {}
                 }
             }
         }
-        let code = self.docker.inspect_exec(&exec.id).await?.exit_code.unwrap_or(-1);
-        Ok(Output { code, stdout: String::from_utf8_lossy(&stdout).into_owned(), stderr: String::from_utf8_lossy(&stderr).into_owned() })
+        let code = self
+            .docker
+            .inspect_exec(&exec.id)
+            .await?
+            .exit_code
+            .unwrap_or(-1);
+        Ok(Output {
+            code,
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        })
     }
 
     async fn save_image(&self, image: &str, host_path: &str) -> Result<()> {
@@ -219,7 +287,9 @@ impl TestcontainersExecutor {
         }
         .await;
         match result {
-            Ok(()) => tokio::fs::rename(&partial, path).await.with_context(|| format!("moving {} into place", partial.display())),
+            Ok(()) => tokio::fs::rename(&partial, path)
+                .await
+                .with_context(|| format!("moving {} into place", partial.display())),
             Err(e) => {
                 let _ = tokio::fs::remove_file(&partial).await;
                 Err(e)
@@ -233,19 +303,30 @@ fn no_image(image: &str, why: &str) -> anyhow::Error {
     anyhow!("pull {image}: {why}")
 }
 
-fn request(spec: &NodeContainerSpec, image_ref: &str) -> testcontainers::core::ContainerRequest<GenericImage> {
+fn request(
+    spec: &NodeContainerSpec,
+    image_ref: &str,
+) -> testcontainers::core::ContainerRequest<GenericImage> {
     let (name, tag) = crate::versions::split_image(image_ref);
     let mut image = GenericImage::new(name, tag).with_entrypoint(&spec.entrypoint[0]);
     for p in &spec.ports {
         image = image.with_exposed_port(p.container_port.tcp());
     }
-    let cmd: Vec<String> = spec.entrypoint[1..].iter().chain(&spec.cmd).cloned().collect();
+    let cmd: Vec<String> = spec.entrypoint[1..]
+        .iter()
+        .chain(&spec.cmd)
+        .cloned()
+        .collect();
     let mut req = image
         .with_cmd(cmd)
         .with_container_name(&spec.container_name)
         .with_hostname(&spec.hostname)
         .with_privileged(spec.privileged)
-        .with_cgroupns_mode(if spec.cgroupns == "host" { CgroupnsMode::Host } else { CgroupnsMode::Private })
+        .with_cgroupns_mode(if spec.cgroupns == "host" {
+            CgroupnsMode::Host
+        } else {
+            CgroupnsMode::Private
+        })
         .with_network(&spec.network)
         .with_startup_timeout(Duration::from_secs(600));
     for o in &spec.security_opts {
@@ -259,12 +340,21 @@ fn request(spec: &NodeContainerSpec, image_ref: &str) -> testcontainers::core::C
         let mount = match m.kind {
             MountKind::Tmpfs => Mount::tmpfs_mount(&m.target),
             MountKind::Bind => {
-                binds.push(format!("{}:{}{}", m.source, m.target, if m.read_only { ":ro" } else { "" }));
+                binds.push(format!(
+                    "{}:{}{}",
+                    m.source,
+                    m.target,
+                    if m.read_only { ":ro" } else { "" }
+                ));
                 continue;
             }
             MountKind::Volume => Mount::volume_mount(&m.source, &m.target),
         };
-        req = req.with_mount(if m.read_only { mount.with_access_mode(AccessMode::ReadOnly) } else { mount });
+        req = req.with_mount(if m.read_only {
+            mount.with_access_mode(AccessMode::ReadOnly)
+        } else {
+            mount
+        });
     }
     for (k, v) in &spec.env {
         req = req.with_env_var(k, v);
@@ -275,13 +365,18 @@ fn request(spec: &NodeContainerSpec, image_ref: &str) -> testcontainers::core::C
     for f in &spec.files {
         req = match &f.source {
             FileSource::Inline(text) => req.with_copy_to(f.path.clone(), text.clone().into_bytes()),
-            FileSource::HostFile(path) => req.with_copy_to(f.path.clone(), std::path::PathBuf::from(path)),
+            FileSource::HostFile(path) => {
+                req.with_copy_to(f.path.clone(), std::path::PathBuf::from(path))
+            }
         };
     }
     // Publish only the API server, on the chosen host address with an engine-picked port
     // (testcontainers would publish every exposed port on all addresses).
-    let ports: Vec<(String, String)> =
-        spec.ports.iter().map(|p| (format!("{}/tcp", p.container_port), p.host_ip.clone())).collect();
+    let ports: Vec<(String, String)> = spec
+        .ports
+        .iter()
+        .map(|p| (format!("{}/tcp", p.container_port), p.host_ip.clone()))
+        .collect();
     let fixed: Vec<Option<u16>> = spec.ports.iter().map(|p| p.host_port).collect();
     req.with_host_config_modifier(move |hc| {
         hc.publish_all_ports = Some(false);
@@ -289,12 +384,17 @@ fn request(spec: &NodeContainerSpec, image_ref: &str) -> testcontainers::core::C
         for ((port, ip), fixed) in ports.iter().zip(&fixed) {
             bindings.insert(
                 port.clone(),
-                Some(vec![PortBinding { host_ip: Some(ip.clone()), host_port: Some(fixed.map(|p| p.to_string()).unwrap_or_default()) }]),
+                Some(vec![PortBinding {
+                    host_ip: Some(ip.clone()),
+                    host_port: Some(fixed.map(|p| p.to_string()).unwrap_or_default()),
+                }]),
             );
         }
         hc.port_bindings = Some(bindings);
         if !binds.is_empty() {
-            hc.binds.get_or_insert_with(Vec::new).extend(binds.iter().cloned());
+            hc.binds
+                .get_or_insert_with(Vec::new)
+                .extend(binds.iter().cloned());
         }
     })
 }
@@ -302,7 +402,12 @@ fn request(spec: &NodeContainerSpec, image_ref: &str) -> testcontainers::core::C
 impl Executor for TestcontainersExecutor {
     fn run_container<'a>(&'a self, spec: &'a NodeContainerSpec) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let image = self.images.lock().get(&spec.image).cloned().unwrap_or_else(|| spec.image.clone());
+            let image = self
+                .images
+                .lock()
+                .get(&spec.image)
+                .cloned()
+                .unwrap_or_else(|| spec.image.clone());
             let started = request(spec, &image).start().await;
             // Names are unique per run: a container or volume of this name is this run's, even
             // when the start failed half-way.
@@ -317,19 +422,28 @@ impl Executor for TestcontainersExecutor {
                     std::mem::forget(handle);
                     Ok(())
                 }
-                Err(e) => Err(anyhow::Error::new(e).context(format!("starting node container {}", spec.container_name))),
+                Err(e) => Err(anyhow::Error::new(e)
+                    .context(format!("starting node container {}", spec.container_name))),
             }
         })
     }
 
-    fn exec<'a>(&'a self, container: &'a str, argv: &'a [String], stdin: Option<&'a str>) -> BoxFuture<'a, Result<Output>> {
+    fn exec<'a>(
+        &'a self,
+        container: &'a str,
+        argv: &'a [String],
+        stdin: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Output>> {
         Box::pin(async move {
             // Passed base64-encoded as an argument (no half-close of an attached stdin needed).
             let argv: Vec<String> = match stdin {
                 None => argv.to_vec(),
                 Some(input) => {
                     if input.len() > MAX_STDIN {
-                        bail!("stdin of {} bytes is too large to pass through exec", input.len());
+                        bail!(
+                            "stdin of {} bytes is too large to pass through exec",
+                            input.len()
+                        );
                     }
                     let mut v = vec![
                         "sh".to_string(),
@@ -348,7 +462,11 @@ impl Executor for TestcontainersExecutor {
     fn docker<'a>(&'a self, op: &'a DockerOp) -> BoxFuture<'a, Result<Output>> {
         Box::pin(async move {
             let d = &self.docker;
-            let not_ours = |what: &str, name: &str| Ok(Output::ok(format!("{what} {name} was not created by this run: left alone")));
+            let not_ours = |what: &str, name: &str| {
+                Ok(Output::ok(format!(
+                    "{what} {name} was not created by this run: left alone"
+                )))
+            };
             match op {
                 DockerOp::EnsureImage { image } => {
                     let found = self.ensure_image(image).await?;
@@ -356,7 +474,10 @@ impl Executor for TestcontainersExecutor {
                     return Ok(Output::ok(found));
                 }
                 DockerOp::NetworkCreate { name, labels } => {
-                    if d.inspect_network(name, None::<InspectNetworkOptions>).await.is_ok() {
+                    if d.inspect_network(name, None::<InspectNetworkOptions>)
+                        .await
+                        .is_ok()
+                    {
                         bail!(
                             "network {name} already exists: another run of this scenario uses it, or a killed run left it \
                              (`faultline cleanup --provider kind` removes a killed run's clusters); this run does not share it"
@@ -380,20 +501,56 @@ impl Executor for TestcontainersExecutor {
                 }
                 DockerOp::NetworkDisconnect { network, container } => {
                     if self.is_connected(network, container).await? {
-                        d.disconnect_network(network, NetworkDisconnectRequest { container: container.clone(), force: Some(true) }).await?;
+                        d.disconnect_network(
+                            network,
+                            NetworkDisconnectRequest {
+                                container: container.clone(),
+                                force: Some(true),
+                            },
+                        )
+                        .await?;
                     }
                 }
                 DockerOp::NetworkConnect { network, container } => {
                     if !self.is_connected(network, container).await? {
-                        d.connect_network(network, NetworkConnectRequest { container: container.clone(), endpoint_config: None }).await?;
+                        d.connect_network(
+                            network,
+                            NetworkConnectRequest {
+                                container: container.clone(),
+                                endpoint_config: None,
+                            },
+                        )
+                        .await?;
                     }
                 }
                 DockerOp::Run { spec } => self.run_container(spec).await?,
-                DockerOp::Restart { container, grace_secs } => {
-                    d.restart_container(container, Some(RestartContainerOptionsBuilder::new().t(*grace_secs as i32).build())).await?
+                DockerOp::Restart {
+                    container,
+                    grace_secs,
+                } => {
+                    d.restart_container(
+                        container,
+                        Some(
+                            RestartContainerOptionsBuilder::new()
+                                .t(*grace_secs as i32)
+                                .build(),
+                        ),
+                    )
+                    .await?
                 }
-                DockerOp::Stop { container, grace_secs } => {
-                    d.stop_container(container, Some(StopContainerOptionsBuilder::new().t(*grace_secs as i32).build())).await?
+                DockerOp::Stop {
+                    container,
+                    grace_secs,
+                } => {
+                    d.stop_container(
+                        container,
+                        Some(
+                            StopContainerOptionsBuilder::new()
+                                .t(*grace_secs as i32)
+                                .build(),
+                        ),
+                    )
+                    .await?
                 }
                 DockerOp::Start { container } => {
                     let running = d
@@ -403,18 +560,32 @@ impl Executor for TestcontainersExecutor {
                         .and_then(|s| s.running)
                         .unwrap_or(false);
                     if !running {
-                        d.start_container(container, None::<StartContainerOptions>).await?;
+                        d.start_container(container, None::<StartContainerOptions>)
+                            .await?;
                     }
                 }
                 DockerOp::Kill { container, signal } => {
-                    d.kill_container(container, Some(KillContainerOptionsBuilder::new().signal(signal).build())).await?
+                    d.kill_container(
+                        container,
+                        Some(KillContainerOptionsBuilder::new().signal(signal).build()),
+                    )
+                    .await?
                 }
                 DockerOp::Remove { container } => {
                     if !self.owned.lock().containers.contains(container) {
                         return not_ours("container", container);
                     }
                     if self.exists(container).await {
-                        d.remove_container(container, Some(RemoveContainerOptionsBuilder::new().force(true).v(true).build())).await?;
+                        d.remove_container(
+                            container,
+                            Some(
+                                RemoveContainerOptionsBuilder::new()
+                                    .force(true)
+                                    .v(true)
+                                    .build(),
+                            ),
+                        )
+                        .await?;
                     }
                     self.owned.lock().containers.remove(container);
                 }
@@ -423,13 +594,28 @@ impl Executor for TestcontainersExecutor {
                         return not_ours("volume", name);
                     }
                     if d.inspect_volume(name).await.is_ok() {
-                        d.remove_volume(name, Some(RemoveVolumeOptionsBuilder::new().force(true).build())).await?;
+                        d.remove_volume(
+                            name,
+                            Some(RemoveVolumeOptionsBuilder::new().force(true).build()),
+                        )
+                        .await?;
                     }
                     self.owned.lock().volumes.remove(name);
                 }
-                DockerOp::SaveImage { image, host_path } => self.save_image(image, host_path).await?,
+                DockerOp::SaveImage { image, host_path } => {
+                    self.save_image(image, host_path).await?
+                }
                 DockerOp::Logs { container } => {
-                    let mut s = d.logs(container, Some(LogsOptionsBuilder::new().stdout(true).stderr(true).tail("all").build()));
+                    let mut s = d.logs(
+                        container,
+                        Some(
+                            LogsOptionsBuilder::new()
+                                .stdout(true)
+                                .stderr(true)
+                                .tail("all")
+                                .build(),
+                        ),
+                    );
                     let mut text = String::new();
                     while let Some(Ok(l)) = s.next().await {
                         text.push_str(&l.to_string());
@@ -445,14 +631,29 @@ impl Executor for TestcontainersExecutor {
         Box::pin(self.published_api_url(container))
     }
 
-    fn follow<'a>(&'a self, container: &'a str, argv: &'a [String]) -> BoxFuture<'a, Result<mpsc::Receiver<String>>> {
+    fn follow<'a>(
+        &'a self,
+        container: &'a str,
+        argv: &'a [String],
+    ) -> BoxFuture<'a, Result<mpsc::Receiver<String>>> {
         Box::pin(async move {
             let exec = self
                 .docker
-                .create_exec(container, ExecConfig { attach_stdout: Some(true), cmd: Some(argv.to_vec()), ..Default::default() })
+                .create_exec(
+                    container,
+                    ExecConfig {
+                        attach_stdout: Some(true),
+                        cmd: Some(argv.to_vec()),
+                        ..Default::default()
+                    },
+                )
                 .await
                 .with_context(|| format!("docker exec {container}"))?;
-            let StartExecResults::Attached { mut output, .. } = self.docker.start_exec(&exec.id, None::<StartExecOptions>).await? else {
+            let StartExecResults::Attached { mut output, .. } = self
+                .docker
+                .start_exec(&exec.id, None::<StartExecOptions>)
+                .await?
+            else {
                 bail!("docker exec {container}: not attached");
             };
             let (tx, rx) = mpsc::channel(1024);
@@ -462,7 +663,11 @@ impl Executor for TestcontainersExecutor {
                     partial.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
                     while let Some(i) = partial.find('\n') {
                         let line: String = partial.drain(..=i).collect();
-                        if tx.send(line.trim_end_matches('\n').to_string()).await.is_err() {
+                        if tx
+                            .send(line.trim_end_matches('\n').to_string())
+                            .await
+                            .is_err()
+                        {
                             return;
                         }
                     }
@@ -500,11 +705,25 @@ mod tests {
     #[test]
     fn testcontainers_request_carries_the_spec() {
         let input = ClusterPlanInput::new("c", vec![NodeInput::control_plane("cp")]);
-        let names = KindNames { cluster: "c".into(), control_plane_node: "cp".into() };
-        let spec = node_container(&input, &names, &input.nodes[0], "kind: InitConfiguration\n".into(), &HostPaths { images_dir: "/i".into() });
+        let names = KindNames {
+            cluster: "c".into(),
+            control_plane_node: "cp".into(),
+        };
+        let spec = node_container(
+            &input,
+            &names,
+            &input.nodes[0],
+            "kind: InitConfiguration\n".into(),
+            &HostPaths {
+                images_dir: "/i".into(),
+            },
+        );
         let req = request(&spec, "faultline-node:local");
         use testcontainers::Image;
-        assert_eq!((req.image().name(), req.image().tag()), ("faultline-node", "local"));
+        assert_eq!(
+            (req.image().name(), req.image().tag()),
+            ("faultline-node", "local")
+        );
         assert_eq!(req.image().entrypoint(), Some("/usr/local/bin/entrypoint"));
         assert_eq!(req.cmd().collect::<Vec<_>>(), ["/sbin/init"]);
         assert!(req.privileged());
@@ -515,7 +734,11 @@ mod tests {
         assert_eq!(req.copy_to_sources().count(), 1);
         let mut hc = HostConfig::default();
         (req.host_config_modifier().expect("ports and binds"))(&mut hc);
-        assert_eq!(hc.binds.as_deref(), Some(&["/lib/modules:/lib/modules:ro".to_string()][..]), "a bind the engine creates when missing");
+        assert_eq!(
+            hc.binds.as_deref(),
+            Some(&["/lib/modules:/lib/modules:ro".to_string()][..]),
+            "a bind the engine creates when missing"
+        );
         assert_eq!(hc.publish_all_ports, Some(false));
         let b = &hc.port_bindings.unwrap()["6443/tcp"];
         assert_eq!(b.as_ref().unwrap()[0].host_ip.as_deref(), Some("127.0.0.1"));
@@ -526,11 +749,21 @@ mod tests {
     #[case(&[("DOCKER_HOST", "")], "unix:///var/run/docker.sock")]
     #[case(&[("DOCKER_HOST", "  ")], "unix:///var/run/docker.sock")]
     #[case(&[], "unix:///var/run/docker.sock")]
-    fn one_endpoint_for_both_clients_and_an_empty_docker_host_is_unset(#[case] env: &[(&str, &str)], #[case] want: &str) {
-        let got = engine_endpoint(|k| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()));
+    fn one_endpoint_for_both_clients_and_an_empty_docker_host_is_unset(
+        #[case] env: &[(&str, &str)],
+        #[case] want: &str,
+    ) {
+        let got = engine_endpoint(|k| {
+            env.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        });
         if want.starts_with("unix://") {
             // Whichever local socket exists on this machine; never an empty or schemeless one.
-            assert!(got.starts_with("unix:///") && got.ends_with(".sock"), "{got}");
+            assert!(
+                got.starts_with("unix:///") && got.ends_with(".sock"),
+                "{got}"
+            );
         } else {
             assert_eq!(got, want);
         }
@@ -539,10 +772,29 @@ mod tests {
     #[test]
     fn a_missing_node_image_error_says_what_to_do_on_its_first_line() {
         let input = ClusterPlanInput::new("c", vec![NodeInput::control_plane("cp")]);
-        let plan = crate::plan::cluster::cluster_plan(&input, &HostPaths { images_dir: "/i".into() }, "t", "/k").unwrap();
+        let plan = crate::plan::cluster::cluster_plan(
+            &input,
+            &HostPaths {
+                images_dir: "/i".into(),
+            },
+            "t",
+            "/k",
+        )
+        .unwrap();
         let step = &plan.bring_up[0];
-        assert!(matches!(step.action, crate::plan::Action::Docker(DockerOp::EnsureImage { .. })), "{step:?}");
+        assert!(
+            matches!(
+                step.action,
+                crate::plan::Action::Docker(DockerOp::EnsureImage { .. })
+            ),
+            "{step:?}"
+        );
         let first = step.on_failure.as_deref().unwrap();
-        assert!(first.contains("docker load") && first.contains("--node-image") && !first.contains('\n'), "{first}");
+        assert!(
+            first.contains("docker load")
+                && first.contains("--node-image")
+                && !first.contains('\n'),
+            "{first}"
+        );
     }
 }

@@ -18,7 +18,9 @@ use tokio::sync::mpsc;
 /// The Docker engine (DOCKER_HOST or the local socket), when this build has its client.
 #[cfg(feature = "docker")]
 pub fn connect_engine() -> Result<std::sync::Arc<dyn Executor>> {
-    Ok(std::sync::Arc::new(docker::TestcontainersExecutor::connect()?))
+    Ok(std::sync::Arc::new(
+        docker::TestcontainersExecutor::connect()?,
+    ))
 }
 
 /// Without the `docker` feature there is no engine client: the main job's sim-only build
@@ -41,7 +43,11 @@ pub struct Output {
 
 impl Output {
     pub fn ok(stdout: impl Into<String>) -> Output {
-        Output { code: 0, stdout: stdout.into(), stderr: String::new() }
+        Output {
+            code: 0,
+            stdout: stdout.into(),
+            stderr: String::new(),
+        }
     }
     pub fn success(&self) -> bool {
         self.code == 0
@@ -51,7 +57,14 @@ impl Output {
         for (name, text) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
             let t = text.trim();
             if !t.is_empty() {
-                let tail: String = t.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+                let tail: String = t
+                    .chars()
+                    .rev()
+                    .take(2000)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
                 s.push_str(&format!("\n{name}:\n{tail}"));
             }
         }
@@ -84,13 +97,22 @@ pub trait Executor: Send + Sync {
     /// Create and start a node container (files copied in before start).
     fn run_container<'a>(&'a self, spec: &'a NodeContainerSpec) -> BoxFuture<'a, Result<()>>;
     /// `docker exec <container> <argv>`, with `stdin` fed to the command when given.
-    fn exec<'a>(&'a self, container: &'a str, argv: &'a [String], stdin: Option<&'a str>) -> BoxFuture<'a, Result<Output>>;
+    fn exec<'a>(
+        &'a self,
+        container: &'a str,
+        argv: &'a [String],
+        stdin: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Output>>;
     /// An engine operation (all but `Run`).
     fn docker<'a>(&'a self, op: &'a DockerOp) -> BoxFuture<'a, Result<Output>>;
     /// `https://<host>:<port>` where the container's API server port is published.
     fn api_server_url<'a>(&'a self, container: &'a str) -> BoxFuture<'a, Result<String>>;
     /// A long-running command's stdout, line by line, until it ends.
-    fn follow<'a>(&'a self, container: &'a str, argv: &'a [String]) -> BoxFuture<'a, Result<mpsc::Receiver<String>>>;
+    fn follow<'a>(
+        &'a self,
+        container: &'a str,
+        argv: &'a [String],
+    ) -> BoxFuture<'a, Result<mpsc::Receiver<String>>>;
     /// Leave every container running when this process ends (`--keep-cluster`).
     fn keep_containers(&self);
     /// What this executor may remove (executors that own nothing in particular: nothing).
@@ -111,7 +133,11 @@ pub trait Executor: Send + Sync {
 pub type Vars = Vec<(String, String)>;
 
 fn check_capture(name: &str, value: &str) -> Result<()> {
-    if value.is_empty() || !value.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+    if value.is_empty()
+        || !value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
         bail!("captured `{name}` = {value:?}: expected a Kubernetes name");
     }
     Ok(())
@@ -119,7 +145,10 @@ fn check_capture(name: &str, value: &str) -> Result<()> {
 
 fn substitute_action(a: &Action, vars: &Vars) -> Action {
     match a {
-        Action::NodeShell { node, script } => Action::NodeShell { node: node.clone(), script: substitute(script, vars) },
+        Action::NodeShell { node, script } => Action::NodeShell {
+            node: node.clone(),
+            script: substitute(script, vars),
+        },
         Action::Kubectl { args, stdin } => Action::Kubectl {
             args: args.iter().map(|x| substitute(x, vars)).collect(),
             stdin: stdin.as_ref().map(|s| substitute(s, vars)),
@@ -131,7 +160,11 @@ fn substitute_action(a: &Action, vars: &Vars) -> Action {
 fn describe_step(step: &Step) -> String {
     let mut s = format!("# {}", step.what);
     if let Some(r) = &step.retry {
-        s.push_str(&format!(" (until it succeeds: every {}s, at most {}s)", r.interval.as_secs(), r.timeout.as_secs()));
+        s.push_str(&format!(
+            " (until it succeeds: every {}s, at most {}s)",
+            r.interval.as_secs(),
+            r.timeout.as_secs()
+        ));
     }
     if step.ignore_failure {
         s.push_str(" (a failure is ignored)");
@@ -178,7 +211,9 @@ impl ActionRunner for KindRunner<'_> {
 
 async fn attempt(exec: &dyn Executor, names: &KindNames, action: &Action) -> Result<Output> {
     match action {
-        Action::Docker(DockerOp::Run { spec }) => exec.run_container(spec).await.map(|_| Output::ok("")),
+        Action::Docker(DockerOp::Run { spec }) => {
+            exec.run_container(spec).await.map(|_| Output::ok(""))
+        }
         Action::Docker(op) => exec.docker(op).await,
         Action::ExportKubeconfig { host_path } => {
             if exec.is_dry_run() {
@@ -237,28 +272,50 @@ fn write_private(path: &str, content: &str) -> Result<()> {
 }
 
 /// Run one step: substitute captured values, retry while it fails (if it may), capture stdout.
-pub async fn run_step(exec: &dyn Executor, names: &KindNames, step: &Step, vars: &mut Vars) -> Result<Output> {
+pub async fn run_step(
+    exec: &dyn Executor,
+    names: &KindNames,
+    step: &Step,
+    vars: &mut Vars,
+) -> Result<Output> {
     run_step_with(&KindRunner { exec, names }, step, vars).await
 }
 
-pub async fn run_steps(exec: &dyn Executor, names: &KindNames, steps: &[Step], vars: &mut Vars) -> Result<()> {
+pub async fn run_steps(
+    exec: &dyn Executor,
+    names: &KindNames,
+    steps: &[Step],
+    vars: &mut Vars,
+) -> Result<()> {
     run_steps_with(&KindRunner { exec, names }, steps, vars).await
 }
 
-pub async fn run_steps_with(runner: &dyn ActionRunner, steps: &[Step], vars: &mut Vars) -> Result<()> {
+pub async fn run_steps_with(
+    runner: &dyn ActionRunner,
+    steps: &[Step],
+    vars: &mut Vars,
+) -> Result<()> {
     for s in steps {
         run_step_with(runner, s, vars).await?;
     }
     Ok(())
 }
 
-pub async fn run_step_with(runner: &dyn ActionRunner, step: &Step, vars: &mut Vars) -> Result<Output> {
+pub async fn run_step_with(
+    runner: &dyn ActionRunner,
+    step: &Step,
+    vars: &mut Vars,
+) -> Result<Output> {
     runner.note(&describe_step(step));
     let action = substitute_action(&step.action, vars);
     let started = Instant::now();
     let result = loop {
         let r = runner.run(&action).await.map(|mut o| {
-            if o.success() && !runner.is_dry_run() && step.expect == Some(Expect::EmptyStdout) && !o.stdout.trim().is_empty() {
+            if o.success()
+                && !runner.is_dry_run()
+                && step.expect == Some(Expect::EmptyStdout)
+                && !o.stdout.trim().is_empty()
+            {
                 o.code = 1;
                 o.stderr = format!("expected no output, got: {}", o.stdout.trim());
             }
@@ -266,7 +323,9 @@ pub async fn run_step_with(runner: &dyn ActionRunner, step: &Step, vars: &mut Va
         });
         let ok = matches!(&r, Ok(o) if o.success());
         match (&step.retry, ok) {
-            (Some(retry), false) if !runner.is_dry_run() && started.elapsed() + retry.interval < retry.timeout => {
+            (Some(retry), false)
+                if !runner.is_dry_run() && started.elapsed() + retry.interval < retry.timeout =>
+            {
                 tokio::time::sleep(retry.interval).await;
             }
             _ => break r,
@@ -291,7 +350,11 @@ pub async fn run_step_with(runner: &dyn ActionRunner, step: &Step, vars: &mut Va
     }
     let out = result.expect("success");
     if let Some(var) = &step.capture {
-        let value = if runner.is_dry_run() { format!("{{{{{var}}}}}") } else { out.stdout.trim().to_string() };
+        let value = if runner.is_dry_run() {
+            format!("{{{{{var}}}}}")
+        } else {
+            out.stdout.trim().to_string()
+        };
         if !runner.is_dry_run() {
             check_capture(var, &value)?;
         }
@@ -345,7 +408,12 @@ impl Executor for DryRun {
             Ok(())
         })
     }
-    fn exec<'a>(&'a self, container: &'a str, argv: &'a [String], stdin: Option<&'a str>) -> BoxFuture<'a, Result<Output>> {
+    fn exec<'a>(
+        &'a self,
+        container: &'a str,
+        argv: &'a [String],
+        stdin: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Output>> {
         Box::pin(async move {
             match stdin {
                 Some(input) => self.print(&format!(
@@ -354,7 +422,11 @@ impl Executor for DryRun {
                     shell::join(argv),
                     input.trim_end()
                 )),
-                None => self.print(&format!("docker exec {} {}", shell::quote(container), shell::join(argv))),
+                None => self.print(&format!(
+                    "docker exec {} {}",
+                    shell::quote(container),
+                    shell::join(argv)
+                )),
             }
             Ok(Output::ok(""))
         })
@@ -368,9 +440,17 @@ impl Executor for DryRun {
     fn api_server_url<'a>(&'a self, _container: &'a str) -> BoxFuture<'a, Result<String>> {
         Box::pin(async { Ok("https://<docker host>:<published port>".to_string()) })
     }
-    fn follow<'a>(&'a self, container: &'a str, argv: &'a [String]) -> BoxFuture<'a, Result<mpsc::Receiver<String>>> {
+    fn follow<'a>(
+        &'a self,
+        container: &'a str,
+        argv: &'a [String],
+    ) -> BoxFuture<'a, Result<mpsc::Receiver<String>>> {
         Box::pin(async move {
-            self.print(&format!("docker exec {} {}   # followed for the scenario's log expectations", shell::quote(container), shell::join(argv)));
+            self.print(&format!(
+                "docker exec {} {}   # followed for the scenario's log expectations",
+                shell::quote(container),
+                shell::join(argv)
+            ));
             let (_tx, rx) = mpsc::channel(1);
             Ok(rx)
         })
@@ -404,11 +484,24 @@ mod tests {
         fn run_container<'a>(&'a self, _: &'a NodeContainerSpec) -> BoxFuture<'a, Result<()>> {
             Box::pin(async { Ok(()) })
         }
-        fn exec<'a>(&'a self, c: &'a str, argv: &'a [String], _: Option<&'a str>) -> BoxFuture<'a, Result<Output>> {
+        fn exec<'a>(
+            &'a self,
+            c: &'a str,
+            argv: &'a [String],
+            _: Option<&'a str>,
+        ) -> BoxFuture<'a, Result<Output>> {
             Box::pin(async move {
                 self.seen.lock().push(format!("{c}: {}", argv.join(" ")));
                 let n = self.calls.fetch_add(1, Ordering::SeqCst);
-                Ok(if n < self.fail { Output { code: 1, stdout: String::new(), stderr: "not yet".into() } } else { Output::ok(self.stdout.clone()) })
+                Ok(if n < self.fail {
+                    Output {
+                        code: 1,
+                        stdout: String::new(),
+                        stderr: "not yet".into(),
+                    }
+                } else {
+                    Output::ok(self.stdout.clone())
+                })
             })
         }
         fn docker<'a>(&'a self, _: &'a DockerOp) -> BoxFuture<'a, Result<Output>> {
@@ -417,51 +510,107 @@ mod tests {
         fn api_server_url<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<String>> {
             Box::pin(async { Ok("https://127.0.0.1:32768".into()) })
         }
-        fn follow<'a>(&'a self, _: &'a str, _: &'a [String]) -> BoxFuture<'a, Result<mpsc::Receiver<String>>> {
+        fn follow<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a [String],
+        ) -> BoxFuture<'a, Result<mpsc::Receiver<String>>> {
             Box::pin(async { Ok(mpsc::channel(1).1) })
         }
         fn keep_containers(&self) {}
         fn note(&self, _: &str) {}
     }
     fn flaky(fail: usize, stdout: &str) -> Flaky {
-        Flaky { fail, calls: AtomicUsize::new(0), stdout: stdout.into(), seen: Mutex::new(vec![]) }
+        Flaky {
+            fail,
+            calls: AtomicUsize::new(0),
+            stdout: stdout.into(),
+            seen: Mutex::new(vec![]),
+        }
     }
     fn names() -> KindNames {
-        KindNames { cluster: "c".into(), control_plane_node: "cp".into() }
+        KindNames {
+            cluster: "c".into(),
+            control_plane_node: "cp".into(),
+        }
     }
 
     #[tokio::test]
     async fn retries_until_success_and_captures_for_later_steps() {
         let ex = flaky(2, "pvc-123\n");
         let mut s = Step::kubectl("pv", &["get", "pvc", "x"]).capture("pv");
-        s.retry = Some(Retry { interval: Duration::from_millis(1), timeout: Duration::from_secs(5) });
+        s.retry = Some(Retry {
+            interval: Duration::from_millis(1),
+            timeout: Duration::from_secs(5),
+        });
         let mut vars = vec![];
         run_step(&ex, &names(), &s, &mut vars).await.unwrap();
         assert_eq!(ex.calls.load(Ordering::SeqCst), 3);
         assert_eq!(vars, vec![("pv".to_string(), "pvc-123".to_string())]);
-        run_step(&ex, &names(), &Step::node("use", "w", "umount /x/{{pv}}"), &mut vars).await.unwrap();
-        assert_eq!(ex.seen.lock().last().unwrap(), "c-w: sh -c umount /x/pvc-123");
+        run_step(
+            &ex,
+            &names(),
+            &Step::node("use", "w", "umount /x/{{pv}}"),
+            &mut vars,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            ex.seen.lock().last().unwrap(),
+            "c-w: sh -c umount /x/pvc-123"
+        );
     }
 
     #[tokio::test]
     async fn a_failure_names_the_step_command_and_output_or_the_clear_message() {
         let ex = flaky(100, "");
-        let e = run_step(&ex, &names(), &Step::node("check", "w", "test -d /x"), &mut vec![]).await.unwrap_err().to_string();
-        assert!(e.contains("step failed: check") && e.contains("docker exec c-w sh -c 'test -d /x'") && e.contains("not yet"), "{e}");
-        let e = run_step(&ex, &names(), &Step::node("check", "w", "false").on_failure("the host lacks iscsi_tcp"), &mut vec![])
-            .await
-            .unwrap_err()
-            .to_string();
+        let e = run_step(
+            &ex,
+            &names(),
+            &Step::node("check", "w", "test -d /x"),
+            &mut vec![],
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("step failed: check")
+                && e.contains("docker exec c-w sh -c 'test -d /x'")
+                && e.contains("not yet"),
+            "{e}"
+        );
+        let e = run_step(
+            &ex,
+            &names(),
+            &Step::node("check", "w", "false").on_failure("the host lacks iscsi_tcp"),
+            &mut vec![],
+        )
+        .await
+        .unwrap_err()
+        .to_string();
         assert!(e.starts_with("the host lacks iscsi_tcp"), "{e}");
-        assert!(run_step(&ex, &names(), &Step::node("x", "w", "false").ignore_failure(), &mut vec![]).await.is_ok());
+        assert!(run_step(
+            &ex,
+            &names(),
+            &Step::node("x", "w", "false").ignore_failure(),
+            &mut vec![]
+        )
+        .await
+        .is_ok());
     }
 
     #[tokio::test]
     async fn an_expected_empty_stdout_is_waited_for() {
         let ex = flaky(0, "pod/x\n");
         let mut s = Step::kubectl("gone", &["get", "pods", "-o", "name"]).expect_empty_stdout();
-        s.retry = Some(Retry { interval: Duration::from_millis(1), timeout: Duration::from_millis(20) });
-        let e = run_step(&ex, &names(), &s, &mut vec![]).await.unwrap_err().to_string();
+        s.retry = Some(Retry {
+            interval: Duration::from_millis(1),
+            timeout: Duration::from_millis(20),
+        });
+        let e = run_step(&ex, &names(), &s, &mut vec![])
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("expected no output, got: pod/x"), "{e}");
         assert!(ex.calls.load(Ordering::SeqCst) > 1, "retried");
         let empty = flaky(0, "");
@@ -471,7 +620,14 @@ mod tests {
     #[tokio::test]
     async fn captured_values_must_be_names() {
         let ex = flaky(0, "a b; rm -rf /");
-        let e = run_step(&ex, &names(), &Step::kubectl("pv", &["get"]).capture("pv"), &mut vec![]).await.unwrap_err();
+        let e = run_step(
+            &ex,
+            &names(),
+            &Step::kubectl("pv", &["get"]).capture("pv"),
+            &mut vec![],
+        )
+        .await
+        .unwrap_err();
         assert!(e.to_string().contains("expected a Kubernetes name"), "{e}");
     }
 
@@ -479,24 +635,54 @@ mod tests {
     async fn exports_the_kubeconfig_with_the_published_server() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kubeconfig").display().to_string();
-        let ex = flaky(0, "apiVersion: v1\nclusters:\n- cluster:\n    server: https://c-cp:6443\n  name: c\n");
-        run_step(&ex, &names(), &Step::new("kc", Action::ExportKubeconfig { host_path: path.clone() }), &mut vec![]).await.unwrap();
+        let ex = flaky(
+            0,
+            "apiVersion: v1\nclusters:\n- cluster:\n    server: https://c-cp:6443\n  name: c\n",
+        );
+        run_step(
+            &ex,
+            &names(),
+            &Step::new(
+                "kc",
+                Action::ExportKubeconfig {
+                    host_path: path.clone(),
+                },
+            ),
+            &mut vec![],
+        )
+        .await
+        .unwrap();
         let got = std::fs::read_to_string(&path).unwrap();
-        assert!(got.contains("    server: https://127.0.0.1:32768\n") && !got.contains("c-cp:6443"), "{got}");
+        assert!(
+            got.contains("    server: https://127.0.0.1:32768\n") && !got.contains("c-cp:6443"),
+            "{got}"
+        );
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+            assert_eq!(
+                std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
         }
     }
 
     #[tokio::test]
     async fn dry_run_prints_each_step_once_without_waiting() {
         let d = DryRun::new();
-        let s = Step::node("nodes ready", "w", "kubectl get nodes").retry(5, 600).capture("x");
+        let s = Step::node("nodes ready", "w", "kubectl get nodes")
+            .retry(5, 600)
+            .capture("x");
         let mut vars = vec![];
         run_step(&d, &names(), &s, &mut vars).await.unwrap();
-        run_step(&d, &names(), &Step::node("use", "w", "echo {{x}}"), &mut vars).await.unwrap();
+        run_step(
+            &d,
+            &names(),
+            &Step::node("use", "w", "echo {{x}}"),
+            &mut vars,
+        )
+        .await
+        .unwrap();
         let out = d.take();
         assert_eq!(
             out,

@@ -3,7 +3,9 @@
 //! reuse it, log collection on failure, and teardown.
 
 use crate::input::{ClusterPlanInput, Role};
-use crate::plan::container::{self, image_tar_name, HostPaths, NodeContainerSpec, IMAGES_DIR, KUBEADM_CONFIG_PATH};
+use crate::plan::container::{
+    self, image_tar_name, HostPaths, NodeContainerSpec, IMAGES_DIR, KUBEADM_CONFIG_PATH,
+};
 use crate::plan::faults::{check_name, CSI_DOWN_LABEL, STALE_NAMESPACE};
 use crate::plan::{kubeadm, longhorn, Action, DockerOp, KindNames, Step, ADMIN_KUBECONFIG};
 use std::fmt;
@@ -62,7 +64,10 @@ impl ClusterPlan {
 
     /// The node containers `bring_up` starts (in order).
     pub fn container_names(&self) -> Vec<String> {
-        self.containers.iter().map(|c| c.container_name.clone()).collect()
+        self.containers
+            .iter()
+            .map(|c| c.container_name.clone())
+            .collect()
     }
 
     /// Every engine resource of the cluster, by name (names are unique per run).
@@ -89,43 +94,76 @@ pub fn no_node_image(image: &str) -> String {
 /// exports no kubeconfig: `kubeconfig` None).
 pub fn boot_steps(names: &KindNames, node: &str, kubeconfig: Option<&str>) -> Vec<Step> {
     let mut steps = vec![
-        Step::node(format!("systemd in {node} has started containerd"), node, "systemctl is-active --quiet containerd").retry(1, 120),
-        Step::node(format!("kubelet on {node} is active"), node, "systemctl is-active --quiet kubelet").retry(2, 300),
+        Step::node(
+            format!("systemd in {node} has started containerd"),
+            node,
+            "systemctl is-active --quiet containerd",
+        )
+        .retry(1, 120),
+        Step::node(
+            format!("kubelet on {node} is active"),
+            node,
+            "systemctl is-active --quiet kubelet",
+        )
+        .retry(2, 300),
     ];
     if let (true, Some(path)) = (node == names.control_plane_node, kubeconfig) {
         steps.push(Step::new(
             "export the kubeconfig again (the published API server port may have changed)",
-            Action::ExportKubeconfig { host_path: path.to_string() },
+            Action::ExportKubeconfig {
+                host_path: path.to_string(),
+            },
         ));
     }
     steps
 }
 
 /// Namespaces a reset keeps.
-pub const SYSTEM_NAMESPACES: &[&str] =
-    &["default", "kube-system", "kube-public", "kube-node-lease", "local-path-storage", "longhorn-system", "faultline-system"];
+pub const SYSTEM_NAMESPACES: &[&str] = &[
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    "local-path-storage",
+    "longhorn-system",
+    "faultline-system",
+];
 
 pub fn validate(input: &ClusterPlanInput) -> Result<(), PlanError> {
-    let cps: Vec<_> = input.nodes.iter().filter(|n| n.role == Role::ControlPlane).collect();
+    let cps: Vec<_> = input
+        .nodes
+        .iter()
+        .filter(|n| n.role == Role::ControlPlane)
+        .collect();
     if cps.len() != 1 {
         return Err(PlanError(format!(
             "kind clusters have exactly one control-plane node; the scenario names {} ({})",
             cps.len(),
-            if cps.is_empty() { "add `{name: control-plane, role: control-plane}`".to_string() } else { "several need a load balancer, which faultline does not run".to_string() }
+            if cps.is_empty() {
+                "add `{name: control-plane, role: control-plane}`".to_string()
+            } else {
+                "several need a load balancer, which faultline does not run".to_string()
+            }
         )));
     }
     let mut seen = std::collections::BTreeSet::new();
     for n in &input.nodes {
         check_name("node", &n.name).map_err(PlanError)?;
         if n.name.contains('.') {
-            return Err(PlanError(format!("node `{}`: a container hostname cannot contain '.'", n.name)));
+            return Err(PlanError(format!(
+                "node `{}`: a container hostname cannot contain '.'",
+                n.name
+            )));
         }
         if !seen.insert(&n.name) {
             return Err(PlanError(format!("node `{}` is named twice", n.name)));
         }
     }
     if crate::input::sanitize_cluster_name(&input.cluster_name) != input.cluster_name {
-        return Err(PlanError(format!("cluster name `{}` is not sanitized (use sanitize_cluster_name)", input.cluster_name)));
+        return Err(PlanError(format!(
+            "cluster name `{}` is not sanitized (use sanitize_cluster_name)",
+            input.cluster_name
+        )));
     }
     let (_, tag) = crate::versions::split_image(&input.node_image);
     let image_version = tag.split('@').next().unwrap_or(tag);
@@ -143,14 +181,30 @@ fn kubectl_sh(args: &str) -> String {
 }
 
 /// The plan of one cluster. `token` is the kubeadm bootstrap token (random per real cluster).
-pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kubeconfig_path: &str) -> Result<ClusterPlan, PlanError> {
+pub fn cluster_plan(
+    input: &ClusterPlanInput,
+    host: &HostPaths,
+    token: &str,
+    kubeconfig_path: &str,
+) -> Result<ClusterPlan, PlanError> {
     validate(input)?;
     let cp = input.control_plane().expect("validated").clone();
-    let names = KindNames { cluster: input.cluster_name.clone(), control_plane_node: cp.name.clone() };
+    let names = KindNames {
+        cluster: input.cluster_name.clone(),
+        control_plane_node: cp.name.clone(),
+    };
     let containers: Vec<NodeContainerSpec> = input
         .nodes
         .iter()
-        .map(|n| container::node_container(input, &names, n, kubeadm::node_config_yaml(input, &names, n, token), host))
+        .map(|n| {
+            container::node_container(
+                input,
+                &names,
+                n,
+                kubeadm::node_config_yaml(input, &names, n, token),
+                host,
+            )
+        })
         .collect();
 
     let mut up = vec![Step::docker(
@@ -169,14 +223,27 @@ pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kub
     }
     up.push(Step::docker(
         "a bridge network of the cluster's own (partitions disconnect nodes from it)",
-        DockerOp::NetworkCreate { name: names.network(), labels: vec![(container::LABEL_CLUSTER.into(), names.cluster.clone())] },
+        DockerOp::NetworkCreate {
+            name: names.network(),
+            labels: vec![(container::LABEL_CLUSTER.into(), names.cluster.clone())],
+        },
     ));
     for c in &containers {
-        up.push(Step::docker(format!("node container {} ({:?})", c.node, c.role), DockerOp::Run { spec: Box::new(c.clone()) }));
+        up.push(Step::docker(
+            format!("node container {} ({:?})", c.node, c.role),
+            DockerOp::Run {
+                spec: Box::new(c.clone()),
+            },
+        ));
     }
     for n in &input.nodes {
         up.push(
-            Step::node(format!("systemd in {} has started containerd", n.name), &n.name, "systemctl is-active --quiet containerd").retry(1, 120),
+            Step::node(
+                format!("systemd in {} has started containerd", n.name),
+                &n.name,
+                "systemctl is-active --quiet containerd",
+            )
+            .retry(1, 120),
         );
     }
     let kubeadm_init = up.len();
@@ -212,13 +279,28 @@ pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kub
         up.push(
             Step::kubectl_owned(
                 "untaint the control plane (the only node runs the workloads)",
-                vec!["taint".into(), "nodes".into(), "--all".into(), "node-role.kubernetes.io/control-plane:NoSchedule-".into()],
+                vec![
+                    "taint".into(),
+                    "nodes".into(),
+                    "--all".into(),
+                    "node-role.kubernetes.io/control-plane:NoSchedule-".into(),
+                ],
             )
             .ignore_failure(),
         );
     }
     up.push(
-        Step::kubectl("every node is Ready", &["wait", "--for=condition=Ready", "nodes", "--all", "--timeout=300s"]).retry(5, 600),
+        Step::kubectl(
+            "every node is Ready",
+            &[
+                "wait",
+                "--for=condition=Ready",
+                "nodes",
+                "--all",
+                "--timeout=300s",
+            ],
+        )
+        .retry(5, 600),
     );
     for image in &input.load_images {
         let tar = image_tar_name(image);
@@ -234,7 +316,12 @@ pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kub
         up.extend(longhorn::prerequisites(input));
         up.extend(longhorn::install(input));
     }
-    up.push(Step::new("export the kubeconfig", Action::ExportKubeconfig { host_path: kubeconfig_path.into() }));
+    up.push(Step::new(
+        "export the kubeconfig",
+        Action::ExportKubeconfig {
+            host_path: kubeconfig_path.into(),
+        },
+    ));
 
     let keep = SYSTEM_NAMESPACES.join("|");
     let mut reset = vec![
@@ -243,24 +330,55 @@ pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kub
             &cp.name,
             format!(
                 "{} | grep -vxE '{keep}' | xargs -r {}",
-                kubectl_sh("get namespaces -o jsonpath='{range .items[*]}{.metadata.name}{\"\\n\"}{end}'"),
+                kubectl_sh(
+                    "get namespaces -o jsonpath='{range .items[*]}{.metadata.name}{\"\\n\"}{end}'"
+                ),
                 kubectl_sh("delete namespace --wait=true --timeout=300s")
             ),
         )
         .retry(5, 360),
         Step::kubectl(
             "delete the last scenario's workloads in `default`",
-            &["-n", "default", "delete", "deployments,statefulsets,daemonsets,jobs,pods,pvc", "--all", "--wait=true", "--timeout=300s"],
+            &[
+                "-n",
+                "default",
+                "delete",
+                "deployments,statefulsets,daemonsets,jobs,pods,pvc",
+                "--all",
+                "--wait=true",
+                "--timeout=300s",
+            ],
         )
         .retry(5, 360),
-        Step::kubectl_owned("remove faultline's node labels", vec!["label".into(), "nodes".into(), "--all".into(), format!("{CSI_DOWN_LABEL}-")])
-            .ignore_failure(),
+        Step::kubectl_owned(
+            "remove faultline's node labels",
+            vec![
+                "label".into(),
+                "nodes".into(),
+                "--all".into(),
+                format!("{CSI_DOWN_LABEL}-"),
+            ],
+        )
+        .ignore_failure(),
     ];
     for n in &input.nodes {
-        reset.push(Step::kubectl_owned(format!("uncordon {}", n.name), vec!["uncordon".into(), n.name.clone()]));
+        reset.push(Step::kubectl_owned(
+            format!("uncordon {}", n.name),
+            vec!["uncordon".into(), n.name.clone()],
+        ));
     }
     reset.push(
-        Step::kubectl("every node is Ready", &["wait", "--for=condition=Ready", "nodes", "--all", "--timeout=300s"]).retry(5, 600),
+        Step::kubectl(
+            "every node is Ready",
+            &[
+                "wait",
+                "--for=condition=Ready",
+                "nodes",
+                "--all",
+                "--timeout=300s",
+            ],
+        )
+        .retry(5, 600),
     );
 
     let mut logs = vec![];
@@ -268,7 +386,12 @@ pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kub
         let c = names.container(&n.name);
         logs.push(LogFile {
             file: format!("{}/console.log", n.name),
-            step: Step::docker("node console", DockerOp::Logs { container: c.clone() }),
+            step: Step::docker(
+                "node console",
+                DockerOp::Logs {
+                    container: c.clone(),
+                },
+            ),
             needs: LogNeeds::Container(c.clone()),
         });
         for (file, script) in [
@@ -278,22 +401,63 @@ pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kub
             ("mounts.txt", "cat /proc/mounts"),
             ("iptables.txt", "iptables -S"),
         ] {
-            logs.push(LogFile { file: format!("{}/{file}", n.name), step: Step::node(file, &n.name, script), needs: LogNeeds::Container(c.clone()) });
+            logs.push(LogFile {
+                file: format!("{}/{file}", n.name),
+                step: Step::node(file, &n.name, script),
+                needs: LogNeeds::Container(c.clone()),
+            });
         }
     }
     for (file, args) in [
-        ("cluster/nodes-and-pods.txt", vec!["get", "nodes,pods", "-A", "-o", "wide"]),
-        ("cluster/events.txt", vec!["get", "events", "-A", "--sort-by=.lastTimestamp"]),
-        ("cluster/volumes.txt", vec!["get", "pv,pvc,volumeattachments,csinodes", "-A", "-o", "wide"]),
-        ("cluster/stale-pods.txt", vec!["-n", STALE_NAMESPACE, "get", "pods", "-o", "wide"]),
+        (
+            "cluster/nodes-and-pods.txt",
+            vec!["get", "nodes,pods", "-A", "-o", "wide"],
+        ),
+        (
+            "cluster/events.txt",
+            vec!["get", "events", "-A", "--sort-by=.lastTimestamp"],
+        ),
+        (
+            "cluster/volumes.txt",
+            vec![
+                "get",
+                "pv,pvc,volumeattachments,csinodes",
+                "-A",
+                "-o",
+                "wide",
+            ],
+        ),
+        (
+            "cluster/stale-pods.txt",
+            vec!["-n", STALE_NAMESPACE, "get", "pods", "-o", "wide"],
+        ),
     ] {
-        logs.push(LogFile { file: file.into(), step: Step::kubectl(file, &args), needs: LogNeeds::Api });
+        logs.push(LogFile {
+            file: file.into(),
+            step: Step::kubectl(file, &args),
+            needs: LogNeeds::Api,
+        });
     }
     if input.longhorn {
-        for (file, sel) in [("cluster/longhorn-csi-plugin.log", "app=longhorn-csi-plugin"), ("cluster/longhorn-manager.log", "app=longhorn-manager")] {
+        for (file, sel) in [
+            ("cluster/longhorn-csi-plugin.log", "app=longhorn-csi-plugin"),
+            ("cluster/longhorn-manager.log", "app=longhorn-manager"),
+        ] {
             logs.push(LogFile {
                 file: file.into(),
-                step: Step::kubectl(file, &["-n", longhorn::NAMESPACE, "logs", "-l", sel, "--all-containers", "--prefix", "--tail=5000"]),
+                step: Step::kubectl(
+                    file,
+                    &[
+                        "-n",
+                        longhorn::NAMESPACE,
+                        "logs",
+                        "-l",
+                        sel,
+                        "--all-containers",
+                        "--prefix",
+                        "--tail=5000",
+                    ],
+                ),
                 needs: LogNeeds::Api,
             });
         }
@@ -304,14 +468,45 @@ pub fn cluster_plan(input: &ClusterPlanInput, host: &HostPaths, token: &str, kub
 
     let mut teardown = vec![];
     for c in &containers {
-        teardown.push(Step::docker(format!("remove node {}", c.node), DockerOp::Remove { container: c.container_name.clone() }).ignore_failure());
+        teardown.push(
+            Step::docker(
+                format!("remove node {}", c.node),
+                DockerOp::Remove {
+                    container: c.container_name.clone(),
+                },
+            )
+            .ignore_failure(),
+        );
         for v in c.named_volumes() {
-            teardown.push(Step::docker(format!("remove volume {v}"), DockerOp::VolumeRemove { name: v }).ignore_failure());
+            teardown.push(
+                Step::docker(
+                    format!("remove volume {v}"),
+                    DockerOp::VolumeRemove { name: v },
+                )
+                .ignore_failure(),
+            );
         }
     }
-    teardown.push(Step::docker("remove the network", DockerOp::NetworkRemove { name: names.network() }).ignore_failure());
+    teardown.push(
+        Step::docker(
+            "remove the network",
+            DockerOp::NetworkRemove {
+                name: names.network(),
+            },
+        )
+        .ignore_failure(),
+    );
 
-    Ok(ClusterPlan { names, containers, bring_up: up, reset, collect_logs: logs, teardown, kubeadm_init, kubeconfig_path: kubeconfig_path.into() })
+    Ok(ClusterPlan {
+        names,
+        containers,
+        bring_up: up,
+        reset,
+        collect_logs: logs,
+        teardown,
+        kubeadm_init,
+        kubeconfig_path: kubeconfig_path.into(),
+    })
 }
 
 #[cfg(test)]
@@ -323,16 +518,28 @@ mod tests {
     fn input() -> ClusterPlanInput {
         ClusterPlanInput::new(
             "stale-csi-mount",
-            vec![NodeInput::control_plane("control-plane"), NodeInput::worker("worker-01"), NodeInput::worker("worker-04")],
+            vec![
+                NodeInput::control_plane("control-plane"),
+                NodeInput::worker("worker-01"),
+                NodeInput::worker("worker-04"),
+            ],
         )
         .with_longhorn(true)
         .with_images(["workspace-controller:ci"])
     }
     fn host() -> HostPaths {
-        HostPaths { images_dir: "/tmp/fl/images".into() }
+        HostPaths {
+            images_dir: "/tmp/fl/images".into(),
+        }
     }
     fn plan() -> ClusterPlan {
-        cluster_plan(&input(), &host(), "abcdef.0123456789abcdef", "/tmp/fl/kubeconfig").unwrap()
+        cluster_plan(
+            &input(),
+            &host(),
+            "abcdef.0123456789abcdef",
+            "/tmp/fl/kubeconfig",
+        )
+        .unwrap()
     }
     fn rendered(p: &ClusterPlan, steps: &[Step]) -> Vec<String> {
         steps.iter().map(|s| p.names.render(&s.action)).collect()
@@ -352,20 +559,55 @@ mod tests {
             assert_eq!(c.hostname, c.node);
             assert_eq!(c.network, "faultline-stale-csi-mount");
             assert_eq!(c.cgroupns, "private");
-            let tmpfs: Vec<&str> = c.mounts.iter().filter(|m| m.kind == MountKind::Tmpfs).map(|m| m.target.as_str()).collect();
+            let tmpfs: Vec<&str> = c
+                .mounts
+                .iter()
+                .filter(|m| m.kind == MountKind::Tmpfs)
+                .map(|m| m.target.as_str())
+                .collect();
             assert_eq!(tmpfs, ["/run", "/tmp"]);
-            let modules = c.mounts.iter().find(|m| m.target == "/lib/modules").unwrap();
-            assert!(modules.kind == MountKind::Bind && modules.read_only && modules.source == "/lib/modules");
-            let containerd = c.mounts.iter().find(|m| m.target == "/var/lib/containerd").unwrap();
+            let modules = c
+                .mounts
+                .iter()
+                .find(|m| m.target == "/lib/modules")
+                .unwrap();
+            assert!(
+                modules.kind == MountKind::Bind
+                    && modules.read_only
+                    && modules.source == "/lib/modules"
+            );
+            let containerd = c
+                .mounts
+                .iter()
+                .find(|m| m.target == "/var/lib/containerd")
+                .unwrap();
             assert_eq!(containerd.kind, MountKind::Volume);
-            assert!(c.mounts.iter().any(|m| m.target == "/var/lib/longhorn" && m.kind == MountKind::Volume));
+            assert!(c
+                .mounts
+                .iter()
+                .any(|m| m.target == "/var/lib/longhorn" && m.kind == MountKind::Volume));
             assert_eq!(c.files[0].path, KUBEADM_CONFIG_PATH);
-            assert_eq!(c.files[1].path, "/faultline/images/workspace-controller_ci.tar");
-            assert_eq!(c.files[1].source, container::FileSource::HostFile("/tmp/fl/images/workspace-controller_ci.tar".into()));
+            assert_eq!(
+                c.files[1].path,
+                "/faultline/images/workspace-controller_ci.tar"
+            );
+            assert_eq!(
+                c.files[1].source,
+                container::FileSource::HostFile(
+                    "/tmp/fl/images/workspace-controller_ci.tar".into()
+                )
+            );
         }
         let cp = &p.containers[0];
         assert_eq!(cp.ports.len(), 1);
-        assert_eq!((cp.ports[0].host_ip.as_str(), cp.ports[0].host_port, cp.ports[0].container_port), ("127.0.0.1", None, 6443));
+        assert_eq!(
+            (
+                cp.ports[0].host_ip.as_str(),
+                cp.ports[0].host_port,
+                cp.ports[0].container_port
+            ),
+            ("127.0.0.1", None, 6443)
+        );
         assert!(p.containers[1].ports.is_empty());
         let inline = |c: &NodeContainerSpec| match &c.files[0].source {
             container::FileSource::Inline(s) => s.clone(),
@@ -392,14 +634,24 @@ mod tests {
         ] {
             assert!(line.contains(want), "missing {want} in\n{line}");
         }
-        assert!(line.trim_end().ends_with(&format!("{} \\\n    /sbin/init", crate::versions::NODE_IMAGE)), "{line}");
+        assert!(
+            line.trim_end().ends_with(&format!(
+                "{} \\\n    /sbin/init",
+                crate::versions::NODE_IMAGE
+            )),
+            "{line}"
+        );
     }
 
     #[test]
     fn bring_up_runs_kubeadm_cni_join_images_longhorn_in_order() {
         let p = plan();
         let r = rendered(&p, &p.bring_up);
-        let pos = |needle: &str| r.iter().position(|l| l.contains(needle)).unwrap_or_else(|| panic!("no step with {needle}:\n{}", r.join("\n")));
+        let pos = |needle: &str| {
+            r.iter()
+                .position(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("no step with {needle}:\n{}", r.join("\n")))
+        };
         let order = [
             "docker save --output /tmp/fl/images/workspace-controller_ci.tar workspace-controller:ci",
             "docker network create",
@@ -414,11 +666,29 @@ mod tests {
             "cat /etc/kubernetes/admin.conf > /tmp/fl/kubeconfig",
         ];
         let positions: Vec<usize> = order.iter().map(|n| pos(n)).collect();
-        assert!(positions.windows(2).all(|w| w[0] < w[1]), "out of order: {positions:?}\n{}", r.join("\n"));
-        assert_eq!(r.iter().filter(|l| l.contains("ctr --namespace=k8s.io images import")).count(), 3);
-        assert!(r.iter().any(|l| l.contains("10.244.0.0/16")), "CNI gets the pod subnet");
-        assert!(!r.iter().any(|l| l.contains("taint nodes")), "workers exist: the control plane keeps its taint");
-        assert!(!r.iter().any(|l| l.contains("default-storage.yaml")), "Longhorn is the storage");
+        assert!(
+            positions.windows(2).all(|w| w[0] < w[1]),
+            "out of order: {positions:?}\n{}",
+            r.join("\n")
+        );
+        assert_eq!(
+            r.iter()
+                .filter(|l| l.contains("ctr --namespace=k8s.io images import"))
+                .count(),
+            3
+        );
+        assert!(
+            r.iter().any(|l| l.contains("10.244.0.0/16")),
+            "CNI gets the pod subnet"
+        );
+        assert!(
+            !r.iter().any(|l| l.contains("taint nodes")),
+            "workers exist: the control plane keeps its taint"
+        );
+        assert!(
+            !r.iter().any(|l| l.contains("default-storage.yaml")),
+            "Longhorn is the storage"
+        );
     }
 
     #[test]
@@ -426,7 +696,10 @@ mod tests {
         let i = ClusterPlanInput::new("one", vec![NodeInput::control_plane("cp")]);
         let p = cluster_plan(&i, &host(), "abcdef.0123456789abcdef", "/k").unwrap();
         let r = rendered(&p, &p.bring_up);
-        assert!(r.iter().any(|l| l.contains("taint nodes --all node-role.kubernetes.io/control-plane:NoSchedule-")));
+        assert!(r
+            .iter()
+            .any(|l| l
+                .contains("taint nodes --all node-role.kubernetes.io/control-plane:NoSchedule-")));
         assert!(r.iter().any(|l| l.contains("default-storage.yaml")));
         assert!(!r.iter().any(|l| l.contains("kubeadm join")));
     }
@@ -436,9 +709,16 @@ mod tests {
         let p = plan();
         let r = rendered(&p, &p.teardown);
         assert!(r.contains(&"docker rm --force --volumes stale-csi-mount-worker-04".to_string()));
-        assert!(r.contains(&"docker volume rm --force stale-csi-mount-worker-04-containerd".to_string()));
-        assert!(r.contains(&"docker volume rm --force stale-csi-mount-worker-04-longhorn".to_string()));
-        assert_eq!(r.last().unwrap(), "docker network rm faultline-stale-csi-mount");
+        assert!(r.contains(
+            &"docker volume rm --force stale-csi-mount-worker-04-containerd".to_string()
+        ));
+        assert!(
+            r.contains(&"docker volume rm --force stale-csi-mount-worker-04-longhorn".to_string())
+        );
+        assert_eq!(
+            r.last().unwrap(),
+            "docker network rm faultline-stale-csi-mount"
+        );
         assert!(p.teardown.iter().all(|s| s.ignore_failure));
     }
 
@@ -446,9 +726,16 @@ mod tests {
     fn reset_keeps_system_namespaces_and_uncordons_every_node() {
         let p = plan();
         let r = rendered(&p, &p.reset).join("\n");
-        let Action::NodeShell { script, .. } = &p.reset[0].action else { panic!("{:?}", p.reset[0]) };
+        let Action::NodeShell { script, .. } = &p.reset[0].action else {
+            panic!("{:?}", p.reset[0])
+        };
         assert!(script.contains("grep -vxE 'default|kube-system|kube-public|kube-node-lease|local-path-storage|longhorn-system|faultline-system'"), "{script}");
-        assert!(script.contains("xargs -r kubectl --kubeconfig=/etc/kubernetes/admin.conf delete namespace"), "{script}");
+        assert!(
+            script.contains(
+                "xargs -r kubectl --kubeconfig=/etc/kubernetes/admin.conf delete namespace"
+            ),
+            "{script}"
+        );
         for n in ["control-plane", "worker-01", "worker-04"] {
             assert!(r.contains(&format!("uncordon {n}")));
         }
@@ -458,7 +745,13 @@ mod tests {
     fn logs_cover_kubelet_console_and_longhorn() {
         let p = plan();
         let files: Vec<&str> = p.collect_logs.iter().map(|l| l.file.as_str()).collect();
-        for f in ["worker-04/kubelet.log", "worker-04/console.log", "worker-04/mounts.txt", "cluster/events.txt", "cluster/longhorn-csi-plugin.log"] {
+        for f in [
+            "worker-04/kubelet.log",
+            "worker-04/console.log",
+            "worker-04/mounts.txt",
+            "cluster/events.txt",
+            "cluster/longhorn-csi-plugin.log",
+        ] {
             assert!(files.contains(&f), "{files:?}");
         }
     }

@@ -91,7 +91,11 @@ pub const LABEL_ROLE: &str = "dev.faultline.role";
 impl NodeContainerSpec {
     /// The volumes this container owns (removed with the cluster).
     pub fn named_volumes(&self) -> Vec<String> {
-        self.mounts.iter().filter(|m| m.kind == MountKind::Volume).map(|m| m.source.clone()).collect()
+        self.mounts
+            .iter()
+            .filter(|m| m.kind == MountKind::Volume)
+            .map(|m| m.source.clone())
+            .collect()
     }
 
     /// The equivalent `docker run` (files are copied in before start; printed after it).
@@ -112,9 +116,19 @@ impl NodeContainerSpec {
             a.push(match m.kind {
                 MountKind::Tmpfs => format!("--tmpfs {}", q(&m.target)),
                 MountKind::Bind => {
-                    format!("--volume {}", q(&format!("{}:{}{}", m.source, m.target, if m.read_only { ":ro" } else { "" })))
+                    format!(
+                        "--volume {}",
+                        q(&format!(
+                            "{}:{}{}",
+                            m.source,
+                            m.target,
+                            if m.read_only { ":ro" } else { "" }
+                        ))
+                    )
                 }
-                MountKind::Volume => format!("--volume {}", q(&format!("{}:{}", m.source, m.target))),
+                MountKind::Volume => {
+                    format!("--volume {}", q(&format!("{}:{}", m.source, m.target)))
+                }
             });
         }
         for (k, v) in &self.env {
@@ -148,30 +162,74 @@ pub struct HostPaths {
 
 /// File name of an image tarball.
 pub fn image_tar_name(image: &str) -> String {
-    let s: String = image.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect();
+    let s: String = image
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     format!("{s}.tar")
 }
 
 /// The container of one node.
-pub fn node_container(input: &ClusterPlanInput, names: &KindNames, node: &NodeInput, kubeadm_yaml: String, host: &HostPaths) -> NodeContainerSpec {
+pub fn node_container(
+    input: &ClusterPlanInput,
+    names: &KindNames,
+    node: &NodeInput,
+    kubeadm_yaml: String,
+    host: &HostPaths,
+) -> NodeContainerSpec {
     let container_name = names.container(&node.name);
     let role = match node.role {
         Role::ControlPlane => "control-plane",
         Role::Worker => "worker",
     };
     let mut mounts = vec![
-        MountSpec { kind: MountKind::Tmpfs, source: String::new(), target: "/run".into(), read_only: false },
-        MountSpec { kind: MountKind::Tmpfs, source: String::new(), target: "/tmp".into(), read_only: false },
-        MountSpec { kind: MountKind::Bind, source: "/lib/modules".into(), target: "/lib/modules".into(), read_only: true },
-        MountSpec { kind: MountKind::Volume, source: format!("{container_name}-containerd"), target: "/var/lib/containerd".into(), read_only: false },
+        MountSpec {
+            kind: MountKind::Tmpfs,
+            source: String::new(),
+            target: "/run".into(),
+            read_only: false,
+        },
+        MountSpec {
+            kind: MountKind::Tmpfs,
+            source: String::new(),
+            target: "/tmp".into(),
+            read_only: false,
+        },
+        MountSpec {
+            kind: MountKind::Bind,
+            source: "/lib/modules".into(),
+            target: "/lib/modules".into(),
+            read_only: true,
+        },
+        MountSpec {
+            kind: MountKind::Volume,
+            source: format!("{container_name}-containerd"),
+            target: "/var/lib/containerd".into(),
+            read_only: false,
+        },
     ];
     if input.longhorn {
         // Longhorn replicas keep their data here; a volume survives reboots (container restarts)
         // and is not overlayfs.
-        mounts.push(MountSpec { kind: MountKind::Volume, source: format!("{container_name}-longhorn"), target: "/var/lib/longhorn".into(), read_only: false });
+        mounts.push(MountSpec {
+            kind: MountKind::Volume,
+            source: format!("{container_name}-longhorn"),
+            target: "/var/lib/longhorn".into(),
+            read_only: false,
+        });
     }
     let ports = if node.role == Role::ControlPlane {
-        vec![PortSpec { host_ip: input.api_server_address.clone(), host_port: None, container_port: API_SERVER_PORT }]
+        vec![PortSpec {
+            host_ip: input.api_server_address.clone(),
+            host_port: None,
+            container_port: API_SERVER_PORT,
+        }]
     } else {
         vec![]
     };
@@ -196,11 +254,14 @@ pub fn node_container(input: &ClusterPlanInput, names: &KindNames, node: &NodeIn
             (LABEL_ROLE.into(), role.into()),
         ],
         ports,
-        files: std::iter::once(FileSpec { path: KUBEADM_CONFIG_PATH.into(), source: FileSource::Inline(kubeadm_yaml) })
-            .chain(input.load_images.iter().map(|i| FileSpec {
-                path: format!("{IMAGES_DIR}/{}", image_tar_name(i)),
-                source: FileSource::HostFile(format!("{}/{}", host.images_dir, image_tar_name(i))),
-            }))
-            .collect(),
+        files: std::iter::once(FileSpec {
+            path: KUBEADM_CONFIG_PATH.into(),
+            source: FileSource::Inline(kubeadm_yaml),
+        })
+        .chain(input.load_images.iter().map(|i| FileSpec {
+            path: format!("{IMAGES_DIR}/{}", image_tar_name(i)),
+            source: FileSource::HostFile(format!("{}/{}", host.images_dir, image_tar_name(i))),
+        }))
+        .collect(),
     }
 }

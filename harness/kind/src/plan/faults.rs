@@ -5,7 +5,9 @@
 //! Heal steps are idempotent: they may run after a partial inject, twice, or after a reboot.
 
 use crate::input::{FaultOp, VolumeRef};
-use crate::plan::longhorn::{CSI_PLUGIN_DAEMONSET, CSI_PLUGIN_LABEL, DRIVER, NAMESPACE as LONGHORN_NS};
+use crate::plan::longhorn::{
+    CSI_PLUGIN_DAEMONSET, CSI_PLUGIN_LABEL, DRIVER, NAMESPACE as LONGHORN_NS,
+};
 use crate::plan::{DockerOp, KindNames, Step};
 use crate::shell::quote;
 use crate::versions;
@@ -71,22 +73,33 @@ pub const REBOOT_GRACE_SECS: u32 = 30;
 pub fn check_name(what: &str, s: &str) -> Result<(), String> {
     let ok = !s.is_empty()
         && s.len() <= 253
-        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
         && s.starts_with(|c: char| c.is_ascii_alphanumeric())
         && s.ends_with(|c: char| c.is_ascii_alphanumeric());
     if ok {
         Ok(())
     } else {
-        Err(format!("{what} `{s}` is not a valid Kubernetes name (lower-case letters, digits, '-', '.')"))
+        Err(format!(
+            "{what} `{s}` is not a valid Kubernetes name (lower-case letters, digits, '-', '.')"
+        ))
     }
 }
 
 fn unsupported(op: &FaultOp, reason: impl Into<String>) -> Unsupported {
-    Unsupported { key: op.key(), reason: reason.into() }
+    Unsupported {
+        key: op.key(),
+        reason: reason.into(),
+    }
 }
 
 fn wait_kubelet_active(node: &str) -> Step {
-    Step::node(format!("kubelet on {node} is active"), node, "systemctl is-active --quiet kubelet").retry(2, 300)
+    Step::node(
+        format!("kubelet on {node} is active"),
+        node,
+        "systemctl is-active --quiet kubelet",
+    )
+    .retry(2, 300)
 }
 
 fn wait_csi_plugin_ready(node: &str) -> Step {
@@ -141,7 +154,10 @@ fn prober_specs(flavour: &Flavour) -> Vec<String> {
 }
 
 fn nfs_specs() -> Vec<String> {
-    ["tcp", "udp"].iter().map(|p| format!("-p {p} --dport 2049 -m comment --comment {NFS_COMMENT} -j DROP")).collect()
+    ["tcp", "udp"]
+        .iter()
+        .map(|p| format!("-p {p} --dport 2049 -m comment --comment {NFS_COMMENT} -j DROP"))
+        .collect()
 }
 
 fn io_errors_inject() -> String {
@@ -216,7 +232,12 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
             Err(unsupported(op, "it needs Longhorn (`storage: longhorn`)"))
         }
     };
-    let plan = |inject: Vec<Step>, heal: Vec<Step>, fidelity: &str| FaultPlan { key: op.key(), inject, heal, fidelity: fidelity.into() };
+    let plan = |inject: Vec<Step>, heal: Vec<Step>, fidelity: &str| FaultPlan {
+        key: op.key(),
+        inject,
+        heal,
+        fidelity: fidelity.into(),
+    };
     Ok(match op {
         FaultOp::StaleDeviceMount(s) => {
             needs_longhorn()?;
@@ -230,7 +251,15 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                     inject.push(
                         Step::kubectl_owned(
                             format!("the PV bound to PVC {ns}/{name}"),
-                            vec!["-n".into(), ns.into(), "get".into(), "pvc".into(), name.into(), "-o".into(), "jsonpath={.spec.volumeName}".into()],
+                            vec![
+                                "-n".into(),
+                                ns.into(),
+                                "get".into(),
+                                "pvc".into(),
+                                name.into(),
+                                "-o".into(),
+                                "jsonpath={.spec.volumeName}".into(),
+                            ],
                         )
                         .capture("pv"),
                     );
@@ -306,7 +335,12 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
             let heal = vec![
                 Step::kubectl_owned(
                     format!("let the CSI plugin DaemonSet back onto {n}"),
-                    vec!["label".into(), "node".into(), n.clone(), format!("{CSI_DOWN_LABEL}-")],
+                    vec![
+                        "label".into(),
+                        "node".into(),
+                        n.clone(),
+                        format!("{CSI_DOWN_LABEL}-"),
+                    ],
                 )
                 .ignore_failure(),
                 wait_csi_plugin_ready(n),
@@ -339,12 +373,19 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                 ),
                 wait_csi_plugin_ready(n),
             ];
-            plan(inject, vec![], "the runbook's option 2, as it is done on a real cluster")
+            plan(
+                inject,
+                vec![],
+                "the runbook's option 2, as it is done on a real cluster",
+            )
         }
         FaultOp::KubeletWorkersSaturated(k) => {
             let n = &k.node;
             if k.stale_pods == 0 || k.stale_pods > 200 {
-                return Err(unsupported(op, format!("stalePods must be 1..=200, not {}", k.stale_pods)));
+                return Err(unsupported(
+                    op,
+                    format!("stalePods must be 1..=200, not {}", k.stale_pods),
+                ));
             }
             let sel = format!("{STALE_NODE_LABEL}={n}");
             let inject = vec![
@@ -458,7 +499,12 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                 Some(names) => {
                     let c = names.container(n);
                     if stuck {
-                        let mut heal = vec![Step::docker(format!("power {n} back on"), DockerOp::Start { container: c.clone() })];
+                        let mut heal = vec![Step::docker(
+                            format!("power {n} back on"),
+                            DockerOp::Start {
+                                container: c.clone(),
+                            },
+                        )];
                         heal.extend(ctx.after_boot.iter().cloned());
                         plan(
                             vec![Step::docker(
@@ -470,10 +516,19 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                              then what kind's bring-up does once a node starts is redone",
                         )
                     } else {
-                        let mut inject = vec![Step::docker(format!("reboot {n}"), DockerOp::Restart { container: c.clone(), grace_secs: REBOOT_GRACE_SECS })];
+                        let mut inject = vec![Step::docker(
+                            format!("reboot {n}"),
+                            DockerOp::Restart {
+                                container: c.clone(),
+                                grace_secs: REBOOT_GRACE_SECS,
+                            },
+                        )];
                         inject.extend(ctx.after_boot.iter().cloned());
                         // Also the heal of a reboot that hung (hungNfs/ioErrors), which planned no start.
-                        let mut heal = vec![Step::docker(format!("{n} is running"), DockerOp::Start { container: c })];
+                        let mut heal = vec![Step::docker(
+                            format!("{n} is running"),
+                            DockerOp::Start { container: c },
+                        )];
                         heal.extend(ctx.after_boot.iter().cloned());
                         plan(
                             inject,
@@ -503,12 +558,22 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
         FaultOp::NodePowerCycle(t) => {
             let n = &t.node;
             let Some(names) = kind else {
-                return Err(unsupported(op, "no power control (IPMI/Redfish) of an existing cluster's nodes"));
+                return Err(unsupported(
+                    op,
+                    "no power control (IPMI/Redfish) of an existing cluster's nodes",
+                ));
             };
             let c = names.container(n);
             let mut inject = vec![
                 // A node stopped by a stuck reboot has nothing left to kill.
-                Step::docker(format!("cut {n}'s power"), DockerOp::Kill { container: c.clone(), signal: "KILL".into() }).ignore_failure(),
+                Step::docker(
+                    format!("cut {n}'s power"),
+                    DockerOp::Kill {
+                        container: c.clone(),
+                        signal: "KILL".into(),
+                    },
+                )
+                .ignore_failure(),
                 Step::docker(format!("power {n} on"), DockerOp::Start { container: c }),
             ];
             inject.extend(ctx.after_boot.iter().cloned());
@@ -575,21 +640,37 @@ mod tests {
 
     fn kind_ctx() -> FaultContext {
         FaultContext {
-            flavour: Flavour::Kind(KindNames { cluster: "fl".into(), control_plane_node: "control-plane".into() }),
+            flavour: Flavour::Kind(KindNames {
+                cluster: "fl".into(),
+                control_plane_node: "control-plane".into(),
+            }),
             longhorn: true,
             stuck_io_on_node: false,
-            after_boot: vec![Step::node("kubelet on worker-04 is active", "worker-04", "systemctl is-active --quiet kubelet")],
+            after_boot: vec![Step::node(
+                "kubelet on worker-04 is active",
+                "worker-04",
+                "systemctl is-active --quiet kubelet",
+            )],
         }
     }
     fn existing_ctx() -> FaultContext {
-        FaultContext { flavour: Flavour::Existing, longhorn: true, stuck_io_on_node: false, after_boot: vec![] }
+        FaultContext {
+            flavour: Flavour::Existing,
+            longhorn: true,
+            stuck_io_on_node: false,
+            after_boot: vec![],
+        }
     }
     fn scripts(steps: &[Step]) -> String {
         steps
             .iter()
             .map(|s| match &s.action {
                 Action::NodeShell { node, script } => format!("[{node}] {script}"),
-                Action::Kubectl { args, stdin } => format!("kubectl {} {}", args.join(" "), stdin.clone().unwrap_or_default()),
+                Action::Kubectl { args, stdin } => format!(
+                    "kubectl {} {}",
+                    args.join(" "),
+                    stdin.clone().unwrap_or_default()
+                ),
                 Action::Docker(op) => crate::plan::render_docker(op),
                 Action::ExportKubeconfig { host_path } => format!("export {host_path}"),
             })
@@ -605,26 +686,75 @@ mod tests {
     #[rstest]
     #[case(FaultOp::StaleDeviceMount(StaleDeviceMount { node: "worker-04".into(), volume: VolumeRef::DeletedPv("pvc-81b676e6".into()) }),
            "mount --bind \"$gm\" /var/lib/faultline/stale/pvc-81b676e6", "umount /var/lib/faultline/stale/pvc-81b676e6")]
-    #[case(FaultOp::CsiPluginDown(t("worker-04")), "label node worker-04 faultline.dev/csi-plugin-down=true", "label node worker-04 faultline.dev/csi-plugin-down-")]
-    #[case(FaultOp::CsiPluginRestart(t("worker-04")), "delete pod -l app=longhorn-csi-plugin --field-selector=spec.nodeName=worker-04", "")]
+    #[case(
+        FaultOp::CsiPluginDown(t("worker-04")),
+        "label node worker-04 faultline.dev/csi-plugin-down=true",
+        "label node worker-04 faultline.dev/csi-plugin-down-"
+    )]
+    #[case(
+        FaultOp::CsiPluginRestart(t("worker-04")),
+        "delete pod -l app=longhorn-csi-plugin --field-selector=spec.nodeName=worker-04",
+        ""
+    )]
     #[case(FaultOp::KubeletWorkersSaturated(KubeletWorkersSaturated { node: "worker-04".into(), stale_pods: 2 }), "mount -t tmpfs faultline-stale", "umount \"$m\"")]
-    #[case(FaultOp::KubeletStop(t("worker-04")), "[worker-04] systemctl stop kubelet", "[worker-04] systemctl start kubelet")]
-    #[case(FaultOp::KubeletHang(t("worker-04")), "systemctl kill --signal=SIGSTOP kubelet", "systemctl kill --signal=SIGCONT kubelet")]
-    #[case(FaultOp::KubeletRestart(t("worker-04")), "[worker-04] systemctl restart kubelet", "")]
-    #[case(FaultOp::ProberManagerBroken(t("worker-04")), "iptables -I OUTPUT 1 -o veth+ -p tcp -m conntrack --ctstate NEW", "while iptables -D OUTPUT -o veth+")]
+    #[case(
+        FaultOp::KubeletStop(t("worker-04")),
+        "[worker-04] systemctl stop kubelet",
+        "[worker-04] systemctl start kubelet"
+    )]
+    #[case(
+        FaultOp::KubeletHang(t("worker-04")),
+        "systemctl kill --signal=SIGSTOP kubelet",
+        "systemctl kill --signal=SIGCONT kubelet"
+    )]
+    #[case(
+        FaultOp::KubeletRestart(t("worker-04")),
+        "[worker-04] systemctl restart kubelet",
+        ""
+    )]
+    #[case(
+        FaultOp::ProberManagerBroken(t("worker-04")),
+        "iptables -I OUTPUT 1 -o veth+ -p tcp -m conntrack --ctstate NEW",
+        "while iptables -D OUTPUT -o veth+"
+    )]
     #[case(FaultOp::NodeReboot(NodeReboot { node: "worker-04".into(), stuck_until_power_cycle: false }), "docker restart --time 30 fl-worker-04", "docker start fl-worker-04")]
     #[case(FaultOp::NodeReboot(NodeReboot { node: "worker-04".into(), stuck_until_power_cycle: true }), "docker stop --time 30 fl-worker-04", "docker start fl-worker-04")]
-    #[case(FaultOp::NodePowerCycle(t("worker-04")), "docker kill --signal KILL fl-worker-04\ndocker start fl-worker-04", "")]
-    #[case(FaultOp::NodeNetworkPartition(t("worker-04")), "docker network disconnect --force faultline-fl fl-worker-04", "docker network connect faultline-fl fl-worker-04")]
-    #[case(FaultOp::HungNfs(t("worker-04")), "iptables -I OUTPUT 1 -p tcp --dport 2049", "while iptables -D OUTPUT -p udp --dport 2049")]
-    #[case(FaultOp::IoErrors(t("worker-04")), "echo offline > /sys/block/$d/device/state", "echo running > /sys/block/$d/device/state")]
-    fn every_kind_operation_maps_to_node_commands(#[case] op: FaultOp, #[case] inject: &str, #[case] heal: &str) {
+    #[case(
+        FaultOp::NodePowerCycle(t("worker-04")),
+        "docker kill --signal KILL fl-worker-04\ndocker start fl-worker-04",
+        ""
+    )]
+    #[case(
+        FaultOp::NodeNetworkPartition(t("worker-04")),
+        "docker network disconnect --force faultline-fl fl-worker-04",
+        "docker network connect faultline-fl fl-worker-04"
+    )]
+    #[case(
+        FaultOp::HungNfs(t("worker-04")),
+        "iptables -I OUTPUT 1 -p tcp --dport 2049",
+        "while iptables -D OUTPUT -p udp --dport 2049"
+    )]
+    #[case(
+        FaultOp::IoErrors(t("worker-04")),
+        "echo offline > /sys/block/$d/device/state",
+        "echo running > /sys/block/$d/device/state"
+    )]
+    fn every_kind_operation_maps_to_node_commands(
+        #[case] op: FaultOp,
+        #[case] inject: &str,
+        #[case] heal: &str,
+    ) {
         let p = plan_fault(&op, &kind_ctx()).unwrap();
         assert_eq!(p.key, op.key());
         let i = scripts(&p.inject);
         assert!(i.contains(inject), "inject of {}:\n{i}", op.key());
         if heal.is_empty() {
-            assert!(op.is_one_shot() && p.heal.is_empty(), "{} heals: {:?}", op.key(), p.heal);
+            assert!(
+                op.is_one_shot() && p.heal.is_empty(),
+                "{} heals: {:?}",
+                op.key(),
+                p.heal
+            );
         } else {
             let h = scripts(&p.heal);
             assert!(h.contains(heal), "heal of {}:\n{h}", op.key());
@@ -642,9 +772,15 @@ mod tests {
     fn the_catalog_is_covered_on_kind_except_the_sim_only_api_faults() {
         for op in FaultOp::examples("worker-04") {
             match plan_fault(&op, &kind_ctx()) {
-                Ok(_) => assert!(!matches!(op, FaultOp::ApiErrors(_) | FaultOp::ApiLatency(_))),
+                Ok(_) => assert!(!matches!(
+                    op,
+                    FaultOp::ApiErrors(_) | FaultOp::ApiLatency(_)
+                )),
                 Err(u) => {
-                    assert!(matches!(op, FaultOp::ApiErrors(_) | FaultOp::ApiLatency(_)), "{u}");
+                    assert!(
+                        matches!(op, FaultOp::ApiErrors(_) | FaultOp::ApiLatency(_)),
+                        "{u}"
+                    );
                     assert!(u.reason.contains("--provider sim"));
                 }
             }
@@ -653,27 +789,52 @@ mod tests {
 
     #[test]
     fn stale_mount_of_a_pvc_resolves_the_pv_first_and_heals_without_the_api() {
-        let op = FaultOp::StaleDeviceMount(StaleDeviceMount { node: "w".into(), volume: VolumeRef::Pvc("llmsafespaces/workspace-a".into()) });
+        let op = FaultOp::StaleDeviceMount(StaleDeviceMount {
+            node: "w".into(),
+            volume: VolumeRef::Pvc("llmsafespaces/workspace-a".into()),
+        });
         let p = plan_fault(&op, &kind_ctx()).unwrap();
         assert_eq!(p.inject[0].capture.as_deref(), Some("pv"));
-        assert!(matches!(&p.inject[0].action, Action::Kubectl { args, .. } if args.join(" ") == "-n llmsafespaces get pvc workspace-a -o jsonpath={.spec.volumeName}"));
+        assert!(
+            matches!(&p.inject[0].action, Action::Kubectl { args, .. } if args.join(" ") == "-n llmsafespaces get pvc workspace-a -o jsonpath={.spec.volumeName}")
+        );
         assert!(scripts(&p.inject).contains("pv='{{pv}}'"));
         let h = scripts(&p.heal);
-        assert!(h.contains("/var/lib/faultline/stale/pvc-ref-llmsafespaces-workspace-a") && !h.contains("kubectl"), "{h}");
+        assert!(
+            h.contains("/var/lib/faultline/stale/pvc-ref-llmsafespaces-workspace-a")
+                && !h.contains("kubectl"),
+            "{h}"
+        );
     }
 
     #[test]
     fn a_reboot_during_hung_io_stays_down_until_power_cycled() {
-        let op = FaultOp::NodeReboot(NodeReboot { node: "w".into(), stuck_until_power_cycle: false });
-        let p = plan_fault(&op, &FaultContext { stuck_io_on_node: true, ..kind_ctx() }).unwrap();
+        let op = FaultOp::NodeReboot(NodeReboot {
+            node: "w".into(),
+            stuck_until_power_cycle: false,
+        });
+        let p = plan_fault(
+            &op,
+            &FaultContext {
+                stuck_io_on_node: true,
+                ..kind_ctx()
+            },
+        )
+        .unwrap();
         assert!(scripts(&p.inject).contains("docker stop --time 30 fl-w"));
         assert!(!scripts(&p.inject).contains("docker start"));
     }
 
     #[test]
     fn csi_faults_need_longhorn() {
-        let ctx = FaultContext { longhorn: false, ..kind_ctx() };
-        for op in [FaultOp::CsiPluginDown(t("w")), FaultOp::CsiPluginRestart(t("w"))] {
+        let ctx = FaultContext {
+            longhorn: false,
+            ..kind_ctx()
+        };
+        for op in [
+            FaultOp::CsiPluginDown(t("w")),
+            FaultOp::CsiPluginRestart(t("w")),
+        ] {
             let e = plan_fault(&op, &ctx).unwrap_err();
             assert!(e.to_string().contains("Longhorn"), "{e}");
         }
@@ -687,7 +848,10 @@ mod tests {
         let e = plan_fault(&FaultOp::KubeletStop(t(node)), &kind_ctx()).unwrap_err();
         assert!(e.reason.contains("not a valid Kubernetes name"), "{e}");
         let e = plan_fault(
-            &FaultOp::StaleDeviceMount(StaleDeviceMount { node: "w".into(), volume: VolumeRef::Pv(format!("pv{node}x")) }),
+            &FaultOp::StaleDeviceMount(StaleDeviceMount {
+                node: "w".into(),
+                volume: VolumeRef::Pv(format!("pv{node}x")),
+            }),
             &kind_ctx(),
         );
         assert!(node.is_empty() || e.is_err());
@@ -709,7 +873,14 @@ mod tests {
     fn existing_runs_node_scripts_and_never_docker() {
         for op in FaultOp::examples("w") {
             if let Ok(p) = plan_fault(&op, &existing_ctx()) {
-                assert!(p.inject.iter().chain(&p.heal).all(|s| !matches!(s.action, Action::Docker(_))), "{}", op.key());
+                assert!(
+                    p.inject
+                        .iter()
+                        .chain(&p.heal)
+                        .all(|s| !matches!(s.action, Action::Docker(_))),
+                    "{}",
+                    op.key()
+                );
             }
         }
         let p = plan_fault(&FaultOp::KubeletRestart(t("w")), &existing_ctx()).unwrap();
@@ -721,16 +892,23 @@ mod tests {
     #[test]
     fn saturation_pods_are_pinned_to_the_node_and_wait_for_their_pin() {
         let m = stale_pods_manifest("worker-04", 2);
-        let docs: Vec<serde_yaml::Value> =
-            serde_yaml::Deserializer::from_str(&m).map(|d| serde::Deserialize::deserialize(d).unwrap()).collect();
+        let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&m)
+            .map(|d| serde::Deserialize::deserialize(d).unwrap())
+            .collect();
         assert_eq!(docs.len(), 3);
         assert_eq!(docs[0]["kind"], "Namespace");
         for (i, pod) in docs[1..].iter().enumerate() {
-            assert_eq!(pod["metadata"]["name"].as_str().unwrap(), format!("stale-worker-04-{i}"));
+            assert_eq!(
+                pod["metadata"]["name"].as_str().unwrap(),
+                format!("stale-worker-04-{i}")
+            );
             assert_eq!(pod["spec"]["nodeName"], "worker-04");
             assert_eq!(pod["spec"]["restartPolicy"], "Never");
             assert_eq!(pod["spec"]["volumes"][0]["name"], "faultline-stale");
-            assert!(pod["spec"]["containers"][0]["command"][2].as_str().unwrap().contains("/data/pin"));
+            assert!(pod["spec"]["containers"][0]["command"][2]
+                .as_str()
+                .unwrap()
+                .contains("/data/pin"));
         }
     }
 }

@@ -135,7 +135,11 @@ pub struct JoinConfiguration {
 }
 
 fn registration(node: &NodeInput) -> NodeRegistration {
-    NodeRegistration { name: node.name.clone(), cri_socket: CRI_SOCKET.into(), kubelet_extra_args: vec![] }
+    NodeRegistration {
+        name: node.name.clone(),
+        cri_socket: CRI_SOCKET.into(),
+        kubelet_extra_args: vec![],
+    }
 }
 
 pub fn control_plane_endpoint(names: &KindNames) -> String {
@@ -148,7 +152,12 @@ pub fn control_plane_docs(
     names: &KindNames,
     node: &NodeInput,
     token: &str,
-) -> (InitConfiguration, ClusterConfiguration, KubeletConfiguration, KubeProxyConfiguration) {
+) -> (
+    InitConfiguration,
+    ClusterConfiguration,
+    KubeletConfiguration,
+    KubeProxyConfiguration,
+) {
     let init = InitConfiguration {
         api_version: KUBEADM_API.into(),
         kind: "InitConfiguration".into(),
@@ -158,10 +167,17 @@ pub fn control_plane_docs(
             usages: vec!["signing".into(), "authentication".into()],
             groups: vec!["system:bootstrappers:kubeadm:default-node-token".into()],
         }],
-        local_api_endpoint: LocalApiEndpoint { bind_port: API_SERVER_PORT },
+        local_api_endpoint: LocalApiEndpoint {
+            bind_port: API_SERVER_PORT,
+        },
         node_registration: registration(node),
     };
-    let mut sans = vec!["localhost".to_string(), "127.0.0.1".into(), names.control_plane_container(), node.name.clone()];
+    let mut sans = vec![
+        "localhost".to_string(),
+        "127.0.0.1".into(),
+        names.control_plane_container(),
+        node.name.clone(),
+    ];
     if input.api_server_address != "0.0.0.0" && !sans.contains(&input.api_server_address) {
         sans.push(input.api_server_address.clone());
     }
@@ -190,10 +206,14 @@ pub fn control_plane_docs(
         cgroup_root: "/kubelet".into(),
         fail_swap_on: false,
         image_gc_high_threshold_percent: 100,
-        eviction_hard: [("imagefs.available", "0%"), ("nodefs.available", "0%"), ("nodefs.inodesFree", "0%")]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
+        eviction_hard: [
+            ("imagefs.available", "0%"),
+            ("nodefs.available", "0%"),
+            ("nodefs.inodesFree", "0%"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
     };
     let proxy = KubeProxyConfiguration {
         api_version: "kubeproxy.config.k8s.io/v1alpha1".into(),
@@ -224,7 +244,12 @@ fn yaml<T: Serialize>(v: &T) -> String {
 }
 
 /// The config file of a node (`/kind/kubeadm.conf`), multi-document YAML.
-pub fn node_config_yaml(input: &ClusterPlanInput, names: &KindNames, node: &NodeInput, token: &str) -> String {
+pub fn node_config_yaml(
+    input: &ClusterPlanInput,
+    names: &KindNames,
+    node: &NodeInput,
+    token: &str,
+) -> String {
     match node.role {
         crate::input::Role::ControlPlane => {
             let (i, c, k, p) = control_plane_docs(input, names, node, token);
@@ -248,15 +273,26 @@ mod tests {
     use crate::input::{ClusterPlanInput, NodeInput};
 
     fn input() -> ClusterPlanInput {
-        let mut i = ClusterPlanInput::new("stale-mount", vec![NodeInput::control_plane("control-plane"), NodeInput::worker("worker-04")]);
+        let mut i = ClusterPlanInput::new(
+            "stale-mount",
+            vec![
+                NodeInput::control_plane("control-plane"),
+                NodeInput::worker("worker-04"),
+            ],
+        );
         i.extra_cert_sans = vec!["docker".into()];
         i
     }
     fn names() -> KindNames {
-        KindNames { cluster: "stale-mount".into(), control_plane_node: "control-plane".into() }
+        KindNames {
+            cluster: "stale-mount".into(),
+            control_plane_node: "control-plane".into(),
+        }
     }
     fn docs(yaml: &str) -> Vec<serde_yaml::Value> {
-        serde_yaml::Deserializer::from_str(yaml).map(|d| serde_yaml::Value::deserialize(d).unwrap()).collect()
+        serde_yaml::Deserializer::from_str(yaml)
+            .map(|d| serde_yaml::Value::deserialize(d).unwrap())
+            .collect()
     }
 
     #[test]
@@ -265,12 +301,23 @@ mod tests {
         let y = node_config_yaml(&i, &names(), &i.nodes[0], "abcdef.0123456789abcdef");
         let d = docs(&y);
         let kinds: Vec<&str> = d.iter().map(|v| v["kind"].as_str().unwrap()).collect();
-        assert_eq!(kinds, ["InitConfiguration", "ClusterConfiguration", "KubeletConfiguration", "KubeProxyConfiguration"]);
+        assert_eq!(
+            kinds,
+            [
+                "InitConfiguration",
+                "ClusterConfiguration",
+                "KubeletConfiguration",
+                "KubeProxyConfiguration"
+            ]
+        );
         let init: InitConfiguration = serde_yaml::from_value(d[0].clone()).unwrap();
         assert_eq!(init.api_version, "kubeadm.k8s.io/v1beta4");
         assert_eq!(init.bootstrap_tokens[0].token, "abcdef.0123456789abcdef");
         assert_eq!(init.node_registration.name, "control-plane");
-        assert_eq!(init.node_registration.cri_socket, "unix:///run/containerd/containerd.sock");
+        assert_eq!(
+            init.node_registration.cri_socket,
+            "unix:///run/containerd/containerd.sock"
+        );
         assert_eq!(init.local_api_endpoint.bind_port, 6443);
         let c: ClusterConfiguration = serde_yaml::from_value(d[1].clone()).unwrap();
         assert_eq!(c.kubernetes_version, "v1.35.5");
@@ -278,8 +325,18 @@ mod tests {
         assert_eq!(c.control_plane_endpoint, "stale-mount-control-plane:6443");
         assert_eq!(c.networking.pod_subnet, "10.244.0.0/16");
         assert_eq!(c.networking.service_subnet, "10.96.0.0/16");
-        for san in ["localhost", "127.0.0.1", "stale-mount-control-plane", "control-plane", "docker"] {
-            assert!(c.api_server.cert_sans.iter().any(|s| s == san), "missing SAN {san}: {:?}", c.api_server.cert_sans);
+        for san in [
+            "localhost",
+            "127.0.0.1",
+            "stale-mount-control-plane",
+            "control-plane",
+            "docker",
+        ] {
+            assert!(
+                c.api_server.cert_sans.iter().any(|s| s == san),
+                "missing SAN {san}: {:?}",
+                c.api_server.cert_sans
+            );
         }
         let k: KubeletConfiguration = serde_yaml::from_value(d[2].clone()).unwrap();
         assert_eq!(k.cgroup_driver, "systemd");
@@ -289,7 +346,16 @@ mod tests {
         assert_eq!(p.mode, "iptables");
         assert_eq!(p.conntrack.max_per_core, 0);
         // Field spelling kubeadm expects (not just what serde round-trips).
-        for key in ["localAPIEndpoint:", "certSANs:", "controlPlaneEndpoint:", "imageGCHighThresholdPercent: 100", "cgroupDriver: systemd", "maxPerCore: 0", "criSocket:", "podSubnet:"] {
+        for key in [
+            "localAPIEndpoint:",
+            "certSANs:",
+            "controlPlaneEndpoint:",
+            "imageGCHighThresholdPercent: 100",
+            "cgroupDriver: systemd",
+            "maxPerCore: 0",
+            "criSocket:",
+            "podSubnet:",
+        ] {
             assert!(y.contains(key), "no {key} in\n{y}");
         }
     }
@@ -302,11 +368,17 @@ mod tests {
         let j: JoinConfiguration = serde_yaml::from_str(&y).unwrap();
         assert_eq!(j.kind, "JoinConfiguration");
         assert_eq!(j.api_version, KUBEADM_API);
-        assert_eq!(j.discovery.bootstrap_token.api_server_endpoint, "stale-mount-control-plane:6443");
+        assert_eq!(
+            j.discovery.bootstrap_token.api_server_endpoint,
+            "stale-mount-control-plane:6443"
+        );
         assert_eq!(j.discovery.bootstrap_token.token, "abcdef.0123456789abcdef");
         assert!(j.discovery.bootstrap_token.unsafe_skip_ca_verification);
         assert_eq!(j.node_registration.name, "worker-04");
-        assert!(y.contains("apiServerEndpoint:") && y.contains("unsafeSkipCAVerification: true"), "{y}");
+        assert!(
+            y.contains("apiServerEndpoint:") && y.contains("unsafeSkipCAVerification: true"),
+            "{y}"
+        );
     }
 
     #[test]
@@ -314,7 +386,9 @@ mod tests {
         let t = bootstrap_token("x");
         let (a, b) = t.split_once('.').unwrap();
         assert_eq!((a.len(), b.len()), (6, 16));
-        assert!(t.chars().all(|c| c == '.' || c.is_ascii_digit() || c.is_ascii_lowercase()));
+        assert!(t
+            .chars()
+            .all(|c| c == '.' || c.is_ascii_digit() || c.is_ascii_lowercase()));
         assert_ne!(bootstrap_token("x"), bootstrap_token("y"));
     }
 }

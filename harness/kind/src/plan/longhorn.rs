@@ -51,27 +51,60 @@ pub fn prerequisites(input: &ClusterPlanInput) -> Vec<Step> {
 
 /// Apply the pinned manifest and wait until Longhorn serves volumes on every node.
 pub fn install(input: &ClusterPlanInput) -> Vec<Step> {
-    let cp = input.control_plane().map(|n| n.name.clone()).unwrap_or_default();
+    let cp = input
+        .control_plane()
+        .map(|n| n.name.clone())
+        .unwrap_or_default();
     let url = versions::longhorn_manifest_url();
     let mut steps = vec![
-        Step::kubectl_owned(format!("apply Longhorn {}", versions::LONGHORN_VERSION), vec!["apply".into(), "-f".into(), url]).retry(10, 120),
+        Step::kubectl_owned(
+            format!("apply Longhorn {}", versions::LONGHORN_VERSION),
+            vec!["apply".into(), "-f".into(), url],
+        )
+        .retry(10, 120),
         Step::kubectl(
             "longhorn-manager runs on every node",
-            &["-n", NAMESPACE, "rollout", "status", "daemonset/longhorn-manager", "--timeout=600s"],
+            &[
+                "-n",
+                NAMESPACE,
+                "rollout",
+                "status",
+                "daemonset/longhorn-manager",
+                "--timeout=600s",
+            ],
         )
         .retry(10, 900),
         // The driver deployer creates the CSI components once longhorn-manager is up.
         Step::kubectl(
             "the CSI node plugin runs on every node",
-            &["-n", NAMESPACE, "rollout", "status", "daemonset/longhorn-csi-plugin", "--timeout=60s"],
+            &[
+                "-n",
+                NAMESPACE,
+                "rollout",
+                "status",
+                "daemonset/longhorn-csi-plugin",
+                "--timeout=60s",
+            ],
         )
         .retry(10, 900),
         Step::kubectl(
             "Longhorn deployments are available",
-            &["-n", NAMESPACE, "wait", "--for=condition=Available", "deployment", "--all", "--timeout=600s"],
+            &[
+                "-n",
+                NAMESPACE,
+                "wait",
+                "--for=condition=Available",
+                "deployment",
+                "--all",
+                "--timeout=600s",
+            ],
         )
         .retry(10, 900),
-        Step::kubectl("StorageClass longhorn exists", &["get", "storageclass", "longhorn"]).retry(5, 300),
+        Step::kubectl(
+            "StorageClass longhorn exists",
+            &["get", "storageclass", "longhorn"],
+        )
+        .retry(5, 300),
     ];
     for n in &input.nodes {
         steps.push(
@@ -96,7 +129,15 @@ mod tests {
     use crate::plan::Action;
 
     fn input() -> ClusterPlanInput {
-        ClusterPlanInput::new("lh", vec![NodeInput::control_plane("cp"), NodeInput::worker("w1"), NodeInput::worker("w2")]).with_longhorn(true)
+        ClusterPlanInput::new(
+            "lh",
+            vec![
+                NodeInput::control_plane("cp"),
+                NodeInput::worker("w1"),
+                NodeInput::worker("w2"),
+            ],
+        )
+        .with_longhorn(true)
     }
 
     #[test]
@@ -105,7 +146,12 @@ mod tests {
         let checks: Vec<&Step> = s.iter().filter(|s| matches!(&s.action, Action::NodeShell { script, .. } if script.contains("/sys/module/iscsi_tcp"))).collect();
         assert_eq!(checks.len(), 1);
         let msg = checks[0].on_failure.as_deref().unwrap();
-        assert!(msg.contains("iscsi_tcp") && msg.contains("modprobe") && msg.contains("longhorn/longhorn#1984"), "{msg}");
+        assert!(
+            msg.contains("iscsi_tcp")
+                && msg.contains("modprobe")
+                && msg.contains("longhorn/longhorn#1984"),
+            "{msg}"
+        );
         for node in ["cp", "w1", "w2"] {
             assert!(
                 s.iter().any(|s| s.target_node() == Some(node) && matches!(&s.action, Action::NodeShell { script, .. } if script.contains("apt-get install") && script.contains("open-iscsi"))),
@@ -118,8 +164,13 @@ mod tests {
     #[test]
     fn installs_the_pinned_manifest_and_waits_for_the_driver_on_every_node() {
         let s = install(&input());
-        assert!(matches!(&s[0].action, Action::Kubectl { args, .. } if args.last().unwrap().ends_with("/v1.9.1/deploy/longhorn.yaml")));
-        for ds in ["daemonset/longhorn-manager", "daemonset/longhorn-csi-plugin"] {
+        assert!(
+            matches!(&s[0].action, Action::Kubectl { args, .. } if args.last().unwrap().ends_with("/v1.9.1/deploy/longhorn.yaml"))
+        );
+        for ds in [
+            "daemonset/longhorn-manager",
+            "daemonset/longhorn-csi-plugin",
+        ] {
             assert!(s.iter().any(|s| matches!(&s.action, Action::Kubectl { args, .. } if args.iter().any(|a| a == ds))), "no wait for {ds}");
         }
         let driver_checks = s.iter().filter(|s| matches!(&s.action, Action::NodeShell { script, .. } if script.contains("get csinode"))).count();

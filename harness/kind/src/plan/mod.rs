@@ -64,7 +64,10 @@ pub enum Action {
     NodeShell { node: String, script: String },
     /// `kubectl <args>` with cluster-admin credentials (kind: inside the control-plane node;
     /// existing: on the host with `--context`), optionally with a manifest on stdin.
-    Kubectl { args: Vec<String>, stdin: Option<String> },
+    Kubectl {
+        args: Vec<String>,
+        stdin: Option<String>,
+    },
     /// An operation of the Docker engine (kind only).
     Docker(DockerOp),
     /// Read the control-plane's admin kubeconfig and write it on the host with the server
@@ -76,57 +79,121 @@ pub enum Action {
 pub enum DockerOp {
     /// `docker image inspect <image> || docker pull <image>`; a pinned `repo:tag@digest` also
     /// matches a local `repo:tag` without a repo digest (a `docker load`ed image).
-    EnsureImage { image: String },
+    EnsureImage {
+        image: String,
+    },
     /// `docker network create --driver bridge <name>` (labelled); an existing network of that
     /// name is an error (it is another run's).
-    NetworkCreate { name: String, labels: Vec<(String, String)> },
-    NetworkRemove { name: String },
+    NetworkCreate {
+        name: String,
+        labels: Vec<(String, String)>,
+    },
+    NetworkRemove {
+        name: String,
+    },
     /// `docker network disconnect --force <network> <container>`.
-    NetworkDisconnect { network: String, container: String },
+    NetworkDisconnect {
+        network: String,
+        container: String,
+    },
     /// `docker network connect <network> <container>` (no-op when connected).
-    NetworkConnect { network: String, container: String },
+    NetworkConnect {
+        network: String,
+        container: String,
+    },
     /// Start the node container described by `spec` (testcontainers `GenericImage`).
-    Run { spec: Box<container::NodeContainerSpec> },
+    Run {
+        spec: Box<container::NodeContainerSpec>,
+    },
     /// `docker restart --time <grace> <container>`: the image's stop signal (SIGRTMIN+3 for
     /// systemd) then SIGKILL after `grace`, then start.
-    Restart { container: String, grace_secs: u32 },
+    Restart {
+        container: String,
+        grace_secs: u32,
+    },
     /// `docker stop --time <grace> <container>`.
-    Stop { container: String, grace_secs: u32 },
+    Stop {
+        container: String,
+        grace_secs: u32,
+    },
     /// `docker start <container>` (no-op when running).
-    Start { container: String },
+    Start {
+        container: String,
+    },
     /// `docker kill --signal <signal> <container>`.
-    Kill { container: String, signal: String },
+    Kill {
+        container: String,
+        signal: String,
+    },
     /// `docker rm --force --volumes <container>`.
-    Remove { container: String },
+    Remove {
+        container: String,
+    },
     /// `docker volume rm --force <name>`.
-    VolumeRemove { name: String },
+    VolumeRemove {
+        name: String,
+    },
     /// `docker save --output <path> <image>` into the directory shared with every node.
-    SaveImage { image: String, host_path: String },
+    SaveImage {
+        image: String,
+        host_path: String,
+    },
     /// `docker logs <container>` (the node's console: systemd and the entrypoint).
-    Logs { container: String },
+    Logs {
+        container: String,
+    },
 }
 
 impl Step {
     pub fn new(what: impl Into<String>, action: Action) -> Step {
-        Step { what: what.into(), action, retry: None, ignore_failure: false, capture: None, on_failure: None, expect: None }
+        Step {
+            what: what.into(),
+            action,
+            retry: None,
+            ignore_failure: false,
+            capture: None,
+            on_failure: None,
+            expect: None,
+        }
     }
     pub fn node(what: impl Into<String>, node: &str, script: impl Into<String>) -> Step {
-        Step::new(what, Action::NodeShell { node: node.into(), script: script.into() })
+        Step::new(
+            what,
+            Action::NodeShell {
+                node: node.into(),
+                script: script.into(),
+            },
+        )
     }
     pub fn kubectl(what: impl Into<String>, args: &[&str]) -> Step {
-        Step::new(what, Action::Kubectl { args: args.iter().map(|s| s.to_string()).collect(), stdin: None })
+        Step::new(
+            what,
+            Action::Kubectl {
+                args: args.iter().map(|s| s.to_string()).collect(),
+                stdin: None,
+            },
+        )
     }
     pub fn kubectl_owned(what: impl Into<String>, args: Vec<String>) -> Step {
         Step::new(what, Action::Kubectl { args, stdin: None })
     }
     pub fn apply(what: impl Into<String>, manifest: impl Into<String>) -> Step {
-        Step::new(what, Action::Kubectl { args: vec!["apply".into(), "-f".into(), "-".into()], stdin: Some(manifest.into()) })
+        Step::new(
+            what,
+            Action::Kubectl {
+                args: vec!["apply".into(), "-f".into(), "-".into()],
+                stdin: Some(manifest.into()),
+            },
+        )
     }
     pub fn docker(what: impl Into<String>, op: DockerOp) -> Step {
         Step::new(what, Action::Docker(op))
     }
     pub fn retry(mut self, interval_secs: u64, timeout_secs: u64) -> Step {
-        self.retry = Some(Retry { interval: Duration::from_secs(interval_secs), timeout: Duration::from_secs(timeout_secs) });
+        self.retry = Some(Retry {
+            interval: Duration::from_secs(interval_secs),
+            timeout: Duration::from_secs(timeout_secs),
+        });
         self
     }
     pub fn ignore_failure(mut self) -> Step {
@@ -184,13 +251,22 @@ impl KindNames {
     /// container it runs in; None for engine operations.
     pub fn exec_argv(&self, action: &Action) -> Option<(String, Vec<String>)> {
         match action {
-            Action::NodeShell { node, script } => Some((self.container(node), vec!["sh".into(), "-c".into(), script.clone()])),
+            Action::NodeShell { node, script } => Some((
+                self.container(node),
+                vec!["sh".into(), "-c".into(), script.clone()],
+            )),
             Action::Kubectl { args, .. } => {
-                let mut argv = vec!["kubectl".to_string(), format!("--kubeconfig={ADMIN_KUBECONFIG}")];
+                let mut argv = vec![
+                    "kubectl".to_string(),
+                    format!("--kubeconfig={ADMIN_KUBECONFIG}"),
+                ];
                 argv.extend(args.iter().cloned());
                 Some((self.control_plane_container(), argv))
             }
-            Action::ExportKubeconfig { .. } => Some((self.control_plane_container(), vec!["cat".into(), ADMIN_KUBECONFIG.into()])),
+            Action::ExportKubeconfig { .. } => Some((
+                self.control_plane_container(),
+                vec!["cat".into(), ADMIN_KUBECONFIG.into()],
+            )),
             Action::Docker(_) => None,
         }
     }
@@ -208,9 +284,16 @@ impl KindNames {
                     container::API_SERVER_PORT
                 )
             }
-            Action::Kubectl { stdin: Some(input), .. } => {
+            Action::Kubectl {
+                stdin: Some(input), ..
+            } => {
                 let (c, argv) = self.exec_argv(action).unwrap();
-                format!("docker exec -i {} {} <<'EOF'\n{}\nEOF", shell::quote(&c), shell::join(&argv), input.trim_end())
+                format!(
+                    "docker exec -i {} {} <<'EOF'\n{}\nEOF",
+                    shell::quote(&c),
+                    shell::join(&argv),
+                    input.trim_end()
+                )
             }
             _ => {
                 let (c, argv) = self.exec_argv(action).unwrap();
@@ -226,26 +309,49 @@ pub fn render_docker(op: &DockerOp) -> String {
         DockerOp::EnsureImage { image } => {
             let (tagged, _) = image.split_once('@').unwrap_or((image, ""));
             if tagged == image {
-                format!("docker image inspect {} >/dev/null || docker pull {}", q(image), q(image))
+                format!(
+                    "docker image inspect {} >/dev/null || docker pull {}",
+                    q(image),
+                    q(image)
+                )
             } else {
                 format!("docker image inspect {} >/dev/null || docker image inspect {} >/dev/null || docker pull {}", q(image), q(tagged), q(image))
             }
         }
         DockerOp::NetworkCreate { name, labels } => {
-            let l: String = labels.iter().map(|(k, v)| format!(" --label {}", q(&format!("{k}={v}")))).collect();
+            let l: String = labels
+                .iter()
+                .map(|(k, v)| format!(" --label {}", q(&format!("{k}={v}"))))
+                .collect();
             format!("docker network create --driver bridge{l} {}", q(name))
         }
         DockerOp::NetworkRemove { name } => format!("docker network rm {}", q(name)),
-        DockerOp::NetworkDisconnect { network, container } => format!("docker network disconnect --force {} {}", q(network), q(container)),
-        DockerOp::NetworkConnect { network, container } => format!("docker network connect {} {}", q(network), q(container)),
+        DockerOp::NetworkDisconnect { network, container } => format!(
+            "docker network disconnect --force {} {}",
+            q(network),
+            q(container)
+        ),
+        DockerOp::NetworkConnect { network, container } => {
+            format!("docker network connect {} {}", q(network), q(container))
+        }
         DockerOp::Run { spec } => spec.docker_run_command(),
-        DockerOp::Restart { container, grace_secs } => format!("docker restart --time {grace_secs} {}", q(container)),
-        DockerOp::Stop { container, grace_secs } => format!("docker stop --time {grace_secs} {}", q(container)),
+        DockerOp::Restart {
+            container,
+            grace_secs,
+        } => format!("docker restart --time {grace_secs} {}", q(container)),
+        DockerOp::Stop {
+            container,
+            grace_secs,
+        } => format!("docker stop --time {grace_secs} {}", q(container)),
         DockerOp::Start { container } => format!("docker start {}", q(container)),
-        DockerOp::Kill { container, signal } => format!("docker kill --signal {} {}", q(signal), q(container)),
+        DockerOp::Kill { container, signal } => {
+            format!("docker kill --signal {} {}", q(signal), q(container))
+        }
         DockerOp::Remove { container } => format!("docker rm --force --volumes {}", q(container)),
         DockerOp::VolumeRemove { name } => format!("docker volume rm --force {}", q(name)),
-        DockerOp::SaveImage { image, host_path } => format!("docker save --output {} {}", q(host_path), q(image)),
+        DockerOp::SaveImage { image, host_path } => {
+            format!("docker save --output {} {}", q(host_path), q(image))
+        }
         DockerOp::Logs { container } => format!("docker logs {}", q(container)),
     }
 }
@@ -255,13 +361,19 @@ mod tests {
     use super::*;
 
     fn names() -> KindNames {
-        KindNames { cluster: "fl".into(), control_plane_node: "control-plane".into() }
+        KindNames {
+            cluster: "fl".into(),
+            control_plane_node: "control-plane".into(),
+        }
     }
 
     #[test]
     fn node_shell_runs_sh_in_the_nodes_container() {
         let s = Step::node("stop kubelet", "worker-04", "systemctl stop kubelet");
-        assert_eq!(names().render(&s.action), "docker exec fl-worker-04 sh -c 'systemctl stop kubelet'");
+        assert_eq!(
+            names().render(&s.action),
+            "docker exec fl-worker-04 sh -c 'systemctl stop kubelet'"
+        );
     }
 
     #[test]
@@ -281,6 +393,9 @@ mod tests {
     #[test]
     fn substitutes_captured_values() {
         let vars = vec![("pv".to_string(), "pvc-1".to_string())];
-        assert_eq!(substitute("umount /x/{{pv}}; echo {{pv}} {{other}}", &vars), "umount /x/pvc-1; echo pvc-1 {{other}}");
+        assert_eq!(
+            substitute("umount /x/{{pv}}; echo {{pv}} {{other}}", &vars),
+            "umount /x/pvc-1; echo pvc-1 {{other}}"
+        );
     }
 }

@@ -24,9 +24,15 @@ pub struct EvidenceDir {
 
 impl EvidenceDir {
     pub fn new(label: &str) -> EvidenceDir {
-        let dir = tempfile::Builder::new().prefix(&format!("faultline-{label}-")).tempdir().expect("temp dir");
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("faultline-{label}-"))
+            .tempdir()
+            .expect("temp dir");
         let path = dir.path().to_path_buf();
-        EvidenceDir { dir: Some(dir), path }
+        EvidenceDir {
+            dir: Some(dir),
+            path,
+        }
     }
     pub fn path(&self) -> &Path {
         &self.path
@@ -38,7 +44,10 @@ impl Drop for EvidenceDir {
         if std::thread::panicking() {
             if let Some(d) = self.dir.take() {
                 let kept = d.keep();
-                eprintln!("test failed: its work directory (kubeconfig, kind-logs) is kept at {}", kept.display());
+                eprintln!(
+                    "test failed: its work directory (kubeconfig, kind-logs) is kept at {}",
+                    kept.display()
+                );
             }
         }
     }
@@ -61,11 +70,19 @@ impl TierEnv {
             std::env::var("FAULTLINE_KIND_NODE_IMAGE").is_ok_and(|i| !i.is_empty()),
             "FAULTLINE_KIND_NODE_IMAGE: the stand-in node image (ci/node-image/build.sh prints it)"
         );
-        Some(TierEnv { label: label.into(), work: EvidenceDir::new(&format!("tier-{label}")), state: tempfile::tempdir().unwrap() })
+        Some(TierEnv {
+            label: label.into(),
+            work: EvidenceDir::new(&format!("tier-{label}")),
+            state: tempfile::tempdir().unwrap(),
+        })
     }
 
     pub fn options(&self, reuse: bool) -> KindOptions {
-        KindOptions { reuse, nodes_only: true, state_dir: Some(self.state.path().to_path_buf()) }
+        KindOptions {
+            reuse,
+            nodes_only: true,
+            state_dir: Some(self.state.path().to_path_buf()),
+        }
     }
 
     pub fn provider(&self, reuse: bool) -> KindProvider {
@@ -74,21 +91,53 @@ impl TierEnv {
 
     /// A control plane and a worker; the node image from FAULTLINE_KIND_NODE_IMAGE.
     pub fn input(&self, longhorn: bool) -> ClusterPlanInput {
-        ClusterPlanInput::new(&format!("fl-tier-{}", self.label), vec![NodeInput::control_plane(CONTROL_PLANE), NodeInput::worker(WORKER)])
-            .with_longhorn(longhorn)
-            .with_env_from(|k| std::env::var(k).ok())
+        ClusterPlanInput::new(
+            &format!("fl-tier-{}", self.label),
+            vec![
+                NodeInput::control_plane(CONTROL_PLANE),
+                NodeInput::worker(WORKER),
+            ],
+        )
+        .with_longhorn(longhorn)
+        .with_env_from(|k| std::env::var(k).ok())
     }
 
     /// No container, network or volume whose name has this cluster's prefix, and no journal.
     pub fn assert_nothing_left(&self, cluster: &str) {
         let left = [
-            docker(&["ps", "-a", "--format", "{{.Names}}", "--filter", &format!("name={cluster}")]),
-            docker(&["network", "ls", "--format", "{{.Name}}", "--filter", &format!("name=faultline-{cluster}")]),
-            docker(&["volume", "ls", "--format", "{{.Name}}", "--filter", &format!("name={cluster}")]),
+            docker(&[
+                "ps",
+                "-a",
+                "--format",
+                "{{.Names}}",
+                "--filter",
+                &format!("name={cluster}"),
+            ]),
+            docker(&[
+                "network",
+                "ls",
+                "--format",
+                "{{.Name}}",
+                "--filter",
+                &format!("name=faultline-{cluster}"),
+            ]),
+            docker(&[
+                "volume",
+                "ls",
+                "--format",
+                "{{.Name}}",
+                "--filter",
+                &format!("name={cluster}"),
+            ]),
         ]
         .join("");
         assert!(left.trim().is_empty(), "left in the engine:\n{left}");
-        let journals: Vec<_> = std::fs::read_dir(self.state.path()).unwrap().flatten().map(|e| e.path()).filter(|p| p.to_string_lossy().contains(cluster)).collect();
+        let journals: Vec<_> = std::fs::read_dir(self.state.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().contains(cluster))
+            .collect();
         assert!(journals.is_empty(), "journals left: {journals:?}");
     }
 }
@@ -98,14 +147,22 @@ impl Drop for TierEnv {
     /// test's cluster name prefix goes (a passing test has already checked there is nothing).
     fn drop(&mut self) {
         let prefix = format!("fl-tier-{}-", self.label);
-        let ids = |args: &[&str]| docker(args).split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        let ids = |args: &[&str]| {
+            docker(args)
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
         let containers = ids(&["ps", "-aq", "--filter", &format!("name={prefix}")]);
         if !containers.is_empty() {
             let mut a = vec!["rm", "-f"];
             a.extend(containers.iter().map(String::as_str));
             docker(&a);
         }
-        for (kind, filter) in [("network", format!("name=faultline-{prefix}")), ("volume", format!("name={prefix}"))] {
+        for (kind, filter) in [
+            ("network", format!("name=faultline-{prefix}")),
+            ("volume", format!("name={prefix}")),
+        ] {
             let found = ids(&[kind, "ls", "-q", "--filter", &filter]);
             if !found.is_empty() {
                 let mut a = vec![kind, "rm"];
@@ -118,14 +175,26 @@ impl Drop for TierEnv {
 
 /// The docker CLI, to observe the engine independently of the code under test.
 pub fn docker(args: &[&str]) -> String {
-    let out = std::process::Command::new("docker").args(args).output().expect("docker CLI");
+    let out = std::process::Command::new("docker")
+        .args(args)
+        .output()
+        .expect("docker CLI");
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
 }
 
 /// `sh -c` on a node; its stdout (a failed command fails the test).
 pub async fn sh(c: &KindCluster, node: &str, script: &str) -> String {
-    let out = c.node_shell(node, script).await.unwrap_or_else(|e| panic!("{node}: {script}: {e:#}"));
-    assert!(out.success(), "{node}: {script}: exit {}: {}{}", out.code, out.stdout, out.stderr);
+    let out = c
+        .node_shell(node, script)
+        .await
+        .unwrap_or_else(|e| panic!("{node}: {script}: {e:#}"));
+    assert!(
+        out.success(),
+        "{node}: {script}: exit {}: {}{}",
+        out.code,
+        out.stdout,
+        out.stderr
+    );
     out.stdout
 }
 
@@ -139,7 +208,13 @@ impl Hooked {
     pub fn refusing(node: &'static str) -> anyhow::Result<Arc<dyn Executor>> {
         Ok(Arc::new(Hooked {
             inner: TestcontainersExecutor::connect()?,
-            hook: Box::new(move |s| if s.node == node { anyhow::bail!("node {node} refused by this test") } else { Ok(s.clone()) }),
+            hook: Box::new(move |s| {
+                if s.node == node {
+                    anyhow::bail!("node {node} refused by this test")
+                } else {
+                    Ok(s.clone())
+                }
+            }),
         }))
     }
     pub fn modules_from(source: String) -> anyhow::Result<Arc<dyn Executor>> {
@@ -159,13 +234,21 @@ impl Hooked {
 }
 
 impl Executor for Hooked {
-    fn run_container<'a>(&'a self, spec: &'a NodeContainerSpec) -> BoxFuture<'a, anyhow::Result<()>> {
+    fn run_container<'a>(
+        &'a self,
+        spec: &'a NodeContainerSpec,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
             let spec = (self.hook)(spec)?;
             self.inner.run_container(&spec).await
         })
     }
-    fn exec<'a>(&'a self, c: &'a str, argv: &'a [String], stdin: Option<&'a str>) -> BoxFuture<'a, anyhow::Result<Output>> {
+    fn exec<'a>(
+        &'a self,
+        c: &'a str,
+        argv: &'a [String],
+        stdin: Option<&'a str>,
+    ) -> BoxFuture<'a, anyhow::Result<Output>> {
         self.inner.exec(c, argv, stdin)
     }
     fn docker<'a>(&'a self, op: &'a DockerOp) -> BoxFuture<'a, anyhow::Result<Output>> {
@@ -179,7 +262,11 @@ impl Executor for Hooked {
     fn api_server_url<'a>(&'a self, c: &'a str) -> BoxFuture<'a, anyhow::Result<String>> {
         self.inner.api_server_url(c)
     }
-    fn follow<'a>(&'a self, c: &'a str, argv: &'a [String]) -> BoxFuture<'a, anyhow::Result<mpsc::Receiver<String>>> {
+    fn follow<'a>(
+        &'a self,
+        c: &'a str,
+        argv: &'a [String],
+    ) -> BoxFuture<'a, anyhow::Result<mpsc::Receiver<String>>> {
         self.inner.follow(c, argv)
     }
     fn keep_containers(&self) {}

@@ -18,7 +18,8 @@ impl Dur {
     }
 }
 
-pub const DURATION_HELP: &str = "expected a duration: a number followed by ms, s, m or h (e.g. 500ms, 30s, 2m, 1h30m)";
+pub const DURATION_HELP: &str =
+    "expected a duration: a number followed by ms, s, m or h (e.g. 500ms, 30s, 2m, 1h30m)";
 
 /// The longest duration accepted: Go's `time.Duration` (int64 nanoseconds, about 292 years),
 /// which is what Kubernetes and kubectl accept too. Beyond it deadlines stop meaning anything.
@@ -32,13 +33,19 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let mut total = Duration::ZERO;
     let mut rest = t;
     while !rest.is_empty() {
-        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         if num_end == 0 {
             return Err(format!("invalid duration `{s}`: {DURATION_HELP}"));
         }
-        let value: f64 = rest[..num_end].parse().map_err(|_| format!("invalid duration `{s}`: {DURATION_HELP}"))?;
+        let value: f64 = rest[..num_end]
+            .parse()
+            .map_err(|_| format!("invalid duration `{s}`: {DURATION_HELP}"))?;
         rest = &rest[num_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let unit = &rest[..unit_end];
         rest = &rest[unit_end..];
         let factor = match unit {
@@ -46,11 +53,23 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             "s" => 1.0,
             "m" => 60.0,
             "h" => 3600.0,
-            _ => return Err(format!("invalid duration `{s}`: unknown unit `{unit}`; {DURATION_HELP}")),
+            _ => {
+                return Err(format!(
+                    "invalid duration `{s}`: unknown unit `{unit}`; {DURATION_HELP}"
+                ))
+            }
         };
-        let out_of_range = || format!("invalid duration `{s}`: out of range, the longest is {} (2562047h)", format_duration(MAX_DURATION));
+        let out_of_range = || {
+            format!(
+                "invalid duration `{s}`: out of range, the longest is {} (2562047h)",
+                format_duration(MAX_DURATION)
+            )
+        };
         let part = Duration::try_from_secs_f64(value * factor).map_err(|_| out_of_range())?;
-        total = total.checked_add(part).filter(|t| *t <= MAX_DURATION).ok_or_else(out_of_range)?;
+        total = total
+            .checked_add(part)
+            .filter(|t| *t <= MAX_DURATION)
+            .ok_or_else(out_of_range)?;
     }
     Ok(total)
 }
@@ -106,13 +125,19 @@ impl<'de> Deserialize<'de> for Dur {
                 parse_duration(v).map(Dur).map_err(E::custom)
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Dur, E> {
-                Err(E::custom(format!("invalid duration `{v}`: a unit is required; {DURATION_HELP}")))
+                Err(E::custom(format!(
+                    "invalid duration `{v}`: a unit is required; {DURATION_HELP}"
+                )))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Dur, E> {
-                Err(E::custom(format!("invalid duration `{v}`: a unit is required; {DURATION_HELP}")))
+                Err(E::custom(format!(
+                    "invalid duration `{v}`: a unit is required; {DURATION_HELP}"
+                )))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Dur, E> {
-                Err(E::custom(format!("invalid duration `{v}`: a unit is required; {DURATION_HELP}")))
+                Err(E::custom(format!(
+                    "invalid duration `{v}`: a unit is required; {DURATION_HELP}"
+                )))
             }
         }
         d.deserialize_any(V)

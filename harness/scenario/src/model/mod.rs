@@ -86,22 +86,35 @@ fn one() -> f64 {
 }
 impl Default for SimSpec {
     fn default() -> Self {
-        SimSpec { time_scale: 1.0, api_only: false }
+        SimSpec {
+            time_scale: 1.0,
+            api_only: false,
+        }
     }
 }
 
 impl ClusterSpec {
     pub fn effective_nodes(&self) -> Vec<NodeSpec> {
         if self.nodes.is_empty() {
-            let mut v = vec![NodeSpec { name: "control-plane".into(), role: NodeRole::ControlPlane }];
-            v.extend((1..=3).map(|i| NodeSpec { name: format!("worker-{i:02}"), role: NodeRole::Worker }));
+            let mut v = vec![NodeSpec {
+                name: "control-plane".into(),
+                role: NodeRole::ControlPlane,
+            }];
+            v.extend((1..=3).map(|i| NodeSpec {
+                name: format!("worker-{i:02}"),
+                role: NodeRole::Worker,
+            }));
             v
         } else {
             self.nodes.clone()
         }
     }
     pub fn worker_names(&self) -> Vec<String> {
-        self.effective_nodes().into_iter().filter(|n| n.role == NodeRole::Worker).map(|n| n.name).collect()
+        self.effective_nodes()
+            .into_iter()
+            .filter(|n| n.role == NodeRole::Worker)
+            .map(|n| n.name)
+            .collect()
     }
 }
 
@@ -187,22 +200,53 @@ pub struct Step {
     pub finally: Option<Vec<Step>>,
 }
 
-pub const STEP_KINDS: &[&str] = &["apply", "create", "patch", "delete", "fault", "remediate", "sleep", "expect", "script", "try"];
+pub const STEP_KINDS: &[&str] = &[
+    "apply",
+    "create",
+    "patch",
+    "delete",
+    "fault",
+    "remediate",
+    "sleep",
+    "expect",
+    "script",
+    "try",
+];
 
 impl Step {
     /// The step kinds present (a valid step has exactly one).
     pub fn kinds(&self) -> Vec<&'static str> {
         let mut v = vec![];
-        if self.apply.is_some() { v.push("apply") }
-        if self.create.is_some() { v.push("create") }
-        if self.patch.is_some() { v.push("patch") }
-        if self.delete.is_some() { v.push("delete") }
-        if self.fault.is_some() { v.push("fault") }
-        if self.remediate.is_some() { v.push("remediate") }
-        if self.sleep.is_some() { v.push("sleep") }
-        if self.expect.is_some() { v.push("expect") }
-        if self.script.is_some() { v.push("script") }
-        if self.try_steps.is_some() { v.push("try") }
+        if self.apply.is_some() {
+            v.push("apply")
+        }
+        if self.create.is_some() {
+            v.push("create")
+        }
+        if self.patch.is_some() {
+            v.push("patch")
+        }
+        if self.delete.is_some() {
+            v.push("delete")
+        }
+        if self.fault.is_some() {
+            v.push("fault")
+        }
+        if self.remediate.is_some() {
+            v.push("remediate")
+        }
+        if self.sleep.is_some() {
+            v.push("sleep")
+        }
+        if self.expect.is_some() {
+            v.push("expect")
+        }
+        if self.script.is_some() {
+            v.push("script")
+        }
+        if self.try_steps.is_some() {
+            v.push("try")
+        }
         v
     }
     pub fn kind(&self) -> &'static str {
@@ -245,11 +289,18 @@ impl<'de> Deserialize<'de> for Manifests {
                 f.write_str("a file path or a map with `file`, `objects` and `namespace`")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Manifests, E> {
-                Ok(Manifests { file: Some(v.to_string()), ..Default::default() })
+                Ok(Manifests {
+                    file: Some(v.to_string()),
+                    ..Default::default()
+                })
             }
             fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Manifests, A::Error> {
                 let f = Full::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(Manifests { file: f.file, objects: f.objects, namespace: f.namespace })
+                Ok(Manifests {
+                    file: f.file,
+                    objects: f.objects,
+                    namespace: f.namespace,
+                })
             }
         }
         d.deserialize_any(V)
@@ -372,9 +423,15 @@ pub struct Expect {
 impl Expect {
     pub fn kinds(&self) -> Vec<&'static str> {
         let mut v = vec![];
-        if self.resource.is_some() { v.push("resource") }
-        if self.event.is_some() { v.push("event") }
-        if self.log.is_some() { v.push("log") }
+        if self.resource.is_some() {
+            v.push("resource")
+        }
+        if self.event.is_some() {
+            v.push("event")
+        }
+        if self.log.is_some() {
+            v.push("log")
+        }
         v
     }
 }
@@ -417,12 +474,24 @@ pub const SELECTION_MODES: &[&str] = &["condition", "one", "any", "all", "none",
 impl ResourceExpect {
     pub fn modes(&self) -> Vec<&'static str> {
         let mut v = vec![];
-        if self.condition.is_some() { v.push("condition") }
-        if self.one.is_some() { v.push("one") }
-        if self.any.is_some() { v.push("any") }
-        if self.all.is_some() { v.push("all") }
-        if self.none.is_some() { v.push("none") }
-        if self.count.is_some() { v.push("count") }
+        if self.condition.is_some() {
+            v.push("condition")
+        }
+        if self.one.is_some() {
+            v.push("one")
+        }
+        if self.any.is_some() {
+            v.push("any")
+        }
+        if self.all.is_some() {
+            v.push("all")
+        }
+        if self.none.is_some() {
+            v.push("none")
+        }
+        if self.count.is_some() {
+            v.push("count")
+        }
         v
     }
 }
@@ -593,6 +662,11 @@ fn d_ratio() -> f64 {
 }
 impl Default for Defaults {
     fn default() -> Self {
-        Defaults { expect_within: d_expect(), step_timeout: d_step(), scenario_timeout: d_scenario(), regression_ratio: d_ratio() }
+        Defaults {
+            expect_within: d_expect(),
+            step_timeout: d_step(),
+            scenario_timeout: d_scenario(),
+            regression_ratio: d_ratio(),
+        }
     }
 }

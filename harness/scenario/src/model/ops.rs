@@ -238,8 +238,16 @@ impl NodeOperation {
             StaleDeviceMount(s) => Some(&s.node),
             KubeletWorkersSaturated(k) => Some(&k.node),
             NodeReboot(r) => Some(&r.node),
-            CsiPluginDown(t) | CsiPluginRestart(t) | KubeletStop(t) | KubeletHang(t) | KubeletRestart(t)
-            | ProberManagerBroken(t) | NodePowerCycle(t) | NodeNetworkPartition(t) | HungNfs(t) | IoErrors(t) => Some(&t.node),
+            CsiPluginDown(t)
+            | CsiPluginRestart(t)
+            | KubeletStop(t)
+            | KubeletHang(t)
+            | KubeletRestart(t)
+            | ProberManagerBroken(t)
+            | NodePowerCycle(t)
+            | NodeNetworkPartition(t)
+            | HungNfs(t)
+            | IoErrors(t) => Some(&t.node),
             ApiErrors(_) | ApiLatency(_) => None,
         }
     }
@@ -252,7 +260,12 @@ impl NodeOperation {
     }
     /// One-shot actions have nothing to heal (a restart or power cycle is over when it returns).
     pub fn is_one_shot(&self) -> bool {
-        matches!(self, NodeOperation::KubeletRestart(_) | NodeOperation::CsiPluginRestart(_) | NodeOperation::NodePowerCycle(_))
+        matches!(
+            self,
+            NodeOperation::KubeletRestart(_)
+                | NodeOperation::CsiPluginRestart(_)
+                | NodeOperation::NodePowerCycle(_)
+        )
     }
 }
 
@@ -274,11 +287,20 @@ pub enum Operation {
     Runner(RunnerOperation),
 }
 
-pub static OPERATION_KEYS: LazyLock<Vec<&'static str>> =
-    LazyLock::new(|| NodeOperation::KEYS.iter().chain(RunnerOperation::KEYS).copied().collect());
+pub static OPERATION_KEYS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    NodeOperation::KEYS
+        .iter()
+        .chain(RunnerOperation::KEYS)
+        .copied()
+        .collect()
+});
 
-static FAULT_FIELDS: LazyLock<Vec<&'static str>> =
-    LazyLock::new(|| ["name", "heal", "description"].into_iter().chain(OPERATION_KEYS.iter().copied()).collect());
+static FAULT_FIELDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    ["name", "heal", "description"]
+        .into_iter()
+        .chain(OPERATION_KEYS.iter().copied())
+        .collect()
+});
 
 impl Operation {
     pub fn key(&self) -> &'static str {
@@ -306,7 +328,10 @@ impl Operation {
     pub fn summary(&self) -> String {
         let v = serde_json::to_value(self).unwrap_or_default();
         match v {
-            serde_json::Value::Object(m) => m.into_iter().map(|(k, v)| format!("{k}{}", compact(&v))).collect(),
+            serde_json::Value::Object(m) => m
+                .into_iter()
+                .map(|(k, v)| format!("{k}{}", compact(&v)))
+                .collect(),
             other => other.to_string(),
         }
     }
@@ -321,10 +346,16 @@ impl Operation {
 pub fn compact(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::Object(m) => {
-            let inner: Vec<String> = m.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| format!("{k}: {}", compact(v))).collect();
+            let inner: Vec<String> = m
+                .iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| format!("{k}: {}", compact(v)))
+                .collect();
             format!("{{{}}}", inner.join(", "))
         }
-        serde_json::Value::Array(a) => format!("[{}]", a.iter().map(compact).collect::<Vec<_>>().join(", ")),
+        serde_json::Value::Array(a) => {
+            format!("[{}]", a.iter().map(compact).collect::<Vec<_>>().join(", "))
+        }
         serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),
     }
@@ -355,7 +386,11 @@ impl<'de> Deserialize<'de> for Operation {
         impl<'de> de::Visitor<'de> for V {
             type Value = Operation;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                write!(f, "a map with one operation, one of {}", list(&OPERATION_KEYS))
+                write!(
+                    f,
+                    "a map with one operation, one of {}",
+                    list(&OPERATION_KEYS)
+                )
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Operation, A::Error> {
                 let mut op: Option<Operation> = None;
@@ -372,7 +407,12 @@ impl<'de> Deserialize<'de> for Operation {
                         None => return Err(de::Error::unknown_variant(&key, &OPERATION_KEYS)),
                     }
                 }
-                op.ok_or_else(|| de::Error::custom(format!("no operation given: expected one of {}", list(&OPERATION_KEYS))))
+                op.ok_or_else(|| {
+                    de::Error::custom(format!(
+                        "no operation given: expected one of {}",
+                        list(&OPERATION_KEYS)
+                    ))
+                })
             }
         }
         d.deserialize_map(V)
@@ -380,7 +420,10 @@ impl<'de> Deserialize<'de> for Operation {
 }
 
 fn list(keys: &[&str]) -> String {
-    keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+    keys.iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl JsonSchema for Operation {
@@ -466,7 +509,8 @@ impl<'de> Deserialize<'de> for Fault {
                 f.write_str("a fault: a map with `name`, `heal` and one operation")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fault, A::Error> {
-                let (mut name, mut description, mut heal, mut op) = (None, None, None, None::<Operation>);
+                let (mut name, mut description, mut heal, mut op) =
+                    (None, None, None, None::<Operation>);
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
                         "name" => name = Some(map.next_value()?),
@@ -486,9 +530,17 @@ impl<'de> Deserialize<'de> for Fault {
                     }
                 }
                 let op = op.ok_or_else(|| {
-                    de::Error::custom(format!("fault names no operation: expected one of {}", list(&OPERATION_KEYS)))
+                    de::Error::custom(format!(
+                        "fault names no operation: expected one of {}",
+                        list(&OPERATION_KEYS)
+                    ))
                 })?;
-                Ok(Fault { name, description, heal: heal.unwrap_or_default(), op })
+                Ok(Fault {
+                    name,
+                    description,
+                    heal: heal.unwrap_or_default(),
+                    op,
+                })
             }
         }
         d.deserialize_map(V)
@@ -503,7 +555,10 @@ impl JsonSchema for Fault {
         let mut props = serde_json::Map::new();
         props.insert("name".into(), serde_json::json!({"type": "string", "description": "Name, for anchors (`after: <name>`, `after: <name>.healed`) and reports"}));
         props.insert("description".into(), serde_json::json!({"type": "string"}));
-        props.insert("heal".into(), serde_json::to_value(gen.subschema_for::<Heal>()).unwrap());
+        props.insert(
+            "heal".into(),
+            serde_json::to_value(gen.subschema_for::<Heal>()).unwrap(),
+        );
         let mut one_of = vec![];
         for (k, s, doc) in Operation::schema_entries(gen) {
             let mut s = serde_json::to_value(s).unwrap();
@@ -530,8 +585,15 @@ mod tests {
         assert!(!yaml.contains('!'), "YAML tags in {yaml}");
         assert_eq!(serde_yaml::from_str::<Fault>(&yaml).unwrap(), f, "{yaml}");
         let json = serde_json::to_value(&f).unwrap();
-        assert_eq!(json, serde_json::json!({"name": "csi-down", "heal": {"atStep": "plugin-back"}, "csiPluginDown": {"node": "worker-02"}}));
-        let after: Fault = serde_yaml::from_str("{heal: {after: 30s}, kubeletStop: {node: w}}").unwrap();
-        assert_eq!(serde_yaml::from_str::<Fault>(&serde_yaml::to_string(&after).unwrap()).unwrap(), after);
+        assert_eq!(
+            json,
+            serde_json::json!({"name": "csi-down", "heal": {"atStep": "plugin-back"}, "csiPluginDown": {"node": "worker-02"}})
+        );
+        let after: Fault =
+            serde_yaml::from_str("{heal: {after: 30s}, kubeletStop: {node: w}}").unwrap();
+        assert_eq!(
+            serde_yaml::from_str::<Fault>(&serde_yaml::to_string(&after).unwrap()).unwrap(),
+            after
+        );
     }
 }

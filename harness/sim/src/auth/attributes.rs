@@ -24,8 +24,18 @@ pub struct Attributes {
 }
 
 /// `RequestInfoFactory.NewRequestInfo` over a decoded path.
-pub fn from_request(user: &UserInfo, method: &str, path: &str, query: &HashMap<String, String>) -> Attributes {
-    let mut a = Attributes { user: user.clone(), path: path.to_string(), verb: method.to_ascii_lowercase(), ..Default::default() };
+pub fn from_request(
+    user: &UserInfo,
+    method: &str,
+    path: &str,
+    query: &HashMap<String, String>,
+) -> Attributes {
+    let mut a = Attributes {
+        user: user.clone(),
+        path: path.to_string(),
+        verb: method.to_ascii_lowercase(),
+        ..Default::default()
+    };
     let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let rest: &[&str] = match parts.as_slice() {
         ["api", version, rest @ ..] if !rest.is_empty() => {
@@ -75,11 +85,22 @@ pub fn from_request(user: &UserInfo, method: &str, path: &str, query: &HashMap<S
     }
     a.resource = rest[0].to_string();
     if a.name.is_empty() && a.verb == "get" {
-        let watch = matches!(query.get("watch").map(String::as_str), Some("true" | "1" | "True"));
+        let watch = matches!(
+            query.get("watch").map(String::as_str),
+            Some("true" | "1" | "True")
+        );
         a.verb = if watch { "watch" } else { "list" }.to_string();
-        if let Some(fs) = query.get("fieldSelector").and_then(|s| FieldSelector::parse(s).ok()) {
+        if let Some(fs) = query
+            .get("fieldSelector")
+            .and_then(|s| FieldSelector::parse(s).ok())
+        {
             if let Some(name) = fs.requires_exact_match("metadata.name") {
-                if !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.contains('%') {
+                if !name.is_empty()
+                    && name != "."
+                    && name != ".."
+                    && !name.contains('/')
+                    && !name.contains('%')
+                {
                     a.name = name.to_string();
                 }
             }
@@ -96,12 +117,20 @@ pub fn from_request(user: &UserInfo, method: &str, path: &str, query: &HashMap<S
 /// scope)[: <reason>]`, or `forbidden: User "<u>" cannot <verb> path "<p>"`, with details
 /// naming the group, resource and object.
 pub fn forbidden(a: &Attributes, reason: &str) -> ApiError {
-    let sanitize = |s: String| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let sanitize = |s: String| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
     let mut msg = sanitize(forbidden_message(a));
     if !reason.is_empty() {
         msg = format!("{}: {}", msg, reason);
     }
-    let resource = if a.resource_request { a.resource.as_str() } else { "" };
+    let resource = if a.resource_request {
+        a.resource.as_str()
+    } else {
+        ""
+    };
     let qualified = crate::status::qualified(&a.api_group, resource);
     let message = if resource.is_empty() && a.api_group.is_empty() {
         format!("forbidden: {}", msg)
@@ -129,11 +158,21 @@ fn forbidden_message(a: &Attributes) -> String {
     if !a.resource_request {
         return format!("User {:?} cannot {} path {:?}", a.user.name, a.verb, a.path);
     }
-    let resource = if a.subresource.is_empty() { a.resource.clone() } else { format!("{}/{}", a.resource, a.subresource) };
-    if a.namespace.is_empty() {
-        format!("User {:?} cannot {} resource {:?} in API group {:?} at the cluster scope", a.user.name, a.verb, resource, a.api_group)
+    let resource = if a.subresource.is_empty() {
+        a.resource.clone()
     } else {
-        format!("User {:?} cannot {} resource {:?} in API group {:?} in the namespace {:?}", a.user.name, a.verb, resource, a.api_group, a.namespace)
+        format!("{}/{}", a.resource, a.subresource)
+    };
+    if a.namespace.is_empty() {
+        format!(
+            "User {:?} cannot {} resource {:?} in API group {:?} at the cluster scope",
+            a.user.name, a.verb, resource, a.api_group
+        )
+    } else {
+        format!(
+            "User {:?} cannot {} resource {:?} in API group {:?} in the namespace {:?}",
+            a.user.name, a.verb, resource, a.api_group, a.namespace
+        )
     }
 }
 
@@ -142,26 +181,73 @@ mod tests {
     use super::*;
 
     fn attrs(method: &str, path: &str, query: &[(&str, &str)]) -> Attributes {
-        let q = query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        from_request(&UserInfo::service_account("ns", "sa", "u"), method, path, &q)
+        let q = query
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        from_request(
+            &UserInfo::service_account("ns", "sa", "u"),
+            method,
+            path,
+            &q,
+        )
     }
 
     #[test]
     fn verbs_and_scopes_follow_request_info() {
         let a = attrs("GET", "/api/v1/namespaces/ns/pods", &[]);
-        assert_eq!((a.verb.as_str(), a.resource.as_str(), a.namespace.as_str(), a.name.as_str()), ("list", "pods", "ns", ""));
-        assert_eq!(attrs("GET", "/api/v1/namespaces/ns/pods", &[("watch", "true")]).verb, "watch");
-        assert_eq!(attrs("GET", "/api/v1/watch/namespaces/ns/pods", &[]).verb, "watch");
-        assert_eq!(attrs("DELETE", "/api/v1/namespaces/ns/pods", &[]).verb, "deletecollection");
-        let a = attrs("GET", "/api/v1/namespaces/ns/pods", &[("fieldSelector", "metadata.name=web")]);
+        assert_eq!(
+            (
+                a.verb.as_str(),
+                a.resource.as_str(),
+                a.namespace.as_str(),
+                a.name.as_str()
+            ),
+            ("list", "pods", "ns", "")
+        );
+        assert_eq!(
+            attrs("GET", "/api/v1/namespaces/ns/pods", &[("watch", "true")]).verb,
+            "watch"
+        );
+        assert_eq!(
+            attrs("GET", "/api/v1/watch/namespaces/ns/pods", &[]).verb,
+            "watch"
+        );
+        assert_eq!(
+            attrs("DELETE", "/api/v1/namespaces/ns/pods", &[]).verb,
+            "deletecollection"
+        );
+        let a = attrs(
+            "GET",
+            "/api/v1/namespaces/ns/pods",
+            &[("fieldSelector", "metadata.name=web")],
+        );
         assert_eq!((a.verb.as_str(), a.name.as_str()), ("list", "web"));
-        let a = attrs("PUT", "/apis/apps/v1/namespaces/ns/deployments/web/scale", &[]);
-        assert_eq!((a.api_group.as_str(), a.resource.as_str(), a.name.as_str(), a.subresource.as_str()), ("apps", "deployments", "web", "scale"));
+        let a = attrs(
+            "PUT",
+            "/apis/apps/v1/namespaces/ns/deployments/web/scale",
+            &[],
+        );
+        assert_eq!(
+            (
+                a.api_group.as_str(),
+                a.resource.as_str(),
+                a.name.as_str(),
+                a.subresource.as_str()
+            ),
+            ("apps", "deployments", "web", "scale")
+        );
         // A namespace addresses itself: its name is also the request's namespace.
         let a = attrs("GET", "/api/v1/namespaces/kube-system", &[]);
-        assert_eq!((a.resource.as_str(), a.name.as_str(), a.namespace.as_str()), ("namespaces", "kube-system", "kube-system"));
+        assert_eq!(
+            (a.resource.as_str(), a.name.as_str(), a.namespace.as_str()),
+            ("namespaces", "kube-system", "kube-system")
+        );
         let a = attrs("PUT", "/api/v1/namespaces/x/finalize", &[]);
-        assert_eq!((a.resource.as_str(), a.name.as_str(), a.subresource.as_str()), ("namespaces", "x", "finalize"));
+        assert_eq!(
+            (a.resource.as_str(), a.name.as_str(), a.subresource.as_str()),
+            ("namespaces", "x", "finalize")
+        );
         let a = attrs("GET", "/apis/apps", &[]);
         assert!(!a.resource_request);
         assert_eq!(a.verb, "get");
@@ -170,15 +256,37 @@ mod tests {
     #[test]
     fn forbidden_messages_match_the_apiserver() {
         let e = forbidden(&attrs("GET", "/api/v1/namespaces/ns/pods", &[]), "");
-        assert_eq!(e.message, r#"pods is forbidden: User "system:serviceaccount:ns:sa" cannot list resource "pods" in API group "" in the namespace "ns""#);
+        assert_eq!(
+            e.message,
+            r#"pods is forbidden: User "system:serviceaccount:ns:sa" cannot list resource "pods" in API group "" in the namespace "ns""#
+        );
         assert_eq!(e.details, Some(json!({"kind": "pods"})));
-        let e = forbidden(&attrs("GET", "/apis/storage.k8s.io/v1/storageclasses/longhorn", &[]), "");
-        assert_eq!(e.message, r#"storageclasses.storage.k8s.io "longhorn" is forbidden: User "system:serviceaccount:ns:sa" cannot get resource "storageclasses" in API group "storage.k8s.io" at the cluster scope"#);
-        assert_eq!(e.details, Some(json!({"name": "longhorn", "group": "storage.k8s.io", "kind": "storageclasses"})));
-        let e = forbidden(&attrs("PATCH", "/api/v1/namespaces/ns/pods/p/status", &[]), "RBAC: role.rbac.authorization.k8s.io \"x\" not found");
+        let e = forbidden(
+            &attrs(
+                "GET",
+                "/apis/storage.k8s.io/v1/storageclasses/longhorn",
+                &[],
+            ),
+            "",
+        );
+        assert_eq!(
+            e.message,
+            r#"storageclasses.storage.k8s.io "longhorn" is forbidden: User "system:serviceaccount:ns:sa" cannot get resource "storageclasses" in API group "storage.k8s.io" at the cluster scope"#
+        );
+        assert_eq!(
+            e.details,
+            Some(json!({"name": "longhorn", "group": "storage.k8s.io", "kind": "storageclasses"}))
+        );
+        let e = forbidden(
+            &attrs("PATCH", "/api/v1/namespaces/ns/pods/p/status", &[]),
+            "RBAC: role.rbac.authorization.k8s.io \"x\" not found",
+        );
         assert!(e.message.ends_with(r#"cannot patch resource "pods/status" in API group "" in the namespace "ns": RBAC: role.rbac.authorization.k8s.io "x" not found"#), "{}", e.message);
         let e = forbidden(&attrs("GET", "/metrics", &[]), "");
-        assert_eq!(e.message, r#"forbidden: User "system:serviceaccount:ns:sa" cannot get path "/metrics""#);
+        assert_eq!(
+            e.message,
+            r#"forbidden: User "system:serviceaccount:ns:sa" cannot get path "/metrics""#
+        );
         assert_eq!(e.details, Some(json!({})));
     }
 }

@@ -8,27 +8,52 @@ use axum::http::{header, HeaderMap};
 /// connection presented the cluster-signed admin certificate (the only client certificate the
 /// sim issues); `None` is a 401. A token wins over the certificate, so a kubeconfig derived from
 /// the admin's with a ServiceAccount token acts as that ServiceAccount.
-pub fn authenticate(auth: &Auth, api: &ApiServer, headers: &HeaderMap, client_cert: bool) -> Option<UserInfo> {
+pub fn authenticate(
+    auth: &Auth,
+    api: &ApiServer,
+    headers: &HeaderMap,
+    client_cert: bool,
+) -> Option<UserInfo> {
     let Some(v) = headers.get(header::AUTHORIZATION) else {
         return client_cert.then(UserInfo::admin);
     };
     let v = v.to_str().ok()?;
     let token = v.strip_prefix("Bearer ").map(str::trim)?;
-    authenticate_token(auth, api, token, &[tokens::ISSUER]).ok().map(|(user, _)| user)
+    authenticate_token(auth, api, token, &[tokens::ISSUER])
+        .ok()
+        .map(|(user, _)| user)
 }
 
 /// Authenticate one token for some audiences (also what TokenReview asks): the user and the
 /// audiences it was accepted for. The admin token is not audience-bound: it holds for all.
-pub fn authenticate_token(auth: &Auth, api: &ApiServer, token: &str, audiences: &[&str]) -> Result<(UserInfo, Vec<String>), String> {
+pub fn authenticate_token(
+    auth: &Auth,
+    api: &ApiServer,
+    token: &str,
+    audiences: &[&str],
+) -> Result<(UserInfo, Vec<String>), String> {
     if constant_time_eq(token, &auth.admin_token) {
-        return Ok((UserInfo::admin(), audiences.iter().map(|a| a.to_string()).collect()));
+        return Ok((
+            UserInfo::admin(),
+            audiences.iter().map(|a| a.to_string()).collect(),
+        ));
     }
     if token.split('.').count() == 3 {
-        return tokens::authenticate(&auth.signer, api, token, chrono::Utc::now().timestamp(), audiences);
+        return tokens::authenticate(
+            &auth.signer,
+            api,
+            token,
+            chrono::Utc::now().timestamp(),
+            audiences,
+        );
     }
     Err("invalid bearer token".into())
 }
 
 fn constant_time_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }

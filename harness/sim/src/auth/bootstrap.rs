@@ -46,9 +46,16 @@ fn policy() -> Result<Policy> {
 /// Create the default roles and bindings, then fill in the aggregated roles' rules.
 pub fn create_defaults(api: &ApiServer) -> Result<()> {
     let p = policy()?;
-    let opts = WriteOptions { field_manager: Some("kube-apiserver".into()), ..Default::default() };
-    let roles = api.resource(GROUP, "v1", "clusterroles").map_err(anyhow::Error::msg)?;
-    let bindings = api.resource(GROUP, "v1", "clusterrolebindings").map_err(anyhow::Error::msg)?;
+    let opts = WriteOptions {
+        field_manager: Some("kube-apiserver".into()),
+        ..Default::default()
+    };
+    let roles = api
+        .resource(GROUP, "v1", "clusterroles")
+        .map_err(anyhow::Error::msg)?;
+    let bindings = api
+        .resource(GROUP, "v1", "clusterrolebindings")
+        .map_err(anyhow::Error::msg)?;
     let defaults_meta = |name: &str, mut labels: BTreeMap<String, String>| {
         labels.insert("kubernetes.io/bootstrapping".into(), "rbac-defaults".into());
         json!({"name": name, "labels": labels, "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}})
@@ -58,22 +65,49 @@ pub fn create_defaults(api: &ApiServer) -> Result<()> {
         if let Some(a) = &r.aggregation_rule {
             o["aggregationRule"] = a.clone();
         }
-        api.create(&roles, "", o, &opts).map_err(anyhow::Error::msg).with_context(|| format!("ClusterRole {}", r.name))?;
+        api.create(&roles, "", o, &opts)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("ClusterRole {}", r.name))?;
     }
     for b in &p.cluster_role_bindings {
-        let subjects: Vec<Value> = b.groups.iter().map(|g| json!({"apiGroup": GROUP, "kind": "Group", "name": g})).collect();
-        let meta = if b.kubeadm { json!({"name": b.name}) } else { defaults_meta(&b.name, BTreeMap::new()) };
+        let subjects: Vec<Value> = b
+            .groups
+            .iter()
+            .map(|g| json!({"apiGroup": GROUP, "kind": "Group", "name": g}))
+            .collect();
+        let meta = if b.kubeadm {
+            json!({"name": b.name})
+        } else {
+            defaults_meta(&b.name, BTreeMap::new())
+        };
         let o = json!({"apiVersion": format!("{}/v1", GROUP), "kind": "ClusterRoleBinding", "metadata": meta,
                        "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": b.role}, "subjects": subjects});
-        api.create(&bindings, "", o, &opts).map_err(anyhow::Error::msg).with_context(|| format!("ClusterRoleBinding {}", b.name))?;
+        api.create(&bindings, "", o, &opts)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("ClusterRoleBinding {}", b.name))?;
     }
     // What the clusterrole-aggregation controller writes (view before edit before admin).
-    for r in p.cluster_roles.iter().rev().filter(|r| r.aggregation_rule.is_some()) {
+    for r in p
+        .cluster_roles
+        .iter()
+        .rev()
+        .filter(|r| r.aggregation_rule.is_some())
+    {
         let stored = api.get(&roles, "", &r.name).map_err(anyhow::Error::msg)?;
         let mut o = stored.clone();
         o["rules"] = json!(rbac::cluster_role_rules(api, &stored));
-        api.update(&roles, "", &r.name, None, o, &WriteOptions { field_manager: Some("clusterrole-aggregation-controller".into()), ..Default::default() })
-            .map_err(anyhow::Error::msg)?;
+        api.update(
+            &roles,
+            "",
+            &r.name,
+            None,
+            o,
+            &WriteOptions {
+                field_manager: Some("clusterrole-aggregation-controller".into()),
+                ..Default::default()
+            },
+        )
+        .map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }
@@ -87,7 +121,11 @@ mod tests {
         let p = policy().expect("bootstrap.yaml");
         assert!(p.cluster_roles.iter().any(|r| r.name == "cluster-admin"));
         for b in &p.cluster_role_bindings {
-            assert!(p.cluster_roles.iter().any(|r| r.name == b.role), "binding {} names a missing role", b.name);
+            assert!(
+                p.cluster_roles.iter().any(|r| r.name == b.role),
+                "binding {} names a missing role",
+                b.name
+            );
         }
     }
 }

@@ -22,7 +22,9 @@ pub fn apply(api: &ApiServer, requester: UserInfo, headers: &HeaderMap) -> ApiRe
     let mut extra = std::collections::BTreeMap::<String, Vec<String>>::new();
     for (k, v) in headers {
         if let Some(key) = k.as_str().strip_prefix(EXTRA_PREFIX) {
-            let key = percent_encoding::percent_decode_str(key).decode_utf8_lossy().into_owned();
+            let key = percent_encoding::percent_decode_str(key)
+                .decode_utf8_lossy()
+                .into_owned();
             extra.entry(key).or_default().push(text(v));
         }
     }
@@ -30,7 +32,9 @@ pub fn apply(api: &ApiServer, requester: UserInfo, headers: &HeaderMap) -> ApiRe
         if groups.is_empty() && uid.is_none() && extra.is_empty() {
             return Ok(requester);
         }
-        return Err(ApiError::internal("requested impersonation of groups, uid or extra without impersonating a user"));
+        return Err(ApiError::internal(
+            "requested impersonation of groups, uid or extra without impersonating a user",
+        ));
     };
     // What the requester must be allowed: impersonate the user (or ServiceAccount), each group,
     // each extra value and the uid.
@@ -40,9 +44,20 @@ pub fn apply(api: &ApiServer, requester: UserInfo, headers: &HeaderMap) -> ApiRe
         Some((ns, sa)) => asks.push(("", "serviceaccounts", ns.to_string(), sa.to_string())),
         None => asks.push(("", "users", String::new(), name.clone())),
     }
-    asks.extend(groups.iter().map(|g| ("", "groups", String::new(), g.clone())));
+    asks.extend(
+        groups
+            .iter()
+            .map(|g| ("", "groups", String::new(), g.clone())),
+    );
     for (key, values) in &extra {
-        asks.extend(values.iter().map(|v| ("authentication.k8s.io", "userextras", String::new(), format!("{}\u{0}{}", key, v))));
+        asks.extend(values.iter().map(|v| {
+            (
+                "authentication.k8s.io",
+                "userextras",
+                String::new(),
+                format!("{}\u{0}{}", key, v),
+            )
+        }));
     }
     if let Some(u) = &uid {
         asks.push(("authentication.k8s.io", "uids", String::new(), u.clone()));
@@ -71,11 +86,19 @@ pub fn apply(api: &ApiServer, requester: UserInfo, headers: &HeaderMap) -> ApiRe
     }
     let mut groups = match (service_account, groups.is_empty()) {
         // A ServiceAccount's groups are a fixed mapping.
-        (Some((ns, _)), true) => vec!["system:serviceaccounts".to_string(), format!("system:serviceaccounts:{}", ns)],
+        (Some((ns, _)), true) => vec![
+            "system:serviceaccounts".to_string(),
+            format!("system:serviceaccounts:{}", ns),
+        ],
         _ => groups,
     };
     if name != "system:anonymous" && !groups.iter().any(|g| g == AUTHENTICATED) {
         groups.push(AUTHENTICATED.to_string());
     }
-    Ok(UserInfo { name, uid: uid.unwrap_or_default(), groups, extra })
+    Ok(UserInfo {
+        name,
+        uid: uid.unwrap_or_default(),
+        groups,
+        extra,
+    })
 }

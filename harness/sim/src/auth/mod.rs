@@ -36,7 +36,11 @@ impl UserInfo {
     /// The holder of the cluster's admin token: kubeadm's `kubernetes-admin` in `system:masters`,
     /// which keeps full access whatever the RBAC objects say.
     pub fn admin() -> UserInfo {
-        UserInfo { name: "kubernetes-admin".into(), groups: vec![SYSTEM_MASTERS.into(), AUTHENTICATED.into()], ..Default::default() }
+        UserInfo {
+            name: "kubernetes-admin".into(),
+            groups: vec![SYSTEM_MASTERS.into(), AUTHENTICATED.into()],
+            ..Default::default()
+        }
     }
 
     /// `system:serviceaccount:<ns>:<name>` with the groups the ServiceAccount authenticator adds.
@@ -44,7 +48,11 @@ impl UserInfo {
         UserInfo {
             name: service_account_username(namespace, name),
             uid: uid.into(),
-            groups: vec!["system:serviceaccounts".into(), format!("system:serviceaccounts:{}", namespace), AUTHENTICATED.into()],
+            groups: vec![
+                "system:serviceaccounts".into(),
+                format!("system:serviceaccounts:{}", namespace),
+                AUTHENTICATED.into(),
+            ],
             extra: BTreeMap::new(),
         }
     }
@@ -71,15 +79,30 @@ impl UserInfo {
     /// The user a SubjectAccessReview's spec names (`user`, `groups`, `uid`, `extra`).
     pub fn from_review_spec(spec: &Value) -> UserInfo {
         let strings = |v: Option<&Value>| -> Vec<String> {
-            v.and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect()).unwrap_or_default()
+            v.and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default()
         };
         let extra = spec
             .get("extra")
             .and_then(Value::as_object)
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), strings(Some(v)))).collect())
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), strings(Some(v))))
+                    .collect()
+            })
             .unwrap_or_default();
         UserInfo {
-            name: spec.get("user").and_then(Value::as_str).unwrap_or("").into(),
+            name: spec
+                .get("user")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .into(),
             uid: spec.get("uid").and_then(Value::as_str).unwrap_or("").into(),
             groups: strings(spec.get("groups")),
             extra,
@@ -106,32 +129,54 @@ pub struct Auth {
 
 impl Auth {
     pub fn new(admin_token: &str) -> Auth {
-        Auth { admin_token: admin_token.to_string(), signer: tokens::Signer::generate() }
+        Auth {
+            admin_token: admin_token.to_string(),
+            signer: tokens::Signer::generate(),
+        }
     }
 }
 
 /// The requests answered here rather than by the store: the reviews and TokenRequest. `None`
 /// when `p` is neither; otherwise the object to answer with 201 Created, or the error.
-pub fn serve(auth: &Auth, api: &ApiServer, user: &UserInfo, method: &str, p: &ResourcePath, content_type: Option<&str>, body: &[u8]) -> Option<ApiResult<Value>> {
-    let token_request = p.group.is_empty() && p.plural == "serviceaccounts" && p.sub.as_deref() == Some("token") && p.name.is_some();
+pub fn serve(
+    auth: &Auth,
+    api: &ApiServer,
+    user: &UserInfo,
+    method: &str,
+    p: &ResourcePath,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Option<ApiResult<Value>> {
+    let token_request = p.group.is_empty()
+        && p.plural == "serviceaccounts"
+        && p.sub.as_deref() == Some("token")
+        && p.name.is_some();
     let review = reviews::is_review(&p.group, &p.plural) && p.name.is_none() && p.sub.is_none();
     if !(token_request || review) || p.version != "v1" {
         return None;
     }
     if review && (p.namespace.is_some() != (p.plural == "localsubjectaccessreviews")) {
-        return Some(Err(ApiError::new(404, "NotFound", "the server could not find the requested resource")));
+        return Some(Err(ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )));
     }
     if method != "POST" {
-        return Some(Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource")));
+        return Some(Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )));
     }
     let ns = p.namespace.as_deref().unwrap_or("");
-    Some(crate::http::negotiate::decode_body(content_type, body).and_then(|b| {
-        if token_request {
-            tokens::token_request(&auth.signer, api, ns, p.name.as_deref().unwrap_or(""), &b)
-        } else {
-            reviews::create(auth, api, user, &p.group, &p.plural, ns, &b)
-        }
-    }))
+    Some(
+        crate::http::negotiate::decode_body(content_type, body).and_then(|b| {
+            if token_request {
+                tokens::token_request(&auth.signer, api, ns, p.name.as_deref().unwrap_or(""), &b)
+            } else {
+                reviews::create(auth, api, user, &p.group, &p.plural, ns, &b)
+            }
+        }),
+    )
 }
 
 /// Authenticate and authorize one request: the caller, or the 401/403 to answer with.
@@ -144,7 +189,8 @@ pub fn check(
     path: &str,
     query: &std::collections::HashMap<String, String>,
 ) -> ApiResult<UserInfo> {
-    let user = authn::authenticate(auth, api, headers, client_cert).ok_or_else(ApiError::unauthorized)?;
+    let user =
+        authn::authenticate(auth, api, headers, client_cert).ok_or_else(ApiError::unauthorized)?;
     let user = impersonation::apply(api, user, headers)?;
     if user.is_privileged() {
         return Ok(user);
@@ -173,7 +219,10 @@ fn connect_also_needs_create(a: &attributes::Attributes) -> Option<attributes::A
         && a.api_group.is_empty()
         && a.resource == "pods"
         && matches!(a.subresource.as_str(), "exec" | "attach" | "portforward");
-    (connect && a.verb == "get").then(|| attributes::Attributes { verb: "create".into(), ..a.clone() })
+    (connect && a.verb == "get").then(|| attributes::Attributes {
+        verb: "create".into(),
+        ..a.clone()
+    })
 }
 
 #[cfg(test)]
@@ -188,12 +237,26 @@ mod connect_tests {
     fn websocket_connects_also_need_create() {
         for sub in ["exec", "attach", "portforward"] {
             let a = attrs("GET", &format!("/api/v1/namespaces/ns/pods/p/{sub}"));
-            let c = connect_also_needs_create(&a).unwrap_or_else(|| panic!("{sub}: no create check"));
-            assert_eq!((c.verb.as_str(), c.resource.as_str(), c.subresource.as_str(), c.name.as_str()), ("create", "pods", sub, "p"));
+            let c =
+                connect_also_needs_create(&a).unwrap_or_else(|| panic!("{sub}: no create check"));
+            assert_eq!(
+                (
+                    c.verb.as_str(),
+                    c.resource.as_str(),
+                    c.subresource.as_str(),
+                    c.name.as_str()
+                ),
+                ("create", "pods", sub, "p")
+            );
         }
         // SPDY is a POST (already `create`); logs and other GETs need nothing more.
-        assert!(connect_also_needs_create(&attrs("POST", "/api/v1/namespaces/ns/pods/p/exec")).is_none());
-        assert!(connect_also_needs_create(&attrs("GET", "/api/v1/namespaces/ns/pods/p/log")).is_none());
+        assert!(
+            connect_also_needs_create(&attrs("POST", "/api/v1/namespaces/ns/pods/p/exec"))
+                .is_none()
+        );
+        assert!(
+            connect_also_needs_create(&attrs("GET", "/api/v1/namespaces/ns/pods/p/log")).is_none()
+        );
         assert!(connect_also_needs_create(&attrs("GET", "/api/v1/namespaces/ns/pods/p")).is_none());
     }
 }

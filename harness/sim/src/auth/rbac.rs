@@ -23,7 +23,10 @@ pub struct Decision {
 /// Authorize a request: members of `system:masters` always, everyone else through RBAC.
 pub fn authorize(api: &ApiServer, a: &Attributes) -> Decision {
     if a.user.is_privileged() {
-        return Decision { allowed: true, reason: String::new() };
+        return Decision {
+            allowed: true,
+            reason: String::new(),
+        };
     }
     let mut reason = None;
     let mut errors = Vec::new();
@@ -40,8 +43,14 @@ pub fn authorize(api: &ApiServer, a: &Attributes) -> Decision {
         }
     });
     match reason {
-        Some(r) => Decision { allowed: true, reason: r },
-        None => Decision { allowed: false, reason: aggregate_errors(&errors) },
+        Some(r) => Decision {
+            allowed: true,
+            reason: r,
+        },
+        None => Decision {
+            allowed: false,
+            reason: aggregate_errors(&errors),
+        },
     }
 }
 
@@ -57,7 +66,13 @@ fn aggregate_errors(errors: &[String]) -> String {
 /// errors met (missing roles), for SelfSubjectRulesReview.
 pub fn rules_for(api: &ApiServer, user: &UserInfo, namespace: &str) -> (Vec<Value>, Vec<String>) {
     if user.is_privileged() {
-        return (vec![json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}), json!({"verbs": ["*"], "nonResourceURLs": ["*"]})], vec![]);
+        return (
+            vec![
+                json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}),
+                json!({"verbs": ["*"], "nonResourceURLs": ["*"]}),
+            ],
+            vec![],
+        );
     }
     let mut rules = Vec::new();
     let mut errors = Vec::new();
@@ -78,7 +93,9 @@ fn key(plural: &str) -> ResourceKey {
 }
 
 fn list(api: &ApiServer, plural: &str, ns: Option<&str>) -> Vec<Arc<Value>> {
-    api.store.list(&key(plural), ns, None, None, &|_| true).items
+    api.store
+        .list(&key(plural), ns, None, None, &|_| true)
+        .items
 }
 
 /// `visit(source, rule, error)` returns false to stop the walk.
@@ -87,15 +104,29 @@ type Visitor<'a> = dyn FnMut(&dyn Fn() -> String, Option<&Value>, Option<String>
 /// The visitor of `VisitRulesFor`: ClusterRoleBindings first, then the RoleBindings of the
 /// namespace, each binding's rules in order.
 fn visit_rules(api: &ApiServer, user: &UserInfo, namespace: &str, visit: &mut Visitor<'_>) {
-    let cluster = list(api, "clusterrolebindings", None).into_iter().map(|b| (b, ""));
-    let namespaced = if namespace.is_empty() { vec![] } else { list(api, "rolebindings", Some(namespace)) };
+    let cluster = list(api, "clusterrolebindings", None)
+        .into_iter()
+        .map(|b| (b, ""));
+    let namespaced = if namespace.is_empty() {
+        vec![]
+    } else {
+        list(api, "rolebindings", Some(namespace))
+    };
     for (b, ns) in cluster.chain(namespaced.into_iter().map(|b| (b, namespace))) {
-        let Some(subject) = applies_to(&b, user, ns) else { continue };
+        let Some(subject) = applies_to(&b, user, ns) else {
+            continue;
+        };
         let source = || {
             if ns.is_empty() {
                 describe_binding("ClusterRoleBinding", &name(&b), &b, &subject, "")
             } else {
-                describe_binding("RoleBinding", &format!("{}/{}", name(&b), ns), &b, &subject, ns)
+                describe_binding(
+                    "RoleBinding",
+                    &format!("{}/{}", name(&b), ns),
+                    &b,
+                    &subject,
+                    ns,
+                )
             }
         };
         let keep_going = match role_rules(api, &b, ns) {
@@ -112,17 +143,40 @@ fn name(o: &Value) -> String {
     crate::meta::name(o).to_string()
 }
 
-fn describe_binding(kind: &str, binding_name: &str, b: &Value, subject: &Value, namespace: &str) -> String {
-    let role_kind = b.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or("");
-    let role_name = b.pointer("/roleRef/name").and_then(Value::as_str).unwrap_or("");
-    format!("{} {:?} of {} {:?} to {}", kind, binding_name, role_kind, role_name, describe_subject(subject, namespace))
+fn describe_binding(
+    kind: &str,
+    binding_name: &str,
+    b: &Value,
+    subject: &Value,
+    namespace: &str,
+) -> String {
+    let role_kind = b
+        .pointer("/roleRef/kind")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let role_name = b
+        .pointer("/roleRef/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    format!(
+        "{} {:?} of {} {:?} to {}",
+        kind,
+        binding_name,
+        role_kind,
+        role_name,
+        describe_subject(subject, namespace)
+    )
 }
 
 fn describe_subject(s: &Value, binding_namespace: &str) -> String {
     let kind = s.get("kind").and_then(Value::as_str).unwrap_or("");
     let name = s.get("name").and_then(Value::as_str).unwrap_or("");
     if kind == "ServiceAccount" {
-        let ns = s.get("namespace").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or(binding_namespace);
+        let ns = s
+            .get("namespace")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .unwrap_or(binding_namespace);
         format!("{} {:?}", kind, format!("{}/{}", name, ns))
     } else {
         format!("{} {:?}", kind, name)
@@ -132,7 +186,10 @@ fn describe_subject(s: &Value, binding_namespace: &str) -> String {
 /// The first subject of a binding that names `user` (`appliesTo`).
 fn applies_to(binding: &Value, user: &UserInfo, namespace: &str) -> Option<Value> {
     let subjects = binding.get("subjects")?.as_array()?;
-    subjects.iter().find(|s| subject_matches(s, user, namespace)).cloned()
+    subjects
+        .iter()
+        .find(|s| subject_matches(s, user, namespace))
+        .cloned()
 }
 
 fn subject_matches(s: &Value, user: &UserInfo, namespace: &str) -> bool {
@@ -141,7 +198,11 @@ fn subject_matches(s: &Value, user: &UserInfo, namespace: &str) -> bool {
         "User" => user.name == name,
         "Group" => user.groups.iter().any(|g| g == name),
         "ServiceAccount" => {
-            let ns = s.get("namespace").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or(namespace);
+            let ns = s
+                .get("namespace")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+                .unwrap_or(namespace);
             !ns.is_empty() && user.name == super::service_account_username(ns, name)
         }
         _ => false,
@@ -150,15 +211,27 @@ fn subject_matches(s: &Value, user: &UserInfo, namespace: &str) -> bool {
 
 /// The rules of the role a binding refers to, or the lister's NotFound text.
 fn role_rules(api: &ApiServer, binding: &Value, namespace: &str) -> Result<Vec<Value>, String> {
-    let kind = binding.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or("");
-    let role = binding.pointer("/roleRef/name").and_then(Value::as_str).unwrap_or("");
+    let kind = binding
+        .pointer("/roleRef/kind")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let role = binding
+        .pointer("/roleRef/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     match kind {
         "ClusterRole" => {
-            let r = api.store.get(&key("clusterroles"), "", role).ok_or_else(|| format!("clusterrole.{} {:?} not found", GROUP, role))?;
+            let r = api
+                .store
+                .get(&key("clusterroles"), "", role)
+                .ok_or_else(|| format!("clusterrole.{} {:?} not found", GROUP, role))?;
             Ok(cluster_role_rules(api, &r))
         }
         "Role" if !namespace.is_empty() => {
-            let r = api.store.get(&key("roles"), namespace, role).ok_or_else(|| format!("role.{} {:?} not found", GROUP, role))?;
+            let r = api
+                .store
+                .get(&key("roles"), namespace, role)
+                .ok_or_else(|| format!("role.{} {:?} not found", GROUP, role))?;
             Ok(rules_of(&r))
         }
         _ => Err(format!("unsupported role reference kind: {:?}", kind)),
@@ -166,7 +239,10 @@ fn role_rules(api: &ApiServer, binding: &Value, namespace: &str) -> Result<Vec<V
 }
 
 fn rules_of(role: &Value) -> Vec<Value> {
-    role.get("rules").and_then(Value::as_array).cloned().unwrap_or_default()
+    role.get("rules")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// A ClusterRole's rules; an aggregated one also gets the rules of every ClusterRole its
@@ -180,13 +256,26 @@ const MAX_AGGREGATION_DEPTH: usize = 8;
 
 fn effective_rules(api: &ApiServer, role: &Value, depth: usize) -> Vec<Value> {
     let mut rules = rules_of(role);
-    let Some(selectors) = role.pointer("/aggregationRule/clusterRoleSelectors").and_then(Value::as_array) else { return rules };
+    let Some(selectors) = role
+        .pointer("/aggregationRule/clusterRoleSelectors")
+        .and_then(Value::as_array)
+    else {
+        return rules;
+    };
     if depth >= MAX_AGGREGATION_DEPTH {
         return rules;
     }
-    let selectors: Vec<LabelSelector> = selectors.iter().filter_map(|s| LabelSelector::from_json(s).ok()).filter(|s| !s.is_empty()).collect();
+    let selectors: Vec<LabelSelector> = selectors
+        .iter()
+        .filter_map(|s| LabelSelector::from_json(s).ok())
+        .filter(|s| !s.is_empty())
+        .collect();
     for other in list(api, "clusterroles", None) {
-        if crate::meta::name(&other) == crate::meta::name(role) || !selectors.iter().any(|s| s.matches(crate::meta::labels(&other))) {
+        if crate::meta::name(&other) == crate::meta::name(role)
+            || !selectors
+                .iter()
+                .any(|s| s.matches(crate::meta::labels(&other)))
+        {
             continue;
         }
         for r in effective_rules(api, &other, depth + 1) {
@@ -199,7 +288,11 @@ fn effective_rules(api: &ApiServer, role: &Value, depth: usize) -> Vec<Value> {
 }
 
 fn strings<'a>(rule: &'a Value, field: &str) -> impl Iterator<Item = &'a str> {
-    rule.get(field).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str)
+    rule.get(field)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
 }
 
 /// `RuleAllows`: does one PolicyRule cover the request?
@@ -209,12 +302,23 @@ pub fn rule_allows(a: &Attributes, rule: &Value) -> bool {
         return false;
     }
     if !a.resource_request {
-        return strings(rule, "nonResourceURLs").any(|u| u == "*" || u == a.path || (u.ends_with('*') && a.path.starts_with(&u[..u.len() - 1])));
+        return strings(rule, "nonResourceURLs").any(|u| {
+            u == "*" || u == a.path || (u.ends_with('*') && a.path.starts_with(&u[..u.len() - 1]))
+        });
     }
-    let combined = if a.subresource.is_empty() { a.resource.clone() } else { format!("{}/{}", a.resource, a.subresource) };
+    let combined = if a.subresource.is_empty() {
+        a.resource.clone()
+    } else {
+        format!("{}/{}", a.resource, a.subresource)
+    };
     let group_ok = strings(rule, "apiGroups").any(|g| g == "*" || g == a.api_group);
     let resource_ok = strings(rule, "resources").any(|r| {
-        r == "*" || r == combined || (!a.subresource.is_empty() && r.len() == a.subresource.len() + 2 && r.starts_with("*/") && r.ends_with(a.subresource.as_str()))
+        r == "*"
+            || r == combined
+            || (!a.subresource.is_empty()
+                && r.len() == a.subresource.len() + 2
+                && r.starts_with("*/")
+                && r.ends_with(a.subresource.as_str()))
     });
     let mut names = strings(rule, "resourceNames").peekable();
     let name_ok = names.peek().is_none() || names.any(|n| n == a.name);
@@ -226,42 +330,108 @@ mod tests {
     use super::*;
 
     fn attrs(verb: &str, group: &str, resource: &str, sub: &str, name: &str) -> Attributes {
-        Attributes { verb: verb.into(), resource_request: true, api_group: group.into(), resource: resource.into(), subresource: sub.into(), name: name.into(), ..Default::default() }
+        Attributes {
+            verb: verb.into(),
+            resource_request: true,
+            api_group: group.into(),
+            resource: resource.into(),
+            subresource: sub.into(),
+            name: name.into(),
+            ..Default::default()
+        }
     }
 
     #[test]
     fn rules_match_like_upstream() {
-        let r = json!({"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods", "pods/log"]});
+        let r =
+            json!({"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods", "pods/log"]});
         assert!(rule_allows(&attrs("list", "", "pods", "", ""), &r));
         assert!(rule_allows(&attrs("get", "", "pods", "log", "p"), &r));
-        assert!(!rule_allows(&attrs("get", "", "pods", "status", "p"), &r), "a subresource needs its own grant");
+        assert!(
+            !rule_allows(&attrs("get", "", "pods", "status", "p"), &r),
+            "a subresource needs its own grant"
+        );
         assert!(!rule_allows(&attrs("watch", "", "pods", "", ""), &r));
         assert!(!rule_allows(&attrs("list", "apps", "pods", "", ""), &r));
         let scale = json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*/scale"]});
-        assert!(rule_allows(&attrs("update", "apps", "deployments", "scale", "d"), &scale));
-        assert!(!rule_allows(&attrs("update", "apps", "deployments", "", "d"), &scale));
-        assert!(!rule_allows(&attrs("update", "apps", "deployments", "status", "d"), &scale));
+        assert!(rule_allows(
+            &attrs("update", "apps", "deployments", "scale", "d"),
+            &scale
+        ));
+        assert!(!rule_allows(
+            &attrs("update", "apps", "deployments", "", "d"),
+            &scale
+        ));
+        assert!(!rule_allows(
+            &attrs("update", "apps", "deployments", "status", "d"),
+            &scale
+        ));
         let named = json!({"verbs": ["get"], "apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["mine"]});
-        assert!(rule_allows(&attrs("get", "coordination.k8s.io", "leases", "", "mine"), &named));
-        assert!(!rule_allows(&attrs("get", "coordination.k8s.io", "leases", "", "other"), &named));
-        assert!(!rule_allows(&attrs("list", "coordination.k8s.io", "leases", "", ""), &named), "resourceNames never cover a list");
+        assert!(rule_allows(
+            &attrs("get", "coordination.k8s.io", "leases", "", "mine"),
+            &named
+        ));
+        assert!(!rule_allows(
+            &attrs("get", "coordination.k8s.io", "leases", "", "other"),
+            &named
+        ));
+        assert!(
+            !rule_allows(
+                &attrs("list", "coordination.k8s.io", "leases", "", ""),
+                &named
+            ),
+            "resourceNames never cover a list"
+        );
         let urls = json!({"verbs": ["get"], "nonResourceURLs": ["/healthz", "/apis/*"]});
-        let path = |p: &str| Attributes { verb: "get".into(), path: p.into(), ..Default::default() };
+        let path = |p: &str| Attributes {
+            verb: "get".into(),
+            path: p.into(),
+            ..Default::default()
+        };
         assert!(rule_allows(&path("/healthz"), &urls));
         assert!(rule_allows(&path("/apis/apps/v1"), &urls));
         assert!(!rule_allows(&path("/api"), &urls));
-        assert!(!rule_allows(&attrs("get", "", "healthz", "", ""), &urls), "nonResourceURLs never cover resources");
+        assert!(
+            !rule_allows(&attrs("get", "", "healthz", "", ""), &urls),
+            "nonResourceURLs never cover resources"
+        );
     }
 
     #[test]
     fn subjects_match_users_groups_and_service_accounts() {
         let sa = UserInfo::service_account("ns", "ctl", "u");
-        assert!(subject_matches(&json!({"kind": "ServiceAccount", "name": "ctl", "namespace": "ns"}), &sa, ""));
-        assert!(subject_matches(&json!({"kind": "ServiceAccount", "name": "ctl"}), &sa, "ns"), "defaults to the binding's namespace");
-        assert!(!subject_matches(&json!({"kind": "ServiceAccount", "name": "ctl"}), &sa, ""));
-        assert!(subject_matches(&json!({"kind": "Group", "name": "system:serviceaccounts:ns"}), &sa, ""));
-        assert!(subject_matches(&json!({"kind": "User", "name": "system:serviceaccount:ns:ctl"}), &sa, ""));
-        assert!(!subject_matches(&json!({"kind": "User", "name": "ctl"}), &sa, ""));
-        assert_eq!(describe_subject(&json!({"kind": "ServiceAccount", "name": "ctl"}), "ns"), r#"ServiceAccount "ctl/ns""#);
+        assert!(subject_matches(
+            &json!({"kind": "ServiceAccount", "name": "ctl", "namespace": "ns"}),
+            &sa,
+            ""
+        ));
+        assert!(
+            subject_matches(&json!({"kind": "ServiceAccount", "name": "ctl"}), &sa, "ns"),
+            "defaults to the binding's namespace"
+        );
+        assert!(!subject_matches(
+            &json!({"kind": "ServiceAccount", "name": "ctl"}),
+            &sa,
+            ""
+        ));
+        assert!(subject_matches(
+            &json!({"kind": "Group", "name": "system:serviceaccounts:ns"}),
+            &sa,
+            ""
+        ));
+        assert!(subject_matches(
+            &json!({"kind": "User", "name": "system:serviceaccount:ns:ctl"}),
+            &sa,
+            ""
+        ));
+        assert!(!subject_matches(
+            &json!({"kind": "User", "name": "ctl"}),
+            &sa,
+            ""
+        ));
+        assert_eq!(
+            describe_subject(&json!({"kind": "ServiceAccount", "name": "ctl"}), "ns"),
+            r#"ServiceAccount "ctl/ns""#
+        );
     }
 }

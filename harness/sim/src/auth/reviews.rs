@@ -16,13 +16,26 @@ pub const AUTHENTICATION: &str = "authentication.k8s.io";
 pub fn is_review(group: &str, plural: &str) -> bool {
     matches!(
         (group, plural),
-        (AUTHORIZATION, "selfsubjectaccessreviews" | "subjectaccessreviews" | "localsubjectaccessreviews" | "selfsubjectrulesreviews")
-            | (AUTHENTICATION, "selfsubjectreviews" | "tokenreviews")
+        (
+            AUTHORIZATION,
+            "selfsubjectaccessreviews"
+                | "subjectaccessreviews"
+                | "localsubjectaccessreviews"
+                | "selfsubjectrulesreviews"
+        ) | (AUTHENTICATION, "selfsubjectreviews" | "tokenreviews")
     )
 }
 
 /// Answer a POST of a review. `namespace` is the path's (LocalSubjectAccessReview only).
-pub fn create(auth: &Auth, api: &ApiServer, caller: &UserInfo, group: &str, plural: &str, namespace: &str, body: &Value) -> ApiResult<Value> {
+pub fn create(
+    auth: &Auth,
+    api: &ApiServer,
+    caller: &UserInfo,
+    group: &str,
+    plural: &str,
+    namespace: &str,
+    body: &Value,
+) -> ApiResult<Value> {
     let mut out = json!({"kind": kind_of(plural), "apiVersion": format!("{}/v1", group), "metadata": {"creationTimestamp": null}});
     if plural == "localsubjectaccessreviews" {
         out["metadata"]["namespace"] = json!(namespace);
@@ -33,23 +46,51 @@ pub fn create(auth: &Auth, api: &ApiServer, caller: &UserInfo, group: &str, plur
         "subjectaccessreviews" | "localsubjectaccessreviews" => {
             let subject = UserInfo::from_review_spec(&spec);
             if subject.name.is_empty() && subject.groups.is_empty() {
-                return Err(invalid(plural, "spec.user", "Invalid value: \"\": at least one of user or group must be specified"));
+                return Err(invalid(
+                    plural,
+                    "spec.user",
+                    "Invalid value: \"\": at least one of user or group must be specified",
+                ));
             }
             if plural == "localsubjectaccessreviews" {
-                if spec.get("nonResourceAttributes").is_some_and(|v| !v.is_null()) {
-                    return Err(invalid(plural, "spec.nonResourceAttributes", "Invalid value: \"null\": disallowed on this kind of request"));
+                if spec
+                    .get("nonResourceAttributes")
+                    .is_some_and(|v| !v.is_null())
+                {
+                    return Err(invalid(
+                        plural,
+                        "spec.nonResourceAttributes",
+                        "Invalid value: \"null\": disallowed on this kind of request",
+                    ));
                 }
-                let ns = spec.pointer("/resourceAttributes/namespace").and_then(Value::as_str).unwrap_or("");
+                let ns = spec
+                    .pointer("/resourceAttributes/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
                 if ns != namespace {
-                    return Err(invalid(plural, "spec.resourceAttributes.namespace", &format!("Invalid value: {:?}: must match metadata.namespace", ns)));
+                    return Err(invalid(
+                        plural,
+                        "spec.resourceAttributes.namespace",
+                        &format!("Invalid value: {:?}: must match metadata.namespace", ns),
+                    ));
                 }
             }
             access_status(api, &subject, &spec, plural)?
         }
-        "selfsubjectrulesreviews" => rules_status(api, caller, spec.get("namespace").and_then(Value::as_str).unwrap_or("")),
+        "selfsubjectrulesreviews" => rules_status(
+            api,
+            caller,
+            spec.get("namespace").and_then(Value::as_str).unwrap_or(""),
+        ),
         "selfsubjectreviews" => json!({"userInfo": caller.to_json()}),
         "tokenreviews" => token_status(auth, api, &spec)?,
-        _ => return Err(ApiError::new(404, "NotFound", "the server could not find the requested resource")),
+        _ => {
+            return Err(ApiError::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            ))
+        }
     };
     if plural != "selfsubjectreviews" {
         out["spec"] = spec;
@@ -70,8 +111,17 @@ fn kind_of(plural: &str) -> &'static str {
 }
 
 fn invalid(plural: &str, field: &str, message: &str) -> ApiError {
-    let group = if plural == "tokenreviews" { AUTHENTICATION } else { AUTHORIZATION };
-    ApiError::invalid(group, kind_of(plural), "", vec![(field.to_string(), message.to_string(), "FieldValueInvalid")])
+    let group = if plural == "tokenreviews" {
+        AUTHENTICATION
+    } else {
+        AUTHORIZATION
+    };
+    ApiError::invalid(
+        group,
+        kind_of(plural),
+        "",
+        vec![(field.to_string(), message.to_string(), "FieldValueInvalid")],
+    )
 }
 
 /// `SubjectAccessReviewStatus` for the attributes in `spec` asked on behalf of `user`.
@@ -95,7 +145,12 @@ fn access_status(api: &ApiServer, user: &UserInfo, spec: &Value, plural: &str) -
             name: s(r, "name"),
             path: String::new(),
         },
-        (None, Some(n)) => Attributes { user: user.clone(), verb: s(n, "verb"), path: s(n, "path"), ..Default::default() },
+        (None, Some(n)) => Attributes {
+            user: user.clone(),
+            verb: s(n, "verb"),
+            path: s(n, "path"),
+            ..Default::default()
+        },
         _ => {
             return Err(invalid(plural, "spec.resourceAttributes", "Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified"));
         }
@@ -115,7 +170,11 @@ fn rules_status(api: &ApiServer, user: &UserInfo, namespace: &str) -> Value {
     let mut resource_rules = Vec::new();
     let mut non_resource_rules = Vec::new();
     for r in rules {
-        let has = |k: &str| r.get(k).and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+        let has = |k: &str| {
+            r.get(k)
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty())
+        };
         if has("resources") {
             let mut rr = json!({"verbs": r.get("verbs").cloned().unwrap_or(json!([]))});
             for k in ["apiGroups", "resources", "resourceNames"] {
@@ -139,13 +198,29 @@ fn rules_status(api: &ApiServer, user: &UserInfo, namespace: &str) -> Value {
 fn token_status(auth: &Auth, api: &ApiServer, spec: &Value) -> ApiResult<Value> {
     let token = spec.get("token").and_then(Value::as_str).unwrap_or("");
     if token.is_empty() {
-        return Err(invalid("tokenreviews", "spec.token", "Required value: token must be specified"));
+        return Err(invalid(
+            "tokenreviews",
+            "spec.token",
+            "Required value: token must be specified",
+        ));
     }
     // Without spec.audiences the token must be meant for the apiserver itself.
-    let requested: Vec<&str> = spec.get("audiences").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-    let targets = if requested.is_empty() { vec![super::tokens::ISSUER] } else { requested };
-    Ok(match authn::authenticate_token(auth, api, token, &targets) {
-        Ok((user, audiences)) => json!({"authenticated": true, "user": user.to_json(), "audiences": audiences}),
-        Err(e) => json!({"user": {}, "error": format!("[invalid bearer token, {}]", e)}),
-    })
+    let requested: Vec<&str> = spec
+        .get("audiences")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let targets = if requested.is_empty() {
+        vec![super::tokens::ISSUER]
+    } else {
+        requested
+    };
+    Ok(
+        match authn::authenticate_token(auth, api, token, &targets) {
+            Ok((user, audiences)) => {
+                json!({"authenticated": true, "user": user.to_json(), "audiences": audiences})
+            }
+            Err(e) => json!({"user": {}, "error": format!("[invalid bearer token, {}]", e)}),
+        },
+    )
 }

@@ -17,7 +17,10 @@ impl Changes {
     /// Follow `store`; `resync` is how often a reconcile runs without any change.
     #[track_caller]
     pub fn new(store: &Store, resync: Duration) -> Self {
-        Changes { rx: store.informer(), ticker: tokio::time::interval(resync) }
+        Changes {
+            rx: store.informer(),
+            ticker: tokio::time::interval(resync),
+        }
     }
 
     /// Return once a reconcile is due: the resync tick fired or a queued event is `relevant`.
@@ -46,7 +49,10 @@ impl Changes {
     /// the store has closed. Every event is handed over, also after a relevant one.
     pub fn drain(&mut self, mut take: impl FnMut(&StoreEvent) -> bool) -> Option<bool> {
         let mut relevant = false;
-        self.rx.drain(|ev| relevant |= take(ev)).ok().map(|()| relevant)
+        self.rx
+            .drain(|ev| relevant |= take(ev))
+            .ok()
+            .map(|()| relevant)
     }
 }
 
@@ -55,7 +61,9 @@ impl Changes {
 /// heartbeats then wake nothing, as upstream's `shouldIgnoreNodeUpdate`-style filters decide.
 pub fn node_fields_changed(ev: &StoreEvent, fields: &[&str]) -> bool {
     match (&ev.event_type, &ev.prev) {
-        (EventType::Modified, Some(prev)) => fields.iter().any(|f| prev.pointer(f) != ev.object.pointer(f)),
+        (EventType::Modified, Some(prev)) => fields
+            .iter()
+            .any(|f| prev.pointer(f) != ev.object.pointer(f)),
         _ => true,
     }
 }
@@ -79,18 +87,29 @@ mod tests {
             store.create(&rt, cm, false).unwrap();
         }
         let seen = std::sync::atomic::AtomicUsize::new(0);
-        let woke = tokio::time::timeout(Duration::from_millis(200), changes.wait(|_| {
-            seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            true
-        }))
+        let woke = tokio::time::timeout(
+            Duration::from_millis(200),
+            changes.wait(|_| {
+                seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                true
+            }),
+        )
         .await;
         assert_eq!(woke.ok(), Some(true));
         // One wake-up took the whole burst: the queue is empty and relevant() saw each event
         // once (a loop that keeps a cache from the events needs every one).
-        assert_eq!(seen.load(std::sync::atomic::Ordering::Relaxed), 50, "every event handed over once");
+        assert_eq!(
+            seen.load(std::sync::atomic::Ordering::Relaxed),
+            50,
+            "every event handed over once"
+        );
         assert!(changes.rx.is_empty());
         // Irrelevant changes do not wake the controller.
         store.create(&rt, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "d"}}), false).unwrap();
-        assert!(tokio::time::timeout(Duration::from_millis(100), changes.wait(|_| false)).await.is_err());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), changes.wait(|_| false))
+                .await
+                .is_err()
+        );
     }
 }

@@ -39,7 +39,11 @@ pub struct ClusterOptions {
 
 impl Default for ClusterOptions {
     fn default() -> Self {
-        ClusterOptions { timing: Timing::default(), longhorn: true, pod_worker_pool: None }
+        ClusterOptions {
+            timing: Timing::default(),
+            longhorn: true,
+            pod_worker_pool: None,
+        }
     }
 }
 
@@ -57,7 +61,11 @@ pub fn is_control_plane(name: &str) -> bool {
 }
 
 impl SimCluster {
-    pub fn start(api: Arc<ApiServer>, node_names: &[String], opts: ClusterOptions) -> Arc<SimCluster> {
+    pub fn start(
+        api: Arc<ApiServer>,
+        node_names: &[String],
+        opts: ClusterOptions,
+    ) -> Arc<SimCluster> {
         let timing = opts.timing.clone();
         let mut nodes = BTreeMap::new();
         let mut kubelets = BTreeMap::new();
@@ -65,13 +73,27 @@ impl SimCluster {
         for (i, name) in node_names.iter().enumerate() {
             let node = SimNode::new(name, i, is_control_plane(name));
             let (tx, rx) = mpsc::unbounded_channel();
-            let k = Kubelet::new(node.clone(), Internal::new(api.clone(), "kubelet"), timing.clone(), rx, opts.pod_worker_pool);
+            let k = Kubelet::new(
+                node.clone(),
+                Internal::new(api.clone(), "kubelet"),
+                timing.clone(),
+                rx,
+                opts.pod_worker_pool,
+            );
             nodes.insert(name.clone(), node);
             kubelets.insert(name.clone(), Arc::new(Mutex::new(k)));
             senders.insert(name.clone(), tx);
         }
-        let cluster = Arc::new(SimCluster { api: api.clone(), timing: timing.clone(), nodes, kubelets, tasks: Mutex::new(vec![]) });
-        api.set_log_source(Arc::new(ClusterLogs { cluster: Arc::downgrade(&cluster) }));
+        let cluster = Arc::new(SimCluster {
+            api: api.clone(),
+            timing: timing.clone(),
+            nodes,
+            kubelets,
+            tasks: Mutex::new(vec![]),
+        });
+        api.set_log_source(Arc::new(ClusterLogs {
+            cluster: Arc::downgrade(&cluster),
+        }));
         let mut tasks = vec![];
         // Route pod events to the kubelet of the pod's node, before any kubelet registers.
         tasks.push(tokio::spawn(route_pods(api.clone(), senders)));
@@ -79,12 +101,22 @@ impl SimCluster {
             let node = cluster.nodes[name].clone();
             tasks.push(tokio::spawn(run_kubelet(k.clone(), node, timing.clone())));
         }
-        tasks.push(tokio::spawn(scheduler::run(Internal::new(api.clone(), "default-scheduler"), timing.clone())));
-        tasks.push(tokio::spawn(nodelifecycle::run(Internal::new(api.clone(), "kube-controller-manager"), timing.clone())));
+        tasks.push(tokio::spawn(scheduler::run(
+            Internal::new(api.clone(), "default-scheduler"),
+            timing.clone(),
+        )));
+        tasks.push(tokio::spawn(nodelifecycle::run(
+            Internal::new(api.clone(), "kube-controller-manager"),
+            timing.clone(),
+        )));
         if opts.longhorn {
-            api.storage_protection.store(true, std::sync::atomic::Ordering::Relaxed);
+            api.storage_protection
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             longhorn::install(&Internal::new(api.clone(), "longhorn-manager"));
-            tasks.push(tokio::spawn(longhorn::run(Internal::new(api.clone(), "csi-provisioner"), timing.clone())));
+            tasks.push(tokio::spawn(longhorn::run(
+                Internal::new(api.clone(), "csi-provisioner"),
+                timing.clone(),
+            )));
         }
         *cluster.tasks.lock() = tasks;
         cluster
@@ -100,7 +132,9 @@ impl SimCluster {
 
     pub fn kubelet(&self, name_or_ip: &str) -> ApiResult<&Arc<Mutex<Kubelet>>> {
         let name = self.node(name_or_ip)?.name.clone();
-        self.kubelets.get(&name).ok_or_else(|| ApiError::not_found("", "nodes", name_or_ip))
+        self.kubelets
+            .get(&name)
+            .ok_or_else(|| ApiError::not_found("", "nodes", name_or_ip))
     }
 
     /// The node's mount table (`mount | grep longhorn` style lines), stale mounts included.
@@ -127,7 +161,9 @@ impl Drop for SimCluster {
 
 async fn run_kubelet(k: Arc<Mutex<Kubelet>>, node: Arc<SimNode>, timing: Timing) {
     k.lock().register();
-    let tick = timing.s(timing.volume_reconcile).max(std::time::Duration::from_millis(10));
+    let tick = timing
+        .s(timing.volume_reconcile)
+        .max(std::time::Duration::from_millis(10));
     let mut interval = tokio::time::interval(tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -143,7 +179,10 @@ async fn run_kubelet(k: Arc<Mutex<Kubelet>>, node: Arc<SimNode>, timing: Timing)
 
 /// The kubelets' pod source: every pod bound to a node, sent to that node's kubelet (the
 /// `spec.nodeName` field selector each real kubelet watches with).
-async fn route_pods(api: Arc<ApiServer>, senders: BTreeMap<String, mpsc::UnboundedSender<PodEvent>>) {
+async fn route_pods(
+    api: Arc<ApiServer>,
+    senders: BTreeMap<String, mpsc::UnboundedSender<PodEvent>>,
+) {
     let mut rx = api.store.informer();
     let key = ResourceKey::new("", "pods");
     for p in api.store.list(&key, None, None, None, &|_| true).items {
@@ -178,16 +217,24 @@ struct ClusterLogs {
 impl PodLogSource for ClusterLogs {
     fn logs(&self, pod: &Value, container: &str, previous: bool) -> ApiResult<String> {
         let name = meta::name(pod);
-        let Some(cluster) = self.cluster.upgrade() else { return Err(ApiError::service_unavailable("cluster stopped")) };
+        let Some(cluster) = self.cluster.upgrade() else {
+            return Err(ApiError::service_unavailable("cluster stopped"));
+        };
         let node = meta::str_at(pod, "/spec/nodeName").unwrap_or("");
         let Ok(k) = cluster.kubelet(node).cloned() else {
-            return Err(ApiError::bad_request(format!("container {:?} in pod {:?} is waiting to start: ContainerCreating", container, name)));
+            return Err(ApiError::bad_request(format!(
+                "container {:?} in pod {:?} is waiting to start: ContainerCreating",
+                container, name
+            )));
         };
         let logs = k.lock().container_logs(meta::uid(pod), container, previous);
         match logs {
             Some(Ok(text)) => Ok(text),
             Some(Err(msg)) => Err(ApiError::bad_request(msg)),
-            None => Err(ApiError::bad_request(format!("container {} is not valid for pod {}", container, name))),
+            None => Err(ApiError::bad_request(format!(
+                "container {} is not valid for pod {}",
+                container, name
+            ))),
         }
     }
 }

@@ -13,9 +13,17 @@ use serde_json::Value;
 
 /// The last custom resource of a CRD being deleted lets the CRD go.
 pub fn custom_resource_deleted(api: &ApiServer, ev: &StoreEvent) {
-    let Some(rt) = api.registry.storage_type(&ev.key).filter(|rt| rt.custom) else { return };
-    if let Some(crt) = api.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") {
-        if let Some(c) = api.store.get(&crt.key(), "", &format!("{}.{}", rt.plural, rt.group)) {
+    let Some(rt) = api.registry.storage_type(&ev.key).filter(|rt| rt.custom) else {
+        return;
+    };
+    if let Some(crt) = api
+        .registry
+        .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    {
+        if let Some(c) = api
+            .store
+            .get(&crt.key(), "", &format!("{}.{}", rt.plural, rt.group))
+        {
             if meta::is_deleting(&c) {
                 cleanup_crd(api, &c);
             }
@@ -25,7 +33,10 @@ pub fn custom_resource_deleted(api: &ApiServer, ev: &StoreEvent) {
 
 /// A CRD being deleted: delete all its custom resources, then drop the cleanup finalizer.
 pub fn cleanup_crd(api: &ApiServer, crd_obj: &Value) {
-    if !meta::finalizers(crd_obj).iter().any(|f| f == CLEANUP_FINALIZER) {
+    if !meta::finalizers(crd_obj)
+        .iter()
+        .any(|f| f == CLEANUP_FINALIZER)
+    {
         return;
     }
     let group = meta::str_at(crd_obj, "/spec/group").unwrap_or("");
@@ -36,14 +47,28 @@ pub fn cleanup_crd(api: &ApiServer, crd_obj: &Value) {
         let pending = items.len();
         for obj in items {
             if !meta::is_deleting(&obj) {
-                let _ = api.delete_internal(&rt, meta::namespace(&obj), meta::name(&obj), &DeleteOptions::default());
+                let _ = api.delete_internal(
+                    &rt,
+                    meta::namespace(&obj),
+                    meta::name(&obj),
+                    &DeleteOptions::default(),
+                );
             }
         }
-        if pending > 0 && !api.store.list(&key, None, None, None, &|_| true).items.is_empty() {
+        if pending > 0
+            && !api
+                .store
+                .list(&key, None, None, None, &|_| true)
+                .items
+                .is_empty()
+        {
             return;
         }
     }
-    if let Some(crt) = api.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") {
+    if let Some(crt) = api
+        .registry
+        .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    {
         remove_finalizer(api, &crt, crd_obj, CLEANUP_FINALIZER);
     }
 }

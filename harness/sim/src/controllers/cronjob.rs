@@ -29,19 +29,35 @@ pub struct CronJobController {
 impl CronJobController {
     pub fn new(client: Internal, timing: Timing) -> Self {
         let recorder = EventRecorder::new(client.clone(), "cronjob-controller", None);
-        CronJobController { client, recorder, clock: timing }
+        CronJobController {
+            client,
+            recorder,
+            clock: timing,
+        }
     }
 }
 
 /// A standard five-field schedule (or `@hourly`-style descriptor), as robfig/cron's
 /// ParseStandard reads it. `TZ=`/`CRON_TZ=` prefixes are refused: only UTC is modelled.
 pub fn parse_schedule(s: &str) -> Result<Cron, String> {
-    CronParser::builder().seconds(Seconds::Disallowed).year(Year::Disallowed).build().parse(s.trim()).map_err(|e| e.to_string())
+    CronParser::builder()
+        .seconds(Seconds::Disallowed)
+        .year(Year::Disallowed)
+        .build()
+        .parse(s.trim())
+        .map_err(|e| e.to_string())
 }
 
 /// The most recent scheduled time in (`after`, `now`], and the next one after `now`.
-pub fn schedule_window(cron: &Cron, after: DateTime<Utc>, now: DateTime<Utc>) -> (Option<DateTime<Utc>>, Option<DateTime<Utc>>) {
-    let last = cron.find_previous_occurrence(&now, true).ok().filter(|t| *t > after);
+pub fn schedule_window(
+    cron: &Cron,
+    after: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> (Option<DateTime<Utc>>, Option<DateTime<Utc>>) {
+    let last = cron
+        .find_previous_occurrence(&now, true)
+        .ok()
+        .filter(|t| *t > after);
     let next = cron.find_next_occurrence(&now, false).ok();
     (last, next)
 }
@@ -52,7 +68,9 @@ pub fn job_name(cronjob: &str, scheduled: DateTime<Utc>) -> String {
 }
 
 fn finished_as(job: &Value) -> Option<&'static str> {
-    ["Complete", "Failed"].into_iter().find(|t| meta::condition_status(job, t) == Some("True"))
+    ["Complete", "Failed"]
+        .into_iter()
+        .find(|t| meta::condition_status(job, t) == Some("True"))
 }
 
 impl Reconciler for CronJobController {
@@ -61,7 +79,13 @@ impl Reconciler for CronJobController {
     }
 
     fn watches(&self) -> Watches {
-        Watches { group: "batch", plural: "cronjobs", kind: "CronJob", children: &[("batch", "jobs")], selects_pods: None }
+        Watches {
+            group: "batch",
+            plural: "cronjobs",
+            kind: "CronJob",
+            children: &[("batch", "jobs")],
+            selects_pods: None,
+        }
     }
 
     fn reconcile(&mut self, (ns, name): &Key) -> Option<Duration> {
@@ -69,14 +93,27 @@ impl Reconciler for CronJobController {
         if meta::is_deleting(&cj) {
             return None;
         }
-        let mut jobs = util::controlled_by(&self.client.api.store, meta::uid(&cj), &ResourceKey::new("batch", "jobs"));
-        let mut status = cj.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+        let mut jobs = util::controlled_by(
+            &self.client.api.store,
+            meta::uid(&cj),
+            &ResourceKey::new("batch", "jobs"),
+        );
+        let mut status = cj
+            .get("status")
+            .cloned()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| json!({}));
         let active_before: Vec<Value> = status["active"].as_array().cloned().unwrap_or_default();
         // Finished jobs leave the active list, once, with an event.
         for j in &jobs {
             if let Some(cond) = finished_as(j) {
                 if active_before.iter().any(|a| a["uid"] == meta::uid(j)) {
-                    self.recorder.record(&cj, EventKind::Normal, "SawCompletedJob", &format!("Saw completed job: {}, status: {cond}", meta::name(j)));
+                    self.recorder.record(
+                        &cj,
+                        EventKind::Normal,
+                        "SawCompletedJob",
+                        &format!("Saw completed job: {}, status: {cond}", meta::name(j)),
+                    );
                 }
                 if cond == "Complete" {
                     if let Some(t) = j.pointer("/status/completionTime") {
@@ -88,33 +125,66 @@ impl Reconciler for CronJobController {
             }
         }
         let reference = |j: &Value| json!({"kind": "Job", "namespace": ns, "name": meta::name(j), "uid": meta::uid(j), "apiVersion": "batch/v1", "resourceVersion": meta::resource_version(j)});
-        let mut active: Vec<Arc<Value>> = jobs.iter().filter(|j| finished_as(j).is_none() && !meta::is_deleting(j)).cloned().collect();
+        let mut active: Vec<Arc<Value>> = jobs
+            .iter()
+            .filter(|j| finished_as(j).is_none() && !meta::is_deleting(j))
+            .cloned()
+            .collect();
 
         let mut requeue = None;
         let suspended = cj.pointer("/spec/suspend") == Some(&json!(true));
         match parse_schedule(meta::str_at(&cj, "/spec/schedule").unwrap_or("")) {
             Err(e) => {
-                self.recorder.record(&cj, EventKind::Warning, "InvalidSchedule", &format!("invalid schedule: {} : {e}", meta::str_at(&cj, "/spec/schedule").unwrap_or("")));
+                self.recorder.record(
+                    &cj,
+                    EventKind::Warning,
+                    "InvalidSchedule",
+                    &format!(
+                        "invalid schedule: {} : {e}",
+                        meta::str_at(&cj, "/spec/schedule").unwrap_or("")
+                    ),
+                );
             }
             Ok(cron) if !suspended => {
                 let now = self.clock.now();
-                let created = meta::str_at(&cj, "/metadata/creationTimestamp").and_then(meta::parse_time).map(|t| self.clock.on_nominal_clock(t)).unwrap_or(now);
-                let after = status.get("lastScheduleTime").and_then(Value::as_str).and_then(meta::parse_time).unwrap_or(created);
+                let created = meta::str_at(&cj, "/metadata/creationTimestamp")
+                    .and_then(meta::parse_time)
+                    .map(|t| self.clock.on_nominal_clock(t))
+                    .unwrap_or(now);
+                let after = status
+                    .get("lastScheduleTime")
+                    .and_then(Value::as_str)
+                    .and_then(meta::parse_time)
+                    .unwrap_or(created);
                 let (due, next) = schedule_window(&cron, after, now);
                 let deadline = i64_at(&cj, "/spec/startingDeadlineSeconds");
-                if let Some(t) = due.filter(|t| deadline.is_none_or(|d| (now - *t).num_seconds() <= d)) {
+                if let Some(t) =
+                    due.filter(|t| deadline.is_none_or(|d| (now - *t).num_seconds() <= d))
+                {
                     let policy = meta::str_at(&cj, "/spec/concurrencyPolicy").unwrap_or("Allow");
                     if policy == "Forbid" && !active.is_empty() {
                         // Skipped: retried at the next schedule.
                     } else {
                         if policy == "Replace" {
                             for j in active.drain(..) {
-                                if self.client.delete("batch", "jobs", ns, meta::name(&j), None).is_ok() {
-                                    self.recorder.record(&cj, EventKind::Normal, "SuccessfulDelete", &format!("Deleted job {}", meta::name(&j)));
+                                if self
+                                    .client
+                                    .delete("batch", "jobs", ns, meta::name(&j), None)
+                                    .is_ok()
+                                {
+                                    self.recorder.record(
+                                        &cj,
+                                        EventKind::Normal,
+                                        "SuccessfulDelete",
+                                        &format!("Deleted job {}", meta::name(&j)),
+                                    );
                                 }
                             }
                         }
-                        let template = cj.pointer("/spec/jobTemplate").cloned().unwrap_or_else(|| json!({}));
+                        let template = cj
+                            .pointer("/spec/jobTemplate")
+                            .cloned()
+                            .unwrap_or_else(|| json!({}));
                         let mut metadata = json!({"name": job_name(name, t), "namespace": ns, "ownerReferences": [util::controller_ref(&cj, "batch/v1", "CronJob")]});
                         for f in ["labels", "annotations"] {
                             if let Some(v) = template.pointer(&format!("/metadata/{f}")) {
@@ -125,17 +195,29 @@ impl Reconciler for CronJobController {
                         let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": template.get("spec").cloned().unwrap_or_else(|| json!({}))});
                         match self.client.create("batch", "jobs", ns, job) {
                             Ok(j) => {
-                                self.recorder.record(&cj, EventKind::Normal, "SuccessfulCreate", &format!("Created job {}", meta::name(&j)));
+                                self.recorder.record(
+                                    &cj,
+                                    EventKind::Normal,
+                                    "SuccessfulCreate",
+                                    &format!("Created job {}", meta::name(&j)),
+                                );
                                 active.push(j.clone());
                                 jobs.push(j);
                             }
                             Err(e) if e.code == 409 => {}
-                            Err(e) => self.recorder.record(&cj, EventKind::Warning, "FailedCreate", &format!("Error creating job: {}", e.message)),
+                            Err(e) => self.recorder.record(
+                                &cj,
+                                EventKind::Warning,
+                                "FailedCreate",
+                                &format!("Error creating job: {}", e.message),
+                            ),
                         }
                     }
                     status["lastScheduleTime"] = json!(meta::rfc3339(t));
                 }
-                requeue = next.map(|n| self.clock.s((n - now).to_std().unwrap_or_default()) + Duration::from_millis(5));
+                requeue = next.map(|n| {
+                    self.clock.s((n - now).to_std().unwrap_or_default()) + Duration::from_millis(5)
+                });
             }
             Ok(_) => {}
         }
@@ -149,7 +231,9 @@ impl Reconciler for CronJobController {
             if status.get("active").is_none() && cj.pointer("/status/active").is_some() {
                 patch["active"] = Value::Null;
             }
-            let _ = self.client.merge_status("batch", "cronjobs", ns, name, &json!({"status": patch}));
+            let _ =
+                self.client
+                    .merge_status("batch", "cronjobs", ns, name, &json!({"status": patch}));
         }
         self.trim_history(&cj, &jobs);
         requeue
@@ -160,16 +244,37 @@ impl CronJobController {
     /// Keep the newest successfulJobsHistoryLimit (3) complete and failedJobsHistoryLimit (1)
     /// failed Jobs; delete older ones with their pods.
     fn trim_history(&self, cj: &Value, jobs: &[Arc<Value>]) {
-        for (cond, field, default) in [("Complete", "successfulJobsHistoryLimit", 3), ("Failed", "failedJobsHistoryLimit", 1)] {
-            let limit = i64_at(cj, &format!("/spec/{field}")).unwrap_or(default).max(0) as usize;
-            let mut done: Vec<&Arc<Value>> = jobs.iter().filter(|j| finished_as(j) == Some(cond) && !meta::is_deleting(j)).collect();
+        for (cond, field, default) in [
+            ("Complete", "successfulJobsHistoryLimit", 3),
+            ("Failed", "failedJobsHistoryLimit", 1),
+        ] {
+            let limit = i64_at(cj, &format!("/spec/{field}"))
+                .unwrap_or(default)
+                .max(0) as usize;
+            let mut done: Vec<&Arc<Value>> = jobs
+                .iter()
+                .filter(|j| finished_as(j) == Some(cond) && !meta::is_deleting(j))
+                .collect();
             if done.len() <= limit {
                 continue;
             }
-            done.sort_by(|a, b| meta::str_at(a, "/status/startTime").cmp(&meta::str_at(b, "/status/startTime")).then(meta::name(a).cmp(meta::name(b))));
+            done.sort_by(|a, b| {
+                meta::str_at(a, "/status/startTime")
+                    .cmp(&meta::str_at(b, "/status/startTime"))
+                    .then(meta::name(a).cmp(meta::name(b)))
+            });
             for j in &done[..done.len() - limit] {
-                if self.client.delete("batch", "jobs", meta::namespace(j), meta::name(j), None).is_ok() {
-                    self.recorder.record(cj, EventKind::Normal, "SuccessfulDelete", &format!("Deleted job {}", meta::name(j)));
+                if self
+                    .client
+                    .delete("batch", "jobs", meta::namespace(j), meta::name(j), None)
+                    .is_ok()
+                {
+                    self.recorder.record(
+                        cj,
+                        EventKind::Normal,
+                        "SuccessfulDelete",
+                        &format!("Deleted job {}", meta::name(j)),
+                    );
                 }
             }
         }
@@ -187,18 +292,36 @@ mod tests {
     #[test]
     fn schedules_read_like_standard_cron() {
         let every5 = parse_schedule("*/5 * * * *").unwrap();
-        let (due, next) = schedule_window(&every5, t("2026-01-01T00:00:00Z"), t("2026-01-01T00:12:30Z"));
-        assert_eq!(due, Some(t("2026-01-01T00:10:00Z")), "only the most recent missed time runs");
+        let (due, next) = schedule_window(
+            &every5,
+            t("2026-01-01T00:00:00Z"),
+            t("2026-01-01T00:12:30Z"),
+        );
+        assert_eq!(
+            due,
+            Some(t("2026-01-01T00:10:00Z")),
+            "only the most recent missed time runs"
+        );
         assert_eq!(next, Some(t("2026-01-01T00:15:00Z")));
-        let (due, _) = schedule_window(&every5, t("2026-01-01T00:10:00Z"), t("2026-01-01T00:12:30Z"));
+        let (due, _) = schedule_window(
+            &every5,
+            t("2026-01-01T00:10:00Z"),
+            t("2026-01-01T00:12:30Z"),
+        );
         assert_eq!(due, None, "already scheduled");
         assert!(parse_schedule("@hourly").is_ok());
-        assert!(parse_schedule("0 */5 * * * *").is_err(), "six fields (seconds) are not standard cron");
+        assert!(
+            parse_schedule("0 */5 * * * *").is_err(),
+            "six fields (seconds) are not standard cron"
+        );
         assert!(parse_schedule("61 * * * *").is_err());
     }
 
     #[test]
     fn job_names_are_minutes_since_the_epoch() {
-        assert_eq!(job_name("backup", t("2026-01-01T00:10:00Z")), "backup-29453770");
+        assert_eq!(
+            job_name("backup", t("2026-01-01T00:10:00Z")),
+            "backup-29453770"
+        );
     }
 }

@@ -13,14 +13,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub async fn run(client: Internal, timing: Timing) {
-    let mut changes = Changes::new(&client.api.store, timing.s(Duration::from_secs(5)).max(Duration::from_millis(100)));
+    let mut changes = Changes::new(
+        &client.api.store,
+        timing
+            .s(Duration::from_secs(5))
+            .max(Duration::from_millis(100)),
+    );
     // Which DaemonSets to sync (upstream's workqueue of DaemonSet keys): a pod change queues
     // its owner, a DaemonSet change itself, a node change or the resync every one.
     let mut dirty = Dirty::All;
     loop {
         let woke = changes
             .wait(|ev| {
-                let Some(what) = what_to_sync(ev) else { return false };
+                let Some(what) = what_to_sync(ev) else {
+                    return false;
+                };
                 dirty.add(what);
                 true
             })
@@ -30,10 +37,13 @@ pub async fn run(client: Internal, timing: Timing) {
         }
         // A resync tick wakes the loop without an event: sync every DaemonSet then.
         let now = std::mem::replace(&mut dirty, Dirty::Some(HashSet::new()));
-        reconcile(&client, match &now {
-            Dirty::Some(uids) if !uids.is_empty() => Some(uids),
-            _ => None,
-        });
+        reconcile(
+            &client,
+            match &now {
+                Dirty::Some(uids) if !uids.is_empty() => Some(uids),
+                _ => None,
+            },
+        );
     }
 }
 
@@ -75,7 +85,9 @@ fn what_to_sync(ev: &StoreEvent) -> Option<Option<String>> {
         }
         // Node heartbeats change only status: like the real controller's
         // shouldIgnoreNodeUpdate, only labels, taints and (un)schedulability matter.
-        ("", "nodes") => changes::node_fields_changed(ev, &["/metadata/labels", "/spec"]).then_some(None),
+        ("", "nodes") => {
+            changes::node_fields_changed(ev, &["/metadata/labels", "/spec"]).then_some(None)
+        }
         _ => None,
     }
 }
@@ -91,7 +103,11 @@ fn daemonset_owner(pod: &Value) -> Option<&str> {
 
 /// Tolerations the DaemonSet controller adds to every daemon pod.
 fn daemon_tolerations(template: &Value) -> Value {
-    let mut ts: Vec<Value> = template.pointer("/spec/tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut ts: Vec<Value> = template
+        .pointer("/spec/tolerations")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     for (key, effect) in [
         ("node.kubernetes.io/not-ready", "NoExecute"),
         ("node.kubernetes.io/unreachable", "NoExecute"),
@@ -116,7 +132,12 @@ struct Placement<'a> {
 impl<'a> Placement<'a> {
     fn of(ds: &'a Value) -> Self {
         let tolerations = daemon_tolerations(ds.pointer("/spec/template").unwrap_or(&Value::Null));
-        Placement { node_selector: ds.pointer("/spec/template/spec/nodeSelector").and_then(Value::as_object), tolerations }
+        Placement {
+            node_selector: ds
+                .pointer("/spec/template/spec/nodeSelector")
+                .and_then(Value::as_object),
+            tolerations,
+        }
     }
 }
 
@@ -125,28 +146,36 @@ impl<'a> Placement<'a> {
 fn eligible(placement: &Placement, node: &Value, new_pod: bool) -> bool {
     if let Some(sel) = placement.node_selector {
         let labels = node.pointer("/metadata/labels");
-        if !sel.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v)) {
+        if !sel
+            .iter()
+            .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+        {
             return false;
         }
     }
     let tolerations = &placement.tolerations;
-    node.pointer("/spec/taints").and_then(Value::as_array).into_iter().flatten().all(|taint| {
-        let effect = taint["effect"].as_str().unwrap_or("");
-        if effect != "NoExecute" && !(new_pod && effect == "NoSchedule") {
-            return true;
-        }
-        tolerations.as_array().into_iter().flatten().any(|t| {
-            (t["operator"] == "Exists" && (t.get("key").is_none() || t["key"] == taint["key"]))
-                && (t.get("effect").is_none() || t["effect"] == taint["effect"])
+    node.pointer("/spec/taints")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .all(|taint| {
+            let effect = taint["effect"].as_str().unwrap_or("");
+            if effect != "NoExecute" && !(new_pod && effect == "NoSchedule") {
+                return true;
+            }
+            tolerations.as_array().into_iter().flatten().any(|t| {
+                (t["operator"] == "Exists" && (t.get("key").is_none() || t["key"] == taint["key"]))
+                    && (t.get("effect").is_none() || t["effect"] == taint["effect"])
+            })
         })
-    })
 }
 
 /// Sync the DaemonSets with these uids, or every one.
 fn reconcile(client: &Internal, only: Option<&HashSet<String>>) {
     let pods_key = ResourceKey::new("", "pods");
     let nodes = client.list("", "nodes", None, &|_| true);
-    let wanted = |d: &Value| !meta::is_deleting(d) && only.is_none_or(|uids| uids.contains(meta::uid(d)));
+    let wanted =
+        |d: &Value| !meta::is_deleting(d) && only.is_none_or(|uids| uids.contains(meta::uid(d)));
     for ds in client.list("apps", "daemonsets", None, &wanted) {
         let ns = meta::namespace(&ds).to_string();
         let uid = meta::uid(&ds).to_string();
@@ -162,7 +191,10 @@ fn reconcile(client: &Internal, only: Option<&HashSet<String>>) {
             .collect();
         let mut by_node: HashMap<&str, Vec<&Arc<Value>>> = HashMap::new();
         for p in &pods {
-            by_node.entry(meta::str_at(p, "/spec/nodeName").unwrap_or("")).or_default().push(p);
+            by_node
+                .entry(meta::str_at(p, "/spec/nodeName").unwrap_or(""))
+                .or_default()
+                .push(p);
         }
         let placement = Placement::of(&ds);
         let mut desired = 0;
@@ -192,8 +224,10 @@ fn reconcile(client: &Internal, only: Option<&HashSet<String>>) {
             "observedGeneration": ds.pointer("/metadata/generation").cloned().unwrap_or(json!(1)),
         }});
         if ds.pointer("/status/numberReady") != status.pointer("/status/numberReady")
-            || ds.pointer("/status/desiredNumberScheduled") != status.pointer("/status/desiredNumberScheduled")
-            || ds.pointer("/status/currentNumberScheduled") != status.pointer("/status/currentNumberScheduled")
+            || ds.pointer("/status/desiredNumberScheduled")
+                != status.pointer("/status/desiredNumberScheduled")
+            || ds.pointer("/status/currentNumberScheduled")
+                != status.pointer("/status/currentNumberScheduled")
         {
             let _ = client.merge_status("apps", "daemonsets", &ns, meta::name(&ds), &status);
         }
@@ -205,10 +239,26 @@ fn is_ready(pod: &Value) -> bool {
 }
 
 fn create_pod(client: &Internal, ds: &Value, node: &str) {
-    let template = ds.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
-    let mut labels = template.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
-    labels["controller-revision-hash"] = json!(format!("{:x}", meta::uid(ds).bytes().fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64)) % 0xffffffffff));
-    labels["pod-template-generation"] = json!(ds.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1).to_string());
+    let template = ds
+        .pointer("/spec/template")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let mut labels = template
+        .pointer("/metadata/labels")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    labels["controller-revision-hash"] = json!(format!(
+        "{:x}",
+        meta::uid(ds)
+            .bytes()
+            .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64))
+            % 0xffffffffff
+    ));
+    labels["pod-template-generation"] = json!(ds
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+        .to_string());
     let mut spec = template.get("spec").cloned().unwrap_or_else(|| json!({}));
     spec["tolerations"] = daemon_tolerations(&template);
     spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}});

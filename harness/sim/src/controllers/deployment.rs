@@ -22,8 +22,14 @@ const DESIRED_REPLICAS: &str = "deployment.kubernetes.io/desired-replicas";
 const MAX_REPLICAS: &str = "deployment.kubernetes.io/max-replicas";
 pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
 /// Deployment annotations never copied to its ReplicaSets (upstream `annotationsToSkip`).
-const SKIP_ANNOTATIONS: &[&str] =
-    &["kubectl.kubernetes.io/last-applied-configuration", REVISION, REVISION_HISTORY, DESIRED_REPLICAS, MAX_REPLICAS, "deprecated.deployment.rollback.to"];
+const SKIP_ANNOTATIONS: &[&str] = &[
+    "kubectl.kubernetes.io/last-applied-configuration",
+    REVISION,
+    REVISION_HISTORY,
+    DESIRED_REPLICAS,
+    MAX_REPLICAS,
+    "deprecated.deployment.rollback.to",
+];
 
 pub struct DeploymentController {
     client: Internal,
@@ -34,7 +40,11 @@ pub struct DeploymentController {
 impl DeploymentController {
     pub fn new(client: Internal, timing: Timing) -> Self {
         let recorder = EventRecorder::new(client.clone(), "deployment-controller", None);
-        DeploymentController { client, recorder, timing }
+        DeploymentController {
+            client,
+            recorder,
+            timing,
+        }
     }
 }
 
@@ -47,7 +57,12 @@ pub fn fenceposts(d: &Value) -> (i64, i64) {
     let replicas = i64_at(d, "/spec/replicas").unwrap_or(1);
     let ru = d.pointer("/spec/strategy/rollingUpdate");
     let surge = int_or_percent(ru.and_then(|r| r.get("maxSurge")), "25%", replicas, true);
-    let unavailable = int_or_percent(ru.and_then(|r| r.get("maxUnavailable")), "25%", replicas, false);
+    let unavailable = int_or_percent(
+        ru.and_then(|r| r.get("maxUnavailable")),
+        "25%",
+        replicas,
+        false,
+    );
     if surge == 0 && unavailable == 0 {
         return (0, 1);
     }
@@ -59,7 +74,10 @@ pub fn fenceposts(d: &Value) -> (i64, i64) {
 /// (`kubectl rollout undo` sends `creationTimestamp: null` back, for one).
 fn template_without_hash(t: &Value) -> Value {
     let mut t = t.clone();
-    if let Some(l) = t.pointer_mut("/metadata/labels").and_then(Value::as_object_mut) {
+    if let Some(l) = t
+        .pointer_mut("/metadata/labels")
+        .and_then(Value::as_object_mut)
+    {
         l.remove(POD_TEMPLATE_HASH);
     }
     prune_empty(&mut t);
@@ -70,7 +88,11 @@ fn prune_empty(v: &mut Value) {
     match v {
         Value::Object(m) => {
             m.values_mut().for_each(prune_empty);
-            m.retain(|_, v| !(v.is_null() || v.as_object().is_some_and(|o| o.is_empty()) || v.as_array().is_some_and(|a| a.is_empty())));
+            m.retain(|_, v| {
+                !(v.is_null()
+                    || v.as_object().is_some_and(|o| o.is_empty())
+                    || v.as_array().is_some_and(|a| a.is_empty()))
+            });
         }
         Value::Array(a) => a.iter_mut().for_each(prune_empty),
         _ => {}
@@ -78,7 +100,12 @@ fn prune_empty(v: &mut Value) {
 }
 
 fn revision(rs: &Value) -> i64 {
-    meta::str_at(rs, &format!("/metadata/annotations/{}", REVISION.replace('/', "~1"))).and_then(|r| r.parse().ok()).unwrap_or(0)
+    meta::str_at(
+        rs,
+        &format!("/metadata/annotations/{}", REVISION.replace('/', "~1")),
+    )
+    .and_then(|r| r.parse().ok())
+    .unwrap_or(0)
 }
 
 fn spec_replicas(rs: &Value) -> i64 {
@@ -92,7 +119,13 @@ fn status_of(rs: &Value, field: &str) -> i64 {
 /// The rolling-update step (upstream NewRSNewReplicas + the old-ReplicaSet scale-down), as pure
 /// arithmetic over (spec replicas, available replicas): returns the new ReplicaSet's target and
 /// the targets of the old ones, in the order given (oldest first).
-pub fn rolling_step(replicas: i64, surge: i64, max_unavailable: i64, new: (i64, i64), olds: &[(i64, i64)]) -> (i64, Vec<i64>) {
+pub fn rolling_step(
+    replicas: i64,
+    surge: i64,
+    max_unavailable: i64,
+    new: (i64, i64),
+    olds: &[(i64, i64)],
+) -> (i64, Vec<i64>) {
     let total: i64 = new.0 + olds.iter().map(|o| o.0).sum::<i64>();
     // Scale the new ReplicaSet up within the surge.
     let mut new_target = new.0;
@@ -128,7 +161,14 @@ pub fn rolling_step(replicas: i64, surge: i64, max_unavailable: i64, new: (i64, 
 /// Set a Deployment condition the way the upstream helper does: unchanged when status and
 /// reason are the same; otherwise replaced (appended last), keeping lastTransitionTime while the
 /// status holds.
-fn set_condition(status: &mut Value, ctype: &str, cstatus: &str, reason: &str, message: &str, force_update: bool) {
+fn set_condition(
+    status: &mut Value,
+    ctype: &str,
+    cstatus: &str,
+    reason: &str,
+    message: &str,
+    force_update: bool,
+) {
     let now = json!(meta::now_rfc3339());
     let conds = status["conditions"].as_array().cloned().unwrap_or_default();
     let current = conds.iter().find(|c| c["type"] == ctype).cloned();
@@ -148,8 +188,16 @@ fn set_condition(status: &mut Value, ctype: &str, cstatus: &str, reason: &str, m
 
 impl DeploymentController {
     fn replica_sets(&self, d: &Value) -> Vec<Arc<Value>> {
-        let mut rss = util::controlled_by(&self.client.api.store, meta::uid(d), &ResourceKey::new("apps", "replicasets"));
-        rss.sort_by(|a, b| meta::str_at(a, "/metadata/creationTimestamp").cmp(&meta::str_at(b, "/metadata/creationTimestamp")).then(meta::name(a).cmp(meta::name(b))));
+        let mut rss = util::controlled_by(
+            &self.client.api.store,
+            meta::uid(d),
+            &ResourceKey::new("apps", "replicasets"),
+        );
+        rss.sort_by(|a, b| {
+            meta::str_at(a, "/metadata/creationTimestamp")
+                .cmp(&meta::str_at(b, "/metadata/creationTimestamp"))
+                .then(meta::name(a).cmp(meta::name(b)))
+        });
         rss
     }
 
@@ -161,32 +209,85 @@ impl DeploymentController {
         let replicas = i64_at(d, "/spec/replicas").unwrap_or(1);
         let (surge, _) = fenceposts(d);
         let patch = json!({"metadata": {"annotations": {DESIRED_REPLICAS: replicas.to_string(), MAX_REPLICAS: (replicas + surge).to_string()}}, "spec": {"replicas": to}});
-        if self.client.merge("apps", "replicasets", meta::namespace(rs), meta::name(rs), &patch).is_ok() {
+        if self
+            .client
+            .merge(
+                "apps",
+                "replicasets",
+                meta::namespace(rs),
+                meta::name(rs),
+                &patch,
+            )
+            .is_ok()
+        {
             let op = if to > from { "up" } else { "down" };
-            self.recorder.record(d, EventKind::Normal, "ScalingReplicaSet", &format!("Scaled {op} replica set {} from {from} to {to}", meta::name(rs)));
+            self.recorder.record(
+                d,
+                EventKind::Normal,
+                "ScalingReplicaSet",
+                &format!(
+                    "Scaled {op} replica set {} from {from} to {to}",
+                    meta::name(rs)
+                ),
+            );
         }
     }
 
     /// The ReplicaSet of the current template: found (its revision raised to the newest when it
     /// is an older one coming back, as a rollback does) or created.
-    fn new_replica_set(&self, d: &Value, rss: &[Arc<Value>], create: bool, initial: i64) -> Option<Arc<Value>> {
-        let template = d.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
+    fn new_replica_set(
+        &self,
+        d: &Value,
+        rss: &[Arc<Value>],
+        create: bool,
+        initial: i64,
+    ) -> Option<Arc<Value>> {
+        let template = d
+            .pointer("/spec/template")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
         let hash = util::template_hash(&template_without_hash(&template));
         let wanted = template_without_hash(&template);
         let max_old = rss.iter().map(|r| revision(r)).max().unwrap_or(0);
         let found = rss.iter().find(|r| {
-            meta::str_at(r, "/metadata/labels/pod-template-hash") == Some(hash.as_str()) || r.pointer("/spec/template").map(template_without_hash).as_ref() == Some(&wanted)
+            meta::str_at(r, "/metadata/labels/pod-template-hash") == Some(hash.as_str())
+                || r.pointer("/spec/template")
+                    .map(template_without_hash)
+                    .as_ref()
+                    == Some(&wanted)
         });
         if let Some(rs) = found {
             let rev = revision(rs);
-            let others_max = rss.iter().filter(|r| meta::uid(r) != meta::uid(rs)).map(|r| revision(r)).max().unwrap_or(0);
+            let others_max = rss
+                .iter()
+                .filter(|r| meta::uid(r) != meta::uid(rs))
+                .map(|r| revision(r))
+                .max()
+                .unwrap_or(0);
             if rev <= others_max {
                 let mut ann = json!({REVISION: (others_max + 1).to_string()});
                 if rev > 0 {
-                    let history = meta::str_at(rs, "/metadata/annotations/deployment.kubernetes.io~1revision-history").unwrap_or("");
-                    ann[REVISION_HISTORY] = json!(if history.is_empty() { rev.to_string() } else { format!("{history},{rev}") });
+                    let history = meta::str_at(
+                        rs,
+                        "/metadata/annotations/deployment.kubernetes.io~1revision-history",
+                    )
+                    .unwrap_or("");
+                    ann[REVISION_HISTORY] = json!(if history.is_empty() {
+                        rev.to_string()
+                    } else {
+                        format!("{history},{rev}")
+                    });
                 }
-                return self.client.merge("apps", "replicasets", meta::namespace(rs), meta::name(rs), &json!({"metadata": {"annotations": ann}})).ok();
+                return self
+                    .client
+                    .merge(
+                        "apps",
+                        "replicasets",
+                        meta::namespace(rs),
+                        meta::name(rs),
+                        &json!({"metadata": {"annotations": ann}}),
+                    )
+                    .ok();
             }
             return Some(rs.clone());
         }
@@ -197,13 +298,25 @@ impl DeploymentController {
         let (surge, _) = fenceposts(d);
         let mut rs_template = template.clone();
         rs_template["metadata"]["labels"][POD_TEMPLATE_HASH] = json!(hash);
-        let mut labels = template.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
+        let mut labels = template
+            .pointer("/metadata/labels")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
         labels[POD_TEMPLATE_HASH] = json!(hash);
-        let mut selector = d.pointer("/spec/selector").cloned().unwrap_or_else(|| json!({}));
+        let mut selector = d
+            .pointer("/spec/selector")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
         selector["matchLabels"][POD_TEMPLATE_HASH] = json!(hash);
         let mut annotations = json!({});
-        if let Some(a) = d.pointer("/metadata/annotations").and_then(Value::as_object) {
-            for (k, v) in a.iter().filter(|(k, _)| !SKIP_ANNOTATIONS.contains(&k.as_str())) {
+        if let Some(a) = d
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object)
+        {
+            for (k, v) in a
+                .iter()
+                .filter(|(k, _)| !SKIP_ANNOTATIONS.contains(&k.as_str()))
+            {
                 annotations[k] = v.clone();
             }
         }
@@ -220,15 +333,35 @@ impl DeploymentController {
                          "ownerReferences": [util::controller_ref(d, "apps/v1", "Deployment")]},
             "spec": spec,
         });
-        match self.client.create("apps", "replicasets", meta::namespace(d), rs) {
+        match self
+            .client
+            .create("apps", "replicasets", meta::namespace(d), rs)
+        {
             Ok(created) => {
                 if initial > 0 {
-                    self.recorder.record(d, EventKind::Normal, "ScalingReplicaSet", &format!("Scaled up replica set {} from 0 to {initial}", meta::name(&created)));
+                    self.recorder.record(
+                        d,
+                        EventKind::Normal,
+                        "ScalingReplicaSet",
+                        &format!(
+                            "Scaled up replica set {} from 0 to {initial}",
+                            meta::name(&created)
+                        ),
+                    );
                 }
                 Some(created)
             }
             Err(e) => {
-                self.recorder.record(d, EventKind::Warning, "ReplicaSetCreateError", &format!("Failed to create new replica set {:?}: {}", format!("{}-{}", meta::name(d), hash), e.message));
+                self.recorder.record(
+                    d,
+                    EventKind::Warning,
+                    "ReplicaSetCreateError",
+                    &format!(
+                        "Failed to create new replica set {:?}: {}",
+                        format!("{}-{}", meta::name(d), hash),
+                        e.message
+                    ),
+                );
                 None
             }
         }
@@ -237,12 +370,23 @@ impl DeploymentController {
     /// Old ReplicaSets beyond revisionHistoryLimit that run nothing are deleted, oldest first.
     fn cleanup(&self, d: &Value, olds: &[Arc<Value>]) {
         let limit = i64_at(d, "/spec/revisionHistoryLimit").unwrap_or(10).max(0) as usize;
-        let idle: Vec<&Arc<Value>> = olds.iter().filter(|r| spec_replicas(r) == 0 && status_of(r, "replicas") == 0 && !meta::is_deleting(r)).collect();
+        let idle: Vec<&Arc<Value>> = olds
+            .iter()
+            .filter(|r| {
+                spec_replicas(r) == 0 && status_of(r, "replicas") == 0 && !meta::is_deleting(r)
+            })
+            .collect();
         if idle.len() > limit {
             let mut by_rev = idle;
             by_rev.sort_by_key(|r| revision(r));
             for r in &by_rev[..by_rev.len() - limit] {
-                let _ = self.client.delete("apps", "replicasets", meta::namespace(r), meta::name(r), None);
+                let _ = self.client.delete(
+                    "apps",
+                    "replicasets",
+                    meta::namespace(r),
+                    meta::name(r),
+                    None,
+                );
             }
         }
     }
@@ -254,7 +398,13 @@ impl Reconciler for DeploymentController {
     }
 
     fn watches(&self) -> Watches {
-        Watches { group: "apps", plural: "deployments", kind: "Deployment", children: &[("apps", "replicasets")], selects_pods: None }
+        Watches {
+            group: "apps",
+            plural: "deployments",
+            kind: "Deployment",
+            children: &[("apps", "replicasets")],
+            selects_pods: None,
+        }
     }
 
     fn reconcile(&mut self, (ns, name): &Key) -> Option<Duration> {
@@ -272,26 +422,61 @@ impl Reconciler for DeploymentController {
         let deadline = i64_at(&d, "/spec/progressDeadlineSeconds").filter(|s| *s < i32::MAX as i64);
 
         // The new ReplicaSet: Recreate creates it only once the old pods are gone.
-        let old_running = |rss: &[Arc<Value>], new_uid: &str| rss.iter().any(|r| meta::uid(r) != new_uid && (spec_replicas(r) > 0 || status_of(r, "replicas") > 0));
+        let old_running = |rss: &[Arc<Value>], new_uid: &str| {
+            rss.iter().any(|r| {
+                meta::uid(r) != new_uid && (spec_replicas(r) > 0 || status_of(r, "replicas") > 0)
+            })
+        };
         let existing_new = self.new_replica_set(&d, &rss, false, 0);
-        let new_uid = existing_new.as_ref().map(|r| meta::uid(r).to_string()).unwrap_or_default();
+        let new_uid = existing_new
+            .as_ref()
+            .map(|r| meta::uid(r).to_string())
+            .unwrap_or_default();
         let mut new_rs = existing_new.clone();
         let mut created = false;
         if new_rs.is_none() && !paused && !(recreate && old_running(&rss, "")) {
             let total: i64 = rss.iter().map(|r| spec_replicas(r)).sum();
-            let initial = if recreate || rss.is_empty() { replicas } else { (replicas + surge - total).max(0).min(replicas) };
+            let initial = if recreate || rss.is_empty() {
+                replicas
+            } else {
+                (replicas + surge - total).max(0).min(replicas)
+            };
             new_rs = self.new_replica_set(&d, &rss, true, initial);
             created = new_rs.is_some();
             if created && deadline.is_some() {
-                set_condition(&mut status, "Progressing", "True", "NewReplicaSetCreated", &format!("Created new replica set {:?}", meta::name(new_rs.as_ref().unwrap())), false);
+                set_condition(
+                    &mut status,
+                    "Progressing",
+                    "True",
+                    "NewReplicaSetCreated",
+                    &format!(
+                        "Created new replica set {:?}",
+                        meta::name(new_rs.as_ref().unwrap())
+                    ),
+                    false,
+                );
             }
         } else if let Some(rs) = &new_rs {
             if !had_progressing && deadline.is_some() {
-                set_condition(&mut status, "Progressing", "True", "FoundNewReplicaSet", &format!("Found new replica set {:?}", meta::name(rs)), false);
+                set_condition(
+                    &mut status,
+                    "Progressing",
+                    "True",
+                    "FoundNewReplicaSet",
+                    &format!("Found new replica set {:?}", meta::name(rs)),
+                    false,
+                );
             }
         }
-        let new_uid = new_rs.as_ref().map(|r| meta::uid(r).to_string()).unwrap_or(new_uid);
-        let olds: Vec<Arc<Value>> = rss.iter().filter(|r| meta::uid(r) != new_uid).cloned().collect();
+        let new_uid = new_rs
+            .as_ref()
+            .map(|r| meta::uid(r).to_string())
+            .unwrap_or(new_uid);
+        let olds: Vec<Arc<Value>> = rss
+            .iter()
+            .filter(|r| meta::uid(r) != new_uid)
+            .cloned()
+            .collect();
 
         // Scale.
         if !paused && !created {
@@ -305,9 +490,20 @@ impl Reconciler for DeploymentController {
                     }
                 }
             } else if let Some(n) = &new_rs {
-                let old_counts: Vec<(i64, i64)> = olds.iter().map(|o| (spec_replicas(o), status_of(o, "availableReplicas"))).collect();
-                let (new_target, old_targets) =
-                    rolling_step(replicas, surge, max_unavailable, (spec_replicas(n), status_of(n, "availableReplicas").min(spec_replicas(n))), &old_counts);
+                let old_counts: Vec<(i64, i64)> = olds
+                    .iter()
+                    .map(|o| (spec_replicas(o), status_of(o, "availableReplicas")))
+                    .collect();
+                let (new_target, old_targets) = rolling_step(
+                    replicas,
+                    surge,
+                    max_unavailable,
+                    (
+                        spec_replicas(n),
+                        status_of(n, "availableReplicas").min(spec_replicas(n)),
+                    ),
+                    &old_counts,
+                );
                 self.scale_rs(&d, n, new_target);
                 for (o, t) in olds.iter().zip(old_targets) {
                     self.scale_rs(&d, o, t);
@@ -315,8 +511,18 @@ impl Reconciler for DeploymentController {
             }
         }
         if let Some(rev) = new_rs.as_ref().map(|r| revision(r)).filter(|r| *r > 0) {
-            if meta::str_at(&d, "/metadata/annotations/deployment.kubernetes.io~1revision") != Some(rev.to_string().as_str()) {
-                let _ = self.client.merge("apps", "deployments", ns, name, &json!({"metadata": {"annotations": {REVISION: rev.to_string()}}}));
+            if meta::str_at(
+                &d,
+                "/metadata/annotations/deployment.kubernetes.io~1revision",
+            ) != Some(rev.to_string().as_str())
+            {
+                let _ = self.client.merge(
+                    "apps",
+                    "deployments",
+                    ns,
+                    name,
+                    &json!({"metadata": {"annotations": {REVISION: rev.to_string()}}}),
+                );
             }
         }
 
@@ -324,7 +530,10 @@ impl Reconciler for DeploymentController {
         let rss = self.replica_sets(&d);
         let new_rs = rss.iter().find(|r| meta::uid(r) == new_uid).cloned();
         let sum = |f: &str| rss.iter().map(|r| status_of(r, f)).sum::<i64>();
-        let updated = new_rs.as_ref().map(|r| status_of(r, "replicas")).unwrap_or(0);
+        let updated = new_rs
+            .as_ref()
+            .map(|r| status_of(r, "replicas"))
+            .unwrap_or(0);
         let available = sum("availableReplicas");
         let old_status = status.clone();
         status["observedGeneration"] = json!(i64_at(&d, "/metadata/generation").unwrap_or(1));
@@ -335,9 +544,23 @@ impl Reconciler for DeploymentController {
         status["unavailableReplicas"] = json!((replicas - available).max(0));
         status["terminatingReplicas"] = json!(sum("terminatingReplicas"));
         if available >= replicas - max_unavailable.min(replicas) {
-            set_condition(&mut status, "Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.", false);
+            set_condition(
+                &mut status,
+                "Available",
+                "True",
+                "MinimumReplicasAvailable",
+                "Deployment has minimum availability.",
+                false,
+            );
         } else {
-            set_condition(&mut status, "Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.", false);
+            set_condition(
+                &mut status,
+                "Available",
+                "False",
+                "MinimumReplicasUnavailable",
+                "Deployment does not have minimum availability.",
+                false,
+            );
         }
         let mut requeue = None;
         let rs_name = new_rs.as_ref().map(|r| meta::name(r).to_string());
@@ -352,28 +575,63 @@ impl Reconciler for DeploymentController {
                 }
             }
             Some(secs) => {
-                let current = status["conditions"].as_array().and_then(|c| c.iter().find(|c| c["type"] == "Progressing").cloned());
-                let complete_already = current.as_ref().map(|c| c["reason"] == "NewReplicaSetAvailable").unwrap_or(false) && status["replicas"] == json!(updated);
+                let current = status["conditions"]
+                    .as_array()
+                    .and_then(|c| c.iter().find(|c| c["type"] == "Progressing").cloned());
+                let complete_already = current
+                    .as_ref()
+                    .map(|c| c["reason"] == "NewReplicaSetAvailable")
+                    .unwrap_or(false)
+                    && status["replicas"] == json!(updated);
                 let n = |s: &Value, f: &str| s[f].as_i64().unwrap_or(0);
-                let complete = updated == replicas && n(&status, "replicas") == replicas && available == replicas;
+                let complete = updated == replicas
+                    && n(&status, "replicas") == replicas
+                    && available == replicas;
                 let progressing = n(&status, "updatedReplicas") > n(&old_status, "updatedReplicas")
-                    || n(&status, "replicas") - n(&status, "updatedReplicas") < n(&old_status, "replicas") - n(&old_status, "updatedReplicas")
+                    || n(&status, "replicas") - n(&status, "updatedReplicas")
+                        < n(&old_status, "replicas") - n(&old_status, "updatedReplicas")
                     || n(&status, "readyReplicas") > n(&old_status, "readyReplicas")
                     || n(&status, "availableReplicas") > n(&old_status, "availableReplicas");
                 if paused {
                     // No progress is estimated while paused.
                 } else if !complete_already {
                     if complete {
-                        set_condition(&mut status, "Progressing", "True", "NewReplicaSetAvailable", &subject("has successfully progressed."), false);
+                        set_condition(
+                            &mut status,
+                            "Progressing",
+                            "True",
+                            "NewReplicaSetAvailable",
+                            &subject("has successfully progressed."),
+                            false,
+                        );
                     } else if progressing || created {
-                        set_condition(&mut status, "Progressing", "True", "ReplicaSetUpdated", &subject("is progressing."), true);
+                        set_condition(
+                            &mut status,
+                            "Progressing",
+                            "True",
+                            "ReplicaSetUpdated",
+                            &subject("is progressing."),
+                            true,
+                        );
                         requeue = Some(self.timing.s(Duration::from_secs(secs as u64)));
-                    } else if let Some(c) = current.filter(|c| c["reason"] != "ProgressDeadlineExceeded") {
-                        let since = c["lastUpdateTime"].as_str().and_then(meta::parse_time).unwrap_or_else(chrono::Utc::now);
+                    } else if let Some(c) =
+                        current.filter(|c| c["reason"] != "ProgressDeadlineExceeded")
+                    {
+                        let since = c["lastUpdateTime"]
+                            .as_str()
+                            .and_then(meta::parse_time)
+                            .unwrap_or_else(chrono::Utc::now);
                         let elapsed = (chrono::Utc::now() - since).to_std().unwrap_or_default();
                         let limit = self.timing.s(Duration::from_secs(secs as u64));
                         if elapsed >= limit {
-                            set_condition(&mut status, "Progressing", "False", "ProgressDeadlineExceeded", &subject("has timed out progressing."), false);
+                            set_condition(
+                                &mut status,
+                                "Progressing",
+                                "False",
+                                "ProgressDeadlineExceeded",
+                                &subject("has timed out progressing."),
+                                false,
+                            );
                         } else {
                             requeue = Some(limit - elapsed + Duration::from_millis(10));
                         }
@@ -382,9 +640,21 @@ impl Reconciler for DeploymentController {
             }
         }
         if status != d.get("status").cloned().unwrap_or_else(|| json!({})) {
-            let _ = self.client.merge_status("apps", "deployments", ns, name, &json!({"status": status}));
+            let _ = self.client.merge_status(
+                "apps",
+                "deployments",
+                ns,
+                name,
+                &json!({"status": status}),
+            );
         }
-        self.cleanup(&d, &rss.iter().filter(|r| meta::uid(r) != new_uid).cloned().collect::<Vec<_>>());
+        self.cleanup(
+            &d,
+            &rss.iter()
+                .filter(|r| meta::uid(r) != new_uid)
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
         requeue
     }
 }
@@ -397,9 +667,18 @@ mod tests {
     fn fenceposts_follow_the_defaults_and_rounding() {
         let d = |r: Value| json!({"spec": {"replicas": 4, "strategy": {"type": "RollingUpdate", "rollingUpdate": r}}});
         assert_eq!(fenceposts(&d(json!({}))), (1, 1));
-        assert_eq!(fenceposts(&d(json!({"maxSurge": 0, "maxUnavailable": 0}))), (0, 1));
-        assert_eq!(fenceposts(&d(json!({"maxSurge": "50%", "maxUnavailable": "10%"}))), (2, 0));
-        assert_eq!(fenceposts(&json!({"spec": {"replicas": 4, "strategy": {"type": "Recreate"}}})), (0, 0));
+        assert_eq!(
+            fenceposts(&d(json!({"maxSurge": 0, "maxUnavailable": 0}))),
+            (0, 1)
+        );
+        assert_eq!(
+            fenceposts(&d(json!({"maxSurge": "50%", "maxUnavailable": "10%"}))),
+            (2, 0)
+        );
+        assert_eq!(
+            fenceposts(&json!({"spec": {"replicas": 4, "strategy": {"type": "Recreate"}}})),
+            (0, 0)
+        );
     }
 
     #[test]
@@ -407,7 +686,11 @@ mod tests {
         // 4 replicas, surge 1, unavailable 1; an old RS fully available.
         let (new, olds) = rolling_step(4, 1, 1, (0, 0), &[(4, 4)]);
         assert_eq!(new, 1, "surge: one new pod above the desired count");
-        assert_eq!(olds, vec![3], "one old pod may go: 3 available stays >= 4-1");
+        assert_eq!(
+            olds,
+            vec![3],
+            "one old pod may go: 3 available stays >= 4-1"
+        );
         // The new pod is not available yet: no further old pod may go.
         let (new, olds) = rolling_step(4, 1, 1, (1, 0), &[(3, 3)]);
         assert_eq!((new, olds), (2, vec![3]));
@@ -433,14 +716,42 @@ mod tests {
     #[test]
     fn conditions_move_to_the_end_when_they_change_and_keep_transition_while_status_holds() {
         let mut st = json!({});
-        set_condition(&mut st, "Progressing", "True", "NewReplicaSetCreated", "Created new replica set \"a\"", false);
-        set_condition(&mut st, "Available", "False", "MinimumReplicasUnavailable", "m", false);
+        set_condition(
+            &mut st,
+            "Progressing",
+            "True",
+            "NewReplicaSetCreated",
+            "Created new replica set \"a\"",
+            false,
+        );
+        set_condition(
+            &mut st,
+            "Available",
+            "False",
+            "MinimumReplicasUnavailable",
+            "m",
+            false,
+        );
         let t0 = st["conditions"][0]["lastTransitionTime"].clone();
-        set_condition(&mut st, "Progressing", "True", "NewReplicaSetAvailable", "ReplicaSet \"a\" has successfully progressed.", false);
+        set_condition(
+            &mut st,
+            "Progressing",
+            "True",
+            "NewReplicaSetAvailable",
+            "ReplicaSet \"a\" has successfully progressed.",
+            false,
+        );
         assert_eq!(st["conditions"][1]["type"], "Progressing");
         assert_eq!(st["conditions"][1]["lastTransitionTime"], t0);
         let before = st.clone();
-        set_condition(&mut st, "Available", "False", "MinimumReplicasUnavailable", "m", false);
+        set_condition(
+            &mut st,
+            "Available",
+            "False",
+            "MinimumReplicasUnavailable",
+            "m",
+            false,
+        );
         assert_eq!(st, before, "same status and reason: untouched");
     }
 }

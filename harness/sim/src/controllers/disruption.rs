@@ -40,15 +40,25 @@ impl DisruptionController {
         };
         let owner = self.client.get(group, plural, ns, name)?;
         if let Some(d) = util::controller_of(&owner).filter(|d| d["kind"] == "Deployment") {
-            let dep = self.client.get("apps", "deployments", ns, d["name"].as_str()?)?;
-            return Some((meta::uid(&dep).to_string(), i64_at(&dep, "/spec/replicas").unwrap_or(1)));
+            let dep = self
+                .client
+                .get("apps", "deployments", ns, d["name"].as_str()?)?;
+            return Some((
+                meta::uid(&dep).to_string(),
+                i64_at(&dep, "/spec/replicas").unwrap_or(1),
+            ));
         }
-        Some((meta::uid(&owner).to_string(), i64_at(&owner, "/spec/replicas").unwrap_or(1)))
+        Some((
+            meta::uid(&owner).to_string(),
+            i64_at(&owner, "/spec/replicas").unwrap_or(1),
+        ))
     }
 }
 
 fn selector_of(pdb: &Value) -> LabelSelector {
-    pdb.pointer("/spec/selector").and_then(|s| LabelSelector::from_json(s).ok()).unwrap_or_else(LabelSelector::nothing)
+    pdb.pointer("/spec/selector")
+        .and_then(|s| LabelSelector::from_json(s).ok())
+        .unwrap_or_else(LabelSelector::nothing)
 }
 
 /// (expectedPods basis given, desiredHealthy) from the PDB spec: an integer minAvailable counts
@@ -69,14 +79,27 @@ impl Reconciler for DisruptionController {
     }
 
     fn watches(&self) -> Watches {
-        Watches { group: "policy", plural: "poddisruptionbudgets", kind: "PodDisruptionBudget", children: &[], selects_pods: Some(|o| Some(selector_of(o))) }
+        Watches {
+            group: "policy",
+            plural: "poddisruptionbudgets",
+            kind: "PodDisruptionBudget",
+            children: &[],
+            selects_pods: Some(|o| Some(selector_of(o))),
+        }
     }
 
     fn reconcile(&mut self, (ns, name): &Key) -> Option<Duration> {
-        let pdb = self.client.get("policy", "poddisruptionbudgets", ns, name)?;
+        let pdb = self
+            .client
+            .get("policy", "poddisruptionbudgets", ns, name)?;
         let sel = selector_of(&pdb);
-        let pods = self.client.list("", "pods", Some(ns), &|p| sel.matches(meta::labels(p)));
-        let int_min = pdb.pointer("/spec/minAvailable").map(Value::is_number).unwrap_or(false);
+        let pods = self
+            .client
+            .list("", "pods", Some(ns), &|p| sel.matches(meta::labels(p)));
+        let int_min = pdb
+            .pointer("/spec/minAvailable")
+            .map(Value::is_number)
+            .unwrap_or(false);
         let expected = if int_min {
             pods.len() as i64
         } else {
@@ -97,15 +120,33 @@ impl Reconciler for DisruptionController {
         let now = chrono::Utc::now();
         let mut disrupted = serde_json::Map::new();
         let mut recheck = None;
-        for (pod, at) in pdb.pointer("/status/disruptedPods").and_then(Value::as_object).into_iter().flatten() {
-            let live = pods.iter().any(|p| meta::name(p) == pod && !meta::is_deleting(p));
-            let age = at.as_str().and_then(meta::parse_time).map(|t| (now - t).to_std().unwrap_or_default()).unwrap_or(timeout);
+        for (pod, at) in pdb
+            .pointer("/status/disruptedPods")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let live = pods
+                .iter()
+                .any(|p| meta::name(p) == pod && !meta::is_deleting(p));
+            let age = at
+                .as_str()
+                .and_then(meta::parse_time)
+                .map(|t| (now - t).to_std().unwrap_or_default())
+                .unwrap_or(timeout);
             if live && age < timeout {
                 disrupted.insert(pod.clone(), at.clone());
                 recheck = Some(timeout - age);
             }
         }
-        let healthy = pods.iter().filter(|p| util::is_pod_ready(p) && !meta::is_deleting(p) && !disrupted.contains_key(meta::name(p))).count() as i64;
+        let healthy = pods
+            .iter()
+            .filter(|p| {
+                util::is_pod_ready(p)
+                    && !meta::is_deleting(p)
+                    && !disrupted.contains_key(meta::name(p))
+            })
+            .count() as i64;
         let desired = desired_healthy(&pdb, expected);
         let allowed = (healthy - desired).max(0);
         let generation = i64_at(&pdb, "/metadata/generation").unwrap_or(1);
@@ -125,7 +166,13 @@ impl Reconciler for DisruptionController {
             if current.get("disruptedPods").is_some() && status.get("disruptedPods").is_none() {
                 patch["disruptedPods"] = Value::Null;
             }
-            let _ = self.client.merge_status("policy", "poddisruptionbudgets", ns, name, &json!({"status": patch}));
+            let _ = self.client.merge_status(
+                "policy",
+                "poddisruptionbudgets",
+                ns,
+                name,
+                &json!({"status": patch}),
+            );
         }
         recheck
     }
@@ -134,12 +181,33 @@ impl Reconciler for DisruptionController {
 /// DisruptionAllowed: True/SufficientPods when a disruption is allowed, else False/InsufficientPods.
 fn set_allowed_condition(status: &mut Value, generation: i64) {
     let allowed = status["disruptionsAllowed"].as_i64().unwrap_or(0) > 0;
-    let (s, reason) = if allowed { ("True", "SufficientPods") } else { ("False", "InsufficientPods") };
-    util::set_condition(status, "DisruptionAllowed", s, reason, "", &[("observedGeneration", json!(generation))]);
+    let (s, reason) = if allowed {
+        ("True", "SufficientPods")
+    } else {
+        ("False", "InsufficientPods")
+    };
+    util::set_condition(
+        status,
+        "DisruptionAllowed",
+        s,
+        reason,
+        "",
+        &[("observedGeneration", json!(generation))],
+    );
     // metav1.Condition field order: lastTransitionTime, message, observedGeneration, reason, status, type.
-    if let Some(c) = status["conditions"].as_array_mut().and_then(|a| a.iter_mut().find(|c| c["type"] == "DisruptionAllowed")) {
+    if let Some(c) = status["conditions"]
+        .as_array_mut()
+        .and_then(|a| a.iter_mut().find(|c| c["type"] == "DisruptionAllowed"))
+    {
         let mut ordered = serde_json::Map::new();
-        for k in ["lastTransitionTime", "message", "observedGeneration", "reason", "status", "type"] {
+        for k in [
+            "lastTransitionTime",
+            "message",
+            "observedGeneration",
+            "reason",
+            "status",
+            "type",
+        ] {
             ordered.insert(k.into(), c[k].clone());
         }
         *c = Value::Object(ordered);
@@ -153,18 +221,29 @@ pub fn check_eviction(pdb: &Value, pod: &Value) -> Result<Option<Value>, ApiErro
     let name = meta::name(pdb);
     let st = |f: &str| i64_at(pdb, &format!("/status/{f}")).unwrap_or(0);
     if st("observedGeneration") < i64_at(pdb, "/metadata/generation").unwrap_or(1) {
-        let mut e = ApiError::too_many_requests("Cannot evict pod as it would violate the pod's disruption budget.");
-        e.details = Some(json!({"causes": [{"reason": "DisruptionBudget", "message": format!("The disruption budget {name} is still being processed by the server.")}], "retryAfterSeconds": 10}));
+        let mut e = ApiError::too_many_requests(
+            "Cannot evict pod as it would violate the pod's disruption budget.",
+        );
+        e.details = Some(
+            json!({"causes": [{"reason": "DisruptionBudget", "message": format!("The disruption budget {name} is still being processed by the server.")}], "retryAfterSeconds": 10}),
+        );
         return Err(e);
     }
     // An unready pod may go while the budget is met (unhealthyPodEvictionPolicy IfHealthyBudget).
     let policy = meta::str_at(pdb, "/spec/unhealthyPodEvictionPolicy").unwrap_or("IfHealthyBudget");
-    if !util::is_pod_ready(pod) && (policy == "AlwaysAllow" || (st("currentHealthy") >= st("desiredHealthy") && st("desiredHealthy") > 0)) {
+    if !util::is_pod_ready(pod)
+        && (policy == "AlwaysAllow"
+            || (st("currentHealthy") >= st("desiredHealthy") && st("desiredHealthy") > 0))
+    {
         return Ok(None);
     }
     if st("disruptionsAllowed") <= 0 {
-        let mut e = ApiError::too_many_requests("Cannot evict pod as it would violate the pod's disruption budget.");
-        e.details = Some(json!({"causes": [{"reason": "DisruptionBudget", "message": format!("The disruption budget {name} needs {} healthy pods and has {} currently", st("desiredHealthy"), st("currentHealthy"))}]}));
+        let mut e = ApiError::too_many_requests(
+            "Cannot evict pod as it would violate the pod's disruption budget.",
+        );
+        e.details = Some(
+            json!({"causes": [{"reason": "DisruptionBudget", "message": format!("The disruption budget {name} needs {} healthy pods and has {} currently", st("desiredHealthy"), st("currentHealthy"))}]}),
+        );
         return Err(e);
     }
     let mut status = pdb.get("status").cloned().unwrap_or_else(|| json!({}));
@@ -193,21 +272,48 @@ mod tests {
 
     #[test]
     fn desired_healthy_from_min_available_or_max_unavailable() {
-        assert_eq!(desired_healthy(&pdb(json!({"minAvailable": 2}), json!({})), 3), 2);
-        assert_eq!(desired_healthy(&pdb(json!({"minAvailable": "50%"}), json!({})), 3), 2, "percentages round up");
-        assert_eq!(desired_healthy(&pdb(json!({"maxUnavailable": 1}), json!({})), 3), 2);
-        assert_eq!(desired_healthy(&pdb(json!({"maxUnavailable": "50%"}), json!({})), 3), 1);
+        assert_eq!(
+            desired_healthy(&pdb(json!({"minAvailable": 2}), json!({})), 3),
+            2
+        );
+        assert_eq!(
+            desired_healthy(&pdb(json!({"minAvailable": "50%"}), json!({})), 3),
+            2,
+            "percentages round up"
+        );
+        assert_eq!(
+            desired_healthy(&pdb(json!({"maxUnavailable": 1}), json!({})), 3),
+            2
+        );
+        assert_eq!(
+            desired_healthy(&pdb(json!({"maxUnavailable": "50%"}), json!({})), 3),
+            1
+        );
     }
 
     #[test]
     fn an_eviction_is_refused_with_the_apiservers_message_then_allowed() {
-        let blocked = pdb(json!({"minAvailable": 2}), json!({"observedGeneration": 1, "currentHealthy": 2, "desiredHealthy": 2, "disruptionsAllowed": 0}));
+        let blocked = pdb(
+            json!({"minAvailable": 2}),
+            json!({"observedGeneration": 1, "currentHealthy": 2, "desiredHealthy": 2, "disruptionsAllowed": 0}),
+        );
         let e = check_eviction(&blocked, &pod(true)).unwrap_err();
         assert_eq!((e.code, e.reason), (429, "TooManyRequests"));
-        assert_eq!(e.message, "Cannot evict pod as it would violate the pod's disruption budget.");
-        assert_eq!(e.details.unwrap()["causes"][0]["message"], "The disruption budget web needs 2 healthy pods and has 2 currently");
-        let open = pdb(json!({"minAvailable": 2}), json!({"observedGeneration": 1, "currentHealthy": 3, "desiredHealthy": 2, "disruptionsAllowed": 1}));
-        let st = check_eviction(&open, &pod(true)).unwrap().expect("budget decremented");
+        assert_eq!(
+            e.message,
+            "Cannot evict pod as it would violate the pod's disruption budget."
+        );
+        assert_eq!(
+            e.details.unwrap()["causes"][0]["message"],
+            "The disruption budget web needs 2 healthy pods and has 2 currently"
+        );
+        let open = pdb(
+            json!({"minAvailable": 2}),
+            json!({"observedGeneration": 1, "currentHealthy": 3, "desiredHealthy": 2, "disruptionsAllowed": 1}),
+        );
+        let st = check_eviction(&open, &pod(true))
+            .unwrap()
+            .expect("budget decremented");
         assert_eq!(st["disruptionsAllowed"], 0);
         assert!(st["disruptedPods"]["p"].is_string());
         assert_eq!(st["conditions"][0]["reason"], "InsufficientPods");

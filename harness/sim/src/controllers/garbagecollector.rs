@@ -5,7 +5,9 @@
 use crate::apiserver::ApiServer;
 use crate::meta;
 use crate::resources::ResourceType;
-use crate::store::{DeleteOptions, Propagation, StoreEvent, EventType, UpdateScope, FOREGROUND, ORPHAN};
+use crate::store::{
+    DeleteOptions, EventType, Propagation, StoreEvent, UpdateScope, FOREGROUND, ORPHAN,
+};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -39,7 +41,12 @@ pub fn handle(api: &ApiServer, ev: &StoreEvent) {
             } else if !meta::owner_uids(obj).is_empty() && owners_of(api, obj).is_empty() {
                 // Every owner is gone (it may have been deleted before this object was created).
                 if let Some(rt) = api.registry.storage_type(&ev.key) {
-                    let _ = api.delete_internal(&rt, meta::namespace(obj), meta::name(obj), &DeleteOptions::default());
+                    let _ = api.delete_internal(
+                        &rt,
+                        meta::namespace(obj),
+                        meta::name(obj),
+                        &DeleteOptions::default(),
+                    );
                 }
             }
         }
@@ -48,12 +55,26 @@ pub fn handle(api: &ApiServer, ev: &StoreEvent) {
 
 /// The owners of `obj` that still exist, with their types.
 fn owners_of(api: &ApiServer, obj: &Value) -> Vec<(Arc<ResourceType>, Arc<Value>)> {
-    let refs = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default();
+    let refs = obj
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     refs.iter()
         .filter_map(|r| {
-            let rt = api.registry.by_kind(r.get("apiVersion")?.as_str()?, r.get("kind")?.as_str()?)?;
-            let ns = if rt.namespaced { meta::namespace(obj) } else { "" };
-            let owner = api.store.get(&crate::resources::storage_key(&rt.group, &rt.plural), ns, r.get("name")?.as_str()?)?;
+            let rt = api
+                .registry
+                .by_kind(r.get("apiVersion")?.as_str()?, r.get("kind")?.as_str()?)?;
+            let ns = if rt.namespaced {
+                meta::namespace(obj)
+            } else {
+                ""
+            };
+            let owner = api.store.get(
+                &crate::resources::storage_key(&rt.group, &rt.plural),
+                ns,
+                r.get("name")?.as_str()?,
+            )?;
             (meta::uid(&owner) == r.get("uid")?.as_str()?).then_some((rt, owner))
         })
         .collect()
@@ -66,9 +87,19 @@ fn collect_dependents(api: &ApiServer, uid: &str) {
         return;
     }
     for (key, dep) in api.store.dependents_of(uid) {
-        let Some(rt) = api.registry.storage_type(&key) else { continue };
+        let Some(rt) = api.registry.storage_type(&key) else {
+            continue;
+        };
         if owners_of(api, &dep).is_empty() {
-            let _ = api.delete_internal(&rt, meta::namespace(&dep), meta::name(&dep), &DeleteOptions { propagation: Some(Propagation::Background), ..Default::default() });
+            let _ = api.delete_internal(
+                &rt,
+                meta::namespace(&dep),
+                meta::name(&dep),
+                &DeleteOptions {
+                    propagation: Some(Propagation::Background),
+                    ..Default::default()
+                },
+            );
         } else {
             remove_owner_ref(api, &rt, &dep, uid);
         }
@@ -77,10 +108,20 @@ fn collect_dependents(api: &ApiServer, uid: &str) {
 
 fn remove_owner_ref(api: &ApiServer, rt: &ResourceType, dep: &Value, uid: &str) {
     let mut next = dep.clone();
-    if let Some(refs) = next.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) {
+    if let Some(refs) = next
+        .pointer_mut("/metadata/ownerReferences")
+        .and_then(Value::as_array_mut)
+    {
         refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
     }
-    let _ = api.store.update(rt, meta::namespace(dep), meta::name(dep), next, UpdateScope::Any, false);
+    let _ = api.store.update(
+        rt,
+        meta::namespace(dep),
+        meta::name(dep),
+        next,
+        UpdateScope::Any,
+        false,
+    );
 }
 
 /// Foreground deletion: delete dependents first; the owner goes when none blocks it any more.
@@ -88,17 +129,32 @@ fn foreground(api: &ApiServer, rt: &ResourceType, owner: &Value) {
     let uid = meta::uid(owner);
     let mut blocking = false;
     for (key, dep) in api.store.dependents_of(uid) {
-        let Some(drt) = api.registry.storage_type(&key) else { continue };
+        let Some(drt) = api.registry.storage_type(&key) else {
+            continue;
+        };
         let blocks = dep
             .pointer("/metadata/ownerReferences")
             .and_then(Value::as_array)
-            .map(|refs| refs.iter().any(|r| r.get("uid").and_then(Value::as_str) == Some(uid) && r.get("blockOwnerDeletion") == Some(&json!(true))))
+            .map(|refs| {
+                refs.iter().any(|r| {
+                    r.get("uid").and_then(Value::as_str) == Some(uid)
+                        && r.get("blockOwnerDeletion") == Some(&json!(true))
+                })
+            })
             .unwrap_or(false);
         if blocks {
             blocking = true;
         }
         if !meta::is_deleting(&dep) {
-            let _ = api.delete_internal(&drt, meta::namespace(&dep), meta::name(&dep), &DeleteOptions { propagation: Some(Propagation::Foreground), ..Default::default() });
+            let _ = api.delete_internal(
+                &drt,
+                meta::namespace(&dep),
+                meta::name(&dep),
+                &DeleteOptions {
+                    propagation: Some(Propagation::Foreground),
+                    ..Default::default()
+                },
+            );
         }
     }
     if !blocking {
@@ -119,13 +175,28 @@ fn orphan(api: &ApiServer, rt: &ResourceType, owner: &Value) {
 
 pub(super) fn remove_finalizer(api: &ApiServer, rt: &ResourceType, obj: &Value, fin: &str) {
     // Re-read: the event may be older than the stored object.
-    let Some(cur) = api.store.get(&crate::resources::storage_key(&rt.group, &rt.plural), meta::namespace(obj), meta::name(obj)) else { return };
-    let fins: Vec<String> = meta::finalizers(&cur).into_iter().filter(|f| f != fin).collect();
+    let Some(cur) = api.store.get(
+        &crate::resources::storage_key(&rt.group, &rt.plural),
+        meta::namespace(obj),
+        meta::name(obj),
+    ) else {
+        return;
+    };
+    let fins: Vec<String> = meta::finalizers(&cur)
+        .into_iter()
+        .filter(|f| f != fin)
+        .collect();
     if fins.len() == meta::finalizers(&cur).len() {
         return;
     }
     let mut next = (*cur).clone();
     meta::set_finalizers(&mut next, &fins);
-    let _ = api.store.update(rt, meta::namespace(&cur), meta::name(&cur), next, UpdateScope::Any, false);
+    let _ = api.store.update(
+        rt,
+        meta::namespace(&cur),
+        meta::name(&cur),
+        next,
+        UpdateScope::Any,
+        false,
+    );
 }
-

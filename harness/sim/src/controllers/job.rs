@@ -30,7 +30,11 @@ pub struct JobController {
 impl JobController {
     pub fn new(client: Internal, timing: Timing) -> Self {
         let recorder = EventRecorder::new(client.clone(), "job-controller", None);
-        JobController { client, recorder, timing }
+        JobController {
+            client,
+            recorder,
+            timing,
+        }
     }
 }
 
@@ -44,13 +48,22 @@ pub fn failure_backoff(failures: i64) -> Duration {
 }
 
 fn finished(job: &Value) -> bool {
-    ["Complete", "Failed"].iter().any(|t| meta::condition_status(job, t) == Some("True"))
+    ["Complete", "Failed"]
+        .iter()
+        .any(|t| meta::condition_status(job, t) == Some("True"))
 }
 
 /// Job conditions carry lastProbeTime = lastTransitionTime.
 fn set_job_condition(status: &mut Value, ctype: &str, reason: &str, message: &str) {
     let now = json!(meta::now_rfc3339());
-    util::set_condition(status, ctype, "True", reason, message, &[("lastProbeTime", now)]);
+    util::set_condition(
+        status,
+        ctype,
+        "True",
+        reason,
+        message,
+        &[("lastProbeTime", now)],
+    );
 }
 
 /// The labels the apiserver puts on a Job's template, repeated on its pods for Jobs created with
@@ -66,17 +79,31 @@ impl Reconciler for JobController {
     }
 
     fn watches(&self) -> Watches {
-        Watches { group: "batch", plural: "jobs", kind: "Job", children: &[("", "pods")], selects_pods: None }
+        Watches {
+            group: "batch",
+            plural: "jobs",
+            kind: "Job",
+            children: &[("", "pods")],
+            selects_pods: None,
+        }
     }
 
     fn reconcile(&mut self, (ns, name): &Key) -> Option<Duration> {
         let job = self.client.get("batch", "jobs", ns, name)?;
-        let pods = util::controlled_by(&self.client.api.store, meta::uid(&job), &ResourceKey::new("", "pods"));
+        let pods = util::controlled_by(
+            &self.client.api.store,
+            meta::uid(&job),
+            &ResourceKey::new("", "pods"),
+        );
         if meta::is_deleting(&job) {
             self.release(ns, &pods);
             return None;
         }
-        let mut status = job.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+        let mut status = job
+            .get("status")
+            .cloned()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| json!({}));
         if finished(&job) {
             self.release(ns, &pods);
             return self.expire(&job);
@@ -106,21 +133,43 @@ impl Reconciler for JobController {
         let restarts: i64 = pods
             .iter()
             .filter(|p| util::is_pod_active(p))
-            .flat_map(|p| p.pointer("/status/containerStatuses").and_then(Value::as_array).cloned().unwrap_or_default())
+            .flat_map(|p| {
+                p.pointer("/status/containerStatuses")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+            })
             .map(|c| c["restartCount"].as_i64().unwrap_or(0))
             .sum();
-        let active: Vec<&Arc<Value>> = pods.iter().filter(|p| util::is_pod_active(p) && !newly_counted.iter().any(|c| meta::uid(c) == meta::uid(p))).collect();
+        let active: Vec<&Arc<Value>> = pods
+            .iter()
+            .filter(|p| {
+                util::is_pod_active(p)
+                    && !newly_counted.iter().any(|c| meta::uid(c) == meta::uid(p))
+            })
+            .collect();
         let completions = i64_at(&job, "/spec/completions");
         let parallelism = i64_at(&job, "/spec/parallelism").unwrap_or(1);
         let backoff_limit = i64_at(&job, "/spec/backoffLimit").unwrap_or(6);
         let deadline = i64_at(&job, "/spec/activeDeadlineSeconds");
-        let started = status["startTime"].as_str().and_then(meta::parse_time).unwrap_or(now);
+        let started = status["startTime"]
+            .as_str()
+            .and_then(meta::parse_time)
+            .unwrap_or(now);
         let elapsed = (now - started).to_std().unwrap_or_default();
 
         let failure = if failed + restarts > backoff_limit {
-            Some(("BackoffLimitExceeded", "Job has reached the specified backoff limit"))
-        } else if deadline.is_some_and(|d| elapsed >= self.timing.s(Duration::from_secs(d.max(0) as u64))) {
-            Some(("DeadlineExceeded", "Job was active longer than specified deadline"))
+            Some((
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit",
+            ))
+        } else if deadline
+            .is_some_and(|d| elapsed >= self.timing.s(Duration::from_secs(d.max(0) as u64)))
+        {
+            Some((
+                "DeadlineExceeded",
+                "Job was active longer than specified deadline",
+            ))
         } else {
             None
         };
@@ -128,7 +177,12 @@ impl Reconciler for JobController {
             Some(c) => succeeded >= c,
             None => succeeded > 0 && active.is_empty(),
         };
-        let mut requeue = deadline.map(|d| self.timing.s(Duration::from_secs(d.max(0) as u64)).saturating_sub(elapsed) + Duration::from_millis(10));
+        let mut requeue = deadline.map(|d| {
+            self.timing
+                .s(Duration::from_secs(d.max(0) as u64))
+                .saturating_sub(elapsed)
+                + Duration::from_millis(10)
+        });
         if let Some((reason, message)) = failure {
             set_job_condition(&mut status, "FailureTarget", reason, message);
             for p in &active {
@@ -136,36 +190,71 @@ impl Reconciler for JobController {
             }
             if active.is_empty() {
                 set_job_condition(&mut status, "Failed", reason, message);
-                self.recorder.record(&job, EventKind::Warning, reason, message);
+                self.recorder
+                    .record(&job, EventKind::Warning, reason, message);
             }
         } else if success {
-            set_job_condition(&mut status, "SuccessCriteriaMet", "CompletionsReached", "Reached expected number of succeeded pods");
+            set_job_condition(
+                &mut status,
+                "SuccessCriteriaMet",
+                "CompletionsReached",
+                "Reached expected number of succeeded pods",
+            );
             for p in &active {
                 let _ = self.client.delete("", "pods", ns, meta::name(p), None);
             }
             if active.is_empty() {
-                set_job_condition(&mut status, "Complete", "CompletionsReached", "Reached expected number of succeeded pods");
+                set_job_condition(
+                    &mut status,
+                    "Complete",
+                    "CompletionsReached",
+                    "Reached expected number of succeeded pods",
+                );
                 status["completionTime"] = json!(meta::rfc3339(now));
-                self.recorder.record(&job, EventKind::Normal, "Completed", "Job completed");
+                self.recorder
+                    .record(&job, EventKind::Normal, "Completed", "Job completed");
             }
         } else if job.pointer("/spec/suspend") != Some(&json!(true)) {
-            let remaining = completions.map(|c| c - succeeded).unwrap_or(if succeeded > 0 { 0 } else { parallelism });
+            let remaining = completions
+                .map(|c| c - succeeded)
+                .unwrap_or(if succeeded > 0 { 0 } else { parallelism });
             let want = parallelism.min(remaining).max(0);
             let missing = want - active.len() as i64;
             // Replacements of failed pods wait for the pod-failure backoff.
-            let wait = self.timing.s(failure_backoff(failed)).saturating_sub(last_failure_age(&pods, now));
+            let wait = self
+                .timing
+                .s(failure_backoff(failed))
+                .saturating_sub(last_failure_age(&pods, now));
             if missing > 0 && (failed == 0 || wait.is_zero()) {
-                let template = job.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
+                let template = job
+                    .pointer("/spec/template")
+                    .cloned()
+                    .unwrap_or_else(|| json!({}));
                 for _ in 0..missing {
-                    let mut pod = util::pod_from_template(&template, util::controller_ref(&job, "batch/v1", "Job"), ns, &format!("{name}-"));
+                    let mut pod = util::pod_from_template(
+                        &template,
+                        util::controller_ref(&job, "batch/v1", "Job"),
+                        ns,
+                        &format!("{name}-"),
+                    );
                     for (k, v) in job_labels(&job).as_object().into_iter().flatten() {
                         pod["metadata"]["labels"][k] = v.clone();
                     }
                     pod["metadata"]["finalizers"] = json!([TRACKING_FINALIZER]);
                     match self.client.create("", "pods", ns, pod) {
-                        Ok(p) => self.recorder.record(&job, EventKind::Normal, "SuccessfulCreate", &format!("Created pod: {}", meta::name(&p))),
+                        Ok(p) => self.recorder.record(
+                            &job,
+                            EventKind::Normal,
+                            "SuccessfulCreate",
+                            &format!("Created pod: {}", meta::name(&p)),
+                        ),
                         Err(e) => {
-                            self.recorder.record(&job, EventKind::Warning, "FailedCreate", &format!("Error creating: {}", e.message));
+                            self.recorder.record(
+                                &job,
+                                EventKind::Warning,
+                                "FailedCreate",
+                                &format!("Error creating: {}", e.message),
+                            );
                             break;
                         }
                     }
@@ -174,11 +263,19 @@ impl Reconciler for JobController {
                 requeue = Some(requeue.map_or(wait, |r| r.min(wait)) + Duration::from_millis(5));
             }
         }
-        let pods = util::controlled_by(&self.client.api.store, meta::uid(&job), &ResourceKey::new("", "pods"));
+        let pods = util::controlled_by(
+            &self.client.api.store,
+            meta::uid(&job),
+            &ResourceKey::new("", "pods"),
+        );
         let live: Vec<&Arc<Value>> = pods.iter().filter(|p| util::is_pod_active(p)).collect();
         status["active"] = json!(live.len());
         status["ready"] = json!(live.iter().filter(|p| util::is_pod_ready(p)).count());
-        status["terminating"] = json!(pods.iter().filter(|p| meta::is_deleting(p) && !newly_counted.iter().any(|c| meta::uid(c) == meta::uid(p))).count());
+        status["terminating"] = json!(pods
+            .iter()
+            .filter(|p| meta::is_deleting(p)
+                && !newly_counted.iter().any(|c| meta::uid(c) == meta::uid(p)))
+            .count());
         status["succeeded"] = json!(succeeded);
         status["failed"] = json!(failed);
         status["uncountedTerminatedPods"] = json!({});
@@ -195,7 +292,9 @@ impl Reconciler for JobController {
                     patch[f] = Value::Null;
                 }
             }
-            let _ = self.client.merge_status("batch", "jobs", ns, name, &json!({"status": patch}));
+            let _ = self
+                .client
+                .merge_status("batch", "jobs", ns, name, &json!({"status": patch}));
         }
         self.release(ns, &newly_counted);
         requeue
@@ -218,12 +317,22 @@ impl JobController {
     /// ttlSecondsAfterFinished: delete a finished Job (and, in the background, its pods).
     fn expire(&self, job: &Value) -> Option<Duration> {
         let ttl = i64_at(job, "/spec/ttlSecondsAfterFinished")?;
-        let done = ["completionTime"].iter().filter_map(|f| job.pointer(&format!("/status/{f}"))).next().cloned().or_else(|| util::condition(job, "Failed").map(|c| c["lastTransitionTime"].clone()));
-        let at = done.as_ref().and_then(Value::as_str).and_then(meta::parse_time)?;
+        let done = ["completionTime"]
+            .iter()
+            .filter_map(|f| job.pointer(&format!("/status/{f}")))
+            .next()
+            .cloned()
+            .or_else(|| util::condition(job, "Failed").map(|c| c["lastTransitionTime"].clone()));
+        let at = done
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(meta::parse_time)?;
         let age = (chrono::Utc::now() - at).to_std().unwrap_or_default();
         let ttl = self.timing.s(Duration::from_secs(ttl.max(0) as u64));
         if age >= ttl {
-            let _ = self.client.delete("batch", "jobs", meta::namespace(job), meta::name(job), None);
+            let _ =
+                self.client
+                    .delete("batch", "jobs", meta::namespace(job), meta::name(job), None);
             None
         } else {
             Some(ttl - age + Duration::from_millis(5))
@@ -236,8 +345,17 @@ fn last_failure_age(pods: &[Arc<Value>], now: chrono::DateTime<chrono::Utc>) -> 
     pods.iter()
         .filter(|p| meta::str_at(p, "/status/phase") == Some("Failed"))
         .filter_map(|p| {
-            let statuses = p.pointer("/status/containerStatuses").and_then(Value::as_array)?;
-            statuses.iter().filter_map(|c| c.pointer("/state/terminated/finishedAt").and_then(Value::as_str).and_then(meta::parse_time)).max()
+            let statuses = p
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array)?;
+            statuses
+                .iter()
+                .filter_map(|c| {
+                    c.pointer("/state/terminated/finishedAt")
+                        .and_then(Value::as_str)
+                        .and_then(meta::parse_time)
+                })
+                .max()
         })
         .max()
         .map(|t| (now - t).to_std().unwrap_or_default())

@@ -30,9 +30,9 @@ use crate::apiserver::ApiServer;
 // The loops share the event-stream helper with the scheduler.
 use crate::cluster::changes;
 use crate::crd;
+use crate::internal::Internal;
 use crate::meta;
 use crate::resources::ResourceKey;
-use crate::internal::Internal;
 use crate::store::{EventType, StoreEvent};
 use crate::timing::Timing;
 use queue::Reconciler;
@@ -45,22 +45,41 @@ pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
     let client = || Internal::new(api.clone(), "kube-controller-manager");
     // Resync as a safety net only: changes and requeues drive the loops. Not below 5 s even on
     // a fast clock: a resync reconciles every object, which large clusters must not pay often.
-    let resync = timing.s(Duration::from_secs(30)).max(Duration::from_secs(5));
+    let resync = timing
+        .s(Duration::from_secs(30))
+        .max(Duration::from_secs(5));
     let spawn = |r: Box<dyn Reconciler>| {
         let api = api.clone();
         tokio::spawn(async move { queue::drive(r, &api.store, resync).await })
     };
     let loops: Vec<Box<dyn Reconciler>> = vec![
-        Box::new(deployment::DeploymentController::new(client(), timing.clone())),
-        Box::new(replicaset::ReplicaSetController::new(client(), timing.clone(), replicaset::REPLICA_SET)),
-        Box::new(replicaset::ReplicaSetController::new(client(), timing.clone(), replicaset::REPLICATION_CONTROLLER)),
-        Box::new(disruption::DisruptionController::new(client(), timing.clone())),
+        Box::new(deployment::DeploymentController::new(
+            client(),
+            timing.clone(),
+        )),
+        Box::new(replicaset::ReplicaSetController::new(
+            client(),
+            timing.clone(),
+            replicaset::REPLICA_SET,
+        )),
+        Box::new(replicaset::ReplicaSetController::new(
+            client(),
+            timing.clone(),
+            replicaset::REPLICATION_CONTROLLER,
+        )),
+        Box::new(disruption::DisruptionController::new(
+            client(),
+            timing.clone(),
+        )),
         Box::new(job::JobController::new(client(), timing.clone())),
         Box::new(statefulset::StatefulSetController::new(client())),
         Box::new(endpointslice::EndpointSliceController::new(client())),
         Box::new(cronjob::CronJobController::new(client(), timing.clone())),
     ];
-    let mut tasks = vec![tokio::spawn(run(api.clone())), tokio::spawn(daemonset::run(client(), timing.clone()))];
+    let mut tasks = vec![
+        tokio::spawn(run(api.clone())),
+        tokio::spawn(daemonset::run(client(), timing.clone())),
+    ];
     tasks.extend(loops.into_iter().map(spawn));
     tasks
 }

@@ -11,32 +11,46 @@ pub fn drain_namespace(api: &ApiServer, ns: &Value) {
     let name = meta::name(ns).to_string();
     let mut remaining = 0usize;
     for key in api.store.resource_keys() {
-        let Some(rt) = api.registry.storage_type(&key) else { continue };
+        let Some(rt) = api.registry.storage_type(&key) else {
+            continue;
+        };
         if !rt.namespaced {
             continue;
         }
-        let items = api.store.list(&key, Some(&name), None, None, &|_| true).items;
+        let items = api
+            .store
+            .list(&key, Some(&name), None, None, &|_| true)
+            .items;
         remaining += items.len();
         for obj in items {
             if !meta::is_deleting(&obj) {
-                let _ = api.delete_internal(&rt, &name, meta::name(&obj), &DeleteOptions::default());
+                let _ =
+                    api.delete_internal(&rt, &name, meta::name(&obj), &DeleteOptions::default());
             }
         }
     }
     if remaining > 0 {
         return;
     }
-    let Some(nsrt) = api.registry.get("", "v1", "namespaces") else { return };
-    let Some(cur) = api.store.get(&nsrt.key(), "", &name) else { return };
+    let Some(nsrt) = api.registry.get("", "v1", "namespaces") else {
+        return;
+    };
+    let Some(cur) = api.store.get(&nsrt.key(), "", &name) else {
+        return;
+    };
     let mut next = (*cur).clone();
     next["spec"]["finalizers"] = json!([]);
-    if let Ok(done) = api.store.update(&nsrt, "", &name, next, UpdateScope::Any, false) {
+    if let Ok(done) = api
+        .store
+        .update(&nsrt, "", &name, next, UpdateScope::Any, false)
+    {
         if meta::finalizers(&done).is_empty() && api.store.get(&nsrt.key(), "", &name).is_some() {
-            let _ = api.store.delete(&nsrt, "", &name, &DeleteOptions::default());
+            let _ = api
+                .store
+                .delete(&nsrt, "", &name, &DeleteOptions::default());
         }
     }
 }
-
 
 /// Something in `obj`'s namespace was deleted: a terminating namespace may now be empty.
 pub fn content_deleted(api: &ApiServer, obj: &Value) {

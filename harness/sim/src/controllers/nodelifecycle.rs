@@ -40,11 +40,18 @@ pub async fn run(client: Internal, timing: Timing) {
             let renew = client
                 .get("coordination.k8s.io", "leases", "kube-node-lease", &name)
                 .and_then(|l| meta::str_at(&l, "/spec/renewTime").and_then(meta::parse_time));
-            let stale = renew.map(|r| (now - r).to_std().unwrap_or_default() > grace).unwrap_or(false);
+            let stale = renew
+                .map(|r| (now - r).to_std().unwrap_or_default() > grace)
+                .unwrap_or(false);
             let mut node = node;
             if stale && ready_status(&node).as_deref() != Some("Unknown") {
                 mark_unknown(&client, &node);
-                recorder.record(&node, EventKind::Normal, "NodeNotReady", &format!("Node {} status is now: NodeNotReady", name));
+                recorder.record(
+                    &node,
+                    EventKind::Normal,
+                    "NodeNotReady",
+                    &format!("Node {} status is now: NodeNotReady", name),
+                );
                 node = client.get("", "nodes", "", &name).unwrap_or(node);
             }
             let ready = ready_status(&node);
@@ -81,13 +88,21 @@ fn mark_unknown(client: &Internal, node: &Value) {
             c
         })
         .collect();
-    let _ = client.merge_status("", "nodes", "", meta::name(node), &json!({"status": {"conditions": conds}}));
+    let _ = client.merge_status(
+        "",
+        "nodes",
+        "",
+        meta::name(node),
+        &json!({"status": {"conditions": conds}}),
+    );
 }
 
 /// MarkPodsNotReady: the pod's Ready condition goes False (reason and message untouched) and
 /// the pod gets `Warning NodeNotReady "Node is not ready"`.
 fn mark_pod_not_ready(client: &Internal, recorder: &EventRecorder, pod: &Value) {
-    let Some(conds) = pod.pointer("/status/conditions").and_then(Value::as_array) else { return };
+    let Some(conds) = pod.pointer("/status/conditions").and_then(Value::as_array) else {
+        return;
+    };
     let now = meta::now_rfc3339();
     let mut changed = false;
     let next: Vec<Value> = conds
@@ -102,7 +117,17 @@ fn mark_pod_not_ready(client: &Internal, recorder: &EventRecorder, pod: &Value) 
             c
         })
         .collect();
-    if changed && client.merge_status("", "pods", meta::namespace(pod), meta::name(pod), &json!({"status": {"conditions": next}})).is_ok() {
+    if changed
+        && client
+            .merge_status(
+                "",
+                "pods",
+                meta::namespace(pod),
+                meta::name(pod),
+                &json!({"status": {"conditions": next}}),
+            )
+            .is_ok()
+    {
         recorder.record(pod, EventKind::Warning, "NodeNotReady", "Node is not ready");
     }
 }
@@ -121,18 +146,39 @@ fn wanted_taints(node: &Value, ready: Option<&str>) -> Vec<(&'static str, &'stat
     out
 }
 
-fn sync_taints(client: &Internal, node: &Value, ready: Option<&str>, since: &mut HashMap<(String, String), Instant>) {
+fn sync_taints(
+    client: &Internal,
+    node: &Value,
+    ready: Option<&str>,
+    since: &mut HashMap<(String, String), Instant>,
+) {
     let name = meta::name(node).to_string();
-    let current: Vec<Value> = node.pointer("/spec/taints").and_then(Value::as_array).cloned().unwrap_or_default();
+    let current: Vec<Value> = node
+        .pointer("/spec/taints")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let wanted = wanted_taints(node, ready);
     let is_managed = |t: &Value| MANAGED.iter().any(|k| t["key"] == *k);
-    let has = |key: &str, effect: &str| current.iter().any(|t| t["key"] == key && t["effect"] == effect);
-    let stale = current.iter().filter(|t| is_managed(t)).any(|t| !wanted.iter().any(|(k, e)| t["key"] == *k && t["effect"] == *e));
+    let has = |key: &str, effect: &str| {
+        current
+            .iter()
+            .any(|t| t["key"] == key && t["effect"] == effect)
+    };
+    let stale = current.iter().filter(|t| is_managed(t)).any(|t| {
+        !wanted
+            .iter()
+            .any(|(k, e)| t["key"] == *k && t["effect"] == *e)
+    });
     let missing = wanted.iter().any(|(k, e)| !has(k, e));
-    since.retain(|(n, key), _| n != &name || wanted.iter().any(|(k, e)| k == key && *e == "NoExecute"));
+    since.retain(|(n, key), _| {
+        n != &name || wanted.iter().any(|(k, e)| k == key && *e == "NoExecute")
+    });
     for (k, e) in &wanted {
         if *e == "NoExecute" {
-            since.entry((name.clone(), k.to_string())).or_insert_with(Instant::now);
+            since
+                .entry((name.clone(), k.to_string()))
+                .or_insert_with(Instant::now);
         }
     }
     if !stale && !missing {
@@ -141,26 +187,54 @@ fn sync_taints(client: &Internal, node: &Value, ready: Option<&str>, since: &mut
     let now = meta::now_rfc3339();
     let mut taints: Vec<Value> = current.iter().filter(|t| !is_managed(t)).cloned().collect();
     for (k, e) in &wanted {
-        let kept = current.iter().find(|t| t["key"] == *k && t["effect"] == *e).cloned();
-        taints.push(kept.unwrap_or_else(|| if *e == "NoExecute" { json!({"key": k, "effect": e, "timeAdded": now}) } else { json!({"key": k, "effect": e}) }));
+        let kept = current
+            .iter()
+            .find(|t| t["key"] == *k && t["effect"] == *e)
+            .cloned();
+        taints.push(kept.unwrap_or_else(|| {
+            if *e == "NoExecute" {
+                json!({"key": k, "effect": e, "timeAdded": now})
+            } else {
+                json!({"key": k, "effect": e})
+            }
+        }));
     }
-    let taints = if taints.is_empty() { Value::Null } else { json!(taints) };
+    let taints = if taints.is_empty() {
+        Value::Null
+    } else {
+        json!(taints)
+    };
     let _ = client.merge("", "nodes", "", &name, &json!({"spec": {"taints": taints}}));
 }
 
 /// Taint eviction: a pod that does not tolerate a NoExecute taint, or whose tolerationSeconds
 /// have run out since the taint arrived, gets DisruptionTarget (DeletionByTaintManager) and is
 /// deleted.
-fn evict_expired(client: &Internal, recorder: &EventRecorder, node: &str, since: &HashMap<(String, String), Instant>, timing: &Timing) {
-    let taints: Vec<(&str, Instant)> = since.iter().filter(|((n, _), _)| n == node).map(|((_, k), t)| (k.as_str(), *t)).collect();
+fn evict_expired(
+    client: &Internal,
+    recorder: &EventRecorder,
+    node: &str,
+    since: &HashMap<(String, String), Instant>,
+    timing: &Timing,
+) {
+    let taints: Vec<(&str, Instant)> = since
+        .iter()
+        .filter(|((n, _), _)| n == node)
+        .map(|((_, k), t)| (k.as_str(), *t))
+        .collect();
     if taints.is_empty() {
         return;
     }
     for pod in client.pods_on_node(node, &|p| !meta::is_deleting(p)) {
-        let tolerations = pod.pointer("/spec/tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
+        let tolerations = pod
+            .pointer("/spec/tolerations")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         let expired = taints.iter().any(|(key, arrived)| {
             let t = tolerations.iter().find(|t| {
-                (t["key"] == *key || (t.get("key").is_none() && t["operator"] == "Exists")) && (t.get("effect").is_none() || t["effect"] == "NoExecute")
+                (t["key"] == *key || (t.get("key").is_none() && t["operator"] == "Exists"))
+                    && (t.get("effect").is_none() || t["effect"] == "NoExecute")
             });
             let limit = match t {
                 None => Duration::ZERO,
@@ -174,11 +248,31 @@ fn evict_expired(client: &Internal, recorder: &EventRecorder, node: &str, since:
         if !expired {
             continue;
         }
-        let (ns, name) = (meta::namespace(&pod).to_string(), meta::name(&pod).to_string());
+        let (ns, name) = (
+            meta::namespace(&pod).to_string(),
+            meta::name(&pod).to_string(),
+        );
         let mut next = (*pod).clone();
-        set_condition(&mut next, "DisruptionTarget", "True", Some("DeletionByTaintManager"), Some("Taint manager: deleting due to NoExecute taint"));
-        let _ = client.merge_status("", "pods", &ns, &name, &json!({"status": {"conditions": next["status"]["conditions"]}}));
-        recorder.record(&pod, EventKind::Normal, "TaintManagerEviction", &format!("Marking for deletion Pod {}/{}", ns, name));
+        set_condition(
+            &mut next,
+            "DisruptionTarget",
+            "True",
+            Some("DeletionByTaintManager"),
+            Some("Taint manager: deleting due to NoExecute taint"),
+        );
+        let _ = client.merge_status(
+            "",
+            "pods",
+            &ns,
+            &name,
+            &json!({"status": {"conditions": next["status"]["conditions"]}}),
+        );
+        recorder.record(
+            &pod,
+            EventKind::Normal,
+            "TaintManagerEviction",
+            &format!("Marking for deletion Pod {}/{}", ns, name),
+        );
         let _ = client.delete("", "pods", &ns, &name, None);
     }
 }

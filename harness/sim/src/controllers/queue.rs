@@ -8,8 +8,8 @@ use super::util;
 use crate::internal::Internal;
 use crate::meta;
 use crate::selectors::LabelSelector;
-use serde_json::Value;
 use crate::store::{Informer, Store, StoreEvent};
+use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
@@ -51,13 +51,31 @@ pub trait Reconciler: Send + Sync {
         let w = self.watches();
         if ev.key.group == w.group && ev.key.plural == w.plural {
             out.push(util::key_of(&ev.object));
-        } else if w.children.iter().any(|(g, p)| ev.key.group == *g && ev.key.plural == *p) {
+        } else if w
+            .children
+            .iter()
+            .any(|(g, p)| ev.key.group == *g && ev.key.plural == *p)
+        {
             util::push_controller_key(ev, w.kind, out);
         }
-        if let Some(selector_of) = w.selects_pods.filter(|_| ev.key.group.is_empty() && ev.key.plural == "pods") {
-            for obj in self.client().list(w.group, w.plural, Some(meta::namespace(&ev.object)), &|_| true) {
-                let Some(sel) = selector_of(&obj) else { continue };
-                if [Some(&ev.object), ev.prev.as_ref()].into_iter().flatten().any(|p| sel.matches(meta::labels(p))) {
+        if let Some(selector_of) = w
+            .selects_pods
+            .filter(|_| ev.key.group.is_empty() && ev.key.plural == "pods")
+        {
+            for obj in self.client().list(
+                w.group,
+                w.plural,
+                Some(meta::namespace(&ev.object)),
+                &|_| true,
+            ) {
+                let Some(sel) = selector_of(&obj) else {
+                    continue;
+                };
+                if [Some(&ev.object), ev.prev.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .any(|p| sel.matches(meta::labels(p)))
+                {
                     out.push(util::key_of(&obj));
                 }
             }
@@ -66,7 +84,11 @@ pub trait Reconciler: Send + Sync {
 
     fn all_keys(&self) -> Vec<Key> {
         let w = self.watches();
-        self.client().list(w.group, w.plural, None, &|_| true).iter().map(|o| util::key_of(o)).collect()
+        self.client()
+            .list(w.group, w.plural, None, &|_| true)
+            .iter()
+            .map(|o| util::key_of(o))
+            .collect()
     }
 }
 
@@ -81,7 +103,11 @@ impl Queue {
     pub fn new(store: &Store, resync: Duration) -> Self {
         let mut ticker = tokio::time::interval(resync);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        Queue { rx: store.informer(), ticker, delayed: BTreeSet::new() }
+        Queue {
+            rx: store.informer(),
+            ticker,
+            delayed: BTreeSet::new(),
+        }
     }
 
     pub fn requeue_after(&mut self, key: Key, after: Duration) {
@@ -193,15 +219,27 @@ mod tests {
             let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{}", i % 2), "namespace": "d", "labels": {"i": i.to_string()}}});
             let _ = store.create(&rt, cm, false);
         }
-        let map = |ev: &StoreEvent, out: &mut Vec<Key>| out.push(key(crate::meta::name(&ev.object)));
+        let map =
+            |ev: &StoreEvent, out: &mut Vec<Key>| out.push(key(crate::meta::name(&ev.object)));
         let got = q.next(map).await;
-        assert_eq!(got, Some(Work::Keys([key("c0"), key("c1")].into_iter().collect())));
+        assert_eq!(
+            got,
+            Some(Work::Keys([key("c0"), key("c1")].into_iter().collect()))
+        );
         // A requeued key comes back by itself, once.
         q.requeue_after(key("later"), Duration::from_millis(30));
         q.requeue_after(key("later"), Duration::from_millis(60));
         let t0 = std::time::Instant::now();
-        assert_eq!(q.next(map).await, Some(Work::Keys([key("later")].into_iter().collect())));
+        assert_eq!(
+            q.next(map).await,
+            Some(Work::Keys([key("later")].into_iter().collect()))
+        );
         assert!(t0.elapsed() >= Duration::from_millis(25));
-        assert!(tokio::time::timeout(Duration::from_millis(100), q.next(map)).await.is_err(), "nothing else is due");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), q.next(map))
+                .await
+                .is_err(),
+            "nothing else is due"
+        );
     }
 }

@@ -22,9 +22,20 @@ pub struct Flavour {
     pub component: &'static str,
 }
 
-pub const REPLICA_SET: Flavour = Flavour { group: "apps", plural: "replicasets", api_version: "apps/v1", kind: "ReplicaSet", component: "replicaset-controller" };
-pub const REPLICATION_CONTROLLER: Flavour =
-    Flavour { group: "", plural: "replicationcontrollers", api_version: "v1", kind: "ReplicationController", component: "replication-controller" };
+pub const REPLICA_SET: Flavour = Flavour {
+    group: "apps",
+    plural: "replicasets",
+    api_version: "apps/v1",
+    kind: "ReplicaSet",
+    component: "replicaset-controller",
+};
+pub const REPLICATION_CONTROLLER: Flavour = Flavour {
+    group: "",
+    plural: "replicationcontrollers",
+    api_version: "v1",
+    kind: "ReplicationController",
+    component: "replication-controller",
+};
 
 pub struct ReplicaSetController {
     client: Internal,
@@ -36,7 +47,12 @@ pub struct ReplicaSetController {
 impl ReplicaSetController {
     pub fn new(client: Internal, timing: Timing, flavour: Flavour) -> Self {
         let recorder = EventRecorder::new(client.clone(), flavour.component, None);
-        ReplicaSetController { client, recorder, timing, flavour }
+        ReplicaSetController {
+            client,
+            recorder,
+            timing,
+            flavour,
+        }
     }
 }
 
@@ -50,8 +66,12 @@ pub fn availability(pod: &Value, min_ready: i64, timing: &Timing) -> (bool, Opti
         return (true, None);
     }
     let need = timing.s(Duration::from_secs(min_ready as u64));
-    let since = util::condition(pod, "Ready").and_then(|c| c["lastTransitionTime"].as_str()).and_then(meta::parse_time);
-    let elapsed = since.map(|t| (chrono::Utc::now() - t).to_std().unwrap_or_default()).unwrap_or_default();
+    let since = util::condition(pod, "Ready")
+        .and_then(|c| c["lastTransitionTime"].as_str())
+        .and_then(meta::parse_time);
+    let elapsed = since
+        .map(|t| (chrono::Utc::now() - t).to_std().unwrap_or_default())
+        .unwrap_or_default();
     if elapsed >= need {
         (true, None)
     } else {
@@ -62,9 +82,20 @@ pub fn availability(pod: &Value, min_ready: i64, timing: &Timing) -> (bool, Opti
 /// Deletion preference among surplus pods (upstream ActivePods ordering, simplified): unscheduled,
 /// then pending, then not ready, then the most recently created first.
 fn deletion_rank(pod: &Value) -> (u8, u8, u8, std::cmp::Reverse<String>) {
-    let scheduled = meta::str_at(pod, "/spec/nodeName").map(|n| !n.is_empty()).unwrap_or(false);
+    let scheduled = meta::str_at(pod, "/spec/nodeName")
+        .map(|n| !n.is_empty())
+        .unwrap_or(false);
     let running = meta::str_at(pod, "/status/phase") == Some("Running");
-    (scheduled as u8, running as u8, util::is_pod_ready(pod) as u8, std::cmp::Reverse(meta::str_at(pod, "/metadata/creationTimestamp").unwrap_or("").to_string()))
+    (
+        scheduled as u8,
+        running as u8,
+        util::is_pod_ready(pod) as u8,
+        std::cmp::Reverse(
+            meta::str_at(pod, "/metadata/creationTimestamp")
+                .unwrap_or("")
+                .to_string(),
+        ),
+    )
 }
 
 impl Reconciler for ReplicaSetController {
@@ -73,38 +104,83 @@ impl Reconciler for ReplicaSetController {
     }
 
     fn watches(&self) -> Watches {
-        Watches { group: self.flavour.group, plural: self.flavour.plural, kind: self.flavour.kind, children: &[("", "pods")], selects_pods: None }
+        Watches {
+            group: self.flavour.group,
+            plural: self.flavour.plural,
+            kind: self.flavour.kind,
+            children: &[("", "pods")],
+            selects_pods: None,
+        }
     }
 
     fn reconcile(&mut self, (ns, name): &Key) -> Option<Duration> {
         let f = &self.flavour;
         let rs = self.client.get(f.group, f.plural, ns, name)?;
-        let pods = util::controlled_by(&self.client.api.store, meta::uid(&rs), &ResourceKey::new("", "pods"));
-        let (mut active, finished): (Vec<Arc<Value>>, Vec<Arc<Value>>) = pods.into_iter().partition(|p| util::is_pod_active(p));
+        let pods = util::controlled_by(
+            &self.client.api.store,
+            meta::uid(&rs),
+            &ResourceKey::new("", "pods"),
+        );
+        let (mut active, finished): (Vec<Arc<Value>>, Vec<Arc<Value>>) =
+            pods.into_iter().partition(|p| util::is_pod_active(p));
         let terminating = finished.iter().filter(|p| meta::is_deleting(p)).count() as i64;
         let want = i64_at(&rs, "/spec/replicas").unwrap_or(1);
         if !meta::is_deleting(&rs) {
             let have = active.len() as i64;
             if have < want {
-                let template = rs.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
+                let template = rs
+                    .pointer("/spec/template")
+                    .cloned()
+                    .unwrap_or_else(|| json!({}));
                 for _ in have..want {
-                    let pod = util::pod_from_template(&template, util::controller_ref(&rs, f.api_version, f.kind), ns, &format!("{name}-"));
+                    let pod = util::pod_from_template(
+                        &template,
+                        util::controller_ref(&rs, f.api_version, f.kind),
+                        ns,
+                        &format!("{name}-"),
+                    );
                     match self.client.create("", "pods", ns, pod) {
-                        Ok(p) => self.recorder.record(&rs, EventKind::Normal, "SuccessfulCreate", &format!("Created pod: {}", meta::name(&p))),
+                        Ok(p) => self.recorder.record(
+                            &rs,
+                            EventKind::Normal,
+                            "SuccessfulCreate",
+                            &format!("Created pod: {}", meta::name(&p)),
+                        ),
                         Err(e) => {
-                            self.recorder.record(&rs, EventKind::Warning, "FailedCreate", &format!("Error creating: {}", e.message));
+                            self.recorder.record(
+                                &rs,
+                                EventKind::Warning,
+                                "FailedCreate",
+                                &format!("Error creating: {}", e.message),
+                            );
                             break;
                         }
                     }
                 }
                 // Re-read: the creates changed the counts.
-                active = util::controlled_by(&self.client.api.store, meta::uid(&rs), &ResourceKey::new("", "pods")).into_iter().filter(|p| util::is_pod_active(p)).collect();
+                active = util::controlled_by(
+                    &self.client.api.store,
+                    meta::uid(&rs),
+                    &ResourceKey::new("", "pods"),
+                )
+                .into_iter()
+                .filter(|p| util::is_pod_active(p))
+                .collect();
             } else if have > want {
                 active.sort_by_key(|p| deletion_rank(p));
                 let surplus: Vec<Arc<Value>> = active.drain(..(have - want) as usize).collect();
                 for p in surplus {
-                    if self.client.delete("", "pods", ns, meta::name(&p), None).is_ok() {
-                        self.recorder.record(&rs, EventKind::Normal, "SuccessfulDelete", &format!("Deleted pod: {}", meta::name(&p)));
+                    if self
+                        .client
+                        .delete("", "pods", ns, meta::name(&p), None)
+                        .is_ok()
+                    {
+                        self.recorder.record(
+                            &rs,
+                            EventKind::Normal,
+                            "SuccessfulDelete",
+                            &format!("Deleted pod: {}", meta::name(&p)),
+                        );
                     }
                 }
             }
@@ -132,9 +208,17 @@ impl Reconciler for ReplicaSetController {
             status["terminatingReplicas"] = json!(terminating);
         }
         let current = rs.get("status").cloned().unwrap_or_else(|| json!({}));
-        let changed = status.as_object().map(|m| m.iter().any(|(k, v)| current.get(k).unwrap_or(&json!(0)) != v)).unwrap_or(false);
+        let changed = status
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .any(|(k, v)| current.get(k).unwrap_or(&json!(0)) != v)
+            })
+            .unwrap_or(false);
         if changed {
-            let _ = self.client.merge_status(f.group, f.plural, ns, name, &json!({"status": status}));
+            let _ =
+                self.client
+                    .merge_status(f.group, f.plural, ns, name, &json!({"status": status}));
         }
         recheck.map(|d| d + Duration::from_millis(5))
     }
@@ -146,9 +230,7 @@ mod tests {
 
     #[test]
     fn surplus_pods_go_unscheduled_first_then_pending_then_unready() {
-        let pod = |node: Option<&str>, phase: &str, ready: bool, created: &str| {
-            json!({"metadata": {"creationTimestamp": created}, "spec": {"nodeName": node}, "status": {"phase": phase, "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]}})
-        };
+        let pod = |node: Option<&str>, phase: &str, ready: bool, created: &str| json!({"metadata": {"creationTimestamp": created}, "spec": {"nodeName": node}, "status": {"phase": phase, "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]}});
         let mut pods = [
             pod(Some("n"), "Running", true, "2020-01-01T00:00:01Z"),
             pod(Some("n"), "Running", false, "2020-01-01T00:00:02Z"),
@@ -157,8 +239,20 @@ mod tests {
             pod(Some("n"), "Running", true, "2020-01-01T00:00:05Z"),
         ];
         pods.sort_by_key(deletion_rank);
-        let order: Vec<&str> = pods.iter().map(|p| p["metadata"]["creationTimestamp"].as_str().unwrap()).collect();
-        assert_eq!(order, ["2020-01-01T00:00:03Z", "2020-01-01T00:00:04Z", "2020-01-01T00:00:02Z", "2020-01-01T00:00:05Z", "2020-01-01T00:00:01Z"]);
+        let order: Vec<&str> = pods
+            .iter()
+            .map(|p| p["metadata"]["creationTimestamp"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "2020-01-01T00:00:03Z",
+                "2020-01-01T00:00:04Z",
+                "2020-01-01T00:00:02Z",
+                "2020-01-01T00:00:05Z",
+                "2020-01-01T00:00:01Z"
+            ]
+        );
     }
 
     #[test]

@@ -16,4 +16,3 @@ pub fn namespace_added(api: &ApiServer, ns: &Value) {
         let _ = api.store.create(&rt, cm, false);
     }
 }
-

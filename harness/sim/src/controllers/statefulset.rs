@@ -42,22 +42,35 @@ pub fn claim_name(tpl: &str, set: &str, i: i64) -> String {
 }
 
 fn is_running_ready(pod: &Value) -> bool {
-    meta::str_at(pod, "/status/phase") == Some("Running") && util::is_pod_ready(pod) && !meta::is_deleting(pod)
+    meta::str_at(pod, "/status/phase") == Some("Running")
+        && util::is_pod_ready(pod)
+        && !meta::is_deleting(pod)
 }
 
 impl StatefulSetController {
     /// The ControllerRevision of the current template (created when new); its name is the
     /// revision label value of pods made from it.
     fn revision(&self, set: &Value, existing: &[Arc<Value>]) -> String {
-        let template = set.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
+        let template = set
+            .pointer("/spec/template")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
         let name = format!("{}-{}", meta::name(set), util::template_hash(&template));
         if existing.iter().any(|r| meta::name(r) == name) {
             return name;
         }
-        let number = existing.iter().filter_map(|r| r["revision"].as_i64()).max().unwrap_or(0) + 1;
+        let number = existing
+            .iter()
+            .filter_map(|r| r["revision"].as_i64())
+            .max()
+            .unwrap_or(0)
+            + 1;
         let mut data_template = template.clone();
         data_template["$patch"] = json!("replace");
-        let mut labels = set.pointer("/spec/selector/matchLabels").cloned().unwrap_or_else(|| json!({}));
+        let mut labels = set
+            .pointer("/spec/selector/matchLabels")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
         labels[REVISION_LABEL] = json!(name.clone());
         let rev = json!({
             "apiVersion": "apps/v1", "kind": "ControllerRevision",
@@ -65,17 +78,31 @@ impl StatefulSetController {
             "data": {"spec": {"template": data_template}},
             "revision": number,
         });
-        let _ = self.client.create("apps", "controllerrevisions", meta::namespace(set), rev);
+        let _ = self
+            .client
+            .create("apps", "controllerrevisions", meta::namespace(set), rev);
         name
     }
 
     fn create_pod(&self, set: &Value, i: i64, revision: &str) {
         let (ns, sname) = (meta::namespace(set), meta::name(set));
-        let template = set.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
+        let template = set
+            .pointer("/spec/template")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
         let name = format!("{sname}-{i}");
-        let mut pod = util::pod_from_template(&template, util::controller_ref(set, "apps/v1", "StatefulSet"), ns, "");
+        let mut pod = util::pod_from_template(
+            &template,
+            util::controller_ref(set, "apps/v1", "StatefulSet"),
+            ns,
+            "",
+        );
         pod["metadata"]["name"] = json!(name.clone());
-        for (k, v) in [(REVISION_LABEL, revision.to_string()), (POD_NAME_LABEL, name.clone()), (POD_INDEX_LABEL, i.to_string())] {
+        for (k, v) in [
+            (REVISION_LABEL, revision.to_string()),
+            (POD_NAME_LABEL, name.clone()),
+            (POD_INDEX_LABEL, i.to_string()),
+        ] {
             pod["metadata"]["labels"][k] = json!(v);
         }
         pod["spec"]["hostname"] = json!(name.clone());
@@ -83,13 +110,33 @@ impl StatefulSetController {
             pod["spec"]["subdomain"] = json!(svc);
         }
         // One claim per template and ordinal, created before the pod that mounts it.
-        let retention_delete = meta::str_at(set, "/spec/persistentVolumeClaimRetentionPolicy/whenDeleted") == Some("Delete");
-        for tpl in set.pointer("/spec/volumeClaimTemplates").and_then(Value::as_array).into_iter().flatten() {
+        let retention_delete = meta::str_at(
+            set,
+            "/spec/persistentVolumeClaimRetentionPolicy/whenDeleted",
+        ) == Some("Delete");
+        for tpl in set
+            .pointer("/spec/volumeClaimTemplates")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let tname = meta::name(tpl);
             let claim = claim_name(tname, sname, i);
-            if self.client.get("", "persistentvolumeclaims", ns, &claim).is_none() {
-                let mut labels = tpl.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
-                for (k, v) in set.pointer("/spec/selector/matchLabels").and_then(Value::as_object).into_iter().flatten() {
+            if self
+                .client
+                .get("", "persistentvolumeclaims", ns, &claim)
+                .is_none()
+            {
+                let mut labels = tpl
+                    .pointer("/metadata/labels")
+                    .cloned()
+                    .unwrap_or_else(|| json!({}));
+                for (k, v) in set
+                    .pointer("/spec/selector/matchLabels")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
                     labels[k] = v.clone();
                 }
                 let mut pvc = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
@@ -98,31 +145,67 @@ impl StatefulSetController {
                     pvc["metadata"]["annotations"] = a.clone();
                 }
                 if retention_delete {
-                    pvc["metadata"]["ownerReferences"] = json!([util::controller_ref(set, "apps/v1", "StatefulSet")]);
+                    pvc["metadata"]["ownerReferences"] =
+                        json!([util::controller_ref(set, "apps/v1", "StatefulSet")]);
                 }
                 match self.client.create("", "persistentvolumeclaims", ns, pvc) {
-                    Ok(_) => self.recorder.record(set, EventKind::Normal, "SuccessfulCreate", &format!("create Claim {claim} Pod {name} in StatefulSet {sname} success")),
+                    Ok(_) => self.recorder.record(
+                        set,
+                        EventKind::Normal,
+                        "SuccessfulCreate",
+                        &format!("create Claim {claim} Pod {name} in StatefulSet {sname} success"),
+                    ),
                     Err(e) => {
                         self.recorder.record(set, EventKind::Warning, "FailedCreate", &format!("create Claim {claim} for Pod {name} in StatefulSet {sname} failed error: {}", e.message));
                         return;
                     }
                 }
             }
-            let volumes = pod["spec"].as_object_mut().expect("spec").entry("volumes").or_insert_with(|| json!([]));
+            let volumes = pod["spec"]
+                .as_object_mut()
+                .expect("spec")
+                .entry("volumes")
+                .or_insert_with(|| json!([]));
             if let Some(vs) = volumes.as_array_mut() {
                 vs.retain(|v| v["name"] != tname);
                 vs.push(json!({"name": tname, "persistentVolumeClaim": {"claimName": claim}}));
             }
         }
         match self.client.create("", "pods", ns, pod) {
-            Ok(_) => self.recorder.record(set, EventKind::Normal, "SuccessfulCreate", &format!("create Pod {name} in StatefulSet {sname} successful")),
-            Err(e) => self.recorder.record(set, EventKind::Warning, "FailedCreate", &format!("create Pod {name} in StatefulSet {sname} failed error: {}", e.message)),
+            Ok(_) => self.recorder.record(
+                set,
+                EventKind::Normal,
+                "SuccessfulCreate",
+                &format!("create Pod {name} in StatefulSet {sname} successful"),
+            ),
+            Err(e) => self.recorder.record(
+                set,
+                EventKind::Warning,
+                "FailedCreate",
+                &format!(
+                    "create Pod {name} in StatefulSet {sname} failed error: {}",
+                    e.message
+                ),
+            ),
         }
     }
 
     fn delete_pod(&self, set: &Value, pod: &Value) {
-        if self.client.delete("", "pods", meta::namespace(pod), meta::name(pod), None).is_ok() {
-            self.recorder.record(set, EventKind::Normal, "SuccessfulDelete", &format!("delete Pod {} in StatefulSet {} successful", meta::name(pod), meta::name(set)));
+        if self
+            .client
+            .delete("", "pods", meta::namespace(pod), meta::name(pod), None)
+            .is_ok()
+        {
+            self.recorder.record(
+                set,
+                EventKind::Normal,
+                "SuccessfulDelete",
+                &format!(
+                    "delete Pod {} in StatefulSet {} successful",
+                    meta::name(pod),
+                    meta::name(set)
+                ),
+            );
         }
     }
 }
@@ -133,7 +216,13 @@ impl Reconciler for StatefulSetController {
     }
 
     fn watches(&self) -> Watches {
-        Watches { group: "apps", plural: "statefulsets", kind: "StatefulSet", children: &[("", "pods")], selects_pods: None }
+        Watches {
+            group: "apps",
+            plural: "statefulsets",
+            kind: "StatefulSet",
+            children: &[("", "pods")],
+            selects_pods: None,
+        }
     }
 
     fn reconcile(&mut self, (ns, name): &Key) -> Option<Duration> {
@@ -142,23 +231,37 @@ impl Reconciler for StatefulSetController {
             return None;
         }
         let store = &self.client.api.store;
-        let revisions = util::controlled_by(store, meta::uid(&set), &ResourceKey::new("apps", "controllerrevisions"));
+        let revisions = util::controlled_by(
+            store,
+            meta::uid(&set),
+            &ResourceKey::new("apps", "controllerrevisions"),
+        );
         let update_rev = self.revision(&set, &revisions);
         let replicas = i64_at(&set, "/spec/replicas").unwrap_or(1);
         let parallel = meta::str_at(&set, "/spec/podManagementPolicy") == Some("Parallel");
-        let pods: BTreeMap<i64, Arc<Value>> = util::controlled_by(store, meta::uid(&set), &ResourceKey::new("", "pods"))
-            .into_iter()
-            .filter_map(|p| ordinal_of(name, meta::name(&p)).map(|i| (i, p)))
-            .collect();
-        let rev_of = |p: &Value| meta::str_at(p, "/metadata/labels/controller-revision-hash").unwrap_or("").to_string();
+        let pods: BTreeMap<i64, Arc<Value>> =
+            util::controlled_by(store, meta::uid(&set), &ResourceKey::new("", "pods"))
+                .into_iter()
+                .filter_map(|p| ordinal_of(name, meta::name(&p)).map(|i| (i, p)))
+                .collect();
+        let rev_of = |p: &Value| {
+            meta::str_at(p, "/metadata/labels/controller-revision-hash")
+                .unwrap_or("")
+                .to_string()
+        };
         // The current revision: what the pods run until every one of them is updated.
-        let current_rev = meta::str_at(&set, "/status/currentRevision").map(String::from).unwrap_or_else(|| update_rev.clone());
+        let current_rev = meta::str_at(&set, "/status/currentRevision")
+            .map(String::from)
+            .unwrap_or_else(|| update_rev.clone());
 
         let mut blocked = false;
         // Replace failed pods; create missing ones in order (all at once when Parallel).
         for i in 0..replicas {
             match pods.get(&i) {
-                Some(p) if meta::str_at(p, "/status/phase") == Some("Failed") && !meta::is_deleting(p) => {
+                Some(p)
+                    if meta::str_at(p, "/status/phase") == Some("Failed")
+                        && !meta::is_deleting(p) =>
+                {
                     self.delete_pod(&set, p);
                     blocked = !parallel;
                 }
@@ -168,7 +271,13 @@ impl Reconciler for StatefulSetController {
                     }
                 }
                 None if !blocked => {
-                    let rev = if i < i64_at(&set, "/spec/updateStrategy/rollingUpdate/partition").unwrap_or(0) { current_rev.clone() } else { update_rev.clone() };
+                    let rev = if i < i64_at(&set, "/spec/updateStrategy/rollingUpdate/partition")
+                        .unwrap_or(0)
+                    {
+                        current_rev.clone()
+                    } else {
+                        update_rev.clone()
+                    };
                     self.create_pod(&set, i, &rev);
                     blocked = !parallel;
                 }
@@ -194,14 +303,22 @@ impl Reconciler for StatefulSetController {
         let partition = i64_at(&set, "/spec/updateStrategy/rollingUpdate/partition").unwrap_or(0);
         let all_ready = (0..replicas).all(|i| pods.get(&i).is_some_and(|p| is_running_ready(p)));
         if !on_delete && all_ready && pods.len() as i64 == replicas {
-            if let Some((_, p)) = pods.range(partition..replicas).rev().find(|(_, p)| rev_of(p) != update_rev) {
+            if let Some((_, p)) = pods
+                .range(partition..replicas)
+                .rev()
+                .find(|(_, p)| rev_of(p) != update_rev)
+            {
                 self.delete_pod(&set, p);
             }
         }
 
         // Status.
-        let pods: Vec<Arc<Value>> = util::controlled_by(store, meta::uid(&set), &ResourceKey::new("", "pods"));
-        let live: Vec<&Arc<Value>> = pods.iter().filter(|p| !meta::is_deleting(p) && util::is_pod_active(p)).collect();
+        let pods: Vec<Arc<Value>> =
+            util::controlled_by(store, meta::uid(&set), &ResourceKey::new("", "pods"));
+        let live: Vec<&Arc<Value>> = pods
+            .iter()
+            .filter(|p| !meta::is_deleting(p) && util::is_pod_active(p))
+            .collect();
         let updated = live.iter().filter(|p| rev_of(p) == update_rev).count();
         let current = live.iter().filter(|p| rev_of(p) == current_rev).count();
         let ready = live.iter().filter(|p| util::is_pod_ready(p)).count();
@@ -214,17 +331,37 @@ impl Reconciler for StatefulSetController {
             "collisionCount": 0,
         });
         let old = set.get("status").cloned().unwrap_or_else(|| json!({}));
-        if status.as_object().is_some_and(|m| m.iter().any(|(k, v)| old.get(k) != Some(v))) {
-            let _ = self.client.merge_status("apps", "statefulsets", ns, name, &json!({"status": status}));
+        if status
+            .as_object()
+            .is_some_and(|m| m.iter().any(|(k, v)| old.get(k) != Some(v)))
+        {
+            let _ = self.client.merge_status(
+                "apps",
+                "statefulsets",
+                ns,
+                name,
+                &json!({"status": status}),
+            );
         }
         // Old revisions beyond revisionHistoryLimit go.
-        let limit = i64_at(&set, "/spec/revisionHistoryLimit").unwrap_or(10).max(0) as usize;
+        let limit = i64_at(&set, "/spec/revisionHistoryLimit")
+            .unwrap_or(10)
+            .max(0) as usize;
         let live_revs: Vec<String> = pods.iter().map(|p| rev_of(p)).collect();
-        let mut unused: Vec<&Arc<Value>> = revisions.iter().filter(|r| meta::name(r) != status["updateRevision"] && meta::name(r) != status["currentRevision"] && !live_revs.iter().any(|l| l == meta::name(r))).collect();
+        let mut unused: Vec<&Arc<Value>> = revisions
+            .iter()
+            .filter(|r| {
+                meta::name(r) != status["updateRevision"]
+                    && meta::name(r) != status["currentRevision"]
+                    && !live_revs.iter().any(|l| l == meta::name(r))
+            })
+            .collect();
         if unused.len() > limit {
             unused.sort_by_key(|r| r["revision"].as_i64().unwrap_or(0));
             for r in &unused[..unused.len() - limit] {
-                let _ = self.client.delete("apps", "controllerrevisions", ns, meta::name(r), None);
+                let _ = self
+                    .client
+                    .delete("apps", "controllerrevisions", ns, meta::name(r), None);
             }
         }
         None

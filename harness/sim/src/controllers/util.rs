@@ -9,19 +9,28 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub fn key_of(obj: &Value) -> Key {
-    (meta::namespace(obj).to_string(), meta::name(obj).to_string())
+    (
+        meta::namespace(obj).to_string(),
+        meta::name(obj).to_string(),
+    )
 }
 
 /// The ownerReference with `controller: true`, if any.
 pub fn controller_of(obj: &Value) -> Option<&Value> {
-    obj.pointer("/metadata/ownerReferences")?.as_array()?.iter().find(|r| r.get("controller") == Some(&json!(true)))
+    obj.pointer("/metadata/ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|r| r.get("controller") == Some(&json!(true)))
 }
 
 /// If `ev` is about an object controlled by a `kind`, the controller's key.
 pub fn push_controller_key(ev: &StoreEvent, kind: &str, out: &mut Vec<Key>) {
     for obj in [Some(&ev.object), ev.prev.as_ref()].into_iter().flatten() {
         if let Some(r) = controller_of(obj).filter(|r| r["kind"] == kind) {
-            let key = (meta::namespace(obj).to_string(), r["name"].as_str().unwrap_or("").to_string());
+            let key = (
+                meta::namespace(obj).to_string(),
+                r["name"].as_str().unwrap_or("").to_string(),
+            );
             if !out.contains(&key) {
                 out.push(key);
             }
@@ -45,14 +54,22 @@ pub fn controlled_by(store: &Store, uid: &str, key: &ResourceKey) -> Vec<Arc<Val
 }
 
 /// A pod from a template, owned by `owner`, as the workload controllers create them.
-pub fn pod_from_template(template: &Value, owner_ref: Value, ns: &str, generate_name: &str) -> Value {
+pub fn pod_from_template(
+    template: &Value,
+    owner_ref: Value,
+    ns: &str,
+    generate_name: &str,
+) -> Value {
     let spec = template.get("spec").cloned().unwrap_or_else(|| json!({}));
     let mut metadata = json!({"namespace": ns, "ownerReferences": [owner_ref]});
     if !generate_name.is_empty() {
         metadata["generateName"] = json!(generate_name);
     }
     for f in ["labels", "annotations", "finalizers"] {
-        if let Some(v) = template.pointer(&format!("/metadata/{f}")).filter(|v| !v.is_null()) {
+        if let Some(v) = template
+            .pointer(&format!("/metadata/{f}"))
+            .filter(|v| !v.is_null())
+        {
             metadata[f] = v.clone();
         }
     }
@@ -71,12 +88,23 @@ pub fn is_pod_ready(pod: &Value) -> bool {
 
 /// Set a condition in `status.conditions`, keeping `lastTransitionTime` while the status stays,
 /// as the apps/batch/policy helpers do. `extra` adds fields such as lastUpdateTime.
-pub fn set_condition(status: &mut Value, ctype: &str, cstatus: &str, reason: &str, message: &str, extra: &[(&str, Value)]) {
+pub fn set_condition(
+    status: &mut Value,
+    ctype: &str,
+    cstatus: &str,
+    reason: &str,
+    message: &str,
+    extra: &[(&str, Value)],
+) {
     if !status.is_object() {
         *status = json!({});
     }
     let now = meta::now_rfc3339();
-    let conds = status.as_object_mut().expect("object").entry("conditions").or_insert_with(|| json!([]));
+    let conds = status
+        .as_object_mut()
+        .expect("object")
+        .entry("conditions")
+        .or_insert_with(|| json!([]));
     if !conds.is_array() {
         *conds = json!([]);
     }
@@ -101,7 +129,10 @@ pub fn set_condition(status: &mut Value, ctype: &str, cstatus: &str, reason: &st
 
 /// Condition `ctype` of an object's status, if present.
 pub fn condition<'a>(obj: &'a Value, ctype: &str) -> Option<&'a Value> {
-    obj.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == ctype)
+    obj.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == ctype)
 }
 
 /// An IntOrString such as maxSurge ("25%" or 1) resolved against `total`, rounding percentages
@@ -133,7 +164,10 @@ pub fn template_hash(v: &Value) -> String {
     }
     // rand.SafeEncodeString's alphabet: no vowels, no 0/1/3 look-alikes.
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    h.to_string().bytes().map(|d| ALPHABET[(d - b'0') as usize % ALPHABET.len()] as char).collect()
+    h.to_string()
+        .bytes()
+        .map(|d| ALPHABET[(d - b'0') as usize % ALPHABET.len()] as char)
+        .collect()
 }
 
 #[cfg(test)]
@@ -154,10 +188,16 @@ mod tests {
     fn conditions_keep_transition_time_while_status_holds() {
         let mut st = json!({"conditions": [{"type": "Available", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z", "reason": "A", "message": "m"}]});
         set_condition(&mut st, "Available", "True", "B", "n", &[]);
-        assert_eq!(st["conditions"][0]["lastTransitionTime"], "2020-01-01T00:00:00Z");
+        assert_eq!(
+            st["conditions"][0]["lastTransitionTime"],
+            "2020-01-01T00:00:00Z"
+        );
         assert_eq!(st["conditions"][0]["reason"], "B");
         set_condition(&mut st, "Available", "False", "C", "o", &[]);
-        assert_ne!(st["conditions"][0]["lastTransitionTime"], "2020-01-01T00:00:00Z");
+        assert_ne!(
+            st["conditions"][0]["lastTransitionTime"],
+            "2020-01-01T00:00:00Z"
+        );
         set_condition(&mut st, "Progressing", "True", "D", "p", &[]);
         assert_eq!(st["conditions"].as_array().unwrap().len(), 2);
     }
@@ -165,8 +205,14 @@ mod tests {
     #[test]
     fn template_hashes_are_stable_and_distinct() {
         let a = template_hash(&json!({"spec": {"containers": [{"image": "a"}]}}));
-        assert_eq!(a, template_hash(&json!({"spec": {"containers": [{"image": "a"}]}})));
-        assert_ne!(a, template_hash(&json!({"spec": {"containers": [{"image": "b"}]}})));
+        assert_eq!(
+            a,
+            template_hash(&json!({"spec": {"containers": [{"image": "a"}]}}))
+        );
+        assert_ne!(
+            a,
+            template_hash(&json!({"spec": {"containers": [{"image": "b"}]}}))
+        );
         assert!(a.chars().all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
     }
 }

@@ -36,7 +36,12 @@ fn group_json(reg: &Registry, group: &str) -> Value {
 }
 
 pub fn groups(reg: &Registry) -> Value {
-    let groups: Vec<Value> = reg.groups().iter().filter(|g| !g.is_empty()).map(|g| group_json(reg, g)).collect();
+    let groups: Vec<Value> = reg
+        .groups()
+        .iter()
+        .filter(|g| !g.is_empty())
+        .map(|g| group_json(reg, g))
+        .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
@@ -94,13 +99,23 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
             resources.push(r);
         }
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{}/{}", group, version) };
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{}/{}", group, version)
+    };
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+    )
 }
 
 /// Aggregated discovery for `/api` (core only) or `/apis` (every named group).
 pub fn aggregated(reg: &Registry, core: bool, api_version: &str) -> Value {
-    let groups: Vec<String> = if core { vec![String::new()] } else { reg.groups().into_iter().filter(|g| !g.is_empty()).collect() };
+    let groups: Vec<String> = if core {
+        vec![String::new()]
+    } else {
+        reg.groups().into_iter().filter(|g| !g.is_empty()).collect()
+    };
     let items: Vec<Value> = groups
         .iter()
         .map(|g| {
@@ -155,20 +170,48 @@ mod tests {
     fn core_resource_list_has_subresources() {
         let reg = Registry::with_builtins();
         let l = resource_list(&reg, "", "v1").unwrap();
-        let names: Vec<&str> = l["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
-        for n in ["pods", "pods/status", "pods/log", "pods/eviction", "pods/binding", "nodes", "namespaces/finalize"] {
+        let names: Vec<&str> = l["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        for n in [
+            "pods",
+            "pods/status",
+            "pods/log",
+            "pods/eviction",
+            "pods/binding",
+            "nodes",
+            "namespaces/finalize",
+        ] {
             assert!(names.contains(&n), "{} missing from {:?}", n, names);
         }
-        let ev = l["resources"].as_array().unwrap().iter().find(|r| r["name"] == "pods/eviction").unwrap();
-        assert_eq!((ev["group"].as_str(), ev["kind"].as_str()), (Some("policy"), Some("Eviction")));
+        let ev = l["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "pods/eviction")
+            .unwrap();
+        assert_eq!(
+            (ev["group"].as_str(), ev["kind"].as_str()),
+            (Some("policy"), Some("Eviction"))
+        );
     }
 
     #[test]
     fn aggregated_lists_every_group() {
         let reg = Registry::with_builtins();
         let a = aggregated(&reg, false, "v2");
-        let names: Vec<&str> = a["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
-        assert!(names.contains(&"apps") && names.contains(&"storage.k8s.io") && !names.contains(&""));
+        let names: Vec<&str> = a["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            names.contains(&"apps") && names.contains(&"storage.k8s.io") && !names.contains(&"")
+        );
         let core = aggregated(&reg, true, "v2");
         assert_eq!(core["items"][0]["versions"][0]["version"], "v1");
     }

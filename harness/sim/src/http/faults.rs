@@ -12,7 +12,10 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq)]
 pub enum ApiFaultKind {
     /// Fail `rate` (0 < rate <= 1) of matching requests with `code`.
-    Errors { rate: f64, code: u16 },
+    Errors {
+        rate: f64,
+        code: u16,
+    },
     Latency(Duration),
 }
 
@@ -45,7 +48,9 @@ impl Default for ApiFaults {
 impl ApiFaults {
     /// Decisions come from a seeded generator, so a run with the same seed fails the same requests.
     pub fn seeded(seed: u64) -> Self {
-        ApiFaults { inner: Arc::new(Mutex::new((vec![], 1, StdRng::seed_from_u64(seed)))) }
+        ApiFaults {
+            inner: Arc::new(Mutex::new((vec![], 1, StdRng::seed_from_u64(seed)))),
+        }
     }
 
     pub fn add(&self, fault: ApiFault) -> u64 {
@@ -110,17 +115,44 @@ mod tests {
     #[test]
     fn errors_follow_rate_and_filters_and_are_seeded() {
         let f = ApiFaults::seeded(7);
-        let id = f.add(ApiFault { kind: ApiFaultKind::Errors { rate: 0.5, code: 503 }, verbs: vec!["update".into()], resources: vec!["workspaces".into()] });
-        let hits = (0..1000).filter(|_| f.decide("update", "workspaces").0.is_some()).count();
+        let id = f.add(ApiFault {
+            kind: ApiFaultKind::Errors {
+                rate: 0.5,
+                code: 503,
+            },
+            verbs: vec!["update".into()],
+            resources: vec!["workspaces".into()],
+        });
+        let hits = (0..1000)
+            .filter(|_| f.decide("update", "workspaces").0.is_some())
+            .count();
         assert!((400..600).contains(&hits), "{hits}");
         assert!(f.decide("get", "workspaces").0.is_none());
         assert!(f.decide("update", "pods").0.is_none());
         let g = ApiFaults::seeded(7);
-        g.add(ApiFault { kind: ApiFaultKind::Errors { rate: 0.5, code: 503 }, verbs: vec![], resources: vec![] });
+        g.add(ApiFault {
+            kind: ApiFaultKind::Errors {
+                rate: 0.5,
+                code: 503,
+            },
+            verbs: vec![],
+            resources: vec![],
+        });
         let h = ApiFaults::seeded(7);
-        h.add(ApiFault { kind: ApiFaultKind::Errors { rate: 0.5, code: 503 }, verbs: vec![], resources: vec![] });
-        let a: Vec<bool> = (0..50).map(|_| g.decide("get", "pods").0.is_some()).collect();
-        let b: Vec<bool> = (0..50).map(|_| h.decide("get", "pods").0.is_some()).collect();
+        h.add(ApiFault {
+            kind: ApiFaultKind::Errors {
+                rate: 0.5,
+                code: 503,
+            },
+            verbs: vec![],
+            resources: vec![],
+        });
+        let a: Vec<bool> = (0..50)
+            .map(|_| g.decide("get", "pods").0.is_some())
+            .collect();
+        let b: Vec<bool> = (0..50)
+            .map(|_| h.decide("get", "pods").0.is_some())
+            .collect();
         assert_eq!(a, b, "same seed, same decisions");
         assert!(f.remove(id));
         assert!(f.decide("update", "workspaces").0.is_none());
@@ -129,8 +161,16 @@ mod tests {
     #[test]
     fn latency_adds_up() {
         let f = ApiFaults::default();
-        f.add(ApiFault { kind: ApiFaultKind::Latency(Duration::from_millis(20)), verbs: vec![], resources: vec!["pods".into()] });
-        f.add(ApiFault { kind: ApiFaultKind::Latency(Duration::from_millis(30)), verbs: vec!["list".into()], resources: vec![] });
+        f.add(ApiFault {
+            kind: ApiFaultKind::Latency(Duration::from_millis(20)),
+            verbs: vec![],
+            resources: vec!["pods".into()],
+        });
+        f.add(ApiFault {
+            kind: ApiFaultKind::Latency(Duration::from_millis(30)),
+            verbs: vec!["list".into()],
+            resources: vec![],
+        });
         assert_eq!(f.decide("list", "pods").1, Duration::from_millis(50));
         assert_eq!(f.decide("get", "pods").1, Duration::from_millis(20));
         assert_eq!(f.decide("get", "nodes").1, Duration::ZERO);

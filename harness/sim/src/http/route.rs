@@ -14,7 +14,10 @@ pub enum Route {
     /// `/apis/<group>`
     Group(String),
     /// `/api/v1`, `/apis/<group>/<version>`
-    GroupVersion { group: String, version: String },
+    GroupVersion {
+        group: String,
+        version: String,
+    },
     OpenApiV2,
     OpenApiV3Root,
     /// `/openapi/v3/api/v1`, `/openapi/v3/apis/<g>/<v>`: the group-version path.
@@ -48,16 +51,24 @@ pub fn parse(path: &str) -> Route {
         ["version"] => Route::Version,
         ["healthz" | "livez" | "readyz", ..] => Route::Health,
         ["api"] => Route::CoreVersions,
-        ["api", v] => Route::GroupVersion { group: String::new(), version: v.to_string() },
+        ["api", v] => Route::GroupVersion {
+            group: String::new(),
+            version: v.to_string(),
+        },
         ["api", v, rest @ ..] => resource("", v, rest),
         ["apis"] => Route::Groups,
         ["apis", g] => Route::Group(g.to_string()),
-        ["apis", g, v] => Route::GroupVersion { group: g.to_string(), version: v.to_string() },
+        ["apis", g, v] => Route::GroupVersion {
+            group: g.to_string(),
+            version: v.to_string(),
+        },
         ["apis", g, v, rest @ ..] => resource(g, v, rest),
         ["openapi", "v2"] => Route::OpenApiV2,
         ["openapi", "v3"] => Route::OpenApiV3Root,
         ["openapi", "v3", rest @ ..] => Route::OpenApiV3(rest.join("/")),
-        ["faultline", "v1", rest @ ..] => Route::Control(rest.iter().map(|s| s.to_string()).collect()),
+        ["faultline", "v1", rest @ ..] => {
+            Route::Control(rest.iter().map(|s| s.to_string()).collect())
+        }
         _ => Route::NotFound,
     }
 }
@@ -67,7 +78,12 @@ fn resource(group: &str, version: &str, rest: &[&str]) -> Route {
         Some(&"watch") => (true, &rest[1..]),
         _ => (false, rest),
     };
-    let mut p = ResourcePath { group: group.into(), version: version.into(), watch_prefix, ..Default::default() };
+    let mut p = ResourcePath {
+        group: group.into(),
+        version: version.into(),
+        watch_prefix,
+        ..Default::default()
+    };
     let opt = |i: usize| rest.get(i).map(|s| s.to_string());
     match rest {
         // namespaces/<name>/status and namespaces/<name>/finalize address the namespace itself.
@@ -93,7 +109,9 @@ fn resource(group: &str, version: &str, rest: &[&str]) -> Route {
 }
 
 pub fn query_map(query: Option<&str>) -> HashMap<String, String> {
-    form_urlencoded::parse(query.unwrap_or("").as_bytes()).into_owned().collect()
+    form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .into_owned()
+        .collect()
 }
 
 pub fn is_true(v: Option<&String>) -> bool {
@@ -106,24 +124,56 @@ mod tests {
 
     #[test]
     fn parses_namespaced_and_cluster_paths() {
-        let Route::Resource(p) = parse("/api/v1/namespaces/default/pods/web-0/log") else { panic!() };
-        assert_eq!((p.plural.as_str(), p.namespace.as_deref(), p.name.as_deref(), p.sub.as_deref()), ("pods", Some("default"), Some("web-0"), Some("log")));
-        let Route::Resource(p) = parse("/apis/storage.k8s.io/v1/volumeattachments") else { panic!() };
-        assert_eq!((p.group.as_str(), p.plural.as_str(), p.name), ("storage.k8s.io", "volumeattachments", None));
-        let Route::Resource(p) = parse("/api/v1/namespaces/kube-system") else { panic!() };
-        assert_eq!((p.plural.as_str(), p.name.as_deref(), p.namespace), ("namespaces", Some("kube-system"), None));
-        let Route::Resource(p) = parse("/api/v1/namespaces/ns1/finalize") else { panic!() };
-        assert_eq!((p.plural.as_str(), p.name.as_deref(), p.sub.as_deref()), ("namespaces", Some("ns1"), Some("finalize")));
-        let Route::Resource(p) = parse("/api/v1/watch/namespaces/a/pods") else { panic!() };
+        let Route::Resource(p) = parse("/api/v1/namespaces/default/pods/web-0/log") else {
+            panic!()
+        };
+        assert_eq!(
+            (
+                p.plural.as_str(),
+                p.namespace.as_deref(),
+                p.name.as_deref(),
+                p.sub.as_deref()
+            ),
+            ("pods", Some("default"), Some("web-0"), Some("log"))
+        );
+        let Route::Resource(p) = parse("/apis/storage.k8s.io/v1/volumeattachments") else {
+            panic!()
+        };
+        assert_eq!(
+            (p.group.as_str(), p.plural.as_str(), p.name),
+            ("storage.k8s.io", "volumeattachments", None)
+        );
+        let Route::Resource(p) = parse("/api/v1/namespaces/kube-system") else {
+            panic!()
+        };
+        assert_eq!(
+            (p.plural.as_str(), p.name.as_deref(), p.namespace),
+            ("namespaces", Some("kube-system"), None)
+        );
+        let Route::Resource(p) = parse("/api/v1/namespaces/ns1/finalize") else {
+            panic!()
+        };
+        assert_eq!(
+            (p.plural.as_str(), p.name.as_deref(), p.sub.as_deref()),
+            ("namespaces", Some("ns1"), Some("finalize"))
+        );
+        let Route::Resource(p) = parse("/api/v1/watch/namespaces/a/pods") else {
+            panic!()
+        };
         assert!(p.watch_prefix && p.plural == "pods");
         assert_eq!(parse("/api/v1/namespaces/a/pods/b/c/d"), Route::NotFound);
         assert_eq!(parse("/apis/apps"), Route::Group("apps".into()));
-        assert_eq!(parse("/openapi/v3/apis/apps/v1"), Route::OpenApiV3("apis/apps/v1".into()));
+        assert_eq!(
+            parse("/openapi/v3/apis/apps/v1"),
+            Route::OpenApiV3("apis/apps/v1".into())
+        );
     }
 
     #[test]
     fn decodes_percent_escapes() {
-        let Route::Resource(p) = parse("/api/v1/namespaces/default/configmaps/a%2Eb") else { panic!() };
+        let Route::Resource(p) = parse("/api/v1/namespaces/default/configmaps/a%2Eb") else {
+            panic!()
+        };
         assert_eq!(p.name.as_deref(), Some("a.b"));
     }
 }

@@ -65,7 +65,14 @@ impl Encoder {
         match self.out {
             Output::Table => {
                 let printer = self.printer.get_or_insert_with(|| printer_for(&self.rt));
-                let t = table::to_table(printer, &[obj], meta::resource_version(obj), "Metadata", !self.headers_sent, chrono::Utc::now());
+                let t = table::to_table(
+                    printer,
+                    &[obj],
+                    meta::resource_version(obj),
+                    "Metadata",
+                    !self.headers_sent,
+                    chrono::Utc::now(),
+                );
                 self.headers_sent = true;
                 t
             }
@@ -80,7 +87,13 @@ impl Encoder {
     }
     /// `event_line` for an object served as `obj`, read from `source` whose stored form (and
     /// encoding) is `stored`.
-    fn stored_line(&mut self, event_type: &str, obj: &Arc<Value>, source: &Arc<Value>, stored: &Stored) -> Bytes {
+    fn stored_line(
+        &mut self,
+        event_type: &str,
+        obj: &Arc<Value>,
+        source: &Arc<Value>,
+        stored: &Stored,
+    ) -> Bytes {
         if self.out != Output::Json || !Arc::ptr_eq(obj, source) {
             return self.line(event_type, obj);
         }
@@ -94,8 +107,13 @@ impl Encoder {
         Bytes::from(b)
     }
     fn line(&mut self, event_type: &str, obj: &Value) -> Bytes {
-        let object = if event_type == "BOOKMARK" || event_type == "ERROR" { obj.clone() } else { self.object(obj) };
-        let mut b = serde_json::to_vec(&json!({"type": event_type, "object": object})).unwrap_or_default();
+        let object = if event_type == "BOOKMARK" || event_type == "ERROR" {
+            obj.clone()
+        } else {
+            self.object(obj)
+        };
+        let mut b =
+            serde_json::to_vec(&json!({"type": event_type, "object": object})).unwrap_or_default();
         b.push(b'\n');
         Bytes::from(b)
     }
@@ -104,15 +122,24 @@ impl Encoder {
         if initial_end {
             md["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        let obj = json!({"kind": self.rt.kind, "apiVersion": self.rt.api_version(), "metadata": md});
+        let obj =
+            json!({"kind": self.rt.kind, "apiVersion": self.rt.api_version(), "metadata": md});
         self.line("BOOKMARK", &obj)
     }
 }
 
 /// Translate a store event into what this watcher sees, given its filter.
-fn view(ev: &StoreEvent, filter: &Filter, api: &ApiServer, rt: &ResourceType) -> Option<(&'static str, Arc<Value>)> {
+fn view(
+    ev: &StoreEvent,
+    filter: &Filter,
+    api: &ApiServer,
+    rt: &ResourceType,
+) -> Option<(&'static str, Arc<Value>)> {
     let now = api.convert_out_shared(rt, ev.object.clone());
-    let prev = ev.prev.as_ref().map(|p| api.convert_out_shared(rt, p.clone()));
+    let prev = ev
+        .prev
+        .as_ref()
+        .map(|p| api.convert_out_shared(rt, p.clone()));
     let now_in = filter.matches(&now);
     let prev_in = prev.as_ref().map(|p| filter.matches(p)).unwrap_or(false);
     match ev.event_type {
@@ -141,10 +168,15 @@ pub fn serve(
         Some(s) if !s.is_empty() => FieldSelector::parse(s).map_err(ApiError::bad_request)?,
         _ => FieldSelector::everything(),
     };
-    fields.validate(&rt.group, &rt.kind, rt.namespaced, &rt.selectable_fields).map_err(ApiError::bad_request)?;
+    fields
+        .validate(&rt.group, &rt.kind, rt.namespaced, &rt.selectable_fields)
+        .map_err(ApiError::bad_request)?;
     let bookmarks = is_true(query.get("allowWatchBookmarks"));
     let send_initial = is_true(query.get("sendInitialEvents"));
-    let rv_match = query.get("resourceVersionMatch").map(String::as_str).unwrap_or("");
+    let rv_match = query
+        .get("resourceVersionMatch")
+        .map(String::as_str)
+        .unwrap_or("");
     if send_initial && rv_match != "NotOlderThan" {
         return Err(ApiError::invalid(
             "meta.k8s.io",
@@ -158,32 +190,80 @@ pub fn serve(
             "meta.k8s.io",
             "ListOptions",
             "",
-            vec![("allowWatchBookmarks".into(), "Forbidden: allowWatchBookmarks required when sendInitialEvents is set".into(), "FieldValueForbidden")],
+            vec![(
+                "allowWatchBookmarks".into(),
+                "Forbidden: allowWatchBookmarks required when sendInitialEvents is set".into(),
+                "FieldValueForbidden",
+            )],
         ));
     }
-    let rv_param = query.get("resourceVersion").map(String::as_str).unwrap_or("");
+    let rv_param = query
+        .get("resourceVersion")
+        .map(String::as_str)
+        .unwrap_or("");
     let from_rv = if send_initial || rv_param.is_empty() || rv_param == "0" {
         None
     } else {
-        Some(rv_param.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {:?}", rv_param)))?)
+        Some(rv_param.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!("invalid resource version: {:?}", rv_param))
+        })?)
     };
-    let timeout = query.get("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()).filter(|t| *t > 0).map(Duration::from_secs);
+    let timeout = query
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .filter(|t| *t > 0)
+        .map(Duration::from_secs);
     let key = resources::storage_key(&rt.group, &rt.plural);
-    let filter = Filter { ns: ns.clone(), name, labels, fields, group: rt.group.clone(), kind: rt.kind.clone() };
-    let start = match api.store.watch(&key, from_rv, if rt.namespaced { ns.as_deref() } else { None }) {
+    let filter = Filter {
+        ns: ns.clone(),
+        name,
+        labels,
+        fields,
+        group: rt.group.clone(),
+        kind: rt.kind.clone(),
+    };
+    let start = match api.store.watch(
+        &key,
+        from_rv,
+        if rt.namespaced { ns.as_deref() } else { None },
+    ) {
         Ok(s) => s,
         // Too old: the apiserver answers 200 and then a single ERROR event, which clients expect.
         Err(e) if e.code == 410 => {
-            let mut enc = Encoder { rt: rt.clone(), out, printer: None, headers_sent: false };
+            let mut enc = Encoder {
+                rt: rt.clone(),
+                out,
+                printer: None,
+                headers_sent: false,
+            };
             let line = enc.line("ERROR", &e.to_status());
-            return Ok(stream_response(futures::stream::once(async move { Ok::<Bytes, Infallible>(line) })));
+            return Ok(stream_response(futures::stream::once(async move {
+                Ok::<Bytes, Infallible>(line)
+            })));
         }
         Err(e) => return Err(e),
     };
     let (tx, rx) = mpsc::channel::<Bytes>(1024);
-    let enc = Encoder { rt: rt.clone(), out, printer: None, headers_sent: false };
-    tokio::spawn(run(api, rt, filter, start, enc, tx, bookmarks, send_initial, timeout));
-    Ok(stream_response(tokio_stream::wrappers::ReceiverStream::new(rx).map_ok()))
+    let enc = Encoder {
+        rt: rt.clone(),
+        out,
+        printer: None,
+        headers_sent: false,
+    };
+    tokio::spawn(run(
+        api,
+        rt,
+        filter,
+        start,
+        enc,
+        tx,
+        bookmarks,
+        send_initial,
+        timeout,
+    ));
+    Ok(stream_response(
+        tokio_stream::wrappers::ReceiverStream::new(rx).map_ok(),
+    ))
 }
 
 trait MapOk: Sized {
@@ -219,13 +299,23 @@ async fn run(
     send_initial: bool,
     timeout: Option<Duration>,
 ) {
-    let crate::store::WatchStart { replay, snapshot, snapshot_rv, mut rx } = start;
+    let crate::store::WatchStart {
+        replay,
+        snapshot,
+        snapshot_rv,
+        mut rx,
+    } = start;
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let mut consumed_rv = snapshot_rv;
     for stored in &snapshot {
         let source = stored.object();
         let o = api.convert_out_shared(&rt, source.clone());
-        if filter.matches(&o) && tx.send(enc.stored_line("ADDED", &o, &source, stored)).await.is_err() {
+        if filter.matches(&o)
+            && tx
+                .send(enc.stored_line("ADDED", &o, &source, stored))
+                .await
+                .is_err()
+        {
             return;
         }
     }
@@ -249,7 +339,8 @@ async fn run(
     let mut ticker = tokio::time::interval(BOOKMARK_INTERVAL);
     ticker.tick().await;
     loop {
-        let sleep_until = deadline.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86400));
+        let sleep_until =
+            deadline.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86400));
         tokio::select! {
             _ = tx.closed() => return,
             _ = tokio::time::sleep_until(sleep_until) => return,
@@ -314,16 +405,41 @@ mod tests {
     fn shared_event_encoding_is_byte_identical_to_per_watcher_encoding() {
         let reg = Registry::with_builtins();
         let rt = reg.get("", "v1", "configmaps").unwrap();
-        let obj = Arc::new(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "d", "resourceVersion": "7"}, "data": {"k": "v \"quoted\" \u{e9}"}}));
-        let ev = StoreEvent::new(7, ResourceKey::new("", "configmaps"), EventType::Modified, obj.clone(), None);
-        let mut enc = Encoder { rt: rt.clone(), out: Output::Json, printer: None, headers_sent: false };
+        let obj = Arc::new(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "d", "resourceVersion": "7"}, "data": {"k": "v \"quoted\" \u{e9}"}}),
+        );
+        let ev = StoreEvent::new(
+            7,
+            ResourceKey::new("", "configmaps"),
+            EventType::Modified,
+            obj.clone(),
+            None,
+        );
+        let mut enc = Encoder {
+            rt: rt.clone(),
+            out: Output::Json,
+            printer: None,
+            headers_sent: false,
+        };
         let shared = enc.event_line("MODIFIED", &obj, &ev);
         assert_eq!(shared, enc.line("MODIFIED", &obj));
         // A converted (different) object is encoded for the watcher, not taken from the cache.
-        let other = Arc::new(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}));
-        assert_eq!(enc.event_line("ADDED", &other, &ev), enc.line("ADDED", &other));
+        let other =
+            Arc::new(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}));
+        assert_eq!(
+            enc.event_line("ADDED", &other, &ev),
+            enc.line("ADDED", &other)
+        );
         // Table output never uses the JSON cache.
-        let mut table = Encoder { rt, out: Output::Table, printer: None, headers_sent: false };
-        assert!(!String::from_utf8_lossy(&table.event_line("ADDED", &obj, &ev)).starts_with(r#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap""#));
+        let mut table = Encoder {
+            rt,
+            out: Output::Table,
+            printer: None,
+            headers_sent: false,
+        };
+        assert!(
+            !String::from_utf8_lossy(&table.event_line("ADDED", &obj, &ev))
+                .starts_with(r#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap""#)
+        );
     }
 }

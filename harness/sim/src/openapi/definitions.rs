@@ -32,18 +32,36 @@ const NOT_REQUIRED_UPSTREAM: &[(&str, &[&str])] = &[
     ("io.k8s.api.apps.v1.StatefulSet", &["spec"]),
     ("io.k8s.api.apps.v1.ControllerRevision", &["data"]),
     ("io.k8s.api.batch.v1.CronJob", &["spec"]),
-    ("io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler", &["spec"]),
-    ("io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler", &["spec"]),
+    (
+        "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler",
+        &["spec"],
+    ),
+    (
+        "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
+        &["spec"],
+    ),
     ("io.k8s.api.flowcontrol.v1.FlowSchema", &["spec"]),
-    ("io.k8s.api.flowcontrol.v1.PriorityLevelConfiguration", &["spec"]),
+    (
+        "io.k8s.api.flowcontrol.v1.PriorityLevelConfiguration",
+        &["spec"],
+    ),
     ("io.k8s.api.networking.v1.IPAddress", &["spec"]),
-    ("io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding", &["spec"]),
+    (
+        "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
+        &["spec"],
+    ),
 ];
 
 fn relax_required(name: &str, schema: &mut Value) {
-    let extra = NOT_REQUIRED_UPSTREAM.iter().find(|(n, _)| *n == name).map(|(_, f)| *f).unwrap_or(&[]);
+    let extra = NOT_REQUIRED_UPSTREAM
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, f)| *f)
+        .unwrap_or(&[]);
     let keep_metadata = name == "io.k8s.api.core.v1.Event";
-    let Some(obj) = schema.as_object_mut() else { return };
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
     if let Some(Value::Array(req)) = obj.get_mut("required") {
         req.retain(|f| !(f == "metadata" && !keep_metadata) && !extra.iter().any(|e| f == e));
         if req.is_empty() {
@@ -60,8 +78,12 @@ pub fn gvk(group: &str, version: &str, kind: &str) -> Value {
 }
 
 fn add_gvk(schema: &mut Value, gvk: Value) {
-    let Some(obj) = schema.as_object_mut() else { return };
-    let list = obj.entry("x-kubernetes-group-version-kind").or_insert_with(|| json!([]));
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
+    let list = obj
+        .entry("x-kubernetes-group-version-kind")
+        .or_insert_with(|| json!([]));
     if let Some(a) = list.as_array_mut() {
         if !a.contains(&gvk) {
             a.push(gvk);
@@ -71,7 +93,10 @@ fn add_gvk(schema: &mut Value, gvk: Value) {
 
 /// The definition name of a built-in kind, by (group, version, kind).
 pub fn builtin_name(group: &str, version: &str, kind: &str) -> Option<String> {
-    builtins::all().into_iter().find(|b| b.group == group && b.version == version && b.kind == kind).map(|b| (b.schema_name)().into_owned())
+    builtins::all()
+        .into_iter()
+        .find(|b| b.group == group && b.version == version && b.kind == kind)
+        .map(|b| (b.schema_name)().into_owned())
 }
 
 /// Upstream's definition name of a custom resource: the group's labels reversed, then version and kind.
@@ -85,7 +110,8 @@ pub fn name_of(t: &ResourceType) -> String {
     if t.custom {
         custom_name(&t.group, &t.version, &t.kind)
     } else {
-        builtin_name(&t.group, &t.version, &t.kind).unwrap_or_else(|| format!("{}.{}", t.version, t.kind))
+        builtin_name(&t.group, &t.version, &t.kind)
+            .unwrap_or_else(|| format!("{}.{}", t.version, t.kind))
     }
 }
 
@@ -125,7 +151,8 @@ fn generate_builtin() -> Definitions {
     }
     generator.subschema_for::<meta::Status>();
     generator.subschema_for::<meta::DeleteOptions>();
-    generator.subschema_for::<meta::WatchEvent<k8s_openapi::apimachinery::pkg::runtime::RawExtension>>();
+    generator
+        .subschema_for::<meta::WatchEvent<k8s_openapi::apimachinery::pkg::runtime::RawExtension>>();
     generator.subschema_for::<meta::Patch>();
     let mut defs: Definitions = generator.take_definitions(true).into_iter().collect();
     let mut group_versions = BTreeSet::new();
@@ -137,20 +164,29 @@ fn generate_builtin() -> Definitions {
         }
         if t.listable {
             let mut list = list_schema(&name, t.kind);
-            add_gvk(&mut list, gvk(t.group, t.version, &format!("{}List", t.kind)));
+            add_gvk(
+                &mut list,
+                gvk(t.group, t.version, &format!("{}List", t.kind)),
+            );
             defs.insert(format!("{name}List"), list);
         }
         group_versions.insert((t.group, t.version));
     }
     // The options and event kinds every group-version accepts, as upstream lists them.
     for (group, version) in group_versions {
-        for (def, kind) in [(DELETE_OPTIONS, "DeleteOptions"), (WATCH_EVENT, "WatchEvent")] {
+        for (def, kind) in [
+            (DELETE_OPTIONS, "DeleteOptions"),
+            (WATCH_EVENT, "WatchEvent"),
+        ] {
             if let Some(schema) = defs.get_mut(def) {
                 add_gvk(schema, gvk(group, version, kind));
             }
         }
     }
-    let roots: Vec<(String, &str)> = types.iter().map(|t| ((t.schema_name)().into_owned(), t.kind)).collect();
+    let roots: Vec<(String, &str)> = types
+        .iter()
+        .map(|t| ((t.schema_name)().into_owned(), t.kind))
+        .collect();
     super::list_merge::annotate(&mut defs, &roots);
     if let Some(s) = defs.get_mut(STATUS) {
         add_gvk(s, gvk("", "v1", "Status"));
@@ -172,7 +208,10 @@ pub fn custom(t: &ResourceType) -> Option<Value> {
             "apiVersion".into(),
             json!({"description": "The versioned schema of this representation of an object.", "type": "string"}),
         );
-        props.insert("kind".into(), json!({"description": "The REST resource this object represents.", "type": "string"}));
+        props.insert(
+            "kind".into(),
+            json!({"description": "The REST resource this object represents.", "type": "string"}),
+        );
         props.insert("metadata".into(), json!({"$ref": format!("{REF_PREFIX}{OBJECT_META}"), "description": "Standard object's metadata."}));
     }
     obj.entry("type").or_insert_with(|| json!("object"));
@@ -183,7 +222,10 @@ pub fn custom(t: &ResourceType) -> Option<Value> {
 /// The list definition of a custom resource.
 pub fn custom_list(t: &ResourceType) -> Value {
     let mut list = list_schema(&custom_name(&t.group, &t.version, &t.kind), &t.kind);
-    add_gvk(&mut list, gvk(&t.group, &t.version, &format!("{}List", t.kind)));
+    add_gvk(
+        &mut list,
+        gvk(&t.group, &t.version, &format!("{}List", t.kind)),
+    );
     list
 }
 
@@ -208,7 +250,10 @@ pub fn refs(schema: &Value, out: &mut Vec<String>) {
 }
 
 /// The named definitions plus everything they reference, transitively.
-pub fn closure<'a>(roots: impl IntoIterator<Item = String>, lookup: impl Fn(&str) -> Option<&'a Value>) -> Map<String, Value> {
+pub fn closure<'a>(
+    roots: impl IntoIterator<Item = String>,
+    lookup: impl Fn(&str) -> Option<&'a Value>,
+) -> Map<String, Value> {
     let mut out = Map::new();
     let mut todo: Vec<String> = roots.into_iter().collect();
     while let Some(name) = todo.pop() {
@@ -231,17 +276,37 @@ mod tests {
     fn builtin_kinds_carry_schema_and_gvk() {
         let defs = builtin();
         let deploy = &defs["io.k8s.api.apps.v1.Deployment"];
-        assert_eq!(deploy["x-kubernetes-group-version-kind"], json!([gvk("apps", "v1", "Deployment")]));
-        assert_eq!(deploy["properties"]["spec"]["$ref"], "#/definitions/io.k8s.api.apps.v1.DeploymentSpec");
+        assert_eq!(
+            deploy["x-kubernetes-group-version-kind"],
+            json!([gvk("apps", "v1", "Deployment")])
+        );
+        assert_eq!(
+            deploy["properties"]["spec"]["$ref"],
+            "#/definitions/io.k8s.api.apps.v1.DeploymentSpec"
+        );
         assert!(defs["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]["replicas"].is_object());
         // As upstream: a Deployment requires nothing, a RoleBinding its roleRef, a core Event its metadata.
         assert!(deploy.get("required").is_none());
-        assert_eq!(defs["io.k8s.api.rbac.v1.RoleBinding"]["required"], json!(["roleRef"]));
-        assert_eq!(defs["io.k8s.api.core.v1.Event"]["required"], json!(["involvedObject", "metadata"]));
-        assert_eq!(defs["io.k8s.api.core.v1.PodList"]["x-kubernetes-group-version-kind"][0]["kind"], "PodList");
+        assert_eq!(
+            defs["io.k8s.api.rbac.v1.RoleBinding"]["required"],
+            json!(["roleRef"])
+        );
+        assert_eq!(
+            defs["io.k8s.api.core.v1.Event"]["required"],
+            json!(["involvedObject", "metadata"])
+        );
+        assert_eq!(
+            defs["io.k8s.api.core.v1.PodList"]["x-kubernetes-group-version-kind"][0]["kind"],
+            "PodList"
+        );
         // Both Event kinds, under their own names.
-        assert!(defs.contains_key("io.k8s.api.events.v1.Event") && defs.contains_key("io.k8s.api.core.v1.Event"));
-        let delete_gvks = defs[DELETE_OPTIONS]["x-kubernetes-group-version-kind"].as_array().unwrap();
+        assert!(
+            defs.contains_key("io.k8s.api.events.v1.Event")
+                && defs.contains_key("io.k8s.api.core.v1.Event")
+        );
+        let delete_gvks = defs[DELETE_OPTIONS]["x-kubernetes-group-version-kind"]
+            .as_array()
+            .unwrap();
         assert!(delete_gvks.contains(&gvk("batch", "v1", "DeleteOptions")));
         let mut missing = vec![];
         for schema in defs.values() {
@@ -254,6 +319,9 @@ mod tests {
 
     #[test]
     fn custom_names_reverse_the_group() {
-        assert_eq!(custom_name("stable.example.com", "v1", "CronTab"), "com.example.stable.v1.CronTab");
+        assert_eq!(
+            custom_name("stable.example.com", "v1", "CronTab"),
+            "com.example.stable.v1.CronTab"
+        );
     }
 }

@@ -348,42 +348,85 @@ pub struct StringArray {
 }
 
 fn s(v: &Value, k: &str) -> String {
-    v.get(k).and_then(Value::as_str).unwrap_or_default().to_string()
+    v.get(k)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn strings(v: &Value, k: &str) -> Vec<String> {
-    v.get(k).and_then(Value::as_array).map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default()
+    v.get(k)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn any(v: &Value) -> Any {
-    Any { yaml: v.to_string() }
+    Any {
+        yaml: v.to_string(),
+    }
 }
 
 fn extensions(v: &Value) -> Vec<NamedAny> {
-    let Some(m) = v.as_object() else { return vec![] };
-    m.iter().filter(|(k, _)| k.starts_with("x-")).map(|(k, x)| NamedAny { name: k.clone(), value: Some(any(x)) }).collect()
+    let Some(m) = v.as_object() else {
+        return vec![];
+    };
+    m.iter()
+        .filter(|(k, _)| k.starts_with("x-"))
+        .map(|(k, x)| NamedAny {
+            name: k.clone(),
+            value: Some(any(x)),
+        })
+        .collect()
 }
 
 fn named_schemas(m: Option<&Map<String, Value>>) -> Vec<NamedSchema> {
-    m.map(|m| m.iter().map(|(k, v)| NamedSchema { name: k.clone(), value: Some(schema(v)) }).collect()).unwrap_or_default()
+    m.map(|m| {
+        m.iter()
+            .map(|(k, v)| NamedSchema {
+                name: k.clone(),
+                value: Some(schema(v)),
+            })
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 fn schema(v: &Value) -> Schema {
     let num = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or_default();
     let int = |k: &str| v.get(k).and_then(Value::as_i64).unwrap_or_default();
     let r#type = match v.get("type") {
-        Some(Value::String(t)) => Some(TypeItem { value: vec![t.clone()] }),
-        Some(Value::Array(a)) => Some(TypeItem { value: a.iter().filter_map(|t| t.as_str().map(String::from)).collect() }),
+        Some(Value::String(t)) => Some(TypeItem {
+            value: vec![t.clone()],
+        }),
+        Some(Value::Array(a)) => Some(TypeItem {
+            value: a
+                .iter()
+                .filter_map(|t| t.as_str().map(String::from))
+                .collect(),
+        }),
         _ => None,
     };
     let items = match v.get("items") {
-        Some(Value::Array(a)) => Some(ItemsItem { schema: a.iter().map(schema).collect() }),
-        Some(i @ Value::Object(_)) => Some(ItemsItem { schema: vec![schema(i)] }),
+        Some(Value::Array(a)) => Some(ItemsItem {
+            schema: a.iter().map(schema).collect(),
+        }),
+        Some(i @ Value::Object(_)) => Some(ItemsItem {
+            schema: vec![schema(i)],
+        }),
         _ => None,
     };
     let additional_properties = match v.get("additionalProperties") {
-        Some(Value::Bool(b)) => Some(Box::new(AdditionalPropertiesItem { oneof: Some(additional::Value::Boolean(*b)) })),
-        Some(a @ Value::Object(_)) => Some(Box::new(AdditionalPropertiesItem { oneof: Some(additional::Value::Schema(schema(a))) })),
+        Some(Value::Bool(b)) => Some(Box::new(AdditionalPropertiesItem {
+            oneof: Some(additional::Value::Boolean(*b)),
+        })),
+        Some(a @ Value::Object(_)) => Some(Box::new(AdditionalPropertiesItem {
+            oneof: Some(additional::Value::Schema(schema(a))),
+        })),
         _ => None,
     };
     Schema {
@@ -401,12 +444,25 @@ fn schema(v: &Value) -> Schema {
         min_items: int("minItems"),
         unique_items: v.get("uniqueItems") == Some(&Value::Bool(true)),
         required: strings(v, "required"),
-        r#enum: v.get("enum").and_then(Value::as_array).map(|a| a.iter().map(any).collect()).unwrap_or_default(),
+        r#enum: v
+            .get("enum")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().map(any).collect())
+            .unwrap_or_default(),
         additional_properties,
         r#type,
         items,
-        all_of: v.get("allOf").and_then(Value::as_array).map(|a| a.iter().map(schema).collect()).unwrap_or_default(),
-        properties: v.get("properties").and_then(Value::as_object).map(|p| Properties { additional_properties: named_schemas(Some(p)) }),
+        all_of: v
+            .get("allOf")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().map(schema).collect())
+            .unwrap_or_default(),
+        properties: v
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| Properties {
+                additional_properties: named_schemas(Some(p)),
+            }),
         vendor_extension: extensions(v),
     }
 }
@@ -416,29 +472,51 @@ fn parameter(p: &Value) -> ParametersItem {
     let unique_items = p.get("uniqueItems") == Some(&Value::Bool(true));
     let parameter = match p.get("in").and_then(Value::as_str) {
         Some("body") => Parameter {
-            body_parameter: Some(BodyParameter { name: s(p, "name"), r#in: "body".into(), required, schema: p.get("schema").map(schema) }),
+            body_parameter: Some(BodyParameter {
+                name: s(p, "name"),
+                r#in: "body".into(),
+                required,
+                schema: p.get("schema").map(schema),
+            }),
             non_body_parameter: None,
         },
         Some("path") => Parameter {
             body_parameter: None,
             non_body_parameter: Some(NonBodyParameter {
                 query_parameter_sub_schema: None,
-                path_parameter_sub_schema: Some(PathParameter { required, r#in: "path".into(), name: s(p, "name"), r#type: s(p, "type"), unique_items }),
+                path_parameter_sub_schema: Some(PathParameter {
+                    required,
+                    r#in: "path".into(),
+                    name: s(p, "name"),
+                    r#type: s(p, "type"),
+                    unique_items,
+                }),
             }),
         },
         _ => Parameter {
             body_parameter: None,
             non_body_parameter: Some(NonBodyParameter {
-                query_parameter_sub_schema: Some(QueryParameter { required, r#in: "query".into(), name: s(p, "name"), r#type: s(p, "type"), unique_items }),
+                query_parameter_sub_schema: Some(QueryParameter {
+                    required,
+                    r#in: "query".into(),
+                    name: s(p, "name"),
+                    r#type: s(p, "type"),
+                    unique_items,
+                }),
                 path_parameter_sub_schema: None,
             }),
         },
     };
-    ParametersItem { parameter: Some(parameter) }
+    ParametersItem {
+        parameter: Some(parameter),
+    }
 }
 
 fn parameters(v: &Value) -> Vec<ParametersItem> {
-    v.get("parameters").and_then(Value::as_array).map(|a| a.iter().map(parameter).collect()).unwrap_or_default()
+    v.get("parameters")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(parameter).collect())
+        .unwrap_or_default()
 }
 
 fn operation(v: &Value) -> Operation {
@@ -452,7 +530,9 @@ fn operation(v: &Value) -> Operation {
                     value: Some(ResponseValue {
                         response: Some(Response {
                             description: s(r, "description"),
-                            schema: r.get("schema").map(|x| SchemaItem { schema: Some(schema(x)) }),
+                            schema: r.get("schema").map(|x| SchemaItem {
+                                schema: Some(schema(x)),
+                            }),
                         }),
                     }),
                 })
@@ -493,17 +573,25 @@ pub fn encode(doc: &Value) -> Vec<u8> {
                 .collect()
         })
         .unwrap_or_default();
-    let security_definitions = doc.get("securityDefinitions").and_then(Value::as_object).map(|m| SecurityDefinitions {
-        additional_properties: m
-            .iter()
-            .map(|(k, d)| NamedSecurityDefinitionsItem {
-                name: k.clone(),
-                value: Some(SecurityDefinitionsItem {
-                    api_key_security: Some(ApiKeySecurity { r#type: s(d, "type"), name: s(d, "name"), r#in: s(d, "in"), description: s(d, "description") }),
-                }),
-            })
-            .collect(),
-    });
+    let security_definitions = doc
+        .get("securityDefinitions")
+        .and_then(Value::as_object)
+        .map(|m| SecurityDefinitions {
+            additional_properties: m
+                .iter()
+                .map(|(k, d)| NamedSecurityDefinitionsItem {
+                    name: k.clone(),
+                    value: Some(SecurityDefinitionsItem {
+                        api_key_security: Some(ApiKeySecurity {
+                            r#type: s(d, "type"),
+                            name: s(d, "name"),
+                            r#in: s(d, "in"),
+                            description: s(d, "description"),
+                        }),
+                    }),
+                })
+                .collect(),
+        });
     let security = doc
         .get("security")
         .and_then(Value::as_array)
@@ -513,7 +601,10 @@ pub fn encode(doc: &Value) -> Vec<u8> {
                 .map(|m| SecurityRequirement {
                     additional_properties: m
                         .keys()
-                        .map(|k| NamedStringArray { name: k.clone(), value: Some(StringArray { value: vec![] }) })
+                        .map(|k| NamedStringArray {
+                            name: k.clone(),
+                            value: Some(StringArray { value: vec![] }),
+                        })
                         .collect(),
                 })
                 .collect()
@@ -521,9 +612,14 @@ pub fn encode(doc: &Value) -> Vec<u8> {
         .unwrap_or_default();
     Document {
         swagger: s(doc, "swagger"),
-        info: doc.get("info").map(|i| Info { title: s(i, "title"), version: s(i, "version") }),
+        info: doc.get("info").map(|i| Info {
+            title: s(i, "title"),
+            version: s(i, "version"),
+        }),
         paths: Some(Paths { path }),
-        definitions: Some(Definitions { additional_properties: named_schemas(doc.get("definitions").and_then(Value::as_object)) }),
+        definitions: Some(Definitions {
+            additional_properties: named_schemas(doc.get("definitions").and_then(Value::as_object)),
+        }),
         security,
         security_definitions,
     }
@@ -554,16 +650,46 @@ mod tests {
         assert_eq!(pod.name, "io.k8s.api.core.v1.Pod");
         let pod = pod.value.as_ref().unwrap();
         assert_eq!(pod.r#type.as_ref().unwrap().value, ["object"]);
-        let gvk: Value = serde_json::from_str(&pod.vendor_extension[0].value.as_ref().unwrap().yaml).unwrap();
+        let gvk: Value =
+            serde_json::from_str(&pod.vendor_extension[0].value.as_ref().unwrap().yaml).unwrap();
         assert_eq!(gvk[0]["kind"], "Pod");
         let props = &pod.properties.as_ref().unwrap().additional_properties;
-        let spec = props.iter().find(|p| p.name == "spec").unwrap().value.as_ref().unwrap();
+        let spec = props
+            .iter()
+            .find(|p| p.name == "spec")
+            .unwrap()
+            .value
+            .as_ref()
+            .unwrap();
         assert_eq!(spec.r#ref, "#/definitions/io.k8s.api.core.v1.PodSpec");
-        let labels = props.iter().find(|p| p.name == "labels").unwrap().value.as_ref().unwrap();
-        assert!(matches!(labels.additional_properties.as_deref(), Some(AdditionalPropertiesItem { oneof: Some(additional::Value::Schema(_)) })));
-        let get = decoded.paths.unwrap().path[0].value.as_ref().unwrap().get.clone().unwrap();
+        let labels = props
+            .iter()
+            .find(|p| p.name == "labels")
+            .unwrap()
+            .value
+            .as_ref()
+            .unwrap();
+        assert!(matches!(
+            labels.additional_properties.as_deref(),
+            Some(AdditionalPropertiesItem {
+                oneof: Some(additional::Value::Schema(_))
+            })
+        ));
+        let get = decoded.paths.unwrap().path[0]
+            .value
+            .as_ref()
+            .unwrap()
+            .get
+            .clone()
+            .unwrap();
         assert_eq!(get.operation_id, "listCoreV1PodForAllNamespaces");
-        let q = get.parameters[0].parameter.as_ref().unwrap().non_body_parameter.as_ref().unwrap();
+        let q = get.parameters[0]
+            .parameter
+            .as_ref()
+            .unwrap()
+            .non_body_parameter
+            .as_ref()
+            .unwrap();
         assert_eq!(q.query_parameter_sub_schema.as_ref().unwrap().name, "limit");
     }
 }

@@ -20,7 +20,10 @@ pub fn annotate(defs: &mut Definitions, roots: &[(String, &str)]) {
 }
 
 fn ref_target(schema: &Value) -> Option<String> {
-    let r = schema.get("$ref").or_else(|| schema.pointer("/items/$ref"))?.as_str()?;
+    let r = schema
+        .get("$ref")
+        .or_else(|| schema.pointer("/items/$ref"))?
+        .as_str()?;
     r.strip_prefix(REF_PREFIX).map(String::from)
 }
 
@@ -28,11 +31,16 @@ fn walk(defs: &mut Definitions, name: &str, ty: Ty, visited: &mut HashSet<(Strin
     if ty == Ty::Unknown || !visited.insert((name.to_string(), format!("{ty:?}"))) {
         return;
     }
-    let Some(Value::Object(props)) = defs.get_mut(name).and_then(|d| d.get_mut("properties")) else { return };
+    let Some(Value::Object(props)) = defs.get_mut(name).and_then(|d| d.get_mut("properties"))
+    else {
+        return;
+    };
     let mut next = Vec::new();
     for (prop, schema) in props.iter_mut() {
         let field = ty.field(prop);
-        let Some(s) = schema.as_object_mut() else { continue };
+        let Some(s) = schema.as_object_mut() else {
+            continue;
+        };
         match field.smp {
             Smp::MergeKey(key) => {
                 s.insert("x-kubernetes-patch-strategy".into(), json!("merge"));
@@ -74,10 +82,29 @@ mod tests {
         let containers = &defs["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"];
         assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
         assert_eq!(containers["x-kubernetes-patch-strategy"], "merge");
-        assert_eq!(containers["x-kubernetes-list-map-keys"], serde_json::json!(["name"]));
-        assert_eq!(defs["io.k8s.api.core.v1.Container"]["properties"]["ports"]["x-kubernetes-patch-merge-key"], "containerPort");
-        assert_eq!(defs["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]["properties"]["finalizers"]["x-kubernetes-list-type"], "set");
-        assert_eq!(defs["io.k8s.api.apps.v1.DeploymentStatus"]["properties"]["conditions"]["x-kubernetes-patch-merge-key"], "type");
-        assert!(defs["io.k8s.api.core.v1.PodSpec"]["properties"]["tolerations"].get("x-kubernetes-patch-strategy").is_none());
+        assert_eq!(
+            containers["x-kubernetes-list-map-keys"],
+            serde_json::json!(["name"])
+        );
+        assert_eq!(
+            defs["io.k8s.api.core.v1.Container"]["properties"]["ports"]
+                ["x-kubernetes-patch-merge-key"],
+            "containerPort"
+        );
+        assert_eq!(
+            defs["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]["properties"]["finalizers"]
+                ["x-kubernetes-list-type"],
+            "set"
+        );
+        assert_eq!(
+            defs["io.k8s.api.apps.v1.DeploymentStatus"]["properties"]["conditions"]
+                ["x-kubernetes-patch-merge-key"],
+            "type"
+        );
+        assert!(
+            defs["io.k8s.api.core.v1.PodSpec"]["properties"]["tolerations"]
+                .get("x-kubernetes-patch-strategy")
+                .is_none()
+        );
     }
 }

@@ -28,7 +28,10 @@ pub struct Rendered {
 impl Rendered {
     fn new(body: Vec<u8>) -> Self {
         let etag = format!("\"{}\"", hash(&body));
-        Rendered { body: body.into(), etag }
+        Rendered {
+            body: body.into(),
+            etag,
+        }
     }
 }
 
@@ -40,7 +43,10 @@ pub struct V3 {
 
 /// Upper-case hex SHA-512: the form of upstream's v3 `hash` and ETags.
 pub fn hash(body: &[u8]) -> String {
-    Sha512::digest(body).iter().map(|b| format!("{b:02X}")).collect()
+    Sha512::digest(body)
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect()
 }
 
 /// The documents of one catalogue generation, each rendered on first request.
@@ -68,10 +74,15 @@ impl Docs {
             for (key, doc) in v3::documents(reg) {
                 let body = Rendered::new(serde_json::to_vec(&doc).unwrap_or_default());
                 let h = hash(&body.body);
-                index.insert(key.clone(), serde_json::json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={h}")}));
+                index.insert(
+                    key.clone(),
+                    serde_json::json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={h}")}),
+                );
                 docs.insert(key, (body, h));
             }
-            let root = Rendered::new(serde_json::to_vec(&serde_json::json!({"paths": index})).unwrap_or_default());
+            let root = Rendered::new(
+                serde_json::to_vec(&serde_json::json!({"paths": index})).unwrap_or_default(),
+            );
             V3 { root, docs }
         })
     }
@@ -91,7 +102,11 @@ impl Cache {
         match current.as_ref() {
             Some(d) if d.generation == generation => d.clone(),
             _ => {
-                let d = Arc::new(Docs { generation, v2: OnceLock::new(), v3: OnceLock::new() });
+                let d = Arc::new(Docs {
+                    generation,
+                    v2: OnceLock::new(),
+                    v3: OnceLock::new(),
+                });
                 *current = Some(d.clone());
                 d
             }
@@ -106,7 +121,10 @@ mod tests {
     use serde_json::json;
 
     fn widget(schema: serde_json::Value) -> ResourceType {
-        let mut t = (*Registry::with_builtins().get("", "v1", "configmaps").unwrap()).clone();
+        let mut t = (*Registry::with_builtins()
+            .get("", "v1", "configmaps")
+            .unwrap())
+        .clone();
         t.group = "example.com".into();
         t.kind = "Widget".into();
         t.plural = "widgets".into();
@@ -121,7 +139,10 @@ mod tests {
         let reg = Registry::with_builtins();
         let cache = Cache::default();
         let before = cache.docs(&reg);
-        assert!(Arc::ptr_eq(&before, &cache.docs(&reg)), "unchanged catalogue: same documents");
+        assert!(
+            Arc::ptr_eq(&before, &cache.docs(&reg)),
+            "unchanged catalogue: same documents"
+        );
         assert!(before.v3(&reg).docs.get("apis/example.com/v1").is_none());
         reg.insert(widget(json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}})));
         let after = cache.docs(&reg);
@@ -129,12 +150,24 @@ mod tests {
         let (doc, h) = &after.v3(&reg).docs["apis/example.com/v1"];
         let doc: serde_json::Value = serde_json::from_slice(&doc.body).unwrap();
         let schema = &doc["components"]["schemas"]["com.example.v1.Widget"];
-        assert_eq!(schema["properties"]["spec"]["properties"]["size"]["type"], "integer");
-        assert_eq!(schema["x-kubernetes-group-version-kind"][0]["kind"], "Widget");
+        assert_eq!(
+            schema["properties"]["spec"]["properties"]["size"]["type"],
+            "integer"
+        );
+        assert_eq!(
+            schema["x-kubernetes-group-version-kind"][0]["kind"],
+            "Widget"
+        );
         let root: serde_json::Value = serde_json::from_slice(&after.v3(&reg).root.body).unwrap();
-        assert_eq!(root["paths"]["apis/example.com/v1"]["serverRelativeURL"], format!("/openapi/v3/apis/example.com/v1?hash={h}"));
+        assert_eq!(
+            root["paths"]["apis/example.com/v1"]["serverRelativeURL"],
+            format!("/openapi/v3/apis/example.com/v1?hash={h}")
+        );
         let v2: serde_json::Value = serde_json::from_slice(&after.v2(&reg).0.body).unwrap();
         assert!(v2["definitions"]["com.example.v1.Widget"].is_object());
-        assert!(v2["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"]["get"].is_object());
+        assert!(
+            v2["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"]["get"]
+                .is_object()
+        );
     }
 }

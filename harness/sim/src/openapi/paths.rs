@@ -16,12 +16,25 @@ pub struct Param {
 }
 
 const fn q(name: &'static str, ty: &'static str) -> Param {
-    Param { name, location: "query", ty }
+    Param {
+        name,
+        location: "query",
+        ty,
+    }
 }
 
 const PRETTY: Param = q("pretty", "string");
-const WRITE: &[Param] = &[q("dryRun", "string"), q("fieldManager", "string"), q("fieldValidation", "string")];
-const PATCH_PARAMS: &[Param] = &[q("dryRun", "string"), q("fieldManager", "string"), q("fieldValidation", "string"), q("force", "boolean")];
+const WRITE: &[Param] = &[
+    q("dryRun", "string"),
+    q("fieldManager", "string"),
+    q("fieldValidation", "string"),
+];
+const PATCH_PARAMS: &[Param] = &[
+    q("dryRun", "string"),
+    q("fieldManager", "string"),
+    q("fieldValidation", "string"),
+    q("force", "boolean"),
+];
 const READ: &[Param] = &[];
 const LIST: &[Param] = &[
     q("allowWatchBookmarks", "boolean"),
@@ -35,8 +48,12 @@ const LIST: &[Param] = &[
     q("timeoutSeconds", "integer"),
     q("watch", "boolean"),
 ];
-const DELETE: &[Param] =
-    &[q("dryRun", "string"), q("gracePeriodSeconds", "integer"), q("orphanDependents", "boolean"), q("propagationPolicy", "string")];
+const DELETE: &[Param] = &[
+    q("dryRun", "string"),
+    q("gracePeriodSeconds", "integer"),
+    q("orphanDependents", "boolean"),
+    q("propagationPolicy", "string"),
+];
 
 /// One operation on a path.
 #[derive(Debug, Clone)]
@@ -62,13 +79,25 @@ pub struct PathItem {
 }
 
 const JSON_BODIES: &[&str] = &["*/*"];
-const PATCH_BODIES: &[&str] =
-    &["application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json", "application/apply-patch+yaml"];
-const CUSTOM_PATCH_BODIES: &[&str] = &["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"];
+const PATCH_BODIES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+];
+const CUSTOM_PATCH_BODIES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+];
 
 /// Upstream's operation-id stem of a group-version: `CoreV1`, `AppsV1`, `RbacAuthorizationV1`.
 fn id_stem(group: &str, version: &str) -> String {
-    let g = if group.is_empty() { "core" } else { group.strip_suffix(".k8s.io").unwrap_or(group) };
+    let g = if group.is_empty() {
+        "core"
+    } else {
+        group.strip_suffix(".k8s.io").unwrap_or(group)
+    };
     let mut out: String = g.split('.').map(capitalize).collect();
     out.push_str(&capitalize(version));
     out
@@ -76,7 +105,9 @@ fn id_stem(group: &str, version: &str) -> String {
 
 fn capitalize(s: &str) -> String {
     let mut c = s.chars();
-    c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
 }
 
 pub fn base_path(group: &str, version: &str) -> String {
@@ -95,8 +126,19 @@ pub fn of(t: &ResourceType) -> Vec<PathItem> {
     let stem = id_stem(&t.group, &t.version);
     let scope = if t.namespaced { "Namespaced" } else { "" };
     let has = |verb: &str| t.verbs.contains(&verb);
-    let patch_bodies = if t.custom { CUSTOM_PATCH_BODIES } else { PATCH_BODIES };
-    let op = |method, action, verb: &str, suffix: &str, params, body: Option<&String>, responses: Vec<(u16, &String)>, consumes| Operation {
+    let patch_bodies = if t.custom {
+        CUSTOM_PATCH_BODIES
+    } else {
+        PATCH_BODIES
+    };
+    let op = |method,
+              action,
+              verb: &str,
+              suffix: &str,
+              params,
+              body: Option<&String>,
+              responses: Vec<(u16, &String)>,
+              consumes| Operation {
         method,
         action,
         id: format!("{verb}{stem}{scope}{}{suffix}", t.kind),
@@ -107,10 +149,22 @@ pub fn of(t: &ResourceType) -> Vec<PathItem> {
         gvk: gvk.clone(),
     };
     let base = base_path(&t.group, &t.version);
-    let collection = if t.namespaced { format!("{base}/namespaces/{{namespace}}/{}", t.plural) } else { format!("{base}/{}", t.plural) };
+    let collection = if t.namespaced {
+        format!("{base}/namespaces/{{namespace}}/{}", t.plural)
+    } else {
+        format!("{base}/{}", t.plural)
+    };
     let item = format!("{collection}/{{name}}");
-    let namespace = Param { name: "namespace", location: "path", ty: "string" };
-    let name = Param { name: "name", location: "path", ty: "string" };
+    let namespace = Param {
+        name: "namespace",
+        location: "path",
+        ty: "string",
+    };
+    let name = Param {
+        name: "name",
+        location: "path",
+        ty: "string",
+    };
     let status = STATUS.to_string();
     let delete_options = DELETE_OPTIONS.to_string();
     let patch = PATCH.to_string();
@@ -118,44 +172,138 @@ pub fn of(t: &ResourceType) -> Vec<PathItem> {
     let mut out = Vec::new();
     let mut coll_ops = Vec::new();
     if has("list") {
-        coll_ops.push(op("get", "list", "list", "", LIST, None, vec![(200, &list_def)], &[][..]));
+        coll_ops.push(op(
+            "get",
+            "list",
+            "list",
+            "",
+            LIST,
+            None,
+            vec![(200, &list_def)],
+            &[][..],
+        ));
     }
     if has("create") {
         let codes = vec![(200, &kind_def), (201, &kind_def), (202, &kind_def)];
-        coll_ops.push(op("post", "post", "create", "", WRITE, Some(&kind_def), codes, JSON_BODIES));
+        coll_ops.push(op(
+            "post",
+            "post",
+            "create",
+            "",
+            WRITE,
+            Some(&kind_def),
+            codes,
+            JSON_BODIES,
+        ));
     }
     if has("deletecollection") {
-        coll_ops.push(op("delete", "deletecollection", "deleteCollection", "", DELETE, Some(&delete_options), vec![(200, &status)], JSON_BODIES));
+        coll_ops.push(op(
+            "delete",
+            "deletecollection",
+            "deleteCollection",
+            "",
+            DELETE,
+            Some(&delete_options),
+            vec![(200, &status)],
+            JSON_BODIES,
+        ));
     }
     let mut coll_params = vec![PRETTY];
     if t.namespaced {
         coll_params.insert(0, namespace);
     }
     if !coll_ops.is_empty() {
-        out.push(PathItem { path: collection, params: coll_params.clone(), operations: coll_ops });
+        out.push(PathItem {
+            path: collection,
+            params: coll_params.clone(),
+            operations: coll_ops,
+        });
     }
     if t.namespaced && has("list") {
-        let all = op("get", "list", "list", "ForAllNamespaces", LIST, None, vec![(200, &list_def)], &[][..]);
-        let all = Operation { id: format!("list{stem}{}ForAllNamespaces", t.kind), ..all };
-        out.push(PathItem { path: format!("{base}/{}", t.plural), params: vec![PRETTY], operations: vec![all] });
+        let all = op(
+            "get",
+            "list",
+            "list",
+            "ForAllNamespaces",
+            LIST,
+            None,
+            vec![(200, &list_def)],
+            &[][..],
+        );
+        let all = Operation {
+            id: format!("list{stem}{}ForAllNamespaces", t.kind),
+            ..all
+        };
+        out.push(PathItem {
+            path: format!("{base}/{}", t.plural),
+            params: vec![PRETTY],
+            operations: vec![all],
+        });
     }
-    let item_params: Vec<Param> = [name].into_iter().chain(coll_params.iter().copied()).collect();
+    let item_params: Vec<Param> = [name]
+        .into_iter()
+        .chain(coll_params.iter().copied())
+        .collect();
     let mut item_ops = Vec::new();
     if has("get") {
-        item_ops.push(op("get", "get", "read", "", READ, None, vec![(200, &kind_def)], &[][..]));
+        item_ops.push(op(
+            "get",
+            "get",
+            "read",
+            "",
+            READ,
+            None,
+            vec![(200, &kind_def)],
+            &[][..],
+        ));
     }
     if has("update") {
-        item_ops.push(op("put", "put", "replace", "", WRITE, Some(&kind_def), vec![(200, &kind_def), (201, &kind_def)], JSON_BODIES));
+        item_ops.push(op(
+            "put",
+            "put",
+            "replace",
+            "",
+            WRITE,
+            Some(&kind_def),
+            vec![(200, &kind_def), (201, &kind_def)],
+            JSON_BODIES,
+        ));
     }
     if has("patch") {
-        item_ops.push(op("patch", "patch", "patch", "", PATCH_PARAMS, Some(&patch), vec![(200, &kind_def), (201, &kind_def)], patch_bodies));
+        item_ops.push(op(
+            "patch",
+            "patch",
+            "patch",
+            "",
+            PATCH_PARAMS,
+            Some(&patch),
+            vec![(200, &kind_def), (201, &kind_def)],
+            patch_bodies,
+        ));
     }
     if has("delete") {
-        let deleted = if crate::builtins::delete_returns_object(&t.group, &t.plural) { &kind_def } else { &status };
-        item_ops.push(op("delete", "delete", "delete", "", DELETE, Some(&delete_options), vec![(200, deleted), (202, deleted)], JSON_BODIES));
+        let deleted = if crate::builtins::delete_returns_object(&t.group, &t.plural) {
+            &kind_def
+        } else {
+            &status
+        };
+        item_ops.push(op(
+            "delete",
+            "delete",
+            "delete",
+            "",
+            DELETE,
+            Some(&delete_options),
+            vec![(200, deleted), (202, deleted)],
+            JSON_BODIES,
+        ));
     }
     if !item_ops.is_empty() {
-        out.push(PathItem { path: item.clone(), params: item_params.clone(), operations: item_ops });
+        out.push(PathItem {
+            path: item.clone(),
+            params: item_params.clone(),
+            operations: item_ops,
+        });
     }
     let scale_def = definitions::builtin_name("autoscaling", "v1", "Scale").unwrap_or_default();
     for (sub, def) in [("status", &kind_def), ("scale", &scale_def)] {
@@ -163,14 +311,55 @@ pub fn of(t: &ResourceType) -> Vec<PathItem> {
             continue;
         }
         let suffix = capitalize(sub);
-        let sub_gvk = if sub == "scale" { definitions::gvk("autoscaling", "v1", "Scale") } else { gvk.clone() };
+        let sub_gvk = if sub == "scale" {
+            definitions::gvk("autoscaling", "v1", "Scale")
+        } else {
+            gvk.clone()
+        };
         let ops = vec![
-            op("get", "get", "read", &suffix, READ, None, vec![(200, def)], &[][..]),
-            op("put", "put", "replace", &suffix, WRITE, Some(def), vec![(200, def), (201, def)], JSON_BODIES),
-            op("patch", "patch", "patch", &suffix, PATCH_PARAMS, Some(&patch), vec![(200, def), (201, def)], patch_bodies),
+            op(
+                "get",
+                "get",
+                "read",
+                &suffix,
+                READ,
+                None,
+                vec![(200, def)],
+                &[][..],
+            ),
+            op(
+                "put",
+                "put",
+                "replace",
+                &suffix,
+                WRITE,
+                Some(def),
+                vec![(200, def), (201, def)],
+                JSON_BODIES,
+            ),
+            op(
+                "patch",
+                "patch",
+                "patch",
+                &suffix,
+                PATCH_PARAMS,
+                Some(&patch),
+                vec![(200, def), (201, def)],
+                patch_bodies,
+            ),
         ];
-        let ops = ops.into_iter().map(|o| Operation { gvk: sub_gvk.clone(), ..o }).collect();
-        out.push(PathItem { path: format!("{item}/{sub}"), params: item_params.clone(), operations: ops });
+        let ops = ops
+            .into_iter()
+            .map(|o| Operation {
+                gvk: sub_gvk.clone(),
+                ..o
+            })
+            .collect();
+        out.push(PathItem {
+            path: format!("{item}/{sub}"),
+            params: item_params.clone(),
+            operations: ops,
+        });
     }
     out
 }
@@ -204,18 +393,43 @@ mod tests {
         let reg = Registry::with_builtins();
         let t = reg.get("apps", "v1", "deployments").unwrap();
         let items = of(&t);
-        let find = |p: &str| items.iter().find(|i| i.path == p).unwrap_or_else(|| panic!("no {p}"));
+        let find = |p: &str| {
+            items
+                .iter()
+                .find(|i| i.path == p)
+                .unwrap_or_else(|| panic!("no {p}"))
+        };
         let coll = find("/apis/apps/v1/namespaces/{namespace}/deployments");
         let ids: Vec<&str> = coll.operations.iter().map(|o| o.id.as_str()).collect();
-        assert_eq!(ids, ["listAppsV1NamespacedDeployment", "createAppsV1NamespacedDeployment", "deleteCollectionAppsV1NamespacedDeployment"]);
-        assert_eq!(find("/apis/apps/v1/deployments").operations[0].id, "listAppsV1DeploymentForAllNamespaces");
+        assert_eq!(
+            ids,
+            [
+                "listAppsV1NamespacedDeployment",
+                "createAppsV1NamespacedDeployment",
+                "deleteCollectionAppsV1NamespacedDeployment"
+            ]
+        );
+        assert_eq!(
+            find("/apis/apps/v1/deployments").operations[0].id,
+            "listAppsV1DeploymentForAllNamespaces"
+        );
         let scale = find("/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale");
-        assert_eq!(scale.operations[0].responses[0].1, "io.k8s.api.autoscaling.v1.Scale");
+        assert_eq!(
+            scale.operations[0].responses[0].1,
+            "io.k8s.api.autoscaling.v1.Scale"
+        );
         assert_eq!(scale.operations[0].gvk["kind"], "Scale");
-        let rbac = reg.get("rbac.authorization.k8s.io", "v1", "clusterroles").unwrap();
-        assert_eq!(of(&rbac)[0].operations[0].id, "listRbacAuthorizationV1ClusterRole");
+        let rbac = reg
+            .get("rbac.authorization.k8s.io", "v1", "clusterroles")
+            .unwrap();
+        assert_eq!(
+            of(&rbac)[0].operations[0].id,
+            "listRbacAuthorizationV1ClusterRole"
+        );
         // A create-only kind has only its POST.
-        let review = reg.get("authorization.k8s.io", "v1", "selfsubjectaccessreviews").unwrap();
+        let review = reg
+            .get("authorization.k8s.io", "v1", "selfsubjectaccessreviews")
+            .unwrap();
         let review_paths = of(&review);
         assert_eq!(review_paths.len(), 1);
         assert_eq!(review_paths[0].operations.len(), 1);

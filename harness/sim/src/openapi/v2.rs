@@ -7,7 +7,11 @@ use super::paths::{self, Operation, Param, PathItem};
 use crate::resources::{Registry, ResourceType};
 use serde_json::{json, Map, Value};
 
-pub const PRODUCES: &[&str] = &["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"];
+pub const PRODUCES: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
 
 fn param(p: &Param) -> Value {
     let mut v = json!({"name": p.name, "in": p.location, "type": p.ty, "uniqueItems": true});
@@ -25,7 +29,10 @@ fn operation(o: &Operation, tag: &str) -> Value {
     let mut responses = Map::new();
     for (code, def) in &o.responses {
         let description = paths::response_description(*code);
-        responses.insert(code.to_string(), json!({"description": description, "schema": {"$ref": format!("{REF_PREFIX}{def}")}}));
+        responses.insert(
+            code.to_string(),
+            json!({"description": description, "schema": {"$ref": format!("{REF_PREFIX}{def}")}}),
+        );
     }
     responses.insert("401".into(), json!({"description": "Unauthorized"}));
     let mut op = json!({
@@ -48,7 +55,11 @@ fn operation(o: &Operation, tag: &str) -> Value {
 
 /// Upstream's tag of a group-version's operations: `core_v1`, `apps_v1`, `rbacAuthorization_v1`.
 pub fn tag(t: &ResourceType) -> String {
-    let g = if t.group.is_empty() { "core" } else { t.group.strip_suffix(".k8s.io").unwrap_or(&t.group) };
+    let g = if t.group.is_empty() {
+        "core"
+    } else {
+        t.group.strip_suffix(".k8s.io").unwrap_or(&t.group)
+    };
     let mut parts = g.split('.');
     let mut out = parts.next().unwrap_or_default().to_string();
     for p in parts {
@@ -66,14 +77,19 @@ pub fn path_item(item: &PathItem, tag: &str) -> Value {
     for o in &item.operations {
         v.insert(o.method.into(), operation(o, tag));
     }
-    v.insert("parameters".into(), json!(item.params.iter().map(param).collect::<Vec<_>>()));
+    v.insert(
+        "parameters".into(),
+        json!(item.params.iter().map(param).collect::<Vec<_>>()),
+    );
     Value::Object(v)
 }
 
 /// Reduce a structural v3 schema to what kubectl's v2 validation copes with: no `nullable`,
 /// `oneOf`/`anyOf`/`allOf`/`not`; subtrees that preserve unknown fields or may be null are untyped.
 pub fn structural_to_v2(schema: &mut Value) {
-    let Some(s) = schema.as_object_mut() else { return };
+    let Some(s) = schema.as_object_mut() else {
+        return;
+    };
     for k in ["allOf", "oneOf", "anyOf", "not"] {
         s.remove(k);
     }
@@ -89,8 +105,11 @@ pub fn structural_to_v2(schema: &mut Value) {
         s.remove("type");
     }
     if let Some(Value::Object(props)) = s.get_mut("properties") {
-        let nullable_fields: Vec<String> =
-            props.iter().filter(|(_, p)| p.get("nullable") == Some(&json!(true))).map(|(k, _)| k.clone()).collect();
+        let nullable_fields: Vec<String> = props
+            .iter()
+            .filter(|(_, p)| p.get("nullable") == Some(&json!(true)))
+            .map(|(k, _)| k.clone())
+            .collect();
         props.values_mut().for_each(structural_to_v2);
         if let Some(Value::Array(required)) = s.get_mut("required") {
             required.retain(|r| !nullable_fields.iter().any(|f| r == f));
@@ -111,12 +130,20 @@ pub fn structural_to_v2(schema: &mut Value) {
 
 /// Swagger 2.0 has no untyped int-or-string: upstream's v2 document types these as strings
 /// (kubectl's v2 validation accepts numbers for strings; `explain` shows `<string>`).
-const STRING_TYPED: &[(&str, Option<&str>)] =
-    &[("io.k8s.apimachinery.pkg.util.intstr.IntOrString", Some("int-or-string")), ("io.k8s.apimachinery.pkg.api.resource.Quantity", None)];
+const STRING_TYPED: &[(&str, Option<&str>)] = &[
+    (
+        "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
+        Some("int-or-string"),
+    ),
+    ("io.k8s.apimachinery.pkg.api.resource.Quantity", None),
+];
 
 /// The whole v2 document for the currently served types.
 pub fn document(reg: &Registry) -> Value {
-    let mut defs: Map<String, Value> = definitions::builtin().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let mut defs: Map<String, Value> = definitions::builtin()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     for (name, format) in STRING_TYPED {
         if let Some(Value::Object(d)) = defs.get_mut(*name) {
             d.remove("x-kubernetes-int-or-string");
@@ -131,7 +158,9 @@ pub fn document(reg: &Registry) -> Value {
     let mut paths = Map::new();
     for t in &types {
         if t.custom {
-            let Some(mut schema) = definitions::custom(t) else { continue };
+            let Some(mut schema) = definitions::custom(t) else {
+                continue;
+            };
             structural_to_v2(&mut schema);
             let name = definitions::name_of(t);
             defs.insert(format!("{name}List"), definitions::custom_list(t));
@@ -177,11 +206,20 @@ mod tests {
         let op = &doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments"]["post"];
         assert_eq!(op["x-kubernetes-action"], "post");
         assert_eq!(op["tags"], json!(["apps_v1"]));
-        assert_eq!(op["parameters"][0]["schema"]["$ref"], "#/definitions/io.k8s.api.apps.v1.Deployment");
+        assert_eq!(
+            op["parameters"][0]["schema"]["$ref"],
+            "#/definitions/io.k8s.api.apps.v1.Deployment"
+        );
         let crb = &doc["paths"]["/apis/rbac.authorization.k8s.io/v1/clusterroles"]["get"];
         assert_eq!(crb["tags"], json!(["rbacAuthorization_v1"]));
-        assert!(doc["definitions"]["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"].is_object());
+        assert!(
+            doc["definitions"]["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"]
+                .is_object()
+        );
         let int_or_string = &doc["definitions"]["io.k8s.apimachinery.pkg.util.intstr.IntOrString"];
-        assert_eq!((&int_or_string["type"], &int_or_string["format"]), (&json!("string"), &json!("int-or-string")));
+        assert_eq!(
+            (&int_or_string["type"], &int_or_string["format"]),
+            (&json!("string"), &json!("int-or-string"))
+        );
     }
 }

@@ -14,7 +14,8 @@ const V3_PREFIX: &str = "#/components/schemas/";
 pub fn to_v3(schema: &Value) -> Value {
     match schema {
         Value::Object(m) => {
-            let mut out: Map<String, Value> = m.iter().map(|(k, v)| (k.clone(), to_v3(v))).collect();
+            let mut out: Map<String, Value> =
+                m.iter().map(|(k, v)| (k.clone(), to_v3(v))).collect();
             if let Some(Value::String(r)) = out.get("$ref").cloned() {
                 let r = r.replacen(REF_PREFIX, V3_PREFIX, 1);
                 if out.len() == 1 {
@@ -36,7 +37,8 @@ fn schema_ref(def: &str) -> Value {
 }
 
 fn param(p: &Param) -> Value {
-    let mut v = json!({"name": p.name, "in": p.location, "schema": {"type": p.ty, "uniqueItems": true}});
+    let mut v =
+        json!({"name": p.name, "in": p.location, "schema": {"type": p.ty, "uniqueItems": true}});
     if p.location == "path" {
         v["required"] = json!(true);
     }
@@ -47,9 +49,14 @@ fn operation(o: &Operation, tag: &str) -> Value {
     let mut responses = Map::new();
     for (code, def) in &o.responses {
         let description = paths::response_description(*code);
-        let content: Map<String, Value> =
-            super::v2::PRODUCES.iter().map(|m| (m.to_string(), json!({"schema": schema_ref(def)}))).collect();
-        responses.insert(code.to_string(), json!({"description": description, "content": content}));
+        let content: Map<String, Value> = super::v2::PRODUCES
+            .iter()
+            .map(|m| (m.to_string(), json!({"schema": schema_ref(def)})))
+            .collect();
+        responses.insert(
+            code.to_string(),
+            json!({"description": description, "content": content}),
+        );
     }
     responses.insert("401".into(), json!({"description": "Unauthorized"}));
     let mut op = json!({
@@ -63,7 +70,11 @@ fn operation(o: &Operation, tag: &str) -> Value {
         op["parameters"] = json!(o.params.iter().map(param).collect::<Vec<_>>());
     }
     if let Some(body) = &o.body {
-        let content: Map<String, Value> = o.consumes.iter().map(|m| (m.to_string(), json!({"schema": schema_ref(body)}))).collect();
+        let content: Map<String, Value> = o
+            .consumes
+            .iter()
+            .map(|m| (m.to_string(), json!({"schema": schema_ref(body)})))
+            .collect();
         op["requestBody"] = json!({"content": content, "required": true});
     }
     op
@@ -74,13 +85,18 @@ fn path_item(item: &PathItem, tag: &str) -> Value {
     for o in &item.operations {
         v.insert(o.method.into(), operation(o, tag));
     }
-    v.insert("parameters".into(), json!(item.params.iter().map(param).collect::<Vec<_>>()));
+    v.insert(
+        "parameters".into(),
+        json!(item.params.iter().map(param).collect::<Vec<_>>()),
+    );
     Value::Object(v)
 }
 
 /// `api/v1` or `apis/<group>/<version>`: how the root index and the URL name a group-version.
 pub fn gv_key(group: &str, version: &str) -> String {
-    paths::base_path(group, version).trim_start_matches('/').to_string()
+    paths::base_path(group, version)
+        .trim_start_matches('/')
+        .to_string()
 }
 
 /// The document of one group-version.
@@ -90,7 +106,9 @@ fn group_version_doc(types: &[std::sync::Arc<ResourceType>]) -> Value {
     let mut out_paths = Map::new();
     for t in types {
         if t.custom {
-            let Some(schema) = definitions::custom(t) else { continue };
+            let Some(schema) = definitions::custom(t) else {
+                continue;
+            };
             let name = definitions::name_of(t);
             custom.insert(format!("{name}List"), definitions::custom_list(t));
             custom.insert(name, schema);
@@ -102,7 +120,9 @@ fn group_version_doc(types: &[std::sync::Arc<ResourceType>]) -> Value {
         }
     }
     let builtin = definitions::builtin();
-    let roots = paths::named_definitions(&items).into_iter().chain([STATUS, DELETE_OPTIONS, WATCH_EVENT].map(String::from));
+    let roots = paths::named_definitions(&items)
+        .into_iter()
+        .chain([STATUS, DELETE_OPTIONS, WATCH_EVENT].map(String::from));
     let schemas = definitions::closure(roots, |n| custom.get(n).or_else(|| builtin.get(n)));
     let schemas: Map<String, Value> = schemas.iter().map(|(k, v)| (k.clone(), to_v3(v))).collect();
     json!({
@@ -122,9 +142,15 @@ pub fn documents(reg: &Registry) -> BTreeMap<String, Value> {
     let mut types = reg.all();
     types.sort_by(|a, b| (&a.group, &a.version, &a.plural).cmp(&(&b.group, &b.version, &b.plural)));
     for t in types {
-        by_gv.entry(gv_key(&t.group, &t.version)).or_default().push(t);
+        by_gv
+            .entry(gv_key(&t.group, &t.version))
+            .or_default()
+            .push(t);
     }
-    by_gv.into_iter().map(|(k, types)| (k, group_version_doc(&types))).collect()
+    by_gv
+        .into_iter()
+        .map(|(k, types)| (k, group_version_doc(&types)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -133,9 +159,17 @@ mod tests {
 
     #[test]
     fn refs_with_descriptions_become_all_of() {
-        let v = to_v3(&json!({"properties": {"spec": {"$ref": "#/definitions/a.B", "description": "d"}, "x": {"$ref": "#/definitions/a.C"}}}));
-        assert_eq!(v["properties"]["spec"], json!({"allOf": [{"$ref": "#/components/schemas/a.B"}], "description": "d"}));
-        assert_eq!(v["properties"]["x"], json!({"$ref": "#/components/schemas/a.C"}));
+        let v = to_v3(
+            &json!({"properties": {"spec": {"$ref": "#/definitions/a.B", "description": "d"}, "x": {"$ref": "#/definitions/a.C"}}}),
+        );
+        assert_eq!(
+            v["properties"]["spec"],
+            json!({"allOf": [{"$ref": "#/components/schemas/a.B"}], "description": "d"})
+        );
+        assert_eq!(
+            v["properties"]["x"],
+            json!({"$ref": "#/components/schemas/a.C"})
+        );
     }
 
     #[test]
@@ -144,11 +178,25 @@ mod tests {
         let docs = documents(&reg);
         let apps = &docs["apis/apps/v1"];
         let schemas = apps["components"]["schemas"].as_object().unwrap();
-        assert!(schemas.contains_key("io.k8s.api.apps.v1.Deployment") && schemas.contains_key("io.k8s.api.core.v1.PodSpec"));
-        assert!(!schemas.contains_key("io.k8s.api.core.v1.Node"), "apps/v1 reaches no Node schema");
-        let patch = &apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
-        assert!(patch["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "fieldValidation"));
-        assert_eq!(patch["x-kubernetes-group-version-kind"]["kind"], "Deployment");
+        assert!(
+            schemas.contains_key("io.k8s.api.apps.v1.Deployment")
+                && schemas.contains_key("io.k8s.api.core.v1.PodSpec")
+        );
+        assert!(
+            !schemas.contains_key("io.k8s.api.core.v1.Node"),
+            "apps/v1 reaches no Node schema"
+        );
+        let patch =
+            &apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
+        assert!(patch["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "fieldValidation"));
+        assert_eq!(
+            patch["x-kubernetes-group-version-kind"]["kind"],
+            "Deployment"
+        );
         assert!(docs.contains_key("api/v1"));
     }
 }

@@ -591,8 +591,15 @@ pub fn record_update(kind: &str, old: Option<&Value>, new: &mut Value, manager: 
 
 /// Keys whose values are equal in both maps.
 fn equal_members(old: Option<&Value>, new: Option<&Value>) -> std::collections::HashSet<String> {
-    match (old.and_then(Value::as_object), new.and_then(Value::as_object)) {
-        (Some(o), Some(n)) => n.iter().filter(|(k, v)| o.get(*k) == Some(*v)).map(|(k, _)| k.clone()).collect(),
+    match (
+        old.and_then(Value::as_object),
+        new.and_then(Value::as_object),
+    ) {
+        (Some(o), Some(n)) => n
+            .iter()
+            .filter(|(k, v)| o.get(*k) == Some(*v))
+            .map(|(k, _)| k.clone())
+            .collect(),
         _ => Default::default(),
     }
 }
@@ -1205,16 +1212,28 @@ mod tests {
         new["status"] = json!({"phase": "Running", "podIP": "10.0.0.1"});
         record_update("Pod", Some(&live), &mut new, "kubelet", T1);
         let entries = mf(&new).as_array().unwrap();
-        assert_eq!(entries[0]["fieldsV1"], json!({"f:metadata": {"f:labels": {"f:a": {}}}, "f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}}}));
-        assert_eq!(entries[1]["fieldsV1"], json!({"f:status": {"f:phase": {}, "f:podIP": {}}}));
+        assert_eq!(
+            entries[0]["fieldsV1"],
+            json!({"f:metadata": {"f:labels": {"f:a": {}}}, "f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}}})
+        );
+        assert_eq!(
+            entries[1]["fieldsV1"],
+            json!({"f:status": {"f:phase": {}, "f:podIP": {}}})
+        );
         // A member removed at the top (status) or in metadata (labels) still leaves every set.
         let mut gone = new.clone();
         gone.as_object_mut().unwrap().shift_remove("status");
-        gone["metadata"].as_object_mut().unwrap().shift_remove("labels");
+        gone["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .shift_remove("labels");
         record_update("Pod", Some(&new), &mut gone, "third", T2);
         let entries = mf(&gone).as_array().unwrap();
         assert_eq!(entries.len(), 1, "{entries:?}");
-        assert_eq!(entries[0]["fieldsV1"], json!({"f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}}}));
+        assert_eq!(
+            entries[0]["fieldsV1"],
+            json!({"f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}}})
+        );
     }
 
     #[test]

@@ -190,7 +190,11 @@ fn pod_summary(pod: &Value, now: DateTime<Utc>) -> PodSummary {
         _ => restarts.to_string(),
     };
 
-    PodSummary { ready: format!("{}/{}", ready_containers, total_containers), reason, restarts: restarts_text }
+    PodSummary {
+        ready: format!("{}/{}", ready_containers, total_containers),
+        reason,
+        restarts: restarts_text,
+    }
 }
 
 pub(super) fn pod_ready(pod: &Value, now: DateTime<Utc>) -> Value {
@@ -206,13 +210,24 @@ pub(super) fn pod_restarts(pod: &Value, now: DateTime<Utc>) -> Value {
 }
 
 fn or_none(x: &str) -> Value {
-    Value::String(if x.is_empty() { "<none>".to_string() } else { x.to_string() })
+    Value::String(if x.is_empty() {
+        "<none>".to_string()
+    } else {
+        x.to_string()
+    })
 }
 
 pub(super) fn pod_ip(pod: &Value, _: DateTime<Utc>) -> Value {
-    let ip = arr_at(pod, &["status", "podIPs"]).first().map(|ip| str_at(ip, &["ip"])).unwrap_or("");
+    let ip = arr_at(pod, &["status", "podIPs"])
+        .first()
+        .map(|ip| str_at(ip, &["ip"]))
+        .unwrap_or("");
     // podIPs is derived from podIP by the server; accept either.
-    or_none(if ip.is_empty() { str_at(pod, &["status", "podIP"]) } else { ip })
+    or_none(if ip.is_empty() {
+        str_at(pod, &["status", "podIP"])
+    } else {
+        ip
+    })
 }
 
 pub(super) fn pod_node(pod: &Value, _: DateTime<Utc>) -> Value {
@@ -233,7 +248,10 @@ pub(super) fn pod_readiness_gates(pod: &Value, _: DateTime<Utc>) -> Value {
         .iter()
         .filter(|g| {
             let t = str_at(g, &["conditionType"]);
-            conditions.iter().find(|c| str_at(c, &["type"]) == t).is_some_and(|c| str_at(c, &["status"]) == "True")
+            conditions
+                .iter()
+                .find(|c| str_at(c, &["type"]) == t)
+                .is_some_and(|c| str_at(c, &["status"]) == "True")
         })
         .count();
     Value::String(format!("{}/{}", true_count, gates.len()))
@@ -243,7 +261,10 @@ pub(super) fn pod_readiness_gates(pod: &Value, _: DateTime<Utc>) -> Value {
 
 pub(super) fn node_status(node: &Value, _: DateTime<Utc>) -> Value {
     // The last Ready condition wins (the real printer builds a map by type).
-    let ready = arr_at(node, &["status", "conditions"]).iter().rev().find(|c| str_at(c, &["type"]) == "Ready");
+    let ready = arr_at(node, &["status", "conditions"])
+        .iter()
+        .rev()
+        .find(|c| str_at(c, &["type"]) == "Ready");
     let mut status: Vec<&str> = Vec::new();
     match ready {
         Some(c) if str_at(c, &["status"]) == "True" => status.push("Ready"),
@@ -272,7 +293,11 @@ pub(super) fn node_roles(node: &Value, _: DateTime<Utc>) -> Value {
             }
         }
     }
-    Value::String(if roles.is_empty() { "<none>".to_string() } else { roles.into_iter().collect::<Vec<_>>().join(",") })
+    Value::String(if roles.is_empty() {
+        "<none>".to_string()
+    } else {
+        roles.into_iter().collect::<Vec<_>>().join(",")
+    })
 }
 
 fn node_address(node: &Value, type_: &str) -> Value {
@@ -389,13 +414,26 @@ pub(super) fn csi_token_requests(d: &Value, _: DateTime<Utc>) -> Value {
     if token_requests.is_empty() {
         return s("<unset>");
     }
-    Value::String(token_requests.iter().map(|t| str_at(t, &["audience"])).collect::<Vec<_>>().join(","))
+    Value::String(
+        token_requests
+            .iter()
+            .map(|t| str_at(t, &["audience"]))
+            .collect::<Vec<_>>()
+            .join(","),
+    )
 }
 
 pub(super) fn csi_modes(d: &Value, _: DateTime<Utc>) -> Value {
-    let modes: Vec<&str> = arr_at(d, &["spec", "volumeLifecycleModes"]).iter().map(|m| m.as_str().unwrap_or("")).collect();
+    let modes: Vec<&str> = arr_at(d, &["spec", "volumeLifecycleModes"])
+        .iter()
+        .map(|m| m.as_str().unwrap_or(""))
+        .collect();
     // An empty list is defaulted to [Persistent] by the server.
-    Value::String(if modes.is_empty() { "Persistent".to_string() } else { modes.join(",") })
+    Value::String(if modes.is_empty() {
+        "Persistent".to_string()
+    } else {
+        modes.join(",")
+    })
 }
 
 pub(super) fn csi_storage_capacity(c: &Value, _: DateTime<Utc>) -> Value {
@@ -475,9 +513,21 @@ fn event_object(ev: &Value, f: &EventFields) -> String {
 }
 
 fn event_source(ev: &Value, f: &EventFields) -> String {
-    let first_non_empty = |a: &str, b: &str| if a.is_empty() { b.to_string() } else { a.to_string() };
-    let component = first_non_empty(str_at(ev, &[f.source, "component"]), str_at(ev, &[f.controller]));
-    let instance = first_non_empty(str_at(ev, &[f.source, "host"]), str_at(ev, &["reportingInstance"]));
+    let first_non_empty = |a: &str, b: &str| {
+        if a.is_empty() {
+            b.to_string()
+        } else {
+            a.to_string()
+        }
+    };
+    let component = first_non_empty(
+        str_at(ev, &[f.source, "component"]),
+        str_at(ev, &[f.controller]),
+    );
+    let instance = first_non_empty(
+        str_at(ev, &[f.source, "host"]),
+        str_at(ev, &["reportingInstance"]),
+    );
     if instance.is_empty() {
         component
     } else {
@@ -512,8 +562,26 @@ macro_rules! event_cells {
     };
 }
 
-event_cells!(CORE_EVENT, ev_last, ev_object, ev_subobject, ev_source, ev_message, ev_first, ev_count);
-event_cells!(EVENTS_API_EVENT, evapi_last, evapi_object, evapi_subobject, evapi_source, evapi_message, evapi_first, evapi_count);
+event_cells!(
+    CORE_EVENT,
+    ev_last,
+    ev_object,
+    ev_subobject,
+    ev_source,
+    ev_message,
+    ev_first,
+    ev_count
+);
+event_cells!(
+    EVENTS_API_EVENT,
+    evapi_last,
+    evapi_object,
+    evapi_subobject,
+    evapi_source,
+    evapi_message,
+    evapi_first,
+    evapi_count
+);
 
 // ----- ConfigMap / Secret ----------------------------------------------------------
 
@@ -571,12 +639,16 @@ fn load_balancer_addresses(ingress: &[Value]) -> Vec<String> {
 }
 
 pub(super) fn svc_external_ip(svc: &Value, _: DateTime<Utc>) -> Value {
-    let external_ips: Vec<String> = arr_at(svc, &["spec", "externalIPs"]).iter().map(plain_string).collect();
+    let external_ips: Vec<String> = arr_at(svc, &["spec", "externalIPs"])
+        .iter()
+        .map(plain_string)
+        .collect();
     Value::String(match service_type(svc) {
         "ClusterIP" | "NodePort" if external_ips.is_empty() => "<none>".to_string(),
         "ClusterIP" | "NodePort" => external_ips.join(","),
         "LoadBalancer" => {
-            let mut all = load_balancer_addresses(arr_at(svc, &["status", "loadBalancer", "ingress"]));
+            let mut all =
+                load_balancer_addresses(arr_at(svc, &["status", "loadBalancer", "ingress"]));
             if !external_ips.is_empty() {
                 all.extend(external_ips);
                 all.join(",")
@@ -606,7 +678,11 @@ pub(super) fn svc_ports(svc: &Value, _: DateTime<Utc>) -> Value {
             }
         })
         .collect();
-    Value::String(if ports.is_empty() { "<none>".to_string() } else { ports.join(",") })
+    Value::String(if ports.is_empty() {
+        "<none>".to_string()
+    } else {
+        ports.join(",")
+    })
 }
 
 pub(super) fn svc_selector(svc: &Value, _: DateTime<Utc>) -> Value {
@@ -626,7 +702,11 @@ pub(super) fn desired(obj: &Value, _: DateTime<Utc>) -> Value {
 
 /// `ready/desired`, as Deployments and StatefulSets print it.
 pub(super) fn ready_of_desired(obj: &Value, _: DateTime<Utc>) -> Value {
-    Value::String(format!("{}/{}", int_at(obj, &["status", "readyReplicas"]), desired_replicas(obj)))
+    Value::String(format!(
+        "{}/{}",
+        int_at(obj, &["status", "readyReplicas"]),
+        desired_replicas(obj)
+    ))
 }
 
 fn pod_template_spec(obj: &Value) -> &Value {
@@ -647,7 +727,10 @@ pub(super) fn template_images(obj: &Value, _: DateTime<Utc>) -> Value {
 }
 
 pub(super) fn template_node_selector(obj: &Value, _: DateTime<Utc>) -> Value {
-    Value::String(format_labels(map_at(pod_template_spec(obj), &["nodeSelector"])))
+    Value::String(format_labels(map_at(
+        pod_template_spec(obj),
+        &["nodeSelector"],
+    )))
 }
 
 /// `spec.selector` as a label selector, `<none>` when empty (ReplicaSets, DaemonSets, Jobs).
@@ -657,7 +740,10 @@ pub(super) fn spec_selector(obj: &Value, _: DateTime<Utc>) -> Value {
 
 /// `spec.selector` of a Deployment: `LabelSelectorAsSelector(...).String()`, `<invalid>` on error.
 pub(super) fn deployment_selector(d: &Value, _: DateTime<Utc>) -> Value {
-    Value::String(label_selector_string(at(d, &["spec", "selector"])).unwrap_or_else(|_| "<invalid>".to_string()))
+    Value::String(
+        label_selector_string(at(d, &["spec", "selector"]))
+            .unwrap_or_else(|_| "<invalid>".to_string()),
+    )
 }
 
 /// `spec.selector` of a ReplicationController: a plain label map.
@@ -667,7 +753,10 @@ pub(super) fn map_selector(obj: &Value, _: DateTime<Utc>) -> Value {
 
 /// Status of the first condition of `type_` is True (`hasJobCondition`).
 fn first_condition_true(conditions: &[Value], type_: &str) -> bool {
-    conditions.iter().find(|c| str_at(c, &["type"]) == type_).is_some_and(|c| str_at(c, &["status"]) == "True")
+    conditions
+        .iter()
+        .find(|c| str_at(c, &["type"]) == type_)
+        .is_some_and(|c| str_at(c, &["status"]) == "True")
 }
 
 pub(super) fn job_status(job: &Value, _: DateTime<Utc>) -> Value {
@@ -721,7 +810,11 @@ pub(super) fn cronjob_timezone(cj: &Value, _: DateTime<Utc>) -> Value {
 
 pub(super) fn cronjob_suspend(cj: &Value, _: DateTime<Utc>) -> Value {
     // printBoolPtr: the server defaults `suspend` to false.
-    s(if bool_at(cj, &["spec", "suspend"]) { "True" } else { "False" })
+    s(if bool_at(cj, &["spec", "suspend"]) {
+        "True"
+    } else {
+        "False"
+    })
 }
 
 pub(super) fn cronjob_last_schedule(cj: &Value, now: DateTime<Utc>) -> Value {
@@ -732,30 +825,49 @@ pub(super) fn cronjob_last_schedule(cj: &Value, now: DateTime<Utc>) -> Value {
 }
 
 pub(super) fn cronjob_job_selector(cj: &Value, _: DateTime<Utc>) -> Value {
-    Value::String(format_label_selector(at(cj, &["spec", "jobTemplate", "spec", "selector"])))
+    Value::String(format_label_selector(at(
+        cj,
+        &["spec", "jobTemplate", "spec", "selector"],
+    )))
 }
 
 /// `kind.group/name` of the controlling owner (`formatResourceName` with kind), `<none>` without one.
 pub(super) fn controller_of(obj: &Value, _: DateTime<Utc>) -> Value {
-    let owner = arr_at(obj, &["metadata", "ownerReferences"]).iter().find(|o| bool_at(o, &["controller"]));
+    let owner = arr_at(obj, &["metadata", "ownerReferences"])
+        .iter()
+        .find(|o| bool_at(o, &["controller"]));
     Value::String(match owner {
         None => "<none>".to_string(),
         Some(o) => {
-            let group = str_at(o, &["apiVersion"]).split_once('/').map(|(g, _)| g).unwrap_or("");
-            let kind = if group.is_empty() { str_at(o, &["kind"]).to_string() } else { format!("{}.{}", str_at(o, &["kind"]), group) };
+            let group = str_at(o, &["apiVersion"])
+                .split_once('/')
+                .map(|(g, _)| g)
+                .unwrap_or("");
+            let kind = if group.is_empty() {
+                str_at(o, &["kind"]).to_string()
+            } else {
+                format!("{}.{}", str_at(o, &["kind"]), group)
+            };
             format!("{}/{}", kind.to_lowercase(), str_at(o, &["name"]))
         }
     })
 }
 
 pub(super) fn pod_template_labels(pt: &Value, _: DateTime<Utc>) -> Value {
-    Value::String(format_labels(map_at(pt, &["template", "metadata", "labels"])))
+    Value::String(format_labels(map_at(
+        pt,
+        &["template", "metadata", "labels"],
+    )))
 }
 
 // ----- autoscaling -----------------------------------------------------------------
 
 pub(super) fn hpa_reference(hpa: &Value, _: DateTime<Utc>) -> Value {
-    Value::String(format!("{}/{}", str_at(hpa, &["spec", "scaleTargetRef", "kind"]), str_at(hpa, &["spec", "scaleTargetRef", "name"])))
+    Value::String(format!(
+        "{}/{}",
+        str_at(hpa, &["spec", "scaleTargetRef", "kind"]),
+        str_at(hpa, &["spec", "scaleTargetRef", "name"])
+    ))
 }
 
 pub(super) fn hpa_min_pods(hpa: &Value, _: DateTime<Utc>) -> Value {
@@ -782,10 +894,15 @@ pub(super) fn hpa_targets(hpa: &Value, _: DateTime<Utc>) -> Value {
             let avg_or_value = |source: &str| -> String {
                 let target = at(spec, &[source, "target"]).unwrap_or(&Value::Null);
                 if present(target, &["averageValue"]).is_some() {
-                    let current = field(source).and_then(|c| present(c, &["current", "averageValue"])).map(|v| q(Some(v))).unwrap_or_else(|| "<unknown>".into());
+                    let current = field(source)
+                        .and_then(|c| present(c, &["current", "averageValue"]))
+                        .map(|v| q(Some(v)))
+                        .unwrap_or_else(|| "<unknown>".into());
                     format!("{}/{} (avg)", current, q(at(target, &["averageValue"])))
                 } else {
-                    let current = field(source).map(|c| q(at(c, &["current", "value"]))).unwrap_or_else(|| "<unknown>".into());
+                    let current = field(source)
+                        .map(|c| q(at(c, &["current", "value"])))
+                        .unwrap_or_else(|| "<unknown>".into());
                     format!("{}/{}", current, q(at(target, &["value"])))
                 }
             };
@@ -793,14 +910,18 @@ pub(super) fn hpa_targets(hpa: &Value, _: DateTime<Utc>) -> Value {
                 let name = str_at(spec, &[source, "name"]);
                 let target = at(spec, &[source, "target"]).unwrap_or(&Value::Null);
                 if present(target, &["averageValue"]).is_some() {
-                    let current = field(source).map(|c| q(at(c, &["current", "averageValue"]))).unwrap_or_else(|| "<unknown>".into());
+                    let current = field(source)
+                        .map(|c| q(at(c, &["current", "averageValue"])))
+                        .unwrap_or_else(|| "<unknown>".into());
                     format!("{}: {}/{}", name, current, q(at(target, &["averageValue"])))
                 } else {
                     let current = field(source)
                         .and_then(|c| opt_int_at(c, &["current", "averageUtilization"]))
                         .map(|u| format!("{}%", u))
                         .unwrap_or_else(|| "<unknown>".into());
-                    let target = opt_int_at(target, &["averageUtilization"]).map(|u| format!("{}%", u)).unwrap_or_else(|| "<auto>".into());
+                    let target = opt_int_at(target, &["averageUtilization"])
+                        .map(|u| format!("{}%", u))
+                        .unwrap_or_else(|| "<auto>".into());
                     format!("{}: {}/{}", name, current, target)
                 }
             };
@@ -808,8 +929,14 @@ pub(super) fn hpa_targets(hpa: &Value, _: DateTime<Utc>) -> Value {
                 "External" => avg_or_value("external"),
                 "Object" => avg_or_value("object"),
                 "Pods" => {
-                    let current = field("pods").map(|c| q(at(c, &["current", "averageValue"]))).unwrap_or_else(|| "<unknown>".into());
-                    format!("{}/{}", current, q(at(spec, &["pods", "target", "averageValue"])))
+                    let current = field("pods")
+                        .map(|c| q(at(c, &["current", "averageValue"])))
+                        .unwrap_or_else(|| "<unknown>".into());
+                    format!(
+                        "{}/{}",
+                        current,
+                        q(at(spec, &["pods", "target", "averageValue"]))
+                    )
                 }
                 "Resource" => resource("resource"),
                 "ContainerResource" => resource("containerResource"),
@@ -856,11 +983,17 @@ pub(super) fn ingress_hosts(ing: &Value, _: DateTime<Utc>) -> Value {
 
 pub(super) fn ingress_address(ing: &Value, _: DateTime<Utc>) -> Value {
     // Server-side printing is always wide: the address is not clipped.
-    Value::String(load_balancer_addresses(arr_at(ing, &["status", "loadBalancer", "ingress"])).join(","))
+    Value::String(
+        load_balancer_addresses(arr_at(ing, &["status", "loadBalancer", "ingress"])).join(","),
+    )
 }
 
 pub(super) fn ingress_ports(ing: &Value, _: DateTime<Utc>) -> Value {
-    s(if arr_at(ing, &["spec", "tls"]).is_empty() { "80" } else { "80, 443" })
+    s(if arr_at(ing, &["spec", "tls"]).is_empty() {
+        "80"
+    } else {
+        "80, 443"
+    })
 }
 
 pub(super) fn ingress_class_parameters(ic: &Value, _: DateTime<Utc>) -> Value {
@@ -877,7 +1010,9 @@ pub(super) fn ingress_class_parameters(ic: &Value, _: DateTime<Utc>) -> Value {
 }
 
 pub(super) fn network_policy_pod_selector(np: &Value, _: DateTime<Utc>) -> Value {
-    Value::String(format_label_selector(Some(at(np, &["spec", "podSelector"]).unwrap_or(&Value::Null))))
+    Value::String(format_label_selector(Some(
+        at(np, &["spec", "podSelector"]).unwrap_or(&Value::Null),
+    )))
 }
 
 /// Up to three items, then ` + N more...`; `empty` when there are none.
@@ -896,14 +1031,23 @@ fn list_with_more(items: Vec<String>, empty: &str) -> String {
 pub(super) fn endpoints_list(ep: &Value, _: DateTime<Utc>) -> Value {
     let mut items = Vec::new();
     for ss in arr_at(ep, &["subsets"]) {
-        let addrs: Vec<&str> = arr_at(ss, &["addresses"]).iter().map(|a| str_at(a, &["ip"])).collect();
+        let addrs: Vec<&str> = arr_at(ss, &["addresses"])
+            .iter()
+            .map(|a| str_at(a, &["ip"]))
+            .collect();
         let ports = arr_at(ss, &["ports"]);
         if ports.is_empty() {
             items.extend(addrs.iter().map(|a| a.to_string()));
         }
         for p in ports {
             let port = int_at(p, &["port"]);
-            items.extend(addrs.iter().map(|a| if a.contains(':') { format!("[{}]:{}", a, port) } else { format!("{}:{}", a, port) }));
+            items.extend(addrs.iter().map(|a| {
+                if a.contains(':') {
+                    format!("[{}]:{}", a, port)
+                } else {
+                    format!("{}:{}", a, port)
+                }
+            }));
         }
     }
     Value::String(list_with_more(items, "<none>"))
@@ -912,17 +1056,22 @@ pub(super) fn endpoints_list(ep: &Value, _: DateTime<Utc>) -> Value {
 pub(super) fn endpoint_slice_ports(eps: &Value, _: DateTime<Utc>) -> Value {
     let items = arr_at(eps, &["ports"])
         .iter()
-        .map(|p| match (opt_int_at(p, &["port"]), opt_str_at(p, &["name"])) {
-            (Some(n), _) => n.to_string(),
-            (None, Some(name)) => name.to_string(),
-            _ => "*".to_string(),
-        })
+        .map(
+            |p| match (opt_int_at(p, &["port"]), opt_str_at(p, &["name"])) {
+                (Some(n), _) => n.to_string(),
+                (None, Some(name)) => name.to_string(),
+                _ => "*".to_string(),
+            },
+        )
         .collect();
     Value::String(list_with_more(items, "<unset>"))
 }
 
 pub(super) fn endpoint_slice_endpoints(eps: &Value, _: DateTime<Utc>) -> Value {
-    let items = arr_at(eps, &["endpoints"]).iter().flat_map(|e| arr_at(e, &["addresses"]).iter().map(plain_string)).collect();
+    let items = arr_at(eps, &["endpoints"])
+        .iter()
+        .flat_map(|e| arr_at(e, &["addresses"]).iter().map(plain_string))
+        .collect();
     Value::String(list_with_more(items, "<unset>"))
 }
 
@@ -950,14 +1099,24 @@ pub(super) fn priority_class_preemption(pc: &Value, _: DateTime<Utc>) -> Value {
 }
 
 pub(super) fn role_ref(b: &Value, _: DateTime<Utc>) -> Value {
-    Value::String(format!("{}/{}", str_at(b, &["roleRef", "kind"]), str_at(b, &["roleRef", "name"])))
+    Value::String(format!(
+        "{}/{}",
+        str_at(b, &["roleRef", "kind"]),
+        str_at(b, &["roleRef", "name"])
+    ))
 }
 
 fn subjects_of(b: &Value, kind: &str) -> Value {
     let names: Vec<String> = arr_at(b, &["subjects"])
         .iter()
         .filter(|s| str_at(s, &["kind"]) == kind)
-        .map(|s| if kind == "ServiceAccount" { format!("{}/{}", str_at(s, &["namespace"]), str_at(s, &["name"])) } else { str_at(s, &["name"]).to_string() })
+        .map(|s| {
+            if kind == "ServiceAccount" {
+                format!("{}/{}", str_at(s, &["namespace"]), str_at(s, &["name"]))
+            } else {
+                str_at(s, &["name"]).to_string()
+            }
+        })
         .collect();
     Value::String(names.join(", "))
 }
@@ -1009,7 +1168,9 @@ pub(super) fn csr_condition(csr: &Value, _: DateTime<Utc>) -> Value {
 }
 
 fn healthy_condition(cs: &Value) -> Option<&Value> {
-    arr_at(cs, &["conditions"]).iter().find(|c| str_at(c, &["type"]) == "Healthy")
+    arr_at(cs, &["conditions"])
+        .iter()
+        .find(|c| str_at(c, &["type"]) == "Healthy")
 }
 
 pub(super) fn component_status(cs: &Value, _: DateTime<Utc>) -> Value {
@@ -1021,11 +1182,15 @@ pub(super) fn component_status(cs: &Value, _: DateTime<Utc>) -> Value {
 }
 
 pub(super) fn component_message(cs: &Value, _: DateTime<Utc>) -> Value {
-    s(healthy_condition(cs).map(|c| str_at(c, &["message"])).unwrap_or(""))
+    s(healthy_condition(cs)
+        .map(|c| str_at(c, &["message"]))
+        .unwrap_or(""))
 }
 
 pub(super) fn component_error(cs: &Value, _: DateTime<Utc>) -> Value {
-    s(healthy_condition(cs).map(|c| str_at(c, &["error"])).unwrap_or(""))
+    s(healthy_condition(cs)
+        .map(|c| str_at(c, &["error"]))
+        .unwrap_or(""))
 }
 
 /// kube-aggregator's APIService printer: `Local` or `namespace/name` of the backing service.
@@ -1038,10 +1203,14 @@ pub(super) fn api_service_service(a: &Value, _: DateTime<Utc>) -> Value {
 
 /// The Available condition's status, with its reason when not True.
 pub(super) fn api_service_available(a: &Value, _: DateTime<Utc>) -> Value {
-    let cond = arr_at(a, &["status", "conditions"]).iter().find(|c| str_at(c, &["type"]) == "Available");
+    let cond = arr_at(a, &["status", "conditions"])
+        .iter()
+        .find(|c| str_at(c, &["type"]) == "Available");
     Value::String(match cond {
         None => "Unknown".to_string(),
-        Some(c) if str_at(c, &["status"]) == "True" || str_at(c, &["reason"]).is_empty() => str_at(c, &["status"]).to_string(),
+        Some(c) if str_at(c, &["status"]) == "True" || str_at(c, &["reason"]).is_empty() => {
+            str_at(c, &["status"]).to_string()
+        }
         Some(c) => format!("{} ({})", str_at(c, &["status"]), str_at(c, &["reason"])),
     })
 }
@@ -1057,9 +1226,13 @@ pub(super) fn admission_policy_param_kind(p: &Value, _: DateTime<Utc>) -> Value 
 
 /// `namespace/name`, `*/name` (namespace unknown here), or the selector of the binding's paramRef.
 pub(super) fn admission_binding_param_ref(b: &Value, _: DateTime<Utc>) -> Value {
-    let Some(r) = object_at(b, &["spec", "paramRef"]) else { return s("<unset>") };
+    let Some(r) = object_at(b, &["spec", "paramRef"]) else {
+        return s("<unset>");
+    };
     Value::String(match (str_at(r, &["name"]), str_at(r, &["namespace"])) {
-        ("", _) if object_at(r, &["selector"]).is_some() => format_label_selector(at(r, &["selector"])),
+        ("", _) if object_at(r, &["selector"]).is_some() => {
+            format_label_selector(at(r, &["selector"]))
+        }
         ("", _) => "<unset>".to_string(),
         (name, "") => format!("*/{}", name),
         (name, ns) => format!("{}/{}", ns, name),

@@ -15,7 +15,8 @@ pub(super) const D_NODE_OS_IMAGE: &str =
 pub(super) const D_NODE_KERNEL: &str =
     "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).";
 pub(super) const D_NODE_RUNTIME: &str = "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).";
-pub(super) const D_EV_LAST: &str = "The time at which the most recent occurrence of this event was recorded.";
+pub(super) const D_EV_LAST: &str =
+    "The time at which the most recent occurrence of this event was recorded.";
 pub(super) const D_EV_TYPE: &str =
     "Type of this event (Normal, Warning), new types could be added in the future";
 pub(super) const D_EV_REASON: &str = "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.";
@@ -23,7 +24,8 @@ pub(super) const D_EV_OBJECT: &str = "The object that this event is about.";
 pub(super) const D_EV_SUBOBJECT: &str = "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2]. For example, if the object reference is to a container within a pod, this would take on a value like: \"spec.containers{name}\" (where \"name\" refers to the name of the container that triggered the event) or if no container name is specified \"spec.containers[2]\" (container with index 2 in this pod). This syntax is chosen only to have some well-defined way of referencing a part of an object.";
 pub(super) const D_EV_SOURCE: &str =
     "The component reporting this event. Should be a short machine understandable string.";
-pub(super) const D_EV_MESSAGE: &str = "A human-readable description of the status of this operation.";
+pub(super) const D_EV_MESSAGE: &str =
+    "A human-readable description of the status of this operation.";
 pub(super) const D_EV_FIRST: &str =
     "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)";
 pub(super) const D_EV_COUNT: &str = "The number of times this event has occurred.";
@@ -41,7 +43,8 @@ pub(super) const D_PV_VOLUME_MODE: &str = "volumeMode defines if a volume is int
 pub(super) const D_PVC_PHASE: &str = "phase represents the current phase of PersistentVolumeClaim.";
 pub(super) const D_PVC_VOLUME: &str =
     "volumeName is the binding reference to the PersistentVolume backing this claim.";
-pub(super) const D_PVC_CAPACITY: &str = "capacity represents the actual resources of the underlying volume.";
+pub(super) const D_PVC_CAPACITY: &str =
+    "capacity represents the actual resources of the underlying volume.";
 pub(super) const D_PVC_ACCESS_MODES: &str = "accessModes contains the actual access modes the volume backing the PVC has. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes-1";
 pub(super) const D_PVC_VOLUME_MODE: &str = "volumeMode defines what type of volume is required by the claim. Value of Filesystem is implied when not included in claim spec.";
 pub(super) const D_SC_PROVISIONER: &str = "provisioner indicates the type of the provisioner.";
@@ -52,7 +55,8 @@ pub(super) const D_SC_EXPANSION: &str =
 pub(super) const D_VA_ATTACHER: &str = "attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName().";
 pub(super) const D_VA_PV: &str =
     "persistentVolumeName represents the name of the persistent volume to attach.";
-pub(super) const D_VA_NODE: &str = "nodeName represents the node that the volume should be attached to.";
+pub(super) const D_VA_NODE: &str =
+    "nodeName represents the node that the volume should be attached to.";
 pub(super) const D_VA_ATTACHED: &str = "attached indicates the volume is successfully attached. This field must only be set by the entity completing the attach operation, i.e. the external-attacher.";
 pub(super) const D_CSI_ATTACH_REQUIRED: &str = "attachRequired indicates this CSI volume driver requires an attach operation (because it implements the CSI ControllerPublishVolume() method), and that the Kubernetes attach detach controller should call the attach volume interface which checks the volumeattachment status and waits until the volume is attached before proceeding to mounting. The CSI external-attacher coordinates with CSI volume driver and updates the volumeattachment status when the attach operation is complete. If the value is specified to false, the attach operation will be skipped. Otherwise the attach operation will be called.\n\nThis field is immutable.";
 pub(super) const D_CSI_POD_INFO: &str = "podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations, if set to true. If set to false, pod information will not be passed on mount. Default is false.\n\nThe CSI driver specifies podInfoOnMount as part of driver deployment. If true, Kubelet will pass pod information as VolumeContext in the CSI NodePublishVolume() calls. The CSI driver is responsible for parsing and validating the information passed in as VolumeContext.\n\nThe following VolumeContext will be passed if podInfoOnMount is set to true. This list might grow, but the prefix will be used. \"csi.storage.k8s.io/pod.name\": pod.Name \"csi.storage.k8s.io/pod.namespace\": pod.Namespace \"csi.storage.k8s.io/pod.uid\": string(pod.UID) \"csi.storage.k8s.io/ephemeral\": \"true\" if the volume is an ephemeral inline volume\n                                defined by a CSIVolumeSource, otherwise \"false\"\n\n\"csi.storage.k8s.io/ephemeral\" is a new feature in Kubernetes 1.16. It is only required for drivers which support both the \"Persistent\" and \"Ephemeral\" VolumeLifecycleMode. Other drivers can leave pod info disabled and/or ignore this field. As Kubernetes 1.15 doesn't support this field, drivers can only support one mode when deployed on such a cluster and the deployment determines which mode that is, for example via a command line parameter of the driver.\n\nThis field was immutable in Kubernetes < 1.29 and now is mutable.";
@@ -78,7 +82,8 @@ pub(super) const D_DEPLOY_SELECTOR: &str = "Label selector for pods. Existing Re
 pub(super) const D_DS_DESIRED: &str = "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod). More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/";
 pub(super) const D_DS_CURRENT: &str = "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/";
 pub(super) const D_DS_READY: &str = "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready.";
-pub(super) const D_DS_UPDATED: &str = "The total number of nodes that are running updated daemon pod";
+pub(super) const D_DS_UPDATED: &str =
+    "The total number of nodes that are running updated daemon pod";
 pub(super) const D_DS_AVAILABLE: &str = "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)";
 pub(super) const D_DS_SELECTOR: &str = "A label query over pods that are managed by the daemon set. Must match in order to be controlled. If empty, defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";
 pub(super) const D_RS_DESIRED: &str = "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller";
@@ -96,12 +101,15 @@ pub(super) const D_EP_SUBSETS: &str = "The set of all endpoints is the union of 
 pub(super) const D_EPS_ADDRESS_TYPE: &str = "addressType specifies the type of address carried by this EndpointSlice. All addresses in this slice must be the same type. This field is immutable after creation. The following address types are currently supported: * IPv4: Represents an IPv4 Address. * IPv6: Represents an IPv6 Address. * FQDN: Represents a Fully Qualified Domain Name. (Deprecated) The EndpointSlice controller only generates, and kube-proxy only processes, slices of addressType \"IPv4\" and \"IPv6\". No semantics are defined for the \"FQDN\" type.";
 pub(super) const D_EPS_PORTS: &str = "ports specifies the list of network ports exposed by each endpoint in this slice. Each port must have a unique name. Each slice may include a maximum of 100 ports. Services always have at least 1 port, so EndpointSlices generated by the EndpointSlice controller will likewise always have at least 1 port. EndpointSlices used for other purposes may have an empty ports list.";
 pub(super) const D_EPS_ENDPOINTS: &str = "endpoints is a list of unique endpoints in this slice. Each slice may include a maximum of 1000 endpoints.";
-pub(super) const D_CR_REVISION: &str = "Revision indicates the revision of the state represented by Data.";
-pub(super) const D_CJ_SCHEDULE: &str = "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron.";
+pub(super) const D_CR_REVISION: &str =
+    "Revision indicates the revision of the state represented by Data.";
+pub(super) const D_CJ_SCHEDULE: &str =
+    "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron.";
 pub(super) const D_CJ_TIMEZONE: &str = "The time zone name for the given schedule, see https://en.wikipedia.org/wiki/List_of_tz_database_time_zones. If not specified, this will default to the time zone of the kube-controller-manager process. The set of valid time zone names and the time zone offset is loaded from the system-wide time zone database by the API server during CronJob validation and the controller manager during execution. If no system-wide time zone database can be found a bundled version of the database is used instead. If the time zone name becomes invalid during the lifetime of a CronJob or due to a change in host configuration, the controller will stop creating new new Jobs and will create a system event with the reason UnknownTimeZone. More information can be found in https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones";
 pub(super) const D_CJ_SUSPEND: &str = "This flag tells the controller to suspend subsequent executions, it does not apply to already started executions.  Defaults to false.";
 pub(super) const D_CJ_ACTIVE: &str = "A list of pointers to currently running jobs.";
-pub(super) const D_CJ_LAST_SCHEDULE: &str = "Information when was the last time the job was successfully scheduled.";
+pub(super) const D_CJ_LAST_SCHEDULE: &str =
+    "Information when was the last time the job was successfully scheduled.";
 pub(super) const D_HPA_REFERENCE: &str = "scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics should be collected, as well as to actually change the replica count.";
 pub(super) const D_HPA_METRICS: &str = "metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio between the target value and the current value by the current number of pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more information about how each type of metric must respond. If not set, the default metric will be set to 80% average CPU utilization.";
 pub(super) const D_HPA_MIN: &str = "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.  It defaults to 1 pod.  minReplicas is allowed to be 0 if the alpha feature gate HPAScaleToZero is enabled and at least one Object or External metric is configured.  Scaling is active as long as at least one metric value is available.";

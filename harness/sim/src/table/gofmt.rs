@@ -174,4 +174,3 @@ fn write_go_json_string(s: &str, out: &mut String) {
     }
     out.push('"');
 }
-

@@ -566,4 +566,3 @@ fn compare(op: CmpOp, l: &Value, r: &Value) -> Result<bool, EvalError> {
         CmpOp::Invalid => return Err(EvalError),
     })
 }
-

@@ -134,13 +134,22 @@ impl Printer {
     }
 
     fn from_def(def: &'static PrinterDef) -> Printer {
-        Printer { columns: def.columns.iter().map(Column::from_def).collect(), kind: PrinterKind::Builtin(def.columns, def.row_conditions) }
+        Printer {
+            columns: def.columns.iter().map(Column::from_def).collect(),
+            kind: PrinterKind::Builtin(def.columns, def.row_conditions),
+        }
     }
 
     /// The default table convertor used for types without a printer:
     /// `Name` (string/name) and `Created At` (date, RFC3339 cell).
     pub fn default_printer() -> Printer {
-        Printer { columns: printers::DEFAULT_COLUMNS.iter().map(Column::from_def).collect(), kind: PrinterKind::Builtin(printers::DEFAULT_COLUMNS, None) }
+        Printer {
+            columns: printers::DEFAULT_COLUMNS
+                .iter()
+                .map(Column::from_def)
+                .collect(),
+            kind: PrinterKind::Builtin(printers::DEFAULT_COLUMNS, None),
+        }
     }
 
     /// Printer for a custom resource from its CRD version's
@@ -223,7 +232,10 @@ impl Printer {
     /// being the reference time for ages.
     pub fn cells(&self, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         match &self.kind {
-            PrinterKind::Builtin(cols, _) => cols.iter().map(|c| builtin_cell(c.cell, obj, now)).collect(),
+            PrinterKind::Builtin(cols, _) => cols
+                .iter()
+                .map(|c| builtin_cell(c.cell, obj, now))
+                .collect(),
             PrinterKind::Custom(cols) => custom_cells(cols, obj, now),
         }
     }

@@ -53,30 +53,84 @@ pub(super) struct PrinterDef {
     pub row_conditions: Option<fn(&Value) -> Option<Value>>,
 }
 
-const fn col(name: &'static str, type_: &'static str, description: &'static str, cell: Cell) -> ColumnDef {
-    ColumnDef { name, type_, format: "", priority: 0, description, cell }
+const fn col(
+    name: &'static str,
+    type_: &'static str,
+    description: &'static str,
+    cell: Cell,
+) -> ColumnDef {
+    ColumnDef {
+        name,
+        type_,
+        format: "",
+        priority: 0,
+        description,
+        cell,
+    }
 }
 
 /// A priority-1 column: shown by kubectl with `-o wide`.
-const fn wide(name: &'static str, type_: &'static str, description: &'static str, cell: Cell) -> ColumnDef {
-    ColumnDef { name, type_, format: "", priority: 1, description, cell }
+const fn wide(
+    name: &'static str,
+    type_: &'static str,
+    description: &'static str,
+    cell: Cell,
+) -> ColumnDef {
+    ColumnDef {
+        name,
+        type_,
+        format: "",
+        priority: 1,
+        description,
+        cell,
+    }
 }
 
-const NAME: ColumnDef = ColumnDef { name: "Name", type_: "string", format: "name", priority: 0, description: D_NAME, cell: Cell::Name };
+const NAME: ColumnDef = ColumnDef {
+    name: "Name",
+    type_: "string",
+    format: "name",
+    priority: 0,
+    description: D_NAME,
+    cell: Cell::Name,
+};
 const AGE: ColumnDef = col("Age", "string", D_CREATION, Cell::Age);
-const CONTAINERS: ColumnDef = wide("Containers", "string", D_CONTAINERS, Cell::Fn(template_containers));
+const CONTAINERS: ColumnDef = wide(
+    "Containers",
+    "string",
+    D_CONTAINERS,
+    Cell::Fn(template_containers),
+);
 const IMAGES: ColumnDef = wide("Images", "string", D_IMAGES, Cell::Fn(template_images));
 
 /// `rest.NewDefaultTableConvertor`: what kinds without a printer get.
-pub(super) const DEFAULT_COLUMNS: &[ColumnDef] = &[NAME, col("Created At", "date", D_CREATION, Cell::CreatedAt)];
+pub(super) const DEFAULT_COLUMNS: &[ColumnDef] =
+    &[NAME, col("Created At", "date", D_CREATION, Cell::CreatedAt)];
 
-const fn printer(group: &'static str, kind: &'static str, columns: &'static [ColumnDef]) -> PrinterDef {
-    PrinterDef { group, kind, columns, row_conditions: None }
+const fn printer(
+    group: &'static str,
+    kind: &'static str,
+    columns: &'static [ColumnDef],
+) -> PrinterDef {
+    PrinterDef {
+        group,
+        kind,
+        columns,
+        row_conditions: None,
+    }
 }
 
 /// The Event columns, over the cell functions of one Event version (core/v1 and
 /// events.k8s.io/v1 name the same fields differently).
-const fn event_columns(last: CellFn, object: CellFn, subobject: CellFn, source: CellFn, message: CellFn, first: CellFn, count: CellFn) -> [ColumnDef; 10] {
+const fn event_columns(
+    last: CellFn,
+    object: CellFn,
+    subobject: CellFn,
+    source: CellFn,
+    message: CellFn,
+    first: CellFn,
+    count: CellFn,
+) -> [ColumnDef; 10] {
     [
         col("Last Seen", "string", D_EV_LAST, Cell::Fn(last)),
         col("Type", "string", D_EV_TYPE, Cell::Str(&["type"])),
@@ -87,12 +141,31 @@ const fn event_columns(last: CellFn, object: CellFn, subobject: CellFn, source: 
         col("Message", "string", D_EV_MESSAGE, Cell::Fn(message)),
         wide("First Seen", "string", D_EV_FIRST, Cell::Fn(first)),
         wide("Count", "string", D_EV_COUNT, Cell::Fn(count)),
-        ColumnDef { priority: 1, ..NAME },
+        ColumnDef {
+            priority: 1,
+            ..NAME
+        },
     ]
 }
 
-const CORE_EVENT_COLUMNS: [ColumnDef; 10] = event_columns(ev_last, ev_object, ev_subobject, ev_source, ev_message, ev_first, ev_count);
-const EVENTS_API_EVENT_COLUMNS: [ColumnDef; 10] = event_columns(evapi_last, evapi_object, evapi_subobject, evapi_source, evapi_message, evapi_first, evapi_count);
+const CORE_EVENT_COLUMNS: [ColumnDef; 10] = event_columns(
+    ev_last,
+    ev_object,
+    ev_subobject,
+    ev_source,
+    ev_message,
+    ev_first,
+    ev_count,
+);
+const EVENTS_API_EVENT_COLUMNS: [ColumnDef; 10] = event_columns(
+    evapi_last,
+    evapi_object,
+    evapi_subobject,
+    evapi_source,
+    evapi_message,
+    evapi_first,
+    evapi_count,
+);
 
 pub(super) static PRINTERS: &[PrinterDef] = &[
     // ----- core -----
@@ -387,7 +460,8 @@ pub(super) static PRINTERS: &[PrinterDef] = &[
     ]),
 ];
 
-const D_WEBHOOKS: &str = "Webhooks indicates the number of webhooks registered in this configuration";
+const D_WEBHOOKS: &str =
+    "Webhooks indicates the number of webhooks registered in this configuration";
 
 /// The definition for a built-in kind, if the real server has a printer for it.
 pub(super) fn find(group: &str, kind: &str) -> Option<&'static PrinterDef> {

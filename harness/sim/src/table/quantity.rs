@@ -195,4 +195,3 @@ pub(super) fn format_quantity(q: Quantity) -> Option<String> {
     };
     Some(format!("{}{}", m, suffix))
 }
-

@@ -1,8 +1,8 @@
 //! Tests of server-side printing (cells, columns, JSONPath, quantities, Go formatting).
 
-use super::*;
 use super::gofmt::{go_format_float_v, go_json_float};
 use super::printers;
+use super::*;
 use serde_json::json;
 
 fn now() -> DateTime<Utc> {
@@ -1008,7 +1008,8 @@ fn service_printer() {
     let c = p.cells(&ext, now());
     assert_eq!(c[2], json!("<none>"));
     assert_eq!(c[3], json!("db.example.com"));
-    let headless = json!({"metadata": {"name": "h"}, "spec": {"clusterIP": "None", "clusterIPs": ["None"]}});
+    let headless =
+        json!({"metadata": {"name": "h"}, "spec": {"clusterIP": "None", "clusterIPs": ["None"]}});
     let c = p.cells(&headless, now());
     assert_eq!(c[1], json!("ClusterIP"));
     assert_eq!(c[2], json!("None"));
@@ -1365,8 +1366,7 @@ fn crd_printer_defaults_and_types() {
             json!("1.234567e+06")
         ]
     );
-    let obj =
-        json!({"metadata": {"name": "o"}, "spec": {"replicas": 2.9}, "status": {"ratio": 2}});
+    let obj = json!({"metadata": {"name": "o"}, "spec": {"replicas": 2.9}, "status": {"ratio": 2}});
     let c = p.cells(&obj, now());
     assert_eq!(c[1], json!(2));
     assert_eq!(c[2], json!(2.0));
@@ -1673,8 +1673,7 @@ fn never_panics_and_cells_match_columns() {
             let _ = to_table(&p, &[w], "1", "None", true, now());
         }
     }
-    let future =
-        json!({"metadata": {"name": "x", "creationTimestamp": "2999-01-01T00:00:00Z"}});
+    let future = json!({"metadata": {"name": "x", "creationTimestamp": "2999-01-01T00:00:00Z"}});
     assert_eq!(cells("", "ConfigMap", &future)[2], json!("<invalid>"));
     let zero = json!({"metadata": {"name": "x", "creationTimestamp": "0001-01-01T00:00:00Z"}});
     assert_eq!(cells("", "ConfigMap", &zero)[2], json!("<unknown>"));
@@ -1722,10 +1721,27 @@ fn core_group_alias() {
 fn every_printer_has_one_cell_per_column_and_a_name_column() {
     for def in printers::PRINTERS {
         let p = Printer::builtin(def.group, def.kind);
-        let obj = json!({"kind": def.kind, "metadata": {"name": "x", "creationTimestamp": ago(30)}});
-        assert_eq!(p.cells(&obj, now()).len(), p.columns.len(), "{}/{}", def.group, def.kind);
-        assert!(p.columns.iter().any(|c| c.name == "Name" && c.format == "name"), "{}/{}", def.group, def.kind);
-        let dupes = printers::PRINTERS.iter().filter(|d| d.group == def.group && d.kind == def.kind).count();
+        let obj =
+            json!({"kind": def.kind, "metadata": {"name": "x", "creationTimestamp": ago(30)}});
+        assert_eq!(
+            p.cells(&obj, now()).len(),
+            p.columns.len(),
+            "{}/{}",
+            def.group,
+            def.kind
+        );
+        assert!(
+            p.columns
+                .iter()
+                .any(|c| c.name == "Name" && c.format == "name"),
+            "{}/{}",
+            def.group,
+            def.kind
+        );
+        let dupes = printers::PRINTERS
+            .iter()
+            .filter(|d| d.group == def.group && d.kind == def.kind)
+            .count();
         assert_eq!(dupes, 1, "{}/{} defined twice", def.group, def.kind);
     }
 }
@@ -1735,60 +1751,202 @@ fn workload_and_rbac_printers() {
     let rc = json!({"metadata": {"name": "rc", "creationTimestamp": ago(90)},
                     "spec": {"replicas": 3, "selector": {"app": "web"}, "template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
                     "status": {"replicas": 2, "readyReplicas": 1}});
-    assert_eq!(cells("", "ReplicationController", &rc), vec![json!("rc"), json!(3), json!(2), json!(1), json!("90s"), json!("c"), json!("nginx"), json!("app=web")]);
+    assert_eq!(
+        cells("", "ReplicationController", &rc),
+        vec![
+            json!("rc"),
+            json!(3),
+            json!(2),
+            json!(1),
+            json!("90s"),
+            json!("c"),
+            json!("nginx"),
+            json!("app=web")
+        ]
+    );
     let cj = json!({"kind": "CronJob", "metadata": {"name": "nightly", "creationTimestamp": ago(600)},
                     "spec": {"schedule": "0 3 * * *", "suspend": false, "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "j", "image": "busybox"}]}}}}},
                     "status": {"active": [{"name": "nightly-1"}], "lastScheduleTime": ago(120)}});
     assert_eq!(
         cells("batch", "CronJob", &cj),
-        vec![json!("nightly"), json!("0 3 * * *"), json!("<none>"), json!("False"), json!(1), json!("2m"), json!("10m"), json!("j"), json!("busybox"), json!("<none>")]
+        vec![
+            json!("nightly"),
+            json!("0 3 * * *"),
+            json!("<none>"),
+            json!("False"),
+            json!(1),
+            json!("2m"),
+            json!("10m"),
+            json!("j"),
+            json!("busybox"),
+            json!("<none>")
+        ]
     );
     let cr = json!({"metadata": {"name": "web-7c9", "creationTimestamp": ago(5), "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "controller": true}]}, "revision": 2});
-    assert_eq!(cells("apps", "ControllerRevision", &cr), vec![json!("web-7c9"), json!("statefulset.apps/web"), json!(2), json!("5s")]);
+    assert_eq!(
+        cells("apps", "ControllerRevision", &cr),
+        vec![
+            json!("web-7c9"),
+            json!("statefulset.apps/web"),
+            json!(2),
+            json!("5s")
+        ]
+    );
     let rb = json!({"metadata": {"name": "rb", "creationTimestamp": ago(5)}, "roleRef": {"kind": "ClusterRole", "name": "edit"},
                     "subjects": [{"kind": "User", "name": "alice"}, {"kind": "Group", "name": "devs"}, {"kind": "ServiceAccount", "name": "ctl", "namespace": "team"}, {"kind": "User", "name": "bob"}]});
-    assert_eq!(cells("rbac.authorization.k8s.io", "RoleBinding", &rb), vec![json!("rb"), json!("ClusterRole/edit"), json!("5s"), json!("alice, bob"), json!("devs"), json!("team/ctl")]);
-    assert_eq!(names(&Printer::builtin("rbac.authorization.k8s.io", "ClusterRole")), vec!["Name", "Created At"]);
+    assert_eq!(
+        cells("rbac.authorization.k8s.io", "RoleBinding", &rb),
+        vec![
+            json!("rb"),
+            json!("ClusterRole/edit"),
+            json!("5s"),
+            json!("alice, bob"),
+            json!("devs"),
+            json!("team/ctl")
+        ]
+    );
+    assert_eq!(
+        names(&Printer::builtin(
+            "rbac.authorization.k8s.io",
+            "ClusterRole"
+        )),
+        vec!["Name", "Created At"]
+    );
     let pdb = json!({"metadata": {"name": "p", "creationTimestamp": ago(5)}, "spec": {"minAvailable": "50%"}, "status": {"disruptionsAllowed": 1}});
-    assert_eq!(cells("policy", "PodDisruptionBudget", &pdb), vec![json!("p"), json!("50%"), json!("N/A"), json!(1), json!("5s")]);
+    assert_eq!(
+        cells("policy", "PodDisruptionBudget", &pdb),
+        vec![
+            json!("p"),
+            json!("50%"),
+            json!("N/A"),
+            json!(1),
+            json!("5s")
+        ]
+    );
     let hpa = json!({"metadata": {"name": "h", "creationTimestamp": ago(5)},
                      "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "minReplicas": 1, "maxReplicas": 5,
                               "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]},
                      "status": {"currentReplicas": 2, "currentMetrics": [{"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 12}}}]}});
-    assert_eq!(cells("autoscaling", "HorizontalPodAutoscaler", &hpa), vec![json!("h"), json!("Deployment/web"), json!("cpu: 12%/80%"), json!("1"), json!(5), json!(2), json!("5s")]);
+    assert_eq!(
+        cells("autoscaling", "HorizontalPodAutoscaler", &hpa),
+        vec![
+            json!("h"),
+            json!("Deployment/web"),
+            json!("cpu: 12%/80%"),
+            json!("1"),
+            json!(5),
+            json!(2),
+            json!("5s")
+        ]
+    );
 }
 
 #[test]
 fn network_and_misc_printers() {
     let ep = json!({"metadata": {"name": "svc", "creationTimestamp": ago(5)},
                     "subsets": [{"addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}, {"ip": "10.0.0.3"}, {"ip": "10.0.0.4"}], "ports": [{"port": 80}]}]});
-    assert_eq!(cells("", "Endpoints", &ep)[1], json!("10.0.0.1:80,10.0.0.2:80,10.0.0.3:80 + 1 more..."));
-    assert_eq!(cells("", "Endpoints", &json!({"metadata": {"name": "e"}}))[1], json!("<none>"));
+    assert_eq!(
+        cells("", "Endpoints", &ep)[1],
+        json!("10.0.0.1:80,10.0.0.2:80,10.0.0.3:80 + 1 more...")
+    );
+    assert_eq!(
+        cells("", "Endpoints", &json!({"metadata": {"name": "e"}}))[1],
+        json!("<none>")
+    );
     let eps = json!({"metadata": {"name": "svc-abc", "creationTimestamp": ago(5)}, "addressType": "IPv4",
                      "ports": [{"name": "http", "port": 80}], "endpoints": [{"addresses": ["10.0.0.1"]}, {"addresses": ["10.0.0.2"]}]});
-    assert_eq!(cells("discovery.k8s.io", "EndpointSlice", &eps), vec![json!("svc-abc"), json!("IPv4"), json!("80"), json!("10.0.0.1,10.0.0.2"), json!("5s")]);
+    assert_eq!(
+        cells("discovery.k8s.io", "EndpointSlice", &eps),
+        vec![
+            json!("svc-abc"),
+            json!("IPv4"),
+            json!("80"),
+            json!("10.0.0.1,10.0.0.2"),
+            json!("5s")
+        ]
+    );
     let ing = json!({"metadata": {"name": "i", "creationTimestamp": ago(5)}, "spec": {"ingressClassName": "nginx", "rules": [{"host": "a.example.com"}, {}], "tls": [{}]},
                      "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}});
-    assert_eq!(cells("networking.k8s.io", "Ingress", &ing), vec![json!("i"), json!("nginx"), json!("a.example.com"), json!("192.0.2.1"), json!("80, 443"), json!("5s")]);
+    assert_eq!(
+        cells("networking.k8s.io", "Ingress", &ing),
+        vec![
+            json!("i"),
+            json!("nginx"),
+            json!("a.example.com"),
+            json!("192.0.2.1"),
+            json!("80, 443"),
+            json!("5s")
+        ]
+    );
     let np = json!({"metadata": {"name": "deny", "creationTimestamp": ago(5)}, "spec": {"podSelector": {}}});
-    assert_eq!(cells("networking.k8s.io", "NetworkPolicy", &np)[1], json!("<none>"));
+    assert_eq!(
+        cells("networking.k8s.io", "NetworkPolicy", &np)[1],
+        json!("<none>")
+    );
     let csr = json!({"metadata": {"name": "c", "creationTimestamp": ago(5)}, "spec": {"signerName": "kubernetes.io/kube-apiserver-client", "username": "alice", "expirationSeconds": 86400},
                      "status": {"conditions": [{"type": "Approved", "status": "True"}], "certificate": "LS0t"}});
-    assert_eq!(cells("certificates.k8s.io", "CertificateSigningRequest", &csr), vec![json!("c"), json!("5s"), json!("kubernetes.io/kube-apiserver-client"), json!("alice"), json!("24h"), json!("Approved,Issued")]);
+    assert_eq!(
+        cells("certificates.k8s.io", "CertificateSigningRequest", &csr),
+        vec![
+            json!("c"),
+            json!("5s"),
+            json!("kubernetes.io/kube-apiserver-client"),
+            json!("alice"),
+            json!("24h"),
+            json!("Approved,Issued")
+        ]
+    );
     let cs = json!({"metadata": {"name": "etcd-0"}, "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}]});
-    assert_eq!(cells("", "ComponentStatus", &cs), vec![json!("etcd-0"), json!("Healthy"), json!("ok"), json!("")]);
+    assert_eq!(
+        cells("", "ComponentStatus", &cs),
+        vec![json!("etcd-0"), json!("Healthy"), json!("ok"), json!("")]
+    );
     let api = json!({"metadata": {"name": "v1beta1.metrics.k8s.io", "creationTimestamp": ago(5)}, "spec": {"service": {"namespace": "kube-system", "name": "metrics-server"}},
                      "status": {"conditions": [{"type": "Available", "status": "False", "reason": "MissingEndpoints"}]}});
-    assert_eq!(cells("apiregistration.k8s.io", "APIService", &api), vec![json!("v1beta1.metrics.k8s.io"), json!("kube-system/metrics-server"), json!("False (MissingEndpoints)"), json!("5s")]);
+    assert_eq!(
+        cells("apiregistration.k8s.io", "APIService", &api),
+        vec![
+            json!("v1beta1.metrics.k8s.io"),
+            json!("kube-system/metrics-server"),
+            json!("False (MissingEndpoints)"),
+            json!("5s")
+        ]
+    );
     let pc = json!({"metadata": {"name": "high", "creationTimestamp": ago(5)}, "value": 1000, "globalDefault": true});
-    assert_eq!(cells("scheduling.k8s.io", "PriorityClass", &pc), vec![json!("high"), json!(1000), json!(true), json!("5s"), json!("PreemptLowerPriority")]);
+    assert_eq!(
+        cells("scheduling.k8s.io", "PriorityClass", &pc),
+        vec![
+            json!("high"),
+            json!(1000),
+            json!(true),
+            json!("5s"),
+            json!("PreemptLowerPriority")
+        ]
+    );
 }
 
 #[test]
 fn admission_policy_printers() {
     let vap = json!({"metadata": {"name": "p", "creationTimestamp": ago(5)}, "spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}, "validations": [{"expression": "true"}]}});
-    assert_eq!(cells("admissionregistration.k8s.io", "ValidatingAdmissionPolicy", &vap), vec![json!("p"), json!(1), json!("v1/ConfigMap"), json!("5s")]);
+    assert_eq!(
+        cells(
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicy",
+            &vap
+        ),
+        vec![json!("p"), json!(1), json!("v1/ConfigMap"), json!("5s")]
+    );
     let vapb = json!({"metadata": {"name": "b", "creationTimestamp": ago(5)}, "spec": {"policyName": "p", "paramRef": {"name": "cfg"}}});
-    assert_eq!(cells("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding", &vapb), vec![json!("b"), json!("p"), json!("*/cfg"), json!("5s")]);
-    assert_eq!(names(&Printer::builtin("resource.k8s.io", "DeviceClass")), vec!["Name", "Age"]);
+    assert_eq!(
+        cells(
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicyBinding",
+            &vapb
+        ),
+        vec![json!("b"), json!("p"), json!("*/cfg"), json!("5s")]
+    );
+    assert_eq!(
+        names(&Printer::builtin("resource.k8s.io", "DeviceClass")),
+        vec!["Name", "Age"]
+    );
 }

@@ -20,14 +20,23 @@ impl TestCluster {
     pub async fn start_with(opts: SimOptions) -> TestCluster {
         let server = SimServer::start(opts).await.expect("start sim");
         let dir = tempfile::tempdir().expect("tempdir");
-        let kubeconfig = server.write_kubeconfig(&dir.path().join("kubeconfig")).expect("kubeconfig");
-        TestCluster { server, dir, kubeconfig }
+        let kubeconfig = server
+            .write_kubeconfig(&dir.path().join("kubeconfig"))
+            .expect("kubeconfig");
+        TestCluster {
+            server,
+            dir,
+            kubeconfig,
+        }
     }
 
     /// A kube-rs client configured from the generated kubeconfig, as a user's program would be.
     pub async fn client(&self) -> kube::Client {
         let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("read kubeconfig");
-        let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.expect("config");
+        let cfg =
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .expect("config");
         kube::Client::try_from(cfg).expect("client")
     }
 }
@@ -57,6 +66,11 @@ pub async fn events_for(client: &kube::Client, name: &str) -> Vec<(String, Strin
     events
         .list(&lp)
         .await
-        .map(|l| l.items.into_iter().map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default())).collect())
+        .map(|l| {
+            l.items
+                .into_iter()
+                .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+                .collect()
+        })
         .unwrap_or_default()
 }

@@ -23,10 +23,23 @@ fn locate(env: &str, venv_name: &str) -> PathBuf {
 
 pub fn kubectl_path() -> PathBuf {
     let p = locate("FAULTLINE_KUBECTL", "kubectl");
-    let out = std::process::Command::new(&p).args(["version", "--client", "-o", "json"]).output().expect("run kubectl version");
+    let out = std::process::Command::new(&p)
+        .args(["version", "--client", "-o", "json"])
+        .output()
+        .expect("run kubectl version");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("kubectl version json");
-    let minor: u32 = v["clientVersion"]["minor"].as_str().unwrap_or("0").trim_end_matches('+').parse().unwrap_or(0);
-    assert!(minor >= 37, "kubectl 1.37+ required, {} is {:?}", p.display(), v["clientVersion"]["gitVersion"]);
+    let minor: u32 = v["clientVersion"]["minor"]
+        .as_str()
+        .unwrap_or("0")
+        .trim_end_matches('+')
+        .parse()
+        .unwrap_or(0);
+    assert!(
+        minor >= 37,
+        "kubectl 1.37+ required, {} is {:?}",
+        p.display(),
+        v["clientVersion"]["gitVersion"]
+    );
     p
 }
 
@@ -47,7 +60,12 @@ pub fn kubectl_120_path() -> PathBuf {
 
 /// Run kubectl 1.20 against a kubeconfig.
 pub async fn kubectl_120(kubeconfig: &Path, args: &[&str]) -> Output {
-    tokio::process::Command::new(kubectl_120_path()).args(args).env("KUBECONFIG", kubeconfig).output().await.expect("spawn kubectl 1.20")
+    tokio::process::Command::new(kubectl_120_path())
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .await
+        .expect("spawn kubectl 1.20")
 }
 
 pub fn python_path() -> PathBuf {

@@ -6,10 +6,13 @@
 //! Everything runs in one task per node that ticks at the volume reconciler period, so the
 //! order of effects is deterministic for a given sequence of API events.
 
-use super::runtime::{ctr_status, lines, step_container, CState, Ctr, Step};
 pub use super::runtime::script;
+use super::runtime::{ctr_status, lines, step_container, CState, Ctr, Step};
 use super::state::{klog, KubeletProcess, MountHolder, NodeFaults, ResetKind, SimNode};
-use super::volumes::{global_mount_path, orphan_pod_uid, pod_mount_path, unique_name, OpKey, PendingOperations, DRIVER};
+use super::volumes::{
+    global_mount_path, orphan_pod_uid, pod_mount_path, unique_name, OpKey, PendingOperations,
+    DRIVER,
+};
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::meta;
@@ -105,7 +108,13 @@ pub struct Kubelet {
 }
 
 impl Kubelet {
-    pub fn new(node: Arc<SimNode>, client: Internal, timing: Timing, rx: mpsc::UnboundedReceiver<PodEvent>, pod_worker_pool: Option<usize>) -> Self {
+    pub fn new(
+        node: Arc<SimNode>,
+        client: Internal,
+        timing: Timing,
+        rx: mpsc::UnboundedReceiver<PodEvent>,
+        pod_worker_pool: Option<usize>,
+    ) -> Self {
         let recorder = EventRecorder::new(client.clone(), "kubelet", Some(&node.name));
         let ops = PendingOperations::new(timing.clone());
         let pid = node.state.lock().pid;
@@ -134,7 +143,9 @@ impl Kubelet {
     }
 
     fn log(&self, sev: char, file: &str, msg: &str) {
-        self.node.kubelet_log.push(klog(self.timing.now(), sev, self.pid, file, msg));
+        self.node
+            .kubelet_log
+            .push(klog(self.timing.now(), sev, self.pid, file, msg));
     }
 
     /// A failed volume operation's nestedpendingoperations line (its header and its "No retries
@@ -142,7 +153,13 @@ impl Kubelet {
     fn log_op_failure(&mut self, key: &OpKey, now: Instant, error: &str) {
         let at = self.timing.now();
         let line = self.ops.failed_at(key, now, at, error);
-        self.node.kubelet_log.push(klog(at, 'E', self.pid, "nestedpendingoperations.go:348", &line));
+        self.node.kubelet_log.push(klog(
+            at,
+            'E',
+            self.pid,
+            "nestedpendingoperations.go:348",
+            &line,
+        ));
     }
 
     /// A klog `V(level)` line: written only when the kubelet runs at that verbosity or above.
@@ -153,7 +170,9 @@ impl Kubelet {
     }
 
     fn csi_log(&self, file: &str, msg: &str) {
-        self.node.csi_log.push(klog(self.timing.now(), 'I', 1, file, msg));
+        self.node
+            .csi_log
+            .push(klog(self.timing.now(), 'I', 1, file, msg));
     }
 
     /// Drain pod events and run one tick. Returns false when the event source is gone. A kubelet
@@ -181,16 +200,46 @@ impl Kubelet {
 
     /// Register the node (Node, Lease, CSINode), as a kubelet does when it first starts.
     pub fn register(&mut self) {
-        self.log('I', "server.go:487", &format!("\"Kubelet version\" kubeletVersion=\"{}\"", crate::nodes::KUBELET_VERSION));
-        let mut node_obj = crate::nodes::node_object(&self.node.name, self.node.index, self.node.control_plane);
+        self.log(
+            'I',
+            "server.go:487",
+            &format!(
+                "\"Kubelet version\" kubeletVersion=\"{}\"",
+                crate::nodes::KUBELET_VERSION
+            ),
+        );
+        let mut node_obj =
+            crate::nodes::node_object(&self.node.name, self.node.index, self.node.control_plane);
         node_obj["status"]["nodeInfo"]["bootID"] = json!(self.node.state.lock().boot_id.clone());
         if self.client.get("", "nodes", "", &self.node.name).is_none() {
             let _ = self.client.create("", "nodes", "", node_obj);
-            self.log('I', "kubelet_node_status.go:75", &format!("\"Attempting to register node\" node=\"{}\"", self.node.name));
-            self.log('I', "kubelet_node_status.go:78", &format!("\"Successfully registered node\" node=\"{}\"", self.node.name));
+            self.log(
+                'I',
+                "kubelet_node_status.go:75",
+                &format!(
+                    "\"Attempting to register node\" node=\"{}\"",
+                    self.node.name
+                ),
+            );
+            self.log(
+                'I',
+                "kubelet_node_status.go:78",
+                &format!(
+                    "\"Successfully registered node\" node=\"{}\"",
+                    self.node.name
+                ),
+            );
         }
-        if self.client.get("storage.k8s.io", "csinodes", "", &self.node.name).is_none() {
-            let node_uid = self.client.get("", "nodes", "", &self.node.name).map(|n| meta::uid(&n).to_string()).unwrap_or_default();
+        if self
+            .client
+            .get("storage.k8s.io", "csinodes", "", &self.node.name)
+            .is_none()
+        {
+            let node_uid = self
+                .client
+                .get("", "nodes", "", &self.node.name)
+                .map(|n| meta::uid(&n).to_string())
+                .unwrap_or_default();
             let _ = self.client.create(
                 "storage.k8s.io",
                 "csinodes",
@@ -200,7 +249,11 @@ impl Kubelet {
                        "spec": {"drivers": []}}),
             );
         }
-        self.log('I', "kubelet.go:2468", "\"Starting kubelet main sync loop\"");
+        self.log(
+            'I',
+            "kubelet.go:2468",
+            "\"Starting kubelet main sync loop\"",
+        );
         self.renew_lease(true);
     }
 
@@ -208,7 +261,14 @@ impl Kubelet {
         match ev {
             PodEvent::Deleted(uid) => {
                 if let Some(p) = self.pods.remove(&uid) {
-                    self.log('I', "kubelet.go:2434", &format!("\"SyncLoop REMOVE\" source=\"api\" pods=[\"{}/{}\"]", p.ns, p.name));
+                    self.log(
+                        'I',
+                        "kubelet.go:2434",
+                        &format!(
+                            "\"SyncLoop REMOVE\" source=\"api\" pods=[\"{}/{}\"]",
+                            p.ns, p.name
+                        ),
+                    );
                 }
             }
             PodEvent::Upsert(obj) => {
@@ -234,7 +294,14 @@ impl Kubelet {
                     }
                     None => {
                         let rt = self.new_pod(obj);
-                        self.log('I', "kubelet.go:2418", &format!("\"SyncLoop ADD\" source=\"api\" pods=[\"{}/{}\"]", rt.ns, rt.name));
+                        self.log(
+                            'I',
+                            "kubelet.go:2418",
+                            &format!(
+                                "\"SyncLoop ADD\" source=\"api\" pods=[\"{}/{}\"]",
+                                rt.ns, rt.name
+                            ),
+                        );
                         self.pods.insert(uid, rt);
                     }
                 }
@@ -267,8 +334,18 @@ impl Kubelet {
                 })
                 .unwrap_or_default()
         };
-        let stale = obj.pointer(&format!("/metadata/annotations/{}", script::STALE_VOLUMES.replace('/', "~1"))).and_then(Value::as_str) == Some("true");
-        let claims = obj.pointer("/spec/volumes").and_then(Value::as_array).map(|vs| vs.iter().any(|v| v.get("persistentVolumeClaim").is_some())).unwrap_or(false);
+        let stale = obj
+            .pointer(&format!(
+                "/metadata/annotations/{}",
+                script::STALE_VOLUMES.replace('/', "~1")
+            ))
+            .and_then(Value::as_str)
+            == Some("true");
+        let claims = obj
+            .pointer("/spec/volumes")
+            .and_then(Value::as_array)
+            .map(|vs| vs.iter().any(|v| v.get("persistentVolumeClaim").is_some()))
+            .unwrap_or(false);
         PodRt {
             uid: meta::uid(&obj).into(),
             ns: meta::namespace(&obj).into(),
@@ -292,7 +369,9 @@ impl Kubelet {
     }
 
     fn annotation<'a>(pod: &'a Value, key: &str) -> Option<&'a str> {
-        pod.pointer("/metadata/annotations").and_then(|a| a.get(key)).and_then(Value::as_str)
+        pod.pointer("/metadata/annotations")
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_str)
     }
 
     /// Handle process state changes and resets; returns the process state for this tick.
@@ -315,7 +394,14 @@ impl Kubelet {
                     st.boot_id = uuid::Uuid::new_v4().to_string();
                 }
             }
-            (st.kubelet.clone(), if st.kubelet == KubeletProcess::Running { st.reset.take() } else { None })
+            (
+                st.kubelet.clone(),
+                if st.kubelet == KubeletProcess::Running {
+                    st.reset.take()
+                } else {
+                    None
+                },
+            )
         };
         if let Some(kind) = reset {
             self.reset(kind);
@@ -333,15 +419,29 @@ impl Kubelet {
             let mut st = self.node.state.lock();
             match kind {
                 // Reconstruction finds the orphaned device mount of a PV it owns and cleans it up.
-                ResetKind::KubeletRestart => st.faults.stale_mounts.retain(|m| m.holder != MountHolder::Kubelet),
+                ResetKind::KubeletRestart => st
+                    .faults
+                    .stale_mounts
+                    .retain(|m| m.holder != MountHolder::Kubelet),
                 ResetKind::Reboot => {
                     st.faults.stale_mounts.clear();
                     st.faults.prober_broken = false;
                 }
             }
         }
-        self.log('I', "server.go:487", &format!("\"Kubelet version\" kubeletVersion=\"{}\"", crate::nodes::KUBELET_VERSION));
-        self.log('I', "kubelet.go:2468", "\"Starting kubelet main sync loop\"");
+        self.log(
+            'I',
+            "server.go:487",
+            &format!(
+                "\"Kubelet version\" kubeletVersion=\"{}\"",
+                crate::nodes::KUBELET_VERSION
+            ),
+        );
+        self.log(
+            'I',
+            "kubelet.go:2468",
+            "\"Starting kubelet main sync loop\"",
+        );
         if kind == ResetKind::Reboot {
             self.devices.clear();
             self.setups.clear();
@@ -356,10 +456,16 @@ impl Kubelet {
                 // Every container died with the node; they start again (restartCount + 1).
                 for c in p.init.iter_mut().chain(p.main.iter_mut()) {
                     if let CState::Running { ref started, .. } = c.state {
-                        c.last = Some(CState::Terminated { exit: 255, reason: "Unknown".into(), started: started.clone(), finished: meta::now_rfc3339() });
+                        c.last = Some(CState::Terminated {
+                            exit: 255,
+                            reason: "Unknown".into(),
+                            started: started.clone(),
+                            finished: meta::now_rfc3339(),
+                        });
                         c.restarts += 1;
                     }
-                    if !matches!(c.state, CState::Terminated { ref reason, .. } if reason == "Completed") {
+                    if !matches!(c.state, CState::Terminated { ref reason, .. } if reason == "Completed")
+                    {
                         c.state = CState::Waiting("ContainerCreating".into(), None);
                         c.step = Step::Idle;
                         c.ready = false;
@@ -425,20 +531,34 @@ impl Kubelet {
     fn pleg_unhealthy(&self) -> Option<String> {
         let since = self.timing.to_nominal(self.pleg_active.elapsed());
         (since > self.timing.pleg_relist_threshold).then(|| {
-            format!("PLEG is not healthy: pleg was last seen active {} ago; threshold is {}", go_duration(since), go_duration(self.timing.pleg_relist_threshold))
+            format!(
+                "PLEG is not healthy: pleg was last seen active {} ago; threshold is {}",
+                go_duration(since),
+                go_duration(self.timing.pleg_relist_threshold)
+            )
         })
     }
 
     /// The sync loop skips every iteration while the runtime is unhealthy (backoff 100ms
     /// doubling to 5s between the error lines).
     fn log_skipping_sync(&mut self) {
-        let Some(err) = self.pleg_unhealthy() else { return };
+        let Some(err) = self.pleg_unhealthy() else {
+            return;
+        };
         let now = Instant::now();
         if now < self.skip_log.0 {
             return;
         }
-        self.log('E', "kubelet.go:2471", &format!("\"Skipping pod synchronization\" err=\"{}\"", err));
-        let next = if self.skip_log.1.is_zero() { Duration::from_millis(100) } else { (self.skip_log.1 * 2).min(Duration::from_secs(5)) };
+        self.log(
+            'E',
+            "kubelet.go:2471",
+            &format!("\"Skipping pod synchronization\" err=\"{}\"", err),
+        );
+        let next = if self.skip_log.1.is_zero() {
+            Duration::from_millis(100)
+        } else {
+            (self.skip_log.1 * 2).min(Duration::from_secs(5))
+        };
         self.skip_log = (now + self.timing.s(next), next);
     }
 
@@ -459,12 +579,25 @@ impl Kubelet {
         }
         let now = meta::rfc3339_micro(chrono::Utc::now());
         let name = self.node.name.clone();
-        match self.client.get("coordination.k8s.io", "leases", "kube-node-lease", &name) {
+        match self
+            .client
+            .get("coordination.k8s.io", "leases", "kube-node-lease", &name)
+        {
             Some(_) => {
-                let _ = self.client.merge("coordination.k8s.io", "leases", "kube-node-lease", &name, &json!({"spec": {"renewTime": now}}));
+                let _ = self.client.merge(
+                    "coordination.k8s.io",
+                    "leases",
+                    "kube-node-lease",
+                    &name,
+                    &json!({"spec": {"renewTime": now}}),
+                );
             }
             None => {
-                let node_uid = self.client.get("", "nodes", "", &name).map(|n| meta::uid(&n).to_string()).unwrap_or_default();
+                let node_uid = self
+                    .client
+                    .get("", "nodes", "", &name)
+                    .map(|n| meta::uid(&n).to_string())
+                    .unwrap_or_default();
                 let _ = self.client.create(
                     "coordination.k8s.io",
                     "leases",
@@ -482,9 +615,14 @@ impl Kubelet {
     /// (KubeletReady), or Ready=False (KubeletNotReady) while PLEG is unhealthy.
     fn post_node_status(&mut self, force: bool) {
         let name = self.node.name.clone();
-        let Some(node) = self.client.get("", "nodes", "", &name) else { return };
+        let Some(node) = self.client.get("", "nodes", "", &name) else {
+            return;
+        };
         let boot_id = self.node.state.lock().boot_id.clone();
-        let boot_changed = node.pointer("/status/nodeInfo/bootID").and_then(Value::as_str) != Some(boot_id.as_str());
+        let boot_changed = node
+            .pointer("/status/nodeInfo/bootID")
+            .and_then(Value::as_str)
+            != Some(boot_id.as_str());
         let pleg = self.pleg_unhealthy();
         let was = meta::condition_status(&node, "Ready").map(String::from);
         let old_msg = node
@@ -493,10 +631,18 @@ impl Kubelet {
             .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
             .and_then(|c| c["message"].as_str().map(String::from));
         let (status, reason, message) = match &pleg {
-            None => ("True", "KubeletReady", "kubelet is posting ready status".to_string()),
+            None => (
+                "True",
+                "KubeletReady",
+                "kubelet is posting ready status".to_string(),
+            ),
             Some(err) => ("False", "KubeletNotReady", err.clone()),
         };
-        if !force && !boot_changed && was.as_deref() == Some(status) && old_msg.as_deref() == Some(message.as_str()) {
+        if !force
+            && !boot_changed
+            && was.as_deref() == Some(status)
+            && old_msg.as_deref() == Some(message.as_str())
+        {
             return;
         }
         let mut fresh = crate::nodes::node_object(&name, self.node.index, self.node.control_plane);
@@ -509,7 +655,14 @@ impl Kubelet {
                     c["message"] = json!(message);
                 }
                 // Unchanged statuses keep their transition time.
-                let old = node.pointer("/status/conditions").and_then(Value::as_array).and_then(|cs| cs.iter().find(|o| o["type"] == c["type"] && o["status"] == c["status"]).cloned());
+                let old = node
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .and_then(|cs| {
+                        cs.iter()
+                            .find(|o| o["type"] == c["type"] && o["status"] == c["status"])
+                            .cloned()
+                    });
                 if let Some(old) = old {
                     c["lastTransitionTime"] = old["lastTransitionTime"].clone();
                 }
@@ -518,11 +671,25 @@ impl Kubelet {
         let patch = json!({"status": {"conditions": fresh["status"]["conditions"], "nodeInfo": fresh["status"]["nodeInfo"]}});
         let _ = self.client.merge_status("", "nodes", "", &name, &patch);
         if was.as_deref() != Some(status) {
-            let event = if status == "True" { "NodeReady" } else { "NodeNotReady" };
-            self.recorder.record(&node, EventKind::Normal, event, &format!("Node {} status is now: {}", name, event));
+            let event = if status == "True" {
+                "NodeReady"
+            } else {
+                "NodeNotReady"
+            };
+            self.recorder.record(
+                &node,
+                EventKind::Normal,
+                event,
+                &format!("Node {} status is now: {}", name, event),
+            );
         }
         if boot_changed && force {
-            self.recorder.record(&node, EventKind::Warning, "Rebooted", &format!("Node {} has been rebooted, boot id: {}", name, boot_id));
+            self.recorder.record(
+                &node,
+                EventKind::Warning,
+                "Rebooted",
+                &format!("Node {} has been rebooted, boot id: {}", name, boot_id),
+            );
         }
     }
 
@@ -530,33 +697,57 @@ impl Kubelet {
 
     /// The live (not deleting) `longhorn-csi-plugin` pod of this node.
     fn plugin_pod(&self) -> Option<&PodRt> {
-        self.pods.values().find(|p| p.name.starts_with("longhorn-csi-plugin") && !meta::is_deleting(&p.pod))
+        self.pods
+            .values()
+            .find(|p| p.name.starts_with("longhorn-csi-plugin") && !meta::is_deleting(&p.pod))
     }
 
     fn container_running(p: &PodRt, name: &str) -> bool {
-        p.main.iter().any(|c| c.name == name && matches!(c.state, CState::Running { .. }))
+        p.main
+            .iter()
+            .any(|c| c.name == name && matches!(c.state, CState::Running { .. }))
     }
 
     /// The plugin process answers on its socket: its container runs and is not crashing.
     fn plugin_serving(&self) -> bool {
-        self.plugin_pod().map(|p| Self::container_running(p, "longhorn-csi-plugin")).unwrap_or(false) && !self.node.state.lock().faults.csi_plugin_down
+        self.plugin_pod()
+            .map(|p| Self::container_running(p, "longhorn-csi-plugin"))
+            .unwrap_or(false)
+            && !self.node.state.lock().faults.csi_plugin_down
     }
 
     /// The kubelet's plugin watcher registers the driver while node-driver-registrar's socket
     /// exists, i.e. while the registrar runs in a plugin pod that is not being deleted (its
     /// preStop removes the socket). A crash-looping plugin container leaves it registered.
     fn sync_csi_registration(&mut self, partitioned: bool) {
-        let should = self.plugin_pod().map(|p| Self::container_running(p, "node-driver-registrar")).unwrap_or(false);
+        let should = self
+            .plugin_pod()
+            .map(|p| Self::container_running(p, "node-driver-registrar"))
+            .unwrap_or(false);
         if should == self.csi_registered {
             return;
         }
         if should {
             self.log('I', "csi_plugin.go:106", &format!("kubernetes.io/csi: Trying to validate a new CSI Driver with name: {} endpoint: {} versions: 1.0.0", DRIVER, CSI_SOCKET));
-            self.log('I', "csi_plugin.go:119", &format!("kubernetes.io/csi: Register new plugin with name: {} at endpoint: {}", DRIVER, CSI_SOCKET));
+            self.log(
+                'I',
+                "csi_plugin.go:119",
+                &format!(
+                    "kubernetes.io/csi: Register new plugin with name: {} at endpoint: {}",
+                    DRIVER, CSI_SOCKET
+                ),
+            );
             self.csi_log("main.go:164", "Received GetInfo call: &InfoRequest{}");
             self.csi_log("main.go:90", "Received NotifyRegistrationStatus call: &RegistrationStatus{PluginRegistered:true,Error:,}");
         } else {
-            self.log('I', "csi_plugin.go:223", &format!("kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin {}", DRIVER));
+            self.log(
+                'I',
+                "csi_plugin.go:223",
+                &format!(
+                    "kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin {}",
+                    DRIVER
+                ),
+            );
         }
         if partitioned {
             return;
@@ -567,7 +758,13 @@ impl Kubelet {
         } else {
             json!([])
         };
-        let _ = self.client.merge("storage.k8s.io", "csinodes", "", &self.node.name, &json!({"spec": {"drivers": drivers}}));
+        let _ = self.client.merge(
+            "storage.k8s.io",
+            "csinodes",
+            "",
+            &self.node.name,
+            &json!({"spec": {"drivers": drivers}}),
+        );
     }
 
     /// What a node call to the plugin fails with right now, if anything: the driver is not
@@ -593,15 +790,25 @@ impl Kubelet {
             .values()
             .filter(|p| p.name.starts_with("longhorn-csi-plugin"))
             .flat_map(|p| p.main.iter())
-            .filter(|c| c.name == "longhorn-csi-plugin" && matches!(c.state, CState::Running { .. }))
+            .filter(|c| {
+                c.name == "longhorn-csi-plugin" && matches!(c.state, CState::Running { .. })
+            })
             .map(|c| c.container_id.clone())
             .collect();
         if self.plugin_processes.difference(&running).next().is_some() {
-            self.node.state.lock().faults.stale_mounts.retain(|m| m.holder != MountHolder::CsiPlugin);
+            self.node
+                .state
+                .lock()
+                .faults
+                .stale_mounts
+                .retain(|m| m.holder != MountHolder::CsiPlugin);
         }
         for _ in running.difference(&self.plugin_processes) {
             self.csi_log("main.go:135", "Version: v2.14.0");
-            self.csi_log("node_register.go:53", "Starting Registration Server at: /registration/driver.longhorn.io-reg.sock");
+            self.csi_log(
+                "node_register.go:53",
+                "Starting Registration Server at: /registration/driver.longhorn.io-reg.sock",
+            );
         }
         self.plugin_processes = running;
     }
@@ -615,8 +822,15 @@ impl Kubelet {
             .map(|vs| {
                 vs.iter()
                     .map(|v| {
-                        let name = v.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-                        let claim = v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str).map(String::from);
+                        let name = v
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string();
+                        let claim = v
+                            .pointer("/persistentVolumeClaim/claimName")
+                            .and_then(Value::as_str)
+                            .map(String::from);
                         let csi = claim.as_ref().and_then(|c| {
                             let pvc = self.client.get("", "persistentvolumeclaims", ns, c)?;
                             let pv_name = meta::str_at(&pvc, "/spec/volumeName")?.to_string();
@@ -647,7 +861,12 @@ impl Kubelet {
     fn desired_setups(&self) -> Vec<(String, String, String, String)> {
         let mut out = Vec::new();
         for p in self.pods.values() {
-            if !p.claims || meta::is_deleting(&p.pod) || p.stale || p.phase == "Succeeded" || p.phase == "Failed" {
+            if !p.claims
+                || meta::is_deleting(&p.pod)
+                || p.stale
+                || p.phase == "Succeeded"
+                || p.phase == "Failed"
+            {
                 continue;
             }
             for v in self.pod_volumes(&p.pod) {
@@ -661,11 +880,18 @@ impl Kubelet {
 
     /// A failed volume operation: the nestedpendingoperations line, and for mount operations
     /// the FailedMount event on the pod (unmount operations record none upstream).
-    fn op_failed(&mut self, key: &OpKey, now: Instant, detailed: &str, event: Option<(&str, String)>) {
+    fn op_failed(
+        &mut self,
+        key: &OpKey,
+        now: Instant,
+        detailed: &str,
+        event: Option<(&str, String)>,
+    ) {
         self.log_op_failure(key, now, detailed);
         if let Some((uid, msg)) = event {
             if let Some(pod) = self.pods.get(uid).map(|p| p.pod.clone()) {
-                self.recorder.record(&pod, EventKind::Warning, "FailedMount", &msg);
+                self.recorder
+                    .record(&pod, EventKind::Warning, "FailedMount", &msg);
             }
         }
     }
@@ -685,21 +911,34 @@ impl Kubelet {
         let node = self.node.name.clone();
         let (stale, io_errors, hung_nfs) = {
             let st = self.node.state.lock();
-            (st.faults.stale_mounts.clone(), st.faults.io_errors, st.faults.hung_nfs)
+            (
+                st.faults.stale_mounts.clone(),
+                st.faults.io_errors,
+                st.faults.hung_nfs,
+            )
         };
         // Hanging calls that have returned now fail.
         for (key, err) in self.ops.returned(now) {
-            let waiting = self.desired_setups().into_iter().find(|(_, _, h, _)| unique_name(h) == key.volume);
+            let waiting = self
+                .desired_setups()
+                .into_iter()
+                .find(|(_, _, h, _)| unique_name(h) == key.volume);
             let Some((uid, pv, _, pod_name)) = waiting else {
                 self.log_op_failure(&key, now, &err);
                 continue;
             };
             let detailed = format!("MountVolume.MountDevice failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", pv, key.volume, pod_name, uid, err);
-            let simple = format!("MountVolume.MountDevice failed for volume \"{}\" : {}", pv, err);
+            let simple = format!(
+                "MountVolume.MountDevice failed for volume \"{}\" : {}",
+                pv, err
+            );
             self.op_failed(&key, now, &detailed, Some((&uid, simple)));
         }
         let desired = self.desired_setups();
-        let desired_set: HashSet<(String, String)> = desired.iter().map(|(u, pv, _, _)| (u.clone(), pv.clone())).collect();
+        let desired_set: HashSet<(String, String)> = desired
+            .iter()
+            .map(|(u, pv, _, _)| (u.clone(), pv.clone()))
+            .collect();
         // The RCA's node-wide block (option), or an NFS mount that never answers.
         let blocked = stale.iter().any(|m| m.blocks_queue) || hung_nfs;
         // 1. UnmountDevice of stale device mounts: GetDeviceMountRefs finds the leftover pod mount.
@@ -727,12 +966,16 @@ impl Kubelet {
                 continue;
             }
             self.log('I', "reconciler_common.go:159", &format!("\"operationExecutor.UnmountVolume started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") pod \\\"{}\\\" (UID: \\\"{}\\\") \"", pv, un, uid, uid));
-            let teardown_err = match self.plugin_call_error("Unmounter.TearDownAt failed to get CSI client") {
-                Some(e) if e.starts_with("rpc error") => Some(format!("kubernetes.io/csi: Unmounter.TearDownAt failed: {}", e)),
-                Some(e) => Some(e),
-                None if io_errors => Some("unmount failed: input/output error".to_string()),
-                None => None,
-            };
+            let teardown_err =
+                match self.plugin_call_error("Unmounter.TearDownAt failed to get CSI client") {
+                    Some(e) if e.starts_with("rpc error") => Some(format!(
+                        "kubernetes.io/csi: Unmounter.TearDownAt failed: {}",
+                        e
+                    )),
+                    Some(e) => Some(e),
+                    None if io_errors => Some("unmount failed: input/output error".to_string()),
+                    None => None,
+                };
             if let Some(e) = teardown_err {
                 self.op_failed(&key, now, &format!("UnmountVolume.TearDown failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", pv, un, uid, uid, e), None);
                 continue;
@@ -743,7 +986,12 @@ impl Kubelet {
         }
         // 3. UnmountDevice of devices nobody uses any more (then they may be detached).
         if !blocked {
-            let in_use: HashSet<String> = self.setups.iter().map(|(_, pv)| pv.clone()).chain(desired.iter().map(|(_, pv, _, _)| pv.clone())).collect();
+            let in_use: HashSet<String> = self
+                .setups
+                .iter()
+                .map(|(_, pv)| pv.clone())
+                .chain(desired.iter().map(|(_, pv, _, _)| pv.clone()))
+                .collect();
             for (pv, handle) in self.devices.clone() {
                 if in_use.contains(&pv) {
                     continue;
@@ -754,8 +1002,13 @@ impl Kubelet {
                     continue;
                 }
                 self.log('I', "reconciler_common.go:299", &format!("\"operationExecutor.UnmountDevice started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", pv, un, node));
-                let err = match self.plugin_call_error("attacher.UnmountDevice failed to create newCsiDriverClient") {
-                    Some(e) if e.starts_with("rpc error") => Some(format!("kubernetes.io/csi: attacher.UnmountDevice failed: {}", e)),
+                let err = match self
+                    .plugin_call_error("attacher.UnmountDevice failed to create newCsiDriverClient")
+                {
+                    Some(e) if e.starts_with("rpc error") => Some(format!(
+                        "kubernetes.io/csi: attacher.UnmountDevice failed: {}",
+                        e
+                    )),
                     other => other,
                 };
                 if let Some(e) = err {
@@ -782,44 +1035,120 @@ impl Kubelet {
             if !self.ops.may_run(&key, now) {
                 continue;
             }
-            let detailed = |prefix: &str, suffix: &str| format!("{} for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") {}", prefix, pv, un, pod_name, uid, suffix);
+            let detailed = |prefix: &str, suffix: &str| {
+                format!(
+                    "{} for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") {}",
+                    prefix, pv, un, pod_name, uid, suffix
+                )
+            };
             if !self.attached(&pv) {
-                self.log('I', "reconciler_common.go:245", &format!("\"{}\" pod=\"{}\"", detailed("operationExecutor.VerifyControllerAttachedVolume started", "").replace('"', "\\\""), self.pod_ref(&uid)));
-                self.op_failed(&key, now, &detailed("Volume not attached according to node status", ""), None);
+                self.log(
+                    'I',
+                    "reconciler_common.go:245",
+                    &format!(
+                        "\"{}\" pod=\"{}\"",
+                        detailed(
+                            "operationExecutor.VerifyControllerAttachedVolume started",
+                            ""
+                        )
+                        .replace('"', "\\\""),
+                        self.pod_ref(&uid)
+                    ),
+                );
+                self.op_failed(
+                    &key,
+                    now,
+                    &detailed("Volume not attached according to node status", ""),
+                    None,
+                );
                 continue;
             }
-            self.vlog(1, "reconciler_common.go:224", &format!("\"{}\" pod=\"{}\"", detailed("operationExecutor.MountVolume started", "").replace('"', "\\\""), self.pod_ref(&uid)));
+            self.vlog(
+                1,
+                "reconciler_common.go:224",
+                &format!(
+                    "\"{}\" pod=\"{}\"",
+                    detailed("operationExecutor.MountVolume started", "").replace('"', "\\\""),
+                    self.pod_ref(&uid)
+                ),
+            );
             let device_mounted = self.devices.contains_key(&pv);
             let (stage, err) = if device_mounted {
-                ("MountVolume.SetUp", self.plugin_call_error("mounter.SetUpAt failed to get CSI client"))
+                (
+                    "MountVolume.SetUp",
+                    self.plugin_call_error("mounter.SetUpAt failed to get CSI client"),
+                )
             } else {
-                let e = self.plugin_call_error("attacher.MountDevice failed to create newCsiDriverClient");
-                ("MountVolume.MountDevice", if e.is_none() && io_errors { Some("rpc error: code = Internal desc = mount failed: exit status 32: input/output error".to_string()) } else { e })
+                let e = self
+                    .plugin_call_error("attacher.MountDevice failed to create newCsiDriverClient");
+                (
+                    "MountVolume.MountDevice",
+                    if e.is_none() && io_errors {
+                        Some("rpc error: code = Internal desc = mount failed: exit status 32: input/output error".to_string())
+                    } else {
+                        e
+                    },
+                )
             };
             if let Some(e) = err {
                 let simple = format!("{} failed for volume \"{}\" : {}", stage, pv, e);
-                self.op_failed(&key, now, &detailed(&format!("{} failed", stage), &format!(": {}", e)), Some((&uid, simple)));
+                self.op_failed(
+                    &key,
+                    now,
+                    &detailed(&format!("{} failed", stage), &format!(": {}", e)),
+                    Some((&uid, simple)),
+                );
                 continue;
             }
             if !device_mounted && plugin_hangs {
                 // NodeStageVolume does not return; the kubelet's call gives up at its deadline.
                 let done = now + self.timing.s(self.timing.csi_call_timeout);
-                self.ops.start_hanging(&key, done, "rpc error: code = DeadlineExceeded desc = context deadline exceeded".into());
+                self.ops.start_hanging(
+                    &key,
+                    done,
+                    "rpc error: code = DeadlineExceeded desc = context deadline exceeded".into(),
+                );
                 continue;
             }
             let pod_ref = self.pod_ref(&uid);
             if !device_mounted {
                 self.devices.insert(pv.clone(), handle.clone());
-                self.log('I', "operation_generator.go:580", &format!("\"{}\" pod=\"{}\"", detailed("MountVolume.MountDevice succeeded", &format!("device mount path \"{}\"", global_mount_path(&handle))).trim_end().replace('"', "\\\""), pod_ref));
+                self.log(
+                    'I',
+                    "operation_generator.go:580",
+                    &format!(
+                        "\"{}\" pod=\"{}\"",
+                        detailed(
+                            "MountVolume.MountDevice succeeded",
+                            &format!("device mount path \"{}\"", global_mount_path(&handle))
+                        )
+                        .trim_end()
+                        .replace('"', "\\\""),
+                        pod_ref
+                    ),
+                );
             }
             self.ops.succeeded(&key);
             self.setups.insert((uid.clone(), pv.clone()));
-            self.log('I', "operation_generator.go:721", &format!("\"{}\" pod=\"{}\"", detailed("MountVolume.SetUp succeeded", "").trim_end().replace('"', "\\\""), pod_ref));
+            self.log(
+                'I',
+                "operation_generator.go:721",
+                &format!(
+                    "\"{}\" pod=\"{}\"",
+                    detailed("MountVolume.SetUp succeeded", "")
+                        .trim_end()
+                        .replace('"', "\\\""),
+                    pod_ref
+                ),
+            );
         }
     }
 
     fn pod_ref(&self, uid: &str) -> String {
-        self.pods.get(uid).map(|p| format!("{}/{}", p.ns, p.name)).unwrap_or_default()
+        self.pods
+            .get(uid)
+            .map(|p| format!("{}/{}", p.ns, p.name))
+            .unwrap_or_default()
     }
 
     /// Are all of the pod's volumes set up? Returns (unmounted, unattached) volume names.
@@ -853,11 +1182,30 @@ impl Kubelet {
     /// `node.status.volumesInUse`: every volume the desired state wants (as soon as a pod on the
     /// node wants it) plus those still mounted.
     fn post_volumes_in_use(&mut self) {
-        let mut in_use: Vec<String> = self.devices.values().map(|h| unique_name(h)).chain(self.desired_setups().iter().map(|(_, _, h, _)| unique_name(h))).collect();
+        let mut in_use: Vec<String> = self
+            .devices
+            .values()
+            .map(|h| unique_name(h))
+            .chain(
+                self.desired_setups()
+                    .iter()
+                    .map(|(_, _, h, _)| unique_name(h)),
+            )
+            .collect();
         in_use.sort();
         in_use.dedup();
         if in_use != self.volumes_in_use {
-            if self.client.merge_status("", "nodes", "", &self.node.name, &json!({"status": {"volumesInUse": in_use}})).is_ok() {
+            if self
+                .client
+                .merge_status(
+                    "",
+                    "nodes",
+                    "",
+                    &self.node.name,
+                    &json!({"status": {"volumesInUse": in_use}}),
+                )
+                .is_ok()
+            {
                 self.volumes_in_use = in_use;
             }
         }
@@ -868,10 +1216,20 @@ impl Kubelet {
         let mut out: Vec<String> = self
             .devices
             .iter()
-            .map(|(pv, h)| format!("/dev/longhorn/{} on {} type ext4 (rw,relatime)", pv, global_mount_path(h)))
+            .map(|(pv, h)| {
+                format!(
+                    "/dev/longhorn/{} on {} type ext4 (rw,relatime)",
+                    pv,
+                    global_mount_path(h)
+                )
+            })
             .collect();
         for (uid, pv) in &self.setups {
-            out.push(format!("/dev/longhorn/{} on {} type ext4 (rw,relatime)", pv, pod_mount_path(uid, pv)));
+            out.push(format!(
+                "/dev/longhorn/{} on {} type ext4 (rw,relatime)",
+                pv,
+                pod_mount_path(uid, pv)
+            ));
         }
         out.sort();
         out
@@ -942,7 +1300,15 @@ impl Kubelet {
                 c.state = CState::Waiting("PodInitializing".into(), None);
             }
             for c in p.main.iter_mut() {
-                c.state = CState::Waiting(if has_init { "PodInitializing" } else { "ContainerCreating" }.into(), None);
+                c.state = CState::Waiting(
+                    if has_init {
+                        "PodInitializing"
+                    } else {
+                        "ContainerCreating"
+                    }
+                    .into(),
+                    None,
+                );
             }
         }
         let (unmounted, unattached) = self.volumes_ready(&self.pods[uid]);
@@ -952,13 +1318,17 @@ impl Kubelet {
             // requeues the pod.
             let timeout = self.timing.s(self.timing.pod_attach_mount_timeout);
             let p = &self.pods[uid];
-            if p.wait_mark.map(|m| now.duration_since(m) >= timeout).unwrap_or(false) {
+            if p.wait_mark
+                .map(|m| now.duration_since(m) >= timeout)
+                .unwrap_or(false)
+            {
                 let line = format!(
                     "\"Error syncing pod, skipping\" err=\"unmounted volumes=[{}], unattached volumes=[{}], failed to process volumes=[]: context deadline exceeded\" pod=\"{}/{}\" podUID=\"{}\"",
                     unmounted.join(" "), unattached.join(" "), p.ns, p.name, p.uid
                 );
                 self.log('E', "pod_workers.go:1298", &line);
-                self.pods.get_mut(uid).unwrap().wait_mark = Some(now + self.timing.s(self.timing.pod_sync_requeue));
+                self.pods.get_mut(uid).unwrap().wait_mark =
+                    Some(now + self.timing.s(self.timing.pod_sync_requeue));
             }
             return;
         }
@@ -979,24 +1349,41 @@ impl Kubelet {
             (st.faults.csi_plugin_down, st.faults.prober_broken)
         };
         let pod = self.pods[uid].pod.clone();
-        let restart_policy = meta::str_at(&pod, "/spec/restartPolicy").unwrap_or("Always").to_string();
-        let crash_after = Self::annotation(&pod, script::CRASH_AFTER).and_then(parse_duration).map(|d| self.timing.s(d));
-        let exit_after = Self::annotation(&pod, script::EXIT_AFTER).and_then(parse_duration).map(|d| self.timing.s(d));
+        let restart_policy = meta::str_at(&pod, "/spec/restartPolicy")
+            .unwrap_or("Always")
+            .to_string();
+        let crash_after = Self::annotation(&pod, script::CRASH_AFTER)
+            .and_then(parse_duration)
+            .map(|d| self.timing.s(d));
+        let exit_after = Self::annotation(&pod, script::EXIT_AFTER)
+            .and_then(parse_duration)
+            .map(|d| self.timing.s(d));
         let never_ready = Self::annotation(&pod, script::NEVER_READY) == Some("true");
         let pull_error = Self::annotation(&pod, script::IMAGE_PULL_ERROR).map(String::from);
-        let init_run = Self::annotation(&pod, script::INIT_DURATION).and_then(parse_duration).map(|d| self.timing.s(d)).unwrap_or(self.timing.s(self.timing.init_container_run));
-        let log_lines: Vec<String> = Self::annotation(&pod, script::LOG).map(|l| l.lines().map(String::from).collect()).unwrap_or_default();
+        let init_run = Self::annotation(&pod, script::INIT_DURATION)
+            .and_then(parse_duration)
+            .map(|d| self.timing.s(d))
+            .unwrap_or(self.timing.s(self.timing.init_container_run));
+        let log_lines: Vec<String> = Self::annotation(&pod, script::LOG)
+            .map(|l| l.lines().map(String::from).collect())
+            .unwrap_or_default();
         let pull_policy = |name: &str| -> String {
             ["containers", "initContainers"]
                 .iter()
-                .filter_map(|f| pod.pointer(&format!("/spec/{}", f)).and_then(Value::as_array))
+                .filter_map(|f| {
+                    pod.pointer(&format!("/spec/{}", f))
+                        .and_then(Value::as_array)
+                })
                 .flatten()
                 .find(|c| c["name"] == name)
                 .and_then(|c| c.get("imagePullPolicy").and_then(Value::as_str))
                 .unwrap_or("IfNotPresent")
                 .to_string()
         };
-        let pull = (self.timing.s(self.timing.image_pull), self.timing.image_pull);
+        let pull = (
+            self.timing.s(self.timing.image_pull),
+            self.timing.image_pull,
+        );
         let start = self.timing.s(self.timing.container_start);
         let crash_max = self.timing.crash_backoff_max;
         let mut events: Vec<(Option<String>, EventKind, String, String)> = Vec::new();
@@ -1014,12 +1401,27 @@ impl Kubelet {
             let p = self.pods.get_mut(uid).unwrap();
             let images = &mut self.images;
             let c = &mut p.init[i];
-            if step_container(c, now, &policy, images, pull, start, pull_error.as_deref(), &field, &mut events) {
+            if step_container(
+                c,
+                now,
+                &policy,
+                images,
+                pull,
+                start,
+                pull_error.as_deref(),
+                &field,
+                &mut events,
+            ) {
                 p.dirty = true;
             }
             if let CState::Running { since, ref started } = c.state {
                 if now.duration_since(since) >= init_run {
-                    c.state = CState::Terminated { exit: 0, reason: "Completed".into(), started: started.clone(), finished: meta::now_rfc3339() };
+                    c.state = CState::Terminated {
+                        exit: 0,
+                        reason: "Completed".into(),
+                        started: started.clone(),
+                        finished: meta::now_rfc3339(),
+                    };
                     p.dirty = true;
                 }
             }
@@ -1044,7 +1446,17 @@ impl Kubelet {
                         continue;
                     }
                 }
-                if step_container(c, now, &policy, images, pull, start, pull_error.as_deref(), &field, &mut events) {
+                if step_container(
+                    c,
+                    now,
+                    &policy,
+                    images,
+                    pull,
+                    start,
+                    pull_error.as_deref(),
+                    &field,
+                    &mut events,
+                ) {
                     p.dirty = true;
                     if matches!(c.state, CState::Running { .. }) {
                         c.prev_logs = std::mem::take(&mut c.logs);
@@ -1060,7 +1472,8 @@ impl Kubelet {
                     }
                     let died = if is_csi && csi_down {
                         Some((2, "Error"))
-                    } else if let Some(d) = crash_after.filter(|d| now.duration_since(since) >= *d) {
+                    } else if let Some(d) = crash_after.filter(|d| now.duration_since(since) >= *d)
+                    {
                         let _ = d;
                         Some((1, "Error"))
                     } else if let Some(d) = exit_after.filter(|d| now.duration_since(since) >= *d) {
@@ -1070,20 +1483,41 @@ impl Kubelet {
                         None
                     };
                     if let Some((exit, reason)) = died {
-                        let term = CState::Terminated { exit, reason: reason.into(), started: started.clone(), finished: meta::now_rfc3339() };
+                        let term = CState::Terminated {
+                            exit,
+                            reason: reason.into(),
+                            started: started.clone(),
+                            finished: meta::now_rfc3339(),
+                        };
                         c.ready = false;
                         p.dirty = true;
-                        let restart = restart_policy == "Always" || (restart_policy == "OnFailure" && exit != 0);
+                        let restart = restart_policy == "Always"
+                            || (restart_policy == "OnFailure" && exit != 0);
                         if restart {
                             c.last = Some(term);
                             c.restarts += 1;
                             c.step = Step::BackOff;
                             c.next = Some(now + self.timing.s(c.crash_backoff));
-                            let msg = format!("back-off {} restarting failed container={} pod={}_{}({})", go_duration(c.crash_backoff), c.name, p.name, p.ns, p.uid);
+                            let msg = format!(
+                                "back-off {} restarting failed container={} pod={}_{}({})",
+                                go_duration(c.crash_backoff),
+                                c.name,
+                                p.name,
+                                p.ns,
+                                p.uid
+                            );
                             c.state = CState::Waiting("CrashLoopBackOff".into(), Some(msg));
                             c.crash_backoff = (c.crash_backoff * 2).min(crash_max);
-                            let msg = format!("Back-off restarting failed container {} in pod {}_{}({})", c.name, p.name, p.ns, p.uid);
-                            events.push((Some(field.clone()), EventKind::Warning, "BackOff".into(), msg));
+                            let msg = format!(
+                                "Back-off restarting failed container {} in pod {}_{}({})",
+                                c.name, p.name, p.ns, p.uid
+                            );
+                            events.push((
+                                Some(field.clone()),
+                                EventKind::Warning,
+                                "BackOff".into(),
+                                msg,
+                            ));
                         } else {
                             c.state = term;
                         }
@@ -1093,15 +1527,31 @@ impl Kubelet {
         }
         let pod_obj = pod.clone();
         for (field, kind, reason, msg) in events {
-            self.recorder.record_at(&pod_obj, field.as_deref(), kind, &reason, &msg);
+            self.recorder
+                .record_at(&pod_obj, field.as_deref(), kind, &reason, &msg);
         }
         // Phase.
         let p = self.pods.get_mut(uid).unwrap();
-        let all_init = p.init.iter().all(|c| matches!(c.state, CState::Terminated { exit: 0, .. }));
+        let all_init = p
+            .init
+            .iter()
+            .all(|c| matches!(c.state, CState::Terminated { exit: 0, .. }));
         let phase = if !all_init {
             "Pending"
-        } else if p.main.iter().all(|c| matches!(c.state, CState::Terminated { .. })) && !p.main.is_empty() {
-            if p.main.iter().all(|c| matches!(c.state, CState::Terminated { exit: 0, .. })) { "Succeeded" } else { "Failed" }
+        } else if p
+            .main
+            .iter()
+            .all(|c| matches!(c.state, CState::Terminated { .. }))
+            && !p.main.is_empty()
+        {
+            if p.main
+                .iter()
+                .all(|c| matches!(c.state, CState::Terminated { exit: 0, .. }))
+            {
+                "Succeeded"
+            } else {
+                "Failed"
+            }
         } else if p.main.iter().any(|c| c.started_once) {
             "Running"
         } else {
@@ -1120,7 +1570,9 @@ impl Kubelet {
         let settled = p.phase == "Running"
             && crash_after.is_none()
             && exit_after.is_none()
-            && p.main.iter().all(|c| matches!(c.state, CState::Running { .. }) && c.step == Step::Started);
+            && p.main
+                .iter()
+                .all(|c| matches!(c.state, CState::Running { .. }) && c.step == Step::Started);
         if settled {
             p.quiet_until = Some(now + self.timing.s(self.timing.pod_resync));
         }
@@ -1134,10 +1586,26 @@ impl Kubelet {
             p.killing = true;
             p.stopped_at = Some(now + stop);
             let pod = p.pod.clone();
-            let running: Vec<String> = p.init.iter().chain(p.main.iter()).filter(|c| matches!(c.state, CState::Running { .. })).map(|c| c.name.clone()).collect();
+            let running: Vec<String> = p
+                .init
+                .iter()
+                .chain(p.main.iter())
+                .filter(|c| matches!(c.state, CState::Running { .. }))
+                .map(|c| c.name.clone())
+                .collect();
             for name in running {
-                let field = if p.init.iter().any(|c| c.name == name) { format!("spec.initContainers{{{}}}", name) } else { format!("spec.containers{{{}}}", name) };
-                self.recorder.record_at(&pod, Some(&field), EventKind::Normal, "Killing", &format!("Stopping container {}", name));
+                let field = if p.init.iter().any(|c| c.name == name) {
+                    format!("spec.initContainers{{{}}}", name)
+                } else {
+                    format!("spec.containers{{{}}}", name)
+                };
+                self.recorder.record_at(
+                    &pod,
+                    Some(&field),
+                    EventKind::Normal,
+                    "Killing",
+                    &format!("Stopping container {}", name),
+                );
             }
             return;
         }
@@ -1146,7 +1614,12 @@ impl Kubelet {
         }
         for c in p.init.iter_mut().chain(p.main.iter_mut()) {
             if let CState::Running { ref started, .. } = c.state {
-                c.state = CState::Terminated { exit: 0, reason: "Completed".into(), started: started.clone(), finished: meta::now_rfc3339() };
+                c.state = CState::Terminated {
+                    exit: 0,
+                    reason: "Completed".into(),
+                    started: started.clone(),
+                    finished: meta::now_rfc3339(),
+                };
                 c.ready = false;
                 p.dirty = true;
             }
@@ -1161,7 +1634,14 @@ impl Kubelet {
         }
         let (ns, name) = (p.ns.clone(), p.name.clone());
         match self.client.delete("", "pods", &ns, &name, Some(0)) {
-            Ok(_) => self.log('I', "kubelet.go:2450", &format!("\"SyncLoop DELETE\" source=\"api\" pods=[\"{}/{}\"]", ns, name)),
+            Ok(_) => self.log(
+                'I',
+                "kubelet.go:2450",
+                &format!(
+                    "\"SyncLoop DELETE\" source=\"api\" pods=[\"{}/{}\"]",
+                    ns, name
+                ),
+            ),
             Err(e) if e.code == 404 => {}
             Err(_) => {}
         }
@@ -1170,10 +1650,25 @@ impl Kubelet {
     /// Kill a running container of the first live pod whose name starts with `pod_prefix`; the
     /// runtime starts it again (restartCount + 1), like `crictl stop`.
     pub fn restart_container(&mut self, pod_prefix: &str, container: &str) -> bool {
-        let Some(p) = self.pods.values_mut().find(|p| p.name.starts_with(pod_prefix) && !meta::is_deleting(&p.pod)) else { return false };
-        let Some(c) = p.main.iter_mut().find(|c| c.name == container) else { return false };
-        let CState::Running { ref started, .. } = c.state else { return false };
-        c.last = Some(CState::Terminated { exit: 137, reason: "Error".into(), started: started.clone(), finished: meta::now_rfc3339() });
+        let Some(p) = self
+            .pods
+            .values_mut()
+            .find(|p| p.name.starts_with(pod_prefix) && !meta::is_deleting(&p.pod))
+        else {
+            return false;
+        };
+        let Some(c) = p.main.iter_mut().find(|c| c.name == container) else {
+            return false;
+        };
+        let CState::Running { ref started, .. } = c.state else {
+            return false;
+        };
+        c.last = Some(CState::Terminated {
+            exit: 137,
+            reason: "Error".into(),
+            started: started.clone(),
+            finished: meta::now_rfc3339(),
+        });
         c.restarts += 1;
         c.ready = false;
         c.state = CState::Waiting("ContainerCreating".into(), None);
@@ -1188,7 +1683,12 @@ impl Kubelet {
 
     fn post_statuses(&mut self) {
         let host_ip = self.node.internal_ip();
-        let uids: Vec<String> = self.pods.iter().filter(|(_, p)| p.dirty && p.synced && !p.stale).map(|(u, _)| u.clone()).collect();
+        let uids: Vec<String> = self
+            .pods
+            .iter()
+            .filter(|(_, p)| p.dirty && p.synced && !p.stale)
+            .map(|(u, _)| u.clone())
+            .collect();
         for uid in uids {
             let p = &self.pods[&uid];
             let status = pod_status(p, &host_ip);
@@ -1197,10 +1697,17 @@ impl Kubelet {
                 self.pods.get_mut(&uid).unwrap().dirty = false;
                 continue;
             }
-            let res = self.client.merge_status("", "pods", &p.ns, &p.name, &json!({"status": status}));
+            let res =
+                self.client
+                    .merge_status("", "pods", &p.ns, &p.name, &json!({"status": status}));
             if let Err(e) = &res {
                 if e.code != 404 {
-                    let line = format!("\"Failed to update status for pod\" pod=\"{}/{}\" err=\"{}\"", p.ns, p.name, e.message.replace('"', "'"));
+                    let line = format!(
+                        "\"Failed to update status for pod\" pod=\"{}/{}\" err=\"{}\"",
+                        p.ns,
+                        p.name,
+                        e.message.replace('"', "'")
+                    );
                     self.log('E', "status_manager.go:914", &line);
                 }
             }
@@ -1220,14 +1727,39 @@ impl Kubelet {
     }
 
     /// Logs of a container for `pods/log`.
-    pub fn container_logs(&self, uid: &str, container: &str, previous: bool) -> Option<Result<String, String>> {
+    pub fn container_logs(
+        &self,
+        uid: &str,
+        container: &str,
+        previous: bool,
+    ) -> Option<Result<String, String>> {
         let p = self.pods.get(uid)?;
-        let c = p.init.iter().chain(p.main.iter()).find(|c| c.name == container)?;
+        let c = p
+            .init
+            .iter()
+            .chain(p.main.iter())
+            .find(|c| c.name == container)?;
         if previous {
-            return Some(if c.restarts == 0 { Err(format!("previous terminated container {:?} in pod {:?} not found", container, p.name)) } else { Ok(lines(&c.prev_logs)) });
+            return Some(if c.restarts == 0 {
+                Err(format!(
+                    "previous terminated container {:?} in pod {:?} not found",
+                    container, p.name
+                ))
+            } else {
+                Ok(lines(&c.prev_logs))
+            });
         }
         match &c.state {
-            CState::Waiting(reason, _) if !c.started_once => Some(Err(format!("container {:?} in pod {:?} is waiting to start: {}", container, p.name, if reason.is_empty() { "ContainerCreating" } else { reason }))),
+            CState::Waiting(reason, _) if !c.started_once => Some(Err(format!(
+                "container {:?} in pod {:?} is waiting to start: {}",
+                container,
+                p.name,
+                if reason.is_empty() {
+                    "ContainerCreating"
+                } else {
+                    reason
+                }
+            ))),
             _ => Some(Ok(lines(&c.logs))),
         }
     }
@@ -1248,16 +1780,53 @@ fn cond(t: &str, ok: bool, reason: Option<&str>, msg: Option<String>) -> Value {
 
 /// The status the kubelet's status manager posts: real shapes (conditions, Waiting reasons).
 fn pod_status(p: &PodRt, host_ip: &str) -> Value {
-    let init_ok = p.init.iter().all(|c| matches!(c.state, CState::Terminated { exit: 0, .. }));
-    let pending_init: Vec<&str> = p.init.iter().filter(|c| !matches!(c.state, CState::Terminated { exit: 0, .. })).map(|c| c.name.as_str()).collect();
-    let unready: Vec<&str> = p.main.iter().filter(|c| !c.ready).map(|c| c.name.as_str()).collect();
+    let init_ok = p
+        .init
+        .iter()
+        .all(|c| matches!(c.state, CState::Terminated { exit: 0, .. }));
+    let pending_init: Vec<&str> = p
+        .init
+        .iter()
+        .filter(|c| !matches!(c.state, CState::Terminated { exit: 0, .. }))
+        .map(|c| c.name.as_str())
+        .collect();
+    let unready: Vec<&str> = p
+        .main
+        .iter()
+        .filter(|c| !c.ready)
+        .map(|c| c.name.as_str())
+        .collect();
     let ready = unready.is_empty() && !p.main.is_empty() && !meta::is_deleting(&p.pod);
     let sandbox = p.pod_ip.is_some();
     let mut conds = vec![
         cond("PodReadyToStartContainers", sandbox, None, None),
-        cond("Initialized", init_ok, Some("ContainersNotInitialized"), Some(format!("containers with incomplete status: [{}]", pending_init.join(" ")))),
-        cond("Ready", ready, Some("ContainersNotReady"), Some(format!("containers with unready status: [{}]", unready.join(" ")))),
-        cond("ContainersReady", ready, Some("ContainersNotReady"), Some(format!("containers with unready status: [{}]", unready.join(" ")))),
+        cond(
+            "Initialized",
+            init_ok,
+            Some("ContainersNotInitialized"),
+            Some(format!(
+                "containers with incomplete status: [{}]",
+                pending_init.join(" ")
+            )),
+        ),
+        cond(
+            "Ready",
+            ready,
+            Some("ContainersNotReady"),
+            Some(format!(
+                "containers with unready status: [{}]",
+                unready.join(" ")
+            )),
+        ),
+        cond(
+            "ContainersReady",
+            ready,
+            Some("ContainersNotReady"),
+            Some(format!(
+                "containers with unready status: [{}]",
+                unready.join(" ")
+            )),
+        ),
     ];
     // Keep the scheduler's PodScheduled condition as the API has it.
     let scheduled = p
@@ -1268,14 +1837,35 @@ fn pod_status(p: &PodRt, host_ip: &str) -> Value {
         .unwrap_or_else(|| cond("PodScheduled", true, None, None));
     conds.push(scheduled);
     // Conditions other components own (DisruptionTarget, readiness gates) are kept.
-    const OWN: [&str; 5] = ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"];
-    if let Some(prev) = p.pod.pointer("/status/conditions").and_then(Value::as_array) {
-        conds.extend(prev.iter().filter(|c| !OWN.iter().any(|t| c["type"] == *t)).cloned());
+    const OWN: [&str; 5] = [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+        "PodScheduled",
+    ];
+    if let Some(prev) = p
+        .pod
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+    {
+        conds.extend(
+            prev.iter()
+                .filter(|c| !OWN.iter().any(|t| c["type"] == *t))
+                .cloned(),
+        );
     }
     // Preserve each condition's lastTransitionTime when its status is unchanged.
-    if let Some(prev) = p.pod.pointer("/status/conditions").and_then(Value::as_array) {
+    if let Some(prev) = p
+        .pod
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+    {
         for c in conds.iter_mut() {
-            if let Some(old) = prev.iter().find(|o| o["type"] == c["type"] && o["status"] == c["status"]) {
+            if let Some(old) = prev
+                .iter()
+                .find(|o| o["type"] == c["type"] && o["status"] == c["status"])
+            {
                 c["lastTransitionTime"] = old["lastTransitionTime"].clone();
             }
         }
@@ -1290,7 +1880,11 @@ fn pod_status(p: &PodRt, host_ip: &str) -> Value {
         "containerStatuses": p.main.iter().map(|c| ctr_status(c, false)).collect::<Vec<_>>(),
     });
     if !p.init.is_empty() {
-        s["initContainerStatuses"] = json!(p.init.iter().map(|c| ctr_status(c, true)).collect::<Vec<_>>());
+        s["initContainerStatuses"] = json!(p
+            .init
+            .iter()
+            .map(|c| ctr_status(c, true))
+            .collect::<Vec<_>>());
     }
     if let Some(ip) = &p.pod_ip {
         s["podIP"] = json!(ip);

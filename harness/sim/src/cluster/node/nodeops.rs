@@ -18,9 +18,19 @@ pub enum NodeOp {
     /// Leave a device mount of `pv` behind that UnmountDevice cannot clean up. `blocksQueue`
     /// (off by default) is the incident RCA's node-wide block of volume operations.
     #[serde(rename_all = "camelCase")]
-    StaleDeviceMount { pv: String, #[serde(default)] deleted_pv: bool, #[serde(default = "default_holder")] holder: Holder, #[serde(default)] blocks_queue: bool },
+    StaleDeviceMount {
+        pv: String,
+        #[serde(default)]
+        deleted_pv: bool,
+        #[serde(default = "default_holder")]
+        holder: Holder,
+        #[serde(default)]
+        blocks_queue: bool,
+    },
     #[serde(rename_all = "camelCase")]
-    ClearStaleDeviceMount { pv: String },
+    ClearStaleDeviceMount {
+        pv: String,
+    },
     /// The CSI node plugin crashes (its pod CrashLoopBackOff; driver unregistered).
     CsiPluginDown,
     CsiPluginUp,
@@ -29,10 +39,18 @@ pub enum NodeOp {
     /// `count` terminated pods whose volumes never clean up and whose sandboxes the runtime
     /// cannot tear down (PLEG relist hangs on them; with the RCA's pool, they hold workers).
     #[serde(rename_all = "camelCase")]
-    SaturateWorkers { #[serde(default)] count: Option<usize>, #[serde(default = "default_stale_ns")] namespace: String },
+    SaturateWorkers {
+        #[serde(default)]
+        count: Option<usize>,
+        #[serde(default = "default_stale_ns")]
+        namespace: String,
+    },
     /// Delete the stale pods the saturation created.
     #[serde(rename_all = "camelCase")]
-    ClearStalePods { #[serde(default = "default_stale_ns")] namespace: String },
+    ClearStalePods {
+        #[serde(default = "default_stale_ns")]
+        namespace: String,
+    },
     KubeletStop,
     KubeletStart,
     KubeletHang,
@@ -75,14 +93,24 @@ impl SimCluster {
         let msg = {
             let mut st = node.state.lock();
             match op {
-                NodeOp::StaleDeviceMount { pv, deleted_pv, holder, blocks_queue } => {
+                NodeOp::StaleDeviceMount {
+                    pv,
+                    deleted_pv,
+                    holder,
+                    blocks_queue,
+                } => {
                     st.faults.stale_mounts.retain(|m| &m.pv != pv);
                     let holder = match holder {
                         Holder::Kubelet => MountHolder::Kubelet,
                         Holder::CsiPlugin => MountHolder::CsiPlugin,
                         Holder::External => MountHolder::External,
                     };
-                    st.faults.stale_mounts.push(StaleMount { pv: pv.clone(), deleted_pv: *deleted_pv, holder, blocks_queue: *blocks_queue });
+                    st.faults.stale_mounts.push(StaleMount {
+                        pv: pv.clone(),
+                        deleted_pv: *deleted_pv,
+                        holder,
+                        blocks_queue: *blocks_queue,
+                    });
                     format!("stale device mount of {} left on {}", pv, node_name)
                 }
                 NodeOp::ClearStaleDeviceMount { pv } => {
@@ -109,9 +137,15 @@ impl SimCluster {
                 }
                 NodeOp::KubeletStart | NodeOp::KubeletRestart => {
                     if matches!(st.kubelet, KubeletProcess::Rebooting { .. }) {
-                        return Err(ApiError::new(409, "Conflict", format!("node {} is rebooting", node_name)));
+                        return Err(ApiError::new(
+                            409,
+                            "Conflict",
+                            format!("node {} is rebooting", node_name),
+                        ));
                     }
-                    st.kubelet = KubeletProcess::Restarting { until: now + t.s(t.kubelet_restart) };
+                    st.kubelet = KubeletProcess::Restarting {
+                        until: now + t.s(t.kubelet_restart),
+                    };
                     st.reset = Some(ResetKind::KubeletRestart);
                     format!("kubelet on {} restarting", node_name)
                 }
@@ -125,7 +159,13 @@ impl SimCluster {
                 }
                 NodeOp::Reboot => {
                     let stuck = st.faults.hung_nfs || st.faults.io_errors;
-                    st.kubelet = KubeletProcess::Rebooting { until: if stuck { None } else { Some(now + t.s(t.reboot)) } };
+                    st.kubelet = KubeletProcess::Rebooting {
+                        until: if stuck {
+                            None
+                        } else {
+                            Some(now + t.s(t.reboot))
+                        },
+                    };
                     st.reset = Some(ResetKind::Reboot);
                     if stuck {
                         format!("{} stuck in Rebooting (hung NFS / disk I/O errors): needs a power cycle", node_name)
@@ -136,7 +176,9 @@ impl SimCluster {
                 NodeOp::PowerCycle => {
                     st.faults.hung_nfs = false;
                     st.faults.io_errors = false;
-                    st.kubelet = KubeletProcess::Rebooting { until: Some(now + t.s(t.reboot)) };
+                    st.kubelet = KubeletProcess::Rebooting {
+                        until: Some(now + t.s(t.reboot)),
+                    };
                     st.reset = Some(ResetKind::Reboot);
                     format!("{} power cycled", node_name)
                 }
@@ -168,7 +210,11 @@ impl SimCluster {
         };
         let msg = match op {
             NodeOp::CsiPluginRestart => self.restart_csi_plugin(node_name)?,
-            NodeOp::SaturateWorkers { count, namespace } => self.saturate_workers(node_name, count.unwrap_or(super::kubelet::DEFAULT_STALE_PODS), namespace)?,
+            NodeOp::SaturateWorkers { count, namespace } => self.saturate_workers(
+                node_name,
+                count.unwrap_or(super::kubelet::DEFAULT_STALE_PODS),
+                namespace,
+            )?,
             NodeOp::ClearStalePods { namespace } => self.clear_stale_pods(node_name, namespace)?,
             _ => msg,
         };
@@ -177,18 +223,30 @@ impl SimCluster {
     }
 
     fn restart_csi_plugin(&self, node_name: &str) -> ApiResult<String> {
-        let restarted = self.kubelet(node_name)?.lock().restart_container("longhorn-csi-plugin", "longhorn-csi-plugin");
+        let restarted = self
+            .kubelet(node_name)?
+            .lock()
+            .restart_container("longhorn-csi-plugin", "longhorn-csi-plugin");
         if restarted {
             Ok(format!("CSI plugin container on {} restarted", node_name))
         } else {
-            Err(ApiError::new(409, "Conflict", format!("no running longhorn-csi-plugin container on {}", node_name)))
+            Err(ApiError::new(
+                409,
+                "Conflict",
+                format!("no running longhorn-csi-plugin container on {}", node_name),
+            ))
         }
     }
 
     fn saturate_workers(&self, node_name: &str, count: usize, ns: &str) -> ApiResult<String> {
         let client = Internal::new(self.api.clone(), "faultline");
         if client.get("", "namespaces", "", ns).is_none() {
-            client.create("", "namespaces", "", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))?;
+            client.create(
+                "",
+                "namespaces",
+                "",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            )?;
         }
         for i in 0..count {
             let name = format!("snapshot-{}-{}", node_name, i);
@@ -214,17 +272,27 @@ impl SimCluster {
                                                "state": {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": now, "finishedAt": now}}}]}}),
             )?;
         }
-        Ok(format!("{} stale non-running pods hold the pod workers of {}", count, node_name))
+        Ok(format!(
+            "{} stale non-running pods hold the pod workers of {}",
+            count, node_name
+        ))
     }
 
     fn clear_stale_pods(&self, node_name: &str, ns: &str) -> ApiResult<String> {
         let client = Internal::new(self.api.clone(), "faultline");
         let stale = client.list("", "pods", Some(ns), &|p| {
-            meta::str_at(p, "/spec/nodeName") == Some(node_name) && p.pointer("/metadata/annotations").and_then(|a| a.get(script::STALE_VOLUMES)).is_some()
+            meta::str_at(p, "/spec/nodeName") == Some(node_name)
+                && p.pointer("/metadata/annotations")
+                    .and_then(|a| a.get(script::STALE_VOLUMES))
+                    .is_some()
         });
         for p in &stale {
             let _ = client.delete("", "pods", ns, meta::name(p), Some(0));
         }
-        Ok(format!("deleted {} stale pods on {}", stale.len(), node_name))
+        Ok(format!(
+            "deleted {} stale pods on {}",
+            stale.len(),
+            node_name
+        ))
     }
 }

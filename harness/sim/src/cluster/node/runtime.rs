@@ -33,8 +33,16 @@ pub mod script {
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum CState {
     Waiting(String, Option<String>),
-    Running { started: String, since: Instant },
-    Terminated { exit: i32, reason: String, started: String, finished: String },
+    Running {
+        started: String,
+        since: Instant,
+    },
+    Terminated {
+        exit: i32,
+        reason: String,
+        started: String,
+        finished: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -90,11 +98,21 @@ pub(super) fn step_container(
             }
             let cached = images.contains(&c.image) && policy != "Always";
             if policy == "Never" || (cached && policy == "IfNotPresent") {
-                events.push((Some(field.into()), EventKind::Normal, "Pulled".into(), format!("Container image {:?} already present on machine", c.image)));
+                events.push((
+                    Some(field.into()),
+                    EventKind::Normal,
+                    "Pulled".into(),
+                    format!("Container image {:?} already present on machine", c.image),
+                ));
                 c.step = Step::Creating;
                 c.next = Some(now + start);
             } else {
-                events.push((Some(field.into()), EventKind::Normal, "Pulling".into(), format!("Pulling image {:?}", c.image)));
+                events.push((
+                    Some(field.into()),
+                    EventKind::Normal,
+                    "Pulling".into(),
+                    format!("Pulling image {:?}", c.image),
+                ));
                 c.step = Step::Pulling;
                 c.next = Some(now + pull.0);
             }
@@ -106,7 +124,15 @@ pub(super) fn step_container(
             }
             if let Some(reason) = pull_error {
                 events.push((Some(field.into()), EventKind::Warning, "Failed".into(), format!("Failed to pull image {:?}: rpc error: code = NotFound desc = failed to pull and unpack image {:?}: not found", c.image, c.image)));
-                c.state = CState::Waiting(if reason == "ImagePullBackOff" { "ImagePullBackOff" } else { "ErrImagePull" }.into(), Some(format!("Back-off pulling image {:?}", c.image)));
+                c.state = CState::Waiting(
+                    if reason == "ImagePullBackOff" {
+                        "ImagePullBackOff"
+                    } else {
+                        "ErrImagePull"
+                    }
+                    .into(),
+                    Some(format!("Back-off pulling image {:?}", c.image)),
+                );
                 c.next = Some(now + pull.0 * 4);
                 c.step = Step::Pulling;
                 return true;
@@ -121,9 +147,22 @@ pub(super) fn step_container(
             if c.next.map(|n| now < n).unwrap_or(false) {
                 return false;
             }
-            events.push((Some(field.into()), EventKind::Normal, "Created".into(), format!("Created container: {}", c.name)));
-            events.push((Some(field.into()), EventKind::Normal, "Started".into(), format!("Started container {}", c.name)));
-            c.state = CState::Running { started: meta::now_rfc3339(), since: now };
+            events.push((
+                Some(field.into()),
+                EventKind::Normal,
+                "Created".into(),
+                format!("Created container: {}", c.name),
+            ));
+            events.push((
+                Some(field.into()),
+                EventKind::Normal,
+                "Started".into(),
+                format!("Started container {}", c.name),
+            ));
+            c.state = CState::Running {
+                started: meta::now_rfc3339(),
+                since: now,
+            };
             c.started_once = true;
             c.step = Step::Started;
             c.container_id = format!("containerd://{}", uuid::Uuid::new_v4().simple());
@@ -142,14 +181,20 @@ pub(super) fn step_container(
 pub(super) fn state_json(s: &CState) -> Value {
     match s {
         CState::Waiting(reason, msg) => {
-            let mut w = json!({"reason": if reason.is_empty() { "ContainerCreating" } else { reason }});
+            let mut w =
+                json!({"reason": if reason.is_empty() { "ContainerCreating" } else { reason }});
             if let Some(m) = msg {
                 w["message"] = json!(m);
             }
             json!({"waiting": w})
         }
         CState::Running { started, .. } => json!({"running": {"startedAt": started}}),
-        CState::Terminated { exit, reason, started, finished } => {
+        CState::Terminated {
+            exit,
+            reason,
+            started,
+            finished,
+        } => {
             json!({"terminated": {"exitCode": exit, "reason": reason, "startedAt": started, "finishedAt": finished}})
         }
     }
@@ -168,8 +213,11 @@ pub(super) fn ctr_status(c: &Ctr, init: bool) -> Value {
     }
     if c.started_once {
         s["containerID"] = json!(c.container_id);
-        s["imageID"] = json!(format!("docker.io/library/{}@sha256:{:064x}", c.image.split(':').next().unwrap_or(""), 0));
+        s["imageID"] = json!(format!(
+            "docker.io/library/{}@sha256:{:064x}",
+            c.image.split(':').next().unwrap_or(""),
+            0
+        ));
     }
     s
 }
-

@@ -16,9 +16,13 @@ pub enum KubeletProcess {
     /// The process is alive (systemd says active) but its sync loop makes no progress.
     Hung,
     /// Restarting: back at `until`.
-    Restarting { until: Instant },
+    Restarting {
+        until: Instant,
+    },
     /// The node is rebooting; `until: None` means stuck (hung NFS, I/O errors) until power cycled.
-    Rebooting { until: Option<Instant> },
+    Rebooting {
+        until: Option<Instant>,
+    },
 }
 
 /// Who still holds a stale device mount: decides which remediation releases it.
@@ -90,7 +94,11 @@ const FOLLOW_BUFFER: usize = 4096;
 
 impl LogBuffer {
     pub fn new(capacity: usize) -> Self {
-        LogBuffer { lines: Mutex::new(VecDeque::new()), capacity, tx: Mutex::new(None) }
+        LogBuffer {
+            lines: Mutex::new(VecDeque::new()),
+            capacity,
+            tx: Mutex::new(None),
+        }
     }
     pub fn push(&self, line: String) {
         let mut l = self.lines.lock();
@@ -106,7 +114,10 @@ impl LogBuffer {
         self.lines.lock().iter().cloned().collect()
     }
     pub fn subscribe(&self) -> broadcast::Receiver<String> {
-        self.tx.lock().get_or_insert_with(|| broadcast::channel(FOLLOW_BUFFER).0).subscribe()
+        self.tx
+            .lock()
+            .get_or_insert_with(|| broadcast::channel(FOLLOW_BUFFER).0)
+            .subscribe()
     }
 }
 
@@ -154,14 +165,30 @@ impl SimNode {
             .stale_mounts
             .iter()
             .flat_map(|m| {
-                [global_mount_path(&m.pv), pod_mount_path(&orphan_pod_uid(&m.pv), &m.pv)]
-                    .map(|path| format!("/dev/longhorn/{} on {} type ext4 (rw,relatime)", m.pv, path))
+                [
+                    global_mount_path(&m.pv),
+                    pod_mount_path(&orphan_pod_uid(&m.pv), &m.pv),
+                ]
+                .map(|path| format!("/dev/longhorn/{} on {} type ext4 (rw,relatime)", m.pv, path))
             })
             .collect()
     }
 }
 
 /// klog's header at `now` (the nominal clock): `I1202 14:00:00.123456    1234 file.go:123] `.
-pub fn klog(now: chrono::DateTime<chrono::Utc>, severity: char, pid: u32, file_line: &str, msg: &str) -> String {
-    format!("{}{} {:>7} {}] {}", severity, now.format("%m%d %H:%M:%S%.6f"), pid, file_line, msg)
+pub fn klog(
+    now: chrono::DateTime<chrono::Utc>,
+    severity: char,
+    pid: u32,
+    file_line: &str,
+    msg: &str,
+) -> String {
+    format!(
+        "{}{} {:>7} {}] {}",
+        severity,
+        now.format("%m%d %H:%M:%S%.6f"),
+        pid,
+        file_line,
+        msg
+    )
 }

@@ -19,7 +19,10 @@ pub fn unique_name(volume_handle: &str) -> String {
 pub fn global_mount_path(volume_handle: &str) -> String {
     let digest = Sha256::digest(volume_handle.as_bytes());
     let hex: String = digest.iter().map(|b| format!("{:02x}", b)).collect();
-    format!("/var/lib/kubelet/plugins/kubernetes.io/csi/{}/{}/globalmount", DRIVER, hex)
+    format!(
+        "/var/lib/kubelet/plugins/kubernetes.io/csi/{}/{}/globalmount",
+        DRIVER, hex
+    )
 }
 
 /// The uid of the pod whose leftover mount keeps a stale device busy (deterministic per PV, so
@@ -27,12 +30,22 @@ pub fn global_mount_path(volume_handle: &str) -> String {
 pub fn orphan_pod_uid(pv: &str) -> String {
     let d = Sha256::digest(format!("orphan/{}", pv).as_bytes());
     let h: String = d.iter().take(16).map(|b| format!("{:02x}", b)).collect();
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 /// The per-pod mount of a CSI volume.
 pub fn pod_mount_path(pod_uid: &str, pv: &str) -> String {
-    format!("/var/lib/kubelet/pods/{}/volumes/kubernetes.io~csi/{}/mount", pod_uid, pv)
+    format!(
+        "/var/lib/kubelet/pods/{}/volumes/kubernetes.io~csi/{}/mount",
+        pod_uid, pv
+    )
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -44,14 +57,25 @@ pub struct OpKey {
 
 impl OpKey {
     pub fn device(volume: &str) -> OpKey {
-        OpKey { volume: volume.into(), pod: String::new(), node: String::new() }
+        OpKey {
+            volume: volume.into(),
+            pod: String::new(),
+            node: String::new(),
+        }
     }
     pub fn pod(volume: &str, pod_uid: &str) -> OpKey {
-        OpKey { volume: volume.into(), pod: pod_uid.into(), node: String::new() }
+        OpKey {
+            volume: volume.into(),
+            pod: pod_uid.into(),
+            node: String::new(),
+        }
     }
     /// How nestedpendingoperations prints the key.
     pub fn describe(&self) -> String {
-        format!("{{volumeName:{} podName:{} nodeName:{}}}", self.volume, self.pod, self.node)
+        format!(
+            "{{volumeName:{} podName:{} nodeName:{}}}",
+            self.volume, self.pod, self.node
+        )
     }
 }
 
@@ -84,7 +108,11 @@ pub struct PendingOperations {
 
 impl PendingOperations {
     pub fn new(timing: Timing) -> Self {
-        PendingOperations { failed: HashMap::new(), running: HashMap::new(), timing }
+        PendingOperations {
+            failed: HashMap::new(),
+            running: HashMap::new(),
+            timing,
+        }
     }
 
     fn matches(a: &OpKey, b: &OpKey) -> bool {
@@ -94,7 +122,11 @@ impl PendingOperations {
     /// May the operation start now? Not while a matching one runs or backs off.
     pub fn may_run(&self, key: &OpKey, now: Instant) -> bool {
         !self.running.keys().any(|k| Self::matches(k, key))
-            && self.failed.iter().filter(|(k, _)| Self::matches(k, key)).all(|(_, b)| now >= b.retry_at)
+            && self
+                .failed
+                .iter()
+                .filter(|(k, _)| Self::matches(k, key))
+                .all(|(_, b)| now >= b.retry_at)
     }
 
     /// Start an operation whose call returns only at `done_at`, with `error`.
@@ -104,8 +136,18 @@ impl PendingOperations {
 
     /// Operations whose hanging call has returned by `now`, with the error each ended with.
     pub fn returned(&mut self, now: Instant) -> Vec<(OpKey, String)> {
-        let done: Vec<OpKey> = self.running.iter().filter(|(_, r)| now >= r.done_at).map(|(k, _)| k.clone()).collect();
-        done.into_iter().map(|k| { let r = self.running.remove(&k).expect("listed"); (k, r.error) }).collect()
+        let done: Vec<OpKey> = self
+            .running
+            .iter()
+            .filter(|(_, r)| now >= r.done_at)
+            .map(|(k, _)| k.clone())
+            .collect();
+        done.into_iter()
+            .map(|k| {
+                let r = self.running.remove(&k).expect("listed");
+                (k, r.error)
+            })
+            .collect()
     }
 
     /// Record a failure: returns the log line nestedpendingoperations writes. The backoff is
@@ -115,13 +157,26 @@ impl PendingOperations {
     }
 
     /// `failed`, with the nominal time the line is logged at.
-    pub fn failed_at(&mut self, key: &OpKey, now: Instant, logged: chrono::DateTime<chrono::Utc>, error: &str) -> String {
+    pub fn failed_at(
+        &mut self,
+        key: &OpKey,
+        now: Instant,
+        logged: chrono::DateTime<chrono::Utc>,
+        error: &str,
+    ) -> String {
         let next = match self.failed.get(key) {
             None => self.timing.op_backoff_initial,
             Some(b) => (b.last * 2).min(self.timing.op_backoff_max),
         };
         let failures = self.failed.get(key).map(|b| b.failures).unwrap_or(0) + 1;
-        self.failed.insert(key.clone(), Backoff { failures, last: next, retry_at: now + self.timing.s(next) });
+        self.failed.insert(
+            key.clone(),
+            Backoff {
+                failures,
+                last: next,
+                retry_at: now + self.timing.s(next),
+            },
+        );
         format!(
             "Operation for \"{}\" failed. No retries permitted until {} (durationBeforeRetry {}). Error: {}",
             key.describe(),
@@ -158,10 +213,20 @@ mod tests {
         let mut seen = Vec::new();
         for _ in 0..10 {
             let line = ops.failed(&k, Instant::now(), "boom");
-            let d = line.split("durationBeforeRetry ").nth(1).unwrap().split(')').next().unwrap().to_string();
+            let d = line
+                .split("durationBeforeRetry ")
+                .nth(1)
+                .unwrap()
+                .split(')')
+                .next()
+                .unwrap()
+                .to_string();
             seen.push(d);
         }
-        assert_eq!(seen, vec!["500ms", "1s", "2s", "4s", "8s", "16s", "32s", "1m4s", "2m2s", "2m2s"]);
+        assert_eq!(
+            seen,
+            vec!["500ms", "1s", "2s", "4s", "8s", "16s", "32s", "1m4s", "2m2s", "2m2s"]
+        );
         assert!(!ops.may_run(&k, Instant::now()));
         assert!(ops.may_run(&k, Instant::now() + Duration::from_millis(123)));
         // A pod-level operation on the same volume waits on the volume-wide key.
@@ -173,9 +238,16 @@ mod tests {
     #[test]
     fn a_hanging_operation_blocks_its_volume_only() {
         let mut ops = PendingOperations::new(Timing::scaled(0.001));
-        let (a, b) = (OpKey::device(&unique_name("pvc-a")), OpKey::device(&unique_name("pvc-b")));
+        let (a, b) = (
+            OpKey::device(&unique_name("pvc-a")),
+            OpKey::device(&unique_name("pvc-b")),
+        );
         let now = Instant::now();
-        ops.start_hanging(&a, now + Duration::from_millis(120), "rpc error: code = DeadlineExceeded desc = context deadline exceeded".into());
+        ops.start_hanging(
+            &a,
+            now + Duration::from_millis(120),
+            "rpc error: code = DeadlineExceeded desc = context deadline exceeded".into(),
+        );
         assert!(!ops.may_run(&a, now) && !ops.may_run(&OpKey::pod(&a.volume, "uid"), now));
         assert!(ops.may_run(&b, now), "no node-wide lock");
         assert!(ops.returned(now).is_empty());
@@ -187,10 +259,24 @@ mod tests {
 
     #[test]
     fn paths_and_names_are_kubelets() {
-        assert_eq!(unique_name("pvc-81b676e6"), "kubernetes.io/csi/driver.longhorn.io^pvc-81b676e6");
+        assert_eq!(
+            unique_name("pvc-81b676e6"),
+            "kubernetes.io/csi/driver.longhorn.io^pvc-81b676e6"
+        );
         let p = global_mount_path("pvc-81b676e6");
-        assert!(p.starts_with("/var/lib/kubelet/plugins/kubernetes.io/csi/driver.longhorn.io/") && p.ends_with("/globalmount"));
-        assert_eq!(p.len(), "/var/lib/kubelet/plugins/kubernetes.io/csi/driver.longhorn.io/".len() + 64 + "/globalmount".len());
-        assert_eq!(OpKey::device("v").describe(), "{volumeName:v podName: nodeName:}");
+        assert!(
+            p.starts_with("/var/lib/kubelet/plugins/kubernetes.io/csi/driver.longhorn.io/")
+                && p.ends_with("/globalmount")
+        );
+        assert_eq!(
+            p.len(),
+            "/var/lib/kubelet/plugins/kubernetes.io/csi/driver.longhorn.io/".len()
+                + 64
+                + "/globalmount".len()
+        );
+        assert_eq!(
+            OpKey::device("v").describe(),
+            "{volumeName:v podName: nodeName:}"
+        );
     }
 }

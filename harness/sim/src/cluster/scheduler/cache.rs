@@ -50,7 +50,9 @@ impl SchedulerCache {
             cache.set_pod(pod);
         }
         for node in nodes.items {
-            cache.nodes.insert(meta::name(&node).to_string(), Arc::new(NodeInfo::of(node)));
+            cache
+                .nodes
+                .insert(meta::name(&node).to_string(), Arc::new(NodeInfo::of(node)));
         }
         // Both lists ran after the subscription, so everything up to the later one is in.
         cache.listed_rv = pods.resource_version.max(nodes.resource_version);
@@ -65,7 +67,10 @@ impl SchedulerCache {
         }
         match ev.key.plural.as_str() {
             "pods" => {
-                let key = (meta::namespace(&ev.object).to_string(), meta::name(&ev.object).to_string());
+                let key = (
+                    meta::namespace(&ev.object).to_string(),
+                    meta::name(&ev.object).to_string(),
+                );
                 if ev.event_type == EventType::Deleted {
                     self.remove_pod(&key);
                     return true;
@@ -78,11 +83,15 @@ impl SchedulerCache {
                 if ev.event_type == EventType::Deleted {
                     self.nodes.remove(&name);
                 } else {
-                    self.nodes.insert(name, Arc::new(NodeInfo::of(ev.object.clone())));
+                    self.nodes
+                        .insert(name, Arc::new(NodeInfo::of(ev.object.clone())));
                 }
                 // Heartbeats (conditions, images, volumesInUse) change nothing the filters
                 // read; a new node, labels, taints or allocatable do.
-                super::super::changes::node_fields_changed(ev, &["/metadata/labels", "/spec", "/status/allocatable"])
+                super::super::changes::node_fields_changed(
+                    ev,
+                    &["/metadata/labels", "/spec", "/status/allocatable"],
+                )
             }
             "persistentvolumeclaims" => true,
             _ => false,
@@ -97,18 +106,27 @@ impl SchedulerCache {
     /// Count a pod the scheduler just bound, before its event arrives (the scheduler cache's
     /// "assume"); the event then replaces the entry with the same figures.
     pub fn assume(&mut self, pod: &Value, node: &str) {
-        let key = (meta::namespace(pod).to_string(), meta::name(pod).to_string());
+        let key = (
+            meta::namespace(pod).to_string(),
+            meta::name(pod).to_string(),
+        );
         self.active.remove(&key);
         self.unschedulable.remove(&key);
         self.assign(key, node.to_string(), requests(pod));
     }
 
     fn set_pod(&mut self, pod: Arc<Value>) {
-        let key = (meta::namespace(&pod).to_string(), meta::name(&pod).to_string());
+        let key = (
+            meta::namespace(&pod).to_string(),
+            meta::name(&pod).to_string(),
+        );
         self.remove_pod(&key);
         let node = meta::str_at(&pod, "/spec/nodeName").unwrap_or("");
         if !node.is_empty() {
-            if !matches!(meta::str_at(&pod, "/status/phase"), Some("Succeeded" | "Failed")) {
+            if !matches!(
+                meta::str_at(&pod, "/status/phase"),
+                Some("Succeeded" | "Failed")
+            ) {
                 self.assign(key, node.to_string(), requests(&pod));
             }
         } else if super::unscheduled(&pod) {
@@ -163,23 +181,34 @@ mod tests {
         let reg = Registry::with_builtins();
         let pods = reg.get("", "v1", "pods").unwrap();
         let store = Store::new(1000);
-        store.create(&pods, pod("before", "n1", "100m"), false).unwrap();
+        store
+            .create(&pods, pod("before", "n1", "100m"), false)
+            .unwrap();
         let mut informer = store.informer();
         let mut cache = SchedulerCache::listed(&store);
         assert_eq!(cache.usage("n1").pods, 1);
         for i in 0..5 {
-            store.create(&pods, pod(&format!("p{i}"), "", "250m"), false).unwrap();
+            store
+                .create(&pods, pod(&format!("p{i}"), "", "250m"), false)
+                .unwrap();
         }
         let change = |name: &str, edit: &dyn Fn(&mut Value)| {
             let mut p = (*store.get(&ResourceKey::new("", "pods"), "d", name).unwrap()).clone();
             edit(&mut p);
-            store.update(&pods, "d", name, p, UpdateScope::Any, false).unwrap();
+            store
+                .update(&pods, "d", name, p, UpdateScope::Any, false)
+                .unwrap();
         };
         change("p0", &|p| p["spec"]["nodeName"] = json!("n1"));
         change("p1", &|p| p["spec"]["nodeName"] = json!("n2"));
         change("p1", &|p| p["status"] = json!({"phase": "Succeeded"}));
-        change("p2", &|p| p["status"] = json!({"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}));
-        store.delete(&pods, "d", "p3", &DeleteOptions::default()).unwrap();
+        change(
+            "p2",
+            &|p| p["status"] = json!({"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}),
+        );
+        store
+            .delete(&pods, "d", "p3", &DeleteOptions::default())
+            .unwrap();
         let mut woke = 0;
         while let Ok(Some(ev)) = informer.try_recv() {
             woke += cache.apply(&ev) as usize;
@@ -189,10 +218,31 @@ mod tests {
         assert_eq!(cache.usage("n1"), fresh.usage("n1"));
         assert_eq!(cache.usage("n1").pods, 2);
         assert!((cache.usage("n1").cpu - 0.35).abs() < 1e-9);
-        assert_eq!(cache.usage("n2"), NodeUsage::default(), "a finished pod frees its node");
-        assert_eq!(cache.active.keys().collect::<Vec<_>>(), fresh.active.keys().collect::<Vec<_>>());
-        assert_eq!(cache.active.keys().map(|k| k.1.as_str()).collect::<Vec<_>>(), ["p4"]);
-        assert_eq!(cache.unschedulable.keys().map(|k| k.1.as_str()).collect::<Vec<_>>(), ["p2"]);
+        assert_eq!(
+            cache.usage("n2"),
+            NodeUsage::default(),
+            "a finished pod frees its node"
+        );
+        assert_eq!(
+            cache.active.keys().collect::<Vec<_>>(),
+            fresh.active.keys().collect::<Vec<_>>()
+        );
+        assert_eq!(
+            cache
+                .active
+                .keys()
+                .map(|k| k.1.as_str())
+                .collect::<Vec<_>>(),
+            ["p4"]
+        );
+        assert_eq!(
+            cache
+                .unschedulable
+                .keys()
+                .map(|k| k.1.as_str())
+                .collect::<Vec<_>>(),
+            ["p2"]
+        );
     }
 
     /// An event the initial list already includes does not take the cache back in time.
@@ -205,10 +255,15 @@ mod tests {
         let created = store.create(&pods, pod("a", "", "1"), false).unwrap();
         let mut p = (*created).clone();
         p["spec"]["nodeName"] = json!("n1");
-        store.update(&pods, "d", "a", p, UpdateScope::Any, false).unwrap();
+        store
+            .update(&pods, "d", "a", p, UpdateScope::Any, false)
+            .unwrap();
         let mut cache = SchedulerCache::listed(&store);
         let added = informer.try_recv().unwrap().unwrap();
-        assert!(!cache.apply(&added), "the pending pod of the ADDED event was bound before the list");
+        assert!(
+            !cache.apply(&added),
+            "the pending pod of the ADDED event was bound before the list"
+        );
         assert!(cache.active.is_empty());
         assert_eq!(cache.usage("n1").pods, 1);
         assert_eq!(cache.usage("n1").cpu, 1.0);

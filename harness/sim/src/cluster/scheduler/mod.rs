@@ -4,11 +4,11 @@
 //! fewest pods. Pods that fit nowhere get PodScheduled=False/Unschedulable with the real
 //! message shape and a FailedScheduling event; they are retried when nodes change.
 
+use super::changes::Changes;
 use crate::apiserver::set_condition;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::meta;
-use super::changes::Changes;
 use crate::timing::Timing;
 use cache::SchedulerCache;
 use serde_json::{json, Value};
@@ -20,7 +20,9 @@ mod cache;
 
 pub async fn run(client: Internal, timing: Timing) {
     let recorder = EventRecorder::new(client.clone(), "default-scheduler", None);
-    let retry = timing.s(timing.scheduler_retry).max(Duration::from_millis(50));
+    let retry = timing
+        .s(timing.scheduler_retry)
+        .max(Duration::from_millis(50));
     // Subscribe before listing: the cache then misses nothing (see SchedulerCache::listed).
     let mut changes = Changes::new(&client.api.store, retry);
     let mut cache = SchedulerCache::listed(&client.api.store);
@@ -56,12 +58,21 @@ pub fn feasible_nodes_to_find(all: usize) -> usize {
 fn unscheduled(pod: &Value) -> bool {
     meta::str_at(pod, "/spec/nodeName").unwrap_or("").is_empty()
         && !meta::is_deleting(pod)
-        && meta::str_at(pod, "/spec/schedulerName").unwrap_or("default-scheduler") == "default-scheduler"
-        && !matches!(meta::str_at(pod, "/status/phase"), Some("Succeeded" | "Failed"))
+        && meta::str_at(pod, "/spec/schedulerName").unwrap_or("default-scheduler")
+            == "default-scheduler"
+        && !matches!(
+            meta::str_at(pod, "/status/phase"),
+            Some("Succeeded" | "Failed")
+        )
 }
 
 /// One pass over at most `BATCH` pending pods; true when more are waiting.
-fn schedule_batch(client: &Internal, recorder: &EventRecorder, cache: &mut SchedulerCache, next_start: &mut usize) -> bool {
+fn schedule_batch(
+    client: &Internal,
+    recorder: &EventRecorder,
+    cache: &mut SchedulerCache,
+    next_start: &mut usize,
+) -> bool {
     let waiting = cache.active.len() + cache.unschedulable.len();
     if waiting == 0 {
         return false;
@@ -70,7 +81,13 @@ fn schedule_batch(client: &Internal, recorder: &EventRecorder, cache: &mut Sched
     // unschedulable cannot hold back pods that fit. Another batch follows only if this one
     // has pods not yet tried (each is bound or marked unschedulable now).
     let more = waiting > BATCH && !cache.active.is_empty();
-    let pending: Vec<Arc<Value>> = cache.active.values().chain(cache.unschedulable.values()).take(BATCH).cloned().collect();
+    let pending: Vec<Arc<Value>> = cache
+        .active
+        .values()
+        .chain(cache.unschedulable.values())
+        .take(BATCH)
+        .cloned()
+        .collect();
     // Node facts come from the cache, read when each node last changed.
     let nodes: Vec<Arc<NodeInfo>> = cache.nodes.values().cloned().collect();
     let to_find = feasible_nodes_to_find(nodes.len());
@@ -91,7 +108,11 @@ fn schedule_batch(client: &Internal, recorder: &EventRecorder, cache: &mut Sched
                 Ok(()) => {
                     feasible += 1;
                     let c = usage.pods;
-                    if best.as_ref().map(|(bc, bn)| (c, node.name.as_str()) < (*bc, bn.as_str())).unwrap_or(true) {
+                    if best
+                        .as_ref()
+                        .map(|(bc, bn)| (c, node.name.as_str()) < (*bc, bn.as_str()))
+                        .unwrap_or(true)
+                    {
                         best = Some((c, node.name.to_string()));
                     }
                 }
@@ -108,11 +129,17 @@ fn schedule_batch(client: &Internal, recorder: &EventRecorder, cache: &mut Sched
                 let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": pname, "namespace": ns}, "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
                 if client.api.bind_pod(&ns, &pname, &binding).is_ok() {
                     cache.assume(&pod, &node);
-                    recorder.record(&pod, EventKind::Normal, "Scheduled", &format!("Successfully assigned {}/{} to {}", ns, pname, node));
+                    recorder.record(
+                        &pod,
+                        EventKind::Normal,
+                        "Scheduled",
+                        &format!("Successfully assigned {}/{} to {}", ns, pname, node),
+                    );
                 }
             }
             None => {
-                let msg = unschedulable_message(nodes.len(), needs.volume_problem.as_deref(), &reasons);
+                let msg =
+                    unschedulable_message(nodes.len(), needs.volume_problem.as_deref(), &reasons);
                 let already = pod
                     .pointer("/status/conditions")
                     .and_then(Value::as_array)
@@ -121,9 +148,21 @@ fn schedule_batch(client: &Internal, recorder: &EventRecorder, cache: &mut Sched
                     .unwrap_or(false);
                 if !already {
                     let mut next = (*pod).clone();
-                    set_condition(&mut next, "PodScheduled", "False", Some("Unschedulable"), Some(&msg));
+                    set_condition(
+                        &mut next,
+                        "PodScheduled",
+                        "False",
+                        Some("Unschedulable"),
+                        Some(&msg),
+                    );
                     let conds = next["status"]["conditions"].clone();
-                    let _ = client.merge_status("", "pods", &ns, &pname, &json!({"status": {"conditions": conds}}));
+                    let _ = client.merge_status(
+                        "",
+                        "pods",
+                        &ns,
+                        &pname,
+                        &json!({"status": {"conditions": conds}}),
+                    );
                     recorder.record(&pod, EventKind::Warning, "FailedScheduling", &msg);
                 }
             }
@@ -145,12 +184,19 @@ struct Unfit {
 }
 
 const fn unresolvable(reason: &'static str) -> Unfit {
-    Unfit { reason, resolvable: false }
+    Unfit {
+        reason,
+        resolvable: false,
+    }
 }
 
 /// The scheduler's FitError text (1.35): "<count> <reason>" entries sorted as whole strings,
 /// then the preemption diagnosis in the same form; a PreFilter rejection has no count.
-fn unschedulable_message(total: usize, prefilter: Option<&str>, reasons: &BTreeMap<Unfit, usize>) -> String {
+fn unschedulable_message(
+    total: usize,
+    prefilter: Option<&str>,
+    reasons: &BTreeMap<Unfit, usize>,
+) -> String {
     if total == 0 {
         return "no nodes available to schedule pods".into();
     }
@@ -160,7 +206,10 @@ fn unschedulable_message(total: usize, prefilter: Option<&str>, reasons: &BTreeM
         items.join(", ")
     };
     let (filter, preemption) = match prefilter {
-        Some(p) => (p.to_string(), format!("{} Preemption is not helpful for scheduling", total)),
+        Some(p) => (
+            p.to_string(),
+            format!("{} Preemption is not helpful for scheduling", total),
+        ),
         None => {
             let mut merged: BTreeMap<&str, usize> = BTreeMap::new();
             let (mut helpless, mut victimless) = (0, 0);
@@ -174,19 +223,35 @@ fn unschedulable_message(total: usize, prefilter: Option<&str>, reasons: &BTreeM
             }
             let mut pre = Vec::new();
             if helpless > 0 {
-                pre.push(format!("{} Preemption is not helpful for scheduling", helpless));
+                pre.push(format!(
+                    "{} Preemption is not helpful for scheduling",
+                    helpless
+                ));
             }
             if victimless > 0 {
-                pre.push(format!("{} No preemption victims found for incoming pod", victimless));
+                pre.push(format!(
+                    "{} No preemption victims found for incoming pod",
+                    victimless
+                ));
             }
-            (sorted(merged.iter().map(|(r, n)| format!("{} {}", n, r)).collect()), sorted(pre))
+            (
+                sorted(merged.iter().map(|(r, n)| format!("{} {}", n, r)).collect()),
+                sorted(pre),
+            )
         }
     };
-    format!("0/{} nodes are available: {}. preemption: 0/{} nodes are available: {}.", total, filter, total, preemption)
+    format!(
+        "0/{} nodes are available: {}. preemption: 0/{} nodes are available: {}.",
+        total, filter, total, preemption
+    )
 }
 
 fn tolerates(pod: &Value, taint: &Value) -> bool {
-    let tolerations = pod.pointer("/spec/tolerations").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let tolerations = pod
+        .pointer("/spec/tolerations")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     tolerations.iter().any(|t| {
         let key_ok = match t.get("key").and_then(Value::as_str) {
             None | Some("") => t.get("operator").and_then(Value::as_str) == Some("Exists"),
@@ -194,7 +259,10 @@ fn tolerates(pod: &Value, taint: &Value) -> bool {
         };
         let op_ok = match t.get("operator").and_then(Value::as_str).unwrap_or("Equal") {
             "Exists" => true,
-            _ => t.get("value").and_then(Value::as_str).unwrap_or("") == taint.get("value").and_then(Value::as_str).unwrap_or(""),
+            _ => {
+                t.get("value").and_then(Value::as_str).unwrap_or("")
+                    == taint.get("value").and_then(Value::as_str).unwrap_or("")
+            }
         };
         let effect_ok = match t.get("effect").and_then(Value::as_str) {
             None | Some("") => true,
@@ -222,7 +290,12 @@ impl NodeInfo {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .filter(|t| matches!(t.get("effect").and_then(Value::as_str), Some("NoSchedule" | "NoExecute")))
+            .filter(|t| {
+                matches!(
+                    t.get("effect").and_then(Value::as_str),
+                    Some("NoSchedule" | "NoExecute")
+                )
+            })
             .cloned()
             .collect();
         NodeInfo {
@@ -230,8 +303,14 @@ impl NodeInfo {
             unschedulable: node.pointer("/spec/unschedulable") == Some(&json!(true)),
             taints,
             allocatable: (
-                node.pointer("/status/allocatable/cpu").and_then(Value::as_str).map(parse_cpu).unwrap_or(0.0),
-                node.pointer("/status/allocatable/memory").and_then(Value::as_str).map(parse_bytes).unwrap_or(0.0),
+                node.pointer("/status/allocatable/cpu")
+                    .and_then(Value::as_str)
+                    .map(parse_cpu)
+                    .unwrap_or(0.0),
+                node.pointer("/status/allocatable/memory")
+                    .and_then(Value::as_str)
+                    .map(parse_bytes)
+                    .unwrap_or(0.0),
             ),
             node,
         }
@@ -251,23 +330,46 @@ struct PodNeeds {
 impl PodNeeds {
     fn of(pod: &Value, client: &Internal) -> Self {
         let ns = meta::namespace(pod);
-        let mut needs = PodNeeds { requests: requests(pod), volume_problem: None, pv_terms: Vec::new() };
-        for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
-            let Some(claim) = v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) else { continue };
+        let mut needs = PodNeeds {
+            requests: requests(pod),
+            volume_problem: None,
+            pv_terms: Vec::new(),
+        };
+        for v in pod
+            .pointer("/spec/volumes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(claim) = v
+                .pointer("/persistentVolumeClaim/claimName")
+                .and_then(Value::as_str)
+            else {
+                continue;
+            };
             let pvc = match client.get("", "persistentvolumeclaims", ns, claim) {
                 None => {
-                    needs.volume_problem = Some(format!("persistentvolumeclaim \"{}\" not found", claim));
+                    needs.volume_problem =
+                        Some(format!("persistentvolumeclaim \"{}\" not found", claim));
                     break;
                 }
                 Some(pvc) if meta::str_at(&pvc, "/status/phase") != Some("Bound") => {
-                    needs.volume_problem = Some("pod has unbound immediate PersistentVolumeClaims".into());
+                    needs.volume_problem =
+                        Some("pod has unbound immediate PersistentVolumeClaims".into());
                     break;
                 }
                 Some(pvc) => pvc,
             };
-            let Some(pv_name) = meta::str_at(&pvc, "/spec/volumeName") else { continue };
-            let Some(pv) = client.get("", "persistentvolumes", "", pv_name) else { continue };
-            if let Some(terms) = pv.pointer("/spec/nodeAffinity/required/nodeSelectorTerms").and_then(Value::as_array) {
+            let Some(pv_name) = meta::str_at(&pvc, "/spec/volumeName") else {
+                continue;
+            };
+            let Some(pv) = client.get("", "persistentvolumes", "", pv_name) else {
+                continue;
+            };
+            if let Some(terms) = pv
+                .pointer("/spec/nodeAffinity/required/nodeSelectorTerms")
+                .and_then(Value::as_array)
+            {
                 needs.pv_terms.push(terms.clone());
             }
         }
@@ -290,9 +392,13 @@ fn fits(pod: &Value, needs: &PodNeeds, node: &NodeInfo, used: (f64, f64)) -> Res
     }
     if let Some(sel) = pod.pointer("/spec/nodeSelector").and_then(Value::as_object) {
         let labels = node.node.pointer("/metadata/labels");
-        let ok = sel.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
+        let ok = sel
+            .iter()
+            .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
         if !ok {
-            return Err(unresolvable("node(s) didn't match Pod's node affinity/selector"));
+            return Err(unresolvable(
+                "node(s) didn't match Pod's node affinity/selector",
+            ));
         }
     }
     if let Some(terms) = pod.pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms").and_then(Value::as_array) {
@@ -303,14 +409,23 @@ fn fits(pod: &Value, needs: &PodNeeds, node: &NodeInfo, used: (f64, f64)) -> Res
     let (cpu, mem) = needs.requests;
     let (alloc_cpu, alloc_mem) = node.allocatable;
     if cpu > 0.0 && used.0 + cpu > alloc_cpu {
-        return Err(Unfit { reason: "Insufficient cpu", resolvable: true });
+        return Err(Unfit {
+            reason: "Insufficient cpu",
+            resolvable: true,
+        });
     }
     if mem > 0.0 && used.1 + mem > alloc_mem {
-        return Err(Unfit { reason: "Insufficient memory", resolvable: true });
+        return Err(Unfit {
+            reason: "Insufficient memory",
+            resolvable: true,
+        });
     }
     // Bound PVs with node affinity pin the pod.
     for terms in &needs.pv_terms {
-        if !terms.iter().any(|t| node_selector_term_matches(t, &node.node)) {
+        if !terms
+            .iter()
+            .any(|t| node_selector_term_matches(t, &node.node))
+        {
             return Err(unresolvable("node(s) had volume node affinity conflict"));
         }
     }
@@ -319,18 +434,39 @@ fn fits(pod: &Value, needs: &PodNeeds, node: &NodeInfo, used: (f64, f64)) -> Res
 
 fn node_selector_term_matches(term: &Value, node: &Value) -> bool {
     let labels = node.pointer("/metadata/labels");
-    let exprs = term.get("matchExpressions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    let fields = term.get("matchFields").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let exprs = term
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let fields = term
+        .get("matchFields")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     let check = |e: &Value, value: Option<&str>| {
-        let vals: Vec<&str> = e.get("values").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let vals: Vec<&str> = e
+            .get("values")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
         match e.get("operator").and_then(Value::as_str).unwrap_or("") {
             "In" => value.map(|v| vals.contains(&v)).unwrap_or(false),
             "NotIn" => value.map(|v| !vals.contains(&v)).unwrap_or(true),
             "Exists" => value.is_some(),
             "DoesNotExist" => value.is_none(),
             "Gt" | "Lt" => {
-                let (Some(v), Some(t)) = (value.and_then(|v| v.parse::<i64>().ok()), vals.first().and_then(|t| t.parse::<i64>().ok())) else { return false };
-                if e["operator"] == "Gt" { v > t } else { v < t }
+                let (Some(v), Some(t)) = (
+                    value.and_then(|v| v.parse::<i64>().ok()),
+                    vals.first().and_then(|t| t.parse::<i64>().ok()),
+                ) else {
+                    return false;
+                };
+                if e["operator"] == "Gt" {
+                    v > t
+                } else {
+                    v < t
+                }
             }
             _ => false,
         }
@@ -338,8 +474,24 @@ fn node_selector_term_matches(term: &Value, node: &Value) -> bool {
     if exprs.is_empty() && fields.is_empty() {
         return false;
     }
-    exprs.iter().all(|e| check(e, e.get("key").and_then(Value::as_str).and_then(|k| labels.and_then(|l| l.get(k))).and_then(Value::as_str)))
-        && fields.iter().all(|f| check(f, if f["key"] == "metadata.name" { Some(meta::name(node)) } else { None }))
+    exprs.iter().all(|e| {
+        check(
+            e,
+            e.get("key")
+                .and_then(Value::as_str)
+                .and_then(|k| labels.and_then(|l| l.get(k)))
+                .and_then(Value::as_str),
+        )
+    }) && fields.iter().all(|f| {
+        check(
+            f,
+            if f["key"] == "metadata.name" {
+                Some(meta::name(node))
+            } else {
+                None
+            },
+        )
+    })
 }
 
 /// Summed cpu (cores) and memory (bytes) requests of the pod's containers (init: the max).
@@ -351,16 +503,28 @@ fn requests(pod: &Value) -> (f64, f64) {
                 cs.iter()
                     .map(|c| {
                         let r = c.pointer("/resources/requests");
-                        let cpu = r.and_then(|r| r.get("cpu")).and_then(Value::as_str).map(parse_cpu).unwrap_or(0.0);
-                        let mem = r.and_then(|r| r.get("memory")).and_then(Value::as_str).map(parse_bytes).unwrap_or(0.0);
+                        let cpu = r
+                            .and_then(|r| r.get("cpu"))
+                            .and_then(Value::as_str)
+                            .map(parse_cpu)
+                            .unwrap_or(0.0);
+                        let mem = r
+                            .and_then(|r| r.get("memory"))
+                            .and_then(Value::as_str)
+                            .map(parse_bytes)
+                            .unwrap_or(0.0);
                         (cpu, mem)
                     })
                     .collect()
             })
             .unwrap_or_default()
     };
-    let main = sum("containers").iter().fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
-    let init = sum("initContainers").iter().fold((0.0f64, 0.0f64), |a, b| (a.0.max(b.0), a.1.max(b.1)));
+    let main = sum("containers")
+        .iter()
+        .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+    let init = sum("initContainers")
+        .iter()
+        .fold((0.0f64, 0.0f64), |a, b| (a.0.max(b.0), a.1.max(b.1)));
     (main.0.max(init.0), main.1.max(init.1))
 }
 
@@ -373,8 +537,14 @@ pub fn parse_cpu(s: &str) -> f64 {
 
 pub fn parse_bytes(s: &str) -> f64 {
     const UNITS: &[(&str, f64)] = &[
-        ("Ki", 1024.0), ("Mi", 1048576.0), ("Gi", 1073741824.0), ("Ti", 1099511627776.0),
-        ("k", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12),
+        ("Ki", 1024.0),
+        ("Mi", 1048576.0),
+        ("Gi", 1073741824.0),
+        ("Ti", 1099511627776.0),
+        ("k", 1e3),
+        ("M", 1e6),
+        ("G", 1e9),
+        ("T", 1e12),
     ];
     for (u, f) in UNITS {
         if let Some(n) = s.strip_suffix(u) {
@@ -392,7 +562,11 @@ mod tests {
     fn the_scheduler_looks_for_as_many_feasible_nodes_as_upstream() {
         assert_eq!(feasible_nodes_to_find(3), 3);
         assert_eq!(feasible_nodes_to_find(99), 99);
-        assert_eq!(feasible_nodes_to_find(100), 100, "49 % of 100 is below the 100-node minimum");
+        assert_eq!(
+            feasible_nodes_to_find(100),
+            100,
+            "49 % of 100 is below the 100-node minimum"
+        );
         assert_eq!(feasible_nodes_to_find(1000), 420, "50 - 1000/125 = 42 %");
         assert_eq!(feasible_nodes_to_find(5000), 500, "10 %");
         assert_eq!(feasible_nodes_to_find(10000), 500, "never below 5 %");
@@ -402,7 +576,13 @@ mod tests {
     fn fit_errors_read_as_in_1_35() {
         let mut reasons = BTreeMap::new();
         reasons.insert(unresolvable("node(s) had untolerated taint(s)"), 1);
-        reasons.insert(Unfit { reason: "Insufficient cpu", resolvable: true }, 2);
+        reasons.insert(
+            Unfit {
+                reason: "Insufficient cpu",
+                resolvable: true,
+            },
+            2,
+        );
         assert_eq!(
             unschedulable_message(3, None, &reasons),
             "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod."
@@ -414,7 +594,10 @@ mod tests {
         // Sorted as whole strings: "10 ..." before "2 ...".
         let mut reasons = BTreeMap::new();
         reasons.insert(unresolvable("node(s) were unschedulable"), 2);
-        reasons.insert(unresolvable("node(s) didn't match Pod's node affinity/selector"), 10);
+        reasons.insert(
+            unresolvable("node(s) didn't match Pod's node affinity/selector"),
+            10,
+        );
         assert!(unschedulable_message(12, None, &reasons).starts_with("0/12 nodes are available: 10 node(s) didn't match Pod's node affinity/selector, 2 node(s) were unschedulable. preemption: 0/12 nodes are available: 12 Preemption is not helpful"));
     }
 
@@ -429,17 +612,35 @@ mod tests {
     #[test]
     fn tolerations_match_taints() {
         let pod = json!({"spec": {"tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]}});
-        assert!(tolerates(&pod, &json!({"key": "gpu", "value": "a100", "effect": "NoSchedule"})));
-        assert!(!tolerates(&pod, &json!({"key": "other", "effect": "NoSchedule"})));
+        assert!(tolerates(
+            &pod,
+            &json!({"key": "gpu", "value": "a100", "effect": "NoSchedule"})
+        ));
+        assert!(!tolerates(
+            &pod,
+            &json!({"key": "other", "effect": "NoSchedule"})
+        ));
         let all = json!({"spec": {"tolerations": [{"operator": "Exists"}]}});
-        assert!(tolerates(&all, &json!({"key": "anything", "effect": "NoExecute"})));
+        assert!(tolerates(
+            &all,
+            &json!({"key": "anything", "effect": "NoExecute"})
+        ));
     }
 
     #[test]
     fn node_affinity_terms() {
         let node = json!({"metadata": {"name": "n1", "labels": {"zone": "a"}}});
-        assert!(node_selector_term_matches(&json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]}), &node));
-        assert!(!node_selector_term_matches(&json!({"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}), &node));
-        assert!(node_selector_term_matches(&json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}), &node));
+        assert!(node_selector_term_matches(
+            &json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]}),
+            &node
+        ));
+        assert!(!node_selector_term_matches(
+            &json!({"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}),
+            &node
+        ));
+        assert!(node_selector_term_matches(
+            &json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}),
+            &node
+        ));
     }
 }

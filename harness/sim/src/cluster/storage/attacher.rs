@@ -6,10 +6,10 @@ use crate::cluster::node::volumes::{unique_name, DRIVER};
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::meta;
+use crate::store::{EventType, Informer};
 use crate::timing::Timing;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use crate::store::{EventType, Informer};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -23,18 +23,27 @@ pub(super) struct ClaimPods {
 }
 
 fn key_of(pod: &Value) -> (String, String) {
-    (meta::namespace(pod).to_string(), meta::name(pod).to_string())
+    (
+        meta::namespace(pod).to_string(),
+        meta::name(pod).to_string(),
+    )
 }
 
 fn names_a_claim(pod: &Value) -> bool {
-    pod.pointer("/spec/volumes").and_then(Value::as_array).is_some_and(|vs| vs.iter().any(|v| v.get("persistentVolumeClaim").is_some()))
+    pod.pointer("/spec/volumes")
+        .and_then(Value::as_array)
+        .is_some_and(|vs| vs.iter().any(|v| v.get("persistentVolumeClaim").is_some()))
 }
 
 impl ClaimPods {
     pub fn new(client: &Internal) -> Self {
         // Follow first, then list: a pod created in between is seen twice, never missed.
         let informer = client.api.store.informer();
-        let pods = client.list("", "pods", None, &names_a_claim).into_iter().map(|p| (key_of(&p), p)).collect();
+        let pods = client
+            .list("", "pods", None, &names_a_claim)
+            .into_iter()
+            .map(|p| (key_of(&p), p))
+            .collect();
         ClaimPods { informer, pods }
     }
 
@@ -58,32 +67,78 @@ impl ClaimPods {
 /// `csi-<sha256(volumeHandle + attacher + node)>`, the name the attach/detach controller uses.
 pub fn attachment_name(pv: &str, node: &str) -> String {
     let digest = Sha256::digest(format!("{}{}{}", pv, DRIVER, node).as_bytes());
-    format!("csi-{}", digest.iter().map(|b| format!("{:02x}", b)).collect::<String>())
+    format!(
+        "csi-{}",
+        digest
+            .iter()
+            .map(|b| format!("{:02x}", b))
+            .collect::<String>()
+    )
 }
 
 /// The attach/detach controller and the CSI attacher.
-pub(super) fn attach_detach(client: &Internal, adc: &EventRecorder, timing: &Timing, claim_pods: &mut ClaimPods, first_seen: &mut HashMap<String, Instant>, attach_errors: &mut HashSet<String>) {
+pub(super) fn attach_detach(
+    client: &Internal,
+    adc: &EventRecorder,
+    timing: &Timing,
+    claim_pods: &mut ClaimPods,
+    first_seen: &mut HashMap<String, Instant>,
+    attach_errors: &mut HashSet<String>,
+) {
     // Desired: (pv, node) for scheduled, non-terminal pods using bound Longhorn claims.
     claim_pods.refresh();
     let mut desired: HashMap<(String, String), Vec<Arc<Value>>> = HashMap::new();
-    let scheduled = claim_pods.pods.values().filter(|p| !meta::str_at(p, "/spec/nodeName").unwrap_or("").is_empty() && !matches!(meta::str_at(p, "/status/phase"), Some("Succeeded" | "Failed")));
+    let scheduled = claim_pods.pods.values().filter(|p| {
+        !meta::str_at(p, "/spec/nodeName").unwrap_or("").is_empty()
+            && !matches!(
+                meta::str_at(p, "/status/phase"),
+                Some("Succeeded" | "Failed")
+            )
+    });
     for pod in scheduled {
-        let node = meta::str_at(&pod, "/spec/nodeName").unwrap_or("").to_string();
-        for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
-            let Some(claim) = v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) else { continue };
-            let Some(pvc) = client.get("", "persistentvolumeclaims", meta::namespace(&pod), claim) else { continue };
-            let Some(pv) = meta::str_at(&pvc, "/spec/volumeName") else { continue };
-            let Some(pvobj) = client.get("", "persistentvolumes", "", pv) else { continue };
+        let node = meta::str_at(&pod, "/spec/nodeName")
+            .unwrap_or("")
+            .to_string();
+        for v in pod
+            .pointer("/spec/volumes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(claim) = v
+                .pointer("/persistentVolumeClaim/claimName")
+                .and_then(Value::as_str)
+            else {
+                continue;
+            };
+            let Some(pvc) = client.get("", "persistentvolumeclaims", meta::namespace(&pod), claim)
+            else {
+                continue;
+            };
+            let Some(pv) = meta::str_at(&pvc, "/spec/volumeName") else {
+                continue;
+            };
+            let Some(pvobj) = client.get("", "persistentvolumes", "", pv) else {
+                continue;
+            };
             if meta::str_at(&pvobj, "/spec/csi/driver") != Some(DRIVER) {
                 continue;
             }
-            desired.entry((pv.to_string(), node.clone())).or_default().push(pod.clone());
+            desired
+                .entry((pv.to_string(), node.clone()))
+                .or_default()
+                .push(pod.clone());
         }
     }
     // Volumes a kubelet still reports in use stay attached.
     let mut in_use: HashSet<(String, String)> = HashSet::new();
     for node in client.list("", "nodes", None, &|_| true) {
-        for v in node.pointer("/status/volumesInUse").and_then(Value::as_array).into_iter().flatten() {
+        for v in node
+            .pointer("/status/volumesInUse")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             if let Some(handle) = v.as_str().and_then(|s| s.rsplit('^').next()) {
                 in_use.insert((handle.to_string(), meta::name(&node).to_string()));
             }
@@ -91,7 +146,10 @@ pub(super) fn attach_detach(client: &Internal, adc: &EventRecorder, timing: &Tim
     }
     for ((pv, node), _) in desired.iter() {
         let name = attachment_name(pv, node);
-        if client.get("storage.k8s.io", "volumeattachments", "", &name).is_none() {
+        if client
+            .get("storage.k8s.io", "volumeattachments", "", &name)
+            .is_none()
+        {
             let _ = client.create(
                 "storage.k8s.io",
                 "volumeattachments",
@@ -102,10 +160,15 @@ pub(super) fn attach_detach(client: &Internal, adc: &EventRecorder, timing: &Tim
         }
     }
     for va in client.list("storage.k8s.io", "volumeattachments", None, &|_| true) {
-        let pv = meta::str_at(&va, "/spec/source/persistentVolumeName").unwrap_or("").to_string();
-        let node = meta::str_at(&va, "/spec/nodeName").unwrap_or("").to_string();
+        let pv = meta::str_at(&va, "/spec/source/persistentVolumeName")
+            .unwrap_or("")
+            .to_string();
+        let node = meta::str_at(&va, "/spec/nodeName")
+            .unwrap_or("")
+            .to_string();
         let name = meta::name(&va).to_string();
-        let wanted = desired.contains_key(&(pv.clone(), node.clone())) || in_use.contains(&(pv.clone(), node.clone()));
+        let wanted = desired.contains_key(&(pv.clone(), node.clone()))
+            || in_use.contains(&(pv.clone(), node.clone()));
         if !wanted {
             let _ = client.delete("storage.k8s.io", "volumeattachments", "", &name, None);
             first_seen.remove(&format!("va/{}", name));
@@ -117,36 +180,76 @@ pub(super) fn attach_detach(client: &Internal, adc: &EventRecorder, timing: &Tim
         // The external attacher needs the node plugin registered on the node.
         let registered = client
             .get("storage.k8s.io", "csinodes", "", &node)
-            .and_then(|c| c.pointer("/spec/drivers").and_then(Value::as_array).map(|ds| ds.iter().any(|d| d["name"] == DRIVER)))
+            .and_then(|c| {
+                c.pointer("/spec/drivers")
+                    .and_then(Value::as_array)
+                    .map(|ds| ds.iter().any(|d| d["name"] == DRIVER))
+            })
             .unwrap_or(false);
         if !registered {
             let msg = format!("CSINode {} does not contain driver {}", node, DRIVER);
-            if va.pointer("/status/attachError/message").and_then(Value::as_str) != Some(msg.as_str()) {
+            if va
+                .pointer("/status/attachError/message")
+                .and_then(Value::as_str)
+                != Some(msg.as_str())
+            {
                 let _ = client.merge_status("storage.k8s.io", "volumeattachments", "", &name, &json!({"status": {"attached": false, "attachError": {"time": meta::now_rfc3339(), "message": msg}}}));
             }
             if attach_errors.insert(name.clone()) {
-                for pod in desired.get(&(pv.clone(), node.clone())).into_iter().flatten() {
-                    adc.record(pod, EventKind::Warning, "FailedAttachVolume", &format!("AttachVolume.Attach failed for volume \"{}\" : {}", pv, msg));
+                for pod in desired
+                    .get(&(pv.clone(), node.clone()))
+                    .into_iter()
+                    .flatten()
+                {
+                    adc.record(
+                        pod,
+                        EventKind::Warning,
+                        "FailedAttachVolume",
+                        &format!("AttachVolume.Attach failed for volume \"{}\" : {}", pv, msg),
+                    );
                 }
             }
             first_seen.remove(&format!("va/{}", name));
             continue;
         }
-        let seen = *first_seen.entry(format!("va/{}", name)).or_insert_with(Instant::now);
+        let seen = *first_seen
+            .entry(format!("va/{}", name))
+            .or_insert_with(Instant::now);
         if seen.elapsed() < timing.s(timing.attach) {
             continue;
         }
         attach_errors.remove(&name);
-        let _ = client.merge_status("storage.k8s.io", "volumeattachments", "", &name, &json!({"status": {"attached": true, "attachError": null, "attachmentMetadata": null}}));
-        for pod in desired.get(&(pv.clone(), node.clone())).into_iter().flatten() {
-            adc.record(pod, EventKind::Normal, "SuccessfulAttachVolume", &format!("AttachVolume.Attach succeeded for volume \"{}\" ", pv));
+        let _ = client.merge_status(
+            "storage.k8s.io",
+            "volumeattachments",
+            "",
+            &name,
+            &json!({"status": {"attached": true, "attachError": null, "attachmentMetadata": null}}),
+        );
+        for pod in desired
+            .get(&(pv.clone(), node.clone()))
+            .into_iter()
+            .flatten()
+        {
+            adc.record(
+                pod,
+                EventKind::Normal,
+                "SuccessfulAttachVolume",
+                &format!("AttachVolume.Attach succeeded for volume \"{}\" ", pv),
+            );
         }
         let attached: Vec<Value> = client
             .list("storage.k8s.io", "volumeattachments", None, &|v| meta::str_at(v, "/spec/nodeName") == Some(node.as_str()) && (v.pointer("/status/attached") == Some(&json!(true)) || meta::name(v) == name))
             .iter()
             .map(|v| json!({"name": unique_name(meta::str_at(v, "/spec/source/persistentVolumeName").unwrap_or("")), "devicePath": ""}))
             .collect();
-        let _ = client.merge_status("", "nodes", "", &node, &json!({"status": {"volumesAttached": attached}}));
+        let _ = client.merge_status(
+            "",
+            "nodes",
+            "",
+            &node,
+            &json!({"status": {"volumesAttached": attached}}),
+        );
     }
 }
 

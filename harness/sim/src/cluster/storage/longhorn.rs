@@ -20,7 +20,12 @@ pub const STORAGE_CLASS: &str = "longhorn";
 
 /// Create the Longhorn objects a fresh install leaves in the cluster.
 pub fn install(client: &Internal) {
-    let _ = client.create("", "namespaces", "", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}));
+    let _ = client.create(
+        "",
+        "namespaces",
+        "",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
+    );
     let _ = client.create(
         "storage.k8s.io",
         "csidrivers",
@@ -38,7 +43,11 @@ pub fn install(client: &Internal) {
                "parameters": {"numberOfReplicas": "3", "staleReplicaTimeout": "30", "fromBackup": "", "fsType": "ext4", "dataLocality": "disabled", "unmapMarkSnapChainRemoved": "ignored", "disableRevisionCounter": "true", "dataEngine": "v1"}}),
     );
     let image = |n: &str| format!("longhornio/{}:{}", n, VERSION);
-    daemonset(client, "longhorn-manager", json!([{"name": "longhorn-manager", "image": image("longhorn-manager")}]));
+    daemonset(
+        client,
+        "longhorn-manager",
+        json!([{"name": "longhorn-manager", "image": image("longhorn-manager")}]),
+    );
     daemonset(
         client,
         "longhorn-csi-plugin",
@@ -48,14 +57,21 @@ pub fn install(client: &Internal) {
             {"name": "longhorn-csi-plugin", "image": image("longhorn-manager")}
         ]),
     );
-    daemonset(client, "engine-image-ei-db6c2b6f", json!([{"name": "engine-image-ei-db6c2b6f", "image": image("longhorn-engine")}]));
+    daemonset(
+        client,
+        "engine-image-ei-db6c2b6f",
+        json!([{"name": "engine-image-ei-db6c2b6f", "image": image("longhorn-engine")}]),
+    );
     for (name, img) in [
         ("csi-attacher", "longhornio/csi-attacher:v4.9.0"),
         ("csi-provisioner", "longhornio/csi-provisioner:v5.3.0"),
         ("csi-resizer", "longhornio/csi-resizer:v1.14.0"),
         ("csi-snapshotter", "longhornio/csi-snapshotter:v8.3.0"),
         ("longhorn-ui", "longhornio/longhorn-ui:v1.9.1"),
-        ("longhorn-driver-deployer", "longhornio/longhorn-manager:v1.9.1"),
+        (
+            "longhorn-driver-deployer",
+            "longhornio/longhorn-manager:v1.9.1",
+        ),
     ] {
         let _ = client.create(
             "apps",
@@ -83,10 +99,16 @@ fn daemonset(client: &Internal, name: &str, containers: Value) {
 
 /// The provisioner, PV binder, attach/detach controller, CSI attacher and protection controllers.
 pub async fn run(client: Internal, timing: Timing) {
-    let provisioner = EventRecorder::new(client.clone(), "driver.longhorn.io_csi-provisioner-6f6c5f4b8-2x7kq_3c2d1b0a-9f8e-4d7c-b6a5-41e3f2d1c0b9", None);
+    let provisioner = EventRecorder::new(
+        client.clone(),
+        "driver.longhorn.io_csi-provisioner-6f6c5f4b8-2x7kq_3c2d1b0a-9f8e-4d7c-b6a5-41e3f2d1c0b9",
+        None,
+    );
     let binder = EventRecorder::new(client.clone(), "persistentvolume-controller", None);
     let adc = EventRecorder::new(client.clone(), "attachdetach-controller", None);
-    let tick = timing.s(Duration::from_millis(500)).max(Duration::from_millis(20));
+    let tick = timing
+        .s(Duration::from_millis(500))
+        .max(Duration::from_millis(20));
     let mut ticker = tokio::time::interval(tick);
     let mut first_seen: HashMap<String, Instant> = HashMap::new();
     let mut attach_errors: HashSet<String> = HashSet::new();
@@ -95,7 +117,13 @@ pub async fn run(client: Internal, timing: Timing) {
         ticker.tick().await;
         provisioner::provision(&client, &provisioner, &binder, &timing, &mut first_seen);
         provisioner::protect_and_reclaim(&client);
-        attacher::attach_detach(&client, &adc, &timing, &mut claim_pods, &mut first_seen, &mut attach_errors);
+        attacher::attach_detach(
+            &client,
+            &adc,
+            &timing,
+            &mut claim_pods,
+            &mut first_seen,
+            &mut attach_errors,
+        );
     }
 }
-

@@ -13,19 +13,36 @@ use tokio::time::Instant;
 
 fn default_class(client: &Internal) -> Option<String> {
     client
-        .list("storage.k8s.io", "storageclasses", None, &|sc| meta::str_at(sc, "/metadata/annotations/storageclass.kubernetes.io~1is-default-class") == Some("true"))
+        .list("storage.k8s.io", "storageclasses", None, &|sc| {
+            meta::str_at(
+                sc,
+                "/metadata/annotations/storageclass.kubernetes.io~1is-default-class",
+            ) == Some("true")
+        })
         .first()
         .map(|sc| meta::name(sc).to_string())
 }
 
-pub(super) fn provision(client: &Internal, provisioner: &EventRecorder, binder: &EventRecorder, timing: &Timing, first_seen: &mut HashMap<String, Instant>) {
+pub(super) fn provision(
+    client: &Internal,
+    provisioner: &EventRecorder,
+    binder: &EventRecorder,
+    timing: &Timing,
+    first_seen: &mut HashMap<String, Instant>,
+) {
     let default_sc = default_class(client);
-    for pvc in client.list("", "persistentvolumeclaims", None, &|p| meta::str_at(p, "/spec/volumeName").unwrap_or("").is_empty() && !meta::is_deleting(p)) {
+    for pvc in client.list("", "persistentvolumeclaims", None, &|p| {
+        meta::str_at(p, "/spec/volumeName").unwrap_or("").is_empty() && !meta::is_deleting(p)
+    }) {
         let ns = meta::namespace(&pvc).to_string();
         let name = meta::name(&pvc).to_string();
-        let sc_name = meta::str_at(&pvc, "/spec/storageClassName").map(String::from).or_else(|| default_sc.clone());
+        let sc_name = meta::str_at(&pvc, "/spec/storageClassName")
+            .map(String::from)
+            .or_else(|| default_sc.clone());
         let Some(sc_name) = sc_name else { continue };
-        let Some(sc) = client.get("storage.k8s.io", "storageclasses", "", &sc_name) else { continue };
+        let Some(sc) = client.get("storage.k8s.io", "storageclasses", "", &sc_name) else {
+            continue;
+        };
         if meta::str_at(&sc, "/provisioner") != Some(DRIVER) {
             continue;
         }
@@ -47,9 +64,18 @@ pub(super) fn provision(client: &Internal, provisioner: &EventRecorder, binder: 
             continue;
         }
         let pv_name = format!("pvc-{}", meta::uid(&pvc));
-        let size = pvc.pointer("/spec/resources/requests/storage").cloned().unwrap_or(json!("1Gi"));
-        let modes = pvc.pointer("/spec/accessModes").cloned().unwrap_or(json!(["ReadWriteOnce"]));
-        let volume_mode = pvc.pointer("/spec/volumeMode").cloned().unwrap_or(json!("Filesystem"));
+        let size = pvc
+            .pointer("/spec/resources/requests/storage")
+            .cloned()
+            .unwrap_or(json!("1Gi"));
+        let modes = pvc
+            .pointer("/spec/accessModes")
+            .cloned()
+            .unwrap_or(json!(["ReadWriteOnce"]));
+        let volume_mode = pvc
+            .pointer("/spec/volumeMode")
+            .cloned()
+            .unwrap_or(json!("Filesystem"));
         if client.get("", "persistentvolumes", "", &pv_name).is_none() {
             let pv = json!({
                 "apiVersion": "v1", "kind": "PersistentVolume",
@@ -64,11 +90,22 @@ pub(super) fn provision(client: &Internal, provisioner: &EventRecorder, binder: 
                 }
             });
             if client.create("", "persistentvolumes", "", pv).is_ok() {
-                provisioner.record(&pvc, EventKind::Normal, "ProvisioningSucceeded", &format!("Successfully provisioned volume {}", pv_name));
+                provisioner.record(
+                    &pvc,
+                    EventKind::Normal,
+                    "ProvisioningSucceeded",
+                    &format!("Successfully provisioned volume {}", pv_name),
+                );
             }
         }
         // The binder completes the two-way binding.
-        let _ = client.merge_status("", "persistentvolumes", "", &pv_name, &json!({"status": {"phase": "Bound"}}));
+        let _ = client.merge_status(
+            "",
+            "persistentvolumes",
+            "",
+            &pv_name,
+            &json!({"status": {"phase": "Bound"}}),
+        );
         let _ = client.merge(
             "",
             "persistentvolumeclaims",
@@ -84,50 +121,111 @@ pub(super) fn provision(client: &Internal, provisioner: &EventRecorder, binder: 
 fn pods_using_claim(client: &Internal, ns: &str, claim: &str) -> usize {
     client
         .list("", "pods", Some(ns), &|p| {
-            !matches!(meta::str_at(p, "/status/phase"), Some("Succeeded" | "Failed"))
-                && p.pointer("/spec/volumes").and_then(Value::as_array).map(|vs| vs.iter().any(|v| v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) == Some(claim))).unwrap_or(false)
+            !matches!(
+                meta::str_at(p, "/status/phase"),
+                Some("Succeeded" | "Failed")
+            ) && p
+                .pointer("/spec/volumes")
+                .and_then(Value::as_array)
+                .map(|vs| {
+                    vs.iter().any(|v| {
+                        v.pointer("/persistentVolumeClaim/claimName")
+                            .and_then(Value::as_str)
+                            == Some(claim)
+                    })
+                })
+                .unwrap_or(false)
         })
         .len()
 }
 
 fn drop_finalizer(client: &Internal, plural: &str, ns: &str, obj: &Value, fin: &str) {
-    let fins: Vec<String> = meta::finalizers(obj).into_iter().filter(|f| f != fin).collect();
-    let v = if fins.is_empty() { Value::Null } else { json!(fins) };
-    let _ = client.merge("", plural, ns, meta::name(obj), &json!({"metadata": {"finalizers": v}}));
+    let fins: Vec<String> = meta::finalizers(obj)
+        .into_iter()
+        .filter(|f| f != fin)
+        .collect();
+    let v = if fins.is_empty() {
+        Value::Null
+    } else {
+        json!(fins)
+    };
+    let _ = client.merge(
+        "",
+        plural,
+        ns,
+        meta::name(obj),
+        &json!({"metadata": {"finalizers": v}}),
+    );
 }
 
 /// pvc-protection and pv-protection, and the Delete reclaim policy.
 pub(super) fn protect_and_reclaim(client: &Internal) {
-    for pvc in client.list("", "persistentvolumeclaims", None, &|p| meta::is_deleting(p)) {
-        if meta::finalizers(&pvc).iter().any(|f| f == "kubernetes.io/pvc-protection") && pods_using_claim(client, meta::namespace(&pvc), meta::name(&pvc)) == 0 {
-            drop_finalizer(client, "persistentvolumeclaims", meta::namespace(&pvc), &pvc, "kubernetes.io/pvc-protection");
+    for pvc in client.list("", "persistentvolumeclaims", None, &|p| {
+        meta::is_deleting(p)
+    }) {
+        if meta::finalizers(&pvc)
+            .iter()
+            .any(|f| f == "kubernetes.io/pvc-protection")
+            && pods_using_claim(client, meta::namespace(&pvc), meta::name(&pvc)) == 0
+        {
+            drop_finalizer(
+                client,
+                "persistentvolumeclaims",
+                meta::namespace(&pvc),
+                &pvc,
+                "kubernetes.io/pvc-protection",
+            );
         }
     }
     for pv in client.list("", "persistentvolumes", None, &|_| true) {
-        let claim_ns = meta::str_at(&pv, "/spec/claimRef/namespace").unwrap_or("").to_string();
-        let claim = meta::str_at(&pv, "/spec/claimRef/name").unwrap_or("").to_string();
-        let claim_uid = meta::str_at(&pv, "/spec/claimRef/uid").unwrap_or("").to_string();
+        let claim_ns = meta::str_at(&pv, "/spec/claimRef/namespace")
+            .unwrap_or("")
+            .to_string();
+        let claim = meta::str_at(&pv, "/spec/claimRef/name")
+            .unwrap_or("")
+            .to_string();
+        let claim_uid = meta::str_at(&pv, "/spec/claimRef/uid")
+            .unwrap_or("")
+            .to_string();
         if claim.is_empty() {
             continue;
         }
-        let bound = client.get("", "persistentvolumeclaims", &claim_ns, &claim).map(|c| meta::uid(&c) == claim_uid).unwrap_or(false);
+        let bound = client
+            .get("", "persistentvolumeclaims", &claim_ns, &claim)
+            .map(|c| meta::uid(&c) == claim_uid)
+            .unwrap_or(false);
         if bound {
             continue;
         }
         if meta::str_at(&pv, "/status/phase") != Some("Released") && !meta::is_deleting(&pv) {
-            let _ = client.merge_status("", "persistentvolumes", "", meta::name(&pv), &json!({"status": {"phase": "Released"}}));
+            let _ = client.merge_status(
+                "",
+                "persistentvolumes",
+                "",
+                meta::name(&pv),
+                &json!({"status": {"phase": "Released"}}),
+            );
         }
         if meta::str_at(&pv, "/spec/persistentVolumeReclaimPolicy") == Some("Delete") {
-            let attached = !client.list("storage.k8s.io", "volumeattachments", None, &|va| meta::str_at(va, "/spec/source/persistentVolumeName") == Some(meta::name(&pv))).is_empty();
+            let attached = !client
+                .list("storage.k8s.io", "volumeattachments", None, &|va| {
+                    meta::str_at(va, "/spec/source/persistentVolumeName") == Some(meta::name(&pv))
+                })
+                .is_empty();
             if attached {
                 continue;
             }
             if !meta::is_deleting(&pv) {
                 let _ = client.delete("", "persistentvolumes", "", meta::name(&pv), None);
             } else {
-                let _ = client.merge("", "persistentvolumes", "", meta::name(&pv), &json!({"metadata": {"finalizers": null}}));
+                let _ = client.merge(
+                    "",
+                    "persistentvolumes",
+                    "",
+                    meta::name(&pv),
+                    &json!({"metadata": {"finalizers": null}}),
+                );
             }
         }
     }
 }
-

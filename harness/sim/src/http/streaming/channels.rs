@@ -35,14 +35,25 @@ impl Protocol {
     /// The subprotocol names this server speaks, with what they mean.
     pub fn parse(name: &str) -> Option<Protocol> {
         let (version, rest) = match name {
-            "" => return Some(Protocol { version: Version::V1, base64: false }),
+            "" => {
+                return Some(Protocol {
+                    version: Version::V1,
+                    base64: false,
+                })
+            }
             n if n.starts_with("v4.") => (Version::V4, &n[3..]),
             n if n.starts_with("v5.") => (Version::V5, &n[3..]),
             n => (Version::V1, n),
         };
         match rest {
-            "channel.k8s.io" => Some(Protocol { version, base64: false }),
-            "base64.channel.k8s.io" => Some(Protocol { version, base64: true }),
+            "channel.k8s.io" => Some(Protocol {
+                version,
+                base64: false,
+            }),
+            "base64.channel.k8s.io" => Some(Protocol {
+                version,
+                base64: true,
+            }),
             _ => None,
         }
     }
@@ -72,7 +83,9 @@ impl Protocol {
         };
         let (&first, rest) = bytes.split_first()?;
         if self.base64 {
-            let data = base64::engine::general_purpose::STANDARD.decode(rest).ok()?;
+            let data = base64::engine::general_purpose::STANDARD
+                .decode(rest)
+                .ok()?;
             Some((first.checked_sub(b'0')?, data))
         } else {
             Some((first, rest.to_vec()))
@@ -95,7 +108,10 @@ impl Protocol {
 pub enum Outcome {
     Success,
     /// The process exited with this non-zero code; `detail` is the runtime's exit error text.
-    ExitCode { code: i32, detail: String },
+    ExitCode {
+        code: i32,
+        detail: String,
+    },
     /// The command could not run (`apierrors.NewInternalError`).
     Internal(String),
 }
@@ -125,7 +141,11 @@ impl Outcome {
     fn failure_message(&self) -> Option<String> {
         match self {
             Outcome::Success => None,
-            _ => self.status().get("message").and_then(Value::as_str).map(String::from),
+            _ => self
+                .status()
+                .get("message")
+                .and_then(Value::as_str)
+                .map(String::from),
         }
     }
 }
@@ -136,36 +156,85 @@ mod tests {
 
     #[test]
     fn negotiable_names() {
-        assert_eq!(Protocol::parse("v5.channel.k8s.io"), Some(Protocol { version: Version::V5, base64: false }));
-        assert_eq!(Protocol::parse("v4.base64.channel.k8s.io"), Some(Protocol { version: Version::V4, base64: true }));
-        assert_eq!(Protocol::parse("base64.channel.k8s.io"), Some(Protocol { version: Version::V1, base64: true }));
-        assert_eq!(Protocol::parse(""), Some(Protocol { version: Version::V1, base64: false }));
+        assert_eq!(
+            Protocol::parse("v5.channel.k8s.io"),
+            Some(Protocol {
+                version: Version::V5,
+                base64: false
+            })
+        );
+        assert_eq!(
+            Protocol::parse("v4.base64.channel.k8s.io"),
+            Some(Protocol {
+                version: Version::V4,
+                base64: true
+            })
+        );
+        assert_eq!(
+            Protocol::parse("base64.channel.k8s.io"),
+            Some(Protocol {
+                version: Version::V1,
+                base64: true
+            })
+        );
+        assert_eq!(
+            Protocol::parse(""),
+            Some(Protocol {
+                version: Version::V1,
+                base64: false
+            })
+        );
         assert_eq!(Protocol::parse("v6.channel.k8s.io"), None);
         assert_eq!(Protocol::parse("SPDY/3.1+portforward.k8s.io"), None);
     }
 
     #[test]
     fn base64_round_trip_and_binary_prefix() {
-        let b64 = Protocol { version: Version::V4, base64: true };
+        let b64 = Protocol {
+            version: Version::V4,
+            base64: true,
+        };
         let m = b64.encode(STDOUT, b"hi\n");
         assert_eq!(m, Message::text("1aGkK"));
-        assert_eq!(b64.decode(&Message::text("0aGkK")), Some((STDIN, b"hi\n".to_vec())));
-        let bin = Protocol { version: Version::V5, base64: false };
+        assert_eq!(
+            b64.decode(&Message::text("0aGkK")),
+            Some((STDIN, b"hi\n".to_vec()))
+        );
+        let bin = Protocol {
+            version: Version::V5,
+            base64: false,
+        };
         assert_eq!(bin.encode(STDERR, b"x"), Message::binary(vec![2, b'x']));
-        assert_eq!(bin.decode(&Message::binary(vec![255, 0])), Some((CLOSE, vec![0])));
+        assert_eq!(
+            bin.decode(&Message::binary(vec![255, 0])),
+            Some((CLOSE, vec![0]))
+        );
         assert_eq!(bin.decode(&Message::binary(Vec::<u8>::new())), None);
-        assert_eq!(bin.decode(&Message::text("\u{0}typed")), Some((STDIN, b"typed".to_vec())));
+        assert_eq!(
+            bin.decode(&Message::text("\u{0}typed")),
+            Some((STDIN, b"typed".to_vec()))
+        );
     }
 
     #[test]
     fn exit_code_status_matches_the_kubelet_shape() {
-        let s = Outcome::ExitCode { code: 3, detail: "command terminated with exit code 3".into() }.status();
+        let s = Outcome::ExitCode {
+            code: 3,
+            detail: "command terminated with exit code 3".into(),
+        }
+        .status();
         assert_eq!(
             serde_json::to_string(&s).unwrap(),
             r#"{"metadata":{},"status":"Failure","message":"command terminated with non-zero exit code: command terminated with exit code 3","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode","message":"3"}]}}"#
         );
-        let v1 = Protocol { version: Version::V1, base64: false };
+        let v1 = Protocol {
+            version: Version::V1,
+            base64: false,
+        };
         assert_eq!(v1.status_payload(&Outcome::Success), None);
-        assert!(v1.status_payload(&Outcome::Internal("boom".into())).unwrap().starts_with(b"Internal error occurred: boom"));
+        assert!(v1
+            .status_payload(&Outcome::Internal("boom".into()))
+            .unwrap()
+            .starts_with(b"Internal error occurred: boom"));
     }
 }

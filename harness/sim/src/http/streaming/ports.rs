@@ -47,15 +47,28 @@ enum RawListener {
 
 /// The listeners a pod declares, or an error naming the pod, the annotation and the port.
 pub fn listeners(pod: &Value) -> Result<BTreeMap<u16, Listener>, String> {
-    let Some(text) = annotation(pod, PORTS_ANNOTATION) else { return Ok(BTreeMap::new()) };
-    let whence = format!("pod {}/{}: annotation {}", meta::namespace(pod), meta::name(pod), PORTS_ANNOTATION);
-    let raw: BTreeMap<u16, serde_yaml::Value> = serde_yaml::from_str(text).map_err(|e| format!("{}: {}", whence, e))?;
+    let Some(text) = annotation(pod, PORTS_ANNOTATION) else {
+        return Ok(BTreeMap::new());
+    };
+    let whence = format!(
+        "pod {}/{}: annotation {}",
+        meta::namespace(pod),
+        meta::name(pod),
+        PORTS_ANNOTATION
+    );
+    let raw: BTreeMap<u16, serde_yaml::Value> =
+        serde_yaml::from_str(text).map_err(|e| format!("{}: {}", whence, e))?;
     raw.into_iter()
         .map(|(port, v)| {
             let l = match serde_yaml::from_value::<RawListener>(v) {
                 Ok(RawListener::Name(n)) if n == "echo" => Listener::Echo,
                 Ok(RawListener::Http { http }) => Listener::Http(http),
-                _ => return Err(format!("{}: port {}: expected `echo` or `{{http: {{status, body, headers}}}}`", whence, port)),
+                _ => {
+                    return Err(format!(
+                        "{}: port {}: expected `echo` or `{{http: {{status, body, headers}}}}`",
+                        whence, port
+                    ))
+                }
             };
             Ok((port, l))
         })
@@ -72,7 +85,11 @@ pub struct Connection {
 
 impl Connection {
     pub fn new(listener: Listener) -> Self {
-        Connection { listener, request: Vec::new(), closed: false }
+        Connection {
+            listener,
+            request: Vec::new(),
+            closed: false,
+        }
     }
 
     /// Bytes from the client; returns what the listener writes back.
@@ -84,7 +101,9 @@ impl Connection {
             Listener::Echo => data.to_vec(),
             Listener::Http(reply) => {
                 self.request.extend_from_slice(data);
-                if self.request.windows(4).any(|w| w == b"\r\n\r\n") || self.request.windows(2).any(|w| w == b"\n\n") {
+                if self.request.windows(4).any(|w| w == b"\r\n\r\n")
+                    || self.request.windows(2).any(|w| w == b"\n\n")
+                {
                     self.closed = true;
                     http_response(reply)
                 } else {
@@ -109,12 +128,19 @@ fn http_response(r: &HttpReply) -> Vec<u8> {
     for (k, v) in &r.headers {
         out.push_str(&format!("{}: {}\r\n", k, v));
     }
-    out.push_str(&format!("Content-Length: {}\r\nConnection: close\r\n\r\n{}", r.body.len(), r.body));
+    out.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
+        r.body.len(),
+        r.body
+    ));
     out.into_bytes()
 }
 
 fn reason_phrase(code: u16) -> &'static str {
-    axum::http::StatusCode::from_u16(code).ok().and_then(|c| c.canonical_reason()).unwrap_or("")
+    axum::http::StatusCode::from_u16(code)
+        .ok()
+        .and_then(|c| c.canonical_reason())
+        .unwrap_or("")
 }
 
 /// The kubelet's message for a port nothing listens on (containerd runtime: the pod is named
@@ -123,7 +149,14 @@ pub fn refused_message(pod: &Value, port: u16) -> String {
     let digest = Sha256::digest(meta::uid(pod).as_bytes());
     let sandbox: String = digest.iter().map(|b| format!("{:02x}", b)).collect();
     let h = &sandbox;
-    let netns = format!("/var/run/netns/cni-{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32]);
+    let netns = format!(
+        "/var/run/netns/cni-{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    );
     format!(
         "error forwarding port {port} to pod {sandbox}, uid : failed to execute portforward in network namespace {netns:?}: failed to connect to localhost:{port} inside namespace {sandbox:?}, IPv4: dial tcp4 127.0.0.1:{port}: connect: connection refused IPv6 dial tcp6 [::1]:{port}: connect: connection refused "
     )
@@ -140,7 +173,9 @@ pub fn parse_ports(values: &[String]) -> Result<Vec<u16>, String> {
             return Err("query parameter \"port\" cannot be empty".into());
         }
         for p in v.split(',') {
-            let port: u16 = p.parse().map_err(|e| format!("unable to parse {:?} as a port: {}", v, e))?;
+            let port: u16 = p
+                .parse()
+                .map_err(|e| format!("unable to parse {:?} as a port: {}", v, e))?;
             if port < 1 {
                 return Err(format!("port {:?} must be > 0", v));
             }
@@ -161,30 +196,54 @@ mod tests {
 
     #[test]
     fn declared_listeners() {
-        let l = listeners(&pod("7000: echo\n8080:\n  http: {status: 404, body: nope}\n")).unwrap();
+        let l = listeners(&pod(
+            "7000: echo\n8080:\n  http: {status: 404, body: nope}\n",
+        ))
+        .unwrap();
         assert_eq!(l[&7000], Listener::Echo);
-        let Listener::Http(h) = &l[&8080] else { panic!() };
+        let Listener::Http(h) = &l[&8080] else {
+            panic!()
+        };
         assert_eq!((h.status, h.body.as_str()), (404, "nope"));
         let err = listeners(&pod("7000: telnet\n")).unwrap_err();
-        assert!(err.starts_with("pod ns/p: annotation sim.faultline.dev/ports: port 7000: expected"), "{err}");
+        assert!(
+            err.starts_with("pod ns/p: annotation sim.faultline.dev/ports: port 7000: expected"),
+            "{err}"
+        );
         assert!(listeners(&pod("x: echo")).unwrap_err().contains("ns/p"));
     }
 
     #[test]
     fn http_listener_answers_once_the_request_is_complete() {
-        let mut c = Connection::new(Listener::Http(HttpReply { status: 200, body: "ok\n".into(), headers: BTreeMap::new() }));
+        let mut c = Connection::new(Listener::Http(HttpReply {
+            status: 200,
+            body: "ok\n".into(),
+            headers: BTreeMap::new(),
+        }));
         assert!(c.receive(b"GET / HTTP/1.1\r\n").is_empty());
         let r = String::from_utf8(c.receive(b"Host: x\r\n\r\n")).unwrap();
-        assert_eq!(r, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n");
+        assert_eq!(
+            r,
+            "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n"
+        );
         assert!(c.is_closed());
     }
 
     #[test]
     fn ports_query_and_refusal_text() {
-        assert_eq!(parse_ports(&["80".into(), "8080,9090".into()]).unwrap(), vec![80, 8080, 9090]);
+        assert_eq!(
+            parse_ports(&["80".into(), "8080,9090".into()]).unwrap(),
+            vec![80, 8080, 9090]
+        );
         assert!(parse_ports(&[]).unwrap_err().contains("required"));
-        assert!(parse_ports(&["0".into()]).unwrap_err().contains("must be > 0"));
+        assert!(parse_ports(&["0".into()])
+            .unwrap_err()
+            .contains("must be > 0"));
         let m = refused_message(&pod(""), 8080);
-        assert!(m.starts_with("error forwarding port 8080 to pod ") && m.contains("connect: connection refused"), "{m}");
+        assert!(
+            m.starts_with("error forwarding port 8080 to pod ")
+                && m.contains("connect: connection refused"),
+            "{m}"
+        );
     }
 }

@@ -65,11 +65,25 @@ enum StdinMode {
 pub fn resolve(pod: &Value, container: &str, argv: &[String]) -> Result<Program, String> {
     if let Some(text) = annotation(pod, EXEC_ANNOTATION) {
         let entries: Vec<Entry> = serde_yaml::from_str(text).map_err(|e| {
-            format!("pod {}/{}: annotation {}: {}", meta::namespace(pod), meta::name(pod), EXEC_ANNOTATION, e)
+            format!(
+                "pod {}/{}: annotation {}: {}",
+                meta::namespace(pod),
+                meta::name(pod),
+                EXEC_ANNOTATION,
+                e
+            )
         })?;
-        let hit = entries.into_iter().find(|e| e.command == argv && e.container.as_deref().is_none_or(|c| c == container));
+        let hit = entries
+            .into_iter()
+            .find(|e| e.command == argv && e.container.as_deref().is_none_or(|c| c == container));
         if let Some(e) = hit {
-            return Ok(Program { echo_stdin: e.stdin == StdinMode::Echo, stdout: e.stdout.into_bytes(), stderr: e.stderr.into_bytes(), exit_code: e.exit_code.into(), delay: Duration::ZERO });
+            return Ok(Program {
+                echo_stdin: e.stdin == StdinMode::Echo,
+                stdout: e.stdout.into_bytes(),
+                stderr: e.stderr.into_bytes(),
+                exit_code: e.exit_code.into(),
+                delay: Duration::ZERO,
+            });
         }
     }
     builtin(pod, argv).ok_or_else(|| {
@@ -81,38 +95,64 @@ pub fn resolve(pod: &Value, container: &str, argv: &[String]) -> Result<Program,
 }
 
 pub fn annotation<'a>(pod: &'a Value, key: &str) -> Option<&'a str> {
-    pod.pointer("/metadata/annotations").and_then(|a| a.get(key)).and_then(Value::as_str)
+    pod.pointer("/metadata/annotations")
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)
 }
 
 /// Commands whose result does not depend on a filesystem or processes the sim lacks.
 fn builtin(pod: &Value, argv: &[String]) -> Option<Program> {
     let (prog, args) = argv.split_first()?;
     let name = prog.rsplit('/').next().unwrap_or(prog);
-    let out = |s: String| Some(Program { stdout: s.into_bytes(), ..Default::default() });
+    let out = |s: String| {
+        Some(Program {
+            stdout: s.into_bytes(),
+            ..Default::default()
+        })
+    };
     match (name, args) {
         ("true", _) => Some(Program::default()),
-        ("false", _) => Some(Program { exit_code: 1, ..Default::default() }),
+        ("false", _) => Some(Program {
+            exit_code: 1,
+            ..Default::default()
+        }),
         ("echo", [flag, rest @ ..]) if flag == "-n" => out(rest.join(" ")),
         ("echo", rest) => out(format!("{}\n", rest.join(" "))),
-        ("cat", []) => Some(Program { echo_stdin: true, ..Default::default() }),
+        ("cat", []) => Some(Program {
+            echo_stdin: true,
+            ..Default::default()
+        }),
         ("hostname", []) => out(format!("{}\n", hostname(pod))),
-        ("sleep", [secs]) => Some(Program { delay: seconds(secs)?, ..Default::default() }),
+        ("sleep", [secs]) => Some(Program {
+            delay: seconds(secs)?,
+            ..Default::default()
+        }),
         ("sh" | "bash" | "ash", [c, script]) if c == "-c" => shell(pod, script),
         _ => None,
     }
 }
 
 fn seconds(s: &str) -> Option<Duration> {
-    s.parse::<f64>().ok().filter(|s| (0.0..=3600.0).contains(s)).map(Duration::from_secs_f64)
+    s.parse::<f64>()
+        .ok()
+        .filter(|s| (0.0..=3600.0).contains(s))
+        .map(Duration::from_secs_f64)
 }
 
 /// `sh -c` with a script of built-in commands separated by `;` and no quoting, expansion or
 /// redirection (`sleep 1; exit 3`, `cat`): anything richer needs a real shell.
 fn shell(pod: &Value, script: &str) -> Option<Program> {
-    if script.chars().any(|c| "|&$<>`\"'(){}*?[]\\#~\n".contains(c)) {
+    if script
+        .chars()
+        .any(|c| "|&$<>`\"'(){}*?[]\\#~\n".contains(c))
+    {
         return None;
     }
-    let cmds: Vec<Vec<String>> = script.split(';').map(|c| c.split_whitespace().map(String::from).collect::<Vec<_>>()).filter(|c| !c.is_empty()).collect();
+    let cmds: Vec<Vec<String>> = script
+        .split(';')
+        .map(|c| c.split_whitespace().map(String::from).collect::<Vec<_>>())
+        .filter(|c| !c.is_empty())
+        .collect();
     let mut prog = Program::default();
     for cmd in &cmds {
         match (cmd[0].as_str(), &cmd[1..]) {
@@ -161,18 +201,35 @@ mod tests {
     #[test]
     fn scripted_entries_win_and_match_exact_command_lines() {
         let p = pod("- command: [cat, /etc/x]\n  stdout: \"x\\n\"\n- command: [migrate]\n  container: app\n  stderr: bad\n  exitCode: 2\n");
-        assert_eq!(resolve(&p, "c", &argv(&["cat", "/etc/x"])).unwrap().stdout, b"x\n");
+        assert_eq!(
+            resolve(&p, "c", &argv(&["cat", "/etc/x"])).unwrap().stdout,
+            b"x\n"
+        );
         let m = resolve(&p, "app", &argv(&["migrate"])).unwrap();
         assert_eq!((m.exit_code, m.stderr.as_slice()), (2, &b"bad"[..]));
         let err = resolve(&p, "sidecar", &argv(&["migrate"])).unwrap_err();
-        assert!(err.contains("no script for the command [\"migrate\"]") && err.contains(EXEC_ANNOTATION), "{err}");
+        assert!(
+            err.contains("no script for the command [\"migrate\"]")
+                && err.contains(EXEC_ANNOTATION),
+            "{err}"
+        );
     }
 
     #[test]
     fn bad_annotations_name_the_pod_field_and_line() {
         let err = resolve(&pod("- command: [a]\n  stdot: x\n"), "c", &argv(&["a"])).unwrap_err();
-        assert!(err.starts_with("pod default/web-0: annotation sim.faultline.dev/exec: ") && err.contains("stdot") && err.contains("line 2"), "{err}");
-        let err = resolve(&pod("- command: [a]\n  exitCode: 300\n"), "c", &argv(&["a"])).unwrap_err();
+        assert!(
+            err.starts_with("pod default/web-0: annotation sim.faultline.dev/exec: ")
+                && err.contains("stdot")
+                && err.contains("line 2"),
+            "{err}"
+        );
+        let err = resolve(
+            &pod("- command: [a]\n  exitCode: 300\n"),
+            "c",
+            &argv(&["a"]),
+        )
+        .unwrap_err();
         assert!(err.contains("exitCode") || err.contains("300"), "{err}");
     }
 
@@ -191,9 +248,36 @@ mod tests {
 
     #[test]
     fn other_shell_scripts_are_not_guessed() {
-        assert!(resolve(&json!({"metadata": {"name": "p"}}), "c", &argv(&["sh", "-c", "ls /"])).is_err());
-        assert!(resolve(&json!({"metadata": {"name": "p"}}), "c", &argv(&["sh", "-c", "echo $HOME"])).is_err());
-        assert!(resolve(&json!({"metadata": {"name": "p"}}), "c", &argv(&["sh", "-c", "cat"])).unwrap().echo_stdin);
-        assert_eq!(resolve(&json!({"metadata": {"name": "p"}}), "c", &argv(&["sh", "-c", "sleep 1; exit 3"])).unwrap().delay, Duration::from_secs(1));
+        assert!(resolve(
+            &json!({"metadata": {"name": "p"}}),
+            "c",
+            &argv(&["sh", "-c", "ls /"])
+        )
+        .is_err());
+        assert!(resolve(
+            &json!({"metadata": {"name": "p"}}),
+            "c",
+            &argv(&["sh", "-c", "echo $HOME"])
+        )
+        .is_err());
+        assert!(
+            resolve(
+                &json!({"metadata": {"name": "p"}}),
+                "c",
+                &argv(&["sh", "-c", "cat"])
+            )
+            .unwrap()
+            .echo_stdin
+        );
+        assert_eq!(
+            resolve(
+                &json!({"metadata": {"name": "p"}}),
+                "c",
+                &argv(&["sh", "-c", "sleep 1; exit 3"])
+            )
+            .unwrap()
+            .delay,
+            Duration::from_secs(1)
+        );
     }
 }

@@ -42,22 +42,38 @@ impl Streams {
 pub fn exit_detail(version: Version, argv: &[String], code: i32) -> String {
     match version {
         Version::V5 => format!("command terminated with exit code {}", code),
-        _ => format!("error executing command [{}], exit code {}", argv.join(" "), code),
+        _ => format!(
+            "error executing command [{}], exit code {}",
+            argv.join(" "),
+            code
+        ),
     }
 }
 
 /// Runs `program` (or reports why it cannot run) on an exec connection.
-pub async fn exec<S>(mut ws: WebSocketStream<S>, proto: Protocol, streams: Streams, program: Result<Program, Outcome>, argv: Vec<String>)
-where
+pub async fn exec<S>(
+    mut ws: WebSocketStream<S>,
+    proto: Protocol,
+    streams: Streams,
+    program: Result<Program, Outcome>,
+    argv: Vec<String>,
+) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    if ws.send(proto.encode(streams.first_channel(), &[])).await.is_err() {
+    if ws
+        .send(proto.encode(streams.first_channel(), &[]))
+        .await
+        .is_err()
+    {
         return;
     }
     let outcome = match program {
         Err(o) => o,
         Ok(p) => {
-            if p.echo_stdin && streams.stdin && !echo_until_stdin_closes(&mut ws, proto, streams).await {
+            if p.echo_stdin
+                && streams.stdin
+                && !echo_until_stdin_closes(&mut ws, proto, streams).await
+            {
                 return;
             }
             tokio::time::sleep(p.delay).await;
@@ -78,7 +94,10 @@ where
             }
             match p.exit_code {
                 0 => Outcome::Success,
-                code => Outcome::ExitCode { code, detail: exit_detail(proto.version, &argv, code) },
+                code => Outcome::ExitCode {
+                    code,
+                    detail: exit_detail(proto.version, &argv, code),
+                },
             }
         }
     };
@@ -86,7 +105,11 @@ where
 }
 
 /// Copies stdin to stdout until stdin closes (v5 close signal); false when the client left.
-async fn echo_until_stdin_closes<S>(ws: &mut WebSocketStream<S>, proto: Protocol, streams: Streams) -> bool
+async fn echo_until_stdin_closes<S>(
+    ws: &mut WebSocketStream<S>,
+    proto: Protocol,
+    streams: Streams,
+) -> bool
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -100,7 +123,9 @@ where
                     return false;
                 }
             }
-            Some((CLOSE, data)) if proto.version == Version::V5 && data.first() == Some(&STDIN) => return true,
+            Some((CLOSE, data)) if proto.version == Version::V5 && data.first() == Some(&STDIN) => {
+                return true
+            }
             _ => {}
         }
     }
@@ -116,12 +141,21 @@ pub enum Output {
 
 /// Follows the container's output (`poll` is asked every `period`) until it ends or the
 /// client leaves. Stdin is accepted and dropped: a simulated main process reads nothing.
-pub async fn attach<S, F>(mut ws: WebSocketStream<S>, proto: Protocol, streams: Streams, period: Duration, mut poll: F)
-where
+pub async fn attach<S, F>(
+    mut ws: WebSocketStream<S>,
+    proto: Protocol,
+    streams: Streams,
+    period: Duration,
+    mut poll: F,
+) where
     S: AsyncRead + AsyncWrite + Unpin,
     F: FnMut() -> Output,
 {
-    if ws.send(proto.encode(streams.first_channel(), &[])).await.is_err() {
+    if ws
+        .send(proto.encode(streams.first_channel(), &[]))
+        .await
+        .is_err()
+    {
         return;
     }
     let mut tick = tokio::time::interval(period);
@@ -160,7 +194,10 @@ where
 }
 
 fn normal_close() -> CloseFrame {
-    CloseFrame { code: CloseCode::Normal, reason: "".into() }
+    CloseFrame {
+        code: CloseCode::Normal,
+        reason: "".into(),
+    }
 }
 
 async fn close<S>(mut ws: WebSocketStream<S>)
@@ -170,14 +207,22 @@ where
     // Clients read a normal closure (1000) as the end of their streams, anything else as an error.
     let _ = ws.close(Some(normal_close())).await;
     // Wait briefly for the client's close frame so the TLS stream ends cleanly.
-    let _ = tokio::time::timeout(Duration::from_secs(2), async { while let Some(Ok(_)) = ws.next().await {} }).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        while let Some(Ok(_)) = ws.next().await {}
+    })
+    .await;
 }
 
 /// `v4.channel.k8s.io` port-forward: channel 2i carries port i's data, 2i+1 its error text;
 /// each starts with the port number (little-endian u16). The connection closes when every
 /// port's connection has ended.
-pub async fn portforward_channels<S>(mut ws: WebSocketStream<S>, proto: Protocol, ports: Vec<u16>, listeners: BTreeMap<u16, Listener>, refused: impl Fn(u16) -> String)
-where
+pub async fn portforward_channels<S>(
+    mut ws: WebSocketStream<S>,
+    proto: Protocol,
+    ports: Vec<u16>,
+    listeners: BTreeMap<u16, Listener>,
+    refused: impl Fn(u16) -> String,
+) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let mut conns: Vec<Option<Connection>> = Vec::new();
@@ -200,13 +245,19 @@ where
         }
     }
     while conns.iter().any(Option::is_some) {
-        let Some(Ok(msg)) = ws.next().await else { return };
+        let Some(Ok(msg)) = ws.next().await else {
+            return;
+        };
         if msg.is_close() {
             return;
         }
-        let Some((channel, data)) = proto.decode(&msg) else { continue };
+        let Some((channel, data)) = proto.decode(&msg) else {
+            continue;
+        };
         let i = channel as usize / 2;
-        let Some(Some(conn)) = conns.get_mut(i).filter(|_| channel % 2 == 0) else { continue };
+        let Some(Some(conn)) = conns.get_mut(i).filter(|_| channel % 2 == 0) else {
+            continue;
+        };
         let reply = conn.receive(&data);
         if !reply.is_empty() && ws.send(proto.encode(channel, &reply)).await.is_err() {
             return;
@@ -220,12 +271,19 @@ where
 
 /// SPDY port-forward whose bytes travel as binary WebSocket messages (client-go's
 /// `TunnelingConnection`: one message per write, no channel prefix).
-pub async fn portforward_tunnel<S>(ws: WebSocketStream<S>, listeners: BTreeMap<u16, Listener>, refused: impl Fn(u16) -> String + Send + 'static)
-where
+pub async fn portforward_tunnel<S>(
+    ws: WebSocketStream<S>,
+    listeners: BTreeMap<u16, Listener>,
+    refused: impl Fn(u16) -> String + Send + 'static,
+) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let (near, far) = tokio::io::duplex(1 << 16);
-    let server = tokio::spawn(spdy::serve_portforward(far, move |p| listeners.get(&p).cloned(), refused));
+    let server = tokio::spawn(spdy::serve_portforward(
+        far,
+        move |p| listeners.get(&p).cloned(),
+        refused,
+    ));
     let (mut sink, mut stream) = ws.split();
     let (mut rd, mut wr) = tokio::io::split(near);
     let up = async {

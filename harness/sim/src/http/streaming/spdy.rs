@@ -26,14 +26,71 @@ const MAX_FRAME: usize = 1 << 24;
 /// The SPDY/3 header compression dictionary (draft 3, section 2.6.10.1): 65 length-prefixed
 /// header names and values, then a run of common status lines, dates and media types.
 const DICTIONARY_WORDS: [&str; 65] = [
-    "options", "head", "post", "put", "delete", "trace", "accept", "accept-charset", "accept-encoding", "accept-language",
-    "accept-ranges", "age", "allow", "authorization", "cache-control", "connection", "content-base", "content-encoding",
-    "content-language", "content-length", "content-location", "content-md5", "content-range", "content-type", "date",
-    "etag", "expect", "expires", "from", "host", "if-match", "if-modified-since", "if-none-match", "if-range",
-    "if-unmodified-since", "last-modified", "location", "max-forwards", "pragma", "proxy-authenticate",
-    "proxy-authorization", "range", "referer", "retry-after", "server", "te", "trailer", "transfer-encoding", "upgrade",
-    "user-agent", "vary", "via", "warning", "www-authenticate", "method", "get", "status", "200 OK", "version",
-    "HTTP/1.1", "url", "public", "set-cookie", "keep-alive", "origin",
+    "options",
+    "head",
+    "post",
+    "put",
+    "delete",
+    "trace",
+    "accept",
+    "accept-charset",
+    "accept-encoding",
+    "accept-language",
+    "accept-ranges",
+    "age",
+    "allow",
+    "authorization",
+    "cache-control",
+    "connection",
+    "content-base",
+    "content-encoding",
+    "content-language",
+    "content-length",
+    "content-location",
+    "content-md5",
+    "content-range",
+    "content-type",
+    "date",
+    "etag",
+    "expect",
+    "expires",
+    "from",
+    "host",
+    "if-match",
+    "if-modified-since",
+    "if-none-match",
+    "if-range",
+    "if-unmodified-since",
+    "last-modified",
+    "location",
+    "max-forwards",
+    "pragma",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "range",
+    "referer",
+    "retry-after",
+    "server",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "user-agent",
+    "vary",
+    "via",
+    "warning",
+    "www-authenticate",
+    "method",
+    "get",
+    "status",
+    "200 OK",
+    "version",
+    "HTTP/1.1",
+    "url",
+    "public",
+    "set-cookie",
+    "keep-alive",
+    "origin",
 ];
 const DICTIONARY_TAIL: &str = concat!(
     "100101201202205206300302303304305306307402405406407408409410411412413414415416417502504505",
@@ -67,7 +124,11 @@ impl HeaderCodec {
         let dict = dictionary();
         let mut deflate = Compress::new(Compression::best(), true);
         let _ = deflate.set_dictionary(&dict);
-        HeaderCodec { dict, inflate: Decompress::new(true), deflate }
+        HeaderCodec {
+            dict,
+            inflate: Decompress::new(true),
+            deflate,
+        }
     }
 
     fn decode(&mut self, block: &[u8]) -> Result<Vec<(String, String)>, String> {
@@ -78,10 +139,15 @@ impl HeaderCodec {
                 out.reserve(out.capacity());
             }
             let before = self.inflate.total_in();
-            match self.inflate.decompress_vec(&block[pos..], &mut out, FlushDecompress::Sync) {
+            match self
+                .inflate
+                .decompress_vec(&block[pos..], &mut out, FlushDecompress::Sync)
+            {
                 Ok(_) => {}
                 Err(e) if e.needs_dictionary().is_some() => {
-                    self.inflate.set_dictionary(&self.dict).map_err(|e| format!("header dictionary: {}", e))?;
+                    self.inflate
+                        .set_dictionary(&self.dict)
+                        .map_err(|e| format!("header dictionary: {}", e))?;
                 }
                 Err(e) => return Err(format!("header block: {}", e)),
             }
@@ -102,7 +168,9 @@ impl HeaderCodec {
         let mut pos = 0;
         loop {
             let before = self.deflate.total_in();
-            let _ = self.deflate.compress_vec(&plain[pos..], &mut out, FlushCompress::Sync);
+            let _ = self
+                .deflate
+                .compress_vec(&plain[pos..], &mut out, FlushCompress::Sync);
             pos += (self.deflate.total_in() - before) as usize;
             if pos >= plain.len() && out.len() < out.capacity() {
                 return out;
@@ -170,8 +238,11 @@ struct Pair {
 
 /// Serves port-forward streams on `io` until the client goes away. `listener` says what
 /// answers on a port; `refused` is the kubelet's message for a closed one.
-pub async fn serve_portforward<S>(io: S, listener: impl Fn(u16) -> Option<Listener>, refused: impl Fn(u16) -> String)
-where
+pub async fn serve_portforward<S>(
+    io: S,
+    listener: impl Fn(u16) -> Option<Listener>,
+    refused: impl Fn(u16) -> String,
+) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let (mut rd, mut wr) = tokio::io::split(io);
@@ -198,23 +269,41 @@ where
             let kind = u16::from_be_bytes([head[2], head[3]]);
             match kind {
                 SYN_STREAM if payload.len() >= 10 => {
-                    let id = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & 0x7fff_ffff;
+                    let id = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
+                        & 0x7fff_ffff;
                     last_stream = last_stream.max(id);
                     let Ok(headers) = codec.decode(&payload[10..]) else {
-                        out.extend(control_frame(GOAWAY, 0, &[&last_stream.to_be_bytes()[..], &1u32.to_be_bytes()[..]].concat()));
+                        out.extend(control_frame(
+                            GOAWAY,
+                            0,
+                            &[&last_stream.to_be_bytes()[..], &1u32.to_be_bytes()[..]].concat(),
+                        ));
                         let _ = wr.write_all(&out).await;
                         return;
                     };
-                    let h = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+                    let h = |name: &str| {
+                        headers
+                            .iter()
+                            .find(|(k, _)| k == name)
+                            .map(|(_, v)| v.clone())
+                    };
                     let block = codec.encode(&[]);
-                    out.extend(control_frame(SYN_REPLY, 0, &[&id.to_be_bytes()[..], &block[..]].concat()));
+                    out.extend(control_frame(
+                        SYN_REPLY,
+                        0,
+                        &[&id.to_be_bytes()[..], &block[..]].concat(),
+                    ));
                     let port = h("port").and_then(|p| p.parse::<u16>().ok());
                     let kind = match h("streamtype").as_deref() {
                         Some("data") => Kind::Data,
                         Some("error") => Kind::Error,
                         _ => {
                             // Unknown stream types are refused, as the kubelet does.
-                            out.extend(control_frame(RST_STREAM, 0, &[&id.to_be_bytes()[..], &1u32.to_be_bytes()[..]].concat()));
+                            out.extend(control_frame(
+                                RST_STREAM,
+                                0,
+                                &[&id.to_be_bytes()[..], &1u32.to_be_bytes()[..]].concat(),
+                            ));
                             if wr.write_all(&out).await.is_err() {
                                 return;
                             }
@@ -231,11 +320,17 @@ where
                     if let Some(p) = port {
                         pair.port = p;
                     }
-                    if let (Some(data), Some(error), None) = (pair.data, pair.error, pair.conn.as_ref()) {
+                    if let (Some(data), Some(error), None) =
+                        (pair.data, pair.error, pair.conn.as_ref())
+                    {
                         match listener(pair.port) {
                             Some(l) => pair.conn = Some(Connection::new(l)),
                             None => {
-                                out.extend(data_frame(error, FLAG_FIN, refused(pair.port).as_bytes()));
+                                out.extend(data_frame(
+                                    error,
+                                    FLAG_FIN,
+                                    refused(pair.port).as_bytes(),
+                                ));
                                 out.extend(data_frame(data, FLAG_FIN, &[]));
                                 pair.done = true;
                             }
@@ -243,7 +338,8 @@ where
                     }
                 }
                 RST_STREAM if payload.len() >= 4 => {
-                    let id = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & 0x7fff_ffff;
+                    let id = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
+                        & 0x7fff_ffff;
                     streams.remove(&id);
                 }
                 PING => out.extend(control_frame(PING, 0, &payload)),
@@ -303,9 +399,17 @@ mod tests {
         let mut server = HeaderCodec::new();
         for i in 0..3 {
             let id = i.to_string();
-            let block = client.encode(&[("streamtype", "data"), ("port", "8080"), ("requestid", &id)]);
+            let block =
+                client.encode(&[("streamtype", "data"), ("port", "8080"), ("requestid", &id)]);
             let h = server.decode(&block).unwrap();
-            assert_eq!(h, vec![("streamtype".into(), "data".into()), ("port".into(), "8080".into()), ("requestid".into(), id)]);
+            assert_eq!(
+                h,
+                vec![
+                    ("streamtype".into(), "data".into()),
+                    ("port".into(), "8080".into()),
+                    ("requestid".into(), id)
+                ]
+            );
         }
         assert!(server.decode(b"\x00garbage").is_err());
     }
@@ -313,11 +417,19 @@ mod tests {
     #[tokio::test]
     async fn forwards_echo_and_reports_closed_ports() {
         let (mut client, server) = tokio::io::duplex(1 << 16);
-        tokio::spawn(serve_portforward(server, |p| (p == 7000).then_some(Listener::Echo), |p| format!("refused {p}")));
+        tokio::spawn(serve_portforward(
+            server,
+            |p| (p == 7000).then_some(Listener::Echo),
+            |p| format!("refused {p}"),
+        ));
         let mut codec = HeaderCodec::new();
         let syn = |codec: &mut HeaderCodec, id: u32, kind: &str, port: &str, req: &str| {
             let block = codec.encode(&[("streamtype", kind), ("port", port), ("requestid", req)]);
-            control_frame(SYN_STREAM, 0, &[&id.to_be_bytes()[..], &[0u8; 6][..], &block[..]].concat())
+            control_frame(
+                SYN_STREAM,
+                0,
+                &[&id.to_be_bytes()[..], &[0u8; 6][..], &block[..]].concat(),
+            )
         };
         let mut frames = syn(&mut codec, 1, "error", "7000", "0");
         frames.extend(syn(&mut codec, 3, "data", "7000", "0"));
@@ -327,13 +439,23 @@ mod tests {
         client.write_all(&frames).await.unwrap();
         let mut got = Vec::new();
         let want_refusal = data_frame(5, FLAG_FIN, b"refused 9");
-        while !got.windows(want_refusal.len()).any(|w| w == want_refusal.as_slice()) {
+        while !got
+            .windows(want_refusal.len())
+            .any(|w| w == want_refusal.as_slice())
+        {
             let mut buf = [0u8; 4096];
-            let n = tokio::time::timeout(std::time::Duration::from_secs(5), client.read(&mut buf)).await.unwrap().unwrap();
+            let n = tokio::time::timeout(std::time::Duration::from_secs(5), client.read(&mut buf))
+                .await
+                .unwrap()
+                .unwrap();
             assert!(n > 0, "server closed early");
             got.extend_from_slice(&buf[..n]);
         }
         let echo = data_frame(3, 0, b"ping");
-        assert!(got.windows(echo.len()).any(|w| w == echo.as_slice()), "no echo in {:?}", got);
+        assert!(
+            got.windows(echo.len()).any(|w| w == echo.as_slice()),
+            "no echo in {:?}",
+            got
+        );
     }
 }
