@@ -16,7 +16,8 @@ pub enum Step {
     Fault(Fault),
     Remediate(Operation),
     Sleep(Dur),
-    Expect(Expect),
+    /// Boxed: an expectation is several times the size of any other step.
+    Expect(Box<Expect>),
     Script(Script),
     /// `try`, with its `catch` and `finally` steps.
     Try {
@@ -110,7 +111,7 @@ impl PlannedStep {
             fault.clone().map(Step::Fault),
             remediate.clone().map(Step::Remediate),
             sleep.map(Step::Sleep),
-            expect.clone().map(Step::Expect),
+            expect.clone().map(|e| Step::Expect(Box::new(e))),
             script.clone().map(Step::Script),
         ]
         .into_iter()
@@ -155,7 +156,7 @@ impl PlannedStep {
         let mut out = vec![];
         for s in steps {
             match &s.step {
-                Step::Expect(e) => out.push(e),
+                Step::Expect(e) => out.push(&**e),
                 Step::Try {
                     steps,
                     catch,
