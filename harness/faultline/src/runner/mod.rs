@@ -85,24 +85,25 @@ pub struct RunOptions {
 /// Clusters left running by --keep-cluster.
 pub type Kept = Arc<Mutex<Vec<KeptCluster>>>;
 
+/// Every scenario, `jobs` at a time, each retried up to `retries` times; sorted by name.
 pub async fn run_all(
     scenarios: Vec<LoadedScenario>,
     suite: &LoadedSuite,
-    opts: &RunOptions,
+    options: &RunOptions,
     kept: &Kept,
 ) -> Vec<ScenarioReport> {
-    let jobs = opts.jobs.max(1);
+    let jobs = options.jobs.max(1);
     let mut reports: Vec<ScenarioReport> = futures::stream::iter(scenarios)
-        .map(|s| async move {
-            if opts.cancel.borrow().is_some() {
+        .map(|loaded| async move {
+            if options.cancel.borrow().is_some() {
                 return cancelled_report(
-                    &s,
+                    &loaded,
                     suite,
                     "not started: the run was interrupted",
-                    opts.seed,
+                    options.seed,
                 );
             }
-            run_with_retries(&s, suite, opts, kept).await
+            run_with_retries(&loaded, suite, options, kept).await
         })
         .buffer_unordered(jobs)
         .collect()
@@ -113,58 +114,63 @@ pub async fn run_all(
 
 /// Attempts until one passes or `retries` more have failed; a pass after a failure is flaky.
 async fn run_with_retries(
-    s: &LoadedScenario,
+    loaded: &LoadedScenario,
     suite: &LoadedSuite,
-    opts: &RunOptions,
+    options: &RunOptions,
     kept: &Kept,
 ) -> ScenarioReport {
-    let attempts = opts.retries + 1;
+    let attempts = options.retries + 1;
     let mut failed = vec![];
     let mut attempt = 1;
     loop {
-        let mut r = run_scenario(s, suite, opts, kept, attempt).await;
-        let retry = matches!(r.verdict, Verdict::Failed | Verdict::Error)
+        let mut report = run_scenario(loaded, suite, options, kept, attempt).await;
+        let retry = matches!(report.verdict, Verdict::Failed | Verdict::Error)
             && attempt < attempts
-            && opts.cancel.borrow().is_none();
+            && options.cancel.borrow().is_none();
         if retry {
-            opts.progress.scenario_retrying(&r, attempt, attempts);
-            failed.push(FailedAttempt::of(&r, attempt));
+            options
+                .progress
+                .scenario_retrying(&report, attempt, attempts);
+            failed.push(FailedAttempt::of(&report, attempt));
             attempt += 1;
             continue;
         }
-        r.attempts = attempt;
-        r.flaky = r.verdict == Verdict::Passed && !failed.is_empty();
-        r.failed_attempts = failed;
-        opts.progress.scenario_finished(&r);
-        return r;
+        report.attempts = attempt;
+        report.flaky = report.verdict == Verdict::Passed && !failed.is_empty();
+        report.failed_attempts = failed;
+        options.progress.scenario_finished(&report);
+        return report;
     }
 }
 
+/// A scenario the run did not start: cancelled, its expectations skipped.
 fn cancelled_report(
-    s: &LoadedScenario,
+    loaded: &LoadedScenario,
     suite: &LoadedSuite,
     why: &str,
     seed: u64,
 ) -> ScenarioReport {
-    let mut r = empty_report(s, &Timeline::new(), seed);
-    r.verdict = Verdict::Cancelled;
-    r.reason = Some(why.into());
-    r.expectations = skipped_expectations(
-        &PlannedStep::plan(&s.scenario.spec.steps).unwrap_or_default(),
-        &s.scenario.spec.invariants,
+    let spec = &loaded.scenario.spec;
+    let mut report = empty_report(loaded, &Timeline::new(), seed);
+    report.verdict = Verdict::Cancelled;
+    report.reason = Some(why.into());
+    report.expectations = skipped_expectations(
+        &PlannedStep::plan(&spec.steps).unwrap_or_default(),
+        &spec.invariants,
         &[],
         suite.suite.defaults.expect_within.get(),
     );
-    r
+    report
 }
 
-fn empty_report(s: &LoadedScenario, tl: &Timeline, seed: u64) -> ScenarioReport {
+/// A passed report with nothing in it yet, started when `timeline` was.
+fn empty_report(loaded: &LoadedScenario, timeline: &Timeline, seed: u64) -> ScenarioReport {
     ScenarioReport {
-        name: s.scenario.metadata.name.clone(),
-        file: s.path.display().to_string(),
-        description: s.scenario.metadata.description.clone(),
+        name: loaded.scenario.metadata.name.clone(),
+        file: loaded.path.display().to_string(),
+        description: loaded.scenario.metadata.description.clone(),
         verdict: Verdict::Passed,
-        started_at: tl
+        started_at: timeline
             .started_wall
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         duration_ms: 0,
@@ -186,15 +192,16 @@ fn empty_report(s: &LoadedScenario, tl: &Timeline, seed: u64) -> ScenarioReport 
 pub async fn run_scenario(
     loaded: &LoadedScenario,
     suite: &LoadedSuite,
-    opts: &RunOptions,
+    options: &RunOptions,
     kept: &Kept,
     attempt: u32,
 ) -> ScenarioReport {
     if attempt == 1 {
-        opts.progress
+        options
+            .progress
             .scenario_started(&loaded.scenario.metadata.name);
     }
-    scenario::ScenarioRun::new(loaded, suite, opts, attempt)
+    scenario::ScenarioRun::new(loaded, suite, options, attempt)
         .run(kept)
         .await
 }
