@@ -63,8 +63,8 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-/// What keeps a stale device mount busy (`staleDeviceMount.heldBy`); the sim's node primitives
-/// use this type too.
+// What keeps a stale device mount busy (`staleDeviceMount.heldBy`, documented there); the sim's
+// node primitives use this type too. A plain comment: a doc comment would change the schema.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
 #[serde(rename_all = "camelCase")]
 pub enum MountHolder {
