@@ -82,8 +82,19 @@ pub enum Support {
     Unsupported(&'static str),
 }
 
+// The reasons users are shown when a provider refuses an operation.
 const SIM_API_ONLY: &str =
     "only the simulated API server can be told to fail or delay requests (use --provider sim)";
+// On existing clusters the node agent's `kubectl exec` rides on the kubelet.
+const AGENT_NEEDS_KUBELET: &str = "the node agent is reached through the kubelet: with the \
+    kubelet stopped the heal could not be delivered";
+const AGENT_NEEDS_LIVE_KUBELET: &str = "the node agent is reached through the kubelet: with the \
+    kubelet frozen the heal could not be delivered";
+const NO_POWER_CYCLE_FOR_STUCK_REBOOT: &str =
+    "a stuck reboot needs a power cycle, which an existing cluster's nodes do not offer faultline";
+const NO_POWER_CONTROL: &str = "no power control (IPMI/Redfish) of an existing cluster's nodes";
+const PARTITION_CUTS_AGENT: &str = "partitioning a node would also cut faultline off from its \
+    node agent, so the heal could not be delivered";
 
 impl NodeOperation {
     /// How this operation is undone; None for one-shot operations.
@@ -132,13 +143,14 @@ impl NodeOperation {
             | N::ProberManagerBroken(_)
             | N::HungNfs(_)
             | N::IoErrors(_) => (Yes, Yes, Yes),
-            // On existing clusters the node agent's `kubectl exec` rides on the kubelet.
-            N::KubeletStop(_) => (Yes, Yes, No("the node agent is reached through the kubelet: with the kubelet stopped the heal could not be delivered")),
-            N::KubeletHang(_) => (Yes, Yes, No("the node agent is reached through the kubelet: with the kubelet frozen the heal could not be delivered")),
-            N::NodeReboot(r) if r.stuck_until_power_cycle => (Yes, Yes, No("a stuck reboot needs a power cycle, which an existing cluster's nodes do not offer faultline")),
+            N::KubeletStop(_) => (Yes, Yes, No(AGENT_NEEDS_KUBELET)),
+            N::KubeletHang(_) => (Yes, Yes, No(AGENT_NEEDS_LIVE_KUBELET)),
+            N::NodeReboot(r) if r.stuck_until_power_cycle => {
+                (Yes, Yes, No(NO_POWER_CYCLE_FOR_STUCK_REBOOT))
+            }
             N::NodeReboot(_) => (Yes, Yes, Yes),
-            N::NodePowerCycle(_) => (Yes, Yes, No("no power control (IPMI/Redfish) of an existing cluster's nodes")),
-            N::NodeNetworkPartition(_) => (Yes, Yes, No("partitioning a node would also cut faultline off from its node agent, so the heal could not be delivered")),
+            N::NodePowerCycle(_) => (Yes, Yes, No(NO_POWER_CONTROL)),
+            N::NodeNetworkPartition(_) => (Yes, Yes, No(PARTITION_CUTS_AGENT)),
             N::ApiErrors(_) | N::ApiLatency(_) => (Yes, No(SIM_API_ONLY), No(SIM_API_ONLY)),
         };
         pick(row, provider)

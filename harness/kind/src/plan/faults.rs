@@ -12,7 +12,6 @@ use crate::plan::{DockerOp, KindNames, Step};
 use crate::shell::quote;
 use crate::versions;
 use faultline_faults::{NodeOperation, Provider, Support, VolumeRef};
-use std::fmt;
 
 /// Where the plan will run.
 #[derive(Clone, Debug, PartialEq)]
@@ -56,18 +55,12 @@ pub struct FaultPlan {
 }
 
 /// An operation this provider cannot carry out, and why.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("`{key}` is unsupported here: {reason}")]
 pub struct Unsupported {
     pub key: &'static str,
     pub reason: String,
 }
-
-impl fmt::Display for Unsupported {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "`{}` is unsupported here: {}", self.key, self.reason)
-    }
-}
-impl std::error::Error for Unsupported {}
 
 pub const STALE_DIR: &str = "/var/lib/faultline/stale";
 pub const STATE_DIR: &str = "/var/lib/faultline";
