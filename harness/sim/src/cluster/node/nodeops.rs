@@ -22,7 +22,7 @@ pub enum NodeOp {
         pv: String,
         #[serde(default)]
         deleted_pv: bool,
-        #[serde(default = "default_holder")]
+        #[serde(default)]
         holder: Holder,
         #[serde(default)]
         blocks_queue: bool,
@@ -68,17 +68,43 @@ pub enum NodeOp {
     ClearIoErrors,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Holder {
-    Kubelet,
-    CsiPlugin,
-    External,
+/// What keeps a stale device mount busy: the fault catalogue's type, under the name the sim's
+/// users know.
+pub use faultline_faults::MountHolder as Holder;
+
+impl NodeOp {
+    /// The primitive that undoes this one; None for one-shot primitives (restarts, a power
+    /// cycle, the undoing primitives themselves) and a reboot, which comes back by itself.
+    /// The one inverse table: the runner's sim providers and the test library both heal with it.
+    pub fn inverse(&self) -> Option<NodeOp> {
+        use NodeOp as N;
+        Some(match self {
+            N::StaleDeviceMount { pv, .. } => N::ClearStaleDeviceMount { pv: pv.clone() },
+            N::CsiPluginDown => N::CsiPluginUp,
+            N::SaturateWorkers { namespace, .. } => N::ClearStalePods {
+                namespace: namespace.clone(),
+            },
+            N::KubeletStop | N::KubeletHang => N::KubeletStart,
+            N::ProberBroken => N::ProberFixed,
+            N::PartitionNetwork => N::HealNetwork,
+            N::HungNfs => N::ClearHungNfs,
+            N::IoErrors => N::ClearIoErrors,
+            N::ClearStaleDeviceMount { .. }
+            | N::CsiPluginUp
+            | N::CsiPluginRestart
+            | N::ClearStalePods { .. }
+            | N::KubeletStart
+            | N::KubeletRestart
+            | N::ProberFixed
+            | N::Reboot
+            | N::PowerCycle
+            | N::HealNetwork
+            | N::ClearHungNfs
+            | N::ClearIoErrors => return None,
+        })
+    }
 }
 
-fn default_holder() -> Holder {
-    Holder::Kubelet
-}
 fn default_stale_ns() -> String {
     "snapshots".into()
 }
