@@ -91,7 +91,7 @@ pkg_of() {
     *) echo "k8s.io/kubernetes/cmd/$1" ;;
   esac
 }
-recipe="cgo=0 trimpath k8s_tags=$k8s_tags ldflags=-s,-w,version-vars(client-go,component-base) k8s=$k8s_version etcd=$etcd_version recipe=1"
+recipe="cgo=0 trimpath k8s_tags=$k8s_tags ldflags=-s,-w,version-vars(client-go,component-base),etcd-GitSHA k8s=$k8s_version etcd=$etcd_version recipe=2"
 
 cache="${FAULTLINE_UPSTREAM_CACHE:-${HOME:-/root}/.cache/faultline/upstream}"
 key="$( { cat "$mod/go.mod" "$mod/go.sum"; echo "$go_version"; echo "$recipe"; uname -m; } | sha256sum | cut -c1-16)"
@@ -154,7 +154,10 @@ for n in "${missing[@]}"; do pkgs+=("$(pkg_of "$n")"); done
 run_go list -deps -f '{{with .Module}}{{.Path}}{{end}}' "${pkgs[@]}" || refused
 build_date="$(cd "$mod" && "$go_cmd" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes 2>/dev/null || echo 1970-01-01T00:00:00Z)"
 k8s_ldflags="-s -w"
-for var in "gitVersion=$k8s_version" "gitMajor=$k8s_major" "gitMinor=$k8s_minor" "buildDate=$build_date"; do
+# No gitCommit: the module proxy does not say which commit a tag is, and the default
+# ("$Format:%H$") is only a placeholder; gitTreeState likewise.
+for var in "gitVersion=$k8s_version" "gitMajor=$k8s_major" "gitMinor=$k8s_minor" "buildDate=$build_date" \
+  gitCommit= gitTreeState=; do
   k8s_ldflags+=" -X k8s.io/client-go/pkg/version.$var -X k8s.io/component-base/version.$var"
 done
 
@@ -162,7 +165,7 @@ total_start=$(date +%s)
 for n in "${missing[@]}"; do
   pkg="$(pkg_of "$n")"
   if [ "$n" = etcd ]; then
-    flags=(-tags= "-ldflags=-s -w")
+    flags=(-tags= "-ldflags=-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$etcd_version")
   else
     flags=("-tags=$k8s_tags" "-ldflags=all=$k8s_ldflags")
   fi
