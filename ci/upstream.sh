@@ -113,8 +113,11 @@ child=""
 cleanup() {
   if [ -n "$child" ]; then
     # The go command and the compilers and linker it runs: its own process group (setsid).
+    # (Not SIGINT: a background job of a script starts with SIGINT ignored, and Go keeps it so.)
+    # What they leave in their work directories is under $tmp (GOTMPDIR), removed below.
     kill -TERM -- "-$child" 2>/dev/null || kill -TERM "$child" 2>/dev/null || true
     wait "$child" 2>/dev/null || true
+    kill -KILL -- "-$child" 2>/dev/null || true
   fi
   rm -rf "$tmp"
 }
@@ -122,7 +125,8 @@ trap cleanup EXIT
 trap 'say "interrupted: nothing half-built is kept"; exit 130' INT
 trap 'say "terminated: nothing half-built is kept"; exit 143' TERM
 
-export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
+# GOTMPDIR: the go command's own work directories go inside $tmp, so they go with it too.
+export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 GOTMPDIR="$tmp"
 cd "$mod"
 jobs=()
 [ -n "${FAULTLINE_UPSTREAM_JOBS:-}" ] && jobs=(-p "$FAULTLINE_UPSTREAM_JOBS")
@@ -132,7 +136,7 @@ jobs=()
 setsid=()
 command -v setsid >/dev/null && setsid=(setsid)
 run_go() {
-  "${setsid[@]}" "$go_cmd" "$@" >"$tmp/log" 2>&1 &
+  "${setsid[@]}" "$go_cmd" "$@" >"$tmp/out" 2>"$tmp/log" &
   child=$!
   local rc=0
   wait "$child" || rc=$?
@@ -141,8 +145,9 @@ run_go() {
 }
 
 refused() {
-  say "a module was refused: $(grep -m1 -E '^go: |: reading |40[34] ' "$tmp/log" || tail -1 "$tmp/log")"
-  cat "$tmp/log" >&2
+  # The go command's answer: its first line that is not progress.
+  say "a module was refused: $(grep -v -m1 -E '^go: (downloading|finding|extracting) ' "$tmp/log" || tail -1 "$tmp/log")"
+  grep -v -E '^go: (downloading|finding|extracting) ' "$tmp/log" | head -20 >&2
   say "the module proxy refused a pinned module: pin the nearest served version in upstream/go.mod and record the answer above in docs/upstream.md"
   exit 4
 }
