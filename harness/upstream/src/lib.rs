@@ -300,15 +300,59 @@ fn arg(flag: &str, value: impl AsRef<std::ffi::OsStr>) -> String {
     format!("--{flag}={}", value.as_ref().to_string_lossy())
 }
 
+const DIR_PREFIX: &str = "faultline-upstream-";
+/// In each control plane's directory: the PID and start time of the process that owns it.
+const OWNER_FILE: &str = "owner";
+
+/// A process's identity for [`OWNER_FILE`]: PID and start time (clock ticks after boot,
+/// `/proc/<pid>/stat` field 22), so a reused PID is not taken for the owner.
+fn owner_of(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let start = stat.rsplit_once(')')?.1.split_whitespace().nth(19)?;
+    Some(format!("{pid} {start}"))
+}
+
+/// Removes the directories of control planes whose owning process is gone: its processes died
+/// with it (`PR_SET_PDEATHSIG`), but a process killed by SIGKILL cannot remove its directory.
+/// Runs at every start; returns the directories removed.
+pub fn sweep_stale_dirs() -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return removed;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(DIR_PREFIX) {
+            continue;
+        }
+        let path = entry.path();
+        // No owner file (yet): being set up right now; not judged.
+        let Ok(owner) = std::fs::read_to_string(path.join(OWNER_FILE)) else {
+            continue;
+        };
+        let pid = owner.split_whitespace().next().and_then(|p| p.parse().ok());
+        let alive = pid
+            .and_then(owner_of)
+            .is_some_and(|now| now == owner.trim());
+        if !alive && std::fs::remove_dir_all(&path).is_ok() {
+            removed.push(path);
+        }
+    }
+    removed
+}
+
 async fn start_in(opts: &Options, bin_dir: &Path) -> Result<ControlPlane> {
+    sweep_stale_dirs();
     let dir = tempfile::Builder::new()
-        .prefix("faultline-upstream-")
+        .prefix(DIR_PREFIX)
         .tempdir()
         .map_err(Error::io(
             "creating the control plane's temporary directory",
         ))?;
     let d = dir.path().to_path_buf();
     let p = |name: &str| d.join(name);
+    if let Some(me) = owner_of(std::process::id()) {
+        write(&p(OWNER_FILE), &me)?;
+    }
 
     let pki = certs::generate()?;
     write(&p("ca.crt"), &pki.ca_pem)?;

@@ -314,3 +314,77 @@ async fn a_binary_that_never_gets_ready_is_killed_by_pid() {
         "the fake etcd (pid {pid}) still runs"
     );
 }
+
+/// Set in the child process of `a_killed_test_leaves_no_process_behind`.
+const HOLD: &str = "FAULTLINE_UPSTREAM_TEST_HOLD";
+
+#[tokio::test]
+async fn a_killed_test_leaves_no_process_behind() {
+    if std::env::var_os(HOLD).is_some() {
+        // The child: start, say what runs, wait to be killed.
+        let Some(cp) = ControlPlane::start_or_skip(Options::default()).await else {
+            return;
+        };
+        let pids: Vec<String> = cp.pids().iter().map(|(_, p)| p.to_string()).collect();
+        println!("HOLDING {} {}", cp.dir().display(), pids.join(" "));
+        tokio::time::sleep(Duration::from_secs(300)).await;
+        return;
+    }
+    use std::io::BufRead;
+    // This test binary again, running only this test, as the test process that gets killed.
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_killed_test_leaves_no_process_behind",
+            "--nocapture",
+        ])
+        .env(HOLD, "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut holding = None;
+    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if line.starts_with("SKIPPED:") {
+            println!("{line}");
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return;
+        }
+        if let Some(rest) = line.strip_prefix("HOLDING ") {
+            holding = Some(rest.to_string());
+            break;
+        }
+        seen.push(line);
+    }
+    let holding = holding.unwrap_or_else(|| panic!("the child never started: {seen:#?}"));
+    let mut words = holding.split_whitespace();
+    let dir = PathBuf::from(words.next().unwrap());
+    let pids: Vec<u32> = words.map(|p| p.parse().unwrap()).collect();
+    assert_eq!(pids.len(), 2, "{holding}");
+
+    child.kill().unwrap(); // SIGKILL: no destructor runs
+    child.wait().unwrap();
+    let killed = Instant::now();
+    while pids.iter().any(|p| still_ours(*p, &dir)) {
+        assert!(
+            killed.elapsed() < Duration::from_secs(10),
+            "etcd or kube-apiserver ({pids:?}) outlived the killed test by 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!(
+        "killed test: its etcd and kube-apiserver were gone {:.2}s after it",
+        killed.elapsed().as_secs_f64()
+    );
+    // What SIGKILL leaves: the directory, which the next start sweeps (here, or one of the
+    // other tests' starts, running in parallel).
+    let swept = faultline_upstream::sweep_stale_dirs();
+    assert!(
+        !dir.exists(),
+        "{} left after a sweep ({swept:?})",
+        dir.display()
+    );
+}
