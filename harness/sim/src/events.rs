@@ -2,8 +2,8 @@
 //! naming (`<object>.<hex nanoseconds>`) and aggregation (a repeat of the same reason and
 //! message for the same object bumps `count` and `lastTimestamp` instead of a new Event).
 
+use crate::apiserver::meta;
 use crate::internal::Internal;
-use crate::meta;
 use hashlink::LruCache;
 use parking_lot::Mutex;
 use serde_json::{json, Value};

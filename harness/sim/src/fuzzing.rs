@@ -13,8 +13,8 @@
 //! - every error answer is a JSON `Status` whose `code` is the HTTP status;
 //! - a complete `application/json` body parses as JSON.
 
+use crate::apiserver::http::{self, faults::ApiFaults, HttpState};
 use crate::apiserver::ApiServer;
-use crate::http::{self, faults::ApiFaults, HttpState};
 use axum::body::Body;
 use axum::http::{header, HeaderName, HeaderValue, Method, Request, StatusCode};
 use std::sync::Arc;
@@ -45,7 +45,7 @@ impl ApiTarget {
             cluster: None,
             faults: ApiFaults::seeded(0),
             token: Arc::new(TOKEN.to_string()),
-            auth: Arc::new(crate::auth::Auth::new(TOKEN)),
+            auth: Arc::new(crate::apiserver::auth::Auth::new(TOKEN)),
             address: Arc::new("127.0.0.1:6443".into()),
         };
         ApiTarget {

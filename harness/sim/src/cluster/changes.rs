@@ -4,7 +4,7 @@
 //! de-duplicating keys; without it the scheduler and the DaemonSet controller re-scan every
 //! pod once per event, which is quadratic in the pod count.
 
-use crate::store::{EventType, Informer, Store, StoreEvent};
+use crate::apiserver::store::{EventType, Informer, Store, StoreEvent};
 use std::time::Duration;
 use tokio::time::Interval;
 
@@ -71,7 +71,7 @@ pub fn node_fields_changed(ev: &StoreEvent, fields: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::Registry;
+    use crate::apiserver::resources::Registry;
     use serde_json::json;
 
     #[tokio::test]

@@ -4,10 +4,10 @@
 
 use super::queue::{Key, Reconciler, Watches};
 use super::util::{self, i64_at, int_or_percent};
+use crate::apiserver::meta;
+use crate::apiserver::selectors::LabelSelector;
+use crate::apiserver::status::ApiError;
 use crate::internal::Internal;
-use crate::meta;
-use crate::selectors::LabelSelector;
-use crate::status::ApiError;
 use crate::timing::Timing;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

@@ -5,10 +5,10 @@
 
 use super::queue::{Key, Reconciler, Watches};
 use super::util;
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::selectors::LabelSelector;
 use crate::internal::Internal;
-use crate::meta;
-use crate::resources::ResourceKey;
-use crate::selectors::LabelSelector;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;

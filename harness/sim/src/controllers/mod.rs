@@ -28,12 +28,12 @@ pub mod util;
 
 use crate::apiserver::ApiServer;
 // The loops share the event-stream helper with the scheduler.
+use crate::apiserver::crd;
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::store::{EventType, StoreEvent};
 use crate::cluster::changes;
-use crate::crd;
 use crate::internal::Internal;
-use crate::meta;
-use crate::resources::ResourceKey;
-use crate::store::{EventType, StoreEvent};
 use crate::timing::Timing;
 use queue::Reconciler;
 use std::sync::Arc;

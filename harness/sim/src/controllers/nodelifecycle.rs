@@ -6,10 +6,10 @@
 //! NoExecute with timeAdded). Taint eviction marks a pod whose toleration of a NoExecute taint
 //! ran out with the `DisruptionTarget` condition, then deletes it.
 
+use crate::apiserver::meta;
 use crate::apiserver::set_condition;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::meta;
 use crate::timing::Timing;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};

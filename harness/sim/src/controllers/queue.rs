@@ -5,10 +5,10 @@
 //! object. Reconciles are level-triggered: they read the current state, never the event.
 
 use super::util;
+use crate::apiserver::meta;
+use crate::apiserver::selectors::LabelSelector;
+use crate::apiserver::store::{Informer, Store, StoreEvent};
 use crate::internal::Internal;
-use crate::meta;
-use crate::selectors::LabelSelector;
-use crate::store::{Informer, Store, StoreEvent};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -200,7 +200,7 @@ pub async fn drive(mut r: impl Reconciler, store: &Store, resync: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::Registry;
+    use crate::apiserver::resources::Registry;
     use serde_json::json;
 
     fn key(n: &str) -> Key {
@@ -219,8 +219,9 @@ mod tests {
             let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{}", i % 2), "namespace": "d", "labels": {"i": i.to_string()}}});
             let _ = store.create(&rt, cm, false);
         }
-        let map =
-            |ev: &StoreEvent, out: &mut Vec<Key>| out.push(key(crate::meta::name(&ev.object)));
+        let map = |ev: &StoreEvent, out: &mut Vec<Key>| {
+            out.push(key(crate::apiserver::meta::name(&ev.object)))
+        };
         let got = q.next(map).await;
         assert_eq!(
             got,

@@ -6,10 +6,10 @@
 
 use super::queue::{Key, Reconciler, Watches};
 use super::util::{self, i64_at};
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceKey;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::meta;
-use crate::resources::ResourceKey;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -2,9 +2,9 @@
 //! references, pods from templates, pod readiness, status conditions and int-or-percent values.
 
 use super::queue::Key;
-use crate::meta;
-use crate::resources::ResourceKey;
-use crate::store::{Store, StoreEvent};
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::store::{Store, StoreEvent};
 use serde_json::{json, Value};
 use std::sync::Arc;
 

@@ -13,9 +13,9 @@ use super::volumes::{
     global_mount_path, orphan_pod_uid, pod_mount_path, unique_name, OpKey, PendingOperations,
     DRIVER,
 };
+use crate::apiserver::meta;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::meta;
 use crate::timing::{go_duration, Timing};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};

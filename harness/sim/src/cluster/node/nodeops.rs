@@ -3,10 +3,10 @@
 
 use super::kubelet::script;
 use super::state::{KubeletProcess, MountHolder, ResetKind, StaleMount};
+use crate::apiserver::meta;
+use crate::apiserver::status::{ApiError, ApiResult};
 use crate::cluster::SimCluster;
 use crate::internal::Internal;
-use crate::meta;
-use crate::status::{ApiError, ApiResult};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::time::Instant;

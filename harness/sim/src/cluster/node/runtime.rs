@@ -3,8 +3,8 @@
 //! kubelet records for them, the API's view of a container's state, and the pod annotations that
 //! script it.
 
+use crate::apiserver::meta;
 use crate::events::EventKind;
-use crate::meta;
 use crate::timing::go_duration;
 use serde_json::{json, Value};
 use std::collections::HashSet;

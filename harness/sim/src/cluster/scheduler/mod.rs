@@ -5,10 +5,10 @@
 //! message shape and a FailedScheduling event; they are retried when nodes change.
 
 use super::changes::Changes;
+use crate::apiserver::meta;
 use crate::apiserver::set_condition;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::meta;
 use crate::timing::Timing;
 use cache::SchedulerCache;
 use serde_json::{json, Value};

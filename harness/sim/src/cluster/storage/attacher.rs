@@ -2,11 +2,11 @@
 //! that pods on a node use, `node.status.volumesAttached`) and the external CSI attacher that
 //! marks them attached once the driver is registered on the node.
 
+use crate::apiserver::meta;
+use crate::apiserver::store::{EventType, Informer};
 use crate::cluster::node::volumes::{unique_name, DRIVER};
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::meta;
-use crate::store::{EventType, Informer};
 use crate::timing::Timing;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
