@@ -4,6 +4,7 @@
 
 use crate::apiserver::meta;
 use crate::internal::Internal;
+use crate::timing;
 use hashlink::LruCache;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -64,7 +65,7 @@ impl EventRecorder {
             n => n.to_string(),
         };
         let uid = meta::uid(obj).to_string();
-        let now = meta::now_rfc3339();
+        let now = timing::now_rfc3339();
         let key = (
             format!("{}{}", uid, field_path.unwrap_or("")),
             reason.to_string(),

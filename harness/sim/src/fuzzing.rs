@@ -42,7 +42,7 @@ impl ApiTarget {
         crate::server::bootstrap(&api, &nodes).expect("bootstrap objects");
         let state = HttpState {
             api: api.clone(),
-            cluster: None,
+            control: None,
             faults: ApiFaults::seeded(0),
             token: Arc::new(TOKEN.to_string()),
             auth: Arc::new(crate::apiserver::auth::Auth::new(TOKEN)),

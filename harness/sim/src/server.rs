@@ -129,7 +129,7 @@ impl SimServer {
             auth: Arc::new(crate::apiserver::auth::Auth::new(&token)),
             token: Arc::new(token.clone()),
             address: Arc::new(addr.to_string()),
-            cluster: cluster.clone(),
+            control: cluster.clone().map(|c| c as Arc<dyn http::ControlEndpoint>),
             faults: faults.clone(),
         };
         let certs = tls::generate()?;

@@ -261,17 +261,18 @@ pub fn extra(group: &str, kind: &str) -> Option<&'static Extra> {
     EXTRAS.iter().find(|e| e.group == group && e.kind == kind)
 }
 
-/// Verbs of the resources that are not plain CRUD, as 1.35 discovery lists them.
-pub fn verbs(group: &str, plural: &str, listable: bool) -> &'static [&'static str] {
+/// Verbs of the resources that are not plain CRUD, as 1.35 discovery lists them (`None`: the
+/// plain CRUD verbs, `resources::CRUD_VERBS`).
+pub fn verbs(group: &str, plural: &str, listable: bool) -> Option<&'static [&'static str]> {
     match (group, plural) {
-        ("", "componentstatuses") => &["get", "list"],
+        ("", "componentstatuses") => Some(&["get", "list"]),
         // Namespaces are removed one by one through their finalizer: no deletecollection.
-        ("", "namespaces") => &[
+        ("", "namespaces") => Some(&[
             "create", "delete", "get", "list", "patch", "update", "watch",
-        ],
+        ]),
         // Bindings and the review kinds are created and answered, never stored.
-        _ if !listable => &["create"],
-        _ => crate::apiserver::resources::CRUD_VERBS,
+        _ if !listable => Some(&["create"]),
+        _ => None,
     }
 }
 
@@ -349,7 +350,10 @@ mod tests {
         );
         let ssar = find("authorization.k8s.io", "SelfSubjectAccessReview");
         assert!(!ssar.listable);
-        assert_eq!(verbs(ssar.group, ssar.plural, ssar.listable), &["create"]);
+        assert_eq!(
+            verbs(ssar.group, ssar.plural, ssar.listable),
+            Some(&["create"][..])
+        );
         assert_eq!(find("autoscaling", "Scale").scope, Scope::Subresource);
         assert_eq!(
             subresource_kind("scale"),

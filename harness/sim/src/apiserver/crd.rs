@@ -2,10 +2,9 @@
 //! serving them when the CRD goes away.
 
 use crate::apiserver::meta;
-use crate::apiserver::resources::ResourceType;
+use crate::apiserver::resources::{Registry, ResourceType};
 use crate::apiserver::status::{ApiError, ApiResult};
-use crate::apiserver::store::UpdateScope;
-use crate::apiserver::{set_condition, ApiServer};
+use crate::apiserver::store::{Store, UpdateScope};
 use serde_json::{json, Value};
 
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
@@ -215,15 +214,15 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
 }
 
 /// Serve the CRD's resources and report it Established (as the apiextensions controllers do).
-pub fn establish(api: &ApiServer, crd: &Value) {
+pub fn establish(registry: &Registry, store: &Store, crd: &Value) {
     let group = meta::str_at(crd, "/spec/group").unwrap_or("").to_string();
     let plural = meta::str_at(crd, "/spec/names/plural")
         .unwrap_or("")
         .to_string();
     // Versions may have been removed by an update: start from a clean slate for this resource.
-    api.registry.remove_resource(&group, &plural);
+    registry.remove_resource(&group, &plural);
     for t in resource_types(crd) {
-        api.registry.insert(t);
+        registry.insert(t);
     }
     let established = crd
         .pointer("/status/conditions")
@@ -237,21 +236,18 @@ pub fn establish(api: &ApiServer, crd: &Value) {
     if established && accepted_same {
         return;
     }
-    let Some(rt) = api
-        .registry
-        .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-    else {
+    let Some(rt) = registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else {
         return;
     };
     let mut next = crd.clone();
-    set_condition(
+    meta::set_condition(
         &mut next,
         "NamesAccepted",
         "True",
         Some("NoConflicts"),
         Some("no conflicts found for CRD names"),
     );
-    set_condition(
+    meta::set_condition(
         &mut next,
         "Established",
         "True",
@@ -275,15 +271,13 @@ pub fn establish(api: &ApiServer, crd: &Value) {
     next["status"]["storedVersions"] = json!(stored);
     // The conditions come from a controller in the real server; failing to write them (a
     // concurrent update) is retried on the next write of the CRD.
-    let _ = api
-        .store
-        .update(&rt, "", meta::name(crd), next, UpdateScope::Status, false);
+    let _ = store.update(&rt, "", meta::name(crd), next, UpdateScope::Status, false);
 }
 
-pub fn withdraw(api: &ApiServer, crd: &Value) {
+pub fn withdraw(registry: &Registry, crd: &Value) {
     let group = meta::str_at(crd, "/spec/group").unwrap_or("");
     let plural = meta::str_at(crd, "/spec/names/plural").unwrap_or("");
-    api.registry.remove_resource(group, plural);
+    registry.remove_resource(group, plural);
 }
 
 #[cfg(test)]

@@ -7,11 +7,10 @@
 //! recorder write sets), and the age is measured on the nominal clock, so at `timeScale: 0.05`
 //! an Event expires after 3 wall-clock minutes, as an hour-long incident would have it.
 
-use crate::apiserver::meta;
 use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::store::DeleteOptions;
 use crate::apiserver::ApiServer;
-use crate::timing::Timing;
+use crate::timing::{self, Timing};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -93,18 +92,18 @@ fn last_write(json: &[u8]) -> Option<DateTime<Utc>> {
     ]
     .into_iter()
     .flatten()
-    .filter_map(meta::parse_time)
+    .filter_map(timing::parse_time)
     .max()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::internal::Internal;
+    use crate::apiserver::{PatchType, WriteOptions};
     use serde_json::{json, Value};
 
     fn event(name: &str) -> Value {
-        let now = meta::now_rfc3339();
+        let now = timing::now_rfc3339();
         json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
                "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
                "reason": "Started", "message": "m", "type": "Normal", "count": 1, "firstTimestamp": now, "lastTimestamp": now})
@@ -113,15 +112,22 @@ mod tests {
     #[tokio::test]
     async fn events_expire_an_hour_of_nominal_time_after_their_last_write() {
         let api = ApiServer::new(100);
-        crate::server::bootstrap(&api, &[]).unwrap();
-        let client = Internal::new(api.clone(), "test");
+        let opts = WriteOptions::default();
+        let namespaces = api.resource("", "v1", "namespaces").unwrap();
+        let events = api.resource("", "v1", "events").unwrap();
+        api.create(
+            &namespaces,
+            "",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}),
+            &opts,
+        )
+        .unwrap();
+        let stored = |name: &str| api.store.get(&events.key(), "default", name);
         // At scale 0.001 an hour is 3.6 wall-clock seconds (timestamps have 1 s resolution).
         let timing = Timing::scaled(0.001);
-        client
-            .create("", "events", "default", event("quiet"))
+        api.create(&events, "default", event("quiet"), &opts)
             .unwrap();
-        client
-            .create("", "events", "default", event("repeated"))
+        api.create(&events, "default", event("repeated"), &opts)
             .unwrap();
         assert_eq!(
             expire(&api, &timing, EVENT_TTL),
@@ -130,24 +136,22 @@ mod tests {
         );
         tokio::time::sleep(Duration::from_millis(3000)).await;
         // A repeat of the event (the recorder bumps count and lastTimestamp) renews its lease.
-        client
-            .merge(
-                "",
-                "events",
-                "default",
-                "repeated",
-                &json!({"count": 2, "lastTimestamp": meta::now_rfc3339()}),
-            )
-            .unwrap();
+        api.patch(
+            &events,
+            "default",
+            "repeated",
+            None,
+            PatchType::Merge,
+            &json!({"count": 2, "lastTimestamp": timing::now_rfc3339()}),
+            &opts,
+        )
+        .unwrap();
         tokio::time::sleep(Duration::from_millis(1800)).await;
         assert_eq!(expire(&api, &timing, EVENT_TTL), 1);
         assert!(
-            client.get("", "events", "default", "quiet").is_none(),
+            stored("quiet").is_none(),
             "an Event not written for an hour is gone"
         );
-        assert!(
-            client.get("", "events", "default", "repeated").is_some(),
-            "a renewed Event stays"
-        );
+        assert!(stored("repeated").is_some(), "a renewed Event stays");
     }
 }

@@ -1,27 +1,7 @@
 //! Small helpers for reading and writing `metadata` on untyped objects.
 
-use chrono::{DateTime, SecondsFormat, Utc};
-use serde_json::{Map, Value};
-
-pub fn now_rfc3339() -> String {
-    rfc3339(Utc::now())
-}
-
-/// Kubernetes `metav1.Time`: RFC 3339 with second precision, `Z` suffix.
-pub fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Secs, true)
-}
-
-/// `metav1.MicroTime`, used by Leases and events.k8s.io `eventTime`.
-pub fn rfc3339_micro(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Micros, true)
-}
-
-pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
-}
+use crate::timing::now_rfc3339;
+use serde_json::{json, Map, Value};
 
 /// `Value::pointer` without its per-token allocations (it unescapes every token into a new
 /// String); pointers with `~` escapes go the general way. Same results, including array indices.
@@ -116,6 +96,93 @@ pub fn condition_status<'a>(obj: &'a Value, ctype: &str) -> Option<&'a str> {
         .iter()
         .find(|c| c.get("type").and_then(Value::as_str) == Some(ctype))
         .and_then(|c| c.get("status").and_then(Value::as_str))
+}
+
+/// Set (or replace) a condition by type, keeping lastTransitionTime when the status is unchanged.
+pub fn set_condition(
+    obj: &mut Value,
+    ctype: &str,
+    status: &str,
+    reason: Option<&str>,
+    message: Option<&str>,
+) {
+    if !obj.get("status").map(Value::is_object).unwrap_or(false) {
+        obj["status"] = json!({});
+    }
+    let conds = obj["status"]
+        .as_object_mut()
+        .expect("status")
+        .entry("conditions")
+        .or_insert_with(|| json!([]));
+    if !conds.is_array() {
+        *conds = json!([]);
+    }
+    let arr = conds.as_array_mut().expect("array");
+    let now = now_rfc3339();
+    let mut c =
+        json!({"type": ctype, "status": status, "lastProbeTime": null, "lastTransitionTime": now});
+    if let Some(r) = reason {
+        c["reason"] = json!(r);
+    }
+    if let Some(m) = message {
+        c["message"] = json!(m);
+    }
+    match arr
+        .iter_mut()
+        .find(|x| x.get("type").and_then(Value::as_str) == Some(ctype))
+    {
+        Some(existing) => {
+            if existing.get("status").and_then(Value::as_str) == Some(status) {
+                c["lastTransitionTime"] = existing
+                    .get("lastTransitionTime")
+                    .cloned()
+                    .unwrap_or(json!(now));
+            }
+            *existing = c;
+        }
+        None => arr.push(c),
+    }
+}
+
+/// Set a condition in `status.conditions`, keeping `lastTransitionTime` while the status stays,
+/// as the apps/batch/policy helpers do. `extra` adds fields such as lastUpdateTime.
+pub fn set_status_condition(
+    status: &mut Value,
+    ctype: &str,
+    cstatus: &str,
+    reason: &str,
+    message: &str,
+    extra: &[(&str, Value)],
+) {
+    if !status.is_object() {
+        *status = json!({});
+    }
+    let now = now_rfc3339();
+    let conds = status
+        .as_object_mut()
+        .expect("object")
+        .entry("conditions")
+        .or_insert_with(|| json!([]));
+    if !conds.is_array() {
+        *conds = json!([]);
+    }
+    let arr = conds.as_array_mut().expect("array");
+    let mut c = json!({"type": ctype, "status": cstatus});
+    for (k, v) in extra {
+        c[*k] = v.clone();
+    }
+    c["lastTransitionTime"] = json!(now);
+    c["reason"] = json!(reason);
+    c["message"] = json!(message);
+    match arr.iter_mut().find(|x| x["type"] == ctype) {
+        Some(existing) => {
+            if existing["status"] == cstatus {
+                c["lastTransitionTime"] = existing["lastTransitionTime"].clone();
+            }
+            *existing = c;
+        }
+        None => arr.push(c),
+    }
 }
 
 pub fn labels(obj: &Value) -> Option<&Value> {
@@ -284,6 +351,25 @@ pub fn canonical_order(obj: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn conditions_keep_transition_time_while_status_holds() {
+        let mut st = json!({"conditions": [{"type": "Available", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z", "reason": "A", "message": "m"}]});
+        set_status_condition(&mut st, "Available", "True", "B", "n", &[]);
+        assert_eq!(
+            st["conditions"][0]["lastTransitionTime"],
+            "2020-01-01T00:00:00Z"
+        );
+        assert_eq!(st["conditions"][0]["reason"], "B");
+        set_status_condition(&mut st, "Available", "False", "C", "o", &[]);
+        assert_ne!(
+            st["conditions"][0]["lastTransitionTime"],
+            "2020-01-01T00:00:00Z"
+        );
+        set_status_condition(&mut st, "Progressing", "True", "D", "p", &[]);
+        assert_eq!(st["conditions"].as_array().unwrap().len(), 2);
+    }
+
     use serde_json::json;
 
     #[test]
@@ -412,13 +498,6 @@ mod tests {
         ] {
             assert_eq!(at(&v, p), v.pointer(p), "pointer {p:?}");
         }
-    }
-
-    #[test]
-    fn times_are_second_precision_utc() {
-        let t = parse_time("2026-01-02T03:04:05Z").unwrap();
-        assert_eq!(rfc3339(t), "2026-01-02T03:04:05Z");
-        assert_eq!(rfc3339_micro(t), "2026-01-02T03:04:05.000000Z");
     }
 
     #[test]

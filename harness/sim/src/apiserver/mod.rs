@@ -10,6 +10,7 @@ pub mod builtins;
 pub mod crd;
 pub mod event_convert;
 pub mod event_ttl;
+pub mod eviction;
 pub mod http;
 pub mod meta;
 pub mod openapi;
@@ -24,6 +25,7 @@ pub mod store;
 pub mod table;
 pub mod validation;
 
+use crate::timing;
 use patch::PatchError;
 use resources::{Registry, ResourceType};
 use selectors::{FieldSelector, LabelSelector};
@@ -31,6 +33,9 @@ use serde_json::{json, Value};
 use status::{ApiError, ApiResult};
 use std::sync::Arc;
 use store::{DeleteOptions, DeleteOutcome, Store, Stored, UpdateScope};
+
+/// The Kubernetes version the simulated server reports (`/version`, the OpenAPI documents).
+pub const GIT_VERSION: &str = "v1.35.0-faultline-sim";
 
 /// Options every write carries (query parameters of the real API).
 #[derive(Debug, Clone, Default)]
@@ -469,7 +474,7 @@ impl ApiServer {
             None,
             &mut obj,
             &manager,
-            &meta::now_rfc3339(),
+            &timing::now_rfc3339(),
         );
         let created = self.store_new(&stored_rt, obj, opts.dry_run)?;
         if !opts.dry_run {
@@ -659,7 +664,7 @@ impl ApiServer {
                 Some(&current),
                 &mut obj,
                 &manager,
-                &meta::now_rfc3339(),
+                &timing::now_rfc3339(),
             );
         }
         if stored_rt.group == "apiextensions.k8s.io"
@@ -710,7 +715,7 @@ impl ApiServer {
                 .field_manager
                 .clone()
                 .unwrap_or_else(|| "unknown".into());
-            let now = meta::now_rfc3339();
+            let now = timing::now_rfc3339();
             let (next, created) = match (ptype, current.as_deref()) {
                 (PatchType::Apply, live) => {
                     let given = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
@@ -959,7 +964,7 @@ impl ApiServer {
             return Ok(DeleteOutcome::Pending(current));
         }
         let mut next = (*current).clone();
-        next["metadata"]["deletionTimestamp"] = json!(meta::now_rfc3339());
+        next["metadata"]["deletionTimestamp"] = json!(timing::now_rfc3339());
         next["metadata"]["deletionGracePeriodSeconds"] = json!(0);
         next["status"]["phase"] = json!("Terminating");
         let written = self
@@ -1057,80 +1062,10 @@ impl ApiServer {
             }
         }
         // Binding sets PodScheduled=True, as the real binding storage does.
-        set_condition(&mut next, "PodScheduled", "True", None, None);
+        meta::set_condition(&mut next, "PodScheduled", "True", None, None);
         self.store
             .update(&rt, ns, name, next, UpdateScope::Any, false)?;
         Ok(())
-    }
-
-    /// POST pods/{name}/eviction: a graceful delete, refused with 429 when the pod's
-    /// PodDisruptionBudget allows no disruption (`controllers::disruption::check_eviction`);
-    /// the pod gets the DisruptionTarget condition first.
-    pub fn evict_pod(&self, ns: &str, name: &str, eviction: &Value) -> ApiResult<()> {
-        let rt = self.resource("", "v1", "pods")?;
-        let pod = self
-            .store
-            .get(&rt.key(), ns, name)
-            .ok_or_else(|| ApiError::not_found("", "pods", name))?;
-        let phase = meta::str_at(&pod, "/status/phase").unwrap_or("Pending");
-        let terminal = phase == "Succeeded" || phase == "Failed";
-        // Pods that are finished, pending or already going ignore budgets (upstream canIgnorePDB).
-        if !(terminal || phase == "Pending" || meta::is_deleting(&pod)) {
-            let pdbs = self.covering_pdbs(ns, &pod);
-            if pdbs.len() > 1 {
-                return Err(ApiError::new(500, "InternalError", "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."));
-            }
-            if let Some(pdb) = pdbs.first() {
-                if let Some(status) = crate::controllers::disruption::check_eviction(pdb, &pod)? {
-                    let prt = self.resource("policy", "v1", "poddisruptionbudgets")?;
-                    let mut next = pdb.clone();
-                    next["status"] = status;
-                    self.store
-                        .update(&prt, ns, meta::name(pdb), next, UpdateScope::Any, false)?;
-                }
-            }
-        }
-        if !terminal && !meta::is_deleting(&pod) {
-            let mut next = (*pod).clone();
-            set_condition(
-                &mut next,
-                "DisruptionTarget",
-                "True",
-                Some("EvictionByEvictionAPI"),
-                Some("Eviction API: evicting"),
-            );
-            self.store
-                .update(&rt, ns, name, next, UpdateScope::Any, false)?;
-        }
-        let grace = eviction
-            .pointer("/deleteOptions/gracePeriodSeconds")
-            .and_then(Value::as_i64);
-        let opts = DeleteOptions {
-            grace_period_seconds: grace,
-            ..Default::default()
-        };
-        match self.store.delete(&rt, ns, name, &opts)? {
-            DeleteOutcome::Deleted(o) => self.after_delete(&rt, &o),
-            DeleteOutcome::Pending(_) => {}
-        }
-        Ok(())
-    }
-
-    fn covering_pdbs(&self, ns: &str, pod: &Value) -> Vec<Value> {
-        let Some(rt) = self.registry.get("policy", "v1", "poddisruptionbudgets") else {
-            return vec![];
-        };
-        let pdbs = self.store.list(&rt.key(), Some(ns), None, None, &|_| true);
-        pdbs.items
-            .into_iter()
-            .filter(|pdb| {
-                pdb.pointer("/spec/selector")
-                    .and_then(|s| LabelSelector::from_json(s).ok())
-                    .map(|s| s.matches(meta::labels(pod)))
-                    .unwrap_or(false)
-            })
-            .map(|pdb| (*pdb).clone())
-            .collect()
     }
 
     pub fn pod_logs(
@@ -1182,13 +1117,13 @@ impl ApiServer {
             && rt.plural == "customresourcedefinitions"
             && !meta::is_deleting(obj)
         {
-            crd::establish(self, obj);
+            crd::establish(&self.registry, &self.store, obj);
         }
     }
 
     fn after_delete(&self, rt: &ResourceType, obj: &Value) {
         if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
-            crd::withdraw(self, obj);
+            crd::withdraw(&self.registry, obj);
         }
     }
 
@@ -1248,52 +1183,6 @@ fn patch_error(rt: &ResourceType, name: &str, e: PatchError) -> ApiError {
             }));
             err
         }
-    }
-}
-
-/// Set (or replace) a condition by type, keeping lastTransitionTime when the status is unchanged.
-pub fn set_condition(
-    obj: &mut Value,
-    ctype: &str,
-    status: &str,
-    reason: Option<&str>,
-    message: Option<&str>,
-) {
-    if !obj.get("status").map(Value::is_object).unwrap_or(false) {
-        obj["status"] = json!({});
-    }
-    let conds = obj["status"]
-        .as_object_mut()
-        .expect("status")
-        .entry("conditions")
-        .or_insert_with(|| json!([]));
-    if !conds.is_array() {
-        *conds = json!([]);
-    }
-    let arr = conds.as_array_mut().expect("array");
-    let now = meta::now_rfc3339();
-    let mut c =
-        json!({"type": ctype, "status": status, "lastProbeTime": null, "lastTransitionTime": now});
-    if let Some(r) = reason {
-        c["reason"] = json!(r);
-    }
-    if let Some(m) = message {
-        c["message"] = json!(m);
-    }
-    match arr
-        .iter_mut()
-        .find(|x| x.get("type").and_then(Value::as_str) == Some(ctype))
-    {
-        Some(existing) => {
-            if existing.get("status").and_then(Value::as_str) == Some(status) {
-                c["lastTransitionTime"] = existing
-                    .get("lastTransitionTime")
-                    .cloned()
-                    .unwrap_or(json!(now));
-            }
-            *existing = c;
-        }
-        None => arr.push(c),
     }
 }
 

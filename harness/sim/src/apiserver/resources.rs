@@ -161,7 +161,7 @@ impl Registry {
                 printer_columns: None,
                 selectable_fields: vec![],
                 custom: false,
-                verbs: builtins::verbs(b.group, b.plural, b.listable),
+                verbs: builtins::verbs(b.group, b.plural, b.listable).unwrap_or(CRUD_VERBS),
                 round_trip: Some(b.round_trip),
                 scale: extra
                     .filter(|e| e.subresources.contains(&"scale"))

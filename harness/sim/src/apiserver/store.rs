@@ -12,6 +12,7 @@
 use crate::apiserver::meta;
 use crate::apiserver::resources::{ResourceKey, ResourceType};
 use crate::apiserver::status::{ApiError, ApiResult};
+use crate::timing;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -525,7 +526,7 @@ impl Store {
                 md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
             }
             md.insert("resourceVersion".into(), json!(rv.to_string()));
-            md.insert("creationTimestamp".into(), json!(meta::now_rfc3339()));
+            md.insert("creationTimestamp".into(), json!(timing::now_rfc3339()));
             md.remove("deletionTimestamp");
             md.remove("deletionGracePeriodSeconds");
             md.remove("selfLink");
@@ -734,7 +735,7 @@ impl Store {
             if !already_deleting || shorten {
                 md.insert(
                     "deletionTimestamp".into(),
-                    json!(meta::rfc3339(now + chrono::Duration::seconds(grace))),
+                    json!(timing::rfc3339(now + chrono::Duration::seconds(grace))),
                 );
                 if grace > 0 || rt.plural == "pods" {
                     md.insert("deletionGracePeriodSeconds".into(), json!(grace));

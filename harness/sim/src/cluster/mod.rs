@@ -2,7 +2,7 @@
 //! Longhorn and its storage controllers, and one kubelet per node, plus the node primitives
 //! (faults and remediations) that act on nodes from outside the API.
 
-pub mod changes;
+pub mod control;
 pub mod node;
 pub mod scheduler;
 pub mod storage;

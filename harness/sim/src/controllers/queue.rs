@@ -17,6 +17,29 @@ use tokio::time::{Instant, Interval, MissedTickBehavior};
 /// (namespace, name) of the object a loop reconciles.
 pub type Key = (String, String);
 
+/// The key of an object.
+pub fn key_of(obj: &Value) -> Key {
+    (
+        meta::namespace(obj).to_string(),
+        meta::name(obj).to_string(),
+    )
+}
+
+/// If `ev` is about an object controlled by a `kind`, the controller's key.
+pub fn push_controller_key(ev: &StoreEvent, kind: &str, out: &mut Vec<Key>) {
+    for obj in [Some(&ev.object), ev.prev.as_ref()].into_iter().flatten() {
+        if let Some(r) = util::controller_of(obj).filter(|r| r["kind"] == kind) {
+            let key = (
+                meta::namespace(obj).to_string(),
+                r["name"].as_str().unwrap_or("").to_string(),
+            );
+            if !out.contains(&key) {
+                out.push(key);
+            }
+        }
+    }
+}
+
 /// What to reconcile next.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Work {
@@ -50,13 +73,13 @@ pub trait Reconciler: Send + Sync {
     fn keys_of(&self, ev: &StoreEvent, out: &mut Vec<Key>) {
         let w = self.watches();
         if ev.key.group == w.group && ev.key.plural == w.plural {
-            out.push(util::key_of(&ev.object));
+            out.push(key_of(&ev.object));
         } else if w
             .children
             .iter()
             .any(|(g, p)| ev.key.group == *g && ev.key.plural == *p)
         {
-            util::push_controller_key(ev, w.kind, out);
+            push_controller_key(ev, w.kind, out);
         }
         if let Some(selector_of) = w
             .selects_pods
@@ -76,7 +99,7 @@ pub trait Reconciler: Send + Sync {
                     .flatten()
                     .any(|p| sel.matches(meta::labels(p)))
                 {
-                    out.push(util::key_of(&obj));
+                    out.push(key_of(&obj));
                 }
             }
         }
@@ -87,7 +110,7 @@ pub trait Reconciler: Send + Sync {
         self.client()
             .list(w.group, w.plural, None, &|_| true)
             .iter()
-            .map(|o| util::key_of(o))
+            .map(|o| key_of(o))
             .collect()
     }
 }

@@ -13,7 +13,6 @@ pub mod rbac;
 pub mod reviews;
 pub mod tokens;
 
-use crate::apiserver::http::route::ResourcePath;
 use crate::apiserver::status::{ApiError, ApiResult};
 use crate::apiserver::ApiServer;
 use serde_json::{json, Value};
@@ -134,49 +133,6 @@ impl Auth {
             signer: tokens::Signer::generate(),
         }
     }
-}
-
-/// The requests answered here rather than by the store: the reviews and TokenRequest. `None`
-/// when `p` is neither; otherwise the object to answer with 201 Created, or the error.
-pub fn serve(
-    auth: &Auth,
-    api: &ApiServer,
-    user: &UserInfo,
-    method: &str,
-    p: &ResourcePath,
-    content_type: Option<&str>,
-    body: &[u8],
-) -> Option<ApiResult<Value>> {
-    let token_request = p.group.is_empty()
-        && p.plural == "serviceaccounts"
-        && p.sub.as_deref() == Some("token")
-        && p.name.is_some();
-    let review = reviews::is_review(&p.group, &p.plural) && p.name.is_none() && p.sub.is_none();
-    if !(token_request || review) || p.version != "v1" {
-        return None;
-    }
-    if review && (p.namespace.is_some() != (p.plural == "localsubjectaccessreviews")) {
-        return Some(Err(ApiError::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        )));
-    }
-    if method != "POST" {
-        return Some(Err(ApiError::method_not_allowed(
-            "the server does not allow this method on the requested resource",
-        )));
-    }
-    let ns = p.namespace.as_deref().unwrap_or("");
-    Some(
-        crate::apiserver::http::negotiate::decode_body(content_type, body).and_then(|b| {
-            if token_request {
-                tokens::token_request(&auth.signer, api, ns, p.name.as_deref().unwrap_or(""), &b)
-            } else {
-                reviews::create(auth, api, user, &p.group, &p.plural, ns, &b)
-            }
-        }),
-    )
 }
 
 /// Authenticate and authorize one request: the caller, or the 401/403 to answer with.

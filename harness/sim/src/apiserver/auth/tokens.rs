@@ -6,6 +6,7 @@ use super::UserInfo;
 use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::status::{ApiError, ApiResult};
 use crate::apiserver::ApiServer;
+use crate::timing;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
 use ring::rand::SystemRandom;
@@ -247,9 +248,9 @@ pub fn token_request(
     let expires = now + chrono::Duration::seconds(seconds);
     Ok(json!({
         "kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
-        "metadata": {"name": name, "namespace": ns, "creationTimestamp": now.format("%Y-%m-%dT%H:%M:%SZ").to_string()},
+        "metadata": {"name": name, "namespace": ns, "creationTimestamp": timing::rfc3339(now)},
         "spec": {"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": bound.cloned().unwrap_or(Value::Null)},
-        "status": {"token": token, "expirationTimestamp": expires.format("%Y-%m-%dT%H:%M:%SZ").to_string()},
+        "status": {"token": token, "expirationTimestamp": timing::rfc3339(expires)},
     }))
 }
 

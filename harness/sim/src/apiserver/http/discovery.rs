@@ -3,10 +3,8 @@
 
 use crate::apiserver::builtins;
 use crate::apiserver::resources::{Registry, ResourceType};
+use crate::apiserver::GIT_VERSION;
 use serde_json::{json, Value};
-
-/// The Kubernetes version the simulated server reports.
-pub const GIT_VERSION: &str = "v1.35.0-faultline-sim";
 
 pub fn version() -> Value {
     json!({

@@ -1,8 +1,7 @@
 //! The HTTP front end: the Kubernetes REST API over the apiserver semantics in `apiserver`.
-//! Authentication and authorization on every request (`crate::apiserver::auth`), content negotiation (JSON, YAML, Table,
-//! PartialObjectMetadata, aggregated discovery) and `Status` errors.
+//! Authentication and authorization on every request (`auth`), content negotiation (JSON, YAML,
+//! Table, PartialObjectMetadata, aggregated discovery) and `Status` errors.
 
-pub mod control;
 pub mod discovery;
 pub mod faults;
 pub mod negotiate;
@@ -11,6 +10,7 @@ pub mod route;
 pub mod streaming;
 pub mod watch;
 
+use crate::apiserver::auth::{self, Auth, UserInfo};
 use crate::apiserver::builtins;
 use crate::apiserver::meta;
 use crate::apiserver::resources::ResourceType;
@@ -32,16 +32,28 @@ use std::sync::Arc;
 /// Largest request body accepted (the real apiserver's limit is 3 MiB for objects).
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
+/// What serves the node control endpoint (`/faultline/v1/...`, behind `faultline node`) once the
+/// request is authenticated: the simulated cluster (`cluster::control`).
+pub trait ControlEndpoint: Send + Sync {
+    fn handle(
+        &self,
+        method: &Method,
+        path: &[String],
+        query: &HashMap<String, String>,
+        body: &[u8],
+    ) -> ApiResult<Response>;
+}
+
 #[derive(Clone)]
 pub struct HttpState {
     pub api: Arc<ApiServer>,
-    /// The simulated nodes, for the node control endpoint (`/faultline/v1/...`).
-    pub cluster: Option<Arc<crate::cluster::SimCluster>>,
+    /// The node control endpoint (`/faultline/v1/...`): the simulated nodes, if any.
+    pub control: Option<Arc<dyn ControlEndpoint>>,
     /// Injected API errors and latency (`apiErrors` / `apiLatency` faults).
     pub faults: faults::ApiFaults,
     pub token: Arc<String>,
     /// Authentication (admin token, ServiceAccount tokens) and RBAC: `crate::apiserver::auth`.
-    pub auth: Arc<crate::apiserver::auth::Auth>,
+    pub auth: Arc<Auth>,
     pub address: Arc<String>,
 }
 
@@ -56,7 +68,7 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
         .extensions
         .get::<crate::tls::VerifiedClientCert>()
         .is_some();
-    let user = match crate::apiserver::auth::check(
+    let user = match auth::check(
         &s.auth,
         &s.api,
         &parts.headers,
@@ -107,7 +119,7 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
         .map(String::from);
     let route = route::parse(parts.uri.path());
     if let Route::Resource(p) = &route {
-        if let Some(r) = crate::apiserver::auth::serve(
+        if let Some(r) = serve_auth(
             &s.auth,
             &s.api,
             &user,
@@ -261,10 +273,59 @@ async fn dispatch(c: &Ctx<'_>, route: Route) -> ApiResult<Response> {
         }
         Route::Resource(p) => resource(c, p).await,
         Route::Control(path) => {
-            control::handle(c.s.cluster.as_ref(), &c.method, &path, &c.query, c.body)
+            let control = c.s.control.as_ref().ok_or_else(|| {
+                ApiError::new(
+                    404,
+                    "NotFound",
+                    "this server simulates no nodes (started API-only)",
+                )
+            })?;
+            control.handle(&c.method, &path, &c.query, c.body)
         }
         Route::NotFound => Err(not_found_path()),
     }
+}
+
+/// The requests `auth` answers rather than the store: the reviews and TokenRequest. `None`
+/// when `p` is neither; otherwise the object to answer with 201 Created, or the error.
+fn serve_auth(
+    auth: &Auth,
+    api: &ApiServer,
+    user: &UserInfo,
+    method: &str,
+    p: &ResourcePath,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Option<ApiResult<Value>> {
+    let token_request = p.group.is_empty()
+        && p.plural == "serviceaccounts"
+        && p.sub.as_deref() == Some("token")
+        && p.name.is_some();
+    let review =
+        auth::reviews::is_review(&p.group, &p.plural) && p.name.is_none() && p.sub.is_none();
+    if !(token_request || review) || p.version != "v1" {
+        return None;
+    }
+    if review && (p.namespace.is_some() != (p.plural == "localsubjectaccessreviews")) {
+        return Some(Err(ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )));
+    }
+    if method != "POST" {
+        return Some(Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )));
+    }
+    let ns = p.namespace.as_deref().unwrap_or("");
+    Some(negotiate::decode_body(content_type, body).and_then(|b| {
+        if token_request {
+            auth::tokens::token_request(&auth.signer, api, ns, p.name.as_deref().unwrap_or(""), &b)
+        } else {
+            auth::reviews::create(auth, api, user, &p.group, &p.plural, ns, &b)
+        }
+    }))
 }
 
 fn not_found_path() -> ApiError {

@@ -7,7 +7,6 @@
 
 pub mod definitions;
 pub mod gnostic;
-mod list_merge;
 pub mod paths;
 pub mod v2;
 pub mod v3;

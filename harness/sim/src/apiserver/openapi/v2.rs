@@ -173,7 +173,7 @@ pub fn document(reg: &Registry) -> Value {
     }
     json!({
         "swagger": "2.0",
-        "info": {"title": "Kubernetes", "version": crate::apiserver::http::discovery::GIT_VERSION},
+        "info": {"title": "Kubernetes", "version": crate::apiserver::GIT_VERSION},
         "paths": paths,
         "definitions": defs,
         "securityDefinitions": {"BearerToken": {"description": "Bearer Token authentication", "type": "apiKey", "name": "authorization", "in": "header"}},

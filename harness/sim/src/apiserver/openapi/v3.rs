@@ -127,7 +127,7 @@ fn group_version_doc(types: &[std::sync::Arc<ResourceType>]) -> Value {
     let schemas: Map<String, Value> = schemas.iter().map(|(k, v)| (k.clone(), to_v3(v))).collect();
     json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": crate::apiserver::http::discovery::GIT_VERSION},
+        "info": {"title": "Kubernetes", "version": crate::apiserver::GIT_VERSION},
         "paths": out_paths,
         "components": {
             "schemas": schemas,

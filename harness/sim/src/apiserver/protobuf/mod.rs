@@ -30,6 +30,7 @@
 //! The decoder never panics: truncated input, bad lengths, wrong wire types and nesting deeper
 //! than [`MAX_DEPTH`] all come back as `Err` with a message naming the field and message.
 
+use crate::timing;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -1006,7 +1007,7 @@ fn decode_special(
         Special::Duration => {
             let d = last_varint(entries, 1).unwrap_or(0) as i64;
             Ok((
-                Value::String(format_go_duration(d)),
+                Value::String(timing::go_duration_nanos(d)),
                 if d == 0 { Empty::Zero } else { Empty::No },
             ))
         }
@@ -1120,7 +1121,7 @@ fn lossy(b: &[u8]) -> String {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Time and duration formatting
+// Times and durations, written as the JSON form has them (`timing`'s formatters)
 
 /// 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z, the range Go's RFC 3339 formatting accepts.
 const MIN_UNIX: i64 = -62_135_596_800;
@@ -1135,87 +1136,14 @@ fn format_rfc3339(secs: i64, nanos: i32, micro: bool) -> Result<String, String> 
     if !(MIN_UNIX..=MAX_UNIX).contains(&secs) {
         return Err(format!("timestamp {secs}s is outside years 0001..9999"));
     }
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    let (hh, mm, ss) = (sod / 3600, (sod / 60) % 60, sod % 60);
-    if micro {
-        Ok(format!(
-            "{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{:06}Z",
-            nanos / 1000
-        ))
+    let t = chrono::DateTime::from_timestamp(secs, nanos as u32)
+        .ok_or_else(|| format!("timestamp {secs}s out of range"))?;
+    Ok(if micro {
+        timing::rfc3339_micro(t)
     } else {
-        Ok(format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z"))
-    }
+        timing::rfc3339(t)
+    })
 }
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-/// Go's `time.Duration.String()`: "1h2m3.5s", "1.5ms", "0s".
-fn format_go_duration(d: i64) -> String {
-    let neg = d < 0;
-    let mut u = d.unsigned_abs();
-    let mut out = String::new();
-    if u < 1_000_000_000 {
-        if u == 0 {
-            return "0s".into();
-        }
-        let (prec, unit) = if u < 1_000 {
-            (0, "ns")
-        } else if u < 1_000_000 {
-            (3, "µs")
-        } else {
-            (6, "ms")
-        };
-        let (frac, int) = fmt_frac(u, prec);
-        out.push_str(&int.to_string());
-        out.push_str(&frac);
-        out.push_str(unit);
-    } else {
-        let (frac, secs) = fmt_frac(u, 9);
-        u = secs;
-        let s = u % 60;
-        u /= 60;
-        if u > 0 {
-            let m = u % 60;
-            u /= 60;
-            if u > 0 {
-                out.push_str(&format!("{u}h"));
-            }
-            out.push_str(&format!("{m}m"));
-        }
-        out.push_str(&format!("{s}{frac}s"));
-    }
-    if neg {
-        out.insert(0, '-');
-    }
-    out
-}
-
-/// The fraction of v/10^prec as ".123" without trailing zeros ("" when zero), and v/10^prec.
-fn fmt_frac(v: u64, prec: u32) -> (String, u64) {
-    let p = 10u64.pow(prec);
-    let (int, frac) = (v / p, v % p);
-    if frac == 0 {
-        return (String::new(), int);
-    }
-    let digits = format!("{frac:0width$}", width = prec as usize);
-    (format!(".{}", digits.trim_end_matches('0')), int)
-}
-
-// ------------------------------------------------------------------------------------------------
 
 #[cfg(test)]
 mod tests {
@@ -1976,7 +1904,7 @@ mod tests {
     }
 
     #[test]
-    fn time_and_duration_formatting() {
+    fn times_format_in_range() {
         assert_eq!(
             format_rfc3339(1_767_323_045, 0, false).unwrap(),
             "2026-01-02T03:04:05Z"
@@ -2004,17 +1932,6 @@ mod tests {
         );
         assert!(format_rfc3339(i64::MAX, i32::MAX, false).is_err());
         assert!(format_rfc3339(i64::MIN, -1, true).is_err());
-        let s = 1_000_000_000i64;
-        assert_eq!(format_go_duration(0), "0s");
-        assert_eq!(format_go_duration(90 * s), "1m30s");
-        assert_eq!(format_go_duration(3600 * s), "1h0m0s");
-        assert_eq!(format_go_duration(s + s / 2), "1.5s");
-        assert_eq!(format_go_duration(1_500_000), "1.5ms");
-        assert_eq!(format_go_duration(1_500), "1.5µs");
-        assert_eq!(format_go_duration(7), "7ns");
-        assert_eq!(format_go_duration(-(2 * 3600 + 3) * s), "-2h0m3s");
-        assert_eq!(format_go_duration(i64::MIN), "-2562047h47m16.854775808s");
-        assert_eq!(format_go_duration(i64::MAX), "2562047h47m16.854775807s");
     }
 
     #[test]

@@ -124,7 +124,7 @@ pub(super) fn parse_time_value(v: Option<&Value>) -> Option<DateTime<Utc>> {
     if text.is_empty() || text == "null" {
         return None;
     }
-    let t = DateTime::parse_from_rfc3339(text).ok()?.with_timezone(&Utc);
+    let t = crate::timing::parse_time(text)?;
     if is_go_zero_time(&t) {
         None
     } else {

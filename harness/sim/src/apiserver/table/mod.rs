@@ -33,6 +33,7 @@ mod jsonpath;
 mod printers;
 mod quantity;
 
+use crate::timing;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value};
 
@@ -418,7 +419,7 @@ fn builtin_cell(cell: Cell, obj: &Value, now: DateTime<Utc>) -> Value {
         // `m.GetCreationTimestamp().Time.UTC().Format(time.RFC3339)`; the zero time formats as
         // 0001-01-01T00:00:00Z.
         Cell::CreatedAt => Value::String(match time_at(obj, &["metadata", "creationTimestamp"]) {
-            Some(t) => t.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            Some(t) => timing::rfc3339(t),
             None => "0001-01-01T00:00:00Z".to_string(),
         }),
         Cell::Str(path) => s(str_at(obj, path)),
@@ -478,16 +479,10 @@ fn custom_cell(type_: &str, value: &Value, now: DateTime<Utc>) -> Value {
                 if text.is_empty() || text == "null" {
                     s("<unknown>")
                 } else {
-                    match DateTime::parse_from_rfc3339(text) {
-                        Ok(t) => {
-                            let t = t.with_timezone(&Utc);
-                            if is_go_zero_time(&t) {
-                                s("<unknown>")
-                            } else {
-                                Value::String(since(Some(t), now))
-                            }
-                        }
-                        Err(_) => s("<invalid>"),
+                    match timing::parse_time(text) {
+                        Some(t) if is_go_zero_time(&t) => s("<unknown>"),
+                        Some(t) => Value::String(since(Some(t), now)),
+                        None => s("<invalid>"),
                     }
                 }
             }

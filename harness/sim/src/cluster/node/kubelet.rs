@@ -16,7 +16,7 @@ use super::volumes::{
 use crate::apiserver::meta;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::timing::{go_duration, Timing};
+use crate::timing::{self, go_duration, Timing};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -460,7 +460,7 @@ impl Kubelet {
                             exit: 255,
                             reason: "Unknown".into(),
                             started: started.clone(),
-                            finished: meta::now_rfc3339(),
+                            finished: timing::now_rfc3339(),
                         });
                         c.restarts += 1;
                     }
@@ -577,7 +577,7 @@ impl Kubelet {
         if self.node.state.lock().faults.partitioned {
             return;
         }
-        let now = meta::rfc3339_micro(chrono::Utc::now());
+        let now = timing::rfc3339_micro(chrono::Utc::now());
         let name = self.node.name.clone();
         match self
             .client
@@ -1294,7 +1294,7 @@ impl Kubelet {
             let p = self.pods.get_mut(uid).unwrap();
             p.synced = true;
             p.dirty = true;
-            p.started_time = Some(meta::now_rfc3339());
+            p.started_time = Some(timing::now_rfc3339());
             let has_init = !p.init.is_empty();
             for c in p.init.iter_mut() {
                 c.state = CState::Waiting("PodInitializing".into(), None);
@@ -1353,15 +1353,15 @@ impl Kubelet {
             .unwrap_or("Always")
             .to_string();
         let crash_after = Self::annotation(&pod, script::CRASH_AFTER)
-            .and_then(parse_duration)
+            .and_then(timing::parse_duration)
             .map(|d| self.timing.s(d));
         let exit_after = Self::annotation(&pod, script::EXIT_AFTER)
-            .and_then(parse_duration)
+            .and_then(timing::parse_duration)
             .map(|d| self.timing.s(d));
         let never_ready = Self::annotation(&pod, script::NEVER_READY) == Some("true");
         let pull_error = Self::annotation(&pod, script::IMAGE_PULL_ERROR).map(String::from);
         let init_run = Self::annotation(&pod, script::INIT_DURATION)
-            .and_then(parse_duration)
+            .and_then(timing::parse_duration)
             .map(|d| self.timing.s(d))
             .unwrap_or(self.timing.s(self.timing.init_container_run));
         let log_lines: Vec<String> = Self::annotation(&pod, script::LOG)
@@ -1420,7 +1420,7 @@ impl Kubelet {
                         exit: 0,
                         reason: "Completed".into(),
                         started: started.clone(),
-                        finished: meta::now_rfc3339(),
+                        finished: timing::now_rfc3339(),
                     };
                     p.dirty = true;
                 }
@@ -1487,7 +1487,7 @@ impl Kubelet {
                             exit,
                             reason: reason.into(),
                             started: started.clone(),
-                            finished: meta::now_rfc3339(),
+                            finished: timing::now_rfc3339(),
                         };
                         c.ready = false;
                         p.dirty = true;
@@ -1618,7 +1618,7 @@ impl Kubelet {
                     exit: 0,
                     reason: "Completed".into(),
                     started: started.clone(),
-                    finished: meta::now_rfc3339(),
+                    finished: timing::now_rfc3339(),
                 };
                 c.ready = false;
                 p.dirty = true;
@@ -1667,7 +1667,7 @@ impl Kubelet {
             exit: 137,
             reason: "Error".into(),
             started: started.clone(),
-            finished: meta::now_rfc3339(),
+            finished: timing::now_rfc3339(),
         });
         c.restarts += 1;
         c.ready = false;
@@ -1766,7 +1766,7 @@ impl Kubelet {
 }
 
 fn cond(t: &str, ok: bool, reason: Option<&str>, msg: Option<String>) -> Value {
-    let mut c = json!({"type": t, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": meta::now_rfc3339()});
+    let mut c = json!({"type": t, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": timing::now_rfc3339()});
     if !ok {
         if let Some(r) = reason {
             c["reason"] = json!(r);
@@ -1891,61 +1891,6 @@ fn pod_status(p: &PodRt, host_ip: &str) -> Value {
         s["podIPs"] = json!([{"ip": ip}]);
     }
     s
-}
-
-/// "5s", "1m30s", "250ms", or plain seconds.
-pub fn parse_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    if let Ok(n) = s.parse::<f64>() {
-        return Some(Duration::from_secs_f64(n.max(0.0)));
-    }
-    let mut total = 0f64;
-    let mut num = String::new();
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            num.push(c);
-            continue;
-        }
-        let unit = if c == 'm' && chars.peek() == Some(&'s') {
-            chars.next();
-            "ms"
-        } else {
-            match c {
-                'h' => "h",
-                'm' => "m",
-                's' => "s",
-                _ => return None,
-            }
-        };
-        let v: f64 = num.parse().ok()?;
-        num.clear();
-        total += match unit {
-            "h" => v * 3600.0,
-            "m" => v * 60.0,
-            "s" => v,
-            _ => v / 1000.0,
-        };
-    }
-    if !num.is_empty() {
-        return None;
-    }
-    Some(Duration::from_secs_f64(total))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_parse() {
-        assert_eq!(parse_duration("5s"), Some(Duration::from_secs(5)));
-        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2"), Some(Duration::from_secs(2)));
-        assert_eq!(parse_duration("abc"), None);
-        assert_eq!(parse_duration("5"), Some(Duration::from_secs(5)));
-    }
 }
 
 fn rv_of(obj: &Value) -> Option<u64> {

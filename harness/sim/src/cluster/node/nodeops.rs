@@ -7,6 +7,7 @@ use crate::apiserver::meta;
 use crate::apiserver::status::{ApiError, ApiResult};
 use crate::cluster::SimCluster;
 use crate::internal::Internal;
+use crate::timing;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::time::Instant;
@@ -260,7 +261,7 @@ impl SimCluster {
                 Ok(_) | Err(ApiError { code: 409, .. }) => {}
                 Err(e) => return Err(e),
             }
-            let now = meta::now_rfc3339();
+            let now = timing::now_rfc3339();
             client.merge_status(
                 "",
                 "pods",

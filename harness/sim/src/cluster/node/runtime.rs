@@ -3,9 +3,8 @@
 //! kubelet records for them, the API's view of a container's state, and the pod annotations that
 //! script it.
 
-use crate::apiserver::meta;
 use crate::events::EventKind;
-use crate::timing::go_duration;
+use crate::timing::{self, go_duration};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -160,7 +159,7 @@ pub(super) fn step_container(
                 format!("Started container {}", c.name),
             ));
             c.state = CState::Running {
-                started: meta::now_rfc3339(),
+                started: timing::now_rfc3339(),
                 since: now,
             };
             c.started_once = true;

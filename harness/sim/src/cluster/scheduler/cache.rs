@@ -88,7 +88,7 @@ impl SchedulerCache {
                 }
                 // Heartbeats (conditions, images, volumesInUse) change nothing the filters
                 // read; a new node, labels, taints or allocatable do.
-                super::super::changes::node_fields_changed(
+                crate::controllers::changes::node_fields_changed(
                     ev,
                     &["/metadata/labels", "/spec", "/status/allocatable"],
                 )

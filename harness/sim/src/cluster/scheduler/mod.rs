@@ -4,9 +4,8 @@
 //! fewest pods. Pods that fit nowhere get PodScheduled=False/Unschedulable with the real
 //! message shape and a FailedScheduling event; they are retried when nodes change.
 
-use super::changes::Changes;
 use crate::apiserver::meta;
-use crate::apiserver::set_condition;
+use crate::controllers::changes::Changes;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::timing::Timing;
@@ -148,7 +147,7 @@ fn schedule_batch(
                     .unwrap_or(false);
                 if !already {
                     let mut next = (*pod).clone();
-                    set_condition(
+                    meta::set_condition(
                         &mut next,
                         "PodScheduled",
                         "False",

@@ -7,7 +7,7 @@ use crate::apiserver::store::{EventType, Informer};
 use crate::cluster::node::volumes::{unique_name, DRIVER};
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::timing::Timing;
+use crate::timing::{self, Timing};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -193,7 +193,7 @@ pub(super) fn attach_detach(
                 .and_then(Value::as_str)
                 != Some(msg.as_str())
             {
-                let _ = client.merge_status("storage.k8s.io", "volumeattachments", "", &name, &json!({"status": {"attached": false, "attachError": {"time": meta::now_rfc3339(), "message": msg}}}));
+                let _ = client.merge_status("storage.k8s.io", "volumeattachments", "", &name, &json!({"status": {"attached": false, "attachError": {"time": timing::now_rfc3339(), "message": msg}}}));
             }
             if attach_errors.insert(name.clone()) {
                 for pod in desired

@@ -5,6 +5,9 @@
 //! as upstream's do, and every listable kind gets its `<Kind>List`. Custom resources contribute
 //! their CRD version's `openAPIV3Schema` under upstream's name (`com.example.stable.v1.CronTab`).
 //! References are written `#/definitions/<name>` (v2 style); the v3 renderer rewrites them.
+//! `list_merge` adds the list-merge extensions to the built-in ones.
+
+mod list_merge;
 
 use crate::apiserver::builtins;
 use crate::apiserver::resources::ResourceType;
@@ -187,7 +190,7 @@ fn generate_builtin() -> Definitions {
         .iter()
         .map(|t| ((t.schema_name)().into_owned(), t.kind))
         .collect();
-    super::list_merge::annotate(&mut defs, &roots);
+    list_merge::annotate(&mut defs, &roots);
     if let Some(s) = defs.get_mut(STATUS) {
         add_gvk(s, gvk("", "v1", "Status"));
     }

@@ -6,7 +6,7 @@
 //! the document (kubectl apply) merges lists exactly as the sim's server does; lists the table
 //! does not name are replaced whole on both sides.
 
-use super::definitions::{Definitions, REF_PREFIX};
+use super::{Definitions, REF_PREFIX};
 use crate::apiserver::patch::schema::{Smp, Ssa, Ty};
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -74,7 +74,7 @@ fn walk(defs: &mut Definitions, name: &str, ty: Ty, visited: &mut HashSet<(Strin
 
 #[cfg(test)]
 mod tests {
-    use super::super::definitions::builtin;
+    use super::super::builtin;
 
     #[test]
     fn containers_merge_by_name_and_finalizers_as_a_set() {

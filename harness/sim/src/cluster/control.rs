@@ -1,12 +1,13 @@
 //! The node control endpoint (`/faultline/v1/...`), authenticated like the API: what
 //! `faultline node <NODE> ...` talks to. It exposes the node primitives and the node-side
-//! views (kubelet and CSI plugin logs, the mount table, the kubelet service state).
+//! views (kubelet and CSI plugin logs, the mount table, the kubelet service state). The API
+//! server's router serves it (`http::ControlEndpoint`) after authentication.
 
-use super::{json_response, negotiate::Output};
+use super::node::state::KubeletProcess;
+use super::nodeops::NodeOp;
+use super::SimCluster;
+use crate::apiserver::http::{json_response, negotiate::Output, ControlEndpoint};
 use crate::apiserver::status::{ApiError, ApiResult};
-use crate::cluster::node::state::KubeletProcess;
-use crate::cluster::nodeops::NodeOp;
-use crate::cluster::SimCluster;
 use axum::body::Body;
 use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -14,22 +15,26 @@ use bytes::Bytes;
 use serde_json::json;
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
 
-pub fn handle(
-    cluster: Option<&Arc<SimCluster>>,
+impl ControlEndpoint for SimCluster {
+    fn handle(
+        &self,
+        method: &Method,
+        path: &[String],
+        query: &HashMap<String, String>,
+        body: &[u8],
+    ) -> ApiResult<Response> {
+        handle(self, method, path, query, body)
+    }
+}
+
+fn handle(
+    cluster: &SimCluster,
     method: &Method,
     path: &[String],
     query: &HashMap<String, String>,
     body: &[u8],
 ) -> ApiResult<Response> {
-    let cluster = cluster.ok_or_else(|| {
-        ApiError::new(
-            404,
-            "NotFound",
-            "this server simulates no nodes (started API-only)",
-        )
-    })?;
     let p: Vec<&str> = path.iter().map(String::as_str).collect();
     match (method.clone(), p.as_slice()) {
         (Method::GET, ["nodes"]) => {
