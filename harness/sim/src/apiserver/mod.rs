@@ -19,7 +19,7 @@ pub mod protobuf;
 pub mod resources;
 pub mod scale;
 pub mod selectors;
-pub mod service_alloc;
+pub mod service_allocation;
 pub mod status;
 pub mod store;
 pub mod table;
@@ -503,9 +503,9 @@ impl ApiServer {
         let services = self
             .store
             .list(&stored_rt.key(), None, None, None, &|_| true);
-        service_alloc::allocate(
+        service_allocation::allocate(
             &mut obj,
-            &service_alloc::InUse::from_services(services.items.iter().map(|s| s.as_ref())),
+            &service_allocation::InUse::from_services(services.items.iter().map(|s| s.as_ref())),
         )?;
         self.store.create(stored_rt, obj, dry_run)
     }

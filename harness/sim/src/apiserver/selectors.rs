@@ -501,7 +501,7 @@ impl Default for LabelSelector {
 // ----- lexer -----
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tok {
+enum Token {
     Error,
     EndOfString,
     ClosedPar,
@@ -518,19 +518,19 @@ enum Tok {
     OpenPar,
 }
 
-fn string2token(s: &[u8]) -> Option<Tok> {
+fn string2token(s: &[u8]) -> Option<Token> {
     Some(match s {
-        b")" => Tok::ClosedPar,
-        b"," => Tok::Comma,
-        b"!" => Tok::DoesNotExist,
-        b"==" => Tok::DoubleEquals,
-        b"=" => Tok::Equals,
-        b">" => Tok::GreaterThan,
-        b"in" => Tok::In,
-        b"<" => Tok::LessThan,
-        b"!=" => Tok::NotEquals,
-        b"notin" => Tok::NotIn,
-        b"(" => Tok::OpenPar,
+        b")" => Token::ClosedPar,
+        b"," => Token::Comma,
+        b"!" => Token::DoesNotExist,
+        b"==" => Token::DoubleEquals,
+        b"=" => Token::Equals,
+        b">" => Token::GreaterThan,
+        b"in" => Token::In,
+        b"<" => Token::LessThan,
+        b"!=" => Token::NotEquals,
+        b"notin" => Token::NotIn,
+        b"(" => Token::OpenPar,
         _ => return None,
     })
 }
@@ -565,7 +565,7 @@ impl<'a> Lexer<'a> {
         self.pos = self.pos.saturating_sub(1);
     }
 
-    fn scan_id_or_keyword(&mut self) -> (Tok, String) {
+    fn scan_id_or_keyword(&mut self) -> (Token, String) {
         let mut buf: Vec<u8> = Vec::new();
         loop {
             let ch = self.read();
@@ -581,12 +581,12 @@ impl<'a> Lexer<'a> {
         let s = String::from_utf8_lossy(&buf).into_owned();
         match string2token(&buf) {
             Some(t) => (t, s),
-            None => (Tok::Identifier, s),
+            None => (Token::Identifier, s),
         }
     }
 
-    fn scan_special_symbol(&mut self) -> (Tok, String) {
-        let mut last: Option<(Tok, String)> = None;
+    fn scan_special_symbol(&mut self) -> (Token, String) {
+        let mut last: Option<(Token, String)> = None;
         let mut buf: Vec<u8> = Vec::new();
         loop {
             let ch = self.read();
@@ -608,7 +608,7 @@ impl<'a> Lexer<'a> {
         match last {
             Some(l) => l,
             None => (
-                Tok::Error,
+                Token::Error,
                 format!(
                     "error expected: keyword found '{}'",
                     String::from_utf8_lossy(&buf)
@@ -624,11 +624,11 @@ impl<'a> Lexer<'a> {
         ch
     }
 
-    fn lex(&mut self) -> (Tok, String) {
+    fn lex(&mut self) -> (Token, String) {
         let first = self.read();
         let ch = self.skip_white_spaces(first);
         if ch == 0 {
-            (Tok::EndOfString, String::new())
+            (Token::EndOfString, String::new())
         } else if is_special_symbol(ch) {
             self.unread();
             self.scan_special_symbol()
@@ -642,39 +642,39 @@ impl<'a> Lexer<'a> {
 // ----- parser -----
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Ctx {
+enum LexContext {
     KeyAndOperator,
     Values,
 }
 
 struct Parser {
-    items: Vec<(Tok, String)>,
+    items: Vec<(Token, String)>,
     position: usize,
 }
 
 impl Parser {
-    fn item(&self, i: usize) -> (Tok, String) {
+    fn item(&self, i: usize) -> (Token, String) {
         // The token list always ends with EndOfString; never index past it.
         match self.items.get(i).or_else(|| self.items.last()) {
             Some(x) => x.clone(),
-            None => (Tok::EndOfString, String::new()),
+            None => (Token::EndOfString, String::new()),
         }
     }
 
-    fn adjust(tok: Tok, ctx: Ctx) -> Tok {
-        if ctx == Ctx::Values && (tok == Tok::In || tok == Tok::NotIn) {
-            Tok::Identifier
+    fn adjust(tok: Token, ctx: LexContext) -> Token {
+        if ctx == LexContext::Values && (tok == Token::In || tok == Token::NotIn) {
+            Token::Identifier
         } else {
             tok
         }
     }
 
-    fn lookahead(&self, ctx: Ctx) -> (Tok, String) {
+    fn lookahead(&self, ctx: LexContext) -> (Token, String) {
         let (t, l) = self.item(self.position);
         (Self::adjust(t, ctx), l)
     }
 
-    fn consume(&mut self, ctx: Ctx) -> (Tok, String) {
+    fn consume(&mut self, ctx: LexContext) -> (Token, String) {
         let (t, l) = self.item(self.position);
         if self.position < self.items.len() {
             self.position += 1;
@@ -685,19 +685,19 @@ impl Parser {
     fn parse(&mut self) -> Result<Vec<LabelRequirement>, String> {
         let mut reqs = Vec::new();
         loop {
-            let (tok, lit) = self.lookahead(Ctx::Values);
+            let (tok, lit) = self.lookahead(LexContext::Values);
             match tok {
-                Tok::Identifier | Tok::DoesNotExist => {
+                Token::Identifier | Token::DoesNotExist => {
                     let r = self
                         .parse_requirement()
                         .map_err(|e| format!("unable to parse requirement: {}", e))?;
                     reqs.push(r);
-                    let (t, l) = self.consume(Ctx::Values);
+                    let (t, l) = self.consume(LexContext::Values);
                     match t {
-                        Tok::EndOfString => return Ok(reqs),
-                        Tok::Comma => {
-                            let (t2, l2) = self.lookahead(Ctx::Values);
-                            if t2 != Tok::Identifier && t2 != Tok::DoesNotExist {
+                        Token::EndOfString => return Ok(reqs),
+                        Token::Comma => {
+                            let (t2, l2) = self.lookahead(LexContext::Values);
+                            if t2 != Token::Identifier && t2 != Token::DoesNotExist {
                                 return Err(format!(
                                     "found '{}', expected: identifier after ','",
                                     l2
@@ -709,7 +709,7 @@ impl Parser {
                         }
                     }
                 }
-                Tok::EndOfString => return Ok(reqs),
+                Token::EndOfString => return Ok(reqs),
                 _ => {
                     return Err(format!(
                         "found '{}', expected: !, identifier, or 'end of string'",
@@ -737,59 +737,59 @@ impl Parser {
     /// `DoesNotExist`.
     fn parse_key_and_infer_operator(&mut self) -> Result<(String, Option<LabelOp>), String> {
         let mut op = None;
-        let (mut tok, mut lit) = self.consume(Ctx::Values);
-        if tok == Tok::DoesNotExist {
+        let (mut tok, mut lit) = self.consume(LexContext::Values);
+        if tok == Token::DoesNotExist {
             op = Some(LabelOp::DoesNotExist);
-            let next = self.consume(Ctx::Values);
+            let next = self.consume(LexContext::Values);
             tok = next.0;
             lit = next.1;
         }
-        if tok != Tok::Identifier {
+        if tok != Token::Identifier {
             return Err(format!("found '{}', expected: identifier", lit));
         }
         // The real parser validates the key here with a nil field path.
         if let Some(e) = validate_label_key(&lit, "<nil>") {
             return Err(e);
         }
-        let (t, _) = self.lookahead(Ctx::Values);
-        if (t == Tok::EndOfString || t == Tok::Comma) && op.is_none() {
+        let (t, _) = self.lookahead(LexContext::Values);
+        if (t == Token::EndOfString || t == Token::Comma) && op.is_none() {
             op = Some(LabelOp::Exists);
         }
         Ok((lit, op))
     }
 
     fn parse_operator(&mut self) -> Result<LabelOp, String> {
-        let (tok, lit) = self.consume(Ctx::KeyAndOperator);
+        let (tok, lit) = self.consume(LexContext::KeyAndOperator);
         Ok(match tok {
-            Tok::In => LabelOp::In,
-            Tok::Equals => LabelOp::Equals,
-            Tok::DoubleEquals => LabelOp::DoubleEquals,
-            Tok::GreaterThan => LabelOp::GreaterThan,
-            Tok::LessThan => LabelOp::LessThan,
-            Tok::NotIn => LabelOp::NotIn,
-            Tok::NotEquals => LabelOp::NotEquals,
+            Token::In => LabelOp::In,
+            Token::Equals => LabelOp::Equals,
+            Token::DoubleEquals => LabelOp::DoubleEquals,
+            Token::GreaterThan => LabelOp::GreaterThan,
+            Token::LessThan => LabelOp::LessThan,
+            Token::NotIn => LabelOp::NotIn,
+            Token::NotEquals => LabelOp::NotEquals,
             _ => return Err(format!("found '{}', expected: {}", lit, BINARY_OPERATORS)),
         })
     }
 
     fn parse_values(&mut self) -> Result<Vec<String>, String> {
-        let (tok, lit) = self.consume(Ctx::Values);
-        if tok != Tok::OpenPar {
+        let (tok, lit) = self.consume(LexContext::Values);
+        if tok != Token::OpenPar {
             return Err(format!("found '{}' expected: '('", lit));
         }
-        let (tok, lit) = self.lookahead(Ctx::Values);
+        let (tok, lit) = self.lookahead(LexContext::Values);
         match tok {
-            Tok::Identifier | Tok::Comma => {
+            Token::Identifier | Token::Comma => {
                 let s = self.parse_identifiers_list()?;
-                let (t, _) = self.consume(Ctx::Values);
-                if t != Tok::ClosedPar {
+                let (t, _) = self.consume(LexContext::Values);
+                if t != Token::ClosedPar {
                     // Go reports the literal seen after '(' here.
                     return Err(format!("found '{}', expected: ')'", lit));
                 }
                 Ok(s)
             }
-            Tok::ClosedPar => {
-                self.consume(Ctx::Values);
+            Token::ClosedPar => {
+                self.consume(LexContext::Values);
                 Ok(vec![String::new()])
             }
             _ => Err(format!("found '{}', expected: ',', ')' or identifier", lit)),
@@ -805,28 +805,28 @@ impl Parser {
             }
         }
         loop {
-            let (tok, lit) = self.consume(Ctx::Values);
+            let (tok, lit) = self.consume(LexContext::Values);
             match tok {
-                Tok::Identifier => {
+                Token::Identifier => {
                     insert(&mut s, lit);
-                    let (t2, l2) = self.lookahead(Ctx::Values);
+                    let (t2, l2) = self.lookahead(LexContext::Values);
                     match t2 {
-                        Tok::Comma => continue,
-                        Tok::ClosedPar => return Ok(s),
+                        Token::Comma => continue,
+                        Token::ClosedPar => return Ok(s),
                         _ => return Err(format!("found '{}', expected: ',' or ')'", l2)),
                     }
                 }
-                Tok::Comma => {
+                Token::Comma => {
                     if s.is_empty() {
                         insert(&mut s, String::new());
                     }
-                    let (t2, _) = self.lookahead(Ctx::Values);
-                    if t2 == Tok::ClosedPar {
+                    let (t2, _) = self.lookahead(LexContext::Values);
+                    if t2 == Token::ClosedPar {
                         insert(&mut s, String::new());
                         return Ok(s);
                     }
-                    if t2 == Tok::Comma {
-                        self.consume(Ctx::Values);
+                    if t2 == Token::Comma {
+                        self.consume(LexContext::Values);
                         insert(&mut s, String::new());
                     }
                 }
@@ -836,12 +836,12 @@ impl Parser {
     }
 
     fn parse_exact_value(&mut self) -> Result<Vec<String>, String> {
-        let (tok, _) = self.lookahead(Ctx::Values);
-        if tok == Tok::EndOfString || tok == Tok::Comma {
+        let (tok, _) = self.lookahead(LexContext::Values);
+        if tok == Token::EndOfString || tok == Token::Comma {
             return Ok(vec![String::new()]);
         }
-        let (tok, lit) = self.consume(Ctx::Values);
-        if tok == Tok::Identifier {
+        let (tok, lit) = self.consume(LexContext::Values);
+        if tok == Token::Identifier {
             Ok(vec![lit])
         } else {
             Err(format!("found '{}', expected: identifier", lit))
@@ -876,7 +876,7 @@ impl LabelSelector {
         loop {
             let (t, l) = lexer.lex();
             items.push((t, l));
-            if t == Tok::EndOfString {
+            if t == Token::EndOfString {
                 break;
             }
         }

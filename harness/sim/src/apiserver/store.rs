@@ -173,7 +173,7 @@ impl StoreEvent {
 }
 
 /// (namespace, name); cluster-scoped objects use an empty namespace. Ordered like etcd keys.
-pub type ObjKey = (String, String);
+pub type ObjectKey = (String, String);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Propagation {
@@ -218,13 +218,13 @@ pub enum UpdateScope {
 
 struct Inner {
     rv: u64,
-    buckets: HashMap<ResourceKey, BTreeMap<ObjKey, Stored>>,
+    buckets: HashMap<ResourceKey, BTreeMap<ObjectKey, Stored>>,
     history: VecDeque<Arc<StoreEvent>>,
     /// uid -> (resource, key) of the objects that name it as owner, for the garbage collector.
-    dependents: HashMap<String, HashSet<(ResourceKey, ObjKey)>>,
+    dependents: HashMap<String, HashSet<(ResourceKey, ObjectKey)>>,
     /// spec.nodeName -> pods bound to that node (kubelets and `fieldSelector=spec.nodeName`
     /// list by node; scanning every pod for it is what the real apiserver's index avoids).
-    pods_by_node: HashMap<String, BTreeSet<ObjKey>>,
+    pods_by_node: HashMap<String, BTreeSet<ObjectKey>>,
 }
 
 fn pods_key() -> ResourceKey {
@@ -235,7 +235,7 @@ fn pods_key() -> ResourceKey {
 fn index_node(
     inner: &mut Inner,
     key: &ResourceKey,
-    okey: &ObjKey,
+    okey: &ObjectKey,
     old: Option<&Value>,
     new: Option<&Value>,
 ) {
@@ -347,7 +347,7 @@ pub struct ListResult<T = Arc<Value>> {
     pub items: Vec<T>,
     pub resource_version: u64,
     /// Key of the last item returned when the list was cut at `limit`.
-    pub continue_after: Option<ObjKey>,
+    pub continue_after: Option<ObjectKey>,
     pub remaining: usize,
 }
 
@@ -398,7 +398,7 @@ impl Store {
         &self,
         key: &ResourceKey,
         ns: Option<&str>,
-        start_after: Option<&ObjKey>,
+        start_after: Option<&ObjectKey>,
         limit: Option<usize>,
         filter: &dyn Fn(&Value) -> bool,
     ) -> ListResult {
@@ -412,7 +412,7 @@ impl Store {
         &self,
         key: &ResourceKey,
         ns: Option<&str>,
-        start_after: Option<&ObjKey>,
+        start_after: Option<&ObjectKey>,
         limit: Option<usize>,
         filter: &dyn Fn(&Value) -> bool,
         on_node: Option<&str>,
@@ -424,7 +424,7 @@ impl Store {
         &self,
         key: &ResourceKey,
         ns: Option<&str>,
-        start_after: Option<&ObjKey>,
+        start_after: Option<&ObjectKey>,
         limit: Option<usize>,
         filter: &dyn Fn(&Value) -> bool,
         on_node: Option<&str>,
@@ -441,7 +441,7 @@ impl Store {
                 (Some(ns), None) => Bound::Included((ns.to_string(), String::new())),
                 (None, None) => Bound::Unbounded,
             };
-            let range: Box<dyn Iterator<Item = (&ObjKey, &Stored)>> =
+            let range: Box<dyn Iterator<Item = (&ObjectKey, &Stored)>> =
                 match on_node.filter(|_| *key == pods_key()) {
                     // The index holds the same keys in the same order, so paging is unchanged.
                     Some(node) => Box::new(
@@ -797,7 +797,7 @@ impl Store {
 
     /// The encodings of a resource's objects, by key: for sweeps that read a few fields of
     /// every object without parsing each whole (see `Stored` on compact resources).
-    pub fn encodings(&self, key: &ResourceKey) -> Vec<(ObjKey, Bytes)> {
+    pub fn encodings(&self, key: &ResourceKey) -> Vec<(ObjectKey, Bytes)> {
         let inner = self.inner.lock();
         inner
             .buckets
@@ -921,7 +921,7 @@ impl Store {
                 oldest - 1
             )));
         }
-        let mut objects: std::collections::BTreeMap<ObjKey, Stored> = inner
+        let mut objects: std::collections::BTreeMap<ObjectKey, Stored> = inner
             .buckets
             .get(key)
             .map(|b| b.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
@@ -1214,7 +1214,7 @@ fn carry_server_metadata(
 fn index_owners(
     inner: &mut Inner,
     key: &ResourceKey,
-    okey: &ObjKey,
+    okey: &ObjectKey,
     prev: Option<&Value>,
     obj: &Value,
 ) {
@@ -1230,7 +1230,7 @@ fn index_owners(
     }
 }
 
-fn unindex_owners(inner: &mut Inner, key: &ResourceKey, okey: &ObjKey, obj: &Value) {
+fn unindex_owners(inner: &mut Inner, key: &ResourceKey, okey: &ObjectKey, obj: &Value) {
     for uid in meta::owner_uids(obj) {
         if let Some(set) = inner.dependents.get_mut(&uid) {
             set.remove(&(key.clone(), okey.clone()));

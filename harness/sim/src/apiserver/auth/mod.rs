@@ -1,12 +1,12 @@
 //! Authentication and authorization, as kube-apiserver's filter chain does them before a
-//! request reaches its handler: who is calling (`authn`: the admin bearer token, or a
+//! request reaches its handler: who is calling (`authentication`: the admin bearer token, or a
 //! ServiceAccount token that `tokens` signed; `impersonation` for `kubectl --as`), what the
 //! request asks (`attributes`), may they
 //! (`rbac`, over the Roles and bindings in the store, seeded by `bootstrap`), and the APIs that
 //! ask those questions themselves (`reviews`, TokenRequest in `tokens`).
 
 pub mod attributes;
-pub mod authn;
+pub mod authentication;
 pub mod bootstrap;
 pub mod impersonation;
 pub mod rbac;
@@ -145,8 +145,8 @@ pub fn check(
     path: &str,
     query: &std::collections::HashMap<String, String>,
 ) -> ApiResult<UserInfo> {
-    let user =
-        authn::authenticate(auth, api, headers, client_cert).ok_or_else(ApiError::unauthorized)?;
+    let user = authentication::authenticate(auth, api, headers, client_cert)
+        .ok_or_else(ApiError::unauthorized)?;
     let user = impersonation::apply(api, user, headers)?;
     if user.is_privileged() {
         return Ok(user);

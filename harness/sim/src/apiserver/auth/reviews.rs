@@ -4,7 +4,7 @@
 //! is the request with its status filled in, as the apiserver's REST handlers do.
 
 use super::attributes::Attributes;
-use super::{authn, rbac, Auth, UserInfo};
+use super::{authentication, rbac, Auth, UserInfo};
 use crate::apiserver::status::{ApiError, ApiResult};
 use crate::apiserver::ApiServer;
 use serde_json::{json, Value};
@@ -216,7 +216,7 @@ fn token_status(auth: &Auth, api: &ApiServer, spec: &Value) -> ApiResult<Value> 
         requested
     };
     Ok(
-        match authn::authenticate_token(auth, api, token, &targets) {
+        match authentication::authenticate_token(auth, api, token, &targets) {
             Ok((user, audiences)) => {
                 json!({"authenticated": true, "user": user.to_json(), "audiences": audiences})
             }

@@ -133,7 +133,7 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
                 .unwrap_or_else(|e| error_response(&e));
         }
     }
-    let ctx = Ctx {
+    let ctx = RequestContext {
         s: &s,
         method: parts.method.clone(),
         query,
@@ -149,7 +149,7 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
     }
 }
 
-struct Ctx<'a> {
+struct RequestContext<'a> {
     s: &'a HttpState,
     method: Method,
     query: HashMap<String, String>,
@@ -160,7 +160,7 @@ struct Ctx<'a> {
     if_none_match: Option<String>,
 }
 
-impl Ctx<'_> {
+impl RequestContext<'_> {
     fn q(&self, k: &str) -> Option<&str> {
         self.query.get(k).map(String::as_str)
     }
@@ -186,7 +186,7 @@ fn default_manager(ua: &str) -> Option<String> {
     (!prog.is_empty()).then(|| prog.to_string())
 }
 
-async fn dispatch(c: &Ctx<'_>, route: Route) -> ApiResult<Response> {
+async fn dispatch(c: &RequestContext<'_>, route: Route) -> ApiResult<Response> {
     let api = &c.s.api;
     let get_only = || {
         if c.method == Method::GET {
@@ -351,7 +351,7 @@ fn verb(method: &Method, p: &ResourcePath, watch: bool) -> &'static str {
     }
 }
 
-async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
+async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response> {
     let api = &c.s.api;
     let (injected, delay) = c.s.faults.decide(
         verb(
@@ -589,7 +589,7 @@ async fn resource(c: &Ctx<'_>, p: ResourcePath) -> ApiResult<Response> {
 }
 
 /// The patch type from Content-Type and the decoded patch body.
-fn patch_body(c: &Ctx<'_>) -> ApiResult<(PatchType, Value)> {
+fn patch_body(c: &RequestContext<'_>) -> ApiResult<(PatchType, Value)> {
     let ct = c.content_type.clone().unwrap_or_default();
     let ptype = PatchType::from_content_type(&ct).ok_or_else(|| {
         ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {:?})", ct))
@@ -602,21 +602,21 @@ fn patch_body(c: &Ctx<'_>) -> ApiResult<(PatchType, Value)> {
     Ok((ptype, body))
 }
 
-fn label_selector(c: &Ctx<'_>) -> ApiResult<LabelSelector> {
+fn label_selector(c: &RequestContext<'_>) -> ApiResult<LabelSelector> {
     match c.q("labelSelector") {
         Some(s) if !s.is_empty() => LabelSelector::parse(s).map_err(ApiError::bad_request),
         _ => Ok(LabelSelector::everything()),
     }
 }
 
-fn field_selector(c: &Ctx<'_>) -> ApiResult<FieldSelector> {
+fn field_selector(c: &RequestContext<'_>) -> ApiResult<FieldSelector> {
     match c.q("fieldSelector") {
         Some(s) if !s.is_empty() => FieldSelector::parse(s).map_err(ApiError::bad_request),
         _ => Ok(FieldSelector::everything()),
     }
 }
 
-fn list(c: &Ctx<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResult<Response> {
+fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResult<Response> {
     let labels = label_selector(c)?;
     let fields = field_selector(c)?;
     let limit = match c.q("limit") {
@@ -740,7 +740,7 @@ pub fn partial_metadata(obj: &Value) -> Value {
 }
 
 fn object_response(
-    c: &Ctx<'_>,
+    c: &RequestContext<'_>,
     rt: &ResourceType,
     code: StatusCode,
     obj: &Value,
@@ -769,7 +769,7 @@ fn object_response(
     }
 }
 
-fn delete_options(c: &Ctx<'_>) -> ApiResult<DeleteOptions> {
+fn delete_options(c: &RequestContext<'_>) -> ApiResult<DeleteOptions> {
     let body: Value = if c.body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {

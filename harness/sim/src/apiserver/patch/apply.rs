@@ -56,7 +56,7 @@
 //! `managedFields: [{}]` in the new object clears all tracking, as upstream.
 
 use super::fieldset::{self, FieldSet, Path};
-use super::schema::{Field, Ssa, Ty};
+use super::schema::{Field, GoType, ListType};
 use super::PatchError;
 use serde_json::{Map, Value};
 
@@ -234,15 +234,15 @@ fn merge_into(live: &mut Value, applied: &Value, field: &Field) {
 
 /// Identity of list elements for merging, per list type.
 fn list_identities(items: &[Value], field: &Field) -> Option<Vec<Option<Value>>> {
-    match field.ssa {
-        Ssa::Atomic => None,
-        Ssa::Set => {
+    match field.list_type {
+        ListType::Atomic => None,
+        ListType::Set => {
             if items.iter().any(|e| e.is_object() || e.is_array()) {
                 return None;
             }
             Some(items.iter().map(|e| Some(e.clone())).collect())
         }
-        Ssa::Map(keys) => Some(
+        ListType::Map(keys) => Some(
             items
                 .iter()
                 .map(|e| fieldset::element_key(e, keys).ok().map(Value::Object))
@@ -406,7 +406,7 @@ pub fn server_side_apply(
             ))
         }
     };
-    let ty = Ty::root(kind);
+    let ty = GoType::root(kind);
     let root = Field::of(ty);
     let api_version = api_version_of(applied)
         .or_else(|| api_version_of(&live_obj))
@@ -513,7 +513,7 @@ pub fn record_update(kind: &str, old: Option<&Value>, new: &mut Value, manager: 
     if !new.is_object() {
         return;
     }
-    let ty = Ty::root(kind);
+    let ty = GoType::root(kind);
     let api_version = api_version_of(new).unwrap_or_default().to_owned();
 
     let provided = managed_fields(new);

@@ -10,7 +10,7 @@
 //! In `FieldsV1` JSON a set is a tree of those elements; `{}` is a leaf
 //! member and `".": {}` marks an inner node that is itself a member.
 
-use super::schema::{key_default, Field, Ssa, Ty};
+use super::schema::{key_default, Field, GoType, ListType};
 use super::PatchError;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -206,7 +206,7 @@ fn display_key(key: &Map<String, Value>) -> String {
 /// list is treated as atomic.
 pub(crate) fn collect<'a>(
     root: &'a Value,
-    ty: Ty,
+    ty: GoType,
     strict: Option<&str>,
 ) -> Result<BTreeMap<Path, &'a Value>, PatchError> {
     collect_except(root, ty, strict, &|_, _| false)
@@ -216,7 +216,7 @@ pub(crate) fn collect<'a>(
 /// subtrees a caller knows to be unchanged).
 pub(crate) fn collect_except<'a>(
     root: &'a Value,
-    ty: Ty,
+    ty: GoType,
     strict: Option<&str>,
     skip: &dyn Fn(&[String], &str) -> bool,
 ) -> Result<BTreeMap<Path, &'a Value>, PatchError> {
@@ -248,7 +248,7 @@ impl<'a> Collector<'a, '_> {
         }
     }
 
-    fn map(&mut self, m: &'a Map<String, Value>, ty: Ty) -> Result<(), PatchError> {
+    fn map(&mut self, m: &'a Map<String, Value>, ty: GoType) -> Result<(), PatchError> {
         for (k, v) in m {
             if self.ignored(k) || (self.skip)(&self.path, k) {
                 continue;
@@ -278,11 +278,11 @@ impl<'a> Collector<'a, '_> {
         items: &'a [Value],
         field: &Field,
     ) -> Result<(), PatchError> {
-        match field.ssa {
-            Ssa::Atomic => {
+        match field.list_type {
+            ListType::Atomic => {
                 self.out.insert(self.path.clone(), whole);
             }
-            Ssa::Set => {
+            ListType::Set => {
                 if items.iter().any(|e| e.is_object() || e.is_array()) {
                     self.out.insert(self.path.clone(), whole);
                     return Ok(());
@@ -293,7 +293,7 @@ impl<'a> Collector<'a, '_> {
                     self.path.pop();
                 }
             }
-            Ssa::Map(keys) => {
+            ListType::Map(keys) => {
                 let mut keyed: Vec<(Map<String, Value>, &'a Value)> =
                     Vec::with_capacity(items.len());
                 for (i, e) in items.iter().enumerate() {
@@ -478,7 +478,7 @@ mod tests {
             "metadata": {"name": "p", "uid": "u", "labels": {"a": "1"}, "finalizers": ["x"]},
             "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80}]}], "tolerations": [{"key": "k"}]}
         });
-        let set: FieldSet = collect(&obj, Ty::root("Pod"), None)
+        let set: FieldSet = collect(&obj, GoType::root("Pod"), None)
             .unwrap()
             .into_keys()
             .collect();
@@ -501,20 +501,20 @@ mod tests {
     fn strict_collect_rejects_missing_and_duplicate_keys() {
         let obj = json!({"spec": {"containers": [{"image": "x"}]}});
         assert_eq!(
-            collect(&obj, Ty::root("Pod"), Some("P")).unwrap_err(),
+            collect(&obj, GoType::root("Pod"), Some("P")).unwrap_err(),
             PatchError::Invalid(
                 "P: .spec.containers: element 0: associative list with keys has an element that omits key field \"name\" (and doesn't have default value)".into()
             )
         );
         let obj = json!({"spec": {"containers": [{"name": "a"}, {"name": "a"}]}});
         assert_eq!(
-            collect(&obj, Ty::root("Pod"), Some("P")).unwrap_err(),
+            collect(&obj, GoType::root("Pod"), Some("P")).unwrap_err(),
             PatchError::Invalid(
                 "P: .spec.containers: duplicate entries for key [name=\"a\"]".into()
             )
         );
         // lenient: atomic
-        let set = collect(&obj, Ty::root("Pod"), None).unwrap();
+        let set = collect(&obj, GoType::root("Pod"), None).unwrap();
         assert_eq!(set.len(), 1);
     }
 

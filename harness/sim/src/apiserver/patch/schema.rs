@@ -43,7 +43,7 @@
 
 /// The Go type a JSON value corresponds to, as far as list strategies care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Ty {
+pub(crate) enum GoType {
     /// No list field below has a special strategy.
     Unknown,
     Root(Shape),
@@ -79,7 +79,7 @@ pub(crate) enum Shape {
 
 /// Strategic-merge-patch list strategy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Smp {
+pub(crate) enum PatchStrategy {
     /// No `patchStrategy`: the patch list replaces the original.
     Replace,
     /// `patchStrategy:"merge" patchMergeKey:"<key>"`.
@@ -90,7 +90,7 @@ pub(crate) enum Smp {
 
 /// Server-side-apply list type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Ssa {
+pub(crate) enum ListType {
     Atomic,
     Set,
     /// Associative list keyed by these fields (sorted by name).
@@ -101,45 +101,45 @@ pub(crate) enum Ssa {
 /// when it is a list) and, for lists, how they merge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Field {
-    pub ty: Ty,
-    pub smp: Smp,
-    pub ssa: Ssa,
+    pub ty: GoType,
+    pub patch_strategy: PatchStrategy,
+    pub list_type: ListType,
 }
 
 impl Field {
     /// A non-list field holding a value of type `ty`.
-    pub(crate) const fn of(ty: Ty) -> Field {
+    pub(crate) const fn of(ty: GoType) -> Field {
         Field::plain(ty)
     }
-    const fn plain(ty: Ty) -> Field {
+    const fn plain(ty: GoType) -> Field {
         Field {
             ty,
-            smp: Smp::Replace,
-            ssa: Ssa::Atomic,
+            patch_strategy: PatchStrategy::Replace,
+            list_type: ListType::Atomic,
         }
     }
-    const fn keyed(ty: Ty, key: &'static str, ssa_keys: &'static [&'static str]) -> Field {
+    const fn keyed(ty: GoType, key: &'static str, map_keys: &'static [&'static str]) -> Field {
         Field {
             ty,
-            smp: Smp::MergeKey(key),
-            ssa: Ssa::Map(ssa_keys),
+            patch_strategy: PatchStrategy::MergeKey(key),
+            list_type: ListType::Map(map_keys),
         }
     }
     const fn set() -> Field {
         Field {
-            ty: Ty::Unknown,
-            smp: Smp::MergeSet,
-            ssa: Ssa::Set,
+            ty: GoType::Unknown,
+            patch_strategy: PatchStrategy::MergeSet,
+            list_type: ListType::Set,
         }
     }
 }
 
-const UNKNOWN: Field = Field::plain(Ty::Unknown);
+const UNKNOWN: Field = Field::plain(GoType::Unknown);
 
-impl Ty {
+impl GoType {
     /// The type of a top-level object of `kind`.
-    pub(crate) fn root(kind: &str) -> Ty {
-        Ty::Root(match kind {
+    pub(crate) fn root(kind: &str) -> GoType {
+        GoType::Root(match kind {
             "Pod" => Shape::Pod,
             "PodTemplate" => Shape::PodTemplate,
             "Deployment"
@@ -158,7 +158,7 @@ impl Ty {
 
     /// Metadata of the field `name` of a value of this type.
     pub(crate) fn field(self, name: &str) -> Field {
-        use Ty::*;
+        use GoType::*;
         match (self, name) {
             (Root(_), "metadata") => Field::plain(ObjectMeta),
             (Root(r), _) => root_field(r, name),
@@ -192,8 +192,8 @@ impl Ty {
             // listType=map without a patch strategy.
             (ResourceRequirements, "claims") => Field {
                 ty: Unknown,
-                smp: Smp::Replace,
-                ssa: Ssa::Map(&["name"]),
+                patch_strategy: PatchStrategy::Replace,
+                list_type: ListType::Map(&["name"]),
             },
 
             (PodStatus | NodeStatus | GenericStatus, "conditions") => {
@@ -218,7 +218,7 @@ impl Ty {
 }
 
 fn root_field(root: Shape, name: &str) -> Field {
-    use Ty::*;
+    use GoType::*;
     match (root, name) {
         (Shape::Pod, "spec") => Field::plain(PodSpec),
         (Shape::Pod, "status") => Field::plain(PodStatus),
@@ -248,7 +248,7 @@ mod tests {
     use super::*;
 
     fn path(kind: &str, names: &[&str]) -> Field {
-        let mut field = Field::plain(Ty::root(kind));
+        let mut field = Field::plain(GoType::root(kind));
         for n in names {
             field = field.ty.field(n);
         }
@@ -258,81 +258,96 @@ mod tests {
     #[test]
     fn merge_keys_depend_on_path() {
         assert_eq!(
-            path("Pod", &["spec", "containers"]).smp,
-            Smp::MergeKey("name")
+            path("Pod", &["spec", "containers"]).patch_strategy,
+            PatchStrategy::MergeKey("name")
         );
         assert_eq!(
-            path("Pod", &["spec", "containers", "ports"]).smp,
-            Smp::MergeKey("containerPort")
+            path("Pod", &["spec", "containers", "ports"]).patch_strategy,
+            PatchStrategy::MergeKey("containerPort")
         );
         assert_eq!(
-            path("Service", &["spec", "ports"]).smp,
-            Smp::MergeKey("port")
+            path("Service", &["spec", "ports"]).patch_strategy,
+            PatchStrategy::MergeKey("port")
         );
-        assert_eq!(path("Deployment", &["spec", "ports"]).smp, Smp::Replace);
+        assert_eq!(
+            path("Deployment", &["spec", "ports"]).patch_strategy,
+            PatchStrategy::Replace
+        );
         assert_eq!(
             path(
                 "Deployment",
                 &["spec", "template", "spec", "containers", "volumeMounts"]
             )
-            .smp,
-            Smp::MergeKey("mountPath")
+            .patch_strategy,
+            PatchStrategy::MergeKey("mountPath")
         );
         assert_eq!(
             path(
                 "CronJob",
                 &["spec", "jobTemplate", "spec", "template", "spec", "volumes"]
             )
-            .smp,
-            Smp::MergeKey("name")
+            .patch_strategy,
+            PatchStrategy::MergeKey("name")
         );
         assert_eq!(
-            path("PodTemplate", &["template", "spec", "initContainers"]).smp,
-            Smp::MergeKey("name")
-        );
-        assert_eq!(path("Pod", &["spec", "tolerations"]).smp, Smp::Replace);
-        assert_eq!(path("Node", &["spec", "taints"]).smp, Smp::Replace);
-        assert_eq!(path("Node", &["spec", "podCIDRs"]).smp, Smp::MergeSet);
-        assert_eq!(
-            path("Pod", &["status", "containerStatuses"]).smp,
-            Smp::Replace
-        );
-        assert_eq!(path("Pod", &["status", "podIPs"]).smp, Smp::MergeKey("ip"));
-        assert_eq!(
-            path("Node", &["status", "addresses"]).smp,
-            Smp::MergeKey("type")
+            path("PodTemplate", &["template", "spec", "initContainers"]).patch_strategy,
+            PatchStrategy::MergeKey("name")
         );
         assert_eq!(
-            path("PersistentVolumeClaim", &["status", "conditions"]).smp,
-            Smp::MergeKey("type")
+            path("Pod", &["spec", "tolerations"]).patch_strategy,
+            PatchStrategy::Replace
         );
         assert_eq!(
-            path("Namespace", &["status", "conditions"]).smp,
-            Smp::MergeKey("type")
+            path("Node", &["spec", "taints"]).patch_strategy,
+            PatchStrategy::Replace
         );
         assert_eq!(
-            path("Widget", &["metadata", "finalizers"]).smp,
-            Smp::MergeSet
+            path("Node", &["spec", "podCIDRs"]).patch_strategy,
+            PatchStrategy::MergeSet
         );
         assert_eq!(
-            path("Pod", &["metadata", "ownerReferences"]).smp,
-            Smp::MergeKey("uid")
+            path("Pod", &["status", "containerStatuses"]).patch_strategy,
+            PatchStrategy::Replace
         );
         assert_eq!(
-            path("Pod", &["spec", "containers", "args"]).smp,
-            Smp::Replace
+            path("Pod", &["status", "podIPs"]).patch_strategy,
+            PatchStrategy::MergeKey("ip")
         );
         assert_eq!(
-            path("Pod", &["spec", "containers", "ports"]).ssa,
-            Ssa::Map(&["containerPort", "protocol"])
+            path("Node", &["status", "addresses"]).patch_strategy,
+            PatchStrategy::MergeKey("type")
         );
         assert_eq!(
-            path("Pod", &["spec", "containers", "resources", "claims"]).ssa,
-            Ssa::Map(&["name"])
+            path("PersistentVolumeClaim", &["status", "conditions"]).patch_strategy,
+            PatchStrategy::MergeKey("type")
         );
         assert_eq!(
-            path("Pod", &["spec", "containers", "resources", "claims"]).smp,
-            Smp::Replace
+            path("Namespace", &["status", "conditions"]).patch_strategy,
+            PatchStrategy::MergeKey("type")
+        );
+        assert_eq!(
+            path("Widget", &["metadata", "finalizers"]).patch_strategy,
+            PatchStrategy::MergeSet
+        );
+        assert_eq!(
+            path("Pod", &["metadata", "ownerReferences"]).patch_strategy,
+            PatchStrategy::MergeKey("uid")
+        );
+        assert_eq!(
+            path("Pod", &["spec", "containers", "args"]).patch_strategy,
+            PatchStrategy::Replace
+        );
+        assert_eq!(
+            path("Pod", &["spec", "containers", "ports"]).list_type,
+            ListType::Map(&["containerPort", "protocol"])
+        );
+        assert_eq!(
+            path("Pod", &["spec", "containers", "resources", "claims"]).list_type,
+            ListType::Map(&["name"])
+        );
+        assert_eq!(
+            path("Pod", &["spec", "containers", "resources", "claims"]).patch_strategy,
+            PatchStrategy::Replace
         );
     }
 }

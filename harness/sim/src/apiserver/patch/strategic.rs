@@ -29,7 +29,7 @@
 //! is absent from the original), and the consistency checks between
 //! `$setElementOrder` and the patch list are skipped.
 
-use super::schema::{Field, Smp, Ty};
+use super::schema::{Field, GoType, PatchStrategy};
 use super::PatchError;
 use serde_json::{Map, Value};
 
@@ -63,7 +63,7 @@ pub fn strategic_merge_patch(
         Value::Null => Object::new(),
         _ => return Err(invalid("original object is not a JSON object")),
     };
-    merge_map(original, patch, Ty::root(kind)).map(Value::Object)
+    merge_map(original, patch, GoType::root(kind)).map(Value::Object)
 }
 
 fn invalid(msg: impl Into<String>) -> PatchError {
@@ -107,7 +107,7 @@ fn is_directive_key(k: &str) -> bool {
 }
 
 /// Merge `patch` into `out` (a map of type `ty`).
-fn merge_map(mut out: Object, patch: &Object, ty: Ty) -> Result<Object, PatchError> {
+fn merge_map(mut out: Object, patch: &Object, ty: GoType) -> Result<Object, PatchError> {
     if let Some(directive) = patch.get(DIRECTIVE) {
         return match directive.as_str() {
             Some("replace") => {
@@ -187,11 +187,11 @@ fn merge_map(mut out: Object, patch: &Object, ty: Ty) -> Result<Object, PatchErr
     }
 
     for (name, order, server) in orders {
-        let ident = match ty.field(name).smp {
-            Smp::MergeKey(key) => Ident::Key(key),
-            Smp::MergeSet => Ident::Whole,
+        let ident = match ty.field(name).patch_strategy {
+            PatchStrategy::MergeKey(key) => Ident::Key(key),
+            PatchStrategy::MergeSet => Ident::Whole,
             // Only merging lists can be reordered; the directive is dropped.
-            Smp::Replace => continue,
+            PatchStrategy::Replace => continue,
         };
         if let Some(Value::Array(list)) = out.get_mut(name) {
             let merged = std::mem::take(list);
@@ -286,15 +286,15 @@ fn merge_list(
     name: &str,
     field: &Field,
 ) -> Result<Vec<Value>, PatchError> {
-    if field.smp == Smp::Replace {
+    if field.patch_strategy == PatchStrategy::Replace {
         return replace_list(patch, field.ty);
     }
     if original.is_empty() && patch.is_empty() {
         return Ok(original);
     }
     match element_kind(&original, patch)? {
-        Some(ElementKind::Object) => match field.smp {
-            Smp::MergeKey(key) => merge_keyed_list(original, patch, key, field.ty),
+        Some(ElementKind::Object) => match field.patch_strategy {
+            PatchStrategy::MergeKey(key) => merge_keyed_list(original, patch, key, field.ty),
             _ => Err(invalid(format!(
                 "cannot merge lists without merge key for {name}"
             ))),
@@ -306,7 +306,7 @@ fn merge_list(
 
 /// Replace strategy: the patch list, minus stray directive markers, with
 /// its objects cleaned of nulls and directives.
-fn replace_list(patch: &[Value], ty: Ty) -> Result<Vec<Value>, PatchError> {
+fn replace_list(patch: &[Value], ty: GoType) -> Result<Vec<Value>, PatchError> {
     let mut out = Vec::with_capacity(patch.len());
     for v in patch {
         match v {
@@ -332,7 +332,7 @@ fn merge_keyed_list(
     original: Vec<Value>,
     patch: &[Value],
     key: &str,
-    ty: Ty,
+    ty: GoType,
 ) -> Result<Vec<Value>, PatchError> {
     let mut server = original;
     let mut items: Vec<&Object> = Vec::with_capacity(patch.len());

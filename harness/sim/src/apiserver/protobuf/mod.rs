@@ -656,7 +656,7 @@ fn decode_message(
         if values.is_empty() {
             continue;
         }
-        let ctx = FieldCtx {
+        let ctx = FieldContext {
             msg: &msg.name,
             field: f,
         };
@@ -733,12 +733,12 @@ fn decode_message(
     Ok((Value::Object(out), empty))
 }
 
-struct FieldCtx<'s> {
+struct FieldContext<'s> {
     msg: &'s str,
     field: &'s Field,
 }
 
-impl FieldCtx<'_> {
+impl FieldContext<'_> {
     fn err(&self, what: impl std::fmt::Display) -> String {
         format!(
             "field {} ({}) of message {}: {what}",
@@ -758,7 +758,7 @@ impl FieldCtx<'_> {
 }
 
 fn decode_repeated_scalar(
-    ctx: &FieldCtx<'_>,
+    ctx: &FieldContext<'_>,
     s: Scalar,
     v: Wire<'_>,
     arr: &mut Vec<Value>,
@@ -801,7 +801,7 @@ fn decode_repeated_scalar(
     }
 }
 
-fn scalar_value(ctx: &FieldCtx<'_>, s: Scalar, v: Wire<'_>) -> Result<(Value, Empty), String> {
+fn scalar_value(ctx: &FieldContext<'_>, s: Scalar, v: Wire<'_>) -> Result<(Value, Empty), String> {
     let mismatch = |v: &Wire<'_>| {
         ctx.err(format!(
             "wire type {} does not fit type {s:?} (expected {})",
@@ -867,7 +867,7 @@ fn float_value(f: f64) -> Option<Value> {
 
 fn decode_map_entry(
     schema: &Schema,
-    ctx: &FieldCtx<'_>,
+    ctx: &FieldContext<'_>,
     key_type: Scalar,
     value_kind: &Kind,
     buf: &[u8],

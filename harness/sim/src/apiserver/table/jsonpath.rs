@@ -36,7 +36,7 @@ struct SliceSpec {
 #[derive(Debug, Clone)]
 struct Filter {
     left: Vec<Step>,
-    cmp: Option<(CmpOp, Operand)>,
+    cmp: Option<(Comparison, Operand)>,
 }
 
 #[derive(Debug, Clone)]
@@ -46,7 +46,7 @@ enum Operand {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CmpOp {
+enum Comparison {
     Eq,
     Ne,
     Lt,
@@ -351,13 +351,13 @@ fn parse_filter(body: &str) -> Result<Filter, String> {
     let op: String = chars[op_start..op_end].iter().collect();
     let right: String = chars[op_end..].iter().collect();
     let op = match op.as_str() {
-        "==" => CmpOp::Eq,
-        "!=" => CmpOp::Ne,
-        "<" => CmpOp::Lt,
-        ">" => CmpOp::Gt,
-        "<=" => CmpOp::Le,
-        ">=" => CmpOp::Ge,
-        _ => CmpOp::Invalid,
+        "==" => Comparison::Eq,
+        "!=" => Comparison::Ne,
+        "<" => Comparison::Lt,
+        ">" => Comparison::Gt,
+        "<=" => Comparison::Le,
+        ">=" => Comparison::Ge,
+        _ => Comparison::Invalid,
     };
     let right = right.trim();
     let operand = if right.starts_with('@') {
@@ -549,20 +549,20 @@ fn basic(v: &Value) -> Result<Basic<'_>, EvalError> {
 
 /// Go text/template comparison semantics: operands must be of the same basic
 /// kind (int vs float is an error), booleans only support (in)equality.
-fn compare(op: CmpOp, l: &Value, r: &Value) -> Result<bool, EvalError> {
+fn compare(op: Comparison, l: &Value, r: &Value) -> Result<bool, EvalError> {
     let (a, b) = (basic(l)?, basic(r)?);
     if std::mem::discriminant(&a) != std::mem::discriminant(&b) {
         return Err(EvalError);
     }
     let is_bool = matches!(a, Basic::Bool(_));
     Ok(match op {
-        CmpOp::Eq => a == b,
-        CmpOp::Ne => a != b,
+        Comparison::Eq => a == b,
+        Comparison::Ne => a != b,
         _ if is_bool => return Err(EvalError),
-        CmpOp::Lt => a < b,
-        CmpOp::Gt => a > b,
-        CmpOp::Le => a <= b,
-        CmpOp::Ge => a >= b,
-        CmpOp::Invalid => return Err(EvalError),
+        Comparison::Lt => a < b,
+        Comparison::Gt => a > b,
+        Comparison::Le => a <= b,
+        Comparison::Ge => a >= b,
+        Comparison::Invalid => return Err(EvalError),
     })
 }

@@ -7,7 +7,7 @@
 //! does not name are replaced whole on both sides.
 
 use super::{Definitions, REF_PREFIX};
-use crate::apiserver::patch::schema::{Smp, Ssa, Ty};
+use crate::apiserver::patch::schema::{GoType, ListType, PatchStrategy};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
@@ -15,7 +15,7 @@ use std::collections::HashSet;
 pub fn annotate(defs: &mut Definitions, roots: &[(String, &str)]) {
     let mut visited = HashSet::new();
     for (name, kind) in roots {
-        walk(defs, name, Ty::root(kind), &mut visited);
+        walk(defs, name, GoType::root(kind), &mut visited);
     }
 }
 
@@ -27,8 +27,8 @@ fn ref_target(schema: &Value) -> Option<String> {
     r.strip_prefix(REF_PREFIX).map(String::from)
 }
 
-fn walk(defs: &mut Definitions, name: &str, ty: Ty, visited: &mut HashSet<(String, String)>) {
-    if ty == Ty::Unknown || !visited.insert((name.to_string(), format!("{ty:?}"))) {
+fn walk(defs: &mut Definitions, name: &str, ty: GoType, visited: &mut HashSet<(String, String)>) {
+    if ty == GoType::Unknown || !visited.insert((name.to_string(), format!("{ty:?}"))) {
         return;
     }
     let Some(Value::Object(props)) = defs.get_mut(name).and_then(|d| d.get_mut("properties"))
@@ -41,26 +41,26 @@ fn walk(defs: &mut Definitions, name: &str, ty: Ty, visited: &mut HashSet<(Strin
         let Some(s) = schema.as_object_mut() else {
             continue;
         };
-        match field.smp {
-            Smp::MergeKey(key) => {
+        match field.patch_strategy {
+            PatchStrategy::MergeKey(key) => {
                 s.insert("x-kubernetes-patch-strategy".into(), json!("merge"));
                 s.insert("x-kubernetes-patch-merge-key".into(), json!(key));
             }
-            Smp::MergeSet => {
+            PatchStrategy::MergeSet => {
                 s.insert("x-kubernetes-patch-strategy".into(), json!("merge"));
             }
-            Smp::Replace => {}
+            PatchStrategy::Replace => {}
         }
         if s.get("type") == Some(&json!("array")) {
-            match field.ssa {
-                Ssa::Map(keys) => {
+            match field.list_type {
+                ListType::Map(keys) => {
                     s.insert("x-kubernetes-list-type".into(), json!("map"));
                     s.insert("x-kubernetes-list-map-keys".into(), json!(keys));
                 }
-                Ssa::Set => {
+                ListType::Set => {
                     s.insert("x-kubernetes-list-type".into(), json!("set"));
                 }
-                Ssa::Atomic => {}
+                ListType::Atomic => {}
             }
         }
         if let Some(target) = ref_target(schema) {
