@@ -30,8 +30,11 @@ pub struct EventRecorder {
     host: Option<String>,
     /// (involved uid, reason, message) -> (namespace, event name) for aggregation; an LRU of
     /// client-go's size, so a recorder's memory stays bounded however many objects it names.
-    seen: Mutex<LruCache<(String, String, String), (String, String)>>,
+    seen: Mutex<Correlations>,
 }
+
+/// (involved uid, reason, message) -> (namespace, event name).
+type Correlations = LruCache<(String, String, String), (String, String)>;
 
 /// client-go's `maxLruCacheEntries` of the event correlator.
 const LRU_ENTRIES: usize = 4096;

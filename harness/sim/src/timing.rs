@@ -360,7 +360,7 @@ mod tests {
         let line = t.go_time_after(Duration::from_secs(122));
         let (date, mono) = line.split_once(" +0000 UTC m=+").expect("Go time format");
         let mono: f64 = mono.parse().unwrap();
-        assert!(mono >= 127.0 && mono < 200.0, "{line}");
+        assert!((127.0..200.0).contains(&mono), "{line}");
         let at = chrono::NaiveDateTime::parse_from_str(date, "%Y-%m-%d %H:%M:%S%.9f")
             .unwrap()
             .and_utc();

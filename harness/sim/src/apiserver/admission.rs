@@ -253,10 +253,8 @@ pub fn apply_defaults(rt: &ResourceType, obj: &mut Value) {
                 }
             }
         }
-        "secrets" => {
-            if obj.get("type").is_none() {
-                obj["type"] = json!("Opaque");
-            }
+        "secrets" if obj.get("type").is_none() => {
+            obj["type"] = json!("Opaque");
         }
         _ => {}
     }

@@ -329,7 +329,7 @@ pub fn canonical_order(obj: &mut Value) {
         .map(String::as_str)
         .eq(present.iter().copied())
         && m.keys()
-            .last()
+            .next_back()
             .map(|k| k == "status" || !m.contains_key("status"))
             .unwrap_or(true);
     if in_order {

@@ -682,6 +682,7 @@ impl ApiServer {
         Ok(written)
     }
 
+    #[allow(clippy::too_many_arguments)] // the PATCH request's parts, as the HTTP layer has them
     pub fn patch(
         &self,
         rt: &ResourceType,
@@ -697,7 +698,7 @@ impl ApiServer {
             return Err(ApiError::new(
                 415,
                 "UnsupportedMediaType",
-                format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"),
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
             ));
         }
         if ptype == PatchType::Apply && opts.field_manager.as_deref().unwrap_or("").is_empty() {

@@ -297,7 +297,7 @@ pub fn sort_versions(versions: &mut [String]) {
         };
         (stability, major, minor)
     }
-    versions.sort_by(|a, b| rank(b).cmp(&rank(a)));
+    versions.sort_by_key(|v| std::cmp::Reverse(rank(v)));
 }
 
 #[cfg(test)]

@@ -163,7 +163,7 @@ mod tests {
 
     #[test]
     fn cluster_ips_are_unique_and_defaults_are_set() {
-        let existing = vec![
+        let existing = [
             svc(json!({"clusterIPs": ["10.96.0.1"]})),
             svc(json!({"clusterIPs": ["10.96.0.2"]})),
         ];
@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn node_ports_are_allocated_for_node_port_and_load_balancer() {
-        let existing = vec![svc(
+        let existing = [svc(
             json!({"clusterIPs": ["10.96.0.9"], "ports": [{"nodePort": 30000}]}),
         )];
         let used = InUse::from_services(existing.iter());

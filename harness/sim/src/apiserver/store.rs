@@ -420,6 +420,7 @@ impl Store {
         self.list_with(key, ns, start_after, limit, filter, on_node, Stored::clone)
     }
 
+    #[allow(clippy::too_many_arguments)] // `list`'s parameters and how to take each item
     fn list_with<T>(
         &self,
         key: &ResourceKey,
@@ -984,7 +985,7 @@ impl Store {
                 )
             })
             .collect();
-        out.sort_by(|a, b| b.1.cmp(&a.1));
+        out.sort_by_key(|b| std::cmp::Reverse(b.1));
         out
     }
 

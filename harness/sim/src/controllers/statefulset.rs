@@ -265,11 +265,7 @@ impl Reconciler for StatefulSetController {
                     self.delete_pod(&set, p);
                     blocked = !parallel;
                 }
-                Some(p) => {
-                    if !parallel && !is_running_ready(p) {
-                        blocked = true;
-                    }
-                }
+                Some(p) => blocked |= !parallel && !is_running_ready(p),
                 None if !blocked => {
                     let rev = if i < i64_at(&set, "/spec/updateStrategy/rollingUpdate/partition")
                         .unwrap_or(0)

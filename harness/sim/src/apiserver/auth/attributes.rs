@@ -69,12 +69,10 @@ pub fn from_request(
         a.verb = rest[0].to_string();
         rest = &rest[1..];
     }
-    if rest[0] == "namespaces" {
-        if rest.len() > 1 {
-            a.namespace = rest[1].to_string();
-            if rest.len() > 2 && rest[2] != "status" && rest[2] != "finalize" {
-                rest = &rest[2..];
-            }
+    if rest[0] == "namespaces" && rest.len() > 1 {
+        a.namespace = rest[1].to_string();
+        if rest.len() > 2 && rest[2] != "status" && rest[2] != "finalize" {
+            rest = &rest[2..];
         }
     }
     if rest.len() >= 3 && a.verb != "proxy" {

@@ -192,9 +192,9 @@ async fn dispatch(c: &RequestContext<'_>, route: Route) -> ApiResult<Response> {
         if c.method == Method::GET {
             Ok(())
         } else {
-            Err(ApiError::method_not_allowed(format!(
-                "the server does not allow this method on the requested resource"
-            )))
+            Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ))
         }
     };
     match route {

@@ -266,12 +266,15 @@ pub fn serve(
     ))
 }
 
+/// `Ok` as a function pointer, for a nameable stream type.
+type OkBytes = fn(Bytes) -> Result<Bytes, Infallible>;
+
 trait MapOk: Sized {
-    fn map_ok(self) -> futures::stream::Map<Self, fn(Bytes) -> Result<Bytes, Infallible>>;
+    fn map_ok(self) -> futures::stream::Map<Self, OkBytes>;
 }
 impl<S: futures::Stream<Item = Bytes>> MapOk for S {
-    fn map_ok(self) -> futures::stream::Map<Self, fn(Bytes) -> Result<Bytes, Infallible>> {
-        futures::StreamExt::map(self, Ok as fn(Bytes) -> Result<Bytes, Infallible>)
+    fn map_ok(self) -> futures::stream::Map<Self, OkBytes> {
+        futures::StreamExt::map(self, Ok as OkBytes)
     }
 }
 

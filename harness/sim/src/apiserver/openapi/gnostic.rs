@@ -267,6 +267,8 @@ pub struct AdditionalPropertiesItem {
 }
 
 pub mod additional {
+    // As gnostic's generated Go and prost's generated Rust have it: the schema inline.
+    #[allow(clippy::large_enum_variant)]
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Value {
         #[prost(message, tag = "1")]

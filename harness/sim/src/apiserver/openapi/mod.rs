@@ -142,7 +142,7 @@ mod tests {
             Arc::ptr_eq(&before, &cache.docs(&reg)),
             "unchanged catalogue: same documents"
         );
-        assert!(before.v3(&reg).docs.get("apis/example.com/v1").is_none());
+        assert!(!before.v3(&reg).docs.contains_key("apis/example.com/v1"));
         reg.insert(widget(json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}})));
         let after = cache.docs(&reg);
         assert!(!Arc::ptr_eq(&before, &after));

@@ -1194,8 +1194,8 @@ impl Kubelet {
             .collect();
         in_use.sort();
         in_use.dedup();
-        if in_use != self.volumes_in_use {
-            if self
+        if in_use != self.volumes_in_use
+            && self
                 .client
                 .merge_status(
                     "",
@@ -1205,9 +1205,8 @@ impl Kubelet {
                     &json!({"status": {"volumesInUse": in_use}}),
                 )
                 .is_ok()
-            {
-                self.volumes_in_use = in_use;
-            }
+        {
+            self.volumes_in_use = in_use;
         }
     }
 
@@ -1465,8 +1464,9 @@ impl Kubelet {
                 }
                 if let ContainerState::Running { since, ref started } = c.state.clone() {
                     // Readiness: the prober reports ready unless scripted or broken.
-                    let ready_now = !never_ready && !prober_broken && !(is_csi && csi_down);
-                    if c.ready != ready_now && !(prober_broken && !c.ready) {
+                    let ready_now = !(never_ready || prober_broken || is_csi && csi_down);
+                    // A broken prober never makes a container ready.
+                    if c.ready != ready_now && (c.ready || !prober_broken) {
                         c.ready = ready_now;
                         p.dirty = true;
                     }
@@ -1877,14 +1877,10 @@ fn pod_status(p: &PodRuntime, host_ip: &str) -> Value {
         "hostIPs": [{"ip": host_ip}],
         "startTime": p.started_time,
         "qosClass": p.pod.pointer("/status/qosClass").cloned().unwrap_or(json!("BestEffort")),
-        "containerStatuses": p.main.iter().map(|c| container_status(c, false)).collect::<Vec<_>>(),
+        "containerStatuses": p.main.iter().map(container_status).collect::<Vec<_>>(),
     });
     if !p.init.is_empty() {
-        s["initContainerStatuses"] = json!(p
-            .init
-            .iter()
-            .map(|c| container_status(c, true))
-            .collect::<Vec<_>>());
+        s["initContainerStatuses"] = json!(p.init.iter().map(container_status).collect::<Vec<_>>());
     }
     if let Some(ip) = &p.pod_ip {
         s["podIP"] = json!(ip);

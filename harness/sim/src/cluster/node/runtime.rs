@@ -202,17 +202,13 @@ pub(super) fn state_json(s: &ContainerState) -> Value {
     }
 }
 
-pub(super) fn container_status(c: &Container, init: bool) -> Value {
+pub(super) fn container_status(c: &Container) -> Value {
     let mut s = json!({
         "name": c.name, "image": c.image, "imageID": "", "ready": c.ready, "restartCount": c.restarts,
         "state": state_json(&c.state),
         "lastState": c.last.as_ref().map(state_json).unwrap_or_else(|| json!({})),
     });
-    if !init {
-        s["started"] = json!(matches!(c.state, ContainerState::Running { .. }));
-    } else {
-        s["started"] = json!(matches!(c.state, ContainerState::Running { .. }));
-    }
+    s["started"] = json!(matches!(c.state, ContainerState::Running { .. }));
     if c.started_once {
         s["containerID"] = json!(c.container_id);
         s["imageID"] = json!(format!(

@@ -96,7 +96,7 @@ pub(super) fn attach_detach(
             )
     });
     for pod in scheduled {
-        let node = meta::str_at(&pod, "/spec/nodeName")
+        let node = meta::str_at(pod, "/spec/nodeName")
             .unwrap_or("")
             .to_string();
         for v in pod
@@ -111,7 +111,7 @@ pub(super) fn attach_detach(
             else {
                 continue;
             };
-            let Some(pvc) = client.get("", "persistentvolumeclaims", meta::namespace(&pod), claim)
+            let Some(pvc) = client.get("", "persistentvolumeclaims", meta::namespace(pod), claim)
             else {
                 continue;
             };

@@ -57,6 +57,8 @@ pub async fn serve(s: &HttpState, mut parts: Parts, p: ResourcePath) -> Response
     }
 }
 
+// Both sides are responses: the upgrade, or the error to answer with instead.
+#[allow(clippy::result_large_err)]
 fn prepare(s: &HttpState, parts: &mut Parts, p: &ResourcePath) -> Result<Response, Response> {
     let api = &s.api;
     let (ns, name, sub) = (
@@ -151,7 +153,7 @@ fn prepare(s: &HttpState, parts: &mut Parts, p: &ResourcePath) -> Result<Respons
             }
             Transport::WebSocket { key, offered } => {
                 let tunnel = format!("{}{}", SPDY_TUNNEL_PREFIX, PORTFORWARD_SPDY);
-                if offered.iter().any(|o| *o == tunnel) {
+                if offered.contains(&tunnel) {
                     spawn_ws(on_upgrade, move |ws| {
                         session::portforward_tunnel(ws, listeners, refused)
                     });
@@ -380,6 +382,7 @@ fn transport(headers: &HeaderMap) -> Option<Transport> {
 }
 
 /// wsstream's negotiation: the client's first offer the server supports; no offer means "".
+#[allow(clippy::result_large_err)] // the error is the response to answer with
 fn negotiate(offered: &[String], supported: &[&str]) -> Result<(String, Protocol), Response> {
     let none = [String::new()];
     let offers = if offered.is_empty() {

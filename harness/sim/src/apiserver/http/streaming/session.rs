@@ -119,9 +119,9 @@ where
         }
         match proto.decode(&msg) {
             Some((STDIN, data)) if streams.stdout && !data.is_empty() => {
-                if ws.send(proto.encode(STDOUT, &data)).await.is_err() {
+                let Ok(()) = ws.send(proto.encode(STDOUT, &data)).await else {
                     return false;
-                }
+                };
             }
             Some((CLOSE, data)) if proto.version == Version::V5 && data.first() == Some(&STDIN) => {
                 return true
@@ -290,9 +290,9 @@ pub async fn portforward_tunnel<S>(
         while let Some(Ok(msg)) = stream.next().await {
             match msg {
                 Message::Binary(b) => {
-                    if wr.write_all(&b).await.is_err() {
+                    let Ok(()) = wr.write_all(&b).await else {
                         break;
-                    }
+                    };
                 }
                 Message::Close(_) => break,
                 _ => {}

@@ -66,7 +66,7 @@ fn relax_required(name: &str, schema: &mut Value) {
         return;
     };
     if let Some(Value::Array(req)) = obj.get_mut("required") {
-        req.retain(|f| !(f == "metadata" && !keep_metadata) && !extra.iter().any(|e| f == e));
+        req.retain(|f| (f != "metadata" || keep_metadata) && !extra.iter().any(|e| f == e));
         if req.is_empty() {
             obj.remove("required");
         }
