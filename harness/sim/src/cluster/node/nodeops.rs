@@ -3,10 +3,11 @@
 
 use super::kubelet::script;
 use super::state::{KubeletProcess, MountHolder, ResetKind, StaleMount};
+use crate::apiserver::meta;
+use crate::apiserver::status::{ApiError, ApiResult};
 use crate::cluster::SimCluster;
 use crate::internal::Internal;
-use crate::meta;
-use crate::status::{ApiError, ApiResult};
+use crate::timing;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::time::Instant;
@@ -286,7 +287,7 @@ impl SimCluster {
                 Ok(_) | Err(ApiError { code: 409, .. }) => {}
                 Err(e) => return Err(e),
             }
-            let now = meta::now_rfc3339();
+            let now = timing::now_rfc3339();
             client.merge_status(
                 "",
                 "pods",
