@@ -25,6 +25,9 @@ pub const DURATION_HELP: &str =
 /// which is what Kubernetes and kubectl accept too. Beyond it deadlines stop meaning anything.
 pub const MAX_DURATION: Duration = Duration::new(9_223_372_036, 854_775_807);
 
+/// The one duration parser of the workspace: Go's `time.ParseDuration` grammar without a sign
+/// (units ns, us/µs, ms, s, m, h; fractions; `1h30m`), bounded by [`MAX_DURATION`]. The
+/// scenario language reads durations with it, and the sim its annotations (`timing`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     if t.is_empty() {
@@ -49,6 +52,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         let unit = &rest[..unit_end];
         rest = &rest[unit_end..];
         let factor = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
             "ms" => 0.001,
             "s" => 1.0,
             "m" => 60.0,
@@ -169,6 +174,8 @@ mod tests {
     #[case("1h30m", 5_400_000)]
     #[case("1m30s", 90_000)]
     #[case("2.5s", 2_500)]
+    #[case("1500us", 1)]
+    #[case("2000000ns", 2)]
     fn parses(#[case] s: &str, #[case] ms: u128) {
         assert_eq!(parse_duration(s).unwrap().as_millis(), ms);
     }

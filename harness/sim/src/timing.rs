@@ -246,33 +246,14 @@ fn fraction(v: u64, prec: u32) -> (String, u64) {
 /// numbers are zero). `None` for anything else, signed and out-of-range durations included.
 pub fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
+    if s.is_empty() {
+        return Some(Duration::ZERO);
+    }
     if let Ok(n) = s.parse::<f64>() {
         return Duration::try_from_secs_f64(n.max(0.0)).ok();
     }
-    let mut nanos = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let number_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let value: f64 = rest[..number_end].parse().ok()?;
-        rest = &rest[number_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let nanos_per_unit = match &rest[..unit_end] {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        rest = &rest[unit_end..];
-        nanos += value * nanos_per_unit;
-    }
-    Duration::try_from_secs_f64(nanos / 1e9).ok()
+    // The grammar itself has one owner: the fault catalogue's parser, which scenarios use too.
+    faultline_faults::duration::parse_duration(s).ok()
 }
 
 #[cfg(test)]

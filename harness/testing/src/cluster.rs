@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::service::InProcess;
+use faultline_sim::cluster::faults::FaultApplier;
 use faultline_sim::cluster::SimCluster;
 use faultline_sim::{ClusterOptions, SimOptions, SimServer, Timing};
 use std::path::PathBuf;
@@ -104,8 +105,14 @@ impl ClusterBuilder {
             .await
             .map_err(|e| Error::Start(format!("{e:#}")))?;
         let client = kube::Client::new(InProcess::new(&server), "default");
+        let operations = FaultApplier::new(
+            server.cluster.clone(),
+            server.api.clone(),
+            server.faults.clone(),
+        );
         Ok(Cluster {
             server,
+            operations,
             timing,
             seed: self.seed,
             client,
@@ -117,6 +124,8 @@ impl ClusterBuilder {
 /// One simulated cluster, owned by one test.
 pub struct Cluster {
     server: SimServer,
+    /// Catalogue operations (`inject_operation`), carried out as the runner's sim provider does.
+    pub(crate) operations: FaultApplier,
     timing: Timing,
     seed: u64,
     client: kube::Client,

@@ -39,6 +39,11 @@ pub enum Error {
         message: String,
     },
 
+    /// The sim could not carry out a catalogue operation (`Cluster::inject_operation`): API-only
+    /// cluster, an unbound PVC, or the node refused.
+    #[error(transparent)]
+    Operation(#[from] faultline_sim::cluster::faults::FaultError),
+
     /// A one-shot operation (a restart, a power cycle, a cleanup) has nothing to undo.
     #[error("`{op}` is a one-shot operation: there is nothing to heal")]
     NotHealable { op: String },

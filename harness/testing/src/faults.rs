@@ -1,10 +1,19 @@
-//! Injecting node operations of the sim's catalog (`NodeOp`, what `faultline node <NODE> ...`
-//! and the runner's node faults apply) and API faults, and healing them.
+//! Injecting faults and healing them: operations of the fault catalogue (`faultline_faults`,
+//! what a scenario's `inject:` names), the sim's node primitives (`NodeOp`, what `faultline node
+//! <NODE> ...` applies) and API faults.
 
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
+use faultline_faults::{Lifetime, NodeOperation, Phase};
 use faultline_sim::cluster::nodeops::NodeOp;
 use faultline_sim::http::faults::ApiFault;
+
+/// A catalogue operation that was injected: heal it with `Cluster::heal_operation`.
+#[derive(Debug, Clone, PartialEq)]
+#[must_use = "keep the handle to heal the operation"]
+pub struct InjectedOperation {
+    pub op: NodeOperation,
+}
 
 /// A node operation that was applied: heal it with `Cluster::heal`.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,6 +72,25 @@ impl Cluster {
             op: op_name(op),
             message: e.message,
         })
+    }
+
+    /// Inject an operation of the fault catalogue exactly as a scenario's `inject:` does on the
+    /// sim provider (the same mapping to node primitives and API faults: the sim's
+    /// `cluster::faults`). A volume given as a PVC must be bound.
+    pub fn inject_operation(&self, op: NodeOperation) -> Result<InjectedOperation> {
+        self.operations.apply(&op, Phase::Inject)?;
+        Ok(InjectedOperation { op })
+    }
+
+    /// Heal an injected catalogue operation by its catalogue inverse; a one-shot operation
+    /// (a restart, a power cycle) is `Error::NotHealable`.
+    pub fn heal_operation(&self, injected: &InjectedOperation) -> Result<()> {
+        if injected.op.lifetime() == Lifetime::OneShot {
+            return Err(Error::NotHealable {
+                op: injected.op.key().to_string(),
+            });
+        }
+        Ok(self.operations.apply(&injected.op, Phase::Heal)?)
     }
 
     /// Fail or delay matching API requests (`ApiFaultKind::Errors` / `Latency`); which requests

@@ -32,7 +32,9 @@ mod wait;
 
 pub use cluster::{Cluster, ClusterBuilder, LogSource, DEFAULT_SEED};
 pub use error::{Error, Result};
-pub use faults::{inverse, ApiFaultId, Fault};
+/// The fault catalogue: the operations `Cluster::inject_operation` takes.
+pub use faultline_faults as catalogue;
+pub use faults::{inverse, ApiFaultId, Fault, InjectedOperation};
 pub use service::InProcess;
 pub use wait::Measured;
 

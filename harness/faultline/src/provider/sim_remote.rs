@@ -3,11 +3,11 @@
 //! `--provider existing` drive a long-lived laptop cluster, and `faultline cleanup` heal the
 //! faults a killed run left in it: the cluster outlives the harness, like a real one.
 
-use super::sim::{check_supported, effect, Effect};
 use super::*;
 use crate::model::ops::VolumeRef;
 use anyhow::{bail, Context, Result};
 use faultline_faults::Phase;
+use faultline_sim::cluster::faults::{check_supported, effect, Effect};
 use futures::{AsyncBufReadExt, StreamExt};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 

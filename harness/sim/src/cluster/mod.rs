@@ -3,6 +3,7 @@
 //! (faults and remediations) that act on nodes from outside the API.
 
 pub mod control;
+pub mod faults;
 pub mod node;
 pub mod scheduler;
 pub mod storage;

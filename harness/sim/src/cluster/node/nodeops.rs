@@ -2,7 +2,7 @@
 //! (talosctl-like). Every primitive has an inverse, so a fault can always be healed.
 
 use super::kubelet::script;
-use super::state::{KubeletProcess, MountHolder, ResetKind, StaleMount};
+use super::state::{KubeletProcess, ResetKind, StaleMount};
 use crate::apiserver::meta;
 use crate::apiserver::status::{ApiError, ApiResult};
 use crate::cluster::SimCluster;
@@ -127,11 +127,7 @@ impl SimCluster {
                     blocks_queue,
                 } => {
                     st.faults.stale_mounts.retain(|m| &m.pv != pv);
-                    let holder = match holder {
-                        Holder::Kubelet => MountHolder::Kubelet,
-                        Holder::CsiPlugin => MountHolder::CsiPlugin,
-                        Holder::External => MountHolder::External,
-                    };
+                    let holder = *holder;
                     st.faults.stale_mounts.push(StaleMount {
                         pv: pv.clone(),
                         deleted_pv: *deleted_pv,

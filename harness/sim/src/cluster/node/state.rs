@@ -25,16 +25,9 @@ pub enum KubeletProcess {
     },
 }
 
-/// Who still holds a stale device mount: decides which remediation releases it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MountHolder {
-    /// The kubelet's own volume state; a kubelet restart reconstructs it and cleans the orphan up.
-    Kubelet,
-    /// The CSI node plugin keeps the device busy; restarting the plugin releases it.
-    CsiPlugin,
-    /// Another process or bind mount; only a reboot or power cycle releases it.
-    External,
-}
+/// Who still holds a stale device mount (the catalogue's one enum): decides which remediation
+/// releases it.
+pub use faultline_faults::MountHolder;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct StaleMount {
