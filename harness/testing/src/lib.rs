@@ -23,6 +23,11 @@
 //!
 //! See docs/library.md for the whole API, the fixtures and a controller example.
 
+// docs/library.md's Rust blocks run as this crate's doc-tests, so the guide compiles as written.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/library.md")]
+pub struct LibraryGuide;
+
 mod cluster;
 mod error;
 mod faults;
