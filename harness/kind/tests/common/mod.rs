@@ -198,10 +198,14 @@ pub async fn sh(c: &KindCluster, node: &str, script: &str) -> String {
     out.stdout
 }
 
+/// A change to a node container spec before it starts, or a refusal.
+pub type SpecHook =
+    Box<dyn Fn(&NodeContainerSpec) -> anyhow::Result<NodeContainerSpec> + Send + Sync>;
+
 /// The real executor with one change to a node container spec, or one refusal, before start.
 pub struct Hooked {
     pub inner: TestcontainersExecutor,
-    pub hook: Box<dyn Fn(&NodeContainerSpec) -> anyhow::Result<NodeContainerSpec> + Send + Sync>,
+    pub hook: SpecHook,
 }
 
 impl Hooked {
