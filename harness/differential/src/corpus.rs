@@ -217,6 +217,10 @@ pub struct ResourceExample {
     /// Table output is served by a printer column set (all built-ins have one).
     #[serde(default = "yes")]
     pub table: bool,
+    /// Controllers act on the kind (status, finalizers): wait this long before each step after
+    /// the create, so that both targets answer from the settled state.
+    #[serde(default)]
+    pub settle_ms: Option<u64>,
     /// Skip deletecollection (namespaces do not serve it).
     #[serde(default = "yes")]
     pub deletecollection: bool,
@@ -561,6 +565,11 @@ fn generate_one(r: &ResourceExample) -> Script {
             } else {
                 steps.push(step("DELETE", item(1)).named("delete the applied object"));
             }
+        }
+    }
+    if let Some(ms) = r.settle_ms {
+        for s in steps.iter_mut().skip(1) {
+            s.sleep_ms = Some(ms);
         }
     }
     let group = if r.group.is_empty() { "core" } else { &r.group };

@@ -34,8 +34,9 @@
 //!    becomes `<token>`; the `authentication.kubernetes.io/credential-id` extra (a random JWT
 //!    id) becomes `<credential-id>`; a PEM certificate (each cluster has its own CA, e.g. in
 //!    `kube-root-ca.crt`) becomes `<certificate>`.
-//! 9. **Table `Age` cells**: rendered from `creationTimestamp` at the time of the request
-//!    (`0s`, `1s`): the cell under a column named `Age` becomes `<age>`.
+//! 9. **Table age cells**: rendered from a timestamp at the time of the request (`0s`, `1s`):
+//!    the cells under a column named `Age`, `Last Seen`, `First Seen`, `Last Schedule` or
+//!    `Duration`, or of type `date` (the default Table's `Created At`), become `<age>`.
 //!
 //! Bodies that are not plain objects are reduced to canonical forms by `canonical`:
 //! discovery documents to their groups/versions/resources and verbs, OpenAPI documents to their
@@ -43,6 +44,15 @@
 
 use serde_json::{json, Value};
 use std::collections::HashMap;
+
+/// Table columns rendered from a timestamp relative to the time of the request (rule 9).
+const AGE_COLUMNS: &[&str] = &[
+    "Age",
+    "Last Seen",
+    "First Seen",
+    "Last Schedule",
+    "Duration",
+];
 
 /// Per-script, per-target state of the value mappings.
 #[derive(Default, Debug)]
@@ -201,7 +211,10 @@ impl Mapper {
                         .map(|cols| {
                             cols.iter()
                                 .enumerate()
-                                .filter(|(_, c)| c["name"] == "Age")
+                                .filter(|(_, c)| {
+                                    c["type"] == "date"
+                                        || AGE_COLUMNS.contains(&c["name"].as_str().unwrap_or(""))
+                                })
                                 .map(|(i, _)| i)
                                 .collect()
                         })
