@@ -14,6 +14,7 @@
 //! - protobuf (`application/vnd.kubernetes.protobuf`, the OpenAPI v2 protobuf): decoding the
 //!   object needs the Go schema, so it is compared by its envelope (apiVersion, kind, content
 //!   type) and the set of top-level field numbers with their counts (a List's item count);
+//! - YAML (`Accept: application/yaml`): parsed and normalised as JSON is;
 //! - anything else: the text, as it is.
 
 use crate::normalise::Mapper;
@@ -56,6 +57,19 @@ pub fn canonical(path_and_query: &str, o: &Outcome, m: &mut Mapper) -> Value {
                 }
             }
             None if r.body.is_empty() => Value::Null,
+            None if r
+                .content_type
+                .as_deref()
+                .is_some_and(|c| c.contains("yaml")) =>
+            {
+                match serde_yaml::from_slice::<Value>(&r.body) {
+                    Ok(mut v) => {
+                        m.normalise(&mut v);
+                        json!({"yaml": v})
+                    }
+                    Err(_) => json!({"text": String::from_utf8_lossy(&r.body)}),
+                }
+            }
             None => json!({"text": String::from_utf8_lossy(&r.body)}),
         }
     };

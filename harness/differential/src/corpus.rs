@@ -29,6 +29,10 @@ pub struct Script {
     pub source: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Controllers act on the script's objects: wait this long before every step that names
+    /// no `sleep_ms` of its own, so both targets answer from the settled state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_ms: Option<u64>,
     pub steps: Vec<Step>,
 }
 
@@ -581,6 +585,7 @@ fn generate_one(r: &ResourceExample) -> Script {
             r.api_version(),
             r.kind
         )),
+        settle_ms: None,
         steps,
     }
 }

@@ -144,6 +144,31 @@ impl Mapper {
         mapped
     }
 
+    /// Replaces every run of digits that is a known resourceVersion by its mapping.
+    fn map_numbers(&self, s: &str) -> String {
+        let mut out = String::with_capacity(s.len());
+        let mut digits = String::new();
+        let flush = |digits: &mut String, out: &mut String| {
+            if !digits.is_empty() {
+                match digits.parse::<u64>().ok().and_then(|n| self.rvs.get(&n)) {
+                    Some(m) => out.push_str(m),
+                    None => out.push_str(digits),
+                }
+                digits.clear();
+            }
+        };
+        for c in s.chars() {
+            if c.is_ascii_digit() {
+                digits.push(c);
+            } else {
+                flush(&mut digits, &mut out);
+                out.push(c);
+            }
+        }
+        flush(&mut digits, &mut out);
+        out
+    }
+
     /// Normalises one JSON document in place (rules 1-9), then replaces known random values
     /// inside other strings.
     pub fn normalise(&mut self, v: &mut Value) {
@@ -154,8 +179,10 @@ impl Mapper {
     fn walk(&mut self, v: &mut Value, key: Option<&str>) {
         match v {
             Value::Object(m) => {
+                // a Table in a watch event is one object's row: its version is the object's
                 let is_list = m.contains_key("items")
-                    || m.get("kind").and_then(Value::as_str) == Some("Table")
+                    || (m.get("kind").and_then(Value::as_str) == Some("Table")
+                        && key != Some("object"))
                     || m.get("kind")
                         .and_then(Value::as_str)
                         .is_some_and(|k| k.ends_with("List"));
@@ -292,7 +319,23 @@ impl Mapper {
 
     fn substitute(&self, v: &mut Value) {
         match v {
-            Value::Object(m) => m.values_mut().for_each(|x| self.substitute(x)),
+            Value::Object(m) => {
+                // managedFields name list items by key: `k:{"uid":"..."}` of ownerReferences
+                if m.keys().any(|k| {
+                    k.starts_with("k:") && self.uids.keys().any(|u| k.contains(u.as_str()))
+                }) {
+                    let old = std::mem::take(m);
+                    for (mut k, x) in old {
+                        for (from, to) in &self.uids {
+                            if k.contains(from.as_str()) {
+                                k = k.replace(from.as_str(), to);
+                            }
+                        }
+                        m.insert(k, x);
+                    }
+                }
+                m.values_mut().for_each(|x| self.substitute(x))
+            }
             Value::Array(a) => a.iter_mut().for_each(|x| self.substitute(x)),
             Value::String(s) => {
                 if let Some(ip) = self.ips.get(s.as_str()) {
@@ -306,6 +349,11 @@ impl Mapper {
                     if s.contains(from.as_str()) {
                         *s = s.replace(from.as_str(), to);
                     }
+                }
+                // rule 3 inside messages: "Precondition failed: ResourceVersion in precondition: 1,
+                // ResourceVersion in object meta: 1234"
+                if s.contains("esourceVersion") || s.contains("esource version") {
+                    *s = self.map_numbers(s);
                 }
             }
             _ => {}

@@ -172,6 +172,7 @@ pub async fn record(o: RecordOptions) -> Result<()> {
             name: o.name.clone(),
             source: o.source.clone(),
             description: None,
+            settle_ms: None,
             steps: Vec::new(),
         },
         out: o.out.clone(),

@@ -156,7 +156,10 @@ pub async fn run(
     let mut vars: BTreeMap<String, String> = BTreeMap::new();
     let mut tokens: BTreeMap<String, String> = BTreeMap::new();
     for (i, step) in script.steps.iter().enumerate() {
-        if let Some(ms) = step.sleep_ms {
+        if let Some(ms) = step
+            .sleep_ms
+            .or(if i > 0 { script.settle_ms } else { None })
+        {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
         let ctx = Ctx {
