@@ -104,7 +104,7 @@ pub async fn drive(kubeconfig: &std::path::Path, ns: &str) -> Result<()> {
     let wp = WatchParams::default().timeout(1);
     let mut stream = std::pin::pin!(cms.watch(&wp, &rv).await?);
     use futures::StreamExt;
-    cms.patch("settings", &ssa, &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"mode": "fast", "x": "y"}}))).await?;
+    cms.patch("settings", &other, &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"mode": "other", "x": "y"}}))).await?;
     while let Some(ev) = stream.next().await {
         if let Ok(WatchEvent::Error(_)) | Err(_) = ev {
             break;

@@ -23,9 +23,11 @@
 //!    revision) is mapped as in rule 3.
 //! 5. **continue tokens** (`metadata.continue`): opaque by contract (clients send them back
 //!    unread); a non-empty one becomes `<continue>`. Presence and absence are compared.
-//! 6. **generated names** (`metadata.name` = `metadata.generateName` + 5 random characters, and
-//!    the ServiceAccount admission's `kube-api-access-xxxxx` volume): the suffix becomes
-//!    `<gen-N>` in order of first appearance, also inside other strings.
+//! 6. **generated names** (`metadata.name` = `metadata.generateName` + 5 random characters, the
+//!    ServiceAccount admission's `kube-api-access-xxxxx` volume, and an Event's
+//!    `<object>.<16 hex digits of its creation time>`, and the pod a controller's event says it
+//!    created or deleted, `Created pod: <generateName>xxxxx`): the suffix becomes `<gen-N>` in
+//!    order of first appearance, also inside other strings.
 //! 7. **allocations**: `clusterIP`, `clusterIPs[]` (random in the service CIDR), `nodePort` and
 //!    `healthCheckNodePort` (random in 30000-32767) become `ip-N` / `port-N` in order of first
 //!    appearance; any other string equal to an allocated address (an IPAddress object's name,
@@ -197,6 +199,19 @@ impl Mapper {
                             m.insert("name".into(), json!(mapped));
                         }
                     }
+                    // events are named <object>.<creation time as 16 hex digits>
+                    if let Some(Value::String(n)) = m.get("name") {
+                        if let Some((prefix, suffix)) = n.rsplit_once('.') {
+                            if suffix.len() == 16
+                                && suffix
+                                    .bytes()
+                                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                            {
+                                let mapped = self.generated(&format!("{prefix}."), &n.clone());
+                                m.insert("name".into(), json!(mapped));
+                            }
+                        }
+                    }
                 }
                 // rule 4 (before rule 3 sees the value)
                 if is_list {
@@ -306,6 +321,21 @@ impl Mapper {
                 }
             }
             Value::String(s) => {
+                // controllers' events name the pods they created from a generateName
+                for verb in ["Created pod: ", "Deleted pod: "] {
+                    if let Some(pod) = s.strip_prefix(verb) {
+                        if let Some((prefix, suffix)) = pod.rsplit_once('-') {
+                            if suffix.len() == 5
+                                && suffix.bytes().all(|b| b.is_ascii_alphanumeric())
+                            {
+                                let mapped =
+                                    self.generated(&format!("{prefix}-"), &pod.to_string());
+                                *s = format!("{verb}{mapped}");
+                                return;
+                            }
+                        }
+                    }
+                }
                 if s.starts_with("-----BEGIN CERTIFICATE-----") {
                     *v = json!("<certificate>");
                 } else if is_kube_api_access(s) {
