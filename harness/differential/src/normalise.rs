@@ -40,6 +40,11 @@
 //!    the cells under a column named `Age`, `Last Seen`, `First Seen`, `Last Schedule` or
 //!    `Duration`, or of type `date` (the default Table's `Created At`), become `<age>`.
 //!
+//! 10. **order of managedFields entries**: the apiserver orders them by operation, then time
+//!    (second resolution), then manager, so two writes in one second or in two swap places
+//!    with the wall clock. With their times normalised (rule 2), the entries are sorted by
+//!    operation, manager, subresource and apiVersion; what each entry holds is compared.
+//!
 //! Bodies that are not plain objects are reduced to canonical forms by `canonical`:
 //! discovery documents to their groups/versions/resources and verbs, OpenAPI documents to their
 //! paths and definitions, protobuf to its type and field structure (see there for why).
@@ -313,6 +318,16 @@ impl Mapper {
                         _ => {}
                     }
                     self.walk(child, Some(k.as_str()));
+                    // rule 10
+                    if k == "managedFields" {
+                        if let Value::Array(entries) = child {
+                            entries.sort_by_key(|e| {
+                                ["operation", "manager", "subresource", "apiVersion"].map(|f| {
+                                    e.get(f).and_then(Value::as_str).unwrap_or("").to_string()
+                                })
+                            });
+                        }
+                    }
                 }
             }
             Value::Array(a) => {
