@@ -100,3 +100,36 @@ for c, what in CATEGORIES:
         print(f"- `{e['script']}` step {e['step']} {name}: `{e['method']} {e['uri'][:100]}` "
               f"({e['left_status']} / {e['right_status']}) `{d['path']}`: sim `{l}`, real `{r}`")
     print()
+
+# The most frequent difference patterns: JSON pointers with indices generalised, list items and
+# Table rows folded onto the object, managedFields' field sets folded; per pattern, how many
+# exchanges show it and on which side (sim only, real only, both with other values).
+patterns = collections.Counter()
+first_example = {}
+for e in report["exchanges"]:
+    if e["identical"]:
+        continue
+    seen = set()
+    for d in e["diffs"]:
+        p = re.sub(r"/\d+", "/N", d["path"])
+        p = re.sub(r"^/body/(items/N/|rows/N/object/)", "/body/", p)
+        p = re.sub(r"/managedFields/N/fieldsV1/.*", "/managedFields/N/fieldsV1/...", p)
+        parts = p.split("/")
+        if len(parts) > 3 and parts[2] in ("definitions", "paths", "resources", "groups"):
+            p = "/".join(parts[:3]) + "/*"
+        side = "sim only" if "right" not in d else "real only" if "left" not in d else "both"
+        k = (p, side)
+        if k in seen:
+            continue
+        seen.add(k)
+        patterns[k] += 1
+        first_example.setdefault(k, (e, d))
+print("### The most frequent difference patterns\n")
+print("| exchanges | pointer | present | example (sim / real) |")
+print("| ---: | --- | --- | --- |")
+for (p, side), n in patterns.most_common(int(sys.argv[3]) if len(sys.argv) > 3 else 40):
+    e, d = first_example[(p, side)]
+    l = json.dumps(d.get("left"))[:70] if "left" in d else "-"
+    r = json.dumps(d.get("right"))[:70] if "right" in d else "-"
+    ex = f"`{e['script']}` {e.get('name') or e['uri'][:50]}: `{l}` / `{r}`".replace("|", "\\|")
+    print(f"| {n} | `{p}` | {side} | {ex} |")
