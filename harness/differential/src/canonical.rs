@@ -250,9 +250,12 @@ fn varint(b: &[u8], i: &mut usize) -> Option<u64> {
     None
 }
 
-/// The fields of one protobuf message: (field number, wire type) -> the values' bytes
-/// (length-delimited) or None.
-fn fields(b: &[u8]) -> Option<Vec<(u64, u8, Option<&[u8]>)>> {
+/// One field of a protobuf message: field number, wire type, and the value's bytes when it is
+/// length-delimited.
+type Field<'a> = (u64, u8, Option<&'a [u8]>);
+
+/// The fields of one protobuf message.
+fn fields(b: &[u8]) -> Option<Vec<Field<'_>>> {
     let mut i = 0;
     let mut out = Vec::new();
     while i < b.len() {

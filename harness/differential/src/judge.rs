@@ -209,12 +209,7 @@ impl Report {
         for (s, [i, t]) in &self.by_source {
             writeln!(out, "  {s:<40} {i}/{t}")?;
         }
-        let mut shown = 0;
-        for e in self.exchanges.iter().filter(|e| !e.identical) {
-            if shown == n {
-                break;
-            }
-            shown += 1;
+        for e in self.exchanges.iter().filter(|e| !e.identical).take(n) {
             writeln!(
                 out,
                 "\nDIFF {} step {} ({}) {} {} [{} {}]: left {:?} right {:?}",

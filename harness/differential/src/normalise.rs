@@ -41,9 +41,9 @@
 //!    `Duration`, or of type `date` (the default Table's `Created At`), become `<age>`.
 //!
 //! 10. **order of managedFields entries**: the apiserver orders them by operation, then time
-//!    (second resolution), then manager, so two writes in one second or in two swap places
-//!    with the wall clock. With their times normalised (rule 2), the entries are sorted by
-//!    operation, manager, subresource and apiVersion; what each entry holds is compared.
+//!     (second resolution), then manager, so two writes in one second or in two swap places
+//!     with the wall clock. With their times normalised (rule 2), the entries are sorted by
+//!     operation, manager, subresource and apiVersion; what each entry holds is compared.
 //!
 //! Bodies that are not plain objects are reduced to canonical forms by `canonical`:
 //! discovery documents to their groups/versions/resources and verbs, OpenAPI documents to their
@@ -343,8 +343,7 @@ impl Mapper {
                             if suffix.len() == 5
                                 && suffix.bytes().all(|b| b.is_ascii_alphanumeric())
                             {
-                                let mapped =
-                                    self.generated(&format!("{prefix}-"), &pod.to_string());
+                                let mapped = self.generated(&format!("{prefix}-"), pod);
                                 *s = format!("{verb}{mapped}");
                                 return;
                             }

@@ -314,9 +314,7 @@ fn resolve(ph: &str, ctx: &Ctx) -> Result<String> {
         .with_context(|| format!("{ph:?}: no step {idx} before step {}", ctx.index))?;
     let j = o
         .json
-        .as_ref()
-        .or_else(|| None::<&Value>)
-        .cloned()
+        .clone()
         .or_else(|| last_watch_object(o))
         .with_context(|| format!("{ph:?}: step {idx} has no JSON answer"))?;
     let ptr = match kind {
