@@ -30,8 +30,13 @@ struct RunArgs {
     #[arg(long)]
     left: Option<PathBuf>,
     /// The other side's kubeconfig (the real apiserver).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "right_upstream")]
     right: Option<PathBuf>,
+    /// Start the other side here: etcd, kube-apiserver and kube-controller-manager from
+    /// `faultline-upstream` (binaries from FAULTLINE_UPSTREAM_BIN or ci/upstream.sh). Exits 3
+    /// after printing SKIPPED when they cannot be had.
+    #[arg(long)]
+    right_upstream: bool,
     /// The corpus directory.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/corpus"))]
     corpus: PathBuf,
@@ -149,11 +154,48 @@ async fn main() -> Result<()> {
 }
 
 async fn run(a: RunArgs) -> Result<()> {
-    let left = a.left.context("--left KUBECONFIG is required")?;
-    let right = a.right.context("--right KUBECONFIG is required")?;
+    let left = a.left.clone().context("--left KUBECONFIG is required")?;
     let scripts = corpus::load(&a.corpus)?;
-    let l = Target::from_kubeconfig(&a.left_name, &left).await?;
-    let r = Target::from_kubeconfig(&a.right_name, &right).await?;
+    let mut control_plane = None;
+    let right = if a.right_upstream {
+        let opts = faultline_upstream::Options {
+            controller_manager: true,
+            ..Default::default()
+        };
+        match faultline_upstream::ControlPlane::start(opts).await {
+            Ok(cp) => {
+                let k = cp.kubeconfig().to_path_buf();
+                control_plane = Some(cp);
+                k
+            }
+            Err(faultline_upstream::Error::Skip(reason)) => {
+                println!("differential: SKIPPED sim vs real: {reason}");
+                std::process::exit(3);
+            }
+            Err(e) => return Err(e).context("starting the real control plane"),
+        }
+    } else {
+        a.right.clone().context("--right KUBECONFIG (or --right-upstream) is required")?
+    };
+    let code = judge_and_report(a, &left, &right, &scripts).await;
+    if let Some(cp) = control_plane {
+        let _ = cp.stop().await;
+    }
+    match code? {
+        0 => Ok(()),
+        c => std::process::exit(c),
+    }
+}
+
+/// Runs the judge and writes the reports; the exit code (1: below --min-identical).
+async fn judge_and_report(
+    a: RunArgs,
+    left: &std::path::Path,
+    right: &std::path::Path,
+    scripts: &[corpus::Script],
+) -> Result<i32> {
+    let l = Target::from_kubeconfig(&a.left_name, left).await?;
+    let r = Target::from_kubeconfig(&a.right_name, right).await?;
     let run_id: String = {
         let mut rng = rand::rng();
         (0..4)
@@ -165,7 +207,7 @@ async fn run(a: RunArgs) -> Result<()> {
         old_rv: "1".into(),
         filter: a.only,
     };
-    let report = judge::judge(&l, &r, &scripts, &opts).await?;
+    let report = judge::judge(&l, &r, scripts, &opts).await?;
     report.print(a.show, &mut std::io::stdout())?;
     if let Some(p) = a.json {
         std::fs::write(&p, serde_json::to_vec_pretty(&report)?)?;
@@ -179,8 +221,8 @@ async fn run(a: RunArgs) -> Result<()> {
                 "differential: {} identical exchanges, below the recorded {min}",
                 report.identical
             );
-            std::process::exit(1);
+            return Ok(1);
         }
     }
-    Ok(())
+    Ok(0)
 }

@@ -9,11 +9,11 @@ use crate::k8s::Kube;
 use crate::logs::LogStore;
 use crate::model::duration::format_duration;
 use crate::model::{ops::compact, EventExpect, Expect, LogExpect, LogSourceKind, ResourceExpect};
+use crate::report::model::{Budget, ExpectationMode, ExpectationResult};
 use crate::timeline::{EntryKind, Timeline, Verdict};
 use futures::StreamExt;
 use kube::runtime::watcher;
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -27,46 +27,6 @@ pub struct Obs {
     /// For people: "2 of 3 Workspace satisfy ...; not: default/ws-c (status: {phase: Creating})".
     pub summary: String,
     /// The objects behind the observation (resource expectations), for the report directory.
-    pub objects: Vec<Value>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Budget {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub within_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub for_ms: Option<u64>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExpectationResult {
-    pub name: String,
-    /// resource, event or log.
-    pub kind: String,
-    /// What was expected, in words.
-    pub description: String,
-    /// eventually, eventuallyFor, for, never, always, rate.
-    pub mode: String,
-    /// The anchor's name and its offset from the scenario start.
-    pub anchor: String,
-    pub anchor_ms: u64,
-    pub budget: Budget,
-    pub verdict: Verdict,
-    pub started_ms: u64,
-    pub finished_ms: u64,
-    /// Time from the anchor until the condition was first seen to hold (time to detect, time to
-    /// recover); for eventually-style expectations that passed or held too late.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub measured_ms: Option<u64>,
-    /// Why it failed (or how it passed).
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_observed: Option<String>,
-    pub invariant: bool,
-    pub background: bool,
-    #[serde(skip)]
     pub objects: Vec<Value>,
 }
 
@@ -85,18 +45,6 @@ pub enum Mode {
     Always,
 }
 
-impl Mode {
-    fn word(&self) -> &'static str {
-        match self {
-            Mode::Eventually { .. } => "eventually",
-            Mode::EventuallyFor { .. } => "eventuallyFor",
-            Mode::For { .. } => "for",
-            Mode::Never { .. } => "never",
-            Mode::Always => "always",
-        }
-    }
-}
-
 #[derive(Clone)]
 pub struct Ctx {
     pub kube: Kube,
@@ -105,6 +53,37 @@ pub struct Ctx {
     pub logs: LogStore,
     /// Becomes true when the scenario's steps are over.
     pub end: watch::Receiver<bool>,
+}
+
+/// How an expectation is judged: a log rate limit is a `rate`; an invariant that is not a
+/// `never` must hold `always`; otherwise `never`, or by `within` and `for`. The same for an
+/// expectation that runs and for one reported as skipped.
+pub fn mode_of(e: &Expect, invariant: bool) -> ExpectationMode {
+    let rate = e.log.as_ref().is_some_and(|l| l.at_most.is_some());
+    if rate {
+        ExpectationMode::Rate
+    } else if invariant && !e.never {
+        ExpectationMode::Always
+    } else if e.never {
+        ExpectationMode::Never
+    } else {
+        match (e.within, e.hold_for) {
+            (Some(_), Some(_)) => ExpectationMode::EventuallyFor,
+            (None, Some(_)) => ExpectationMode::For,
+            (_, None) => ExpectationMode::Eventually,
+        }
+    }
+}
+
+/// The budget an expectation is judged by: a deadline (`within`, else the suite's default) for
+/// eventually-style modes, and the `for` window.
+pub fn budget_of(e: &Expect, mode: ExpectationMode, default_within: Duration) -> Budget {
+    Budget {
+        within_ms: mode
+            .has_deadline()
+            .then(|| e.within.map_or(default_within, |d| d.get()).as_millis() as u64),
+        for_ms: e.hold_for.map(|d| d.get().as_millis() as u64),
+    }
 }
 
 /// Evaluate one expectation measured from `anchor`.
@@ -119,28 +98,26 @@ pub async fn evaluate(
     let started = Instant::now();
     let within = e.within.map(|d| d.get());
     let hold = e.hold_for.map(|d| d.get());
-    let rate = e.log.as_ref().is_some_and(|l| l.at_most.is_some());
-    let mode = if rate || (invariant && !e.never) {
-        Mode::Always
-    } else if e.never {
-        Mode::Never {
+    let reported_mode = mode_of(e, invariant);
+    let mode = match reported_mode {
+        ExpectationMode::Rate | ExpectationMode::Always => Mode::Always,
+        ExpectationMode::Never => Mode::Never {
             until: if invariant {
                 None
             } else {
                 hold.map(|h| started + h)
             },
-        }
-    } else {
-        match (within, hold) {
-            (Some(w), Some(h)) => Mode::EventuallyFor {
-                deadline: anchor + w,
-                hold: h,
-            },
-            (None, Some(h)) => Mode::For { hold: h },
-            (w, None) => Mode::Eventually {
-                deadline: anchor + w.unwrap_or(default_within),
-            },
-        }
+        },
+        ExpectationMode::EventuallyFor => Mode::EventuallyFor {
+            deadline: anchor + within.unwrap_or(default_within),
+            hold: hold.unwrap_or_default(),
+        },
+        ExpectationMode::For => Mode::For {
+            hold: hold.unwrap_or_default(),
+        },
+        ExpectationMode::Eventually => Mode::Eventually {
+            deadline: anchor + within.unwrap_or(default_within),
+        },
     };
     let name = e.name.clone().unwrap_or_else(|| "expect".into());
     let (kind, description) = describe(e);
@@ -163,15 +140,7 @@ pub async fn evaluate(
     let j = judge(mode, rx, anchor, ctx.end.clone()).await;
     source.abort();
     let tl = &ctx.timeline;
-    let budget = Budget {
-        within_ms: match mode {
-            Mode::Eventually { .. } | Mode::EventuallyFor { .. } => {
-                Some(within.unwrap_or(default_within).as_millis() as u64)
-            }
-            _ => None,
-        },
-        for_ms: hold.map(|h| h.as_millis() as u64),
-    };
+    let budget = budget_of(e, reported_mode, default_within);
     let message = match (j.verdict, &mode) {
         (Verdict::Passed, _) => j.message.clone(),
         (_, Mode::Eventually { .. }) | (_, Mode::EventuallyFor { .. }) => {
@@ -190,11 +159,7 @@ pub async fn evaluate(
         name: name.clone(),
         kind: kind.into(),
         description: description.clone(),
-        mode: if rate {
-            "rate".into()
-        } else {
-            mode.word().into()
-        },
+        mode: reported_mode,
         anchor: anchor_name.to_string(),
         anchor_ms: tl.offset(anchor).as_millis() as u64,
         budget,

@@ -8,10 +8,11 @@ use crate::controller::ControllerProcess;
 use crate::journal::Journal;
 use crate::k8s::Kube;
 use crate::model::ops::{DeletePod, Drain};
-use crate::model::{NodeOperation, Operation, RunnerOperation};
+use crate::model::{Operation, RunnerOperation};
 use crate::provider::NodeOps;
 use crate::timeline::{Anchors, EntryKind, Timeline};
 use anyhow::{anyhow, bail, Context, Result};
+use faultline_faults::{Inverse, Lifetime};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{DeleteParams, EvictParams, ListParams, Patch, PatchParams};
 use kube::Api;
@@ -50,18 +51,6 @@ pub struct FaultManager {
     active: Mutex<Vec<Active>>,
     records: Mutex<Vec<FaultRecord>>,
     journal: Option<Arc<Journal>>,
-}
-
-fn has_undo(op: &Operation) -> bool {
-    match op {
-        Operation::Node(n) => !n.is_one_shot(),
-        Operation::Runner(r) => matches!(
-            r,
-            RunnerOperation::Cordon(_)
-                | RunnerOperation::Drain(_)
-                | RunnerOperation::ControllerCrash(_)
-        ),
-    }
 }
 
 impl FaultManager {
@@ -121,7 +110,7 @@ impl FaultManager {
     /// Inject a fault and register it for healing. The registration happens before the
     /// operation runs, so a fault whose injection fails or panics half-way is still healed.
     pub async fn inject(&self, name: &str, op: &Operation) -> Result<()> {
-        let undo = has_undo(op);
+        let undo = op.lifetime() == Lifetime::Held;
         if let (true, Some(j)) = (undo, &self.journal) {
             // Journaled before injection: a fault the harness cannot promise to heal after a
             // crash is not injected at all.
@@ -274,21 +263,23 @@ impl FaultManager {
         }
     }
 
-    /// Undo an operation (what healing a fault does), without the bookkeeping.
+    /// Undo an operation (what healing a fault does), without the bookkeeping, as the
+    /// catalogue's inverse says. Node operations go to the provider, which follows it too.
     pub async fn undo(&self, op: &Operation) -> Result<()> {
-        match op {
-            Operation::Node(n) => self.node_ops.heal(n).await,
-            Operation::Runner(RunnerOperation::Cordon(t)) => {
-                self.set_unschedulable(&t.node, false).await
-            }
-            Operation::Runner(RunnerOperation::Drain(d)) => {
-                self.set_unschedulable(&d.node, false).await
-            }
-            Operation::Runner(RunnerOperation::ControllerCrash(_)) => match &self.controller {
-                Some(c) => c.start(self.op_timeout).await,
-                None => Ok(()),
+        let r = match op {
+            Operation::Node(n) => return self.node_ops.heal(n).await,
+            Operation::Runner(r) => r,
+        };
+        match r.inverse() {
+            None => Ok(()),
+            Some(Inverse::Apply(by)) => self.runner_apply(&by).await,
+            Some(Inverse::Revert) => match runner_revert(r) {
+                Some(RunnerRevert::StartController) => match &self.controller {
+                    Some(c) => c.start(self.op_timeout).await,
+                    None => Ok(()),
+                },
+                None => bail!("`{}`: the runner has no revert of it", r.key()),
             },
-            Operation::Runner(_) => Ok(()),
         }
     }
 
@@ -414,11 +405,38 @@ impl FaultManager {
     }
 }
 
-/// For `NodeOperation`s the catalog calls one-shot, `heal` is a no-op: listed for docs.
-pub fn one_shot_ops() -> Vec<&'static str> {
-    NodeOperation::KEYS
-        .iter()
-        .copied()
-        .filter(|k| matches!(*k, "kubeletRestart" | "csiPluginRestart" | "nodePowerCycle"))
-        .collect()
+/// How the runner reverts one of its own operations (`Inverse::Revert`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RunnerRevert {
+    /// After `controllerCrash`.
+    StartController,
+}
+
+fn runner_revert(op: &RunnerOperation) -> Option<RunnerRevert> {
+    match op {
+        RunnerOperation::ControllerCrash(_) => Some(RunnerRevert::StartController),
+        RunnerOperation::Cordon(_)
+        | RunnerOperation::Uncordon(_)
+        | RunnerOperation::Drain(_)
+        | RunnerOperation::DeletePod(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Conformance of the runner's operations: every one the catalogue says the runner reverts
+    /// itself has a revert here, and nothing else does.
+    #[test]
+    fn the_runner_reverts_what_the_catalogue_says_it_reverts() {
+        for op in RunnerOperation::examples("w") {
+            assert_eq!(
+                matches!(op.inverse(), Some(Inverse::Revert)),
+                runner_revert(&op).is_some(),
+                "{}",
+                op.key()
+            );
+        }
+    }
 }

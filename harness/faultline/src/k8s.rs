@@ -296,6 +296,33 @@ pub fn explain(e: &anyhow::Error) -> String {
     out.join(": ")
 }
 
+/// An error kept whole (its chain, a `kube::Error` in it) and shown as `explain` shows it: the
+/// runner's typed errors hold one as their source instead of the flattened text.
+#[derive(Debug)]
+pub struct Explained(pub anyhow::Error);
+
+impl Explained {
+    /// The error itself, for downcasting (`kube::Error`).
+    pub fn error(&self) -> &anyhow::Error {
+        &self.0
+    }
+}
+
+impl From<anyhow::Error> for Explained {
+    fn from(e: anyhow::Error) -> Explained {
+        Explained(e)
+    }
+}
+
+impl std::fmt::Display for Explained {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&explain(&self.0))
+    }
+}
+
+/// Its Display already tells the whole chain, so it names no further source.
+impl std::error::Error for Explained {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,5 +340,9 @@ mod tests {
             "creating ConfigMap default/x: configmaps \"x\" already exists (409 AlreadyExists)"
         );
         assert!(!format!("{e:#}").is_empty());
+        // The typed form shows the same text and keeps the kube error.
+        let kept = Explained(e);
+        assert_eq!(kept.to_string(), text);
+        assert!(kept.error().chain().any(|c| c.is::<kube::Error>()));
     }
 }

@@ -4,6 +4,7 @@
 use faultline::loader::{load_scenario_str, LoadedSuite};
 use faultline::provider::fake::{Call, FakeConfig, FakeNodeOps};
 use faultline::provider::sim::SimProvider;
+use faultline::report::{Budget, ExpectationMode, HealedBy};
 use faultline::runner::{self, NoProgress, RunOptions};
 use faultline::timeline::Verdict;
 use std::path::Path;
@@ -189,7 +190,7 @@ async fn sim_api_errors_fault_fails_requests_until_healed() {
         Verdict::Passed,
         "after the heal the retry went through"
     );
-    assert_eq!(r.faults[0].healed_by, "atStep");
+    assert_eq!(r.faults[0].healed_by, HealedBy::AtStep);
 }
 
 #[tokio::test]
@@ -352,4 +353,127 @@ async fn a_bring_up_error_ends_the_timeline_and_is_the_reason() {
         r.reason.as_deref(),
         Some("cluster failed to start within 0.3s")
     );
+}
+
+fn modes(r: &faultline::report::ScenarioReport) -> Vec<(&str, ExpectationMode, Verdict)> {
+    r.expectations
+        .iter()
+        .map(|e| (e.name.as_str(), e.mode, e.verdict))
+        .collect()
+}
+
+/// Expectations skipped after a failed step are reported with the mode they would have been
+/// judged by (for, never, eventuallyFor, rate too, not only never/eventually) and its budget.
+#[tokio::test]
+async fn skipped_expectations_keep_their_mode_and_budget() {
+    let fake = Arc::new(FakeNodeOps::new(FakeConfig {
+        fail_on: vec!["csiPluginDown".into()],
+        ..Default::default()
+    }));
+    let pods = "resource: {apiVersion: v1, kind: Pod, namespace: default, any: \"true\"}";
+    let r = run(
+        &[
+            "  steps:\n".to_string(),
+            "    - fault: {name: csi, csiPluginDown: {node: worker-01}}\n".into(),
+            format!("    - expect: {{name: e-eventually, {pods}}}\n"),
+            format!("    - expect: {{name: e-eventually-for, within: 2s, for: 1s, {pods}}}\n"),
+            format!("    - expect: {{name: e-for, for: 1s, {pods}}}\n"),
+            format!("    - expect: {{name: e-never-for, never: true, for: 1s, {pods}}}\n"),
+            "    - try:\n".into(),
+            "        - expect: {name: e-rate, log: {source: kubelet, pattern: x, atMost: 3, per: 10s}}\n".into(),
+            "      finally:\n".into(),
+            format!("        - expect: {{name: e-never, never: true, {pods}}}\n"),
+        ]
+        .concat(),
+        fake,
+    )
+    .await;
+    assert_eq!(r.verdict, Verdict::Failed, "{:?}", r.reason);
+    use ExpectationMode::*;
+    use Verdict::Skipped;
+    assert_eq!(
+        modes(&r),
+        vec![
+            ("e-eventually", Eventually, Skipped),
+            ("e-eventually-for", EventuallyFor, Skipped),
+            ("e-for", For, Skipped),
+            ("e-never-for", Never, Skipped),
+            ("e-rate", Rate, Skipped),
+            ("e-never", Never, Skipped),
+        ]
+    );
+    let budget = |name: &str| {
+        r.expectations
+            .iter()
+            .find(|e| e.name == name)
+            .unwrap()
+            .budget
+            .clone()
+    };
+    let within_for = |within_ms, for_ms| Budget { within_ms, for_ms };
+    // The suite's default `expectWithin` (30s) is the deadline of an eventually without `within`.
+    assert_eq!(budget("e-eventually"), within_for(Some(30_000), None));
+    assert_eq!(
+        budget("e-eventually-for"),
+        within_for(Some(2000), Some(1000))
+    );
+    assert_eq!(budget("e-for"), within_for(None, Some(1000)));
+    assert_eq!(budget("e-rate"), within_for(None, None));
+    let json = serde_json::to_value(&r).unwrap();
+    let words: Vec<&str> = json["expectations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        words,
+        [
+            "eventually",
+            "eventuallyFor",
+            "for",
+            "never",
+            "rate",
+            "never"
+        ],
+        "the JSON report's strings"
+    );
+}
+
+/// A run interrupted before a scenario started reports its invariants skipped as they would have
+/// been judged: always, never, rate.
+#[tokio::test]
+async fn invariants_of_a_scenario_not_started_keep_their_mode() {
+    let suite = LoadedSuite::default();
+    let src = concat!(
+        "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {name: t}\nspec:\n",
+        "  invariants:\n",
+        "    - {name: i-always, resource: {apiVersion: v1, kind: Pod, namespace: default, all: \"true\"}}\n",
+        "    - {name: i-never, never: true, event: {reason: Killing}}\n",
+        "    - {name: i-rate, log: {source: kubelet, pattern: x, atMost: 3}}\n",
+        "  steps:\n",
+        "    - expect: {name: e-for, for: 1s, event: {reason: Started}}\n",
+    );
+    let ls =
+        load_scenario_str(Path::new("t.yaml"), src, &suite).unwrap_or_else(|d| panic!("{d:?}"));
+    let (cancel_tx, cancel) = tokio::sync::watch::channel(Some("SIGINT".to_string()));
+    let o = RunOptions {
+        cancel,
+        ..opts(Arc::new(FakeNodeOps::new(FakeConfig::default())))
+    };
+    let reports = runner::run_all(vec![ls], &suite, &o, &Default::default()).await;
+    drop(cancel_tx);
+    assert_eq!(reports[0].verdict, Verdict::Cancelled);
+    use ExpectationMode::*;
+    use Verdict::Skipped;
+    assert_eq!(
+        modes(&reports[0]),
+        vec![
+            ("e-for", For, Skipped),
+            ("i-always", Always, Skipped),
+            ("i-never", Never, Skipped),
+            ("i-rate", Rate, Skipped),
+        ]
+    );
+    assert!(reports[0].expectations[1..].iter().all(|e| e.invariant));
 }

@@ -1,7 +1,8 @@
 //! Print what a kind run of the incident's topology would do, with every fault of the catalog:
 //! `cargo run -p faultline-kind --example dry-run [-- --no-longhorn]`. Needs no Docker.
 
-use faultline_kind::{ClusterPlanInput, FaultOp, NodeInput};
+use faultline_faults::NodeOperation;
+use faultline_kind::{ClusterPlanInput, NodeInput};
 
 fn main() -> anyhow::Result<()> {
     let longhorn = !std::env::args().any(|a| a == "--no-longhorn");
@@ -17,7 +18,7 @@ fn main() -> anyhow::Result<()> {
     .with_images(["workspace-controller:ci"]);
     print!(
         "{}",
-        faultline_kind::dry_run_report_blocking(&input, &FaultOp::examples("worker-04"))?
+        faultline_kind::dry_run_report_blocking(&input, &NodeOperation::examples("worker-04"))?
     );
     Ok(())
 }

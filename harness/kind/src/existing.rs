@@ -4,11 +4,11 @@
 //! faults through kubectl; what cannot be healed reliably there is refused per fault.
 
 use crate::exec::{run_steps_with, ActionRunner, Output, Vars};
-use crate::input::FaultOp;
 use crate::plan::faults::{plan_fault, FaultContext, FaultPlan, Flavour, Unsupported};
 use crate::plan::{Action, Step};
 use crate::shell;
 use anyhow::{anyhow, bail, Context, Result};
+use faultline_faults::{Lifetime, NodeOperation};
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use serde::Deserialize;
@@ -116,7 +116,7 @@ spec:
 }
 
 /// What `existing` does with one operation.
-pub fn support(op: &FaultOp, longhorn: bool) -> Result<FaultPlan, Unsupported> {
+pub fn support(op: &NodeOperation, longhorn: bool) -> Result<FaultPlan, Unsupported> {
     plan_fault(
         op,
         &FaultContext {
@@ -130,7 +130,7 @@ pub fn support(op: &FaultOp, longhorn: bool) -> Result<FaultPlan, Unsupported> {
 
 /// One row per catalog operation: key, "agent"/"kubectl"/"unsupported", and the detail.
 pub fn support_table(longhorn: bool) -> Vec<(&'static str, &'static str, String)> {
-    FaultOp::examples("node")
+    NodeOperation::examples("node")
         .iter()
         .map(|op| match support(op, longhorn) {
             Ok(p) => {
@@ -353,7 +353,7 @@ pub struct ExistingCluster {
     longhorn: bool,
     runner: ExistingRunner,
     agent_installed: tokio::sync::Mutex<bool>,
-    active: Mutex<Vec<FaultOp>>,
+    active: Mutex<Vec<NodeOperation>>,
 }
 
 impl ExistingCluster {
@@ -392,7 +392,7 @@ impl ExistingCluster {
         }
     }
 
-    pub fn fault_plan(&self, op: &FaultOp) -> Result<FaultPlan, Unsupported> {
+    pub fn fault_plan(&self, op: &NodeOperation) -> Result<FaultPlan, Unsupported> {
         support(op, self.longhorn)
     }
 
@@ -430,7 +430,7 @@ impl ExistingCluster {
         Ok(())
     }
 
-    pub async fn apply(&self, op: &FaultOp) -> Result<()> {
+    pub async fn apply(&self, op: &NodeOperation) -> Result<()> {
         let plan = self.fault_plan(op)?;
         self.ensure_agent(&plan).await?;
         let mut vars = Vars::new();
@@ -438,13 +438,13 @@ impl ExistingCluster {
             let _ = run_steps_with(&self.runner, &plan.heal, &mut vars).await;
             return Err(e);
         }
-        if !op.is_one_shot() {
+        if op.lifetime() == Lifetime::Held {
             self.active.lock().push(op.clone());
         }
         Ok(())
     }
 
-    pub async fn heal(&self, op: &FaultOp) -> Result<()> {
+    pub async fn heal(&self, op: &NodeOperation) -> Result<()> {
         let Ok(plan) = self.fault_plan(op) else {
             return Ok(());
         };
@@ -454,7 +454,7 @@ impl ExistingCluster {
         Ok(())
     }
 
-    pub fn active_faults(&self) -> Vec<FaultOp> {
+    pub fn active_faults(&self) -> Vec<NodeOperation> {
         self.active.lock().clone()
     }
 
@@ -485,13 +485,13 @@ impl ExistingCluster {
 
 /// What `--provider existing --dry-run` prints: the allow-list decision, the node agent, and
 /// each fault's commands or the reason it is refused. Touches no cluster.
-pub fn dry_run_report(input: &ExistingInput, faults: &[FaultOp]) -> Result<String> {
+pub fn dry_run_report(input: &ExistingInput, faults: &[NodeOperation]) -> Result<String> {
     // Its own runtime on its own thread: callable from async code too.
     std::thread::scope(|s| s.spawn(|| dry_run_report_inner(input, faults)).join())
         .map_err(|_| anyhow!("dry run panicked"))?
 }
 
-fn dry_run_report_inner(input: &ExistingInput, faults: &[FaultOp]) -> Result<String> {
+fn dry_run_report_inner(input: &ExistingInput, faults: &[NodeOperation]) -> Result<String> {
     let path = input.kubeconfig_path()?;
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("provider `existing`: reading {}", path.display()))?;
@@ -542,7 +542,7 @@ fn dry_run_report_inner(input: &ExistingInput, faults: &[FaultOp]) -> Result<Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::NodeTarget;
+    use faultline_faults::NodeTarget;
     use rstest::rstest;
 
     const KUBECONFIG: &str = "apiVersion: v1
@@ -613,7 +613,7 @@ users: []
     #[test]
     fn support_table_has_every_operation_with_a_reason_for_each_refusal() {
         let t = support_table(true);
-        assert_eq!(t.len(), FaultOp::KEYS.len());
+        assert_eq!(t.len(), NodeOperation::KEYS.len());
         let get = |k: &str| t.iter().find(|r| r.0 == k).unwrap();
         assert_eq!(get("staleDeviceMount").1, "node agent");
         assert_eq!(get("csiPluginRestart").1, "kubectl");
@@ -660,7 +660,7 @@ users: []
         input.kubectl = fake_kubectl(dir.path());
         let c = ExistingCluster::connect(&input).unwrap();
         assert_eq!(c.context, "staging");
-        let op = FaultOp::ProberManagerBroken(NodeTarget {
+        let op = NodeOperation::ProberManagerBroken(NodeTarget {
             node: "worker-04".into(),
         });
         c.apply(&op).await.unwrap();
@@ -714,13 +714,13 @@ users: []
         std::fs::write(&kc, KUBECONFIG).unwrap();
         let mut input = ExistingInput::new(s(&["staging"]));
         input.kubeconfig = Some(kc);
-        let r = dry_run_report(&input, &FaultOp::examples("worker-04")).unwrap();
+        let r = dry_run_report(&input, &NodeOperation::examples("worker-04")).unwrap();
         assert!(r.contains("context `staging` is allow-listed"));
         assert!(r.contains("nsenter --target 1"));
         assert!(r.contains(
             "# UNSUPPORTED on existing clusters: the node agent is reached through the kubelet"
         ));
-        assert_eq!(r.matches("\n## Fault ").count(), FaultOp::KEYS.len());
+        assert_eq!(r.matches("\n## Fault ").count(), NodeOperation::KEYS.len());
     }
 }
 
@@ -737,7 +737,7 @@ mod async_tests {
         input.kubeconfig = Some(kc);
         let r = dry_run_report(
             &input,
-            &[FaultOp::HungNfs(crate::input::NodeTarget {
+            &[NodeOperation::HungNfs(faultline_faults::NodeTarget {
                 node: "n".into(),
             })],
         )

@@ -7,8 +7,8 @@
 //! `$HOME/.local/state/faultline/kind`.
 
 use crate::exec::Owned;
-use crate::input::FaultOp;
 use anyhow::{Context, Result};
+use faultline_faults::NodeOperation;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -24,7 +24,7 @@ pub struct Journal {
     /// What the run may have created (names are unique per run).
     pub resources: Owned,
     /// Faults applied and not healed, oldest first.
-    pub active: Vec<FaultOp>,
+    pub active: Vec<NodeOperation>,
     /// `--keep-cluster`: left on purpose; cleanup does not remove it.
     pub kept: bool,
 }

@@ -6,13 +6,14 @@
 //! [`KindProvider::shutdown`] at the end of the run.
 
 use crate::exec::{run_steps, DryRun, Executor, Vars};
-use crate::input::{ClusterPlanInput, FaultOp, LogSource, NodeLogLine};
+use crate::input::{ClusterPlanInput, LogSource, NodeLogLine};
 use crate::plan::cluster::{cluster_plan, ClusterPlan, LogNeeds};
 use crate::plan::container::HostPaths;
 use crate::plan::faults::{plan_fault, FaultContext, FaultPlan, Flavour, Unsupported};
 use crate::plan::kubeadm::bootstrap_token;
 use crate::plan::longhorn::NAMESPACE as LONGHORN_NS;
 use anyhow::{anyhow, bail, Context, Result};
+use faultline_faults::{Lifetime, NodeOperation};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,7 +55,7 @@ struct Inner {
     input: ClusterPlanInput,
     plan: ClusterPlan,
     kubeconfig_text: Mutex<String>,
-    active: Mutex<Vec<FaultOp>>,
+    active: Mutex<Vec<NodeOperation>>,
     logs: broadcast::Sender<NodeLogLine>,
     followed: Mutex<Vec<(String, LogSource)>>,
     alive: Arc<AtomicBool>,
@@ -409,7 +410,7 @@ impl KindCluster {
         &self.inner.plan
     }
 
-    fn context(&self, op: &FaultOp) -> Result<FaultContext> {
+    fn context(&self, op: &NodeOperation) -> Result<FaultContext> {
         if let Some(n) = op.node() {
             if !self.inner.input.nodes.iter().any(|x| x.name == n) {
                 bail!(
@@ -430,7 +431,7 @@ impl KindCluster {
                 .active
                 .lock()
                 .iter()
-                .any(|a| matches!(a, FaultOp::HungNfs(t) | FaultOp::IoErrors(t) if t.node == n))
+                .any(|a| matches!(a, NodeOperation::HungNfs(t) | NodeOperation::IoErrors(t) if t.node == n))
         });
         Ok(FaultContext {
             flavour: Flavour::Kind(self.inner.plan.names.clone()),
@@ -444,12 +445,12 @@ impl KindCluster {
     }
 
     /// The steps `op` would run here (for reports and `--dry-run`).
-    pub fn fault_plan(&self, op: &FaultOp) -> Result<FaultPlan> {
+    pub fn fault_plan(&self, op: &NodeOperation) -> Result<FaultPlan> {
         Ok(plan_fault(op, &self.context(op)?)?)
     }
 
     /// Inject a fault (or perform a one-shot operation). A failed inject is healed at once.
-    pub async fn apply(&self, op: &FaultOp) -> Result<()> {
+    pub async fn apply(&self, op: &NodeOperation) -> Result<()> {
         let plan = self.fault_plan(op)?;
         let names = &self.inner.plan.names;
         let exec = self.inner.exec.as_ref();
@@ -458,10 +459,10 @@ impl KindCluster {
             let _ = run_steps(exec, names, &plan.heal, &mut vars).await;
             return Err(e);
         }
-        if let FaultOp::NodePowerCycle(t) = op {
+        if let NodeOperation::NodePowerCycle(t) = op {
             self.after_power_cycle(&t.node).await?;
         }
-        if !op.is_one_shot() {
+        if op.lifetime() == Lifetime::Held {
             self.inner.active.lock().push(op.clone());
         }
         self.inner.journal(false);
@@ -472,12 +473,12 @@ impl KindCluster {
     /// node runs again (its heal steps need a running container: `docker exec` on a stopped
     /// one fails).
     async fn after_power_cycle(&self, node: &str) -> Result<()> {
-        let io: Vec<FaultOp> = self
+        let io: Vec<NodeOperation> = self
             .inner
             .active
             .lock()
             .iter()
-            .filter(|a| matches!(a, FaultOp::HungNfs(x) | FaultOp::IoErrors(x) if x.node == node))
+            .filter(|a| matches!(a, NodeOperation::HungNfs(x) | NodeOperation::IoErrors(x) if x.node == node))
             .cloned()
             .collect();
         for a in io {
@@ -488,12 +489,12 @@ impl KindCluster {
         self.inner
             .active
             .lock()
-            .retain(|a| !matches!(a, FaultOp::NodeReboot(r) if r.node == node));
+            .retain(|a| !matches!(a, NodeOperation::NodeReboot(r) if r.node == node));
         Ok(())
     }
 
     /// Undo an applied fault; idempotent.
-    pub async fn heal(&self, op: &FaultOp) -> Result<()> {
+    pub async fn heal(&self, op: &NodeOperation) -> Result<()> {
         let mut ctx = self.context(op)?;
         ctx.stuck_io_on_node = false;
         let plan = match plan_fault(op, &ctx) {
@@ -549,7 +550,7 @@ impl KindCluster {
     }
 
     /// Operations applied and not healed yet.
-    pub fn active_faults(&self) -> Vec<FaultOp> {
+    pub fn active_faults(&self) -> Vec<NodeOperation> {
         self.inner.active.lock().clone()
     }
 
@@ -687,9 +688,9 @@ pub const LONGHORN_NAMESPACE: &str = LONGHORN_NS;
 #[derive(Clone, Debug, PartialEq)]
 pub enum DryRunEvent {
     /// A fault step or a remediation, in step order.
-    Apply(FaultOp),
+    Apply(NodeOperation),
     /// The fault's `heal:` comes due (`when` says why: `atStep x`, `30s after its inject`).
-    Heal { op: FaultOp, when: String },
+    Heal { op: NodeOperation, when: String },
 }
 
 /// What `--dry-run` prints, and the operations kind cannot carry out (the run would fail them).
@@ -702,7 +703,7 @@ pub struct DryRunReport {
 /// Everything `faultline run --provider kind --dry-run` prints for one scenario with `faults`
 /// applied in order and left active (so overlaps show) until the end, where what is still
 /// active is healed newest first. Needs no Docker.
-pub async fn dry_run_report(input: &ClusterPlanInput, faults: &[FaultOp]) -> Result<String> {
+pub async fn dry_run_report(input: &ClusterPlanInput, faults: &[NodeOperation]) -> Result<String> {
     let events: Vec<DryRunEvent> = faults.iter().cloned().map(DryRunEvent::Apply).collect();
     Ok(dry_run_replay(
         input,
@@ -767,8 +768,11 @@ pub async fn dry_run_replay(
                         unsupported.push(format!("{e:#}"));
                     }
                     Ok(p) => {
-                        let active: Vec<&str> =
-                            cluster.active_faults().iter().map(FaultOp::key).collect();
+                        let active: Vec<&str> = cluster
+                            .active_faults()
+                            .iter()
+                            .map(NodeOperation::key)
+                            .collect();
                         if !active.is_empty() {
                             dry.print(&format!("# still active: {}", active.join(", ")));
                         }
@@ -839,7 +843,10 @@ pub async fn dry_run_replay(
 }
 
 /// [`dry_run_report`] from synchronous code (runs on a thread of its own).
-pub fn dry_run_report_blocking(input: &ClusterPlanInput, faults: &[FaultOp]) -> Result<String> {
+pub fn dry_run_report_blocking(
+    input: &ClusterPlanInput,
+    faults: &[NodeOperation],
+) -> Result<String> {
     let events: Vec<DryRunEvent> = faults.iter().cloned().map(DryRunEvent::Apply).collect();
     Ok(dry_run_replay_blocking(
         input,
@@ -877,9 +884,10 @@ pub fn dry_run_replay_blocking(
 mod tests {
     use super::*;
     use crate::exec::Output;
-    use crate::input::{NodeInput, NodeReboot, NodeTarget};
+    use crate::input::NodeInput;
     use crate::plan::container::NodeContainerSpec;
     use crate::plan::DockerOp;
+    use faultline_faults::{NodeReboot, NodeTarget};
     use futures::future::BoxFuture;
     use tokio::sync::mpsc;
 
@@ -1103,8 +1111,8 @@ mod tests {
             .start(&input(), d.path())
             .await
             .unwrap();
-        c.apply(&FaultOp::KubeletStop(t("w1"))).await.unwrap();
-        c.apply(&FaultOp::NodeNetworkPartition(t("w1")))
+        c.apply(&NodeOperation::KubeletStop(t("w1"))).await.unwrap();
+        c.apply(&NodeOperation::NodeNetworkPartition(t("w1")))
             .await
             .unwrap();
         assert_eq!(c.active_faults().len(), 2);
@@ -1132,7 +1140,7 @@ mod tests {
             .unwrap();
         *rec.fail_on.lock() = Some("SIGSTOP".into());
         let e = c
-            .apply(&FaultOp::KubeletHang(t("w1")))
+            .apply(&NodeOperation::KubeletHang(t("w1")))
             .await
             .unwrap_err()
             .to_string();
@@ -1152,7 +1160,9 @@ mod tests {
             .start(&input(), d.path())
             .await
             .unwrap();
-        c.apply(&FaultOp::KubeletRestart(t("w1"))).await.unwrap();
+        c.apply(&NodeOperation::KubeletRestart(t("w1")))
+            .await
+            .unwrap();
         assert!(c.active_faults().is_empty());
         assert_eq!(
             rec.count(&format!(
@@ -1173,8 +1183,8 @@ mod tests {
             .await
             .unwrap();
         let w1 = format!("{}-w1", c.name());
-        c.apply(&FaultOp::IoErrors(t("w1"))).await.unwrap();
-        c.apply(&FaultOp::NodeReboot(NodeReboot {
+        c.apply(&NodeOperation::IoErrors(t("w1"))).await.unwrap();
+        c.apply(&NodeOperation::NodeReboot(NodeReboot {
             node: "w1".into(),
             stuck_until_power_cycle: false,
         }))
@@ -1185,7 +1195,7 @@ mod tests {
         rec.clear();
         // The node's container is stopped: a heal through `docker exec` before the power cycle
         // would fail, as it does on the engine.
-        c.apply(&FaultOp::NodePowerCycle(t("w1")))
+        c.apply(&NodeOperation::NodePowerCycle(t("w1")))
             .await
             .expect("the power cycle ends the stuck reboot");
         let calls = rec.calls();
@@ -1235,7 +1245,7 @@ mod tests {
             .await
             .unwrap();
         rec.clear();
-        c.apply(&FaultOp::NodeReboot(NodeReboot {
+        c.apply(&NodeOperation::NodeReboot(NodeReboot {
             node: "cp".into(),
             stuck_until_power_cycle: false,
         }))
@@ -1303,7 +1313,7 @@ mod tests {
             .await
             .unwrap();
         let e = c
-            .apply(&FaultOp::KubeletStop(t("worker-09")))
+            .apply(&NodeOperation::KubeletStop(t("worker-09")))
             .await
             .unwrap_err()
             .to_string();

@@ -24,7 +24,7 @@ pub mod plan;
 pub mod shell;
 pub mod versions;
 
-pub use input::{ClusterPlanInput, FaultOp, LogSource, NodeInput, NodeLogLine, Role};
+pub use input::{ClusterPlanInput, LogSource, NodeInput, NodeLogLine, Role};
 pub use kind::{
     dry_run_replay, dry_run_replay_blocking, dry_run_report, dry_run_report_blocking, DryRunEvent,
     DryRunReport, KindCluster, KindOptions, KindProvider,

@@ -7,25 +7,25 @@
 mod common;
 
 use common::*;
-use faultline_kind::input::{NodeReboot, NodeTarget};
-use faultline_kind::{ClusterPlanInput, FaultOp, KindOptions, KindProvider, NodeInput};
+use faultline_faults::{NodeOperation, NodeReboot, NodeTarget};
+use faultline_kind::{ClusterPlanInput, KindOptions, KindProvider, NodeInput};
 use std::io::BufRead;
 use std::path::PathBuf;
 
 const HOLD: &str = "FAULTLINE_DOCKER_HOLD";
 
-fn held_faults() -> Vec<FaultOp> {
+fn held_faults() -> Vec<NodeOperation> {
     let w = || NodeTarget {
         node: WORKER.into(),
     };
     vec![
-        FaultOp::KubeletStop(NodeTarget {
+        NodeOperation::KubeletStop(NodeTarget {
             node: CONTROL_PLANE.into(),
         }),
-        FaultOp::KubeletHang(w()),
-        FaultOp::HungNfs(w()),
+        NodeOperation::KubeletHang(w()),
+        NodeOperation::HungNfs(w()),
         // Stuck (hungNfs is active): the worker's container stays stopped.
-        FaultOp::NodeReboot(NodeReboot {
+        NodeOperation::NodeReboot(NodeReboot {
             node: WORKER.into(),
             stuck_until_power_cycle: false,
         }),

@@ -12,11 +12,13 @@
 mod common;
 
 use common::*;
+use faultline_faults::{
+    ApiErrors, MountHolder, NodeOperation, NodeReboot, NodeTarget, StaleDeviceMount, VolumeRef,
+};
 use faultline_kind::exec::docker::TestcontainersExecutor;
 use faultline_kind::exec::Executor;
-use faultline_kind::input::{NodeReboot, NodeTarget, StaleDeviceMount, VolumeRef};
 use faultline_kind::plan::DockerOp;
-use faultline_kind::{FaultOp, KindProvider};
+use faultline_kind::KindProvider;
 use std::time::Duration;
 
 fn w() -> NodeTarget {
@@ -25,8 +27,8 @@ fn w() -> NodeTarget {
     }
 }
 
-fn reboot(stuck: bool) -> FaultOp {
-    FaultOp::NodeReboot(NodeReboot {
+fn reboot(stuck: bool) -> NodeOperation {
+    NodeOperation::NodeReboot(NodeReboot {
         node: WORKER.into(),
         stuck_until_power_cycle: stuck,
     })
@@ -84,7 +86,7 @@ async fn bring_up_reaches_kubeadm_and_every_node_fault_shows_inside_the_node_the
     );
 
     // kubeletStop: the unit is inactive, then active again.
-    let stop = FaultOp::KubeletStop(w());
+    let stop = NodeOperation::KubeletStop(w());
     c.apply(&stop).await.unwrap();
     assert_eq!(
         sh(&c, WORKER, "systemctl is-active kubelet || true")
@@ -100,7 +102,7 @@ async fn bring_up_reaches_kubeadm_and_every_node_fault_shows_inside_the_node_the
 
     // kubeletHang: the kubelet's processes are stopped (state T), then run again.
     let state = "for p in $(cat /sys/fs/cgroup/pids/system.slice/kubelet.service/cgroup.procs 2>/dev/null || systemctl show -p MainPID --value kubelet); do awk '/^State:/ {print $2}' /proc/$p/status; done | sort -u | tr '\\n' ' '";
-    let hang = FaultOp::KubeletHang(w());
+    let hang = NodeOperation::KubeletHang(w());
     c.apply(&hang).await.unwrap();
     assert_eq!(
         sh(&c, WORKER, state).await.trim(),
@@ -112,7 +114,7 @@ async fn bring_up_reaches_kubeadm_and_every_node_fault_shows_inside_the_node_the
 
     // kubeletRestart: a new main process.
     let pid = sh(&c, WORKER, "systemctl show -p MainPID --value kubelet").await;
-    c.apply(&FaultOp::KubeletRestart(w())).await.unwrap();
+    c.apply(&NodeOperation::KubeletRestart(w())).await.unwrap();
     assert_ne!(
         sh(&c, WORKER, "systemctl show -p MainPID --value kubelet").await,
         pid
@@ -120,8 +122,11 @@ async fn bring_up_reaches_kubeadm_and_every_node_fault_shows_inside_the_node_the
 
     // proberManagerBroken and hungNfs: their iptables rules, then none.
     for (op, comment) in [
-        (FaultOp::ProberManagerBroken(w()), "faultline-prober-broken"),
-        (FaultOp::HungNfs(w()), "faultline-hung-nfs"),
+        (
+            NodeOperation::ProberManagerBroken(w()),
+            "faultline-prober-broken",
+        ),
+        (NodeOperation::HungNfs(w()), "faultline-hung-nfs"),
     ] {
         c.apply(&op).await.unwrap();
         c.apply(&op).await.unwrap();
@@ -137,7 +142,7 @@ async fn bring_up_reaches_kubeadm_and_every_node_fault_shows_inside_the_node_the
 
     // ioErrors: no iSCSI disk is attached here (no iSCSI in this kernel): the marker that makes a
     // later reboot hang, then none.
-    let io = FaultOp::IoErrors(w());
+    let io = NodeOperation::IoErrors(w());
     c.apply(&io).await.unwrap();
     assert_eq!(
         sh(
@@ -163,7 +168,7 @@ async fn bring_up_reaches_kubeadm_and_every_node_fault_shows_inside_the_node_the
 
     // nodeNetworkPartition: the node loses its interface on the cluster network, then gets one
     // back (the engine names it eth1: a new interface, as after a real re-cabling).
-    let part = FaultOp::NodeNetworkPartition(w());
+    let part = NodeOperation::NodeNetworkPartition(w());
     let global = "ip -o -4 addr show scope global | wc -l";
     assert_eq!(sh(&c, WORKER, global).await.trim(), "1");
     c.apply(&part).await.unwrap();
@@ -195,9 +200,11 @@ async fn bring_up_reaches_kubeadm_and_every_node_fault_shows_inside_the_node_the
         ),
     )
     .await;
-    let stale = FaultOp::StaleDeviceMount(StaleDeviceMount {
+    let stale = NodeOperation::StaleDeviceMount(StaleDeviceMount {
         node: WORKER.into(),
         volume: VolumeRef::DeletedPv(pv.into()),
+        held_by: MountHolder::Kubelet,
+        blocks_queue: false,
     });
     c.apply(&stale).await.unwrap();
     let refs = format!("grep -c '^{pv} ' /proc/self/mounts || true");
@@ -214,7 +221,12 @@ async fn bring_up_reaches_kubeadm_and_every_node_fault_shows_inside_the_node_the
 
     // Faults that need an API server are refused or fail clearly, never silently.
     let e = c
-        .apply(&FaultOp::ApiErrors(serde_json::json!({})))
+        .apply(&NodeOperation::ApiErrors(ApiErrors {
+            rate: 1.0,
+            code: 500,
+            verbs: vec![],
+            resources: vec![],
+        }))
         .await
         .unwrap_err()
         .to_string();
@@ -260,7 +272,7 @@ async fn reboot_power_cycle_and_a_stuck_reboot_ended_by_a_power_cycle() {
 
     // A power cycle: the same, without a shutdown.
     sh(&c, WORKER, "touch /run/before-power-cycle").await;
-    c.apply(&FaultOp::NodePowerCycle(w())).await.unwrap();
+    c.apply(&NodeOperation::NodePowerCycle(w())).await.unwrap();
     assert_eq!(
         sh(
             &c,
@@ -277,8 +289,8 @@ async fn reboot_power_cycle_and_a_stuck_reboot_ended_by_a_power_cycle() {
     );
 
     // A reboot during hungNfs and ioErrors hangs (the container stays stopped) ...
-    c.apply(&FaultOp::HungNfs(w())).await.unwrap();
-    c.apply(&FaultOp::IoErrors(w())).await.unwrap();
+    c.apply(&NodeOperation::HungNfs(w())).await.unwrap();
+    c.apply(&NodeOperation::IoErrors(w())).await.unwrap();
     c.apply(&reboot(false)).await.unwrap();
     assert_eq!(
         docker(&["inspect", "-f", "{{.State.Running}}", &container]).trim(),
@@ -286,7 +298,7 @@ async fn reboot_power_cycle_and_a_stuck_reboot_ended_by_a_power_cycle() {
         "stuck in Rebooting"
     );
     // ... until a power cycle ends it: the node runs, and what made it hang is cleared.
-    c.apply(&FaultOp::NodePowerCycle(w()))
+    c.apply(&NodeOperation::NodePowerCycle(w()))
         .await
         .expect("a power cycle ends a stuck reboot");
     assert_eq!(
@@ -327,7 +339,7 @@ async fn reboot_power_cycle_and_a_stuck_reboot_ended_by_a_power_cycle() {
     // The control plane: after its reboot the kubeconfig names the port the engine publishes
     // now (bring-up's export is redone, kind#148). A stand-in admin.conf: no kubeadm here.
     sh(&c, CONTROL_PLANE, "mkdir -p /etc/kubernetes && printf 'apiVersion: v1\\nclusters:\\n- cluster:\\n    server: https://control-plane:6443\\n  name: c\\n' > /etc/kubernetes/admin.conf").await;
-    c.apply(&FaultOp::NodeReboot(NodeReboot {
+    c.apply(&NodeOperation::NodeReboot(NodeReboot {
         node: CONTROL_PLANE.into(),
         stuck_until_power_cycle: false,
     }))
@@ -367,7 +379,7 @@ async fn two_concurrent_runs_of_one_scenario_on_one_engine_are_isolated() {
     let (na, nb) = (a.name().to_string(), b.name().to_string());
 
     // A fault in A is not in B.
-    a.apply(&FaultOp::KubeletStop(w())).await.unwrap();
+    a.apply(&NodeOperation::KubeletStop(w())).await.unwrap();
     assert_eq!(
         sh(&b, WORKER, "systemctl is-active kubelet").await.trim(),
         "active"

@@ -1,9 +1,8 @@
 //! `faultline run --provider kind --dry-run` through the public API: the report must show the
 //! exact container specs and commands, for every fault of the catalog, without Docker.
 
-use faultline_kind::{
-    dry_run_report, dry_run_report_blocking, ClusterPlanInput, FaultOp, NodeInput,
-};
+use faultline_faults::NodeOperation;
+use faultline_kind::{dry_run_report, dry_run_report_blocking, ClusterPlanInput, NodeInput};
 
 fn input(longhorn: bool) -> ClusterPlanInput {
     ClusterPlanInput::new(
@@ -20,7 +19,7 @@ fn input(longhorn: bool) -> ClusterPlanInput {
 
 #[tokio::test]
 async fn the_report_shows_pinned_images_container_specs_kubeadm_and_every_fault() {
-    let r = dry_run_report(&input(true), &FaultOp::examples("worker-04"))
+    let r = dry_run_report(&input(true), &NodeOperation::examples("worker-04"))
         .await
         .unwrap();
     for want in [
@@ -40,7 +39,7 @@ async fn the_report_shows_pinned_images_container_specs_kubeadm_and_every_fault(
     ] {
         assert!(r.contains(want), "dry run lacks {want:?}");
     }
-    for key in FaultOp::KEYS {
+    for key in NodeOperation::KEYS {
         assert!(
             r.contains(&format!("## Fault {{\"{key}\"")),
             "no section for {key}"
@@ -74,25 +73,30 @@ fn an_invalid_topology_is_an_error_not_a_report() {
 
 #[tokio::test]
 async fn faults_are_replayed_in_order_with_their_overlaps() {
-    use faultline_kind::input::{NodeReboot, NodeTarget};
+    use faultline_faults::{NodeReboot, NodeTarget};
     use faultline_kind::{dry_run_replay, DryRunEvent};
     let w = || NodeTarget {
         node: "worker-04".into(),
     };
-    let reboot = FaultOp::NodeReboot(NodeReboot {
+    let reboot = NodeOperation::NodeReboot(NodeReboot {
         node: "worker-04".into(),
         stuck_until_power_cycle: false,
     });
     let events = vec![
-        DryRunEvent::Apply(FaultOp::HungNfs(w())),
+        DryRunEvent::Apply(NodeOperation::HungNfs(w())),
         DryRunEvent::Apply(reboot.clone()),
-        DryRunEvent::Apply(FaultOp::NodePowerCycle(w())),
-        DryRunEvent::Apply(FaultOp::KubeletStop(w())),
+        DryRunEvent::Apply(NodeOperation::NodePowerCycle(w())),
+        DryRunEvent::Apply(NodeOperation::KubeletStop(w())),
         DryRunEvent::Heal {
-            op: FaultOp::KubeletStop(w()),
+            op: NodeOperation::KubeletStop(w()),
             when: "atStep recovered".into(),
         },
-        DryRunEvent::Apply(FaultOp::ApiErrors(serde_json::json!({}))),
+        DryRunEvent::Apply(NodeOperation::ApiErrors(faultline_faults::ApiErrors {
+            rate: 1.0,
+            code: 500,
+            verbs: vec![],
+            resources: vec![],
+        })),
     ];
     let dir = tempfile::tempdir().unwrap();
     let r = dry_run_replay(

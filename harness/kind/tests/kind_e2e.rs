@@ -13,11 +13,9 @@
 
 mod common;
 
+use faultline_faults::{NodeOperation, NodeReboot, NodeTarget};
 use faultline_kind::exec::docker::TestcontainersExecutor;
-use faultline_kind::input::{NodeReboot, NodeTarget};
-use faultline_kind::{
-    ClusterPlanInput, FaultOp, KindCluster, KindOptions, KindProvider, NodeInput,
-};
+use faultline_kind::{ClusterPlanInput, KindCluster, KindOptions, KindProvider, NodeInput};
 use futures::FutureExt;
 use std::time::{Duration, Instant};
 
@@ -111,15 +109,18 @@ async fn kubelet_stop_and_reboot_on_a_real_kind_cluster() {
             node: "worker-01".into(),
         };
         cluster
-            .apply(&FaultOp::KubeletStop(worker()))
+            .apply(&NodeOperation::KubeletStop(worker()))
             .await
             .unwrap();
         wait_ready(&cluster, "worker-01", false, Duration::from_secs(180)).await;
-        cluster.heal(&FaultOp::KubeletStop(worker())).await.unwrap();
+        cluster
+            .heal(&NodeOperation::KubeletStop(worker()))
+            .await
+            .unwrap();
         wait_ready(&cluster, "worker-01", true, Duration::from_secs(180)).await;
 
         cluster
-            .apply(&FaultOp::NodeReboot(NodeReboot {
+            .apply(&NodeOperation::NodeReboot(NodeReboot {
                 node: "worker-01".into(),
                 stuck_until_power_cycle: false,
             }))

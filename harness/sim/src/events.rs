@@ -2,8 +2,9 @@
 //! naming (`<object>.<hex nanoseconds>`) and aggregation (a repeat of the same reason and
 //! message for the same object bumps `count` and `lastTimestamp` instead of a new Event).
 
+use crate::apiserver::meta;
 use crate::internal::Internal;
-use crate::meta;
+use crate::timing;
 use hashlink::LruCache;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -29,8 +30,11 @@ pub struct EventRecorder {
     host: Option<String>,
     /// (involved uid, reason, message) -> (namespace, event name) for aggregation; an LRU of
     /// client-go's size, so a recorder's memory stays bounded however many objects it names.
-    seen: Mutex<LruCache<(String, String, String), (String, String)>>,
+    seen: Mutex<Correlations>,
 }
+
+/// (involved uid, reason, message) -> (namespace, event name).
+type Correlations = LruCache<(String, String, String), (String, String)>;
 
 /// client-go's `maxLruCacheEntries` of the event correlator.
 const LRU_ENTRIES: usize = 4096;
@@ -64,7 +68,7 @@ impl EventRecorder {
             n => n.to_string(),
         };
         let uid = meta::uid(obj).to_string();
-        let now = meta::now_rfc3339();
+        let now = timing::now_rfc3339();
         let key = (
             format!("{}{}", uid, field_path.unwrap_or("")),
             reason.to_string(),

@@ -13,8 +13,8 @@
 //! - every error answer is a JSON `Status` whose `code` is the HTTP status;
 //! - a complete `application/json` body parses as JSON.
 
+use crate::apiserver::http::{self, faults::ApiFaults, HttpState};
 use crate::apiserver::ApiServer;
-use crate::http::{self, faults::ApiFaults, HttpState};
 use axum::body::Body;
 use axum::http::{header, HeaderName, HeaderValue, Method, Request, StatusCode};
 use std::sync::Arc;
@@ -42,10 +42,10 @@ impl ApiTarget {
         crate::server::bootstrap(&api, &nodes).expect("bootstrap objects");
         let state = HttpState {
             api: api.clone(),
-            cluster: None,
+            control: None,
             faults: ApiFaults::seeded(0),
             token: Arc::new(TOKEN.to_string()),
-            auth: Arc::new(crate::auth::Auth::new(TOKEN)),
+            auth: Arc::new(crate::apiserver::auth::Auth::new(TOKEN)),
             address: Arc::new("127.0.0.1:6443".into()),
         };
         ApiTarget {
@@ -292,52 +292,6 @@ fn find(h: &[u8], n: &[u8]) -> Option<usize> {
     h.windows(n.len()).position(|w| w == n)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_the_seed_format() {
-        let r = ParsedRequest::parse(b"POST /api/v1/namespaces/default/configmaps?dryRun=All\ncontent-type: application/json\n\n{\"a\":1}").unwrap();
-        assert_eq!(r.method, Method::POST);
-        assert_eq!(r.target, "/api/v1/namespaces/default/configmaps?dryRun=All");
-        assert_eq!(r.headers.len(), 1);
-        assert_eq!(r.body, b"{\"a\":1}");
-        assert!(ParsedRequest::parse(b"GET no-slash").is_none());
-        assert!(ParsedRequest::parse(b"\xff\xfe").is_none());
-    }
-
-    #[test]
-    fn a_wrong_token_is_refused_and_a_create_changes_the_store() {
-        let t = ApiTarget::new();
-        let rv = t.api.store.current_rv();
-        t.run(b"POST /api/v1/namespaces/default/configmaps\ncontent-type: application/json\n\n{\"metadata\":{\"name\":\"a\"}}");
-        assert!(
-            t.api.store.current_rv() > rv,
-            "the authenticated create did not land"
-        );
-        t.run(b"DELETE /api/v1/namespaces/default/configmaps/a\nauthorization: Bearer not-the-token\n\n");
-        let (status, _, _) = t.send(
-            &ParsedRequest::parse(b"GET /api/v1/namespaces/default/configmaps/a").unwrap(),
-            true,
-        );
-        assert_eq!(
-            status,
-            StatusCode::OK,
-            "a delete with a wrong token removed the object"
-        );
-    }
-
-    #[test]
-    #[should_panic(expected = "without a token")]
-    fn an_invariant_breach_panics() {
-        // A router that lets everything through breaks the first invariant.
-        let mut t = ApiTarget::new();
-        t.router = axum::Router::new().fallback(|| async { "open" });
-        t.run(b"GET /version");
-    }
-}
-
 /// Inputs of `harness/fuzz/<dir>` (e.g. `corpus/api_request`, `regressions/scenario_loader`).
 pub fn fuzz_inputs(dir: &str) -> Vec<(String, Vec<u8>)> {
     corpus(
@@ -438,4 +392,50 @@ pub fn mutations(seeds: &[Vec<u8>], count: usize, rng_seed: u64) -> Vec<Vec<u8>>
         out.push(d);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_seed_format() {
+        let r = ParsedRequest::parse(b"POST /api/v1/namespaces/default/configmaps?dryRun=All\ncontent-type: application/json\n\n{\"a\":1}").unwrap();
+        assert_eq!(r.method, Method::POST);
+        assert_eq!(r.target, "/api/v1/namespaces/default/configmaps?dryRun=All");
+        assert_eq!(r.headers.len(), 1);
+        assert_eq!(r.body, b"{\"a\":1}");
+        assert!(ParsedRequest::parse(b"GET no-slash").is_none());
+        assert!(ParsedRequest::parse(b"\xff\xfe").is_none());
+    }
+
+    #[test]
+    fn a_wrong_token_is_refused_and_a_create_changes_the_store() {
+        let t = ApiTarget::new();
+        let rv = t.api.store.current_rv();
+        t.run(b"POST /api/v1/namespaces/default/configmaps\ncontent-type: application/json\n\n{\"metadata\":{\"name\":\"a\"}}");
+        assert!(
+            t.api.store.current_rv() > rv,
+            "the authenticated create did not land"
+        );
+        t.run(b"DELETE /api/v1/namespaces/default/configmaps/a\nauthorization: Bearer not-the-token\n\n");
+        let (status, _, _) = t.send(
+            &ParsedRequest::parse(b"GET /api/v1/namespaces/default/configmaps/a").unwrap(),
+            true,
+        );
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "a delete with a wrong token removed the object"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "without a token")]
+    fn an_invariant_breach_panics() {
+        // A router that lets everything through breaks the first invariant.
+        let mut t = ApiTarget::new();
+        t.router = axum::Router::new().fallback(|| async { "open" });
+        t.run(b"GET /version");
+    }
 }

@@ -1,10 +1,10 @@
 //! An in-process client for the simulated control plane and nodes: the same API semantics as
 //! HTTP clients get (admission, status split, managed fields, watch events), without HTTP.
 
+use crate::apiserver::resources::{self, ResourceType};
+use crate::apiserver::status::{ApiError, ApiResult};
+use crate::apiserver::store::{DeleteOptions, DeleteOutcome};
 use crate::apiserver::{ApiServer, PatchType, WriteOptions};
-use crate::resources::{self, ResourceType};
-use crate::status::{ApiError, ApiResult};
-use crate::store::{DeleteOptions, DeleteOutcome};
 use serde_json::Value;
 use std::sync::Arc;
 

@@ -1,5 +1,6 @@
 //! The Node objects a simulated node registers, shaped like a kubelet's registration.
 
+use crate::timing;
 use serde_json::{json, Value};
 
 /// Kubelet version the simulated nodes report.
@@ -7,7 +8,7 @@ pub const KUBELET_VERSION: &str = "v1.35.0";
 
 /// A Ready node as a kubelet registers it. `index` makes addresses unique.
 pub fn node_object(name: &str, index: usize, control_plane: bool) -> Value {
-    let now = crate::meta::now_rfc3339();
+    let now = timing::now_rfc3339();
     let mut labels = json!({
         "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
         "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",

@@ -1,11 +1,11 @@
 //! Starting a simulated cluster: the API on a loopback port with a fresh bearer token, the
 //! control-plane loops, the bootstrap objects every cluster has, and a kubeconfig for clients.
 
+use crate::apiserver::http::faults::ApiFaults;
+use crate::apiserver::http::{self, HttpState};
 use crate::apiserver::{ApiServer, WriteOptions};
 use crate::cluster::{ClusterOptions, SimCluster};
 use crate::controllers;
-use crate::http::faults::ApiFaults;
-use crate::http::{self, HttpState};
 use crate::kubeconfig;
 use crate::timing::Timing;
 use crate::tls;
@@ -109,7 +109,10 @@ impl SimServer {
             .map(|c| c.timing.clone())
             .unwrap_or_default();
         let mut tasks = controllers::start(api.clone(), timing.clone());
-        tasks.push(tokio::spawn(crate::event_ttl::run(api.clone(), timing)));
+        tasks.push(tokio::spawn(crate::apiserver::event_ttl::run(
+            api.clone(),
+            timing,
+        )));
         let static_nodes: &[String] = if opts.cluster.is_some() {
             &[]
         } else {
@@ -123,10 +126,10 @@ impl SimServer {
         let faults = ApiFaults::seeded(opts.seed);
         let state = HttpState {
             api: api.clone(),
-            auth: Arc::new(crate::auth::Auth::new(&token)),
+            auth: Arc::new(crate::apiserver::auth::Auth::new(&token)),
             token: Arc::new(token.clone()),
             address: Arc::new(addr.to_string()),
-            cluster: cluster.clone(),
+            control: cluster.clone().map(|c| c as Arc<dyn http::ControlEndpoint>),
             faults: faults.clone(),
         };
         let certs = tls::generate()?;
@@ -287,7 +290,7 @@ pub(crate) fn bootstrap(api: &ApiServer, nodes: &[String]) -> Result<()> {
         &opts,
     )
     .map_err(anyhow::Error::msg)?;
-    crate::auth::bootstrap::create_defaults(api)?;
+    crate::apiserver::auth::bootstrap::create_defaults(api)?;
     let node_rt = api
         .resource("", "v1", "nodes")
         .map_err(anyhow::Error::msg)?;

@@ -6,8 +6,12 @@
 //! scaled 6.1s), and the timestamps of node logs come from the nominal clock (`Timing::now`),
 //! which runs `1/scale` times faster than the wall clock from the moment the timing was made, so
 //! "No retries permitted until <t>" is exactly the line's own time plus its durationBeforeRetry.
+//!
+//! Also the one place times and durations are written and read: RFC 3339 for the API's
+//! `metav1.Time` and `MicroTime`, Go's `time.Duration` text, and the duration parser of the
+//! sim's annotations.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -157,40 +161,118 @@ impl Timing {
     }
 }
 
-/// Go's `time.Duration.String()` formatting ("500ms", "1.5s", "2m2s", "1h0m0s"), which the real
-/// components print in their logs and messages.
-pub fn go_duration(d: Duration) -> String {
-    let nanos = d.as_nanos();
-    if nanos == 0 {
-        return "0s".into();
-    }
-    if nanos < 1_000 {
-        return format!("{}ns", nanos);
-    }
-    if nanos < 1_000_000 {
-        return format!("{}µs", trim(nanos as f64 / 1e3));
-    }
-    if nanos < 1_000_000_000 {
-        return format!("{}ms", trim(nanos as f64 / 1e6));
-    }
-    let total = d.as_secs_f64();
-    let hours = (total / 3600.0).floor() as u64;
-    let minutes = ((total - hours as f64 * 3600.0) / 60.0).floor() as u64;
-    let secs = total - hours as f64 * 3600.0 - minutes as f64 * 60.0;
-    let s = format!("{}s", trim(secs));
-    if hours > 0 {
-        format!("{}h{}m{}", hours, minutes, s)
-    } else if minutes > 0 {
-        format!("{}m{}", minutes, s)
-    } else {
-        s
-    }
+/// Kubernetes `metav1.Time`: RFC 3339 with second precision, `Z` suffix (`2026-12-06T20:26:46Z`).
+pub fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-fn trim(v: f64) -> String {
-    let s = format!("{:.9}", v);
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
+/// `metav1.MicroTime`, used by Leases and events.k8s.io `eventTime`
+/// (`2026-12-06T20:26:46.123456Z`).
+pub fn rfc3339_micro(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// The wall clock now as a `metav1.Time`.
+pub fn now_rfc3339() -> String {
+    rfc3339(Utc::now())
+}
+
+/// An RFC 3339 time in UTC (`metav1.Time`, `MicroTime` or any offset).
+pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// Go's `time.Duration.String()` formatting ("500ms", "1.5s", "2m2s", "1h0m0s"), which the real
+/// components print in their logs and messages. Durations beyond Go's (about 292 years) print
+/// as its largest.
+pub fn go_duration(d: Duration) -> String {
+    go_duration_nanos(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// Go's `time.Duration.String()` of a signed count of nanoseconds (a `time.Duration` itself):
+/// "1h2m3.5s", "1.5ms", "-2h0m3s", "0s".
+pub fn go_duration_nanos(d: i64) -> String {
+    let mut u = d.unsigned_abs();
+    let mut out = String::new();
+    if d < 0 {
+        out.push('-');
+    }
+    if u < 1_000_000_000 {
+        if u == 0 {
+            return "0s".into();
+        }
+        let (prec, unit) = if u < 1_000 {
+            (0, "ns")
+        } else if u < 1_000_000 {
+            (3, "µs")
+        } else {
+            (6, "ms")
+        };
+        let (frac, int) = fraction(u, prec);
+        out.push_str(&format!("{int}{frac}{unit}"));
+    } else {
+        let (frac, secs) = fraction(u, 9);
+        u = secs;
+        let s = u % 60;
+        u /= 60;
+        if u > 0 {
+            let m = u % 60;
+            u /= 60;
+            if u > 0 {
+                out.push_str(&format!("{u}h"));
+            }
+            out.push_str(&format!("{m}m"));
+        }
+        out.push_str(&format!("{s}{frac}s"));
+    }
+    out
+}
+
+/// The fraction of v/10^prec as ".123" without trailing zeros ("" when zero), and v/10^prec.
+fn fraction(v: u64, prec: u32) -> (String, u64) {
+    let p = 10u64.pow(prec);
+    let (int, frac) = (v / p, v % p);
+    if frac == 0 {
+        return (String::new(), int);
+    }
+    let digits = format!("{frac:0width$}", width = prec as usize);
+    (format!(".{}", digits.trim_end_matches('0')), int)
+}
+
+/// A duration as the sim's annotations and Go's `time.ParseDuration` write it: "5s", "1m30s",
+/// "250ms", "1.5h", "10us" (units ns, us/µs, ms, s, m, h), or plain seconds ("2"; negative plain
+/// numbers are zero). `None` for anything else, signed and out-of-range durations included.
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    if let Ok(n) = s.parse::<f64>() {
+        return Duration::try_from_secs_f64(n.max(0.0)).ok();
+    }
+    let mut nanos = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let number_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let value: f64 = rest[..number_end].parse().ok()?;
+        rest = &rest[number_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let nanos_per_unit = match &rest[..unit_end] {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        rest = &rest[unit_end..];
+        nanos += value * nanos_per_unit;
+    }
+    Duration::try_from_secs_f64(nanos / 1e9).ok()
 }
 
 #[cfg(test)]
@@ -205,6 +287,63 @@ mod tests {
         assert_eq!(go_duration(Duration::from_secs(3600)), "1h0m0s");
         assert_eq!(go_duration(Duration::from_millis(1220)), "1.22s");
         assert_eq!(go_duration(Duration::ZERO), "0s");
+        assert_eq!(go_duration(Duration::MAX), "2562047h47m16.854775807s");
+        let s = 1_000_000_000i64;
+        assert_eq!(go_duration_nanos(0), "0s");
+        assert_eq!(go_duration_nanos(90 * s), "1m30s");
+        assert_eq!(go_duration_nanos(3600 * s), "1h0m0s");
+        assert_eq!(go_duration_nanos(s + s / 2), "1.5s");
+        assert_eq!(go_duration_nanos(1_500_000), "1.5ms");
+        assert_eq!(go_duration_nanos(1_500), "1.5µs");
+        assert_eq!(go_duration_nanos(7), "7ns");
+        assert_eq!(go_duration_nanos(-(2 * 3600 + 3) * s), "-2h0m3s");
+        assert_eq!(go_duration_nanos(-1_500_000), "-1.5ms");
+        assert_eq!(go_duration_nanos(i64::MIN), "-2562047h47m16.854775808s");
+        assert_eq!(go_duration_nanos(i64::MAX), "2562047h47m16.854775807s");
+    }
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("5s"), Some(Duration::from_secs(5)));
+        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("1.5h"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("10us"), Some(Duration::from_micros(10)));
+        assert_eq!(parse_duration("1.5µs"), Some(Duration::from_nanos(1500)));
+        assert_eq!(parse_duration("2"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_duration(" 5 "), Some(Duration::from_secs(5)));
+        assert_eq!(parse_duration("-1"), Some(Duration::ZERO));
+        assert_eq!(parse_duration("abc"), None);
+        assert_eq!(parse_duration("5d"), None);
+        assert_eq!(parse_duration("1m30"), None);
+        assert_eq!(parse_duration("-5s"), None);
+        assert_eq!(parse_duration("1e30"), None);
+        assert_eq!(parse_duration(""), Some(Duration::ZERO));
+        // What `go_duration` writes reads back.
+        for d in [
+            Duration::from_millis(500),
+            Duration::from_secs(122),
+            Duration::from_millis(1220),
+            Duration::from_secs(3600),
+        ] {
+            assert_eq!(parse_duration(&go_duration(d)), Some(d));
+        }
+    }
+
+    #[test]
+    fn times_format_as_metav1_time_and_micro_time() {
+        let t = parse_time("2026-01-02T03:04:05.123456789Z").unwrap();
+        assert_eq!(rfc3339(t), "2026-01-02T03:04:05Z");
+        assert_eq!(rfc3339_micro(t), "2026-01-02T03:04:05.123456Z");
+        let t = parse_time("2026-01-02T04:04:05+01:00").unwrap();
+        assert_eq!(rfc3339(t), "2026-01-02T03:04:05Z");
+        assert_eq!(rfc3339_micro(t), "2026-01-02T03:04:05.000000Z");
+        assert_eq!(
+            rfc3339(DateTime::from_timestamp(-62_135_596_800, 0).unwrap()),
+            "0001-01-01T00:00:00Z"
+        );
+        assert!(parse_time("yesterday").is_none());
+        assert_eq!(now_rfc3339().len(), "2026-12-06T20:26:46Z".len());
     }
 
     #[test]
@@ -221,7 +360,7 @@ mod tests {
         let line = t.go_time_after(Duration::from_secs(122));
         let (date, mono) = line.split_once(" +0000 UTC m=+").expect("Go time format");
         let mono: f64 = mono.parse().unwrap();
-        assert!(mono >= 127.0 && mono < 200.0, "{line}");
+        assert!((127.0..200.0).contains(&mono), "{line}");
         let at = chrono::NaiveDateTime::parse_from_str(date, "%Y-%m-%d %H:%M:%S%.9f")
             .unwrap()
             .and_utc();

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate harness/sim/src/protobuf/schema.json, the Kubernetes protobuf wire schema that
+"""Generate harness/sim/src/apiserver/protobuf/schema.json, the Kubernetes protobuf wire schema that
 `faultline_sim::protobuf::decode` uses to turn `application/vnd.kubernetes.protobuf` request
 bodies into the JSON a JSON client would have sent.
 
@@ -504,7 +504,7 @@ def main():
     ap.add_argument("--pb", default=None)
     ap.add_argument("--openapi", default=None)
     here = os.path.dirname(os.path.abspath(__file__))
-    ap.add_argument("-o", "--out", default=os.path.join(here, "..", "src", "protobuf",
+    ap.add_argument("-o", "--out", default=os.path.join(here, "..", "src", "apiserver", "protobuf",
                                                          "schema.json"))
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="list the fields that got the keep-zero flag and why")

@@ -22,22 +22,10 @@ pub struct Fault {
 pub struct ApiFaultId(u64);
 
 /// The operation that undoes `op`, or `None` for one-shot operations (restarts, power cycles,
-/// cleanups) and a reboot, which comes back by itself.
+/// cleanups) and a reboot, which comes back by itself: the sim's one inverse table
+/// (`NodeOp::inverse`), which the runner's sim provider heals with too.
 pub fn inverse(op: &NodeOp) -> Option<NodeOp> {
-    use NodeOp as N;
-    Some(match op {
-        N::StaleDeviceMount { pv, .. } => N::ClearStaleDeviceMount { pv: pv.clone() },
-        N::CsiPluginDown => N::CsiPluginUp,
-        N::SaturateWorkers { namespace, .. } => N::ClearStalePods {
-            namespace: namespace.clone(),
-        },
-        N::KubeletStop | N::KubeletHang => N::KubeletStart,
-        N::ProberBroken => N::ProberFixed,
-        N::PartitionNetwork => N::HealNetwork,
-        N::HungNfs => N::ClearHungNfs,
-        N::IoErrors => N::ClearIoErrors,
-        _ => return None,
-    })
+    op.inverse()
 }
 
 /// The operation's name as the control endpoint spells it (`csiPluginDown`).

@@ -63,10 +63,10 @@ struct ExistingOps {
 
 impl NodeOps for ExistingOps {
     fn apply<'a>(&'a self, op: &'a NodeOperation) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async move { self.cluster.apply(&super::kind::fault_op(op)?).await })
+        Box::pin(async move { self.cluster.apply(op).await })
     }
     fn heal<'a>(&'a self, op: &'a NodeOperation) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async move { self.cluster.heal(&super::kind::fault_op(op)?).await })
+        Box::pin(async move { self.cluster.heal(op).await })
     }
     fn subscribe_logs(
         &self,

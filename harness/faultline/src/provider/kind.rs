@@ -6,14 +6,9 @@ use super::*;
 use crate::model::{Heal, NodeOperation, NodeRole, Operation, Step};
 use anyhow::Context as _;
 use faultline_kind::{
-    ClusterPlanInput, DryRunEvent, DryRunReport, FaultOp, KindOptions, KindProvider as Inner,
-    NodeInput, Role,
+    ClusterPlanInput, DryRunEvent, DryRunReport, KindOptions, KindProvider as Inner, NodeInput,
+    Role,
 };
-
-/// The runner's node operations in faultline-kind's terms (same keys and fields).
-pub fn fault_op(op: &NodeOperation) -> anyhow::Result<FaultOp> {
-    FaultOp::from_runner_json(serde_json::to_value(op)?)
-}
 
 /// The node image of a run, first that is set: `--node-image`, FAULTLINE_KIND_NODE_IMAGE, the
 /// suite's `kindProvider.nodeImage`; `None` means the pinned image. With the setting it came from.
@@ -128,14 +123,14 @@ impl NodeOps for KindNodeOps {
             let c = g
                 .as_ref()
                 .ok_or_else(|| anyhow::anyhow!("kind cluster already released"))?;
-            c.apply(&fault_op(op)?).await
+            c.apply(op).await
         })
     }
     fn heal<'a>(&'a self, op: &'a NodeOperation) -> BoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
             let g = self.cluster.lock().await;
             match g.as_ref() {
-                Some(c) => c.heal(&fault_op(op)?).await,
+                Some(c) => c.heal(op).await,
                 None => Ok(()),
             }
         })
@@ -211,14 +206,14 @@ impl Cluster for KindClusterHandle {
 /// only on a failure and is not replayed.
 pub fn timeline(steps: &[Step]) -> Vec<DryRunEvent> {
     struct Timed {
-        op: FaultOp,
+        op: NodeOperation,
         due: std::time::Duration,
         after: std::time::Duration,
     }
     fn walk(
         steps: &[Step],
         clock: &mut std::time::Duration,
-        at: &mut Vec<(FaultOp, String)>,
+        at: &mut Vec<(NodeOperation, String)>,
         timed: &mut Vec<Timed>,
         out: &mut Vec<DryRunEvent>,
     ) {
@@ -238,25 +233,21 @@ pub fn timeline(steps: &[Step]) -> Vec<DryRunEvent> {
                 !due
             });
             if let Some(f) = &s.fault {
-                if let Operation::Node(n) = &f.op {
-                    if let Ok(op) = fault_op(n) {
-                        out.push(DryRunEvent::Apply(op.clone()));
-                        match &f.heal {
-                            Heal::After(d) => timed.push(Timed {
-                                op,
-                                due: *clock + d.0,
-                                after: d.0,
-                            }),
-                            Heal::AtStep(step) => at.push((op, step.clone())),
-                            Heal::Never => {}
-                        }
+                if let Operation::Node(op) = &f.op {
+                    out.push(DryRunEvent::Apply(op.clone()));
+                    match &f.heal {
+                        Heal::After(d) => timed.push(Timed {
+                            op: op.clone(),
+                            due: *clock + d.0,
+                            after: d.0,
+                        }),
+                        Heal::AtStep(step) => at.push((op.clone(), step.clone())),
+                        Heal::Never => {}
                     }
                 }
             }
-            if let Some(Operation::Node(n)) = &s.remediate {
-                if let Ok(op) = fault_op(n) {
-                    out.push(DryRunEvent::Apply(op));
-                }
+            if let Some(Operation::Node(op)) = &s.remediate {
+                out.push(DryRunEvent::Apply(op.clone()));
             }
             if let Some(d) = &s.sleep {
                 *clock += d.0;

@@ -1,12 +1,14 @@
 //! The sim provider: a `faultline_sim::SimServer` in-process per scenario - the whole simulated
 //! cluster (scheduler, kubelets, Longhorn) unless `spec.cluster.sim.apiOnly` - and its node
-//! operations mapped onto the sim's node primitives (`SimCluster::node_op`) and API faults.
+//! operations mapped onto the sim's node primitives (`SimCluster::node_op`) and API faults by
+//! [`effect`], the one mapping from the fault catalogue to the sim.
 
 use super::fake::FakeNodeOps;
 use super::*;
 use crate::model::ops::VolumeRef;
 use crate::model::Storage;
-use faultline_sim::cluster::nodeops::{Holder, NodeOp};
+use faultline_faults::{Inverse, Phase, Provider as CatalogProvider, Support};
+use faultline_sim::cluster::nodeops::NodeOp;
 use faultline_sim::http::faults::{ApiFault, ApiFaultKind, ApiFaults};
 use faultline_sim::{ClusterOptions, SimCluster as SimNodes, SimOptions, SimServer, Timing};
 use parking_lot::Mutex;
@@ -194,49 +196,36 @@ impl SimNodeOps {
         }
     }
 
-    fn api_fault(&self, op: &NodeOperation, heal: bool) -> bool {
-        let (kind, verbs, resources) = match op {
-            NodeOperation::ApiErrors(a) => (
-                ApiFaultKind::Errors {
-                    rate: a.rate,
-                    code: a.code,
-                },
-                &a.verbs,
-                &a.resources,
-            ),
-            NodeOperation::ApiLatency(l) => (
-                ApiFaultKind::Latency(l.latency.get()),
-                &l.verbs,
-                &l.resources,
-            ),
-            _ => return false,
-        };
+    /// API faults are kept by the operation's JSON, so that its heal finds them.
+    fn api_fault(&self, op: &NodeOperation, phase: Phase, fault: ApiFault) {
         let key = serde_json::to_string(op).unwrap_or_default();
-        if heal {
-            for id in self.api_fault_ids.lock().remove(&key).unwrap_or_default() {
-                self.api_faults.remove(id);
+        match phase {
+            Phase::Inject => {
+                let id = self.api_faults.add(fault);
+                self.api_fault_ids.lock().entry(key).or_default().push(id);
             }
-        } else {
-            let id = self.api_faults.add(ApiFault {
-                kind,
-                verbs: verbs.clone(),
-                resources: resources.clone(),
-            });
-            self.api_fault_ids.lock().entry(key).or_default().push(id);
+            Phase::Heal => {
+                for id in self.api_fault_ids.lock().remove(&key).unwrap_or_default() {
+                    self.api_faults.remove(id);
+                }
+            }
         }
-        true
     }
 
-    fn run(&self, op: &NodeOperation, heal: bool) -> anyhow::Result<()> {
-        if self.api_fault(op, heal) {
-            return Ok(());
-        }
+    fn run(&self, op: &NodeOperation, phase: Phase) -> anyhow::Result<()> {
+        check_supported(op)?;
         let pv = op.volume().map(|v| self.pv(v)).transpose()?;
-        let prims = primitives(op, heal, pv);
+        let prims = match effect(op, phase, pv) {
+            Effect::Api(fault) => {
+                self.api_fault(op, phase, fault);
+                return Ok(());
+            }
+            Effect::Node(prims) => prims,
+        };
         if prims.is_empty() {
             return Ok(());
         }
-        if heal && self.nodes.is_none() {
+        if phase == Phase::Heal && self.nodes.is_none() {
             return Ok(()); // nothing can have been applied
         }
         let nodes = self.nodes(op)?;
@@ -250,69 +239,99 @@ impl SimNodeOps {
     }
 }
 
-/// The sim node primitives that inject `op` (`heal == false`) or undo it; `pv` is the resolved
-/// PersistentVolume of a volume operation (and whether it is gone from the API). Shared by the
-/// in-process cluster and a remote `faultline sim up` (`sim_remote`).
-pub fn primitives(op: &NodeOperation, heal: bool, pv: Option<(String, bool)>) -> Vec<NodeOp> {
+/// A refusal the catalogue declares for the sim (none today); `effect` would have nothing to do.
+pub fn check_supported(op: &NodeOperation) -> anyhow::Result<()> {
+    match op.support(CatalogProvider::Sim) {
+        Support::Implemented => Ok(()),
+        Support::Unsupported(why) => {
+            anyhow::bail!("`{}` is unsupported by the sim: {why}", op.key())
+        }
+    }
+}
+
+/// What the simulated cluster does for one operation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// The sim's node primitives, in order, on the operation's node (empty: nothing to do).
+    Node(Vec<NodeOp>),
+    /// A fault of the simulated API server: added on inject, removed on heal.
+    Api(ApiFault),
+}
+
+/// The sim's side of `op` in one direction: the one mapping from the catalogue to the sim,
+/// shared by the in-process cluster and a remote `faultline sim up` (`sim_remote`). `pv` is
+/// the resolved PersistentVolume of a volume operation (and whether it is gone from the API).
+/// A heal follows the catalogue's inverse: nothing for one-shot operations, the inverse
+/// operation's primitives, or the inverses of the inject's primitives, newest first.
+pub fn effect(op: &NodeOperation, phase: Phase, pv: Option<(String, bool)>) -> Effect {
+    match phase {
+        Phase::Inject => inject(op, pv),
+        Phase::Heal => match op.inverse() {
+            None => Effect::Node(vec![]),
+            Some(Inverse::Apply(by)) => inject(&by, pv),
+            Some(Inverse::Revert) => match inject(op, pv) {
+                Effect::Node(prims) => {
+                    Effect::Node(prims.iter().rev().filter_map(NodeOp::inverse).collect())
+                }
+                api => api,
+            },
+        },
+    }
+}
+
+fn inject(op: &NodeOperation, pv: Option<(String, bool)>) -> Effect {
     use NodeOperation as N;
-    match (op, heal) {
-        (N::StaleDeviceMount(s), false) => {
+    match op {
+        N::StaleDeviceMount(s) => {
             let (pv, deleted_pv) = pv.unwrap_or_default();
-            let holder = match s.held_by {
-                crate::model::ops::MountHolder::Kubelet => Holder::Kubelet,
-                crate::model::ops::MountHolder::CsiPlugin => Holder::CsiPlugin,
-                crate::model::ops::MountHolder::External => Holder::External,
-            };
-            vec![NodeOp::StaleDeviceMount {
+            Effect::Node(vec![NodeOp::StaleDeviceMount {
                 pv,
                 deleted_pv,
-                holder,
+                holder: s.held_by,
                 blocks_queue: s.blocks_queue,
-            }]
+            }])
         }
-        (N::StaleDeviceMount(_), true) => vec![NodeOp::ClearStaleDeviceMount {
-            pv: pv.unwrap_or_default().0,
-        }],
-        (N::CsiPluginDown(_), false) => vec![NodeOp::CsiPluginDown],
-        (N::CsiPluginDown(_), true) => vec![NodeOp::CsiPluginUp],
-        (N::CsiPluginRestart(_), false) => vec![NodeOp::CsiPluginRestart],
-        (N::KubeletWorkersSaturated(k), false) => vec![NodeOp::SaturateWorkers {
+        N::CsiPluginDown(_) => Effect::Node(vec![NodeOp::CsiPluginDown]),
+        N::CsiPluginRestart(_) => Effect::Node(vec![NodeOp::CsiPluginRestart]),
+        N::KubeletWorkersSaturated(k) => Effect::Node(vec![NodeOp::SaturateWorkers {
             count: Some(k.stale_pods as usize),
             namespace: "snapshots".into(),
-        }],
-        (N::KubeletWorkersSaturated(_), true) => vec![NodeOp::ClearStalePods {
-            namespace: "snapshots".into(),
-        }],
-        (N::KubeletStop(_), false) => vec![NodeOp::KubeletStop],
-        (N::KubeletHang(_), false) => vec![NodeOp::KubeletHang],
-        (N::KubeletStop(_) | N::KubeletHang(_), true) => vec![NodeOp::KubeletStart],
-        (N::KubeletRestart(_), false) => vec![NodeOp::KubeletRestart],
-        (N::ProberManagerBroken(_), false) => vec![NodeOp::ProberBroken],
-        (N::ProberManagerBroken(_), true) => vec![NodeOp::ProberFixed],
+        }]),
+        N::KubeletStop(_) => Effect::Node(vec![NodeOp::KubeletStop]),
+        N::KubeletHang(_) => Effect::Node(vec![NodeOp::KubeletHang]),
+        N::KubeletRestart(_) => Effect::Node(vec![NodeOp::KubeletRestart]),
+        N::ProberManagerBroken(_) => Effect::Node(vec![NodeOp::ProberBroken]),
         // Stuck in Rebooting: the sim keeps a node there while NFS hangs.
-        (N::NodeReboot(r), false) if r.stuck_until_power_cycle => {
-            vec![NodeOp::HungNfs, NodeOp::Reboot]
+        N::NodeReboot(r) if r.stuck_until_power_cycle => {
+            Effect::Node(vec![NodeOp::HungNfs, NodeOp::Reboot])
         }
-        (N::NodeReboot(_), false) => vec![NodeOp::Reboot],
-        (N::NodeReboot(r), true) if r.stuck_until_power_cycle => vec![NodeOp::PowerCycle],
-        (N::NodePowerCycle(_), false) => vec![NodeOp::PowerCycle],
-        (N::NodeNetworkPartition(_), false) => vec![NodeOp::PartitionNetwork],
-        (N::NodeNetworkPartition(_), true) => vec![NodeOp::HealNetwork],
-        (N::HungNfs(_), false) => vec![NodeOp::HungNfs],
-        (N::HungNfs(_), true) => vec![NodeOp::ClearHungNfs],
-        (N::IoErrors(_), false) => vec![NodeOp::IoErrors],
-        (N::IoErrors(_), true) => vec![NodeOp::ClearIoErrors],
-        // One-shot operations, a reboot that comes back by itself, API faults: nothing here.
-        _ => vec![],
+        N::NodeReboot(_) => Effect::Node(vec![NodeOp::Reboot]),
+        N::NodePowerCycle(_) => Effect::Node(vec![NodeOp::PowerCycle]),
+        N::NodeNetworkPartition(_) => Effect::Node(vec![NodeOp::PartitionNetwork]),
+        N::HungNfs(_) => Effect::Node(vec![NodeOp::HungNfs]),
+        N::IoErrors(_) => Effect::Node(vec![NodeOp::IoErrors]),
+        N::ApiErrors(a) => Effect::Api(ApiFault {
+            kind: ApiFaultKind::Errors {
+                rate: a.rate,
+                code: a.code,
+            },
+            verbs: a.verbs.clone(),
+            resources: a.resources.clone(),
+        }),
+        N::ApiLatency(l) => Effect::Api(ApiFault {
+            kind: ApiFaultKind::Latency(l.latency.get()),
+            verbs: l.verbs.clone(),
+            resources: l.resources.clone(),
+        }),
     }
 }
 
 impl NodeOps for SimNodeOps {
     fn apply<'a>(&'a self, op: &'a NodeOperation) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async move { self.run(op, false) })
+        Box::pin(async move { self.run(op, Phase::Inject) })
     }
     fn heal<'a>(&'a self, op: &'a NodeOperation) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async move { self.run(op, true) })
+        Box::pin(async move { self.run(op, Phase::Heal) })
     }
     fn subscribe_logs(
         &self,
@@ -366,31 +385,145 @@ impl NodeOps for SimNodeOps {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use faultline_faults::Lifetime;
+
+    fn op(src: &str) -> NodeOperation {
+        match serde_yaml::from_str::<crate::model::Operation>(src).unwrap() {
+            crate::model::Operation::Node(n) => n,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn pv_of(op: &NodeOperation) -> Option<(String, bool)> {
+        op.volume().map(|_| ("pvc-1".to_string(), true))
+    }
+
+    /// The primitive names of a node effect (`csiPluginDown`), `api` for an API fault.
+    fn names(e: &Effect) -> Vec<String> {
+        match e {
+            Effect::Node(prims) => prims
+                .iter()
+                .map(|p| {
+                    serde_json::to_value(p).unwrap()["op"]
+                        .as_str()
+                        .unwrap()
+                        .to_string()
+                })
+                .collect(),
+            Effect::Api(_) => vec!["api".into()],
+        }
+    }
+
+    /// Conformance: every catalogue entry the sim is declared to implement does something on
+    /// inject, and a declared refusal (none today) would find nothing to do; one-shot
+    /// operations heal nothing.
+    #[test]
+    fn the_sim_implements_what_the_catalogue_declares() {
+        for op in NodeOperation::all_cases("w") {
+            let inject = effect(&op, Phase::Inject, pv_of(&op));
+            let heal = effect(&op, Phase::Heal, pv_of(&op));
+            let does_something = !names(&inject).is_empty();
+            match op.support(CatalogProvider::Sim) {
+                Support::Implemented => assert!(does_something, "{} maps to nothing", op.key()),
+                Support::Unsupported(_) => {
+                    assert!(
+                        !does_something,
+                        "{} is mapped but declared unsupported",
+                        op.key()
+                    );
+                    assert!(check_supported(&op).is_err());
+                }
+            }
+            if op.lifetime() == Lifetime::OneShot {
+                assert!(
+                    names(&heal).is_empty(),
+                    "one-shot {} heals {heal:?}",
+                    op.key()
+                );
+            }
+        }
+    }
+
+    /// What each operation does in the sim, both ways (the mapping as it was before the
+    /// catalogue: a change here changes scenarios).
+    #[test]
+    fn every_operation_maps_to_these_primitives() {
+        let want: &[(&str, &[&str], &[&str])] = &[
+            (
+                "staleDeviceMount",
+                &["staleDeviceMount"],
+                &["clearStaleDeviceMount"],
+            ),
+            ("csiPluginDown", &["csiPluginDown"], &["csiPluginUp"]),
+            ("csiPluginRestart", &["csiPluginRestart"], &[]),
+            (
+                "kubeletWorkersSaturated",
+                &["saturateWorkers"],
+                &["clearStalePods"],
+            ),
+            ("kubeletStop", &["kubeletStop"], &["kubeletStart"]),
+            ("kubeletHang", &["kubeletHang"], &["kubeletStart"]),
+            ("kubeletRestart", &["kubeletRestart"], &[]),
+            ("proberManagerBroken", &["proberBroken"], &["proberFixed"]),
+            ("nodeReboot", &["reboot"], &[]),
+            ("nodePowerCycle", &["powerCycle"], &[]),
+            (
+                "nodeNetworkPartition",
+                &["partitionNetwork"],
+                &["healNetwork"],
+            ),
+            ("hungNfs", &["hungNfs"], &["clearHungNfs"]),
+            ("ioErrors", &["ioErrors"], &["clearIoErrors"]),
+            ("apiErrors", &["api"], &["api"]),
+            ("apiLatency", &["api"], &["api"]),
+        ];
+        let examples = NodeOperation::examples("w");
+        assert_eq!(examples.len(), want.len());
+        for (op, (key, inject, heal)) in examples.iter().zip(want) {
+            assert_eq!(op.key(), *key);
+            assert_eq!(
+                names(&effect(op, Phase::Inject, pv_of(op))),
+                *inject,
+                "{key}"
+            );
+            assert_eq!(names(&effect(op, Phase::Heal, pv_of(op))), *heal, "{key}");
+        }
+        let stuck = op("nodeReboot: {node: w, stuckUntilPowerCycle: true}");
+        assert_eq!(
+            names(&effect(&stuck, Phase::Inject, None)),
+            ["hungNfs", "reboot"]
+        );
+        assert_eq!(names(&effect(&stuck, Phase::Heal, None)), ["powerCycle"]);
+        let clear = effect(&examples[0], Phase::Heal, Some(("pvc-9".into(), false)));
+        assert_eq!(
+            clear,
+            Effect::Node(vec![NodeOp::ClearStaleDeviceMount { pv: "pvc-9".into() }])
+        );
+    }
 
     #[test]
     fn a_stale_mount_blocks_only_its_volume_unless_told_otherwise() {
-        let op = |src: &str| match serde_yaml::from_str::<crate::model::Operation>(src).unwrap() {
-            crate::model::Operation::Node(n) => n,
-            other => panic!("{other:?}"),
-        };
         let pv = Some(("pvc-1".to_string(), true));
-        let blocks = |ops: Vec<NodeOp>| match &ops[..] {
-            [NodeOp::StaleDeviceMount {
-                blocks_queue,
-                holder,
-                ..
-            }] => (*blocks_queue, *holder),
+        let blocks = |e: Effect| match e {
+            Effect::Node(ops) => match &ops[..] {
+                [NodeOp::StaleDeviceMount {
+                    blocks_queue,
+                    holder,
+                    ..
+                }] => (*blocks_queue, *holder),
+                other => panic!("{other:?}"),
+            },
             other => panic!("{other:?}"),
         };
-        let default = blocks(primitives(
+        let default = blocks(effect(
             &op("staleDeviceMount: {node: w, volume: {deletedPV: pvc-1}}"),
-            false,
+            Phase::Inject,
             pv.clone(),
         ));
         // The faithful default: nestedpendingoperations blocks the same volume only.
-        assert_eq!(default, (false, Holder::Kubelet));
+        assert_eq!(default, (false, crate::model::ops::MountHolder::Kubelet));
         // The RCA's node-wide block is an explicit option.
-        let node_wide = blocks(primitives(&op("staleDeviceMount: {node: w, volume: {deletedPV: pvc-1}, heldBy: external, blocksQueue: true}"), false, pv));
-        assert_eq!(node_wide, (true, Holder::External));
+        let node_wide = blocks(effect(&op("staleDeviceMount: {node: w, volume: {deletedPV: pvc-1}, heldBy: external, blocksQueue: true}"), Phase::Inject, pv));
+        assert_eq!(node_wide, (true, crate::model::ops::MountHolder::External));
     }
 }

@@ -3,10 +3,11 @@
 //! `--provider existing` drive a long-lived laptop cluster, and `faultline cleanup` heal the
 //! faults a killed run left in it: the cluster outlives the harness, like a real one.
 
-use super::sim::primitives;
+use super::sim::{check_supported, effect, Effect};
 use super::*;
 use crate::model::ops::VolumeRef;
 use anyhow::{bail, Context, Result};
+use faultline_faults::Phase;
 use futures::{AsyncBufReadExt, StreamExt};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 
@@ -59,22 +60,21 @@ impl RemoteSimOps {
         }
     }
 
-    async fn run(&self, op: &NodeOperation, heal: bool) -> Result<()> {
-        if matches!(
-            op,
-            NodeOperation::ApiErrors(_) | NodeOperation::ApiLatency(_)
-        ) {
-            bail!(
-                "`{}` is injected into the API server of the in-process sim only (--provider sim)",
-                op.key()
-            );
-        }
+    async fn run(&self, op: &NodeOperation, phase: Phase) -> Result<()> {
+        check_supported(op)?;
         let pv = match op.volume() {
             Some(v) => Some(self.pv(v).await?),
             None => None,
         };
+        let Effect::Node(prims) = effect(op, phase, pv) else {
+            // The control endpoint drives nodes; the API server's faults are in-process only.
+            bail!(
+                "`{}` is injected into the API server of the in-process sim only (--provider sim)",
+                op.key()
+            );
+        };
         let node = op.node().unwrap_or_default();
-        for p in primitives(op, heal, pv) {
+        for p in prims {
             let req = http::Request::post(format!("/faultline/v1/nodes/{node}/ops"))
                 .header("Content-Type", "application/json")
                 .body(serde_json::to_vec(&p)?)?;
@@ -89,10 +89,10 @@ impl RemoteSimOps {
 
 impl NodeOps for RemoteSimOps {
     fn apply<'a>(&'a self, op: &'a NodeOperation) -> BoxFuture<'a, Result<()>> {
-        Box::pin(self.run(op, false))
+        Box::pin(self.run(op, Phase::Inject))
     }
     fn heal<'a>(&'a self, op: &'a NodeOperation) -> BoxFuture<'a, Result<()>> {
-        Box::pin(self.run(op, true))
+        Box::pin(self.run(op, Phase::Heal))
     }
     /// Follows each node's log from now on (`?follow=true&tail=0`); a stream ends when the
     /// receiver is dropped or the server goes away.

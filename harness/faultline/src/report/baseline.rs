@@ -4,22 +4,10 @@
 //! noise on fast expectations is not a regression). An expectation that passed in the baseline
 //! and has no measurement now is not compared (it failed, which fails the run anyway).
 
-use super::RunReport;
-use serde::{Deserialize, Serialize};
+use super::{Regression, RunReport};
 use serde_json::Value;
 
 pub const MIN_DELTA_MS: u64 = 250;
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Regression {
-    pub scenario: String,
-    pub expectation: String,
-    pub baseline_ms: u64,
-    pub current_ms: u64,
-    pub ratio: f64,
-    pub limit: f64,
-}
 
 pub fn load(path: &std::path::Path) -> anyhow::Result<Value> {
     let text = std::fs::read_to_string(path)

@@ -4,8 +4,7 @@
 //! where its artifacts are; `--verbose` prints every timeline, `--quiet` only failures and the
 //! total. Live spinners on a TTY (stderr); plain lines otherwise.
 
-use super::{ms, RunReport, ScenarioReport};
-use crate::runner::Progress;
+use super::{ms, Progress, RunReport, ScenarioReport, StepKind};
 use crate::timeline::Verdict;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use parking_lot::Mutex;
@@ -87,7 +86,7 @@ pub fn failure_block(r: &ScenarioReport) -> String {
     format!(
         "{}\n\n{}\n{}\n",
         status_line(r),
-        timeline_table(r),
+        r.timeline_table(),
         failure_details(r)
     )
 }
@@ -108,7 +107,7 @@ impl Progress for ConsoleProgress {
         pb.enable_steady_tick(Duration::from_millis(120));
         self.bars.lock().insert(name.to_string(), pb);
     }
-    fn step_started(&self, scenario: &str, step: &str, kind: &str) {
+    fn step_started(&self, scenario: &str, step: &str, kind: StepKind) {
         if let Some(pb) = self.bars.lock().get(scenario) {
             pb.set_message(format!("{kind} {step}"));
         }
@@ -129,7 +128,7 @@ impl Progress for ConsoleProgress {
         let block = if r.verdict != Verdict::Passed {
             format!("\n{}", failure_block(r))
         } else if self.verbosity == Verbosity::Verbose {
-            format!("{}\n\n{}\n", status_line(r), timeline_table(r))
+            format!("{}\n\n{}\n", status_line(r), r.timeline_table())
         } else if self.verbosity == Verbosity::Normal || r.flaky {
             format!("{}\n", status_line(r))
         } else {
@@ -146,24 +145,6 @@ impl ConsoleProgress {
             self.multi.remove(&pb);
         }
     }
-}
-
-/// The runbook-style table of one scenario.
-pub fn timeline_table(r: &ScenarioReport) -> String {
-    let mut out = String::new();
-    out += &format!(
-        "### {} - {} ({})\n\n",
-        r.name,
-        r.verdict.word(),
-        ms(r.duration_ms)
-    );
-    out += "| Time | Event |\n|------|-------|\n";
-    for e in &r.timeline {
-        let t = format!("T+{}", ms(e.at_ms));
-        let text = e.text.replace('|', "\\|").replace('\n', " ");
-        out += &format!("| {t} | {text} |\n");
-    }
-    out
 }
 
 /// Why a scenario failed: each failed expectation with its budget and last observation.
@@ -207,7 +188,7 @@ pub fn failure_details(r: &ScenarioReport) -> String {
     for s in r
         .steps
         .iter()
-        .filter(|s| s.verdict == Verdict::Failed && s.kind != "expect" && s.kind != "try")
+        .filter(|s| s.verdict == Verdict::Failed && s.kind.reports_own_failure())
     {
         out += &format!("  step `{}` ({}): {}\n", s.name, s.kind, s.message);
     }

@@ -79,7 +79,7 @@ pub fn svg(s: &ScenarioReport) -> String {
             y + 3.0,
             color(st.verdict),
             esc(&st.name),
-            esc(&st.kind),
+            esc(st.kind.as_str()),
             st.verdict.word(),
             esc(&ms(st.started_ms))
         );
@@ -100,7 +100,7 @@ pub fn svg(s: &ScenarioReport) -> String {
             esc(&f.operation),
             esc(&ms(f.injected_ms)),
             esc(&ms(healed)),
-            esc(&f.healed_by)
+            esc(f.healed_by.as_str())
         );
         y += row_h;
     }

@@ -141,7 +141,7 @@ fn suite(s: &ScenarioReport) -> TestSuite {
         tc.set_classname(format!("faultline.{}", s.name));
         ts.add_test_case(tc);
     }
-    ts.set_system_out(super::console::timeline_table(s));
+    ts.set_system_out(s.timeline_table());
     ts
 }
 

@@ -72,25 +72,7 @@ impl Output {
     }
 }
 
-/// Engine resources a run created (or adopted from a killed run's journal): the only ones its
-/// teardown removes.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Owned {
-    pub containers: std::collections::BTreeSet<String>,
-    pub networks: std::collections::BTreeSet<String>,
-    pub volumes: std::collections::BTreeSet<String>,
-}
-
-impl Owned {
-    pub fn extend(&mut self, other: &Owned) {
-        self.containers.extend(other.containers.iter().cloned());
-        self.networks.extend(other.networks.iter().cloned());
-        self.volumes.extend(other.volumes.iter().cloned());
-    }
-    pub fn is_empty(&self) -> bool {
-        self.containers.is_empty() && self.networks.is_empty() && self.volumes.is_empty()
-    }
-}
+pub use crate::plan::cluster::Owned;
 
 /// The low-level operations a kind run needs.
 pub trait Executor: Send + Sync {

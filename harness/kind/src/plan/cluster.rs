@@ -71,14 +71,35 @@ impl ClusterPlan {
     }
 
     /// Every engine resource of the cluster, by name (names are unique per run).
-    pub fn resources(&self) -> crate::exec::Owned {
-        let mut o = crate::exec::Owned::default();
+    pub fn resources(&self) -> Owned {
+        let mut o = Owned::default();
         for c in &self.containers {
             o.containers.insert(c.container_name.clone());
             o.volumes.extend(c.named_volumes());
         }
         o.networks.insert(self.names.network());
         o
+    }
+}
+
+/// Engine resources a run created (or adopted from a killed run's journal): the only ones its
+/// teardown removes. Data of the plan (a cluster's containers, network and volumes), which the
+/// executors record and the journal keeps.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Owned {
+    pub containers: std::collections::BTreeSet<String>,
+    pub networks: std::collections::BTreeSet<String>,
+    pub volumes: std::collections::BTreeSet<String>,
+}
+
+impl Owned {
+    pub fn extend(&mut self, other: &Owned) {
+        self.containers.extend(other.containers.iter().cloned());
+        self.networks.extend(other.networks.iter().cloned());
+        self.volumes.extend(other.volumes.iter().cloned());
+    }
+    pub fn is_empty(&self) -> bool {
+        self.containers.is_empty() && self.networks.is_empty() && self.volumes.is_empty()
     }
 }
 

@@ -1,23 +1,33 @@
-//! Every operation of the runner's catalog as inject/heal steps, for kind nodes (node scripts
-//! through `docker exec`, engine operations on the node's container) and for existing clusters
-//! (the same node scripts through the privileged node agent, or unsupported with the reason).
+//! Every node operation of the fault catalogue as inject/heal steps, for kind nodes (node
+//! scripts through `docker exec`, engine operations on the node's container) and for existing
+//! clusters (the same node scripts through the privileged node agent, or refused with the
+//! reason the catalogue declares: `faultline_faults::Support`).
 //!
 //! Heal steps are idempotent: they may run after a partial inject, twice, or after a reboot.
 
-use crate::input::{FaultOp, VolumeRef};
 use crate::plan::longhorn::{
     CSI_PLUGIN_DAEMONSET, CSI_PLUGIN_LABEL, DRIVER, NAMESPACE as LONGHORN_NS,
 };
 use crate::plan::{DockerOp, KindNames, Step};
 use crate::shell::quote;
 use crate::versions;
-use std::fmt;
+use faultline_faults::{NodeOperation, Provider, Support, VolumeRef};
 
 /// Where the plan will run.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Flavour {
     Kind(KindNames),
     Existing,
+}
+
+impl Flavour {
+    /// The catalogue's name for this provider, whose declared support the plan follows.
+    pub fn provider(&self) -> Provider {
+        match self {
+            Flavour::Kind(_) => Provider::Kind,
+            Flavour::Existing => Provider::Existing,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -45,18 +55,12 @@ pub struct FaultPlan {
 }
 
 /// An operation this provider cannot carry out, and why.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("`{key}` is unsupported here: {reason}")]
 pub struct Unsupported {
     pub key: &'static str,
     pub reason: String,
 }
-
-impl fmt::Display for Unsupported {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "`{}` is unsupported here: {}", self.key, self.reason)
-    }
-}
-impl std::error::Error for Unsupported {}
 
 pub const STALE_DIR: &str = "/var/lib/faultline/stale";
 pub const STATE_DIR: &str = "/var/lib/faultline";
@@ -86,10 +90,23 @@ pub fn check_name(what: &str, s: &str) -> Result<(), String> {
     }
 }
 
-fn unsupported(op: &FaultOp, reason: impl Into<String>) -> Unsupported {
+/// A precondition of this cluster that `op` does not meet (Longhorn, names, counts).
+fn unsupported(op: &NodeOperation, reason: impl Into<String>) -> Unsupported {
     Unsupported {
         key: op.key(),
         reason: reason.into(),
+    }
+}
+
+/// The refusal the catalogue declares for `op` on `provider`, with its reason. Called where the
+/// plan cannot do `op`; the conformance test fails if the catalogue says it is implemented.
+fn declared_unsupported(op: &NodeOperation, provider: Provider) -> Unsupported {
+    match op.support(provider) {
+        Support::Unsupported(why) => unsupported(op, why),
+        Support::Implemented => unsupported(
+            op,
+            format!("the plan refuses it, but the fault catalogue declares it implemented by {provider}"),
+        ),
     }
 }
 
@@ -217,11 +234,12 @@ spec:
 }
 
 /// The plan of one operation.
-pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsupported> {
+pub fn plan_fault(op: &NodeOperation, ctx: &FaultContext) -> Result<FaultPlan, Unsupported> {
     let kind = match &ctx.flavour {
         Flavour::Kind(n) => Some(n),
         Flavour::Existing => None,
     };
+    let refused = || declared_unsupported(op, ctx.flavour.provider());
     if let Some(node) = op.node() {
         check_name("node", node).map_err(|e| unsupported(op, e))?;
     }
@@ -239,7 +257,7 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
         fidelity: fidelity.into(),
     };
     Ok(match op {
-        FaultOp::StaleDeviceMount(s) => {
+        NodeOperation::StaleDeviceMount(s) => {
             needs_longhorn()?;
             let n = &s.node;
             let mut inject = vec![];
@@ -298,7 +316,7 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                  (for deletedPV the mount is made while the PV exists; deleting the workload and PV is the scenario's steps)",
             )
         }
-        FaultOp::CsiPluginDown(t) => {
+        NodeOperation::CsiPluginDown(t) => {
             needs_longhorn()?;
             let n = &t.node;
             let patch = format!(
@@ -353,7 +371,7 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                  the plugin once on every node",
             )
         }
-        FaultOp::CsiPluginRestart(t) => {
+        NodeOperation::CsiPluginRestart(t) => {
             needs_longhorn()?;
             let n = &t.node;
             let inject = vec![
@@ -379,7 +397,7 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                 "the runbook's option 2, as it is done on a real cluster",
             )
         }
-        FaultOp::KubeletWorkersSaturated(k) => {
+        NodeOperation::KubeletWorkersSaturated(k) => {
             let n = &k.node;
             if k.stale_pods == 0 || k.stale_pods > 200 {
                 return Err(unsupported(
@@ -438,9 +456,9 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                  how much they slow the real kubelet's other pods is the real kubelet's business",
             )
         }
-        FaultOp::KubeletStop(t) => {
+        NodeOperation::KubeletStop(t) => {
             if kind.is_none() {
-                return Err(unsupported(op, "the node agent is reached through the kubelet: with the kubelet stopped the heal could not be delivered"));
+                return Err(refused());
             }
             let n = &t.node;
             plan(
@@ -449,9 +467,9 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                 "the real kubelet stopped by systemd; the node goes NotReady after the node monitor grace period",
             )
         }
-        FaultOp::KubeletHang(t) => {
+        NodeOperation::KubeletHang(t) => {
             if kind.is_none() {
-                return Err(unsupported(op, "the node agent is reached through the kubelet: with the kubelet frozen the heal could not be delivered"));
+                return Err(refused());
             }
             let n = &t.node;
             plan(
@@ -460,7 +478,7 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                 "the kubelet process lives (systemd: active) but does nothing: no pod syncs, no heartbeats",
             )
         }
-        FaultOp::KubeletRestart(t) => {
+        NodeOperation::KubeletRestart(t) => {
             let n = &t.node;
             let script = match kind {
                 Some(_) => "systemctl restart kubelet".to_string(),
@@ -474,7 +492,7 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
             }
             plan(inject, vec![], "the runbook's option 1 (systemd restarts the kubelet; a frozen kubelet is thawed by systemd's SIGCONT)")
         }
-        FaultOp::ProberManagerBroken(t) => {
+        NodeOperation::ProberManagerBroken(t) => {
             let n = &t.node;
             let specs = prober_specs(&ctx.flavour);
             plan(
@@ -492,7 +510,7 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                  (the real prober manager cannot be broken from outside)",
             )
         }
-        FaultOp::NodeReboot(r) => {
+        NodeOperation::NodeReboot(r) => {
             let n = &r.node;
             let stuck = r.stuck_until_power_cycle || ctx.stuck_io_on_node;
             match kind {
@@ -541,7 +559,7 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                 }
                 None => {
                     if stuck {
-                        return Err(unsupported(op, "a stuck reboot needs a power cycle, which an existing cluster's nodes do not offer faultline"));
+                        return Err(refused());
                     }
                     plan(
                         vec![Step::node(
@@ -555,13 +573,10 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                 }
             }
         }
-        FaultOp::NodePowerCycle(t) => {
+        NodeOperation::NodePowerCycle(t) => {
             let n = &t.node;
             let Some(names) = kind else {
-                return Err(unsupported(
-                    op,
-                    "no power control (IPMI/Redfish) of an existing cluster's nodes",
-                ));
+                return Err(refused());
             };
             let c = names.container(n);
             let mut inject = vec![
@@ -583,10 +598,10 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                 "SIGKILL to every process of the node (no shutdown), then a clean boot, then what kind's bring-up does once a node starts",
             )
         }
-        FaultOp::NodeNetworkPartition(t) => {
+        NodeOperation::NodeNetworkPartition(t) => {
             let n = &t.node;
             let Some(names) = kind else {
-                return Err(unsupported(op, "partitioning a node would also cut faultline off from its node agent, so the heal could not be delivered"));
+                return Err(refused());
             };
             let c = names.container(n);
             plan(
@@ -598,7 +613,7 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                 "the node loses its only network interface: no API server, no peers (it may get a new address on reconnect)",
             )
         }
-        FaultOp::HungNfs(t) => {
+        NodeOperation::HungNfs(t) => {
             let n = &t.node;
             let specs = nfs_specs();
             plan(
@@ -616,7 +631,7 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                  a reboot meanwhile hangs until power cycled",
             )
         }
-        FaultOp::IoErrors(t) => {
+        NodeOperation::IoErrors(t) => {
             let n = &t.node;
             plan(
                 vec![Step::node(format!("offline the iSCSI disks (Longhorn volumes) attached on {n}"), n, io_errors_inject())],
@@ -625,17 +640,15 @@ pub fn plan_fault(op: &FaultOp, ctx: &FaultContext) -> Result<FaultPlan, Unsuppo
                  touched; a reboot meanwhile hangs until power cycled",
             )
         }
-        FaultOp::ApiErrors(_) | FaultOp::ApiLatency(_) => {
-            return Err(unsupported(op, "only the simulated API server can be told to fail or delay requests (use --provider sim)"));
-        }
+        NodeOperation::ApiErrors(_) | NodeOperation::ApiLatency(_) => return Err(refused()),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::*;
     use crate::plan::Action;
+    use faultline_faults::*;
     use rstest::rstest;
 
     fn kind_ctx() -> FaultContext {
@@ -680,67 +693,75 @@ mod tests {
     fn t(n: &str) -> NodeTarget {
         NodeTarget { node: n.into() }
     }
+    fn stale(node: &str, volume: VolumeRef) -> StaleDeviceMount {
+        StaleDeviceMount {
+            node: node.into(),
+            volume,
+            held_by: MountHolder::Kubelet,
+            blocks_queue: false,
+        }
+    }
 
     /// Every operation of the catalog, on kind: (op, a fragment of inject, a fragment of heal
     /// or "" for one-shot operations).
     #[rstest]
-    #[case(FaultOp::StaleDeviceMount(StaleDeviceMount { node: "worker-04".into(), volume: VolumeRef::DeletedPv("pvc-81b676e6".into()) }),
+    #[case(NodeOperation::StaleDeviceMount(stale("worker-04", VolumeRef::DeletedPv("pvc-81b676e6".into()))),
            "mount --bind \"$gm\" /var/lib/faultline/stale/pvc-81b676e6", "umount /var/lib/faultline/stale/pvc-81b676e6")]
     #[case(
-        FaultOp::CsiPluginDown(t("worker-04")),
+        NodeOperation::CsiPluginDown(t("worker-04")),
         "label node worker-04 faultline.dev/csi-plugin-down=true",
         "label node worker-04 faultline.dev/csi-plugin-down-"
     )]
     #[case(
-        FaultOp::CsiPluginRestart(t("worker-04")),
+        NodeOperation::CsiPluginRestart(t("worker-04")),
         "delete pod -l app=longhorn-csi-plugin --field-selector=spec.nodeName=worker-04",
         ""
     )]
-    #[case(FaultOp::KubeletWorkersSaturated(KubeletWorkersSaturated { node: "worker-04".into(), stale_pods: 2 }), "mount -t tmpfs faultline-stale", "umount \"$m\"")]
+    #[case(NodeOperation::KubeletWorkersSaturated(KubeletWorkersSaturated { node: "worker-04".into(), stale_pods: 2 }), "mount -t tmpfs faultline-stale", "umount \"$m\"")]
     #[case(
-        FaultOp::KubeletStop(t("worker-04")),
+        NodeOperation::KubeletStop(t("worker-04")),
         "[worker-04] systemctl stop kubelet",
         "[worker-04] systemctl start kubelet"
     )]
     #[case(
-        FaultOp::KubeletHang(t("worker-04")),
+        NodeOperation::KubeletHang(t("worker-04")),
         "systemctl kill --signal=SIGSTOP kubelet",
         "systemctl kill --signal=SIGCONT kubelet"
     )]
     #[case(
-        FaultOp::KubeletRestart(t("worker-04")),
+        NodeOperation::KubeletRestart(t("worker-04")),
         "[worker-04] systemctl restart kubelet",
         ""
     )]
     #[case(
-        FaultOp::ProberManagerBroken(t("worker-04")),
+        NodeOperation::ProberManagerBroken(t("worker-04")),
         "iptables -I OUTPUT 1 -o veth+ -p tcp -m conntrack --ctstate NEW",
         "while iptables -D OUTPUT -o veth+"
     )]
-    #[case(FaultOp::NodeReboot(NodeReboot { node: "worker-04".into(), stuck_until_power_cycle: false }), "docker restart --time 30 fl-worker-04", "docker start fl-worker-04")]
-    #[case(FaultOp::NodeReboot(NodeReboot { node: "worker-04".into(), stuck_until_power_cycle: true }), "docker stop --time 30 fl-worker-04", "docker start fl-worker-04")]
+    #[case(NodeOperation::NodeReboot(NodeReboot { node: "worker-04".into(), stuck_until_power_cycle: false }), "docker restart --time 30 fl-worker-04", "docker start fl-worker-04")]
+    #[case(NodeOperation::NodeReboot(NodeReboot { node: "worker-04".into(), stuck_until_power_cycle: true }), "docker stop --time 30 fl-worker-04", "docker start fl-worker-04")]
     #[case(
-        FaultOp::NodePowerCycle(t("worker-04")),
+        NodeOperation::NodePowerCycle(t("worker-04")),
         "docker kill --signal KILL fl-worker-04\ndocker start fl-worker-04",
         ""
     )]
     #[case(
-        FaultOp::NodeNetworkPartition(t("worker-04")),
+        NodeOperation::NodeNetworkPartition(t("worker-04")),
         "docker network disconnect --force faultline-fl fl-worker-04",
         "docker network connect faultline-fl fl-worker-04"
     )]
     #[case(
-        FaultOp::HungNfs(t("worker-04")),
+        NodeOperation::HungNfs(t("worker-04")),
         "iptables -I OUTPUT 1 -p tcp --dport 2049",
         "while iptables -D OUTPUT -p udp --dport 2049"
     )]
     #[case(
-        FaultOp::IoErrors(t("worker-04")),
+        NodeOperation::IoErrors(t("worker-04")),
         "echo offline > /sys/block/$d/device/state",
         "echo running > /sys/block/$d/device/state"
     )]
     fn every_kind_operation_maps_to_node_commands(
-        #[case] op: FaultOp,
+        #[case] op: NodeOperation,
         #[case] inject: &str,
         #[case] heal: &str,
     ) {
@@ -750,7 +771,7 @@ mod tests {
         assert!(i.contains(inject), "inject of {}:\n{i}", op.key());
         if heal.is_empty() {
             assert!(
-                op.is_one_shot() && p.heal.is_empty(),
+                op.lifetime() == Lifetime::OneShot && p.heal.is_empty(),
                 "{} heals: {:?}",
                 op.key(),
                 p.heal
@@ -768,31 +789,44 @@ mod tests {
         }
     }
 
+    /// Conformance, kind and existing: every catalogue entry is planned exactly when the
+    /// catalogue declares it implemented there, and refused with the declared reason
+    /// otherwise; one-shot entries heal nothing, and on kind every held one has heal steps.
     #[test]
-    fn the_catalog_is_covered_on_kind_except_the_sim_only_api_faults() {
-        for op in FaultOp::examples("worker-04") {
-            match plan_fault(&op, &kind_ctx()) {
-                Ok(_) => assert!(!matches!(
-                    op,
-                    FaultOp::ApiErrors(_) | FaultOp::ApiLatency(_)
-                )),
-                Err(u) => {
-                    assert!(
-                        matches!(op, FaultOp::ApiErrors(_) | FaultOp::ApiLatency(_)),
-                        "{u}"
-                    );
-                    assert!(u.reason.contains("--provider sim"));
+    fn plans_follow_the_catalogues_support_matrix() {
+        for ctx in [kind_ctx(), existing_ctx()] {
+            let provider = ctx.flavour.provider();
+            for op in NodeOperation::all_cases("worker-04") {
+                match (op.support(provider), plan_fault(&op, &ctx)) {
+                    (Support::Implemented, Ok(p)) => match op.lifetime() {
+                        Lifetime::OneShot => assert!(p.heal.is_empty(), "{}", op.key()),
+                        Lifetime::Held if provider == Provider::Kind => {
+                            assert!(!p.heal.is_empty(), "{}", op.key())
+                        }
+                        Lifetime::Held => {}
+                    },
+                    (Support::Unsupported(why), Err(u)) => assert_eq!(u.reason, why),
+                    (declared, planned) => panic!(
+                        "{} on {provider}: the catalogue declares {declared:?}, the plan is {planned:?}",
+                        op.key()
+                    ),
                 }
             }
         }
+        let api_errors = NodeOperation::examples("w")
+            .into_iter()
+            .find(|o| o.key() == "apiErrors")
+            .unwrap();
+        let api = plan_fault(&api_errors, &kind_ctx()).unwrap_err();
+        assert!(api.reason.contains("--provider sim"), "{api}");
     }
 
     #[test]
     fn stale_mount_of_a_pvc_resolves_the_pv_first_and_heals_without_the_api() {
-        let op = FaultOp::StaleDeviceMount(StaleDeviceMount {
-            node: "w".into(),
-            volume: VolumeRef::Pvc("llmsafespaces/workspace-a".into()),
-        });
+        let op = NodeOperation::StaleDeviceMount(stale(
+            "w",
+            VolumeRef::Pvc("llmsafespaces/workspace-a".into()),
+        ));
         let p = plan_fault(&op, &kind_ctx()).unwrap();
         assert_eq!(p.inject[0].capture.as_deref(), Some("pv"));
         assert!(
@@ -809,7 +843,7 @@ mod tests {
 
     #[test]
     fn a_reboot_during_hung_io_stays_down_until_power_cycled() {
-        let op = FaultOp::NodeReboot(NodeReboot {
+        let op = NodeOperation::NodeReboot(NodeReboot {
             node: "w".into(),
             stuck_until_power_cycle: false,
         });
@@ -832,8 +866,8 @@ mod tests {
             ..kind_ctx()
         };
         for op in [
-            FaultOp::CsiPluginDown(t("w")),
-            FaultOp::CsiPluginRestart(t("w")),
+            NodeOperation::CsiPluginDown(t("w")),
+            NodeOperation::CsiPluginRestart(t("w")),
         ] {
             let e = plan_fault(&op, &ctx).unwrap_err();
             assert!(e.to_string().contains("Longhorn"), "{e}");
@@ -845,33 +879,30 @@ mod tests {
     #[case("Worker")]
     #[case("")]
     fn names_that_could_break_a_script_are_refused(#[case] node: &str) {
-        let e = plan_fault(&FaultOp::KubeletStop(t(node)), &kind_ctx()).unwrap_err();
+        let e = plan_fault(&NodeOperation::KubeletStop(t(node)), &kind_ctx()).unwrap_err();
         assert!(e.reason.contains("not a valid Kubernetes name"), "{e}");
         let e = plan_fault(
-            &FaultOp::StaleDeviceMount(StaleDeviceMount {
-                node: "w".into(),
-                volume: VolumeRef::Pv(format!("pv{node}x")),
-            }),
+            &NodeOperation::StaleDeviceMount(stale("w", VolumeRef::Pv(format!("pv{node}x")))),
             &kind_ctx(),
         );
         assert!(node.is_empty() || e.is_err());
     }
 
     #[rstest]
-    #[case(FaultOp::KubeletStop(t("w")), "kubelet")]
-    #[case(FaultOp::KubeletHang(t("w")), "kubelet")]
-    #[case(FaultOp::NodePowerCycle(t("w")), "power control")]
-    #[case(FaultOp::NodeNetworkPartition(t("w")), "node agent")]
-    #[case(FaultOp::NodeReboot(NodeReboot { node: "w".into(), stuck_until_power_cycle: true }), "power cycle")]
-    #[case(FaultOp::ApiErrors(serde_json::json!({})), "simulated")]
-    fn existing_refuses_what_it_could_not_heal(#[case] op: FaultOp, #[case] why: &str) {
+    #[case(NodeOperation::KubeletStop(t("w")), "kubelet")]
+    #[case(NodeOperation::KubeletHang(t("w")), "kubelet")]
+    #[case(NodeOperation::NodePowerCycle(t("w")), "power control")]
+    #[case(NodeOperation::NodeNetworkPartition(t("w")), "node agent")]
+    #[case(NodeOperation::NodeReboot(NodeReboot { node: "w".into(), stuck_until_power_cycle: true }), "power cycle")]
+    #[case(NodeOperation::ApiErrors(ApiErrors { rate: 1.0, code: 500, verbs: vec![], resources: vec![] }), "simulated")]
+    fn existing_refuses_what_it_could_not_heal(#[case] op: NodeOperation, #[case] why: &str) {
         let e = plan_fault(&op, &existing_ctx()).unwrap_err();
         assert!(e.reason.contains(why), "{e}");
     }
 
     #[test]
     fn existing_runs_node_scripts_and_never_docker() {
-        for op in FaultOp::examples("w") {
+        for op in NodeOperation::examples("w") {
             if let Ok(p) = plan_fault(&op, &existing_ctx()) {
                 assert!(
                     p.inject
@@ -883,9 +914,9 @@ mod tests {
                 );
             }
         }
-        let p = plan_fault(&FaultOp::KubeletRestart(t("w")), &existing_ctx()).unwrap();
+        let p = plan_fault(&NodeOperation::KubeletRestart(t("w")), &existing_ctx()).unwrap();
         assert!(scripts(&p.inject).contains("systemd-run --on-active=2"));
-        let p = plan_fault(&FaultOp::ProberManagerBroken(t("w")), &existing_ctx()).unwrap();
+        let p = plan_fault(&NodeOperation::ProberManagerBroken(t("w")), &existing_ctx()).unwrap();
         assert!(scripts(&p.inject).contains("-o cali+"));
     }
 

@@ -2,7 +2,8 @@
 //! editors use (`faultline schema`). Structural checks live in the types (unknown fields, enum
 //! values, durations); cross-field checks in `crate::loader::validate`.
 
-pub mod duration;
+// Durations live with the operations that take them (`apiLatency`, `drain`).
+pub use faultline_faults::duration;
 pub mod ops;
 
 pub use duration::Dur;

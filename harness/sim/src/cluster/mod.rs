@@ -2,7 +2,7 @@
 //! Longhorn and its storage controllers, and one kubelet per node, plus the node primitives
 //! (faults and remediations) that act on nodes from outside the API.
 
-pub mod changes;
+pub mod control;
 pub mod node;
 pub mod scheduler;
 pub mod storage;
@@ -10,13 +10,13 @@ pub mod storage;
 pub use node::{kubelet, nodeops, volumes};
 pub use storage::longhorn;
 
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::status::{ApiError, ApiResult};
+use crate::apiserver::store::{EventType, StoreEvent};
 use crate::apiserver::{ApiServer, PodLogSource};
 use crate::controllers::nodelifecycle;
 use crate::internal::Internal;
-use crate::meta;
-use crate::resources::ResourceKey;
-use crate::status::{ApiError, ApiResult};
-use crate::store::{EventType, StoreEvent};
 use crate::timing::Timing;
 use kubelet::{Kubelet, PodEvent};
 use node::state::SimNode;

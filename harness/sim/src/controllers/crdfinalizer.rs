@@ -4,11 +4,11 @@
 //! beside the API server, so it sits with the others.
 
 use super::garbagecollector::remove_finalizer;
+use crate::apiserver::crd::CLEANUP_FINALIZER;
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::store::{DeleteOptions, StoreEvent};
 use crate::apiserver::ApiServer;
-use crate::crd::CLEANUP_FINALIZER;
-use crate::meta;
-use crate::resources::ResourceKey;
-use crate::store::{DeleteOptions, StoreEvent};
 use serde_json::Value;
 
 /// The last custom resource of a CRD being deleted lets the CRD go.

@@ -5,11 +5,11 @@
 
 use super::queue::{Key, Reconciler, Watches};
 use super::util::{self, i64_at};
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceKey;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::meta;
-use crate::resources::ResourceKey;
-use crate::timing::Timing;
+use crate::timing::{self, Timing};
 use chrono::{DateTime, Utc};
 use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
@@ -148,13 +148,13 @@ impl Reconciler for CronJobController {
             Ok(cron) if !suspended => {
                 let now = self.clock.now();
                 let created = meta::str_at(&cj, "/metadata/creationTimestamp")
-                    .and_then(meta::parse_time)
+                    .and_then(timing::parse_time)
                     .map(|t| self.clock.on_nominal_clock(t))
                     .unwrap_or(now);
                 let after = status
                     .get("lastScheduleTime")
                     .and_then(Value::as_str)
-                    .and_then(meta::parse_time)
+                    .and_then(timing::parse_time)
                     .unwrap_or(created);
                 let (due, next) = schedule_window(&cron, after, now);
                 let deadline = i64_at(&cj, "/spec/startingDeadlineSeconds");
@@ -191,7 +191,7 @@ impl Reconciler for CronJobController {
                                 metadata[f] = v.clone();
                             }
                         }
-                        metadata["annotations"][SCHEDULED_TIMESTAMP] = json!(meta::rfc3339(t));
+                        metadata["annotations"][SCHEDULED_TIMESTAMP] = json!(timing::rfc3339(t));
                         let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": template.get("spec").cloned().unwrap_or_else(|| json!({}))});
                         match self.client.create("batch", "jobs", ns, job) {
                             Ok(j) => {
@@ -213,7 +213,7 @@ impl Reconciler for CronJobController {
                             ),
                         }
                     }
-                    status["lastScheduleTime"] = json!(meta::rfc3339(t));
+                    status["lastScheduleTime"] = json!(timing::rfc3339(t));
                 }
                 requeue = next.map(|n| {
                     self.clock.s((n - now).to_std().unwrap_or_default()) + Duration::from_millis(5)
@@ -286,7 +286,7 @@ mod tests {
     use super::*;
 
     fn t(s: &str) -> DateTime<Utc> {
-        meta::parse_time(s).unwrap()
+        timing::parse_time(s).unwrap()
     }
 
     #[test]

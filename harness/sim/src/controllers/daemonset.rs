@@ -2,10 +2,10 @@
 //! `longhorn-csi-plugin` pod restarts that node's plugin, as in the runbook), with status counts.
 
 use super::changes::{self, Changes};
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::store::{EventType, StoreEvent};
 use crate::internal::Internal;
-use crate::meta;
-use crate::resources::ResourceKey;
-use crate::store::{EventType, StoreEvent};
 use crate::timing::Timing;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};

@@ -7,11 +7,11 @@
 
 use super::queue::{Key, Reconciler, Watches};
 use super::util::{self, i64_at, int_or_percent};
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceKey;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::meta;
-use crate::resources::ResourceKey;
-use crate::timing::Timing;
+use crate::timing::{self, Timing};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -169,7 +169,7 @@ fn set_condition(
     message: &str,
     force_update: bool,
 ) {
-    let now = json!(meta::now_rfc3339());
+    let now = json!(timing::now_rfc3339());
     let conds = status["conditions"].as_array().cloned().unwrap_or_default();
     let current = conds.iter().find(|c| c["type"] == ctype).cloned();
     if let Some(c) = &current {
@@ -619,7 +619,7 @@ impl Reconciler for DeploymentController {
                     {
                         let since = c["lastUpdateTime"]
                             .as_str()
-                            .and_then(meta::parse_time)
+                            .and_then(timing::parse_time)
                             .unwrap_or_else(chrono::Utc::now);
                         let elapsed = (chrono::Utc::now() - since).to_std().unwrap_or_default();
                         let limit = self.timing.s(Duration::from_secs(secs as u64));

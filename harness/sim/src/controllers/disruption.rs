@@ -1,14 +1,14 @@
 //! The disruption controller: PodDisruptionBudget status (expectedPods, currentHealthy,
-//! desiredHealthy, disruptionsAllowed, disruptedPods, the DisruptionAllowed condition), and the
-//! eviction decision the API server's `pods/eviction` makes against it (`check_eviction`).
+//! desiredHealthy, disruptionsAllowed, disruptedPods, the DisruptionAllowed condition), which
+//! the API server's `pods/eviction` decides against (`apiserver::eviction`).
 
 use super::queue::{Key, Reconciler, Watches};
 use super::util::{self, i64_at, int_or_percent};
+use crate::apiserver::eviction;
+use crate::apiserver::meta;
+use crate::apiserver::selectors::LabelSelector;
 use crate::internal::Internal;
-use crate::meta;
-use crate::selectors::LabelSelector;
-use crate::status::ApiError;
-use crate::timing::Timing;
+use crate::timing::{self, Timing};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -131,7 +131,7 @@ impl Reconciler for DisruptionController {
                 .any(|p| meta::name(p) == pod && !meta::is_deleting(p));
             let age = at
                 .as_str()
-                .and_then(meta::parse_time)
+                .and_then(timing::parse_time)
                 .map(|t| (now - t).to_std().unwrap_or_default())
                 .unwrap_or(timeout);
             if live && age < timeout {
@@ -158,7 +158,7 @@ impl Reconciler for DisruptionController {
         if !disrupted.is_empty() {
             status["disruptedPods"] = Value::Object(disrupted);
         }
-        set_allowed_condition(&mut status, generation);
+        eviction::update_disruption_allowed_condition(&mut status, generation);
         let current = pdb.get("status").cloned().unwrap_or_else(|| json!({}));
         if current != status {
             // Merge patch: a removed disruptedPods map must be deleted explicitly.
@@ -178,96 +178,12 @@ impl Reconciler for DisruptionController {
     }
 }
 
-/// DisruptionAllowed: True/SufficientPods when a disruption is allowed, else False/InsufficientPods.
-fn set_allowed_condition(status: &mut Value, generation: i64) {
-    let allowed = status["disruptionsAllowed"].as_i64().unwrap_or(0) > 0;
-    let (s, reason) = if allowed {
-        ("True", "SufficientPods")
-    } else {
-        ("False", "InsufficientPods")
-    };
-    util::set_condition(
-        status,
-        "DisruptionAllowed",
-        s,
-        reason,
-        "",
-        &[("observedGeneration", json!(generation))],
-    );
-    // metav1.Condition field order: lastTransitionTime, message, observedGeneration, reason, status, type.
-    if let Some(c) = status["conditions"]
-        .as_array_mut()
-        .and_then(|a| a.iter_mut().find(|c| c["type"] == "DisruptionAllowed"))
-    {
-        let mut ordered = serde_json::Map::new();
-        for k in [
-            "lastTransitionTime",
-            "message",
-            "observedGeneration",
-            "reason",
-            "status",
-            "type",
-        ] {
-            ordered.insert(k.into(), c[k].clone());
-        }
-        *c = Value::Object(ordered);
-    }
-}
-
-/// What an eviction of `pod` does to the budget `pdb` (the one PDB covering it): Ok(Some(new
-/// status)) to write before deleting, Ok(None) to delete without touching the budget, Err(429)
-/// when it would violate the budget.
-pub fn check_eviction(pdb: &Value, pod: &Value) -> Result<Option<Value>, ApiError> {
-    let name = meta::name(pdb);
-    let st = |f: &str| i64_at(pdb, &format!("/status/{f}")).unwrap_or(0);
-    if st("observedGeneration") < i64_at(pdb, "/metadata/generation").unwrap_or(1) {
-        let mut e = ApiError::too_many_requests(
-            "Cannot evict pod as it would violate the pod's disruption budget.",
-        );
-        e.details = Some(
-            json!({"causes": [{"reason": "DisruptionBudget", "message": format!("The disruption budget {name} is still being processed by the server.")}], "retryAfterSeconds": 10}),
-        );
-        return Err(e);
-    }
-    // An unready pod may go while the budget is met (unhealthyPodEvictionPolicy IfHealthyBudget).
-    let policy = meta::str_at(pdb, "/spec/unhealthyPodEvictionPolicy").unwrap_or("IfHealthyBudget");
-    if !util::is_pod_ready(pod)
-        && (policy == "AlwaysAllow"
-            || (st("currentHealthy") >= st("desiredHealthy") && st("desiredHealthy") > 0))
-    {
-        return Ok(None);
-    }
-    if st("disruptionsAllowed") <= 0 {
-        let mut e = ApiError::too_many_requests(
-            "Cannot evict pod as it would violate the pod's disruption budget.",
-        );
-        e.details = Some(
-            json!({"causes": [{"reason": "DisruptionBudget", "message": format!("The disruption budget {name} needs {} healthy pods and has {} currently", st("desiredHealthy"), st("currentHealthy"))}]}),
-        );
-        return Err(e);
-    }
-    let mut status = pdb.get("status").cloned().unwrap_or_else(|| json!({}));
-    let allowed = st("disruptionsAllowed") - 1;
-    status["disruptionsAllowed"] = json!(allowed);
-    if allowed == 0 {
-        set_allowed_condition(&mut status, st("observedGeneration"));
-    }
-    if !status["disruptedPods"].is_object() {
-        status["disruptedPods"] = json!({});
-    }
-    status["disruptedPods"][meta::name(pod)] = json!(meta::now_rfc3339());
-    Ok(Some(status))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn pdb(spec: Value, status: Value) -> Value {
         json!({"metadata": {"name": "web", "generation": 1}, "spec": spec, "status": status})
-    }
-    fn pod(ready: bool) -> Value {
-        json!({"metadata": {"name": "p"}, "status": {"conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]}})
     }
 
     #[test]
@@ -289,35 +205,5 @@ mod tests {
             desired_healthy(&pdb(json!({"maxUnavailable": "50%"}), json!({})), 3),
             1
         );
-    }
-
-    #[test]
-    fn an_eviction_is_refused_with_the_apiservers_message_then_allowed() {
-        let blocked = pdb(
-            json!({"minAvailable": 2}),
-            json!({"observedGeneration": 1, "currentHealthy": 2, "desiredHealthy": 2, "disruptionsAllowed": 0}),
-        );
-        let e = check_eviction(&blocked, &pod(true)).unwrap_err();
-        assert_eq!((e.code, e.reason), (429, "TooManyRequests"));
-        assert_eq!(
-            e.message,
-            "Cannot evict pod as it would violate the pod's disruption budget."
-        );
-        assert_eq!(
-            e.details.unwrap()["causes"][0]["message"],
-            "The disruption budget web needs 2 healthy pods and has 2 currently"
-        );
-        let open = pdb(
-            json!({"minAvailable": 2}),
-            json!({"observedGeneration": 1, "currentHealthy": 3, "desiredHealthy": 2, "disruptionsAllowed": 1}),
-        );
-        let st = check_eviction(&open, &pod(true))
-            .unwrap()
-            .expect("budget decremented");
-        assert_eq!(st["disruptionsAllowed"], 0);
-        assert!(st["disruptedPods"]["p"].is_string());
-        assert_eq!(st["conditions"][0]["reason"], "InsufficientPods");
-        // An unready pod goes without spending the budget while the budget is met.
-        assert_eq!(check_eviction(&blocked, &pod(false)).unwrap(), None);
     }
 }

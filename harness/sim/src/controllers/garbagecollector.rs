@@ -2,12 +2,12 @@
 //! (foreground, honouring `blockOwnerDeletion`) or released (orphan), and objects created after
 //! all their owners are gone are collected.
 
-use crate::apiserver::ApiServer;
-use crate::meta;
-use crate::resources::ResourceType;
-use crate::store::{
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceType;
+use crate::apiserver::store::{
     DeleteOptions, EventType, Propagation, StoreEvent, UpdateScope, FOREGROUND, ORPHAN,
 };
+use crate::apiserver::ApiServer;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -71,7 +71,7 @@ fn owners_of(api: &ApiServer, obj: &Value) -> Vec<(Arc<ResourceType>, Arc<Value>
                 ""
             };
             let owner = api.store.get(
-                &crate::resources::storage_key(&rt.group, &rt.plural),
+                &crate::apiserver::resources::storage_key(&rt.group, &rt.plural),
                 ns,
                 r.get("name")?.as_str()?,
             )?;
@@ -176,7 +176,7 @@ fn orphan(api: &ApiServer, rt: &ResourceType, owner: &Value) {
 pub(super) fn remove_finalizer(api: &ApiServer, rt: &ResourceType, obj: &Value, fin: &str) {
     // Re-read: the event may be older than the stored object.
     let Some(cur) = api.store.get(
-        &crate::resources::storage_key(&rt.group, &rt.plural),
+        &crate::apiserver::resources::storage_key(&rt.group, &rt.plural),
         meta::namespace(obj),
         meta::name(obj),
     ) else {

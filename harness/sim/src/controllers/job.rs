@@ -6,11 +6,11 @@
 
 use super::queue::{Key, Reconciler, Watches};
 use super::util::{self, i64_at};
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceKey;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::meta;
-use crate::resources::ResourceKey;
-use crate::timing::Timing;
+use crate::timing::{self, Timing};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,8 +55,8 @@ fn finished(job: &Value) -> bool {
 
 /// Job conditions carry lastProbeTime = lastTransitionTime.
 fn set_job_condition(status: &mut Value, ctype: &str, reason: &str, message: &str) {
-    let now = json!(meta::now_rfc3339());
-    util::set_condition(
+    let now = json!(timing::now_rfc3339());
+    meta::set_status_condition(
         status,
         ctype,
         "True",
@@ -110,7 +110,7 @@ impl Reconciler for JobController {
         }
         let now = chrono::Utc::now();
         if status.get("startTime").is_none() {
-            status["startTime"] = json!(meta::rfc3339(now));
+            status["startTime"] = json!(timing::rfc3339(now));
         }
         // Count each finished pod once: those still carrying the tracking finalizer.
         let mut succeeded = i64_at(&status, "/succeeded").unwrap_or(0);
@@ -154,7 +154,7 @@ impl Reconciler for JobController {
         let deadline = i64_at(&job, "/spec/activeDeadlineSeconds");
         let started = status["startTime"]
             .as_str()
-            .and_then(meta::parse_time)
+            .and_then(timing::parse_time)
             .unwrap_or(now);
         let elapsed = (now - started).to_std().unwrap_or_default();
 
@@ -210,7 +210,7 @@ impl Reconciler for JobController {
                     "CompletionsReached",
                     "Reached expected number of succeeded pods",
                 );
-                status["completionTime"] = json!(meta::rfc3339(now));
+                status["completionTime"] = json!(timing::rfc3339(now));
                 self.recorder
                     .record(&job, EventKind::Normal, "Completed", "Job completed");
             }
@@ -326,7 +326,7 @@ impl JobController {
         let at = done
             .as_ref()
             .and_then(Value::as_str)
-            .and_then(meta::parse_time)?;
+            .and_then(timing::parse_time)?;
         let age = (chrono::Utc::now() - at).to_std().unwrap_or_default();
         let ttl = self.timing.s(Duration::from_secs(ttl.max(0) as u64));
         if age >= ttl {
@@ -353,7 +353,7 @@ fn last_failure_age(pods: &[Arc<Value>], now: chrono::DateTime<chrono::Utc>) -> 
                 .filter_map(|c| {
                     c.pointer("/state/terminated/finishedAt")
                         .and_then(Value::as_str)
-                        .and_then(meta::parse_time)
+                        .and_then(timing::parse_time)
                 })
                 .max()
         })

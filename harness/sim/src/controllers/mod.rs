@@ -9,6 +9,7 @@
 //! there, pods they create stay Pending (no scheduler, no kubelets); in a full cluster the
 //! scheduler and kubelets make them Running and Ready, so rollouts complete.
 
+pub mod changes;
 pub mod crdfinalizer;
 pub mod cronjob;
 pub mod daemonset;
@@ -26,14 +27,12 @@ pub mod serviceaccount;
 pub mod statefulset;
 pub mod util;
 
+use crate::apiserver::crd;
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::store::{EventType, StoreEvent};
 use crate::apiserver::ApiServer;
-// The loops share the event-stream helper with the scheduler.
-use crate::cluster::changes;
-use crate::crd;
 use crate::internal::Internal;
-use crate::meta;
-use crate::resources::ResourceKey;
-use crate::store::{EventType, StoreEvent};
 use crate::timing::Timing;
 use queue::Reconciler;
 use std::sync::Arc;
@@ -127,7 +126,7 @@ fn handle(api: &ApiServer, ev: &StoreEvent) {
     }
     if is(&ev.key, "apiextensions.k8s.io", "customresourcedefinitions") {
         match ev.event_type {
-            EventType::Deleted => crd::withdraw(api, obj),
+            EventType::Deleted => crd::withdraw(&api.registry, obj),
             EventType::Modified if meta::is_deleting(obj) => crdfinalizer::cleanup_crd(api, obj),
             _ => {}
         }

@@ -1,8 +1,8 @@
 //! The namespace lifecycle controller: a terminating namespace is emptied, then finalized.
 
+use crate::apiserver::meta;
+use crate::apiserver::store::{DeleteOptions, UpdateScope};
 use crate::apiserver::ApiServer;
-use crate::meta;
-use crate::store::{DeleteOptions, UpdateScope};
 use serde_json::{json, Value};
 
 /// A terminating namespace: delete its content; once empty, remove the `kubernetes` finalizer

@@ -6,11 +6,10 @@
 //! NoExecute with timeAdded). Taint eviction marks a pod whose toleration of a NoExecute taint
 //! ran out with the `DisruptionTarget` condition, then deletes it.
 
-use crate::apiserver::set_condition;
+use crate::apiserver::meta;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::meta;
-use crate::timing::Timing;
+use crate::timing::{self, Timing};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -39,7 +38,7 @@ pub async fn run(client: Internal, timing: Timing) {
             let name = meta::name(&node).to_string();
             let renew = client
                 .get("coordination.k8s.io", "leases", "kube-node-lease", &name)
-                .and_then(|l| meta::str_at(&l, "/spec/renewTime").and_then(meta::parse_time));
+                .and_then(|l| meta::str_at(&l, "/spec/renewTime").and_then(timing::parse_time));
             let stale = renew
                 .map(|r| (now - r).to_std().unwrap_or_default() > grace)
                 .unwrap_or(false);
@@ -73,7 +72,7 @@ fn ready_status(node: &Value) -> Option<String> {
 }
 
 fn mark_unknown(client: &Internal, node: &Value) {
-    let now = meta::now_rfc3339();
+    let now = timing::now_rfc3339();
     let conds: Vec<Value> = node
         .pointer("/status/conditions")
         .and_then(Value::as_array)
@@ -103,7 +102,7 @@ fn mark_pod_not_ready(client: &Internal, recorder: &EventRecorder, pod: &Value) 
     let Some(conds) = pod.pointer("/status/conditions").and_then(Value::as_array) else {
         return;
     };
-    let now = meta::now_rfc3339();
+    let now = timing::now_rfc3339();
     let mut changed = false;
     let next: Vec<Value> = conds
         .iter()
@@ -184,7 +183,7 @@ fn sync_taints(
     if !stale && !missing {
         return;
     }
-    let now = meta::now_rfc3339();
+    let now = timing::now_rfc3339();
     let mut taints: Vec<Value> = current.iter().filter(|t| !is_managed(t)).cloned().collect();
     for (k, e) in &wanted {
         let kept = current
@@ -253,7 +252,7 @@ fn evict_expired(
             meta::name(&pod).to_string(),
         );
         let mut next = (*pod).clone();
-        set_condition(
+        meta::set_condition(
             &mut next,
             "DisruptionTarget",
             "True",

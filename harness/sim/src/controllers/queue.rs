@@ -5,10 +5,10 @@
 //! object. Reconciles are level-triggered: they read the current state, never the event.
 
 use super::util;
+use crate::apiserver::meta;
+use crate::apiserver::selectors::LabelSelector;
+use crate::apiserver::store::{Informer, Store, StoreEvent};
 use crate::internal::Internal;
-use crate::meta;
-use crate::selectors::LabelSelector;
-use crate::store::{Informer, Store, StoreEvent};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -16,6 +16,29 @@ use tokio::time::{Instant, Interval, MissedTickBehavior};
 
 /// (namespace, name) of the object a loop reconciles.
 pub type Key = (String, String);
+
+/// The key of an object.
+pub fn key_of(obj: &Value) -> Key {
+    (
+        meta::namespace(obj).to_string(),
+        meta::name(obj).to_string(),
+    )
+}
+
+/// If `ev` is about an object controlled by a `kind`, the controller's key.
+pub fn push_controller_key(ev: &StoreEvent, kind: &str, out: &mut Vec<Key>) {
+    for obj in [Some(&ev.object), ev.prev.as_ref()].into_iter().flatten() {
+        if let Some(r) = util::controller_of(obj).filter(|r| r["kind"] == kind) {
+            let key = (
+                meta::namespace(obj).to_string(),
+                r["name"].as_str().unwrap_or("").to_string(),
+            );
+            if !out.contains(&key) {
+                out.push(key);
+            }
+        }
+    }
+}
 
 /// What to reconcile next.
 #[derive(Debug, PartialEq, Eq)]
@@ -50,13 +73,13 @@ pub trait Reconciler: Send + Sync {
     fn keys_of(&self, ev: &StoreEvent, out: &mut Vec<Key>) {
         let w = self.watches();
         if ev.key.group == w.group && ev.key.plural == w.plural {
-            out.push(util::key_of(&ev.object));
+            out.push(key_of(&ev.object));
         } else if w
             .children
             .iter()
             .any(|(g, p)| ev.key.group == *g && ev.key.plural == *p)
         {
-            util::push_controller_key(ev, w.kind, out);
+            push_controller_key(ev, w.kind, out);
         }
         if let Some(selector_of) = w
             .selects_pods
@@ -76,7 +99,7 @@ pub trait Reconciler: Send + Sync {
                     .flatten()
                     .any(|p| sel.matches(meta::labels(p)))
                 {
-                    out.push(util::key_of(&obj));
+                    out.push(key_of(&obj));
                 }
             }
         }
@@ -87,7 +110,7 @@ pub trait Reconciler: Send + Sync {
         self.client()
             .list(w.group, w.plural, None, &|_| true)
             .iter()
-            .map(|o| util::key_of(o))
+            .map(|o| key_of(o))
             .collect()
     }
 }
@@ -200,7 +223,7 @@ pub async fn drive(mut r: impl Reconciler, store: &Store, resync: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::Registry;
+    use crate::apiserver::resources::Registry;
     use serde_json::json;
 
     fn key(n: &str) -> Key {
@@ -219,8 +242,9 @@ mod tests {
             let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{}", i % 2), "namespace": "d", "labels": {"i": i.to_string()}}});
             let _ = store.create(&rt, cm, false);
         }
-        let map =
-            |ev: &StoreEvent, out: &mut Vec<Key>| out.push(key(crate::meta::name(&ev.object)));
+        let map = |ev: &StoreEvent, out: &mut Vec<Key>| {
+            out.push(key(crate::apiserver::meta::name(&ev.object)))
+        };
         let got = q.next(map).await;
         assert_eq!(
             got,

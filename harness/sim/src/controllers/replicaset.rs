@@ -4,11 +4,11 @@
 
 use super::queue::{Key, Reconciler, Watches};
 use super::util::{self, i64_at};
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceKey;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::meta;
-use crate::resources::ResourceKey;
-use crate::timing::Timing;
+use crate::timing::{self, Timing};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,7 +68,7 @@ pub fn availability(pod: &Value, min_ready: i64, timing: &Timing) -> (bool, Opti
     let need = timing.s(Duration::from_secs(min_ready as u64));
     let since = util::condition(pod, "Ready")
         .and_then(|c| c["lastTransitionTime"].as_str())
-        .and_then(meta::parse_time);
+        .and_then(timing::parse_time);
     let elapsed = since
         .map(|t| (chrono::Utc::now() - t).to_std().unwrap_or_default())
         .unwrap_or_default();
@@ -258,7 +258,7 @@ mod tests {
     #[test]
     fn availability_waits_for_min_ready_seconds() {
         let timing = Timing::default();
-        let now = meta::now_rfc3339();
+        let now = timing::now_rfc3339();
         let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}]}});
         assert_eq!(availability(&ready, 0, &timing), (true, None));
         let (ok, wait) = availability(&ready, 30, &timing);

@@ -1,7 +1,7 @@
 //! The root CA certificate publisher: every namespace gets the `kube-root-ca.crt` ConfigMap.
 
+use crate::apiserver::meta;
 use crate::apiserver::ApiServer;
-use crate::meta;
 use serde_json::{json, Value};
 
 /// A new namespace: publish the cluster CA bundle into it.

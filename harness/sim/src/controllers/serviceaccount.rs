@@ -1,7 +1,7 @@
 //! The service account controller: every namespace gets a `default` ServiceAccount.
 
+use crate::apiserver::meta;
 use crate::apiserver::ApiServer;
-use crate::meta;
 use serde_json::{json, Value};
 
 /// A new namespace: create its `default` ServiceAccount.

@@ -6,10 +6,10 @@
 
 use super::queue::{Key, Reconciler, Watches};
 use super::util::{self, i64_at};
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceKey;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::meta;
-use crate::resources::ResourceKey;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -265,11 +265,7 @@ impl Reconciler for StatefulSetController {
                     self.delete_pod(&set, p);
                     blocked = !parallel;
                 }
-                Some(p) => {
-                    if !parallel && !is_running_ready(p) {
-                        blocked = true;
-                    }
-                }
+                Some(p) => blocked |= !parallel && !is_running_ready(p),
                 None if !blocked => {
                     let rev = if i < i64_at(&set, "/spec/updateStrategy/rollingUpdate/partition")
                         .unwrap_or(0)

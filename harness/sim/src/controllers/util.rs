@@ -1,19 +1,11 @@
 //! What the workload loops share, as upstream's `controller_utils.go` does: controller
 //! references, pods from templates, pod readiness, status conditions and int-or-percent values.
 
-use super::queue::Key;
-use crate::meta;
-use crate::resources::ResourceKey;
-use crate::store::{Store, StoreEvent};
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::store::Store;
 use serde_json::{json, Value};
 use std::sync::Arc;
-
-pub fn key_of(obj: &Value) -> Key {
-    (
-        meta::namespace(obj).to_string(),
-        meta::name(obj).to_string(),
-    )
-}
 
 /// The ownerReference with `controller: true`, if any.
 pub fn controller_of(obj: &Value) -> Option<&Value> {
@@ -21,21 +13,6 @@ pub fn controller_of(obj: &Value) -> Option<&Value> {
         .as_array()?
         .iter()
         .find(|r| r.get("controller") == Some(&json!(true)))
-}
-
-/// If `ev` is about an object controlled by a `kind`, the controller's key.
-pub fn push_controller_key(ev: &StoreEvent, kind: &str, out: &mut Vec<Key>) {
-    for obj in [Some(&ev.object), ev.prev.as_ref()].into_iter().flatten() {
-        if let Some(r) = controller_of(obj).filter(|r| r["kind"] == kind) {
-            let key = (
-                meta::namespace(obj).to_string(),
-                r["name"].as_str().unwrap_or("").to_string(),
-            );
-            if !out.contains(&key) {
-                out.push(key);
-            }
-        }
-    }
 }
 
 /// The ownerReference a controller writes into what it creates.
@@ -84,47 +61,6 @@ pub fn is_pod_active(pod: &Value) -> bool {
 
 pub fn is_pod_ready(pod: &Value) -> bool {
     meta::condition_status(pod, "Ready") == Some("True")
-}
-
-/// Set a condition in `status.conditions`, keeping `lastTransitionTime` while the status stays,
-/// as the apps/batch/policy helpers do. `extra` adds fields such as lastUpdateTime.
-pub fn set_condition(
-    status: &mut Value,
-    ctype: &str,
-    cstatus: &str,
-    reason: &str,
-    message: &str,
-    extra: &[(&str, Value)],
-) {
-    if !status.is_object() {
-        *status = json!({});
-    }
-    let now = meta::now_rfc3339();
-    let conds = status
-        .as_object_mut()
-        .expect("object")
-        .entry("conditions")
-        .or_insert_with(|| json!([]));
-    if !conds.is_array() {
-        *conds = json!([]);
-    }
-    let arr = conds.as_array_mut().expect("array");
-    let mut c = json!({"type": ctype, "status": cstatus});
-    for (k, v) in extra {
-        c[*k] = v.clone();
-    }
-    c["lastTransitionTime"] = json!(now);
-    c["reason"] = json!(reason);
-    c["message"] = json!(message);
-    match arr.iter_mut().find(|x| x["type"] == ctype) {
-        Some(existing) => {
-            if existing["status"] == cstatus {
-                c["lastTransitionTime"] = existing["lastTransitionTime"].clone();
-            }
-            *existing = c;
-        }
-        None => arr.push(c),
-    }
 }
 
 /// Condition `ctype` of an object's status, if present.
@@ -182,24 +118,6 @@ mod tests {
         assert_eq!(int_or_percent(Some(&json!(2)), "25%", 10, false), 2);
         assert_eq!(int_or_percent(Some(&json!("50%")), "25%", 3, true), 2);
         assert_eq!(int_or_percent(Some(&json!("x%")), "25%", 3, true), 0);
-    }
-
-    #[test]
-    fn conditions_keep_transition_time_while_status_holds() {
-        let mut st = json!({"conditions": [{"type": "Available", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z", "reason": "A", "message": "m"}]});
-        set_condition(&mut st, "Available", "True", "B", "n", &[]);
-        assert_eq!(
-            st["conditions"][0]["lastTransitionTime"],
-            "2020-01-01T00:00:00Z"
-        );
-        assert_eq!(st["conditions"][0]["reason"], "B");
-        set_condition(&mut st, "Available", "False", "C", "o", &[]);
-        assert_ne!(
-            st["conditions"][0]["lastTransitionTime"],
-            "2020-01-01T00:00:00Z"
-        );
-        set_condition(&mut st, "Progressing", "True", "D", "p", &[]);
-        assert_eq!(st["conditions"].as_array().unwrap().len(), 2);
     }
 
     #[test]

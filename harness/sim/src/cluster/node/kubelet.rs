@@ -7,16 +7,16 @@
 //! order of effects is deterministic for a given sequence of API events.
 
 pub use super::runtime::script;
-use super::runtime::{ctr_status, lines, step_container, CState, Ctr, Step};
+use super::runtime::{container_status, lines, step_container, Container, ContainerState, Step};
 use super::state::{klog, KubeletProcess, MountHolder, NodeFaults, ResetKind, SimNode};
 use super::volumes::{
-    global_mount_path, orphan_pod_uid, pod_mount_path, unique_name, OpKey, PendingOperations,
-    DRIVER,
+    global_mount_path, orphan_pod_uid, pod_mount_path, unique_name, OperationKey,
+    PendingOperations, DRIVER,
 };
+use crate::apiserver::meta;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::meta;
-use crate::timing::{go_duration, Timing};
+use crate::timing::{self, go_duration, Timing};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -40,14 +40,14 @@ pub enum PodEvent {
 }
 
 #[derive(Debug, Clone)]
-struct PodVol {
+struct PodVolume {
     name: String,
     /// PV name and volume handle for CSI volumes; None for local volumes (emptyDir, configMap...).
     csi: Option<(String, String)>,
     claim: Option<String>,
 }
 
-struct PodRt {
+struct PodRuntime {
     uid: String,
     ns: String,
     name: String,
@@ -58,8 +58,8 @@ struct PodRt {
     /// When the pod worker's current wait for volumes started; a time in the future is a
     /// requeue after a failed sync.
     wait_mark: Option<Instant>,
-    init: Vec<Ctr>,
-    main: Vec<Ctr>,
+    init: Vec<Container>,
+    main: Vec<Container>,
     phase: String,
     started_time: Option<String>,
     pod_ip: Option<String>,
@@ -82,7 +82,7 @@ pub struct Kubelet {
     recorder: EventRecorder,
     timing: Timing,
     rx: mpsc::UnboundedReceiver<PodEvent>,
-    pods: BTreeMap<String, PodRt>,
+    pods: BTreeMap<String, PodRuntime>,
     ops: PendingOperations,
     /// Device mounts (pv name -> volume handle) and per-pod setups.
     devices: HashMap<String, String>,
@@ -150,7 +150,7 @@ impl Kubelet {
 
     /// A failed volume operation's nestedpendingoperations line (its header and its "No retries
     /// permitted until" read the same clock).
-    fn log_op_failure(&mut self, key: &OpKey, now: Instant, error: &str) {
+    fn log_op_failure(&mut self, key: &OperationKey, now: Instant, error: &str) {
         let at = self.timing.now();
         let line = self.ops.failed_at(key, now, at, error);
         self.node.kubelet_log.push(klog(
@@ -309,16 +309,16 @@ impl Kubelet {
         }
     }
 
-    fn new_pod(&self, obj: Arc<Value>) -> PodRt {
-        let ctrs = |field: &str| -> Vec<Ctr> {
+    fn new_pod(&self, obj: Arc<Value>) -> PodRuntime {
+        let ctrs = |field: &str| -> Vec<Container> {
             obj.pointer(&format!("/spec/{}", field))
                 .and_then(Value::as_array)
                 .map(|a| {
                     a.iter()
-                        .map(|c| Ctr {
+                        .map(|c| Container {
                             name: c.get("name").and_then(Value::as_str).unwrap_or("").into(),
                             image: c.get("image").and_then(Value::as_str).unwrap_or("").into(),
-                            state: CState::Waiting(String::new(), None),
+                            state: ContainerState::Waiting(String::new(), None),
                             last: None,
                             ready: false,
                             started_once: false,
@@ -346,7 +346,7 @@ impl Kubelet {
             .and_then(Value::as_array)
             .map(|vs| vs.iter().any(|v| v.get("persistentVolumeClaim").is_some()))
             .unwrap_or(false);
-        PodRt {
+        PodRuntime {
             uid: meta::uid(&obj).into(),
             ns: meta::namespace(&obj).into(),
             name: meta::name(&obj).into(),
@@ -455,18 +455,18 @@ impl Kubelet {
             if kind == ResetKind::Reboot {
                 // Every container died with the node; they start again (restartCount + 1).
                 for c in p.init.iter_mut().chain(p.main.iter_mut()) {
-                    if let CState::Running { ref started, .. } = c.state {
-                        c.last = Some(CState::Terminated {
+                    if let ContainerState::Running { ref started, .. } = c.state {
+                        c.last = Some(ContainerState::Terminated {
                             exit: 255,
                             reason: "Unknown".into(),
                             started: started.clone(),
-                            finished: meta::now_rfc3339(),
+                            finished: timing::now_rfc3339(),
                         });
                         c.restarts += 1;
                     }
-                    if !matches!(c.state, CState::Terminated { ref reason, .. } if reason == "Completed")
+                    if !matches!(c.state, ContainerState::Terminated { ref reason, .. } if reason == "Completed")
                     {
-                        c.state = CState::Waiting("ContainerCreating".into(), None);
+                        c.state = ContainerState::Waiting("ContainerCreating".into(), None);
                         c.step = Step::Idle;
                         c.ready = false;
                     }
@@ -577,7 +577,7 @@ impl Kubelet {
         if self.node.state.lock().faults.partitioned {
             return;
         }
-        let now = meta::rfc3339_micro(chrono::Utc::now());
+        let now = timing::rfc3339_micro(chrono::Utc::now());
         let name = self.node.name.clone();
         match self
             .client
@@ -696,16 +696,16 @@ impl Kubelet {
     // ----- CSI registration -----------------------------------------------------------------
 
     /// The live (not deleting) `longhorn-csi-plugin` pod of this node.
-    fn plugin_pod(&self) -> Option<&PodRt> {
+    fn plugin_pod(&self) -> Option<&PodRuntime> {
         self.pods
             .values()
             .find(|p| p.name.starts_with("longhorn-csi-plugin") && !meta::is_deleting(&p.pod))
     }
 
-    fn container_running(p: &PodRt, name: &str) -> bool {
+    fn container_running(p: &PodRuntime, name: &str) -> bool {
         p.main
             .iter()
-            .any(|c| c.name == name && matches!(c.state, CState::Running { .. }))
+            .any(|c| c.name == name && matches!(c.state, ContainerState::Running { .. }))
     }
 
     /// The plugin process answers on its socket: its container runs and is not crashing.
@@ -791,7 +791,7 @@ impl Kubelet {
             .filter(|p| p.name.starts_with("longhorn-csi-plugin"))
             .flat_map(|p| p.main.iter())
             .filter(|c| {
-                c.name == "longhorn-csi-plugin" && matches!(c.state, CState::Running { .. })
+                c.name == "longhorn-csi-plugin" && matches!(c.state, ContainerState::Running { .. })
             })
             .map(|c| c.container_id.clone())
             .collect();
@@ -815,7 +815,7 @@ impl Kubelet {
 
     // ----- volume manager -------------------------------------------------------------------
 
-    fn pod_volumes(&self, pod: &Value) -> Vec<PodVol> {
+    fn pod_volumes(&self, pod: &Value) -> Vec<PodVolume> {
         let ns = meta::namespace(pod);
         pod.pointer("/spec/volumes")
             .and_then(Value::as_array)
@@ -838,7 +838,7 @@ impl Kubelet {
                             let handle = meta::str_at(&pv, "/spec/csi/volumeHandle")?.to_string();
                             Some((pv_name, handle))
                         });
-                        PodVol { name, csi, claim }
+                        PodVolume { name, csi, claim }
                     })
                     .collect()
             })
@@ -882,7 +882,7 @@ impl Kubelet {
     /// the FailedMount event on the pod (unmount operations record none upstream).
     fn op_failed(
         &mut self,
-        key: &OpKey,
+        key: &OperationKey,
         now: Instant,
         detailed: &str,
         event: Option<(&str, String)>,
@@ -944,7 +944,7 @@ impl Kubelet {
         // 1. UnmountDevice of stale device mounts: GetDeviceMountRefs finds the leftover pod mount.
         for m in &stale {
             let un = unique_name(&m.pv);
-            let key = OpKey::device(&un);
+            let key = OperationKey::device(&un);
             if !self.ops.may_run(&key, now) {
                 continue;
             }
@@ -961,7 +961,7 @@ impl Kubelet {
                 continue;
             }
             let un = unique_name(&self.devices.get(&pv).cloned().unwrap_or_else(|| pv.clone()));
-            let key = OpKey::pod(&un, &uid);
+            let key = OperationKey::pod(&un, &uid);
             if !self.ops.may_run(&key, now) {
                 continue;
             }
@@ -997,7 +997,7 @@ impl Kubelet {
                     continue;
                 }
                 let un = unique_name(&handle);
-                let key = OpKey::device(&un);
+                let key = OperationKey::device(&un);
                 if !self.ops.may_run(&key, now) {
                     continue;
                 }
@@ -1031,7 +1031,7 @@ impl Kubelet {
                 continue;
             }
             let un = unique_name(&handle);
-            let key = OpKey::device(&un);
+            let key = OperationKey::device(&un);
             if !self.ops.may_run(&key, now) {
                 continue;
             }
@@ -1152,7 +1152,7 @@ impl Kubelet {
     }
 
     /// Are all of the pod's volumes set up? Returns (unmounted, unattached) volume names.
-    fn volumes_ready(&self, p: &PodRt) -> (Vec<String>, Vec<String>) {
+    fn volumes_ready(&self, p: &PodRuntime) -> (Vec<String>, Vec<String>) {
         let mut unmounted = Vec::new();
         let mut unattached = Vec::new();
         if !p.claims {
@@ -1194,8 +1194,8 @@ impl Kubelet {
             .collect();
         in_use.sort();
         in_use.dedup();
-        if in_use != self.volumes_in_use {
-            if self
+        if in_use != self.volumes_in_use
+            && self
                 .client
                 .merge_status(
                     "",
@@ -1205,9 +1205,8 @@ impl Kubelet {
                     &json!({"status": {"volumesInUse": in_use}}),
                 )
                 .is_ok()
-            {
-                self.volumes_in_use = in_use;
-            }
+        {
+            self.volumes_in_use = in_use;
         }
     }
 
@@ -1294,13 +1293,13 @@ impl Kubelet {
             let p = self.pods.get_mut(uid).unwrap();
             p.synced = true;
             p.dirty = true;
-            p.started_time = Some(meta::now_rfc3339());
+            p.started_time = Some(timing::now_rfc3339());
             let has_init = !p.init.is_empty();
             for c in p.init.iter_mut() {
-                c.state = CState::Waiting("PodInitializing".into(), None);
+                c.state = ContainerState::Waiting("PodInitializing".into(), None);
             }
             for c in p.main.iter_mut() {
-                c.state = CState::Waiting(
+                c.state = ContainerState::Waiting(
                     if has_init {
                         "PodInitializing"
                     } else {
@@ -1353,15 +1352,15 @@ impl Kubelet {
             .unwrap_or("Always")
             .to_string();
         let crash_after = Self::annotation(&pod, script::CRASH_AFTER)
-            .and_then(parse_duration)
+            .and_then(timing::parse_duration)
             .map(|d| self.timing.s(d));
         let exit_after = Self::annotation(&pod, script::EXIT_AFTER)
-            .and_then(parse_duration)
+            .and_then(timing::parse_duration)
             .map(|d| self.timing.s(d));
         let never_ready = Self::annotation(&pod, script::NEVER_READY) == Some("true");
         let pull_error = Self::annotation(&pod, script::IMAGE_PULL_ERROR).map(String::from);
         let init_run = Self::annotation(&pod, script::INIT_DURATION)
-            .and_then(parse_duration)
+            .and_then(timing::parse_duration)
             .map(|d| self.timing.s(d))
             .unwrap_or(self.timing.s(self.timing.init_container_run));
         let log_lines: Vec<String> = Self::annotation(&pod, script::LOG)
@@ -1392,7 +1391,7 @@ impl Kubelet {
         let mut init_done = true;
         for i in 0..ncount {
             let c = &self.pods[uid].init[i];
-            if matches!(c.state, CState::Terminated { exit: 0, .. }) {
+            if matches!(c.state, ContainerState::Terminated { exit: 0, .. }) {
                 continue;
             }
             init_done = false;
@@ -1414,13 +1413,13 @@ impl Kubelet {
             ) {
                 p.dirty = true;
             }
-            if let CState::Running { since, ref started } = c.state {
+            if let ContainerState::Running { since, ref started } = c.state {
                 if now.duration_since(since) >= init_run {
-                    c.state = CState::Terminated {
+                    c.state = ContainerState::Terminated {
                         exit: 0,
                         reason: "Completed".into(),
                         started: started.clone(),
-                        finished: meta::now_rfc3339(),
+                        finished: timing::now_rfc3339(),
                     };
                     p.dirty = true;
                 }
@@ -1441,7 +1440,7 @@ impl Kubelet {
                 if c.step == Step::BackOff {
                     if c.next.map(|n| now >= n).unwrap_or(true) {
                         c.step = Step::Idle;
-                        c.state = CState::Waiting("ContainerCreating".into(), None);
+                        c.state = ContainerState::Waiting("ContainerCreating".into(), None);
                     } else {
                         continue;
                     }
@@ -1458,15 +1457,16 @@ impl Kubelet {
                     &mut events,
                 ) {
                     p.dirty = true;
-                    if matches!(c.state, CState::Running { .. }) {
+                    if matches!(c.state, ContainerState::Running { .. }) {
                         c.prev_logs = std::mem::take(&mut c.logs);
                         c.logs = log_lines.clone();
                     }
                 }
-                if let CState::Running { since, ref started } = c.state.clone() {
+                if let ContainerState::Running { since, ref started } = c.state.clone() {
                     // Readiness: the prober reports ready unless scripted or broken.
-                    let ready_now = !never_ready && !prober_broken && !(is_csi && csi_down);
-                    if c.ready != ready_now && !(prober_broken && !c.ready) {
+                    let ready_now = !(never_ready || prober_broken || is_csi && csi_down);
+                    // A broken prober never makes a container ready.
+                    if c.ready != ready_now && (c.ready || !prober_broken) {
                         c.ready = ready_now;
                         p.dirty = true;
                     }
@@ -1483,11 +1483,11 @@ impl Kubelet {
                         None
                     };
                     if let Some((exit, reason)) = died {
-                        let term = CState::Terminated {
+                        let term = ContainerState::Terminated {
                             exit,
                             reason: reason.into(),
                             started: started.clone(),
-                            finished: meta::now_rfc3339(),
+                            finished: timing::now_rfc3339(),
                         };
                         c.ready = false;
                         p.dirty = true;
@@ -1506,7 +1506,7 @@ impl Kubelet {
                                 p.ns,
                                 p.uid
                             );
-                            c.state = CState::Waiting("CrashLoopBackOff".into(), Some(msg));
+                            c.state = ContainerState::Waiting("CrashLoopBackOff".into(), Some(msg));
                             c.crash_backoff = (c.crash_backoff * 2).min(crash_max);
                             let msg = format!(
                                 "Back-off restarting failed container {} in pod {}_{}({})",
@@ -1535,18 +1535,18 @@ impl Kubelet {
         let all_init = p
             .init
             .iter()
-            .all(|c| matches!(c.state, CState::Terminated { exit: 0, .. }));
+            .all(|c| matches!(c.state, ContainerState::Terminated { exit: 0, .. }));
         let phase = if !all_init {
             "Pending"
         } else if p
             .main
             .iter()
-            .all(|c| matches!(c.state, CState::Terminated { .. }))
+            .all(|c| matches!(c.state, ContainerState::Terminated { .. }))
             && !p.main.is_empty()
         {
             if p.main
                 .iter()
-                .all(|c| matches!(c.state, CState::Terminated { exit: 0, .. }))
+                .all(|c| matches!(c.state, ContainerState::Terminated { exit: 0, .. }))
             {
                 "Succeeded"
             } else {
@@ -1570,9 +1570,9 @@ impl Kubelet {
         let settled = p.phase == "Running"
             && crash_after.is_none()
             && exit_after.is_none()
-            && p.main
-                .iter()
-                .all(|c| matches!(c.state, CState::Running { .. }) && c.step == Step::Started);
+            && p.main.iter().all(|c| {
+                matches!(c.state, ContainerState::Running { .. }) && c.step == Step::Started
+            });
         if settled {
             p.quiet_until = Some(now + self.timing.s(self.timing.pod_resync));
         }
@@ -1590,7 +1590,7 @@ impl Kubelet {
                 .init
                 .iter()
                 .chain(p.main.iter())
-                .filter(|c| matches!(c.state, CState::Running { .. }))
+                .filter(|c| matches!(c.state, ContainerState::Running { .. }))
                 .map(|c| c.name.clone())
                 .collect();
             for name in running {
@@ -1613,12 +1613,12 @@ impl Kubelet {
             return;
         }
         for c in p.init.iter_mut().chain(p.main.iter_mut()) {
-            if let CState::Running { ref started, .. } = c.state {
-                c.state = CState::Terminated {
+            if let ContainerState::Running { ref started, .. } = c.state {
+                c.state = ContainerState::Terminated {
                     exit: 0,
                     reason: "Completed".into(),
                     started: started.clone(),
-                    finished: meta::now_rfc3339(),
+                    finished: timing::now_rfc3339(),
                 };
                 c.ready = false;
                 p.dirty = true;
@@ -1660,18 +1660,18 @@ impl Kubelet {
         let Some(c) = p.main.iter_mut().find(|c| c.name == container) else {
             return false;
         };
-        let CState::Running { ref started, .. } = c.state else {
+        let ContainerState::Running { ref started, .. } = c.state else {
             return false;
         };
-        c.last = Some(CState::Terminated {
+        c.last = Some(ContainerState::Terminated {
             exit: 137,
             reason: "Error".into(),
             started: started.clone(),
-            finished: meta::now_rfc3339(),
+            finished: timing::now_rfc3339(),
         });
         c.restarts += 1;
         c.ready = false;
-        c.state = CState::Waiting("ContainerCreating".into(), None);
+        c.state = ContainerState::Waiting("ContainerCreating".into(), None);
         c.step = Step::Idle;
         p.dirty = true;
         p.slot = true;
@@ -1750,7 +1750,7 @@ impl Kubelet {
             });
         }
         match &c.state {
-            CState::Waiting(reason, _) if !c.started_once => Some(Err(format!(
+            ContainerState::Waiting(reason, _) if !c.started_once => Some(Err(format!(
                 "container {:?} in pod {:?} is waiting to start: {}",
                 container,
                 p.name,
@@ -1766,7 +1766,7 @@ impl Kubelet {
 }
 
 fn cond(t: &str, ok: bool, reason: Option<&str>, msg: Option<String>) -> Value {
-    let mut c = json!({"type": t, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": meta::now_rfc3339()});
+    let mut c = json!({"type": t, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": timing::now_rfc3339()});
     if !ok {
         if let Some(r) = reason {
             c["reason"] = json!(r);
@@ -1779,15 +1779,15 @@ fn cond(t: &str, ok: bool, reason: Option<&str>, msg: Option<String>) -> Value {
 }
 
 /// The status the kubelet's status manager posts: real shapes (conditions, Waiting reasons).
-fn pod_status(p: &PodRt, host_ip: &str) -> Value {
+fn pod_status(p: &PodRuntime, host_ip: &str) -> Value {
     let init_ok = p
         .init
         .iter()
-        .all(|c| matches!(c.state, CState::Terminated { exit: 0, .. }));
+        .all(|c| matches!(c.state, ContainerState::Terminated { exit: 0, .. }));
     let pending_init: Vec<&str> = p
         .init
         .iter()
-        .filter(|c| !matches!(c.state, CState::Terminated { exit: 0, .. }))
+        .filter(|c| !matches!(c.state, ContainerState::Terminated { exit: 0, .. }))
         .map(|c| c.name.as_str())
         .collect();
     let unready: Vec<&str> = p
@@ -1877,75 +1877,16 @@ fn pod_status(p: &PodRt, host_ip: &str) -> Value {
         "hostIPs": [{"ip": host_ip}],
         "startTime": p.started_time,
         "qosClass": p.pod.pointer("/status/qosClass").cloned().unwrap_or(json!("BestEffort")),
-        "containerStatuses": p.main.iter().map(|c| ctr_status(c, false)).collect::<Vec<_>>(),
+        "containerStatuses": p.main.iter().map(container_status).collect::<Vec<_>>(),
     });
     if !p.init.is_empty() {
-        s["initContainerStatuses"] = json!(p
-            .init
-            .iter()
-            .map(|c| ctr_status(c, true))
-            .collect::<Vec<_>>());
+        s["initContainerStatuses"] = json!(p.init.iter().map(container_status).collect::<Vec<_>>());
     }
     if let Some(ip) = &p.pod_ip {
         s["podIP"] = json!(ip);
         s["podIPs"] = json!([{"ip": ip}]);
     }
     s
-}
-
-/// "5s", "1m30s", "250ms", or plain seconds.
-pub fn parse_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    if let Ok(n) = s.parse::<f64>() {
-        return Some(Duration::from_secs_f64(n.max(0.0)));
-    }
-    let mut total = 0f64;
-    let mut num = String::new();
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            num.push(c);
-            continue;
-        }
-        let unit = if c == 'm' && chars.peek() == Some(&'s') {
-            chars.next();
-            "ms"
-        } else {
-            match c {
-                'h' => "h",
-                'm' => "m",
-                's' => "s",
-                _ => return None,
-            }
-        };
-        let v: f64 = num.parse().ok()?;
-        num.clear();
-        total += match unit {
-            "h" => v * 3600.0,
-            "m" => v * 60.0,
-            "s" => v,
-            _ => v / 1000.0,
-        };
-    }
-    if !num.is_empty() {
-        return None;
-    }
-    Some(Duration::from_secs_f64(total))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_parse() {
-        assert_eq!(parse_duration("5s"), Some(Duration::from_secs(5)));
-        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2"), Some(Duration::from_secs(2)));
-        assert_eq!(parse_duration("abc"), None);
-        assert_eq!(parse_duration("5"), Some(Duration::from_secs(5)));
-    }
 }
 
 fn rv_of(obj: &Value) -> Option<u64> {

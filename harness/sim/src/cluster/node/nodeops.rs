@@ -3,10 +3,11 @@
 
 use super::kubelet::script;
 use super::state::{KubeletProcess, MountHolder, ResetKind, StaleMount};
+use crate::apiserver::meta;
+use crate::apiserver::status::{ApiError, ApiResult};
 use crate::cluster::SimCluster;
 use crate::internal::Internal;
-use crate::meta;
-use crate::status::{ApiError, ApiResult};
+use crate::timing;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::time::Instant;
@@ -22,7 +23,7 @@ pub enum NodeOp {
         pv: String,
         #[serde(default)]
         deleted_pv: bool,
-        #[serde(default = "default_holder")]
+        #[serde(default)]
         holder: Holder,
         #[serde(default)]
         blocks_queue: bool,
@@ -68,17 +69,43 @@ pub enum NodeOp {
     ClearIoErrors,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Holder {
-    Kubelet,
-    CsiPlugin,
-    External,
+/// What keeps a stale device mount busy: the fault catalogue's type, under the name the sim's
+/// users know.
+pub use faultline_faults::MountHolder as Holder;
+
+impl NodeOp {
+    /// The primitive that undoes this one; None for one-shot primitives (restarts, a power
+    /// cycle, the undoing primitives themselves) and a reboot, which comes back by itself.
+    /// The one inverse table: the runner's sim providers and the test library both heal with it.
+    pub fn inverse(&self) -> Option<NodeOp> {
+        use NodeOp as N;
+        Some(match self {
+            N::StaleDeviceMount { pv, .. } => N::ClearStaleDeviceMount { pv: pv.clone() },
+            N::CsiPluginDown => N::CsiPluginUp,
+            N::SaturateWorkers { namespace, .. } => N::ClearStalePods {
+                namespace: namespace.clone(),
+            },
+            N::KubeletStop | N::KubeletHang => N::KubeletStart,
+            N::ProberBroken => N::ProberFixed,
+            N::PartitionNetwork => N::HealNetwork,
+            N::HungNfs => N::ClearHungNfs,
+            N::IoErrors => N::ClearIoErrors,
+            N::ClearStaleDeviceMount { .. }
+            | N::CsiPluginUp
+            | N::CsiPluginRestart
+            | N::ClearStalePods { .. }
+            | N::KubeletStart
+            | N::KubeletRestart
+            | N::ProberFixed
+            | N::Reboot
+            | N::PowerCycle
+            | N::HealNetwork
+            | N::ClearHungNfs
+            | N::ClearIoErrors => return None,
+        })
+    }
 }
 
-fn default_holder() -> Holder {
-    Holder::Kubelet
-}
 fn default_stale_ns() -> String {
     "snapshots".into()
 }
@@ -260,7 +287,7 @@ impl SimCluster {
                 Ok(_) | Err(ApiError { code: 409, .. }) => {}
                 Err(e) => return Err(e),
             }
-            let now = meta::now_rfc3339();
+            let now = timing::now_rfc3339();
             client.merge_status(
                 "",
                 "pods",

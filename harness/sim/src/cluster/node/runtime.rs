@@ -4,8 +4,7 @@
 //! script it.
 
 use crate::events::EventKind;
-use crate::meta;
-use crate::timing::go_duration;
+use crate::timing::{self, go_duration};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -31,7 +30,7 @@ pub mod script {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum CState {
+pub(super) enum ContainerState {
     Waiting(String, Option<String>),
     Running {
         started: String,
@@ -46,11 +45,11 @@ pub(super) enum CState {
 }
 
 #[derive(Debug, Clone)]
-pub(super) struct Ctr {
+pub(super) struct Container {
     pub(super) name: String,
     pub(super) image: String,
-    pub(super) state: CState,
-    pub(super) last: Option<CState>,
+    pub(super) state: ContainerState,
+    pub(super) last: Option<ContainerState>,
     pub(super) ready: bool,
     pub(super) started_once: bool,
     pub(super) restarts: u32,
@@ -80,7 +79,7 @@ pub(super) fn lines(l: &[String]) -> String {
 /// Advance one container through pull -> create -> start. Returns true when its state changed.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn step_container(
-    c: &mut Ctr,
+    c: &mut Container,
     now: Instant,
     policy: &str,
     images: &mut HashSet<String>,
@@ -93,7 +92,10 @@ pub(super) fn step_container(
 ) -> bool {
     match c.step {
         Step::Idle => {
-            if matches!(c.state, CState::Running { .. } | CState::Terminated { .. }) {
+            if matches!(
+                c.state,
+                ContainerState::Running { .. } | ContainerState::Terminated { .. }
+            ) {
                 return false;
             }
             let cached = images.contains(&c.image) && policy != "Always";
@@ -124,7 +126,7 @@ pub(super) fn step_container(
             }
             if let Some(reason) = pull_error {
                 events.push((Some(field.into()), EventKind::Warning, "Failed".into(), format!("Failed to pull image {:?}: rpc error: code = NotFound desc = failed to pull and unpack image {:?}: not found", c.image, c.image)));
-                c.state = CState::Waiting(
+                c.state = ContainerState::Waiting(
                     if reason == "ImagePullBackOff" {
                         "ImagePullBackOff"
                     } else {
@@ -159,8 +161,8 @@ pub(super) fn step_container(
                 "Started".into(),
                 format!("Started container {}", c.name),
             ));
-            c.state = CState::Running {
-                started: meta::now_rfc3339(),
+            c.state = ContainerState::Running {
+                started: timing::now_rfc3339(),
                 since: now,
             };
             c.started_once = true;
@@ -169,7 +171,7 @@ pub(super) fn step_container(
             true
         }
         Step::Started => {
-            if matches!(c.state, CState::Waiting(..)) {
+            if matches!(c.state, ContainerState::Waiting(..)) {
                 c.step = Step::Idle;
             }
             false
@@ -178,9 +180,9 @@ pub(super) fn step_container(
     }
 }
 
-pub(super) fn state_json(s: &CState) -> Value {
+pub(super) fn state_json(s: &ContainerState) -> Value {
     match s {
-        CState::Waiting(reason, msg) => {
+        ContainerState::Waiting(reason, msg) => {
             let mut w =
                 json!({"reason": if reason.is_empty() { "ContainerCreating" } else { reason }});
             if let Some(m) = msg {
@@ -188,8 +190,8 @@ pub(super) fn state_json(s: &CState) -> Value {
             }
             json!({"waiting": w})
         }
-        CState::Running { started, .. } => json!({"running": {"startedAt": started}}),
-        CState::Terminated {
+        ContainerState::Running { started, .. } => json!({"running": {"startedAt": started}}),
+        ContainerState::Terminated {
             exit,
             reason,
             started,
@@ -200,17 +202,13 @@ pub(super) fn state_json(s: &CState) -> Value {
     }
 }
 
-pub(super) fn ctr_status(c: &Ctr, init: bool) -> Value {
+pub(super) fn container_status(c: &Container) -> Value {
     let mut s = json!({
         "name": c.name, "image": c.image, "imageID": "", "ready": c.ready, "restartCount": c.restarts,
         "state": state_json(&c.state),
         "lastState": c.last.as_ref().map(state_json).unwrap_or_else(|| json!({})),
     });
-    if !init {
-        s["started"] = json!(matches!(c.state, CState::Running { .. }));
-    } else {
-        s["started"] = json!(matches!(c.state, CState::Running { .. }));
-    }
+    s["started"] = json!(matches!(c.state, ContainerState::Running { .. }));
     if c.started_once {
         s["containerID"] = json!(c.container_id);
         s["imageID"] = json!(format!(

@@ -49,22 +49,22 @@ pub fn pod_mount_path(pod_uid: &str, pv: &str) -> String {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct OpKey {
+pub struct OperationKey {
     pub volume: String,
     pub pod: String,
     pub node: String,
 }
 
-impl OpKey {
-    pub fn device(volume: &str) -> OpKey {
-        OpKey {
+impl OperationKey {
+    pub fn device(volume: &str) -> OperationKey {
+        OperationKey {
             volume: volume.into(),
             pod: String::new(),
             node: String::new(),
         }
     }
-    pub fn pod(volume: &str, pod_uid: &str) -> OpKey {
-        OpKey {
+    pub fn pod(volume: &str, pod_uid: &str) -> OperationKey {
+        OperationKey {
             volume: volume.into(),
             pod: pod_uid.into(),
             node: String::new(),
@@ -101,8 +101,8 @@ pub struct Running {
 /// matches every pod of the volume). Nothing is node-wide.
 #[derive(Debug)]
 pub struct PendingOperations {
-    failed: HashMap<OpKey, Backoff>,
-    running: HashMap<OpKey, Running>,
+    failed: HashMap<OperationKey, Backoff>,
+    running: HashMap<OperationKey, Running>,
     timing: Timing,
 }
 
@@ -115,12 +115,12 @@ impl PendingOperations {
         }
     }
 
-    fn matches(a: &OpKey, b: &OpKey) -> bool {
+    fn matches(a: &OperationKey, b: &OperationKey) -> bool {
         a.volume == b.volume && (a.pod == b.pod || a.pod.is_empty() || b.pod.is_empty())
     }
 
     /// May the operation start now? Not while a matching one runs or backs off.
-    pub fn may_run(&self, key: &OpKey, now: Instant) -> bool {
+    pub fn may_run(&self, key: &OperationKey, now: Instant) -> bool {
         !self.running.keys().any(|k| Self::matches(k, key))
             && self
                 .failed
@@ -130,13 +130,13 @@ impl PendingOperations {
     }
 
     /// Start an operation whose call returns only at `done_at`, with `error`.
-    pub fn start_hanging(&mut self, key: &OpKey, done_at: Instant, error: String) {
+    pub fn start_hanging(&mut self, key: &OperationKey, done_at: Instant, error: String) {
         self.running.insert(key.clone(), Running { done_at, error });
     }
 
     /// Operations whose hanging call has returned by `now`, with the error each ended with.
-    pub fn returned(&mut self, now: Instant) -> Vec<(OpKey, String)> {
-        let done: Vec<OpKey> = self
+    pub fn returned(&mut self, now: Instant) -> Vec<(OperationKey, String)> {
+        let done: Vec<OperationKey> = self
             .running
             .iter()
             .filter(|(_, r)| now >= r.done_at)
@@ -152,14 +152,14 @@ impl PendingOperations {
 
     /// Record a failure: returns the log line nestedpendingoperations writes. The backoff is
     /// nominal (500ms doubling to 2m2s) in the line; the retry waits its scaled equivalent.
-    pub fn failed(&mut self, key: &OpKey, now: Instant, error: &str) -> String {
+    pub fn failed(&mut self, key: &OperationKey, now: Instant, error: &str) -> String {
         self.failed_at(key, now, self.timing.now(), error)
     }
 
     /// `failed`, with the nominal time the line is logged at.
     pub fn failed_at(
         &mut self,
-        key: &OpKey,
+        key: &OperationKey,
         now: Instant,
         logged: chrono::DateTime<chrono::Utc>,
         error: &str,
@@ -186,11 +186,11 @@ impl PendingOperations {
         )
     }
 
-    pub fn succeeded(&mut self, key: &OpKey) {
+    pub fn succeeded(&mut self, key: &OperationKey) {
         self.failed.remove(key);
     }
 
-    pub fn failures(&self, key: &OpKey) -> u32 {
+    pub fn failures(&self, key: &OperationKey) -> u32 {
         self.failed.get(key).map(|b| b.failures).unwrap_or(0)
     }
 
@@ -209,7 +209,7 @@ mod tests {
     fn backoff_doubles_to_the_cap() {
         // At 1/1000 the retries wait milliseconds, but the log prints the real durations.
         let mut ops = PendingOperations::new(Timing::scaled(0.001));
-        let k = OpKey::device(&unique_name("pvc-1"));
+        let k = OperationKey::device(&unique_name("pvc-1"));
         let mut seen = Vec::new();
         for _ in 0..10 {
             let line = ops.failed(&k, Instant::now(), "boom");
@@ -230,7 +230,7 @@ mod tests {
         assert!(!ops.may_run(&k, Instant::now()));
         assert!(ops.may_run(&k, Instant::now() + Duration::from_millis(123)));
         // A pod-level operation on the same volume waits on the volume-wide key.
-        assert!(!ops.may_run(&OpKey::pod(&k.volume, "uid"), Instant::now()));
+        assert!(!ops.may_run(&OperationKey::pod(&k.volume, "uid"), Instant::now()));
         ops.succeeded(&k);
         assert!(ops.may_run(&k, Instant::now()));
     }
@@ -239,8 +239,8 @@ mod tests {
     fn a_hanging_operation_blocks_its_volume_only() {
         let mut ops = PendingOperations::new(Timing::scaled(0.001));
         let (a, b) = (
-            OpKey::device(&unique_name("pvc-a")),
-            OpKey::device(&unique_name("pvc-b")),
+            OperationKey::device(&unique_name("pvc-a")),
+            OperationKey::device(&unique_name("pvc-b")),
         );
         let now = Instant::now();
         ops.start_hanging(
@@ -248,7 +248,7 @@ mod tests {
             now + Duration::from_millis(120),
             "rpc error: code = DeadlineExceeded desc = context deadline exceeded".into(),
         );
-        assert!(!ops.may_run(&a, now) && !ops.may_run(&OpKey::pod(&a.volume, "uid"), now));
+        assert!(!ops.may_run(&a, now) && !ops.may_run(&OperationKey::pod(&a.volume, "uid"), now));
         assert!(ops.may_run(&b, now), "no node-wide lock");
         assert!(ops.returned(now).is_empty());
         let done = ops.returned(now + Duration::from_millis(121));
@@ -275,7 +275,7 @@ mod tests {
                 + "/globalmount".len()
         );
         assert_eq!(
-            OpKey::device("v").describe(),
+            OperationKey::device("v").describe(),
             "{volumeName:v podName: nodeName:}"
         );
     }

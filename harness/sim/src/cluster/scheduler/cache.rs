@@ -5,9 +5,9 @@
 //! than the scheduling itself.
 
 use super::{requests, NodeInfo};
-use crate::meta;
-use crate::resources::ResourceKey;
-use crate::store::{EventType, Store, StoreEvent};
+use crate::apiserver::meta;
+use crate::apiserver::resources::ResourceKey;
+use crate::apiserver::store::{EventType, Store, StoreEvent};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -88,7 +88,7 @@ impl SchedulerCache {
                 }
                 // Heartbeats (conditions, images, volumesInUse) change nothing the filters
                 // read; a new node, labels, taints or allocatable do.
-                super::super::changes::node_fields_changed(
+                crate::controllers::changes::node_fields_changed(
                     ev,
                     &["/metadata/labels", "/spec", "/status/allocatable"],
                 )
@@ -165,8 +165,8 @@ impl SchedulerCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::Registry;
-    use crate::store::{DeleteOptions, UpdateScope};
+    use crate::apiserver::resources::Registry;
+    use crate::apiserver::store::{DeleteOptions, UpdateScope};
     use serde_json::json;
 
     fn pod(name: &str, node: &str, cpu: &str) -> Value {

@@ -4,11 +4,10 @@
 //! fewest pods. Pods that fit nowhere get PodScheduled=False/Unschedulable with the real
 //! message shape and a FailedScheduling event; they are retried when nodes change.
 
-use super::changes::Changes;
-use crate::apiserver::set_condition;
+use crate::apiserver::meta;
+use crate::controllers::changes::Changes;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::meta;
 use crate::timing::Timing;
 use cache::SchedulerCache;
 use serde_json::{json, Value};
@@ -148,7 +147,7 @@ fn schedule_batch(
                     .unwrap_or(false);
                 if !already {
                     let mut next = (*pod).clone();
-                    set_condition(
+                    meta::set_condition(
                         &mut next,
                         "PodScheduled",
                         "False",

@@ -2,12 +2,12 @@
 //! that pods on a node use, `node.status.volumesAttached`) and the external CSI attacher that
 //! marks them attached once the driver is registered on the node.
 
+use crate::apiserver::meta;
+use crate::apiserver::store::{EventType, Informer};
 use crate::cluster::node::volumes::{unique_name, DRIVER};
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::meta;
-use crate::store::{EventType, Informer};
-use crate::timing::Timing;
+use crate::timing::{self, Timing};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -96,7 +96,7 @@ pub(super) fn attach_detach(
             )
     });
     for pod in scheduled {
-        let node = meta::str_at(&pod, "/spec/nodeName")
+        let node = meta::str_at(pod, "/spec/nodeName")
             .unwrap_or("")
             .to_string();
         for v in pod
@@ -111,7 +111,7 @@ pub(super) fn attach_detach(
             else {
                 continue;
             };
-            let Some(pvc) = client.get("", "persistentvolumeclaims", meta::namespace(&pod), claim)
+            let Some(pvc) = client.get("", "persistentvolumeclaims", meta::namespace(pod), claim)
             else {
                 continue;
             };
@@ -193,7 +193,7 @@ pub(super) fn attach_detach(
                 .and_then(Value::as_str)
                 != Some(msg.as_str())
             {
-                let _ = client.merge_status("storage.k8s.io", "volumeattachments", "", &name, &json!({"status": {"attached": false, "attachError": {"time": meta::now_rfc3339(), "message": msg}}}));
+                let _ = client.merge_status("storage.k8s.io", "volumeattachments", "", &name, &json!({"status": {"attached": false, "attachError": {"time": timing::now_rfc3339(), "message": msg}}}));
             }
             if attach_errors.insert(name.clone()) {
                 for pod in desired

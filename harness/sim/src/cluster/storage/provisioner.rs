@@ -2,10 +2,10 @@
 //! sidecar: PV `pvc-<uid>` from the claim's StorageClass, or the default one) and the PV
 //! controller around it (binding, PVC/PV protection, the Delete reclaim policy).
 
+use crate::apiserver::meta;
 use crate::cluster::node::volumes::DRIVER;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::meta;
 use crate::timing::Timing;
 use serde_json::{json, Value};
 use std::collections::HashMap;

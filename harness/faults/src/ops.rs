@@ -1,0 +1,477 @@
+//! The operations and their parameters, as scenarios spell them: faults and remediations. One
+//! typed catalog serves both, so a runbook's remediation steps are the same operations a fault
+//! injects ("remediate: {kubeletRestart: ...}").
+//!
+//! Node operations (`NodeOperation`) are carried out by the provider's `NodeOps`; runner
+//! operations (`RunnerOperation`) by the runner itself, through the Kubernetes API (cordon,
+//! uncordon, drain, deletePod) or process control (controllerCrash). What is known about each
+//! one (inverse, lifetime, providers) is in `crate::facts`.
+
+use crate::duration::Dur;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::de::{self, MapAccess};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::LazyLock;
+
+/// A node, the target of most operations.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodeTarget {
+    /// Node name, one of `spec.cluster.nodes`.
+    pub node: String,
+}
+
+/// The volume whose device mount goes stale.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub enum VolumeRef {
+    /// The volume bound to this PVC (`namespace/name` or `name` in `default`).
+    #[serde(rename = "pvc")]
+    Pvc(String),
+    /// This PersistentVolume.
+    #[serde(rename = "pv")]
+    Pv(String),
+    /// A PersistentVolume that no longer exists in the API (the incident's case).
+    #[serde(rename = "deletedPV")]
+    DeletedPv(String),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StaleDeviceMount {
+    pub node: String,
+    #[serde(with = "serde_yaml::with::singleton_map")]
+    #[schemars(with = "VolumeRef")]
+    pub volume: VolumeRef,
+    /// What keeps the device busy, which decides the remediation that releases it: `kubelet`
+    /// (its own stale state: a kubelet restart cleans it up; the default), `csiPlugin` (the node
+    /// plugin process: restart or delete the plugin pod), `external` (another reference: only a
+    /// reboot or power cycle).
+    #[serde(default)]
+    pub held_by: MountHolder,
+    /// Sim only, off by default: the incident RCA's reading, where no other volume operation of
+    /// the node starts while the unmount fails. By default (as upstream, which keys operations per
+    /// volume) only this volume's operations wait, and the node plugin's calls hang behind the
+    /// stale device (docs/fidelity.md).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub blocks_queue: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+// What keeps a stale device mount busy (`staleDeviceMount.heldBy`, documented there); the sim's
+// node primitives use this type too. A plain comment: a doc comment would change the schema.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase")]
+pub enum MountHolder {
+    #[default]
+    Kubelet,
+    CsiPlugin,
+    External,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KubeletWorkersSaturated {
+    pub node: String,
+    /// Stale non-running pods holding the kubelet's sync workers.
+    pub stale_pods: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodeReboot {
+    pub node: String,
+    /// The node hangs in `Rebooting` (hung NFS, disk I/O errors) until `nodePowerCycle`.
+    /// Left out of timelines when false: a reboot can still hang because of another fault
+    /// (`hungNfs`, `ioErrors`), and "false" there would read as "it did not hang".
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stuck_until_power_cycle: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ApiErrors {
+    /// Fraction of matching requests that fail, 0 < rate <= 1.
+    pub rate: f64,
+    /// HTTP status code returned, default 500.
+    #[serde(default = "default_code")]
+    pub code: u16,
+    /// Verbs affected (get, list, watch, create, update, patch, delete); empty: all.
+    #[serde(default)]
+    pub verbs: Vec<String>,
+    /// Resources affected (plural names, e.g. pods); empty: all.
+    #[serde(default)]
+    pub resources: Vec<String>,
+}
+fn default_code() -> u16 {
+    500
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ApiLatency {
+    /// Added to every matching request.
+    pub latency: Dur,
+    #[serde(default)]
+    pub verbs: Vec<String>,
+    #[serde(default)]
+    pub resources: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Drain {
+    pub node: String,
+    /// Delete pods that eviction cannot remove (no grace period).
+    #[serde(default)]
+    pub force: bool,
+    /// Give up waiting for evicted pods after this long (default 30s).
+    #[serde(default)]
+    pub timeout: Option<Dur>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeletePod {
+    /// Namespace (default `default`).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// One pod by name...
+    #[serde(default)]
+    pub name: Option<String>,
+    /// ...or every pod matching this label selector (e.g. `app=longhorn-csi-plugin`).
+    #[serde(default)]
+    pub selector: Option<String>,
+    /// Only pods bound to this node.
+    #[serde(default)]
+    pub node: Option<String>,
+    /// Delete with grace period 0 (`--force --grace-period=0`).
+    #[serde(default)]
+    pub force: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ControllerCrash {
+    /// Signal used to kill the controller: KILL (default) or TERM.
+    #[serde(default)]
+    pub signal: Option<String>,
+}
+
+macro_rules! catalog {
+    ($(#[$meta:meta])* $enum:ident { $($variant:ident($ty:ty) = $key:literal $(| $alias:literal)*, $doc:literal;)* }) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, Serialize, PartialEq)]
+        pub enum $enum {
+            $(#[doc = $doc] #[serde(rename = $key)] $variant($ty),)*
+        }
+        impl $enum {
+            pub const KEYS: &'static [&'static str] = &[$($key),*];
+            pub fn key(&self) -> &'static str {
+                match self { $(Self::$variant(_) => $key,)* }
+            }
+            /// What the operation does, as `faultline schema` describes it.
+            pub fn description(&self) -> &'static str {
+                match self { $(Self::$variant(_) => $doc,)* }
+            }
+            /// `<key>: <value>` as one map entry, as scenarios spell it.
+            pub fn serialize_entry<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
+                match self { $(Self::$variant(v) => m.serialize_entry($key, v),)* }
+            }
+            /// The operation `key` (or one of its aliases) names, its value read from `map`;
+            /// None when `key` names no operation of this enum.
+            pub fn from_key<'de, A: MapAccess<'de>>(key: &str, map: &mut A) -> Result<Option<Self>, A::Error> {
+                Ok(Some(match key {
+                    $($key $(| $alias)* => Self::$variant(map.next_value()?),)*
+                    _ => return Ok(None),
+                }))
+            }
+            pub fn is_key(key: &str) -> bool {
+                matches!(key, $($key $(| $alias)*)|*)
+            }
+            /// Every key the deserializer accepts, aliases included, so editors accept them too.
+            pub fn schema_entries(gen: &mut SchemaGenerator) -> Vec<(&'static str, Schema, String)> {
+                let mut v: Vec<(&'static str, Schema, String)> = Vec::new();
+                $(
+                    v.extend(std::iter::once(($key, gen.subschema_for::<$ty>(), $doc.to_string()))
+                        .chain([$(($alias, gen.subschema_for::<$ty>(), format!("Alias of `{}`. {}", $key, $doc))),*]));
+                )*
+                v
+            }
+        }
+        /// A map with exactly one operation, aliases accepted (a journal, a recorded call).
+        impl<'de> Deserialize<'de> for $enum {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> de::Visitor<'de> for V {
+                    type Value = $enum;
+                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                        write!(f, "a map with one operation, one of {}", quoted_list($enum::KEYS))
+                    }
+                    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<$enum, A::Error> {
+                        let Some(key) = map.next_key::<String>()? else {
+                            return Err(de::Error::custom(format!(
+                                "no operation given: expected one of {}", quoted_list($enum::KEYS)
+                            )));
+                        };
+                        let op = $enum::from_key(&key, &mut map)?
+                            .ok_or_else(|| de::Error::unknown_variant(&key, $enum::KEYS))?;
+                        if let Some(k) = map.next_key::<String>()? {
+                            return Err(de::Error::custom(format!(
+                                "two operations (`{}` and `{k}`): expected exactly one", op.key()
+                            )));
+                        }
+                        Ok(op)
+                    }
+                }
+                d.deserialize_map(V)
+            }
+        }
+    };
+}
+
+catalog! {
+    /// Operations on a node (or, for apiErrors/apiLatency, the simulated API server), carried
+    /// out by the provider's `NodeOps`.
+    NodeOperation {
+        StaleDeviceMount(StaleDeviceMount) = "staleDeviceMount", "A device mount of a volume is left behind and blocks the kubelet's serialized volume operation queue on the node.";
+        CsiPluginDown(NodeTarget) = "csiPluginDown", "The Longhorn CSI node plugin on the node is dead (driver unregistered).";
+        CsiPluginRestart(NodeTarget) = "csiPluginRestart", "Restart the CSI node plugin pod on the node.";
+        KubeletWorkersSaturated(KubeletWorkersSaturated) = "kubeletWorkersSaturated", "Stale non-running pods hold the kubelet's pod sync workers.";
+        KubeletStop(NodeTarget) = "kubeletStop", "Stop the kubelet (node goes NotReady after the grace period).";
+        KubeletHang(NodeTarget) = "kubeletHang", "The kubelet process lives but stops syncing pods and heartbeats.";
+        KubeletRestart(NodeTarget) = "kubeletRestart", "Restart the kubelet (volume queue and workers reset).";
+        ProberManagerBroken(NodeTarget) = "proberManagerBroken", "The kubelet's prober manager stops running probes: containers never become ready.";
+        NodeReboot(NodeReboot) = "nodeReboot" | "reboot", "Reboot the node (optionally stuck until power cycled).";
+        NodePowerCycle(NodeTarget) = "nodePowerCycle" | "powerCycle", "Hard power cycle (IPMI/Redfish): the node comes back clean.";
+        NodeNetworkPartition(NodeTarget) = "nodeNetworkPartition", "The node loses its connection to the API server.";
+        HungNfs(NodeTarget) = "hungNfs", "NFS mounts on the node hang (unmounts and reboots block).";
+        IoErrors(NodeTarget) = "ioErrors", "Disk I/O errors on the node.";
+        ApiErrors(ApiErrors) = "apiErrors", "The API server fails a fraction of matching requests (sim only).";
+        ApiLatency(ApiLatency) = "apiLatency", "The API server answers matching requests late (sim only).";
+    }
+}
+
+catalog! {
+    /// Operations the runner carries out itself, through the Kubernetes API or process control.
+    RunnerOperation {
+        Cordon(NodeTarget) = "cordon", "Mark the node unschedulable (heal: uncordon).";
+        Uncordon(NodeTarget) = "uncordon", "Mark the node schedulable.";
+        Drain(Drain) = "drain", "Cordon the node and evict its pods (heal: uncordon).";
+        DeletePod(DeletePod) = "deletePod", "Delete pods by name or selector (no heal).";
+        ControllerCrash(ControllerCrash) = "controllerCrash", "Kill the controller under test (heal: start it again).";
+    }
+}
+
+impl NodeOperation {
+    /// The node this operation targets (None for API-server-wide operations).
+    pub fn node(&self) -> Option<&str> {
+        use NodeOperation::*;
+        match self {
+            StaleDeviceMount(s) => Some(&s.node),
+            KubeletWorkersSaturated(k) => Some(&k.node),
+            NodeReboot(r) => Some(&r.node),
+            CsiPluginDown(t)
+            | CsiPluginRestart(t)
+            | KubeletStop(t)
+            | KubeletHang(t)
+            | KubeletRestart(t)
+            | ProberManagerBroken(t)
+            | NodePowerCycle(t)
+            | NodeNetworkPartition(t)
+            | HungNfs(t)
+            | IoErrors(t) => Some(&t.node),
+            ApiErrors(_) | ApiLatency(_) => None,
+        }
+    }
+    /// The volume a volume-level operation targets.
+    pub fn volume(&self) -> Option<&VolumeRef> {
+        match self {
+            NodeOperation::StaleDeviceMount(s) => Some(&s.volume),
+            _ => None,
+        }
+    }
+}
+
+impl RunnerOperation {
+    pub fn node(&self) -> Option<&str> {
+        match self {
+            RunnerOperation::Cordon(t) | RunnerOperation::Uncordon(t) => Some(&t.node),
+            RunnerOperation::Drain(d) => Some(&d.node),
+            RunnerOperation::DeletePod(d) => d.node.as_deref(),
+            RunnerOperation::ControllerCrash(_) => None,
+        }
+    }
+}
+
+/// Any operation: a node operation or a runner operation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Operation {
+    Node(NodeOperation),
+    Runner(RunnerOperation),
+}
+
+pub static OPERATION_KEYS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    NodeOperation::KEYS
+        .iter()
+        .chain(RunnerOperation::KEYS)
+        .copied()
+        .collect()
+});
+
+impl Operation {
+    pub fn key(&self) -> &'static str {
+        match self {
+            Operation::Node(n) => n.key(),
+            Operation::Runner(r) => r.key(),
+        }
+    }
+    pub fn node(&self) -> Option<&str> {
+        match self {
+            Operation::Node(n) => n.node(),
+            Operation::Runner(r) => r.node(),
+        }
+    }
+    pub fn is_key(key: &str) -> bool {
+        NodeOperation::is_key(key) || RunnerOperation::is_key(key)
+    }
+    /// The operation `key` names, its value read from `map` (for languages that embed an
+    /// operation as one entry of a larger map, like a scenario's fault step).
+    pub fn from_key<'de, A: MapAccess<'de>>(
+        key: &str,
+        map: &mut A,
+    ) -> Result<Option<Self>, A::Error> {
+        if let Some(n) = NodeOperation::from_key(key, map)? {
+            return Ok(Some(Operation::Node(n)));
+        }
+        Ok(RunnerOperation::from_key(key, map)?.map(Operation::Runner))
+    }
+    /// A compact one-line rendering for timelines: `staleDeviceMount{node: worker-04, volume: {deletedPV: pvc-81b676e6}}`.
+    pub fn summary(&self) -> String {
+        let v = serde_json::to_value(self).unwrap_or_default();
+        match v {
+            serde_json::Value::Object(m) => m
+                .into_iter()
+                .map(|(k, v)| format!("{k}{}", compact(&v)))
+                .collect(),
+            other => other.to_string(),
+        }
+    }
+    pub fn description(&self) -> &'static str {
+        match self {
+            Operation::Node(n) => n.description(),
+            Operation::Runner(r) => r.description(),
+        }
+    }
+    pub fn schema_entries(gen: &mut SchemaGenerator) -> Vec<(&'static str, Schema, String)> {
+        let mut v = NodeOperation::schema_entries(gen);
+        v.extend(RunnerOperation::schema_entries(gen));
+        v
+    }
+}
+
+/// `{node: worker-04, volume: {deletedPV: x}}`: JSON without quotes, for people.
+pub fn compact(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Object(m) => {
+            let inner: Vec<String> = m
+                .iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| format!("{k}: {}", compact(v)))
+                .collect();
+            format!("{{{}}}", inner.join(", "))
+        }
+        serde_json::Value::Array(a) => {
+            format!("[{}]", a.iter().map(compact).collect::<Vec<_>>().join(", "))
+        }
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A single-key map in every format (serde's derive would make YAML `!tags`, which the
+/// deserializer, like scenario authors, does not use).
+impl Serialize for Operation {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(1))?;
+        self.serialize_entry(&mut m)?;
+        m.end()
+    }
+}
+
+impl Operation {
+    pub fn serialize_entry<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
+        match self {
+            Operation::Node(n) => n.serialize_entry(m),
+            Operation::Runner(r) => r.serialize_entry(m),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Operation {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = Operation;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(
+                    f,
+                    "a map with one operation, one of {}",
+                    quoted_list(&OPERATION_KEYS)
+                )
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Operation, A::Error> {
+                let mut op: Option<Operation> = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if let Some(prev) = &op {
+                        if Operation::is_key(&key) {
+                            return Err(de::Error::custom(format!(
+                                "two operations (`{}` and `{key}`): a remediation names exactly one", prev.key()
+                            )));
+                        }
+                    }
+                    match Operation::from_key(&key, &mut map)? {
+                        Some(o) => op = Some(o),
+                        None => return Err(de::Error::unknown_variant(&key, &OPERATION_KEYS)),
+                    }
+                }
+                op.ok_or_else(|| {
+                    de::Error::custom(format!(
+                        "no operation given: expected one of {}",
+                        quoted_list(&OPERATION_KEYS)
+                    ))
+                })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// `` `a`, `b` ``: keys as error messages list them.
+pub fn quoted_list(keys: &[&str]) -> String {
+    keys.iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl JsonSchema for Operation {
+    fn schema_name() -> Cow<'static, str> {
+        "Operation".into()
+    }
+    fn json_schema(gen: &mut SchemaGenerator) -> Schema {
+        let one_of: Vec<serde_json::Value> = Operation::schema_entries(gen)
+            .into_iter()
+            .map(|(k, s, doc)| {
+                serde_json::json!({"type": "object", "description": doc, "required": [k], "additionalProperties": false,
+                                   "properties": {k: s}})
+            })
+            .collect();
+        schemars::json_schema!({"description": "One operation (fault or remediation)", "oneOf": one_of})
+    }
+}

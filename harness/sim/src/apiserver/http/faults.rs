@@ -1,0 +1,179 @@
+//! API-level faults (sim only): fail a fraction of matching requests, or answer them late.
+//! The controller under test sees what a struggling apiserver looks like: 5xx/429 Status
+//! errors and slow responses, on the verbs and resources chosen.
+
+use crate::apiserver::status::ApiError;
+use parking_lot::Mutex;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApiFaultKind {
+    /// Fail `rate` (0 < rate <= 1) of matching requests with `code`.
+    Errors {
+        rate: f64,
+        code: u16,
+    },
+    Latency(Duration),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiFault {
+    pub kind: ApiFaultKind,
+    /// get, list, watch, create, update, patch, delete, deletecollection; empty: all.
+    pub verbs: Vec<String>,
+    /// Resource plurals (pods, workspaces, ...); empty: all.
+    pub resources: Vec<String>,
+}
+
+struct Active {
+    id: u64,
+    fault: ApiFault,
+}
+
+/// The set of active API faults, shared by the HTTP front end and whoever injects them.
+#[derive(Clone)]
+pub struct ApiFaults {
+    inner: Arc<Mutex<(Vec<Active>, u64, StdRng)>>,
+}
+
+impl Default for ApiFaults {
+    fn default() -> Self {
+        Self::seeded(0)
+    }
+}
+
+impl ApiFaults {
+    /// Decisions come from a seeded generator, so a run with the same seed fails the same requests.
+    pub fn seeded(seed: u64) -> Self {
+        ApiFaults {
+            inner: Arc::new(Mutex::new((vec![], 1, StdRng::seed_from_u64(seed)))),
+        }
+    }
+
+    pub fn add(&self, fault: ApiFault) -> u64 {
+        let mut g = self.inner.lock();
+        let id = g.1;
+        g.1 += 1;
+        g.0.push(Active { id, fault });
+        id
+    }
+
+    pub fn remove(&self, id: u64) -> bool {
+        let mut g = self.inner.lock();
+        let before = g.0.len();
+        g.0.retain(|a| a.id != id);
+        before != g.0.len()
+    }
+
+    pub fn clear(&self) {
+        self.inner.lock().0.clear();
+    }
+
+    /// What happens to a request: an injected error, and/or a delay before it is served.
+    pub fn decide(&self, verb: &str, resource: &str) -> (Option<ApiError>, Duration) {
+        let mut g = self.inner.lock();
+        let (active, _, rng) = &mut *g;
+        let mut delay = Duration::ZERO;
+        let mut error = None;
+        for a in active.iter() {
+            let f = &a.fault;
+            let verb_ok = f.verbs.is_empty() || f.verbs.iter().any(|v| v == verb);
+            let res_ok = f.resources.is_empty() || f.resources.iter().any(|r| r == resource);
+            if !(verb_ok && res_ok) {
+                continue;
+            }
+            match &f.kind {
+                ApiFaultKind::Latency(d) => delay += *d,
+                ApiFaultKind::Errors { rate, code } => {
+                    if error.is_none() && rng.random::<f64>() < *rate {
+                        error = Some(injected(*code));
+                    }
+                }
+            }
+        }
+        (error, delay)
+    }
+}
+
+fn injected(code: u16) -> ApiError {
+    match code {
+        429 => ApiError::too_many_requests("the server has received too many requests and has asked us to try again later (injected by faultline)"),
+        503 => ApiError::service_unavailable("the server is currently unable to handle the request (injected by faultline)"),
+        504 => ApiError::new(504, "Timeout", "the server was unable to return a response in the time allotted (injected by faultline)"),
+        409 => ApiError::new(409, "Conflict", "the object has been modified; please apply your changes to the latest version and try again (injected by faultline)"),
+        c => ApiError::new(c, "InternalError", "Internal error occurred: injected by faultline"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_follow_rate_and_filters_and_are_seeded() {
+        let f = ApiFaults::seeded(7);
+        let id = f.add(ApiFault {
+            kind: ApiFaultKind::Errors {
+                rate: 0.5,
+                code: 503,
+            },
+            verbs: vec!["update".into()],
+            resources: vec!["workspaces".into()],
+        });
+        let hits = (0..1000)
+            .filter(|_| f.decide("update", "workspaces").0.is_some())
+            .count();
+        assert!((400..600).contains(&hits), "{hits}");
+        assert!(f.decide("get", "workspaces").0.is_none());
+        assert!(f.decide("update", "pods").0.is_none());
+        let g = ApiFaults::seeded(7);
+        g.add(ApiFault {
+            kind: ApiFaultKind::Errors {
+                rate: 0.5,
+                code: 503,
+            },
+            verbs: vec![],
+            resources: vec![],
+        });
+        let h = ApiFaults::seeded(7);
+        h.add(ApiFault {
+            kind: ApiFaultKind::Errors {
+                rate: 0.5,
+                code: 503,
+            },
+            verbs: vec![],
+            resources: vec![],
+        });
+        let a: Vec<bool> = (0..50)
+            .map(|_| g.decide("get", "pods").0.is_some())
+            .collect();
+        let b: Vec<bool> = (0..50)
+            .map(|_| h.decide("get", "pods").0.is_some())
+            .collect();
+        assert_eq!(a, b, "same seed, same decisions");
+        assert!(f.remove(id));
+        assert!(f.decide("update", "workspaces").0.is_none());
+    }
+
+    #[test]
+    fn latency_adds_up() {
+        let f = ApiFaults::default();
+        f.add(ApiFault {
+            kind: ApiFaultKind::Latency(Duration::from_millis(20)),
+            verbs: vec![],
+            resources: vec!["pods".into()],
+        });
+        f.add(ApiFault {
+            kind: ApiFaultKind::Latency(Duration::from_millis(30)),
+            verbs: vec!["list".into()],
+            resources: vec![],
+        });
+        assert_eq!(f.decide("list", "pods").1, Duration::from_millis(50));
+        assert_eq!(f.decide("get", "pods").1, Duration::from_millis(20));
+        assert_eq!(f.decide("get", "nodes").1, Duration::ZERO);
+        assert_eq!(f.decide("get", "nodes").0.map(|e| e.code), None);
+    }
+}

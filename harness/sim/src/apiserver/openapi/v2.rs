@@ -1,0 +1,225 @@
+//! The `/openapi/v2` (Swagger 2.0) document: every served path and every definition, built-in and
+//! custom. Custom resource schemas are reduced to what v2 can say, as the apiextensions apiserver
+//! does, so that kubectl's client-side validation never rejects what the server would accept.
+
+use super::definitions::{self, REF_PREFIX};
+use super::paths::{self, Operation, Param, PathItem};
+use crate::apiserver::resources::{Registry, ResourceType};
+use serde_json::{json, Map, Value};
+
+pub const PRODUCES: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
+
+fn param(p: &Param) -> Value {
+    let mut v = json!({"name": p.name, "in": p.location, "type": p.ty, "uniqueItems": true});
+    if p.location == "path" {
+        v["required"] = json!(true);
+    }
+    v
+}
+
+fn operation(o: &Operation, tag: &str) -> Value {
+    let mut params: Vec<Value> = o.params.iter().map(param).collect();
+    if let Some(body) = &o.body {
+        params.insert(0, json!({"name": "body", "in": "body", "required": true, "schema": {"$ref": format!("{REF_PREFIX}{body}")}}));
+    }
+    let mut responses = Map::new();
+    for (code, def) in &o.responses {
+        let description = paths::response_description(*code);
+        responses.insert(
+            code.to_string(),
+            json!({"description": description, "schema": {"$ref": format!("{REF_PREFIX}{def}")}}),
+        );
+    }
+    responses.insert("401".into(), json!({"description": "Unauthorized"}));
+    let mut op = json!({
+        "operationId": o.id,
+        "produces": PRODUCES,
+        "schemes": ["https"],
+        "tags": [tag],
+        "responses": responses,
+        "x-kubernetes-action": o.action,
+        "x-kubernetes-group-version-kind": o.gvk,
+    });
+    if !o.consumes.is_empty() {
+        op["consumes"] = json!(o.consumes);
+    }
+    if !params.is_empty() {
+        op["parameters"] = json!(params);
+    }
+    op
+}
+
+/// Upstream's tag of a group-version's operations: `core_v1`, `apps_v1`, `rbacAuthorization_v1`.
+pub fn tag(t: &ResourceType) -> String {
+    let g = if t.group.is_empty() {
+        "core"
+    } else {
+        t.group.strip_suffix(".k8s.io").unwrap_or(&t.group)
+    };
+    let mut parts = g.split('.');
+    let mut out = parts.next().unwrap_or_default().to_string();
+    for p in parts {
+        let mut c = p.chars();
+        if let Some(f) = c.next() {
+            out.extend(f.to_uppercase());
+            out.push_str(c.as_str());
+        }
+    }
+    format!("{out}_{}", t.version)
+}
+
+pub fn path_item(item: &PathItem, tag: &str) -> Value {
+    let mut v = Map::new();
+    for o in &item.operations {
+        v.insert(o.method.into(), operation(o, tag));
+    }
+    v.insert(
+        "parameters".into(),
+        json!(item.params.iter().map(param).collect::<Vec<_>>()),
+    );
+    Value::Object(v)
+}
+
+/// Reduce a structural v3 schema to what kubectl's v2 validation copes with: no `nullable`,
+/// `oneOf`/`anyOf`/`allOf`/`not`; subtrees that preserve unknown fields or may be null are untyped.
+pub fn structural_to_v2(schema: &mut Value) {
+    let Some(s) = schema.as_object_mut() else {
+        return;
+    };
+    for k in ["allOf", "oneOf", "anyOf", "not"] {
+        s.remove(k);
+    }
+    let nullable = s.remove("nullable") == Some(json!(true));
+    if nullable {
+        s.remove("type");
+    }
+    if nullable || s.get("x-kubernetes-preserve-unknown-fields") == Some(&json!(true)) {
+        s.remove("items");
+        s.remove("properties");
+    }
+    if s.get("type") == Some(&json!("array")) && !s.contains_key("items") {
+        s.remove("type");
+    }
+    if let Some(Value::Object(props)) = s.get_mut("properties") {
+        let nullable_fields: Vec<String> = props
+            .iter()
+            .filter(|(_, p)| p.get("nullable") == Some(&json!(true)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        props.values_mut().for_each(structural_to_v2);
+        if let Some(Value::Array(required)) = s.get_mut("required") {
+            required.retain(|r| !nullable_fields.iter().any(|f| r == f));
+        }
+    }
+    if let Some(items) = s.get_mut("items") {
+        structural_to_v2(items);
+    }
+    if let Some(extra @ Value::Object(_)) = s.get_mut("additionalProperties") {
+        if extra.get("nullable") == Some(&json!(true)) {
+            s.remove("type");
+            s.remove("additionalProperties");
+        } else {
+            structural_to_v2(extra);
+        }
+    }
+}
+
+/// Swagger 2.0 has no untyped int-or-string: upstream's v2 document types these as strings
+/// (kubectl's v2 validation accepts numbers for strings; `explain` shows `<string>`).
+const STRING_TYPED: &[(&str, Option<&str>)] = &[
+    (
+        "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
+        Some("int-or-string"),
+    ),
+    ("io.k8s.apimachinery.pkg.api.resource.Quantity", None),
+];
+
+/// The whole v2 document for the currently served types.
+pub fn document(reg: &Registry) -> Value {
+    let mut defs: Map<String, Value> = definitions::builtin()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (name, format) in STRING_TYPED {
+        if let Some(Value::Object(d)) = defs.get_mut(*name) {
+            d.remove("x-kubernetes-int-or-string");
+            d.insert("type".into(), json!("string"));
+            if let Some(f) = format {
+                d.insert("format".into(), json!(f));
+            }
+        }
+    }
+    let mut types = reg.all();
+    types.sort_by(|a, b| (&a.group, &a.version, &a.plural).cmp(&(&b.group, &b.version, &b.plural)));
+    let mut paths = Map::new();
+    for t in &types {
+        if t.custom {
+            let Some(mut schema) = definitions::custom(t) else {
+                continue;
+            };
+            structural_to_v2(&mut schema);
+            let name = definitions::name_of(t);
+            defs.insert(format!("{name}List"), definitions::custom_list(t));
+            defs.insert(name, schema);
+        }
+        let tag = tag(t);
+        for item in paths::of(t) {
+            paths.insert(item.path.clone(), path_item(&item, &tag));
+        }
+    }
+    json!({
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": crate::apiserver::GIT_VERSION},
+        "paths": paths,
+        "definitions": defs,
+        "securityDefinitions": {"BearerToken": {"description": "Bearer Token authentication", "type": "apiKey", "name": "authorization", "in": "header"}},
+        "security": [{"BearerToken": []}],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nullable_and_open_subtrees_are_untyped_for_v2() {
+        let mut s = json!({"type": "object", "required": ["a", "b"], "properties": {
+            "a": {"type": "string", "nullable": true},
+            "b": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {"x": {"type": "string"}}},
+            "c": {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": true},
+        }});
+        structural_to_v2(&mut s);
+        assert_eq!(s["required"], json!(["b"]));
+        assert!(s["properties"]["a"].get("type").is_none());
+        assert!(s["properties"]["b"].get("properties").is_none());
+        assert!(s["properties"]["c"].get("anyOf").is_none());
+    }
+
+    #[test]
+    fn document_has_kinds_paths_and_tags() {
+        let reg = Registry::with_builtins();
+        let doc = document(&reg);
+        let op = &doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments"]["post"];
+        assert_eq!(op["x-kubernetes-action"], "post");
+        assert_eq!(op["tags"], json!(["apps_v1"]));
+        assert_eq!(
+            op["parameters"][0]["schema"]["$ref"],
+            "#/definitions/io.k8s.api.apps.v1.Deployment"
+        );
+        let crb = &doc["paths"]["/apis/rbac.authorization.k8s.io/v1/clusterroles"]["get"];
+        assert_eq!(crb["tags"], json!(["rbacAuthorization_v1"]));
+        assert!(
+            doc["definitions"]["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"]
+                .is_object()
+        );
+        let int_or_string = &doc["definitions"]["io.k8s.apimachinery.pkg.util.intstr.IntOrString"];
+        assert_eq!(
+            (&int_or_string["type"], &int_or_string["format"]),
+            (&json!("string"), &json!("int-or-string"))
+        );
+    }
+}

@@ -1,0 +1,1628 @@
+//! The versioned object store: what etcd plus the apiserver's registry layer do for us.
+//!
+//! - one cluster-wide `resourceVersion` counter, bumped on every write;
+//! - optimistic concurrency on `metadata.resourceVersion` preconditions;
+//! - `generation` bumped only when the non-metadata, non-status part changes;
+//! - two-phase deletion (`deletionTimestamp`, removal when the last finalizer is gone);
+//! - a bounded history of watch events, so watches resume from a resourceVersion or get 410.
+//!
+//! Everything happens under one mutex: writes are short and this keeps the event order total,
+//! which is what makes watch resumption exact.
+
+use crate::apiserver::meta;
+use crate::apiserver::resources::{ResourceKey, ResourceType};
+use crate::apiserver::status::{ApiError, ApiResult};
+use crate::timing;
+use bytes::Bytes;
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use tokio::sync::{broadcast, mpsc};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// An object as stored, with its JSON encoding. Serializing is most of what a GET, LIST or
+/// watch event costs, so the encoding is computed on first use and then shared by every
+/// response and watch event that serves this version of the object unchanged.
+///
+/// Objects of the `COMPACT` resources are kept as their encoding alone and decoded when read:
+/// a parsed JSON value takes five to six times the bytes of its encoding, and Events (about
+/// five per pod, rarely read) were the largest part of the memory at 100,000 pods.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    /// The parsed object; None when only the encoding is kept.
+    value: Option<Arc<Value>>,
+    encoded: Arc<OnceLock<Bytes>>,
+}
+
+/// Events a watch receiver may fall behind before it replays from the history instead.
+const LIVE_BUFFER: usize = 2048;
+
+/// Resources stored as their encoding only (see `Stored`).
+const COMPACT: &[(&str, &str)] = &[("", "events")];
+
+fn is_compact(key: &ResourceKey) -> bool {
+    COMPACT
+        .iter()
+        .any(|(g, p)| key.group == *g && key.plural == *p)
+}
+
+impl Stored {
+    pub fn new(object: Arc<Value>) -> Self {
+        Stored {
+            value: Some(object),
+            encoded: Default::default(),
+        }
+    }
+
+    /// An object kept as its encoding only.
+    pub fn compact(object: &Value) -> Self {
+        let bytes = Bytes::from(serde_json::to_vec(object).unwrap_or_default());
+        Stored {
+            value: None,
+            encoded: Arc::new(OnceLock::from(bytes)),
+        }
+    }
+
+    /// The form `key`'s objects are kept in.
+    fn of(key: &ResourceKey, object: &Arc<Value>) -> Self {
+        if is_compact(key) {
+            Stored::compact(object)
+        } else {
+            Stored::new(object.clone())
+        }
+    }
+
+    /// The object (decoded from its encoding when only that is kept).
+    pub fn object(&self) -> Arc<Value> {
+        match &self.value {
+            Some(v) => v.clone(),
+            // The bytes are this crate's own serialization of a Value: they decode.
+            None => Arc::new(serde_json::from_slice(self.json()).unwrap_or(Value::Null)),
+        }
+    }
+
+    /// `object` serialized as JSON (the bytes `serde_json::to_vec` gives).
+    pub fn json(&self) -> &Bytes {
+        self.encoded.get_or_init(|| {
+            Bytes::from(
+                self.value
+                    .as_deref()
+                    .map(|v| serde_json::to_vec(v).unwrap_or_default())
+                    .unwrap_or_default(),
+            )
+        })
+    }
+
+    /// Whether an encoding is kept (computed once, or the only form of a compact object).
+    pub fn has_encoding(&self) -> bool {
+        self.encoded.get().is_some()
+    }
+
+    /// Append the same bytes as `json` to `out`, without keeping an encoding that was not kept
+    /// already: a streamed LIST of every pod would otherwise leave one behind for each.
+    pub fn append_json(&self, out: &mut Vec<u8>) {
+        match (self.encoded.get(), self.value.as_deref()) {
+            (Some(bytes), _) => out.extend_from_slice(bytes),
+            (None, Some(v)) => {
+                let _ = serde_json::to_writer(&mut *out, v);
+            }
+            (None, None) => {}
+        }
+    }
+}
+
+/// One committed change, as watchers see it.
+#[derive(Debug, Clone)]
+pub struct StoreEvent {
+    pub rv: u64,
+    pub key: ResourceKey,
+    pub event_type: EventType,
+    pub object: Arc<Value>,
+    /// The object before this change (absent for ADDED); watchers with selectors need it.
+    pub prev: Option<Arc<Value>>,
+    /// `object` with its encoding, shared with the store's copy of it.
+    stored: Stored,
+}
+
+impl StoreEvent {
+    pub fn new(
+        rv: u64,
+        key: ResourceKey,
+        event_type: EventType,
+        object: Arc<Value>,
+        prev: Option<Arc<Value>>,
+    ) -> Self {
+        let stored = Stored::new(object.clone());
+        StoreEvent {
+            rv,
+            key,
+            event_type,
+            object,
+            prev,
+            stored,
+        }
+    }
+
+    /// The JSON encoding of `object`, computed on first use and shared.
+    pub fn object_json(&self) -> &Bytes {
+        self.stored.json()
+    }
+
+    /// `object` with its shared encoding.
+    pub fn stored(&self) -> &Stored {
+        &self.stored
+    }
+}
+
+/// (namespace, name); cluster-scoped objects use an empty namespace. Ordered like etcd keys.
+pub type ObjectKey = (String, String);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Propagation {
+    #[default]
+    Background,
+    Foreground,
+    Orphan,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    pub grace_period_seconds: Option<i64>,
+    pub propagation: Option<Propagation>,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone)]
+pub enum DeleteOutcome {
+    /// The object is gone; this is its last state.
+    Deleted(Arc<Value>),
+    /// Deletion is pending on finalizers or a grace period; this is the object now.
+    Pending(Arc<Value>),
+}
+
+/// Which part of an object an update may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateScope {
+    /// The main resource: status is preserved when the type has a status subresource.
+    Main,
+    /// The status subresource: only status changes.
+    Status,
+    /// Internal writers (garbage collector, namespace controller) that may change anything.
+    Any,
+    /// A subresource that writes one field (parent, field), such as `namespaces/finalize` and
+    /// `pods/ephemeralcontainers`: the stored object with that field and the managedFields of
+    /// the write, merged under the store's lock so that concurrent writes of other parts do not
+    /// conflict with it.
+    Field(&'static str, &'static str),
+}
+
+struct Inner {
+    rv: u64,
+    buckets: HashMap<ResourceKey, BTreeMap<ObjectKey, Stored>>,
+    history: VecDeque<Arc<StoreEvent>>,
+    /// uid -> (resource, key) of the objects that name it as owner, for the garbage collector.
+    dependents: HashMap<String, HashSet<(ResourceKey, ObjectKey)>>,
+    /// spec.nodeName -> pods bound to that node (kubelets and `fieldSelector=spec.nodeName`
+    /// list by node; scanning every pod for it is what the real apiserver's index avoids).
+    pods_by_node: HashMap<String, BTreeSet<ObjectKey>>,
+}
+
+fn pods_key() -> ResourceKey {
+    ResourceKey::new("", "pods")
+}
+
+/// Keep `pods_by_node` in step with a pod write (`old` -> `new`, either absent).
+fn index_node(
+    inner: &mut Inner,
+    key: &ResourceKey,
+    okey: &ObjectKey,
+    old: Option<&Value>,
+    new: Option<&Value>,
+) {
+    if key.plural != "pods" || !key.group.is_empty() {
+        return;
+    }
+    let node_of = |o: Option<&Value>| {
+        o.and_then(|o| meta::str_at(o, "/spec/nodeName"))
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+    };
+    let (before, after) = (node_of(old), node_of(new));
+    if before == after {
+        return;
+    }
+    if let Some(b) = before {
+        if let Some(set) = inner.pods_by_node.get_mut(&b) {
+            set.remove(okey);
+            if set.is_empty() {
+                inner.pods_by_node.remove(&b);
+            }
+        }
+    }
+    if let Some(a) = after {
+        inner
+            .pods_by_node
+            .entry(a)
+            .or_default()
+            .insert(okey.clone());
+    }
+}
+
+pub struct Store {
+    inner: Mutex<Inner>,
+    history_capacity: usize,
+    tx: broadcast::Sender<Arc<StoreEvent>>,
+    /// The rv of the last event put on the broadcast channel (bookmarks use it).
+    last_sent_rv: AtomicU64,
+    /// In-process informers: every change, none dropped (see `informer`).
+    informers: Mutex<Vec<InformerTx>>,
+}
+
+/// The store's end of an informer: its queue, how many changes wait in it, and who follows.
+struct InformerTx {
+    tx: mpsc::UnboundedSender<Arc<StoreEvent>>,
+    backlog: Arc<AtomicUsize>,
+    follower: &'static std::panic::Location<'static>,
+}
+
+/// Every committed change in order, none dropped: what an in-process controller's informer
+/// sees. Unlike a broadcast receiver it never lags, so a busy controller falls behind and
+/// catches up instead of re-listing everything (which, at 100,000 pods, made it fall further
+/// behind). The queue is unbounded like client-go's DeltaFIFO.
+pub struct Informer {
+    rx: mpsc::UnboundedReceiver<Arc<StoreEvent>>,
+    backlog: Arc<AtomicUsize>,
+}
+
+impl Informer {
+    /// The next change; None once the store is gone.
+    pub async fn recv(&mut self) -> Option<Arc<StoreEvent>> {
+        let ev = self.rx.recv().await;
+        if ev.is_some() {
+            self.backlog.fetch_sub(1, Ordering::Relaxed);
+        }
+        ev
+    }
+
+    /// A change already queued, without waiting: Ok(None) when none is.
+    pub fn try_recv(&mut self) -> Result<Option<Arc<StoreEvent>>, Closed> {
+        match self.rx.try_recv() {
+            Ok(ev) => {
+                self.backlog.fetch_sub(1, Ordering::Relaxed);
+                Ok(Some(ev))
+            }
+            Err(mpsc::error::TryRecvError::Empty) => Ok(None),
+            Err(mpsc::error::TryRecvError::Disconnected) => Err(Closed),
+        }
+    }
+
+    /// Hand every change already queued to `take`, without waiting. A follower that takes
+    /// its burst in one turn keeps up where one that awaits each change falls behind: the
+    /// runtime's budget makes each await yield after 128 among a thousand kubelet tasks.
+    pub fn drain(&mut self, mut take: impl FnMut(&StoreEvent)) -> Result<(), Closed> {
+        while let Some(ev) = self.try_recv()? {
+            take(&ev);
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rx.is_empty()
+    }
+}
+
+/// The store has been dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Closed;
+
+/// What a watch starts from: a replay of history or a snapshot, then the live receiver.
+pub struct WatchStart {
+    pub replay: Vec<Arc<StoreEvent>>,
+    pub snapshot: Vec<Stored>,
+    pub snapshot_rv: u64,
+    pub rx: broadcast::Receiver<Arc<StoreEvent>>,
+}
+
+pub struct ListResult<T = Arc<Value>> {
+    pub items: Vec<T>,
+    pub resource_version: u64,
+    /// Key of the last item returned when the list was cut at `limit`.
+    pub continue_after: Option<ObjectKey>,
+    pub remaining: usize,
+}
+
+impl Store {
+    pub fn new(history_capacity: usize) -> Self {
+        // The live buffer is small (each slot keeps its event, object and previous object
+        // alive until overwritten): a watcher that lags behind it catches up from the history.
+        let (tx, _) = broadcast::channel(LIVE_BUFFER);
+        Store {
+            inner: Mutex::new(Inner {
+                rv: 1,
+                buckets: HashMap::new(),
+                history: VecDeque::new(),
+                dependents: HashMap::new(),
+                pods_by_node: HashMap::new(),
+            }),
+            history_capacity,
+            tx,
+            last_sent_rv: AtomicU64::new(1),
+            informers: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn current_rv(&self) -> u64 {
+        self.inner.lock().rv
+    }
+
+    pub fn last_sent_rv(&self) -> u64 {
+        self.last_sent_rv.load(Ordering::Acquire)
+    }
+
+    pub fn get(&self, key: &ResourceKey, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.get_stored(key, ns, name).map(|s| s.object())
+    }
+
+    /// `get` with the object's shared encoding.
+    pub fn get_stored(&self, key: &ResourceKey, ns: &str, name: &str) -> Option<Stored> {
+        self.inner
+            .lock()
+            .buckets
+            .get(key)?
+            .get(&(ns.to_string(), name.to_string()))
+            .cloned()
+    }
+
+    /// Objects of a resource, in key order, from `start_after` on, keeping those `filter` accepts.
+    pub fn list(
+        &self,
+        key: &ResourceKey,
+        ns: Option<&str>,
+        start_after: Option<&ObjectKey>,
+        limit: Option<usize>,
+        filter: &dyn Fn(&Value) -> bool,
+    ) -> ListResult {
+        self.list_with(key, ns, start_after, limit, filter, None, |s| s.object())
+    }
+
+    /// `list` with each object's shared encoding (what serving a LIST needs). `on_node`
+    /// narrows a pod list to one node's pods through the `spec.nodeName` index (as the real
+    /// apiserver indexes it) before `filter` runs; the result is the same as filtering all.
+    pub fn list_stored(
+        &self,
+        key: &ResourceKey,
+        ns: Option<&str>,
+        start_after: Option<&ObjectKey>,
+        limit: Option<usize>,
+        filter: &dyn Fn(&Value) -> bool,
+        on_node: Option<&str>,
+    ) -> ListResult<Stored> {
+        self.list_with(key, ns, start_after, limit, filter, on_node, Stored::clone)
+    }
+
+    #[allow(clippy::too_many_arguments)] // `list`'s parameters and how to take each item
+    fn list_with<T>(
+        &self,
+        key: &ResourceKey,
+        ns: Option<&str>,
+        start_after: Option<&ObjectKey>,
+        limit: Option<usize>,
+        filter: &dyn Fn(&Value) -> bool,
+        on_node: Option<&str>,
+        take: impl Fn(&Stored) -> T,
+    ) -> ListResult<T> {
+        use std::ops::Bound;
+        let inner = self.inner.lock();
+        let mut items = Vec::new();
+        let mut continue_after = None;
+        let mut remaining = 0;
+        if let Some(bucket) = inner.buckets.get(key) {
+            let from = match (ns, start_after) {
+                (_, Some(after)) => Bound::Excluded(after.clone()),
+                (Some(ns), None) => Bound::Included((ns.to_string(), String::new())),
+                (None, None) => Bound::Unbounded,
+            };
+            let range: Box<dyn Iterator<Item = (&ObjectKey, &Stored)>> =
+                match on_node.filter(|_| *key == pods_key()) {
+                    // The index holds the same keys in the same order, so paging is unchanged.
+                    Some(node) => Box::new(
+                        inner
+                            .pods_by_node
+                            .get(node)
+                            .into_iter()
+                            .flat_map(move |set| set.range((from.clone(), Bound::Unbounded)))
+                            .filter_map(|k| bucket.get_key_value(k)),
+                    ),
+                    None => Box::new(bucket.range((from, Bound::Unbounded))),
+                };
+            for (k, obj) in range {
+                if let Some(ns) = ns {
+                    if k.0 != ns {
+                        if k.0.as_str() > ns {
+                            break;
+                        }
+                        continue;
+                    }
+                }
+                if !filter(&obj.object()) {
+                    continue;
+                }
+                if let Some(l) = limit {
+                    if items.len() >= l {
+                        remaining += 1;
+                        continue;
+                    }
+                }
+                items.push(take(obj));
+                if limit == Some(items.len()) {
+                    continue_after = Some(k.clone());
+                }
+            }
+        }
+        if remaining == 0 {
+            continue_after = None;
+        }
+        ListResult {
+            items,
+            resource_version: inner.rv,
+            continue_after,
+            remaining,
+        }
+    }
+
+    /// Create an object. The caller has defaulted and validated it; the store sets the
+    /// server-owned metadata.
+    pub fn create(
+        &self,
+        rt: &ResourceType,
+        mut obj: Value,
+        dry_run: bool,
+    ) -> ApiResult<Arc<Value>> {
+        let key = crate::apiserver::resources::storage_key(&rt.group, &rt.plural);
+        let ns = if rt.namespaced {
+            meta::namespace(&obj).to_string()
+        } else {
+            String::new()
+        };
+        let name = meta::name(&obj).to_string();
+        let mut inner = self.inner.lock();
+        if inner
+            .buckets
+            .get(&key)
+            .map(|b| b.contains_key(&(ns.clone(), name.clone())))
+            .unwrap_or(false)
+        {
+            return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+        }
+        let rv = inner.rv + 1;
+        {
+            let md = meta::metadata_mut(&mut obj);
+            // Admission assigns the uid; objects created without it (internal writers) get one here.
+            if md
+                .get("uid")
+                .and_then(Value::as_str)
+                .map(str::is_empty)
+                .unwrap_or(true)
+            {
+                md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            }
+            md.insert("resourceVersion".into(), json!(rv.to_string()));
+            md.insert("creationTimestamp".into(), json!(timing::now_rfc3339()));
+            md.remove("deletionTimestamp");
+            md.remove("deletionGracePeriodSeconds");
+            md.remove("selfLink");
+            if tracks_generation(rt) {
+                md.insert("generation".into(), json!(1));
+            } else {
+                md.remove("generation");
+            }
+            if !rt.namespaced {
+                md.remove("namespace");
+            }
+        }
+        meta::canonical_order(&mut obj);
+        if dry_run {
+            // Nothing was stored, so there is no resourceVersion to report.
+            meta::metadata_mut(&mut obj).remove("resourceVersion");
+            return Ok(Arc::new(obj));
+        }
+        let obj = Arc::new(obj);
+        inner.rv = rv;
+        let stored = Stored::of(&key, &obj);
+        inner
+            .buckets
+            .entry(key.clone())
+            .or_default()
+            .insert((ns.clone(), name.clone()), stored.clone());
+        index_node(
+            &mut inner,
+            &key,
+            &(ns.clone(), name.clone()),
+            None,
+            Some(&obj),
+        );
+        index_owners(&mut inner, &key, &(ns, name), None, &obj);
+        self.emit(&mut inner, key, EventType::Added, obj.clone(), stored, None);
+        Ok(obj)
+    }
+
+    /// Replace an object (PUT, or the result of a PATCH computed against `get`).
+    pub fn update(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        new: Value,
+        scope: UpdateScope,
+        dry_run: bool,
+    ) -> ApiResult<Arc<Value>> {
+        let key = crate::apiserver::resources::storage_key(&rt.group, &rt.plural);
+        let okey = (ns.to_string(), name.to_string());
+        let mut inner = self.inner.lock();
+        let current = inner
+            .buckets
+            .get(&key)
+            .and_then(|b| b.get(&okey))
+            .map(|s| s.object())
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+        let wanted_rv = meta::resource_version(&new);
+        if !wanted_rv.is_empty() && wanted_rv != meta::resource_version(&current) {
+            return Err(ApiError::stale_resource_version(
+                &rt.group, &rt.plural, name,
+            ));
+        }
+        let wanted_uid = meta::uid(&new);
+        if !wanted_uid.is_empty() && wanted_uid != meta::uid(&current) {
+            return Err(ApiError::conflict(
+                &rt.group,
+                &rt.plural,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                    wanted_uid,
+                    meta::uid(&current)
+                ),
+            ));
+        }
+        let merged = merge_for_scope(rt, &current, new, scope);
+        let mut merged = carry_server_metadata(rt, &current, merged, scope);
+        if meta::same_content(&merged, &current) {
+            // The apiserver skips no-op writes: no new resourceVersion, no watch event.
+            return Ok(current);
+        }
+        meta::canonical_order(&mut merged);
+        if dry_run {
+            // A dry run stores nothing: the answer keeps the stored resourceVersion.
+            meta::metadata_mut(&mut merged).insert(
+                "resourceVersion".into(),
+                json!(meta::resource_version(&current)),
+            );
+            return Ok(Arc::new(merged));
+        }
+        let rv = inner.rv + 1;
+        meta::metadata_mut(&mut merged).insert("resourceVersion".into(), json!(rv.to_string()));
+        let merged = Arc::new(merged);
+        inner.rv = rv;
+        if meta::is_deleting(&merged) && !held_by_finalizers(rt, &merged) {
+            // The last finalizer went away: the object is removed now.
+            inner.buckets.get_mut(&key).map(|b| b.remove(&okey));
+            index_node(&mut inner, &key, &okey, Some(&current), None);
+            unindex_owners(&mut inner, &key, &okey, &current);
+            self.emit(
+                &mut inner,
+                key,
+                EventType::Deleted,
+                merged.clone(),
+                Stored::new(merged.clone()),
+                Some(current),
+            );
+            return Ok(merged);
+        }
+        let stored = Stored::of(&key, &merged);
+        inner
+            .buckets
+            .entry(key.clone())
+            .or_default()
+            .insert(okey.clone(), stored.clone());
+        index_node(&mut inner, &key, &okey, Some(&current), Some(&merged));
+        index_owners(&mut inner, &key, &okey, Some(&current), &merged);
+        self.emit(
+            &mut inner,
+            key,
+            EventType::Modified,
+            merged.clone(),
+            stored,
+            Some(current),
+        );
+        Ok(merged)
+    }
+
+    /// Delete an object: immediately, or by marking it when finalizers or a grace period hold it.
+    pub fn delete(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> ApiResult<DeleteOutcome> {
+        let key = crate::apiserver::resources::storage_key(&rt.group, &rt.plural);
+        let okey = (ns.to_string(), name.to_string());
+        let mut inner = self.inner.lock();
+        let current = inner
+            .buckets
+            .get(&key)
+            .and_then(|b| b.get(&okey))
+            .map(|s| s.object())
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+        if let Some(uid) = &opts.precondition_uid {
+            if uid != meta::uid(&current) {
+                return Err(ApiError::conflict(
+                    &rt.group,
+                    &rt.plural,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                        uid,
+                        meta::uid(&current)
+                    ),
+                ));
+            }
+        }
+        if let Some(rv) = &opts.precondition_rv {
+            if rv != meta::resource_version(&current) {
+                return Err(ApiError::conflict(&rt.group, &rt.plural, name, &format!("Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}", rv, meta::resource_version(&current))));
+            }
+        }
+        let mut obj: Value = (*current).clone();
+        let mut fins = meta::finalizers(&obj);
+        match opts.propagation {
+            Some(Propagation::Foreground) if !fins.iter().any(|f| f == FOREGROUND) => {
+                fins.push(FOREGROUND.into())
+            }
+            Some(Propagation::Orphan) if !fins.iter().any(|f| f == ORPHAN) => {
+                fins.push(ORPHAN.into())
+            }
+            _ => {}
+        }
+        let grace = effective_grace_period(rt, &obj, opts.grace_period_seconds);
+        let already_deleting = meta::is_deleting(&obj);
+        if fins.is_empty() && grace == 0 {
+            if opts.dry_run {
+                return Ok(DeleteOutcome::Deleted(Arc::new(obj)));
+            }
+            let rv = inner.rv + 1;
+            meta::metadata_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
+            let obj = Arc::new(obj);
+            inner.rv = rv;
+            inner.buckets.get_mut(&key).map(|b| b.remove(&okey));
+            index_node(&mut inner, &key, &okey, Some(&current), None);
+            unindex_owners(&mut inner, &key, &okey, &current);
+            self.emit(
+                &mut inner,
+                key,
+                EventType::Deleted,
+                obj.clone(),
+                Stored::new(obj.clone()),
+                Some(current),
+            );
+            return Ok(DeleteOutcome::Deleted(obj));
+        }
+        // Pending deletion. A second delete may only shorten a grace period.
+        let now = chrono::Utc::now();
+        {
+            let md = meta::metadata_mut(&mut obj);
+            let prev_grace = md.get("deletionGracePeriodSeconds").and_then(Value::as_i64);
+            let shorten = grace > 0 && prev_grace.map(|p| grace < p).unwrap_or(true);
+            if !already_deleting || shorten {
+                md.insert(
+                    "deletionTimestamp".into(),
+                    json!(timing::rfc3339(now + chrono::Duration::seconds(grace))),
+                );
+                if grace > 0 || rt.plural == "pods" {
+                    md.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                }
+            }
+        }
+        meta::set_finalizers(&mut obj, &fins);
+        if meta::same_content(&obj, &current) {
+            return Ok(DeleteOutcome::Pending(current));
+        }
+        if opts.dry_run {
+            return Ok(DeleteOutcome::Pending(Arc::new(obj)));
+        }
+        let rv = inner.rv + 1;
+        meta::metadata_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
+        let obj = Arc::new(obj);
+        inner.rv = rv;
+        let stored = Stored::of(&key, &obj);
+        index_node(&mut inner, &key, &okey, Some(&current), Some(&obj));
+        inner
+            .buckets
+            .entry(key.clone())
+            .or_default()
+            .insert(okey, stored.clone());
+        self.emit(
+            &mut inner,
+            key,
+            EventType::Modified,
+            obj.clone(),
+            stored,
+            Some(current),
+        );
+        Ok(DeleteOutcome::Pending(obj))
+    }
+
+    /// The objects whose ownerReferences name `uid`.
+    pub fn dependents_of(&self, uid: &str) -> Vec<(ResourceKey, Arc<Value>)> {
+        let inner = self.inner.lock();
+        let Some(set) = inner.dependents.get(uid) else {
+            return vec![];
+        };
+        set.iter()
+            .filter_map(|(k, ok)| {
+                inner
+                    .buckets
+                    .get(k)
+                    .and_then(|b| b.get(ok))
+                    .map(|o| (k.clone(), o.object()))
+            })
+            .collect()
+    }
+
+    /// Is any object with this uid stored (of any resource)? Used by the garbage collector.
+    pub fn uid_exists(&self, key: &ResourceKey, ns: &str, name: &str, uid: &str) -> bool {
+        self.get(key, ns, name)
+            .map(|o| meta::uid(&o) == uid)
+            .unwrap_or(false)
+    }
+
+    /// The encodings of a resource's objects, by key: for sweeps that read a few fields of
+    /// every object without parsing each whole (see `Stored` on compact resources).
+    pub fn encodings(&self, key: &ResourceKey) -> Vec<(ObjectKey, Bytes)> {
+        let inner = self.inner.lock();
+        inner
+            .buckets
+            .get(key)
+            .map(|b| {
+                b.iter()
+                    .map(|(k, s)| (k.clone(), s.json().clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// How many objects of a resource are stored.
+    pub fn count(&self, key: &ResourceKey) -> usize {
+        self.inner
+            .lock()
+            .buckets
+            .get(key)
+            .map(BTreeMap::len)
+            .unwrap_or(0)
+    }
+
+    /// Keys of every resource with at least one object.
+    pub fn resource_keys(&self) -> Vec<ResourceKey> {
+        self.inner
+            .lock()
+            .buckets
+            .iter()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Start a watch. `from_rv`: `None` = start with a snapshot of the current state (the
+    /// semantics of an unset or "0" resourceVersion, and of sendInitialEvents); `Some(rv)` =
+    /// replay every event after `rv` from history, or 410 Gone when it has been compacted away.
+    pub fn watch(
+        &self,
+        key: &ResourceKey,
+        from_rv: Option<u64>,
+        ns: Option<&str>,
+    ) -> ApiResult<WatchStart> {
+        let inner = self.inner.lock();
+        let rx = self.tx.subscribe();
+        match from_rv {
+            None => {
+                let snapshot = inner
+                    .buckets
+                    .get(key)
+                    .map(|b| {
+                        b.iter()
+                            .filter(|(k, _)| ns.map(|n| k.0 == n).unwrap_or(true))
+                            .map(|(_, v)| v.clone())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Ok(WatchStart {
+                    replay: vec![],
+                    snapshot,
+                    snapshot_rv: inner.rv,
+                    rx,
+                })
+            }
+            Some(rv) => {
+                if rv > inner.rv {
+                    // A resourceVersion from the future: the real apiserver waits briefly and then
+                    // answers "Too large resource version"; we answer at once.
+                    return Err(ApiError::new(
+                        504,
+                        "Timeout",
+                        format!("Too large resource version: {}, current: {}", rv, inner.rv),
+                    ));
+                }
+                let oldest = inner.history.front().map(|e| e.rv).unwrap_or(inner.rv + 1);
+                // Events after `rv` must all still be in history.
+                if rv + 1 < oldest && rv < inner.rv {
+                    return Err(ApiError::gone(format!(
+                        "too old resource version: {} ({})",
+                        rv,
+                        oldest - 1
+                    )));
+                }
+                let replay = inner
+                    .history
+                    .iter()
+                    .filter(|e| e.rv > rv && &e.key == key)
+                    .cloned()
+                    .collect();
+                Ok(WatchStart {
+                    replay,
+                    snapshot: vec![],
+                    snapshot_rv: inner.rv,
+                    rx,
+                })
+            }
+        }
+    }
+
+    /// The objects of `key` as they were at resourceVersion `rv` (LIST with
+    /// `resourceVersionMatch=Exact`): the current state with every later change undone from the
+    /// watch history, or 410 Expired when the history no longer reaches back to `rv`.
+    pub fn snapshot_at(
+        &self,
+        key: &ResourceKey,
+        ns: Option<&str>,
+        rv: u64,
+    ) -> ApiResult<Vec<Stored>> {
+        let inner = self.inner.lock();
+        if rv > inner.rv {
+            return Err(ApiError::new(
+                504,
+                "Timeout",
+                format!("Too large resource version: {}, current: {}", rv, inner.rv),
+            ));
+        }
+        let oldest = inner.history.front().map(|e| e.rv).unwrap_or(inner.rv + 1);
+        if rv + 1 < oldest && rv < inner.rv {
+            return Err(ApiError::gone(format!(
+                "too old resource version: {} ({})",
+                rv,
+                oldest - 1
+            )));
+        }
+        let mut objects: std::collections::BTreeMap<ObjectKey, Stored> = inner
+            .buckets
+            .get(key)
+            .map(|b| b.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        for ev in inner
+            .history
+            .iter()
+            .rev()
+            .take_while(|e| e.rv > rv)
+            .filter(|e| &e.key == key)
+        {
+            let okey = (
+                meta::namespace(&ev.object).to_string(),
+                meta::name(&ev.object).to_string(),
+            );
+            match &ev.prev {
+                Some(prev) => objects.insert(okey, Stored::new(prev.clone())),
+                None => objects.remove(&okey),
+            };
+        }
+        Ok(objects
+            .into_iter()
+            .filter(|(k, _)| ns.map(|n| k.0 == n).unwrap_or(true))
+            .map(|(_, v)| v)
+            .collect())
+    }
+
+    /// Subscribe to every committed change, as a watch does: a receiver that falls more than
+    /// the channel's capacity behind lags (and must re-list).
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<StoreEvent>> {
+        self.tx.subscribe()
+    }
+
+    /// Follow every committed change from now on, none dropped (in-process controllers).
+    /// The caller's location names the follower in `informer_backlogs`.
+    #[track_caller]
+    pub fn informer(&self) -> Informer {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let backlog = Arc::new(AtomicUsize::new(0));
+        self.informers.lock().push(InformerTx {
+            tx,
+            backlog: backlog.clone(),
+            follower: std::panic::Location::caller(),
+        });
+        Informer { rx, backlog }
+    }
+
+    /// How many changes wait in each informer's queue, largest first, by the source location
+    /// that follows it (client-go's `workqueue_depth`): every queued change keeps its object
+    /// alive, so a follower that falls behind holds memory.
+    pub fn informer_backlogs(&self) -> Vec<(String, usize)> {
+        let mut out: Vec<(String, usize)> = self
+            .informers
+            .lock()
+            .iter()
+            .map(|i| {
+                (
+                    format!("{}:{}", i.follower.file(), i.follower.line()),
+                    i.backlog.load(Ordering::Relaxed),
+                )
+            })
+            .collect();
+        out.sort_by_key(|b| std::cmp::Reverse(b.1));
+        out
+    }
+
+    /// The oldest resourceVersion a watch can still resume from.
+    pub fn oldest_resumable_rv(&self) -> u64 {
+        let inner = self.inner.lock();
+        inner
+            .history
+            .front()
+            .map(|e| e.rv.saturating_sub(1))
+            .unwrap_or(inner.rv)
+    }
+
+    /// Record and send a change. `stored` is the store's copy of `object` (sharing its
+    /// encoding with the event); for a compact resource the event still carries the parsed
+    /// object, which watchers and informers read.
+    fn emit(
+        &self,
+        inner: &mut Inner,
+        key: ResourceKey,
+        event_type: EventType,
+        object: Arc<Value>,
+        stored: Stored,
+        prev: Option<Arc<Value>>,
+    ) {
+        let ev = Arc::new(StoreEvent {
+            rv: inner.rv,
+            key,
+            event_type,
+            object,
+            prev,
+            stored,
+        });
+        inner.history.push_back(ev.clone());
+        while inner.history.len() > self.history_capacity {
+            inner.history.pop_front();
+        }
+        self.informers.lock().retain(|i| {
+            i.backlog.fetch_add(1, Ordering::Relaxed);
+            i.tx.send(ev.clone()).is_ok()
+        });
+        let _ = self.tx.send(ev);
+        self.last_sent_rv.store(inner.rv, Ordering::Release);
+    }
+}
+
+pub const FOREGROUND: &str = "foregroundDeletion";
+pub const ORPHAN: &str = "orphan";
+
+/// Finalizers keep a deleting object stored: `metadata.finalizers`, and for namespaces also
+/// `spec.finalizers` (emptied by the namespace controller through `namespaces/finalize`).
+fn held_by_finalizers(rt: &ResourceType, obj: &Value) -> bool {
+    let spec_fins = rt.group.is_empty()
+        && rt.plural == "namespaces"
+        && obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .map(|a| !a.is_empty())
+            .unwrap_or(false);
+    spec_fins || !meta::finalizers(obj).is_empty()
+}
+
+/// Which resources carry `metadata.generation` (those with a spec the apiserver versions).
+pub fn tracks_generation(rt: &ResourceType) -> bool {
+    rt.custom
+        || rt.group == "apps"
+        || rt.group == "policy"
+        || rt.group == "apiextensions.k8s.io"
+        || (rt.group.is_empty() && rt.plural == "pods")
+}
+
+/// The grace period a deletion gets. Pods that are scheduled and not terminal wait for their
+/// kubelet (default 30 s, or `terminationGracePeriodSeconds`); everything else goes at once.
+fn effective_grace_period(rt: &ResourceType, obj: &Value, requested: Option<i64>) -> i64 {
+    if !(rt.group.is_empty() && rt.plural == "pods") {
+        return 0;
+    }
+    let scheduled = meta::str_at(obj, "/spec/nodeName")
+        .map(|n| !n.is_empty())
+        .unwrap_or(false);
+    let phase = meta::str_at(obj, "/status/phase").unwrap_or("");
+    if !scheduled || phase == "Succeeded" || phase == "Failed" {
+        return 0;
+    }
+    let default = obj
+        .pointer("/spec/terminationGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(30);
+    let g = requested.unwrap_or(default).max(0);
+    // A pod already terminating keeps the shorter of the two.
+    match obj
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64)
+    {
+        Some(prev) => g.min(prev),
+        None => g,
+    }
+}
+
+/// Apply the status-subresource split: the main resource cannot change status and the status
+/// subresource cannot change anything else.
+fn merge_for_scope(
+    rt: &ResourceType,
+    current: &Value,
+    mut new: Value,
+    scope: UpdateScope,
+) -> Value {
+    match scope {
+        UpdateScope::Any => new,
+        UpdateScope::Main => {
+            if rt.has_status() {
+                match current.get("status") {
+                    Some(s) => {
+                        new["status"] = s.clone();
+                    }
+                    None => {
+                        if let Some(m) = new.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+            }
+            new
+        }
+        UpdateScope::Status if meta::identical_outside_status(&new, current) => {
+            // The writer sent the stored object with a new status (every status patch does):
+            // its copy is the result, with the stored resourceVersion; no copy of the stored one.
+            if let Some(rv) = current.pointer("/metadata/resourceVersion") {
+                meta::metadata_mut(&mut new).insert("resourceVersion".into(), rv.clone());
+            }
+            new
+        }
+        UpdateScope::Status => {
+            let mut out = current.clone();
+            match new.get_mut("status").map(std::mem::take) {
+                Some(s) => out["status"] = s,
+                None => {
+                    if let Some(m) = out.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+            // Status writers may still carry the resourceVersion precondition; keep the rest of metadata.
+            out
+        }
+        UpdateScope::Field(parent, field) => {
+            let mut out = current.clone();
+            match new
+                .get_mut(parent)
+                .and_then(|p| p.get_mut(field))
+                .map(std::mem::take)
+            {
+                Some(v) => out[parent][field] = v,
+                None => {
+                    if let Some(p) = out.get_mut(parent).and_then(Value::as_object_mut) {
+                        p.remove(field);
+                    }
+                }
+            }
+            if let Some(mf) = new
+                .pointer_mut("/metadata/managedFields")
+                .map(std::mem::take)
+            {
+                meta::metadata_mut(&mut out).insert("managedFields".into(), mf);
+            }
+            out
+        }
+    }
+}
+
+/// Keep the metadata the server owns, bump generation on spec changes.
+fn carry_server_metadata(
+    rt: &ResourceType,
+    current: &Value,
+    mut new: Value,
+    scope: UpdateScope,
+) -> Value {
+    let empty = serde_json::Map::new();
+    let cur_md = current
+        .get("metadata")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let spec_changed = !meta::same_spec_part(&new, current);
+    let md = meta::metadata_mut(&mut new);
+    for k in ["uid", "creationTimestamp", "name", "namespace"] {
+        match cur_md.get(k) {
+            Some(v) => {
+                md.insert(k.into(), v.clone());
+            }
+            None => {
+                md.remove(k);
+            }
+        }
+    }
+    md.remove("selfLink");
+    if scope != UpdateScope::Any {
+        // Clients cannot set or clear deletion state through an update.
+        for k in ["deletionTimestamp", "deletionGracePeriodSeconds"] {
+            match cur_md.get(k) {
+                Some(v) => {
+                    md.insert(k.into(), v.clone());
+                }
+                None => {
+                    md.remove(k);
+                }
+            }
+        }
+    }
+    if tracks_generation(rt) {
+        let g = cur_md
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        md.insert(
+            "generation".into(),
+            json!(if spec_changed { g + 1 } else { g }),
+        );
+    } else {
+        md.remove("generation");
+    }
+    if !rt.namespaced {
+        md.remove("namespace");
+    }
+    new
+}
+
+fn index_owners(
+    inner: &mut Inner,
+    key: &ResourceKey,
+    okey: &ObjectKey,
+    prev: Option<&Value>,
+    obj: &Value,
+) {
+    if let Some(p) = prev {
+        unindex_owners(inner, key, okey, p);
+    }
+    for uid in meta::owner_uids(obj) {
+        inner
+            .dependents
+            .entry(uid)
+            .or_default()
+            .insert((key.clone(), okey.clone()));
+    }
+}
+
+fn unindex_owners(inner: &mut Inner, key: &ResourceKey, okey: &ObjectKey, obj: &Value) {
+    for uid in meta::owner_uids(obj) {
+        if let Some(set) = inner.dependents.get_mut(&uid) {
+            set.remove(&(key.clone(), okey.clone()));
+            if set.is_empty() {
+                inner.dependents.remove(&uid);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apiserver::resources::Registry;
+
+    fn cm(name: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": {"a": "1"}})
+    }
+
+    #[test]
+    fn resource_versions_are_cluster_wide_and_increasing() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(100);
+        let a = s.create(&rt, cm("a"), false).unwrap();
+        let b = s.create(&rt, cm("b"), false).unwrap();
+        let ra: u64 = meta::resource_version(&a).parse().unwrap();
+        let rb: u64 = meta::resource_version(&b).parse().unwrap();
+        assert!(rb > ra);
+        assert_eq!(s.current_rv(), rb);
+        assert!(s.create(&rt, cm("a"), false).unwrap_err().code == 409);
+    }
+
+    #[test]
+    fn informer_backlogs_count_what_waits_and_name_the_follower() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(10);
+        let mut slow = s.informer();
+        let line = line!() - 1;
+        let mut fast = s.informer();
+        for i in 0..5 {
+            s.create(&rt, cm(&format!("c{i}")), false).unwrap();
+            while let Ok(Some(_)) = fast.try_recv() {}
+        }
+        let backlogs = s.informer_backlogs();
+        assert_eq!(backlogs[0], (format!("{}:{}", file!(), line), 5));
+        assert_eq!(backlogs[1].1, 0);
+        slow.try_recv().unwrap().unwrap();
+        assert_eq!(s.informer_backlogs()[0].1, 4);
+    }
+
+    #[test]
+    fn an_informer_gets_every_change_in_order_where_a_broadcast_receiver_lags() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(10);
+        let mut informer = s.informer();
+        let mut watch = s.subscribe();
+        for i in 0..5000 {
+            s.create(&rt, cm(&format!("c{i}")), false).unwrap();
+        }
+        assert!(
+            matches!(
+                watch.try_recv(),
+                Err(broadcast::error::TryRecvError::Lagged(_))
+            ),
+            "the watch channel holds only 2,048"
+        );
+        let mut last = 0;
+        for i in 0..5000 {
+            let ev = informer
+                .try_recv()
+                .unwrap()
+                .unwrap_or_else(|| panic!("change {i} missing"));
+            assert!(ev.rv > last);
+            assert_eq!(meta::name(&ev.object), format!("c{i}"));
+            last = ev.rv;
+        }
+        assert_eq!(informer.try_recv().unwrap().map(|e| e.rv), None);
+        drop(s);
+        assert_eq!(informer.try_recv().unwrap_err(), Closed);
+    }
+
+    #[test]
+    fn a_stored_encoding_is_shared_with_its_event_and_replaced_on_write() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(100);
+        let mut events = s.subscribe();
+        let a = s.create(&rt, cm("a"), false).unwrap();
+        let stored = s.get_stored(&rt.key(), "default", "a").unwrap();
+        assert_eq!(
+            stored.json().as_ref(),
+            serde_json::to_vec(&*a).unwrap().as_slice()
+        );
+        // The ADDED event serves the very bytes the store cached (one encoding for both).
+        let added = events.try_recv().unwrap();
+        assert_eq!(added.object_json().as_ptr(), stored.json().as_ptr());
+        let mut upd = (*a).clone();
+        upd["data"]["a"] = json!("2");
+        s.update(&rt, "default", "a", upd, UpdateScope::Main, false)
+            .unwrap();
+        let after = s.get_stored(&rt.key(), "default", "a").unwrap();
+        let decoded: Value = serde_json::from_slice(after.json()).unwrap();
+        assert_eq!(
+            decoded["data"]["a"], "2",
+            "a write must not serve the old encoding"
+        );
+        let listed = s.list_stored(&rt.key(), Some("default"), None, None, &|_| true, None);
+        assert_eq!(listed.items[0].json().as_ptr(), after.json().as_ptr());
+    }
+
+    #[test]
+    fn events_are_kept_as_their_encoding_and_read_back_unchanged() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "events").unwrap();
+        let s = Store::new(100);
+        let mut events = s.subscribe();
+        let ev = |name: &str, count: i64| {
+            json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
+                                                  "involvedObject": {"kind": "Pod", "name": "p"}, "reason": "Started", "count": count})
+        };
+        let created = s.create(&rt, ev("e1", 1), false).unwrap();
+        s.create(&rt, ev("e2", 1), false).unwrap();
+        let stored = s.get_stored(&rt.key(), "default", "e1").unwrap();
+        assert!(
+            stored.value.is_none(),
+            "an Event keeps no parsed copy in the store"
+        );
+        // Read back: the same object, field order included, and the same bytes as its event.
+        assert_eq!(
+            serde_json::to_string(&*stored.object()).unwrap(),
+            serde_json::to_string(&*created).unwrap()
+        );
+        let added = events.try_recv().unwrap();
+        assert!(
+            Arc::ptr_eq(&added.object, &created),
+            "watchers and informers get the parsed object"
+        );
+        assert_eq!(added.object_json().as_ptr(), stored.json().as_ptr());
+        // Filters, updates and deletes work on the decoded form.
+        let only = s.list(&rt.key(), Some("default"), None, None, &|o| {
+            o["metadata"]["name"] == "e2"
+        });
+        assert_eq!(only.items.len(), 1);
+        let mut upd = (*created).clone();
+        upd["count"] = json!(2);
+        s.update(&rt, "default", "e1", upd, UpdateScope::Main, false)
+            .unwrap();
+        assert_eq!(s.get(&rt.key(), "default", "e1").unwrap()["count"], 2);
+        match s
+            .delete(&rt, "default", "e1", &DeleteOptions::default())
+            .unwrap()
+        {
+            DeleteOutcome::Deleted(last) => assert_eq!(last["count"], 2),
+            other => panic!("{other:?}"),
+        }
+        assert!(s.get(&rt.key(), "default", "e1").is_none());
+    }
+
+    #[test]
+    fn listing_through_the_node_index_gives_what_filtering_every_pod_gives() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "pods").unwrap();
+        let s = Store::new(100);
+        let pod = |ns: &str, name: &str, node: &str| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": {"nodeName": node, "containers": []}});
+        for i in 0..30 {
+            s.create(
+                &rt,
+                pod(
+                    if i % 2 == 0 { "a" } else { "b" },
+                    &format!("p{i:02}"),
+                    &format!("n{}", i % 3),
+                ),
+                false,
+            )
+            .unwrap();
+        }
+        s.create(&rt, pod("a", "unbound", ""), false).unwrap();
+        let names = |r: &ListResult| {
+            r.items
+                .iter()
+                .map(|o| meta::name(o).to_string())
+                .collect::<Vec<_>>()
+        };
+        let stored_names = |r: &ListResult<Stored>| {
+            r.items
+                .iter()
+                .map(|o| meta::name(&o.object()).to_string())
+                .collect::<Vec<_>>()
+        };
+        let on =
+            |node: &'static str| move |o: &Value| meta::str_at(o, "/spec/nodeName") == Some(node);
+        for ns in [None, Some("a"), Some("b")] {
+            // Whole lists, then pages of 4 followed to the end.
+            let scan = s.list(&rt.key(), ns, None, None, &on("n1"));
+            let indexed = s.list_stored(&rt.key(), ns, None, None, &on("n1"), Some("n1"));
+            assert_eq!(names(&scan), stored_names(&indexed));
+            let (mut after, mut paged) = (None, vec![]);
+            loop {
+                let scan = s.list(&rt.key(), ns, after.as_ref(), Some(4), &on("n1"));
+                let page = s.list_stored(
+                    &rt.key(),
+                    ns,
+                    after.as_ref(),
+                    Some(4),
+                    &on("n1"),
+                    Some("n1"),
+                );
+                assert_eq!(
+                    (names(&scan), scan.remaining, scan.continue_after.clone()),
+                    (
+                        stored_names(&page),
+                        page.remaining,
+                        page.continue_after.clone()
+                    )
+                );
+                paged.extend(stored_names(&page));
+                match page.continue_after {
+                    Some(k) => after = Some(k),
+                    None => break,
+                }
+            }
+            assert_eq!(paged, names(&s.list(&rt.key(), ns, None, None, &on("n1"))));
+        }
+        // Moving a pod and deleting one keep the index true.
+        let mut moved = (*s.get(&rt.key(), "b", "p01").unwrap()).clone();
+        moved["spec"]["nodeName"] = json!("n2");
+        s.update(&rt, "b", "p01", moved, UpdateScope::Any, false)
+            .unwrap();
+        s.delete(
+            &rt,
+            "a",
+            "p04",
+            &DeleteOptions {
+                grace_period_seconds: Some(0),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        for node in ["n0", "n1", "n2"] {
+            let filter = move |o: &Value| meta::str_at(o, "/spec/nodeName") == Some(node);
+            assert_eq!(
+                names(&s.list(&rt.key(), None, None, None, &filter)),
+                stored_names(&s.list_stored(&rt.key(), None, None, None, &filter, Some(node)))
+            );
+        }
+        assert!(
+            stored_names(&s.list_stored(&rt.key(), None, None, None, &|_| true, Some("n2")))
+                .contains(&"p01".to_string())
+        );
+        assert!(
+            !stored_names(&s.list_stored(&rt.key(), None, None, None, &|_| true, Some("n1")))
+                .contains(&"p04".to_string())
+        );
+    }
+
+    #[test]
+    fn stale_resource_version_is_a_conflict_and_changes_nothing() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(100);
+        let a = s.create(&rt, cm("a"), false).unwrap();
+        let mut upd = (*a).clone();
+        upd["data"]["a"] = json!("2");
+        let a2 = s
+            .update(&rt, "default", "a", upd.clone(), UpdateScope::Main, false)
+            .unwrap();
+        // `upd` still carries the old resourceVersion.
+        upd["data"]["a"] = json!("3");
+        let err = s
+            .update(&rt, "default", "a", upd, UpdateScope::Main, false)
+            .unwrap_err();
+        assert_eq!((err.code, err.reason), (409, "Conflict"));
+        assert_eq!(s.get(&rt.key(), "default", "a").unwrap()["data"]["a"], "2");
+        assert_eq!(
+            meta::resource_version(&s.get(&rt.key(), "default", "a").unwrap()),
+            meta::resource_version(&a2)
+        );
+    }
+
+    #[test]
+    fn generation_bumps_on_spec_changes_only() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("apps", "v1", "deployments").unwrap();
+        let s = Store::new(100);
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 1}});
+        let d = s.create(&rt, d, false).unwrap();
+        assert_eq!(d["metadata"]["generation"], 1);
+        let mut lab = (*d).clone();
+        lab["metadata"]["labels"] = json!({"x": "y"});
+        let d = s
+            .update(&rt, "default", "d", lab, UpdateScope::Main, false)
+            .unwrap();
+        assert_eq!(d["metadata"]["generation"], 1);
+        let mut st = (*d).clone();
+        st["status"] = json!({"replicas": 1});
+        let d = s
+            .update(&rt, "default", "d", st, UpdateScope::Status, false)
+            .unwrap();
+        assert_eq!(d["metadata"]["generation"], 1);
+        assert_eq!(d["status"]["replicas"], 1);
+        let mut sp = (*d).clone();
+        sp["spec"]["replicas"] = json!(3);
+        sp["status"] = json!({"replicas": 99});
+        let d = s
+            .update(&rt, "default", "d", sp, UpdateScope::Main, false)
+            .unwrap();
+        assert_eq!(d["metadata"]["generation"], 2);
+        assert_eq!(
+            d["status"]["replicas"], 1,
+            "main resource update must not change status"
+        );
+    }
+
+    #[test]
+    fn finalizers_hold_deletion_until_removed() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(100);
+        let mut o = cm("f");
+        o["metadata"]["finalizers"] = json!(["example.com/hold"]);
+        s.create(&rt, o, false).unwrap();
+        let out = s
+            .delete(&rt, "default", "f", &DeleteOptions::default())
+            .unwrap();
+        let DeleteOutcome::Pending(p) = out else {
+            panic!("expected pending")
+        };
+        assert!(meta::is_deleting(&p));
+        let mut cleared = (*p).clone();
+        cleared["metadata"]["finalizers"] = json!([]);
+        s.update(&rt, "default", "f", cleared, UpdateScope::Main, false)
+            .unwrap();
+        assert!(s.get(&rt.key(), "default", "f").is_none());
+    }
+
+    #[test]
+    fn watch_replays_from_history_or_expires() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(3);
+        let first = s.create(&rt, cm("a"), false).unwrap();
+        let rv0: u64 = meta::resource_version(&first).parse().unwrap();
+        for n in ["b", "c", "d", "e"] {
+            s.create(&rt, cm(n), false).unwrap();
+        }
+        let err = s.watch(&rt.key(), Some(rv0), None).err().expect("expired");
+        assert_eq!((err.code, err.reason), (410, "Expired"));
+        let start = s.watch(&rt.key(), Some(rv0 + 2), None).unwrap();
+        let names: Vec<_> = start
+            .replay
+            .iter()
+            .map(|e| meta::name(&e.object).to_string())
+            .collect();
+        assert_eq!(names, vec!["d", "e"]);
+    }
+
+    #[test]
+    fn noop_update_keeps_resource_version() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(100);
+        let a = s.create(&rt, cm("a"), false).unwrap();
+        let b = s
+            .update(&rt, "default", "a", (*a).clone(), UpdateScope::Main, false)
+            .unwrap();
+        assert_eq!(meta::resource_version(&a), meta::resource_version(&b));
+    }
+
+    #[test]
+    fn scheduled_pods_wait_for_their_grace_period() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "pods").unwrap();
+        let s = Store::new(100);
+        let p = json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
+        s.create(&rt, p, false).unwrap();
+        let out = s
+            .delete(&rt, "default", "p", &DeleteOptions::default())
+            .unwrap();
+        assert!(
+            matches!(out, DeleteOutcome::Pending(ref o) if o["metadata"]["deletionGracePeriodSeconds"] == 30)
+        );
+        let forced = DeleteOptions {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        };
+        assert!(matches!(
+            s.delete(&rt, "default", "p", &forced).unwrap(),
+            DeleteOutcome::Deleted(_)
+        ));
+    }
+}

@@ -1,0 +1,315 @@
+//! Schema checks on request bodies for built-in types, using the k8s-openapi types as the schema:
+//! a body that does not decode into the real Go-equivalent type is a 400, and fields the type
+//! does not know are reported per `fieldValidation` (Strict: error, Warn: warning, Ignore).
+
+use crate::apiserver::resources::ResourceType;
+use crate::apiserver::status::{ApiError, ApiResult};
+use serde_json::Value;
+
+/// The built-in type's decoding (`None` for custom resources, which pass through unchanged).
+fn typed_round_trip(rt: &ResourceType, obj: &Value) -> Option<Result<Value, String>> {
+    rt.round_trip.map(|decode| decode(obj))
+}
+
+/// Decode a built-in object through its type, as the apiserver's decoder does: a body that does
+/// not decode is a 400, and fields the type does not know are dropped (custom resources pass
+/// through unchanged).
+pub fn prune_typed(rt: &ResourceType, obj: Value) -> ApiResult<Value> {
+    match typed_round_trip(rt, &obj) {
+        Some(Err(e)) => Err(ApiError::bad_request(format!(
+            "error decoding {}: {}",
+            rt.kind, e
+        ))),
+        Some(Ok(pruned)) => Ok(pruned),
+        None => Ok(obj),
+    }
+}
+
+/// `prune_typed` for a write of the status subresource. When the written object is the stored
+/// one but for its status (every status patch), only the status can be new, and only it is
+/// decoded (a status alone decodes for every built-in type whose other parts are optional; for
+/// the others the whole object is). Otherwise the whole object is, as the apiserver decodes
+/// the whole body.
+pub fn prune_typed_status(rt: &ResourceType, current: &Value, mut obj: Value) -> ApiResult<Value> {
+    if rt.round_trip.is_none() || !crate::apiserver::meta::identical_outside_status(&obj, current) {
+        return prune_typed(rt, obj);
+    }
+    let Some(status) = obj
+        .as_object_mut()
+        .and_then(|m| m.get_mut("status"))
+        .map(std::mem::take)
+    else {
+        return Ok(obj);
+    };
+    let mut alone = serde_json::Map::new();
+    for k in ["apiVersion", "kind"] {
+        if let Some(v) = obj.get(k) {
+            alone.insert(k.into(), v.clone());
+        }
+    }
+    alone.insert("metadata".into(), Value::Object(Default::default()));
+    alone.insert("status".into(), status);
+    let alone = Value::Object(alone);
+    match typed_round_trip(rt, &alone) {
+        Some(Ok(mut pruned)) => {
+            match pruned.as_object_mut().and_then(|m| m.remove("status")) {
+                Some(s) => obj["status"] = s,
+                None => {
+                    obj.as_object_mut().map(|m| m.shift_remove("status"));
+                }
+            }
+            Ok(obj)
+        }
+        // The type needs more than its status to decode: decode it whole.
+        _ => {
+            let Value::Object(mut alone) = alone else {
+                unreachable!("built as an object")
+            };
+            obj["status"] = alone.remove("status").unwrap_or(Value::Null);
+            prune_typed(rt, obj)
+        }
+    }
+}
+
+/// Unknown-field handling per `fieldValidation`. Returns warnings for `Warn`.
+pub fn check_fields(rt: &ResourceType, obj: &Value, mode: Option<&str>) -> ApiResult<Vec<String>> {
+    let mode = mode.unwrap_or("Warn");
+    if !matches!(mode, "Strict" | "Warn" | "Ignore") {
+        return Err(ApiError::bad_request(format!(
+            "fieldValidation: Unsupported value: {:?}: supported values: \"Ignore\", \"Strict\", \"Warn\"",
+            mode
+        )));
+    }
+    if mode == "Ignore" {
+        return Ok(vec![]);
+    }
+    let known = match typed_round_trip(rt, obj) {
+        Some(Ok(v)) => v,
+        Some(Err(e)) => {
+            return Err(ApiError::bad_request(format!(
+                "error decoding {}: {}",
+                rt.kind, e
+            )))
+        }
+        None => return Ok(vec![]),
+    };
+    let mut unknown = Vec::new();
+    unknown_fields(obj, &known, String::new(), &mut unknown);
+    if unknown.is_empty() {
+        return Ok(vec![]);
+    }
+    if mode == "Strict" {
+        let list: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field {:?}", f))
+            .collect();
+        return Err(ApiError::bad_request(format!(
+            "strict decoding error: {}",
+            list.join(", ")
+        )));
+    }
+    Ok(unknown
+        .iter()
+        .map(|f| format!("unknown field {:?}", f))
+        .collect())
+}
+
+/// Paths present in `input` but absent from its typed re-encoding `known`.
+fn unknown_fields(input: &Value, known: &Value, path: String, out: &mut Vec<String>) {
+    match (input, known) {
+        (Value::Object(i), Value::Object(k)) => {
+            for (key, v) in i {
+                let p = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{}.{}", path, key)
+                };
+                match k.get(key) {
+                    Some(kv) => unknown_fields(v, kv, p, out),
+                    // Empty and null values re-encode as absent; they are not unknown.
+                    None if is_empty_value(v) => {}
+                    None if is_free_form(&path) => {}
+                    None => out.push(p),
+                }
+            }
+        }
+        (Value::Array(i), Value::Array(k)) => {
+            for (n, (iv, kv)) in i.iter().zip(k.iter()).enumerate() {
+                unknown_fields(iv, kv, format!("{}[{}]", path, n), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `null` decodes to an absent optional field: not unknown. (Empty maps and lists re-encode.)
+fn is_empty_value(v: &Value) -> bool {
+    v.is_null()
+}
+
+/// Maps whose keys are data, not schema (labels, annotations, data, ...): re-encoding keeps them,
+/// so they never reach here; kept as a guard for JSON-typed fields.
+fn is_free_form(path: &str) -> bool {
+    path.ends_with("openAPIV3Schema") || path.contains("x-kubernetes")
+}
+
+/// Update rules the real validation enforces that controllers trip over.
+pub fn check_update(rt: &ResourceType, current: &Value, next: &Value) -> ApiResult<()> {
+    if rt.group.is_empty() && rt.plural == "pods" {
+        let node_now = current
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let node_next = next
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let mut a = current.get("spec").cloned().unwrap_or(Value::Null);
+        let mut b = next.get("spec").cloned().unwrap_or(Value::Null);
+        for s in [&mut a, &mut b] {
+            strip_mutable_pod_fields(s);
+        }
+        if a != b || (!node_now.is_empty() && node_now != node_next) {
+            let name = crate::apiserver::meta::name(current);
+            return Err(ApiError::invalid(
+                "",
+                "Pod",
+                name,
+                vec![(
+                    "spec".into(),
+                    "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)".into(),
+                    "FieldValueForbidden",
+                )],
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn strip_mutable_pod_fields(spec: &mut Value) {
+    if let Some(m) = spec.as_object_mut() {
+        m.remove("activeDeadlineSeconds");
+        m.remove("tolerations");
+        m.remove("terminationGracePeriodSeconds");
+        // nodeName is set once by binding; checked separately.
+        m.remove("nodeName");
+        for field in ["containers", "initContainers"] {
+            if let Some(cs) = m.get_mut(field).and_then(Value::as_array_mut) {
+                for c in cs {
+                    if let Some(cm) = c.as_object_mut() {
+                        cm.remove("image");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apiserver::resources::Registry;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_fields_warn_or_fail() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "y"}}, "data": {"k": "v"}, "bogus": 1});
+        assert_eq!(
+            check_fields(&rt, &cm, None).unwrap(),
+            vec!["unknown field \"bogus\"".to_string()]
+        );
+        let e = check_fields(&rt, &cm, Some("Strict")).unwrap_err();
+        assert_eq!(e.message, "strict decoding error: unknown field \"bogus\"");
+        assert!(check_fields(&rt, &cm, Some("Ignore")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_status_write_decodes_as_the_whole_object_would() {
+        let reg = Registry::with_builtins();
+        let pods = reg.get("", "v1", "pods").unwrap();
+        let current = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d", "resourceVersion": "4"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Pending"}});
+        // What the store holds was decoded once already (members in the type's order).
+        let current = prune_typed(&pods, current).unwrap();
+        let mut next = current.clone();
+        next["status"] = json!({"phase": "Running", "bogus": 1, "conditions": [{"type": "Ready", "status": "True", "odd": 2}], "podIP": "10.0.0.1"});
+        let whole = prune_typed(&pods, next.clone()).unwrap();
+        let status_only = prune_typed_status(&pods, &current, next.clone()).unwrap();
+        assert!(
+            crate::apiserver::meta::identical(&whole, &status_only),
+            "{whole}\n{status_only}"
+        );
+        assert!(status_only["status"].get("bogus").is_none());
+        // A status of the wrong type is a 400 either way.
+        let mut bad = current.clone();
+        bad["status"] = json!({"phase": 3});
+        assert_eq!(
+            prune_typed_status(&pods, &current, bad).unwrap_err().code,
+            400
+        );
+        // A body whose spec differs from the stored one is decoded whole: its bad spec is a 400.
+        let mut bad_spec = next.clone();
+        bad_spec["spec"]["containers"] = json!("x");
+        assert_eq!(
+            prune_typed_status(&pods, &current, bad_spec)
+                .unwrap_err()
+                .code,
+            400
+        );
+        // No status: the object stays as it is.
+        let mut none = current.clone();
+        none.as_object_mut().unwrap().remove("status");
+        assert!(crate::apiserver::meta::identical(
+            &prune_typed_status(&pods, &current, none.clone()).unwrap(),
+            &prune_typed(&pods, none).unwrap()
+        ));
+    }
+
+    #[test]
+    fn unknown_fields_are_dropped_from_built_ins() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let cm = json!({"metadata": {"name": "a"}, "data": {"k": "v"}, "dta": {}});
+        assert_eq!(
+            check_fields(&rt, &cm, None).unwrap(),
+            vec!["unknown field \"dta\"".to_string()]
+        );
+        let pruned = prune_typed(&rt, cm).unwrap();
+        assert!(pruned.get("dta").is_none());
+        assert_eq!(pruned["data"]["k"], "v");
+    }
+
+    #[test]
+    fn nested_unknown_fields_have_full_paths() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "pods").unwrap();
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i", "imagePullPolcy": "Always"}]}});
+        assert_eq!(
+            check_fields(&rt, &pod, None).unwrap(),
+            vec!["unknown field \"spec.containers[0].imagePullPolcy\"".to_string()]
+        );
+    }
+
+    #[test]
+    fn wrong_types_are_bad_requests() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "pods").unwrap();
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": "nope"}});
+        let e = prune_typed(&rt, pod).unwrap_err();
+        assert_eq!(e.code, 400);
+    }
+
+    #[test]
+    fn pod_spec_is_mostly_immutable() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "pods").unwrap();
+        let a = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}});
+        let mut b = a.clone();
+        b["spec"]["containers"][0]["image"] = json!("i:2");
+        assert!(check_update(&rt, &a, &b).is_ok());
+        b["spec"]["containers"][0]["name"] = json!("d");
+        assert_eq!(check_update(&rt, &a, &b).unwrap_err().code, 422);
+    }
+}
