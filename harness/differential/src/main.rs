@@ -175,7 +175,9 @@ async fn run(a: RunArgs) -> Result<()> {
             Err(e) => return Err(e).context("starting the real control plane"),
         }
     } else {
-        a.right.clone().context("--right KUBECONFIG (or --right-upstream) is required")?
+        a.right
+            .clone()
+            .context("--right KUBECONFIG (or --right-upstream) is required")?
     };
     let code = judge_and_report(a, &left, &right, &scripts).await;
     if let Some(cp) = control_plane {

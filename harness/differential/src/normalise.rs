@@ -70,6 +70,8 @@ pub struct Mapper {
     ips: HashMap<String, String>,
     ports: HashMap<i64, i64>,
     gen: HashMap<String, String>,
+    /// The age columns of the last Table that defined its columns (rule 9).
+    age_columns: Vec<usize>,
 }
 
 fn is_time_key(k: &str) -> bool {
@@ -252,9 +254,15 @@ impl Mapper {
                 }
                 // rule 9
                 if m.get("kind").and_then(Value::as_str) == Some("Table") {
+                    // a watch as Table sends the column definitions in its first event only
+                    let defined = m
+                        .get("columnDefinitions")
+                        .and_then(Value::as_array)
+                        .is_some_and(|c| !c.is_empty());
                     let age_cols: Vec<usize> = m
                         .get("columnDefinitions")
                         .and_then(Value::as_array)
+                        .filter(|_| defined)
                         .map(|cols| {
                             cols.iter()
                                 .enumerate()
@@ -265,7 +273,8 @@ impl Mapper {
                                 .map(|(i, _)| i)
                                 .collect()
                         })
-                        .unwrap_or_default();
+                        .unwrap_or_else(|| self.age_columns.clone());
+                    self.age_columns = age_cols.clone();
                     if let Some(Value::Array(rows)) = m.get_mut("rows") {
                         for row in rows {
                             if let Some(Value::Array(cells)) = row.get_mut("cells") {

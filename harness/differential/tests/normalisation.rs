@@ -163,3 +163,42 @@ fn a_null_timestamp_is_not_hidden() {
     let r = json!({"metadata": {"creationTimestamp": null}});
     assert_eq!(compare(&[(200, l)], &[(200, r)])[0].len(), 1);
 }
+
+#[test]
+fn ages_in_a_watch_as_table_are_normalised_after_the_first_event() {
+    let table = |cols: bool, age: &str| {
+        let mut t = json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": "5"},
+            "rows": [{"cells": ["a", age], "object": {"metadata": {"name": "a"}}}]});
+        if cols {
+            t["columnDefinitions"] =
+                json!([{"name": "Name", "type": "string"}, {"name": "Age", "type": "string"}]);
+        }
+        json!({"type": "ADDED", "object": t})
+    };
+    let watch = |a: &str, b: &str| Outcome {
+        uri: "/api/v1/namespaces/n/configmaps?watch=1".into(),
+        response: Ok(Response {
+            status: 200,
+            content_type: Some("application/json;as=Table;v=v1;g=meta.k8s.io".into()),
+            body: Bytes::new(),
+            frames: Some(vec![
+                Bytes::from(table(true, a).to_string()),
+                Bytes::from(table(false, b).to_string()),
+            ]),
+            ended: true,
+        }),
+        json: None,
+    };
+    let (mut lm, mut rm) = (Mapper::default(), Mapper::default());
+    let l = canonical(
+        "/api/v1/namespaces/n/configmaps",
+        &watch("1s", "2s"),
+        &mut lm,
+    );
+    let r = canonical(
+        "/api/v1/namespaces/n/configmaps",
+        &watch("8s", "9s"),
+        &mut rm,
+    );
+    assert_eq!(diff(&l, &r), vec![]);
+}
