@@ -121,6 +121,11 @@ pub fn classify(method: &str, uri: &str, headers: &[(String, String)]) -> (Strin
         ["apis", g, _v, rest @ ..] => ((*g).to_string(), rest),
         _ => return ("nonresource".into(), method.to_lowercase()),
     };
+    // the deprecated /watch/ prefix: a watch of what follows
+    let (rest, watch_prefix) = match rest {
+        ["watch", tail @ ..] => (tail, true),
+        other => (other, false),
+    };
     // namespaces/{ns}/{resource}/... or namespaces/{name}[/status|finalize]
     let rest = match rest {
         ["namespaces", _ns, r, tail @ ..] if *r != "status" && *r != "finalize" => {
@@ -133,7 +138,7 @@ pub fn classify(method: &str, uri: &str, headers: &[(String, String)]) -> (Strin
     let named = rest.len() >= 2;
     let sub = rest.get(2).copied();
     let mut verb = match method {
-        "GET" | "HEAD" if has("watch") => "watch".to_string(),
+        "GET" | "HEAD" if has("watch") || watch_prefix => "watch".to_string(),
         "GET" | "HEAD" if named => "get".to_string(),
         "GET" | "HEAD" => "list".to_string(),
         "POST" => "create".to_string(),
