@@ -1,0 +1,134 @@
+//! Node and storage failures a real cluster does not let through (issue #33): each test drives
+//! the simulated cluster into the failure and checks, through the API, events and node logs,
+//! that the sim holds where upstream's components hold.
+
+mod common;
+
+use common::{eventually, TestCluster};
+use faultline_sim::cluster::nodeops::NodeOp;
+use faultline_sim::{SimCluster, SimOptions, Timing};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, PostParams};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+const SCALE: f64 = 0.01;
+
+async fn cluster(workers: usize) -> (TestCluster, Arc<SimCluster>, kube::Client) {
+    let c = TestCluster::start_with(SimOptions::full(workers, Timing::scaled(SCALE))).await;
+    let sim = c.server.cluster.clone().expect("full cluster");
+    let client = c.client().await;
+    (c, sim, client)
+}
+
+/// A one-replica StatefulSet with a Longhorn claim template, its pod pinned to `node`.
+async fn statefulset(client: &kube::Client, name: &str, node: &str) {
+    let sets: Api<k8s_openapi::api::apps::v1::StatefulSet> =
+        Api::namespaced(client.clone(), "default");
+    let set = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1, "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {
+                "nodeSelector": {"kubernetes.io/hostname": node},
+                "containers": [{"name": "db", "image": "postgres:17", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "longhorn", "resources": {"requests": {"storage": "1Gi"}}}}]
+        }
+    }))
+    .unwrap();
+    sets.create(&PostParams::default(), &set).await.unwrap();
+}
+
+async fn running(client: &kube::Client, name: &str, secs: u64) -> Pod {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    eventually(secs, &format!("{name} Running"), || {
+        let pods = pods.clone();
+        async move {
+            let p = pods.get(name).await.ok()?;
+            (p.metadata.deletion_timestamp.is_none()
+                && p.status.as_ref()?.phase.as_deref() == Some("Running"))
+            .then_some(p)
+        }
+    })
+    .await
+}
+
+fn kubelet_log(sim: &SimCluster, node: &str) -> Vec<String> {
+    sim.nodes[node].kubelet_log.snapshot()
+}
+
+/// Item 1: `UnmountVolume.TearDown failed ... input/output error` keeps the pod Terminating (its
+/// kubelet deletes the pod object only after SyncTerminatedPod has seen its volumes unmounted;
+/// the pod's own status writes do not remove it: the registry removes an object on update only
+/// when its grace period is 0), so its StatefulSet replacement does not start until the
+/// volume comes off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_whose_volume_cannot_be_torn_down_stays_terminating() {
+    let (_c, sim, client) = cluster(2).await;
+    statefulset(&client, "db", "worker-01").await;
+    let first = running(&client, "db-0", 30).await;
+    let uid = first.metadata.uid.clone().unwrap();
+    sim.node_op("worker-01", &NodeOp::IoErrors).unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    pods.delete("db-0", &DeleteParams::default()).await.unwrap();
+    // The kubelet stops the container and reports the pod terminal; the pod stays Terminating.
+    let stopped = eventually(10, "db-0 terminal and Terminating", || {
+        let pods = pods.clone();
+        async move {
+            let p = pods.get("db-0").await.ok()?;
+            (p.metadata.deletion_timestamp.is_some()
+                && p.status.as_ref()?.phase.as_deref() == Some("Succeeded"))
+            .then_some(p)
+        }
+    })
+    .await;
+    assert_eq!(stopped.metadata.uid.as_deref(), Some(uid.as_str()));
+    // Two and a half nominal minutes later it is still there, and the StatefulSet has not
+    // replaced it.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let still = pods.get("db-0").await.unwrap();
+    assert_eq!(still.metadata.uid.as_deref(), Some(uid.as_str()));
+    assert!(still.metadata.deletion_timestamp.is_some());
+    let log = kubelet_log(&sim, "worker-01");
+    let pv = log
+        .iter()
+        .find_map(|l| {
+            l.split("UnmountVolume.TearDown failed for volume \"")
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+        })
+        .unwrap_or_else(|| panic!("no TearDown failure in:\n{}", log.join("\n")))
+        .to_string();
+    let wanted = format!(
+        "Error: UnmountVolume.TearDown failed for volume \"{pv}\" (UniqueName: \"kubernetes.io/csi/driver.longhorn.io^{pv}\") pod \"{uid}\" (UID: \"{uid}\") : unmount failed: input/output error"
+    );
+    assert!(
+        log.iter()
+            .any(|l| l.contains("nestedpendingoperations.go:348]")
+                && l.contains(&format!("podName:{uid} nodeName:}}\" failed."))
+                && l.ends_with(&wanted)),
+        "{wanted}\n{}",
+        log.join("\n")
+    );
+    assert!(
+        !log.iter().any(|l| l.contains("\"SyncLoop DELETE\"")),
+        "the kubelet did not delete the pod object"
+    );
+    // The disk recovers: the volume is torn down, the kubelet deletes the pod, and the
+    // StatefulSet's replacement starts.
+    sim.node_op("worker-01", &NodeOp::ClearIoErrors).unwrap();
+    let replacement = running(&client, "db-0", 30).await;
+    assert_ne!(replacement.metadata.uid.as_deref(), Some(uid.as_str()));
+    let log = kubelet_log(&sim, "worker-01");
+    let torn_down = log
+        .iter()
+        .position(|l| l.contains("UnmountVolume.TearDown succeeded") && l.contains(&uid))
+        .expect("TearDown succeeded");
+    let deleted = log
+        .iter()
+        .position(|l| l.contains("\"SyncLoop DELETE\" source=\"api\" pods=[\"default/db-0\"]"))
+        .expect("the kubelet deleted the pod");
+    assert!(torn_down < deleted, "{}", log.join("\n"));
+}
