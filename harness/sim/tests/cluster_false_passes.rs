@@ -7,8 +7,9 @@ mod common;
 use common::{eventually, TestCluster};
 use faultline_sim::cluster::nodeops::NodeOp;
 use faultline_sim::{SimCluster, SimOptions, Timing};
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, PostParams};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -131,4 +132,103 @@ async fn a_pod_whose_volume_cannot_be_torn_down_stays_terminating() {
         .position(|l| l.contains("\"SyncLoop DELETE\" source=\"api\" pods=[\"default/db-0\"]"))
         .expect("the kubelet deleted the pod");
     assert!(torn_down < deleted, "{}", log.join("\n"));
+}
+
+/// Every Event the kubelet of `node` wrote: (name, count).
+async fn kubelet_events(client: &kube::Client, node: &str) -> Vec<(String, i32)> {
+    let events: Api<Event> = Api::all(client.clone());
+    let mut out: Vec<(String, i32)> = events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.source.as_ref().and_then(|s| s.host.as_deref()) == Some(node)
+                || e.reporting_instance.as_deref() == Some(node)
+        })
+        .map(|e| (e.metadata.name.unwrap_or_default(), e.count.unwrap_or(1)))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Item 3: a partitioned node writes nothing to the API (no Event of its kubelet, no pod or
+/// node status, no Lease renewal) and hears nothing from it (a pod deleted meanwhile is not
+/// killed) until the partition heals; then the kubelet catches up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_node_writes_nothing_to_the_api() {
+    let (_c, sim, client) = cluster(2).await;
+    statefulset(&client, "db", "worker-01").await;
+    running(&client, "db-0", 30).await;
+    // Let the start-up events settle.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    sim.node_op("worker-01", &NodeOp::PartitionNetwork).unwrap();
+    // Whatever was in flight lands within a tick.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let events_before = kubelet_events(&client, "worker-01").await;
+    let lease_before = leases.get("worker-01").await.unwrap().spec.unwrap().renew_time;
+    pods.delete("db-0", &DeleteParams::default()).await.unwrap();
+    let deleted = pods.get("db-0").await.unwrap();
+    // 100 nominal seconds: ten Lease periods, the pod's graceful deletion, the node Unknown.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(
+        kubelet_events(&client, "worker-01").await,
+        events_before,
+        "the partitioned kubelet recorded an Event"
+    );
+    assert_eq!(
+        leases.get("worker-01").await.unwrap().spec.unwrap().renew_time,
+        lease_before,
+        "the partitioned kubelet renewed its Lease"
+    );
+    // What the kubelet owns in the pod's status is as it was (the node lifecycle controller
+    // marks it not Ready: its write, not the kubelet's).
+    let still = pods.get("db-0").await.unwrap();
+    assert_eq!(still.metadata.uid, deleted.metadata.uid);
+    let (now, then) = (still.status.unwrap(), deleted.status.unwrap());
+    assert_eq!(
+        (now.phase, now.container_statuses),
+        (then.phase, then.container_statuses),
+        "the partitioned kubelet wrote the pod's status"
+    );
+    let log = kubelet_log(&sim, "worker-01");
+    assert!(
+        !log.iter().any(|l| l.contains("pods=[\"default/db-0\"]") && l.contains("SyncLoop")
+            && !l.contains("SyncLoop ADD")),
+        "the partitioned kubelet heard of the deletion:\n{}",
+        log.join("\n")
+    );
+    // The node lifecycle controller saw the Lease go stale.
+    let nodes: Api<Node> = Api::all(client.clone());
+    let ready = nodes.get("worker-01").await.unwrap().status.unwrap().conditions.unwrap();
+    assert!(ready
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "Unknown"));
+    // Healed: the kubelet hears of the deletion, kills the container (its Killing event
+    // arrives now) and deletes the pod; the StatefulSet replaces it.
+    sim.node_op("worker-01", &NodeOp::HealNetwork).unwrap();
+    let client2 = client.clone();
+    eventually(20, "Killing recorded after the heal", || {
+        let client = client2.clone();
+        async move {
+            common::events_for(&client, "db-0")
+                .await
+                .iter()
+                .any(|(r, m)| r == "Killing" && m == "Stopping container db")
+                .then_some(())
+        }
+    })
+    .await;
+    eventually(5, "the Lease renewed after the heal", || {
+        let (leases, before) = (leases.clone(), lease_before.clone());
+        async move {
+            (leases.get("worker-01").await.ok()?.spec?.renew_time != before).then_some(())
+        }
+    })
+    .await;
+    let replacement = running(&client, "db-0", 30).await;
+    assert_ne!(replacement.metadata.uid, deleted.metadata.uid);
 }

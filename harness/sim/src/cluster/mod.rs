@@ -73,9 +73,14 @@ impl SimCluster {
         for (i, name) in node_names.iter().enumerate() {
             let node = SimNode::new(name, i, is_control_plane(name));
             let (tx, rx) = mpsc::unbounded_channel();
+            // A partitioned node's kubelet reaches nothing: no status, Lease or Event of its
+            // own arrives while the partition lasts.
+            let link = node.clone();
+            let client = Internal::new(api.clone(), "kubelet")
+                .with_reachability(Arc::new(move || !link.state.lock().faults.partitioned));
             let k = Kubelet::new(
                 node.clone(),
-                Internal::new(api.clone(), "kubelet"),
+                client,
                 timing.clone(),
                 rx,
                 opts.pod_worker_pool,

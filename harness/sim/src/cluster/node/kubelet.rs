@@ -191,6 +191,9 @@ impl Kubelet {
     /// Drain pod events and run one tick. Returns false when the event source is gone. A kubelet
     /// that is down reads and writes nothing (its events wait, as a watch would be re-listed);
     /// a hung one only keeps its Lease and node status going (separate goroutines upstream).
+    /// A partitioned one runs on
+    /// what it knows: its pod watch delivers nothing until the partition heals (the events wait
+    /// as above) and its writes do not arrive (`Internal::with_reachability`).
     pub fn step(&mut self) -> bool {
         match self.process_state() {
             KubeletProcess::Running => {}
@@ -199,6 +202,10 @@ impl Kubelet {
                 return true;
             }
             _ => return true,
+        }
+        if self.node.state.lock().faults.partitioned {
+            self.tick();
+            return true;
         }
         loop {
             match self.rx.try_recv() {
