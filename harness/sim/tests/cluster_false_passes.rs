@@ -169,7 +169,13 @@ async fn a_partitioned_node_writes_nothing_to_the_api() {
     // Whatever was in flight lands within a tick.
     tokio::time::sleep(Duration::from_millis(50)).await;
     let events_before = kubelet_events(&client, "worker-01").await;
-    let lease_before = leases.get("worker-01").await.unwrap().spec.unwrap().renew_time;
+    let lease_before = leases
+        .get("worker-01")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .renew_time;
     pods.delete("db-0", &DeleteParams::default()).await.unwrap();
     let deleted = pods.get("db-0").await.unwrap();
     // 100 nominal seconds: ten Lease periods, the pod's graceful deletion, the node Unknown.
@@ -180,7 +186,13 @@ async fn a_partitioned_node_writes_nothing_to_the_api() {
         "the partitioned kubelet recorded an Event"
     );
     assert_eq!(
-        leases.get("worker-01").await.unwrap().spec.unwrap().renew_time,
+        leases
+            .get("worker-01")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .renew_time,
         lease_before,
         "the partitioned kubelet renewed its Lease"
     );
@@ -196,14 +208,22 @@ async fn a_partitioned_node_writes_nothing_to_the_api() {
     );
     let log = kubelet_log(&sim, "worker-01");
     assert!(
-        !log.iter().any(|l| l.contains("pods=[\"default/db-0\"]") && l.contains("SyncLoop")
+        !log.iter().any(|l| l.contains("pods=[\"default/db-0\"]")
+            && l.contains("SyncLoop")
             && !l.contains("SyncLoop ADD")),
         "the partitioned kubelet heard of the deletion:\n{}",
         log.join("\n")
     );
     // The node lifecycle controller saw the Lease go stale.
     let nodes: Api<Node> = Api::all(client.clone());
-    let ready = nodes.get("worker-01").await.unwrap().status.unwrap().conditions.unwrap();
+    let ready = nodes
+        .get("worker-01")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .conditions
+        .unwrap();
     assert!(ready
         .iter()
         .any(|c| c.type_ == "Ready" && c.status == "Unknown"));
@@ -231,4 +251,123 @@ async fn a_partitioned_node_writes_nothing_to_the_api() {
     .await;
     let replacement = running(&client, "db-0", 30).await;
     assert_ne!(replacement.metadata.uid, deleted.metadata.uid);
+}
+
+/// (source component, reason, message) of the Events about `name`.
+async fn events_by_source(client: &kube::Client, name: &str) -> Vec<(String, String, String)> {
+    let events: Api<Event> = Api::all(client.clone());
+    events
+        .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|e| {
+            (
+                e.source.and_then(|s| s.component).unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.message.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+fn ready_condition(node: &Node) -> Option<(String, Option<String>)> {
+    node.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| (c.status.clone(), c.reason.clone()))
+}
+
+/// Item 4: a Ready=False the kubelet posts itself (PLEG is not healthy) is the kubelet's
+/// NodeNotReady event on the node, nothing more: the node lifecycle controller marks pods not
+/// Ready (with their `NodeNotReady` events) only on the Ready -> Unknown transition it makes
+/// itself, and a node already False that then goes Unknown is not that transition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubelet_reported_not_ready_marks_no_pod() {
+    let (_c, sim, client) = cluster(2).await;
+    statefulset(&client, "db", "worker-01").await;
+    running(&client, "db-0", 30).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    eventually(10, "db-0 Ready", || {
+        let pods = pods.clone();
+        async move {
+            let p = pods.get("db-0").await.ok()?;
+            p.status?
+                .conditions?
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+                .then_some(())
+        }
+    })
+    .await;
+    sim.node_op(
+        "worker-01",
+        &NodeOp::SaturateWorkers {
+            count: Some(2),
+            namespace: "snapshots".into(),
+        },
+    )
+    .unwrap();
+    let nodes: Api<Node> = Api::all(client.clone());
+    eventually(20, "worker-01 Ready=False (PLEG)", || {
+        let nodes = nodes.clone();
+        async move {
+            let n = nodes.get("worker-01").await.ok()?;
+            (ready_condition(&n)? == ("False".into(), Some("KubeletNotReady".into()))).then_some(())
+        }
+    })
+    .await;
+    // Thirty nominal seconds later (before the not-ready taint's 300 s toleration runs out):
+    // the pod is as the kubelet last posted it, Ready, with no NodeNotReady of its own.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let p = pods.get("db-0").await.unwrap();
+    assert!(
+        p.status
+            .unwrap()
+            .conditions
+            .unwrap()
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True"),
+        "the pod was marked not Ready"
+    );
+    let pod_events = events_by_source(&client, "db-0").await;
+    assert!(
+        !pod_events.iter().any(|(_, r, _)| r == "NodeNotReady"),
+        "{pod_events:?}"
+    );
+    // The node's NodeNotReady is the kubelet's own, not the node lifecycle controller's.
+    let node_events = events_by_source(&client, "worker-01").await;
+    let not_ready: Vec<_> = node_events
+        .iter()
+        .filter(|(_, r, _)| r == "NodeNotReady")
+        .collect();
+    assert_eq!(
+        not_ready,
+        vec![&(
+            "kubelet".to_string(),
+            "NodeNotReady".to_string(),
+            "Node worker-01 status is now: NodeNotReady".to_string()
+        )],
+        "{node_events:?}"
+    );
+    // The kubelet stops: the controller turns False into Unknown, still without marking pods.
+    sim.node_op("worker-01", &NodeOp::KubeletStop).unwrap();
+    eventually(20, "worker-01 Unknown", || {
+        let nodes = nodes.clone();
+        async move {
+            let n = nodes.get("worker-01").await.ok()?;
+            (ready_condition(&n)?.0 == "Unknown").then_some(())
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let pod_events = events_by_source(&client, "db-0").await;
+    assert!(
+        !pod_events.iter().any(|(_, r, _)| r == "NodeNotReady"),
+        "{pod_events:?}"
+    );
 }

@@ -190,14 +190,16 @@ impl Kubelet {
 
     /// Drain pod events and run one tick. Returns false when the event source is gone. A kubelet
     /// that is down reads and writes nothing (its events wait, as a watch would be re-listed);
-    /// a hung one only keeps its Lease and node status going (separate goroutines upstream).
-    /// A partitioned one runs on
+    /// a hung one only keeps its Lease, node status and PLEG going (goroutines of their own
+    /// upstream: pleg/generic.go relists on its own ticker and drops events the stuck sync loop
+    /// does not take, so its health does not depend on the sync loop). A partitioned one runs on
     /// what it knows: its pod watch delivers nothing until the partition heals (the events wait
     /// as above) and its writes do not arrive (`Internal::with_reachability`).
     pub fn step(&mut self) -> bool {
         match self.process_state() {
             KubeletProcess::Running => {}
             KubeletProcess::Hung => {
+                self.pleg_relist();
                 self.heartbeat();
                 return true;
             }
@@ -513,10 +515,9 @@ impl Kubelet {
         self.heartbeat();
         self.sync_csi_registration(partitioned);
         self.reconcile_volumes();
-        if self.pleg_relist_blocked() {
+        if !self.pleg_relist() {
             self.log_skipping_sync();
         } else {
-            self.pleg_active = Instant::now();
             let uids: Vec<String> = self.pods.keys().cloned().collect();
             for uid in &uids {
                 self.sync_pod(uid);
@@ -545,6 +546,16 @@ impl Kubelet {
     /// bounded pool, stale pods hold workers instead.)
     fn pleg_relist_blocked(&self) -> bool {
         self.pod_worker_pool.is_none() && self.pods.values().any(|p| p.stale)
+    }
+
+    /// One PLEG relist: it completes (and keeps PLEG healthy) unless the runtime hangs on it.
+    /// Returns whether it completed.
+    fn pleg_relist(&mut self) -> bool {
+        if self.pleg_relist_blocked() {
+            return false;
+        }
+        self.pleg_active = Instant::now();
+        true
     }
 
     /// The runtime's health as the node's Ready condition reports it: `None` when healthy.
