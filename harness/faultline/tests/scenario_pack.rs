@@ -83,6 +83,11 @@ fn fixed_controller_passes_the_whole_pack() {
     "^false-pass-stuck-terminating$",
     "FAIL false-pass-stuck-terminating: expectation `replacement-scheduled` failed: budget missed: within 12s after previous"
 )]
+#[case::force_delete_pods(
+    "force-delete-pods",
+    "^false-pass-multi-attach$",
+    "FAIL false-pass-multi-attach: expectation `failed-over` failed: budget missed: within 12s after previous"
+)]
 fn each_regression_fails_a_scenario(
     #[case] regression: &str,
     #[case] filter: &str,

@@ -8,8 +8,9 @@ use common::{eventually, TestCluster};
 use faultline_sim::cluster::nodeops::NodeOp;
 use faultline_sim::{SimCluster, SimOptions, Timing};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use k8s_openapi::api::core::v1::{Event, Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::VolumeAttachment;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -369,5 +370,235 @@ async fn a_kubelet_reported_not_ready_marks_no_pod() {
     assert!(
         !pod_events.iter().any(|(_, r, _)| r == "NodeNotReady"),
         "{pod_events:?}"
+    );
+}
+
+/// A Longhorn ReadWriteOnce claim and a pod using it, pinned to `node`.
+async fn claim(client: &kube::Client, name: &str) {
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let pvc = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "longhorn", "resources": {"requests": {"storage": "1Gi"}}}
+    }))
+    .unwrap();
+    pvcs.create(&PostParams::default(), &pvc).await.unwrap();
+}
+
+async fn pod_with_claim(client: &kube::Client, name: &str, claim: &str, node: &str) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "containers": [{"name": "db", "image": "postgres:17"}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+        }
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+}
+
+/// (node, attached) of the VolumeAttachments of `pv`.
+async fn attachments(client: &kube::Client, pv: &str) -> Vec<(String, bool)> {
+    let vas: Api<VolumeAttachment> = Api::all(client.clone());
+    let mut out: Vec<(String, bool)> = vas
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|va| va.spec.source.persistent_volume_name.as_deref() == Some(pv))
+        .map(|va| {
+            (
+                va.spec.node_name,
+                va.status.map(|s| s.attached).unwrap_or(false),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+async fn bound_pv(client: &kube::Client, claim: &str) -> String {
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    eventually(10, "claim bound", || {
+        let pvcs = pvcs.clone();
+        async move { pvcs.get(claim).await.ok()?.spec?.volume_name }
+    })
+    .await
+}
+
+async fn wait_ready(client: &kube::Client, node: &str, status: &'static str) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    eventually(20, &format!("{node} Ready={status}"), || {
+        let nodes = nodes.clone();
+        async move {
+            let n = nodes.get(node).await.ok()?;
+            (ready_condition(&n)?.0 == status).then_some(())
+        }
+    })
+    .await;
+}
+
+/// Item 2: after a node is lost, its ReadWriteOnce volume is not attached to a second node.
+/// While a pod on the lost node still uses it, the new pod gets `Multi-Attach error ... Volume
+/// is already used by pod(s) <old>`; once that pod is force-deleted, the volume stays attached
+/// (the lost node still reports it in use) until maxWaitForUnmountDuration, 6 minutes after the
+/// detach was requested, force-detaches it from the node that is not Ready; only then does the
+/// new pod's volume attach and the pod run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_nodes_rwo_volume_is_not_attached_elsewhere() {
+    let (_c, sim, client) = cluster(2).await;
+    claim(&client, "data").await;
+    pod_with_claim(&client, "old", "data", "worker-01").await;
+    running(&client, "old", 30).await;
+    let pv = bound_pv(&client, "data").await;
+    assert_eq!(
+        attachments(&client, &pv).await,
+        vec![("worker-01".into(), true)]
+    );
+    // The node is lost: its kubelet posts nothing more (its Lease goes stale).
+    sim.node_op("worker-01", &NodeOp::KubeletStop).unwrap();
+    wait_ready(&client, "worker-01", "Unknown").await;
+    pod_with_claim(&client, "new", "data", "worker-02").await;
+    let wanted =
+        format!("Multi-Attach error for volume \"{pv}\" Volume is already used by pod(s) old");
+    let client2 = client.clone();
+    eventually(10, "Multi-Attach error", || {
+        let (client, wanted) = (client2.clone(), wanted.clone());
+        async move {
+            let ev = events_by_source(&client, "new").await;
+            ev.iter()
+                .any(|(src, r, m)| {
+                    src == "attachdetach-controller" && r == "FailedAttachVolume" && *m == wanted
+                })
+                .then_some(())
+        }
+    })
+    .await;
+    // Reported once, not on every pass.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let events: Vec<_> = events_by_source(&client, "new")
+        .await
+        .into_iter()
+        .filter(|(_, r, _)| r == "FailedAttachVolume")
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        attachments(&client, &pv).await,
+        vec![("worker-01".into(), true)]
+    );
+    // The old pod is force-deleted: the volume is no longer wanted on worker-01, but that node
+    // still reports it in use; the controller waits maxWaitForUnmountDuration (6 min).
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    pods.delete("old", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    let forced = tokio::time::Instant::now();
+    // Five nominal minutes on: still attached to worker-01 alone, the new pod not running.
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    assert_eq!(
+        attachments(&client, &pv).await,
+        vec![("worker-01".into(), true)]
+    );
+    let new = pods.get("new").await.unwrap();
+    assert_ne!(new.status.unwrap().phase.as_deref(), Some("Running"));
+    running(&client, "new", 30).await;
+    assert!(
+        forced.elapsed() >= Duration::from_millis(3600),
+        "force-detached after {:?}",
+        forced.elapsed()
+    );
+    assert_eq!(
+        attachments(&client, &pv).await,
+        vec![("worker-02".into(), true)]
+    );
+}
+
+/// Item 5: the `node.kubernetes.io/out-of-service` taint on a node that is shut down: its pods
+/// are evicted (NoExecute), the pod GC force-deletes them as they stay Terminating on a node
+/// that is not Ready, and the attach/detach controller detaches their volumes at once, without
+/// the 6-minute wait, so a StatefulSet's replacement runs on another node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_out_of_service_taint_moves_a_statefulset_off_a_shut_down_node() {
+    let (_c, sim, client) = cluster(2).await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    let cordon = |on: bool| {
+        let nodes = nodes.clone();
+        async move {
+            nodes
+                .patch(
+                    "worker-02",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"unschedulable": on}})),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    cordon(true).await;
+    let sets: Api<k8s_openapi::api::apps::v1::StatefulSet> =
+        Api::namespaced(client.clone(), "default");
+    let set = serde_json::from_value(json!({
+        "metadata": {"name": "db"},
+        "spec": {
+            "replicas": 1, "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": {
+                "containers": [{"name": "db", "image": "postgres:17"}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "longhorn", "resources": {"requests": {"storage": "1Gi"}}}}]
+        }
+    }))
+    .unwrap();
+    sets.create(&PostParams::default(), &set).await.unwrap();
+    let first = running(&client, "db-0", 30).await;
+    assert_eq!(
+        first.spec.as_ref().unwrap().node_name.as_deref(),
+        Some("worker-01")
+    );
+    cordon(false).await;
+    let pv = bound_pv(&client, "data-db-0").await;
+    // worker-01 is shut down (its kubelet is gone for good) and goes Unknown.
+    sim.node_op("worker-01", &NodeOp::KubeletStop).unwrap();
+    wait_ready(&client, "worker-01", "Unknown").await;
+    nodes
+        .patch(
+            "worker-01",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"taints": [
+                {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"},
+                {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"},
+                {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": "2026-01-01T00:00:00Z"}]}})),
+        )
+        .await
+        .unwrap();
+    let tainted = tokio::time::Instant::now();
+    // The replacement runs on worker-02 well within the 6 minutes (3.6 s here).
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let replacement = eventually(3, "db-0 replaced on worker-02", || {
+        let pods = pods.clone();
+        async move {
+            let p = pods.get("db-0").await.ok()?;
+            (p.spec.as_ref()?.node_name.as_deref() == Some("worker-02")
+                && p.status.as_ref()?.phase.as_deref() == Some("Running"))
+            .then_some(p)
+        }
+    })
+    .await;
+    assert!(tainted.elapsed() < Duration::from_millis(3000));
+    assert_ne!(replacement.metadata.uid, first.metadata.uid);
+    assert_eq!(
+        attachments(&client, &pv).await,
+        vec![("worker-02".into(), true)]
+    );
+    // The old pod went through taint eviction before the pod GC force-deleted it.
+    let events = events_by_source(&client, "db-0").await;
+    assert!(
+        events
+            .iter()
+            .any(|(src, r, m)| src == "taint-eviction-controller"
+                && r == "TaintManagerEviction"
+                && m == "Marking for deletion Pod default/db-0"),
+        "{events:?}"
     );
 }

@@ -15,7 +15,7 @@ use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::status::{ApiError, ApiResult};
 use crate::apiserver::store::{EventType, StoreEvent};
 use crate::apiserver::{ApiServer, PodLogSource};
-use crate::controllers::nodelifecycle;
+use crate::controllers::{nodelifecycle, podgc};
 use crate::internal::Internal;
 use crate::timing::Timing;
 use kubelet::{Kubelet, PodEvent};
@@ -111,6 +111,10 @@ impl SimCluster {
             timing.clone(),
         )));
         tasks.push(tokio::spawn(nodelifecycle::run(
+            Internal::new(api.clone(), "kube-controller-manager"),
+            timing.clone(),
+        )));
+        tasks.push(tokio::spawn(podgc::run(
             Internal::new(api.clone(), "kube-controller-manager"),
             timing.clone(),
         )));

@@ -7,7 +7,8 @@
 //! was True and the one after its own update is not. Taints follow the node's state: `unschedulable:NoSchedule` while
 //! cordoned, `not-ready` while Ready=False and `unreachable` while Unknown (NoSchedule, and
 //! NoExecute with timeAdded). Taint eviction marks a pod whose toleration of a NoExecute taint
-//! ran out with the `DisruptionTarget` condition, then deletes it.
+//! (any, `node.kubernetes.io/out-of-service` included) ran out with the `DisruptionTarget`
+//! condition, then deletes it.
 
 use crate::apiserver::meta;
 use crate::events::{EventKind, EventRecorder};
@@ -170,15 +171,22 @@ fn sync_taints(
             .any(|(k, e)| t["key"] == *k && t["effect"] == *e)
     });
     let missing = wanted.iter().any(|(k, e)| !has(k, e));
-    since.retain(|(n, key), _| {
-        n != &name || wanted.iter().any(|(k, e)| k == key && *e == "NoExecute")
-    });
-    for (k, e) in &wanted {
-        if *e == "NoExecute" {
-            since
-                .entry((name.clone(), k.to_string()))
-                .or_insert_with(Instant::now);
-        }
+    // Taint eviction acts on every NoExecute taint, the ones this controller does not own too
+    // (`node.kubernetes.io/out-of-service`, a user's): tainteviction/taint_eviction.go.
+    let no_execute: Vec<String> = current
+        .iter()
+        .filter(|t| !is_managed(t) && t["effect"] == "NoExecute")
+        .filter_map(|t| t["key"].as_str().map(String::from))
+        .chain(
+            wanted
+                .iter()
+                .filter(|(_, e)| *e == "NoExecute")
+                .map(|(k, _)| k.to_string()),
+        )
+        .collect();
+    since.retain(|(n, key), _| n != &name || no_execute.contains(key));
+    for k in no_execute {
+        since.entry((name.clone(), k)).or_insert_with(Instant::now);
     }
     if !stale && !missing {
         return;
