@@ -77,6 +77,17 @@ fn fixed_controller_passes_the_whole_pack() {
     "^dead-csi-plugin$",
     "FAIL dead-csi-plugin: expectation `retry-backed-off` failed: budget missed: within 5s"
 )]
+// The false-pass corpus (issue #33): each passed on the sim before its fix.
+#[case::no_stuck_terminating(
+    "no-stuck-terminating",
+    "^false-pass-stuck-terminating$",
+    "FAIL false-pass-stuck-terminating: expectation `replacement-scheduled` failed: budget missed: within 12s after previous"
+)]
+#[case::force_delete_pods(
+    "force-delete-pods",
+    "^false-pass-multi-attach$",
+    "FAIL false-pass-multi-attach: expectation `failed-over` failed: budget missed: within 12s after previous"
+)]
 fn each_regression_fails_a_scenario(
     #[case] regression: &str,
     #[case] filter: &str,

@@ -8,11 +8,17 @@ use crate::apiserver::{ApiServer, PatchType, WriteOptions};
 use serde_json::Value;
 use std::sync::Arc;
 
+/// Whether a component reaches the API server right now (a node's network partition cuts its
+/// kubelet off): while it answers false, every write fails as a request that never arrived.
+pub type Reachability = Arc<dyn Fn() -> bool + Send + Sync>;
+
 #[derive(Clone)]
 pub struct Internal {
     pub api: Arc<ApiServer>,
     /// Field manager and user-agent name of the component, e.g. "kubelet".
     pub manager: String,
+    /// The component's network path to the API server; `None`: always reachable.
+    reachable: Option<Reachability>,
 }
 
 impl Internal {
@@ -20,6 +26,24 @@ impl Internal {
         Internal {
             api,
             manager: manager.to_string(),
+            reachable: None,
+        }
+    }
+
+    /// The same client behind a network path that `reachable` describes: writes fail while it
+    /// answers false (reads are what the component's informer caches still hold).
+    pub fn with_reachability(mut self, reachable: Reachability) -> Self {
+        self.reachable = Some(reachable);
+        self
+    }
+
+    /// A write's first step: the request has to reach the API server.
+    fn connect(&self) -> ApiResult<()> {
+        match &self.reachable {
+            Some(reachable) if !reachable() => Err(ApiError::service_unavailable(
+                "dial tcp 172.18.0.1:6443: connect: no route to host",
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -77,6 +101,7 @@ impl Internal {
     }
 
     pub fn create(&self, group: &str, plural: &str, ns: &str, obj: Value) -> ApiResult<Arc<Value>> {
+        self.connect()?;
         let rt = self.rt(group, plural)?;
         Ok(self.api.create(&rt, ns, obj, &self.opts())?.object)
     }
@@ -90,6 +115,7 @@ impl Internal {
         name: &str,
         patch: &Value,
     ) -> ApiResult<Arc<Value>> {
+        self.connect()?;
         let rt = self.rt(group, plural)?;
         Ok(self
             .api
@@ -106,6 +132,7 @@ impl Internal {
         name: &str,
         patch: &Value,
     ) -> ApiResult<Arc<Value>> {
+        self.connect()?;
         let rt = self.rt(group, plural)?;
         let sub = if rt.has_status() {
             Some("status")
@@ -126,6 +153,7 @@ impl Internal {
         name: &str,
         grace: Option<i64>,
     ) -> ApiResult<bool> {
+        self.connect()?;
         let rt = self.rt(group, plural)?;
         let opts = DeleteOptions {
             grace_period_seconds: grace,

@@ -53,6 +53,12 @@ pub struct Timing {
     pub provision: Duration,
     /// Attaching a volume to a node (csi-attacher + Longhorn engine start).
     pub attach: Duration,
+    /// The attach/detach controller's maxWaitForUnmountDuration (real: 6 min): a volume still
+    /// mounted on a node that is not Ready is force-detached this long after its detach was
+    /// requested.
+    pub max_wait_for_unmount: Duration,
+    /// The pod garbage collector's period (gcCheckPeriod, real: 20 s).
+    pub pod_gc_period: Duration,
     /// A node reboot from shutdown to kubelet up.
     pub reboot: Duration,
     /// Kubelet restart: down time before it serves again.
@@ -85,6 +91,8 @@ impl Default for Timing {
             scheduler_retry: Duration::from_secs(5),
             provision: Duration::from_secs(2),
             attach: Duration::from_secs(3),
+            max_wait_for_unmount: Duration::from_secs(360),
+            pod_gc_period: Duration::from_secs(20),
             reboot: Duration::from_secs(60),
             kubelet_restart: Duration::from_secs(5),
             scale: 1.0,

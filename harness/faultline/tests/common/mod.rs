@@ -31,13 +31,12 @@ pub fn repo() -> PathBuf {
 }
 
 /// The workspace-controller fixture binary beside `faultline` (ci/test.sh builds every binary
-/// first); built here when a developer runs one test alone.
+/// first); built here, with the package's other binary (`node-remediation`), when a developer
+/// runs one test alone.
 pub fn controller() -> PathBuf {
-    let bin = Path::new(BIN)
-        .parent()
-        .unwrap()
-        .join("workspace-controller");
-    if !bin.is_file() {
+    let dir = Path::new(BIN).parent().unwrap();
+    let bin = dir.join("workspace-controller");
+    if !bin.is_file() || !dir.join("node-remediation").is_file() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let st = Command::new(cargo)
             .args(["build", "-p", "workspace-controller"])

@@ -623,8 +623,14 @@ impl Store {
         meta::metadata_mut(&mut merged).insert("resourceVersion".into(), json!(rv.to_string()));
         let merged = Arc::new(merged);
         inner.rv = rv;
-        if meta::is_deleting(&merged) && !held_by_finalizers(rt, &merged) {
-            // The last finalizer went away: the object is removed now.
+        if meta::is_deleting(&merged)
+            && !held_by_finalizers(rt, &merged)
+            && no_grace_period(&current)
+        {
+            // The last finalizer went away: the object is removed now. An object still in its
+            // grace period (a pod its kubelet is terminating) stays: any write to it, a status
+            // update included, leaves it Terminating until a delete with grace 0 (upstream's
+            // registry `ShouldDeleteDuringUpdate`).
             inner.buckets.get_mut(&key).map(|b| b.remove(&okey));
             index_node(&mut inner, &key, &okey, Some(&current), None);
             unindex_owners(&mut inner, &key, &okey, &current);
@@ -1046,6 +1052,16 @@ fn held_by_finalizers(rt: &ResourceType, obj: &Value) -> bool {
             .map(|a| !a.is_empty())
             .unwrap_or(false);
     spec_fins || !meta::finalizers(obj).is_empty()
+}
+
+/// The existing object's deletion has no grace period, or one of 0: an update that leaves it
+/// without finalizers removes it (`ShouldDeleteDuringUpdate` in k8s.io/apiserver's
+/// registry/generic/registry/store.go).
+fn no_grace_period(existing: &Value) -> bool {
+    existing
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .is_none_or(|g| g == 0)
 }
 
 /// Which resources carry `metadata.generation` (those with a spec the apiserver versions).
@@ -1616,6 +1632,15 @@ mod tests {
         assert!(
             matches!(out, DeleteOutcome::Pending(ref o) if o["metadata"]["deletionGracePeriodSeconds"] == 30)
         );
+        // Its kubelet's status writes while it terminates keep it (no finalizers, but a grace
+        // period): only a delete with grace 0 removes it.
+        let mut status = (*s.get(&rt.key(), "default", "p").unwrap()).clone();
+        status["status"]["phase"] = json!("Failed");
+        let written = s
+            .update(&rt, "default", "p", status, UpdateScope::Status, false)
+            .unwrap();
+        assert_eq!(written["status"]["phase"], "Failed");
+        assert!(s.get(&rt.key(), "default", "p").is_some());
         let forced = DeleteOptions {
             grace_period_seconds: Some(0),
             ..Default::default()

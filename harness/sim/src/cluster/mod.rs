@@ -16,7 +16,7 @@ use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::status::{ApiError, ApiResult};
 use crate::apiserver::store::{EventType, StoreEvent};
 use crate::apiserver::{ApiServer, PodLogSource};
-use crate::controllers::nodelifecycle;
+use crate::controllers::{nodelifecycle, podgc};
 use crate::internal::Internal;
 use crate::timing::Timing;
 use kubelet::{Kubelet, PodEvent};
@@ -74,9 +74,14 @@ impl SimCluster {
         for (i, name) in node_names.iter().enumerate() {
             let node = SimNode::new(name, i, is_control_plane(name));
             let (tx, rx) = mpsc::unbounded_channel();
+            // A partitioned node's kubelet reaches nothing: no status, Lease or Event of its
+            // own arrives while the partition lasts.
+            let link = node.clone();
+            let client = Internal::new(api.clone(), "kubelet")
+                .with_reachability(Arc::new(move || !link.state.lock().faults.partitioned));
             let k = Kubelet::new(
                 node.clone(),
-                Internal::new(api.clone(), "kubelet"),
+                client,
                 timing.clone(),
                 rx,
                 opts.pod_worker_pool,
@@ -107,6 +112,10 @@ impl SimCluster {
             timing.clone(),
         )));
         tasks.push(tokio::spawn(nodelifecycle::run(
+            Internal::new(api.clone(), "kube-controller-manager"),
+            timing.clone(),
+        )));
+        tasks.push(tokio::spawn(podgc::run(
             Internal::new(api.clone(), "kube-controller-manager"),
             timing.clone(),
         )));

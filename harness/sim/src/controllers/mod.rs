@@ -20,6 +20,7 @@ pub mod garbagecollector;
 pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;
+pub mod podgc;
 pub mod queue;
 pub mod replicaset;
 pub mod rootcacertpublisher;

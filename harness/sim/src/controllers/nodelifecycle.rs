@@ -1,17 +1,21 @@
 //! The node lifecycle controller and the taint eviction controller of kube-controller-manager.
 //! A node whose kubelet stops renewing its Lease goes Ready=Unknown ("Kubelet stopped posting
-//! node status."); a node that is not Ready has its pods marked not Ready (with a per-pod
-//! `NodeNotReady` event). Taints follow the node's state: `unschedulable:NoSchedule` while
+//! node status."); on that transition, which the controller makes itself, the node gets a
+//! `NodeNotReady` event and its pods are marked not Ready (with a per-pod `NodeNotReady` event).
+//! A Ready=False that the kubelet posts itself (PLEG) marks nothing: `monitorNodeHealth` in
+//! node_lifecycle_controller.go calls MarkPodsNotReady only when the Ready condition it observed
+//! was True and the one after its own update is not. Taints follow the node's state: `unschedulable:NoSchedule` while
 //! cordoned, `not-ready` while Ready=False and `unreachable` while Unknown (NoSchedule, and
 //! NoExecute with timeAdded). Taint eviction marks a pod whose toleration of a NoExecute taint
-//! ran out with the `DisruptionTarget` condition, then deletes it.
+//! (any, `node.kubernetes.io/out-of-service` included) ran out with the `DisruptionTarget`
+//! condition, then deletes it.
 
 use crate::apiserver::meta;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::timing::{self, Timing};
 use serde_json::{json, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -29,8 +33,6 @@ pub async fn run(client: Internal, timing: Timing) {
     let mut ticker = tokio::time::interval(period);
     // When each NoExecute taint (node, key) arrived, on this controller's clock.
     let mut taint_since: HashMap<(String, String), Instant> = HashMap::new();
-    // Nodes seen not Ready (their pods already marked).
-    let mut not_ready: HashSet<String> = HashSet::new();
     loop {
         ticker.tick().await;
         let now = chrono::Utc::now();
@@ -43,20 +45,19 @@ pub async fn run(client: Internal, timing: Timing) {
                 .map(|r| (now - r).to_std().unwrap_or_default() > grace)
                 .unwrap_or(false);
             let mut node = node;
-            if stale && ready_status(&node).as_deref() != Some("Unknown") {
+            let observed = ready_status(&node);
+            if stale && observed.as_deref() != Some("Unknown") {
                 mark_unknown(&client, &node);
+                node = client.get("", "nodes", "", &name).unwrap_or(node);
+            }
+            let ready = ready_status(&node);
+            if observed.as_deref() == Some("True") && ready.as_deref() != Some("True") {
                 recorder.record(
                     &node,
                     EventKind::Normal,
                     "NodeNotReady",
                     &format!("Node {} status is now: NodeNotReady", name),
                 );
-                node = client.get("", "nodes", "", &name).unwrap_or(node);
-            }
-            let ready = ready_status(&node);
-            if ready.as_deref() == Some("True") {
-                not_ready.remove(&name);
-            } else if ready.is_some() && not_ready.insert(name.clone()) {
                 for pod in client.pods_on_node(&name, &|_| true) {
                     mark_pod_not_ready(&client, &recorder, &pod);
                 }
@@ -170,15 +171,22 @@ fn sync_taints(
             .any(|(k, e)| t["key"] == *k && t["effect"] == *e)
     });
     let missing = wanted.iter().any(|(k, e)| !has(k, e));
-    since.retain(|(n, key), _| {
-        n != &name || wanted.iter().any(|(k, e)| k == key && *e == "NoExecute")
-    });
-    for (k, e) in &wanted {
-        if *e == "NoExecute" {
-            since
-                .entry((name.clone(), k.to_string()))
-                .or_insert_with(Instant::now);
-        }
+    // Taint eviction acts on every NoExecute taint, the ones this controller does not own too
+    // (`node.kubernetes.io/out-of-service`, a user's): tainteviction/taint_eviction.go.
+    let no_execute: Vec<String> = current
+        .iter()
+        .filter(|t| !is_managed(t) && t["effect"] == "NoExecute")
+        .filter_map(|t| t["key"].as_str().map(String::from))
+        .chain(
+            wanted
+                .iter()
+                .filter(|(_, e)| *e == "NoExecute")
+                .map(|(k, _)| k.to_string()),
+        )
+        .collect();
+    since.retain(|(n, key), _| n != &name || no_execute.contains(key));
+    for k in no_execute {
+        since.entry((name.clone(), k)).or_insert_with(Instant::now);
     }
     if !stale && !missing {
         return;

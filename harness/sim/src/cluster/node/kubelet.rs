@@ -10,7 +10,7 @@ pub use super::runtime::script;
 use super::runtime::{container_status, lines, step_container, Container, ContainerState, Step};
 use super::state::{klog, KubeletProcess, MountHolder, NodeFaults, ResetKind, SimNode};
 use super::volumes::{
-    global_mount_path, orphan_pod_uid, pod_mount_path, unique_name, OperationKey,
+    global_mount_path, orphan_pod_uid, pod_mount_path, unique_name, Op, OperationKey,
     PendingOperations, DRIVER,
 };
 use crate::apiserver::meta;
@@ -107,6 +107,19 @@ pub struct Kubelet {
     faults_seen: NodeFaults,
 }
 
+impl PodRuntime {
+    /// A deleted pod's containers have all been stopped by its pod worker (what the volume
+    /// manager's populator asks before it lets the pod's volumes go).
+    fn containers_stopped(&self) -> bool {
+        self.killing
+            && !self
+                .init
+                .iter()
+                .chain(self.main.iter())
+                .any(|c| matches!(c.state, ContainerState::Running { .. }))
+    }
+}
+
 impl Kubelet {
     pub fn new(
         node: Arc<SimNode>,
@@ -150,9 +163,9 @@ impl Kubelet {
 
     /// A failed volume operation's nestedpendingoperations line (its header and its "No retries
     /// permitted until" read the same clock).
-    fn log_op_failure(&mut self, key: &OperationKey, now: Instant, error: &str) {
+    fn log_op_failure(&mut self, key: &OperationKey, op: Op, now: Instant, error: &str) {
         let at = self.timing.now();
-        let line = self.ops.failed_at(key, now, at, error);
+        let line = self.ops.failed_at(key, op, now, at, error);
         self.node.kubelet_log.push(klog(
             at,
             'E',
@@ -177,15 +190,24 @@ impl Kubelet {
 
     /// Drain pod events and run one tick. Returns false when the event source is gone. A kubelet
     /// that is down reads and writes nothing (its events wait, as a watch would be re-listed);
-    /// a hung one only keeps its Lease and node status going (separate goroutines upstream).
+    /// a hung one only keeps its Lease, node status and PLEG going (goroutines of their own
+    /// upstream: pleg/generic.go relists on its own ticker and drops events the stuck sync loop
+    /// does not take, so its health does not depend on the sync loop). A partitioned one runs on
+    /// what it knows: its pod watch delivers nothing until the partition heals (the events wait
+    /// as above) and its writes do not arrive (`Internal::with_reachability`).
     pub fn step(&mut self) -> bool {
         match self.process_state() {
             KubeletProcess::Running => {}
             KubeletProcess::Hung => {
+                self.pleg_relist();
                 self.heartbeat();
                 return true;
             }
             _ => return true,
+        }
+        if self.node.state.lock().faults.partitioned {
+            self.tick();
+            return true;
         }
         loop {
             match self.rx.try_recv() {
@@ -493,10 +515,9 @@ impl Kubelet {
         self.heartbeat();
         self.sync_csi_registration(partitioned);
         self.reconcile_volumes();
-        if self.pleg_relist_blocked() {
+        if !self.pleg_relist() {
             self.log_skipping_sync();
         } else {
-            self.pleg_active = Instant::now();
             let uids: Vec<String> = self.pods.keys().cloned().collect();
             for uid in &uids {
                 self.sync_pod(uid);
@@ -525,6 +546,16 @@ impl Kubelet {
     /// bounded pool, stale pods hold workers instead.)
     fn pleg_relist_blocked(&self) -> bool {
         self.pod_worker_pool.is_none() && self.pods.values().any(|p| p.stale)
+    }
+
+    /// One PLEG relist: it completes (and keeps PLEG healthy) unless the runtime hangs on it.
+    /// Returns whether it completed.
+    fn pleg_relist(&mut self) -> bool {
+        if self.pleg_relist_blocked() {
+            return false;
+        }
+        self.pleg_active = Instant::now();
+        true
     }
 
     /// The runtime's health as the node's Ready condition reports it: `None` when healthy.
@@ -855,14 +886,15 @@ impl Kubelet {
             .any(|va| va.pointer("/status/attached") == Some(&json!(true)))
     }
 
-    /// The desired state of world: every known pod that is not terminating or terminal wants its
-    /// CSI volumes (the populator reads the pod manager, not the pod workers).
+    /// The desired state of world: every known pod that is not terminal wants its CSI volumes,
+    /// a deleted one until its containers have stopped (the populator's
+    /// `findAndRemoveDeletedPods` waits for `ShouldPodRuntimeBeRemoved`).
     /// Items: (pod uid, pv, volume handle, pod name, volume name in the pod).
     fn desired_setups(&self) -> Vec<(String, String, String, String)> {
         let mut out = Vec::new();
         for p in self.pods.values() {
             if !p.claims
-                || meta::is_deleting(&p.pod)
+                || (meta::is_deleting(&p.pod) && p.containers_stopped())
                 || p.stale
                 || p.phase == "Succeeded"
                 || p.phase == "Failed"
@@ -883,11 +915,12 @@ impl Kubelet {
     fn op_failed(
         &mut self,
         key: &OperationKey,
+        op: Op,
         now: Instant,
         detailed: &str,
         event: Option<(&str, String)>,
     ) {
-        self.log_op_failure(key, now, detailed);
+        self.log_op_failure(key, op, now, detailed);
         if let Some((uid, msg)) = event {
             if let Some(pod) = self.pods.get(uid).map(|p| p.pod.clone()) {
                 self.recorder
@@ -918,13 +951,13 @@ impl Kubelet {
             )
         };
         // Hanging calls that have returned now fail.
-        for (key, err) in self.ops.returned(now) {
+        for (key, op, err) in self.ops.returned(now) {
             let waiting = self
                 .desired_setups()
                 .into_iter()
                 .find(|(_, _, h, _)| unique_name(h) == key.volume);
             let Some((uid, pv, _, pod_name)) = waiting else {
-                self.log_op_failure(&key, now, &err);
+                self.log_op_failure(&key, op, now, &err);
                 continue;
             };
             let detailed = format!("MountVolume.MountDevice failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", pv, key.volume, pod_name, uid, err);
@@ -932,7 +965,7 @@ impl Kubelet {
                 "MountVolume.MountDevice failed for volume \"{}\" : {}",
                 pv, err
             );
-            self.op_failed(&key, now, &detailed, Some((&uid, simple)));
+            self.op_failed(&key, op, now, &detailed, Some((&uid, simple)));
         }
         let desired = self.desired_setups();
         let desired_set: HashSet<(String, String)> = desired
@@ -945,7 +978,7 @@ impl Kubelet {
         for m in &stale {
             let un = unique_name(&m.pv);
             let key = OperationKey::device(&un);
-            if !self.ops.may_run(&key, now) {
+            if !self.ops.may_run(&key, Op::UnmountDevice, now) {
                 continue;
             }
             self.log('I', "reconciler_common.go:299", &format!("\"operationExecutor.UnmountDevice started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", m.pv, un, node));
@@ -953,7 +986,7 @@ impl Kubelet {
                 "GetDeviceMountRefs check failed for volume \"{pv}\" (UniqueName: \"{un}\") on node \"{node}\" : the device mount path \"{path}\" is still mounted by other references [{other}]",
                 pv = m.pv, un = un, node = node, path = global_mount_path(&m.pv), other = pod_mount_path(&orphan_pod_uid(&m.pv), &m.pv)
             );
-            self.log_op_failure(&key, now, &err);
+            self.log_op_failure(&key, Op::UnmountDevice, now, &err);
         }
         // 2. TearDown (UnmountVolume) of pod mounts no longer wanted; keyed per pod.
         for (uid, pv) in self.setups.clone() {
@@ -962,7 +995,7 @@ impl Kubelet {
             }
             let un = unique_name(&self.devices.get(&pv).cloned().unwrap_or_else(|| pv.clone()));
             let key = OperationKey::pod(&un, &uid);
-            if !self.ops.may_run(&key, now) {
+            if !self.ops.may_run(&key, Op::UnmountVolume, now) {
                 continue;
             }
             self.log('I', "reconciler_common.go:159", &format!("\"operationExecutor.UnmountVolume started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") pod \\\"{}\\\" (UID: \\\"{}\\\") \"", pv, un, uid, uid));
@@ -977,7 +1010,7 @@ impl Kubelet {
                     None => None,
                 };
             if let Some(e) = teardown_err {
-                self.op_failed(&key, now, &format!("UnmountVolume.TearDown failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", pv, un, uid, uid, e), None);
+                self.op_failed(&key, Op::UnmountVolume, now, &format!("UnmountVolume.TearDown failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", pv, un, uid, uid, e), None);
                 continue;
             }
             self.ops.succeeded(&key);
@@ -998,7 +1031,7 @@ impl Kubelet {
                 }
                 let un = unique_name(&handle);
                 let key = OperationKey::device(&un);
-                if !self.ops.may_run(&key, now) {
+                if !self.ops.may_run(&key, Op::UnmountDevice, now) {
                     continue;
                 }
                 self.log('I', "reconciler_common.go:299", &format!("\"operationExecutor.UnmountDevice started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", pv, un, node));
@@ -1012,7 +1045,7 @@ impl Kubelet {
                     other => other,
                 };
                 if let Some(e) = err {
-                    self.op_failed(&key, now, &format!("UnmountDevice failed for volume \"{}\" (UniqueName: \"{}\") on node \"{}\" : {}", pv, un, node, e), None);
+                    self.op_failed(&key, Op::UnmountDevice, now, &format!("UnmountDevice failed for volume \"{}\" (UniqueName: \"{}\") on node \"{}\" : {}", pv, un, node, e), None);
                     continue;
                 }
                 self.ops.succeeded(&key);
@@ -1032,7 +1065,13 @@ impl Kubelet {
             }
             let un = unique_name(&handle);
             let key = OperationKey::device(&un);
-            if !self.ops.may_run(&key, now) {
+            let attached = self.attached(&pv);
+            let op = if attached {
+                Op::MountVolume
+            } else {
+                Op::VerifyControllerAttachedVolume
+            };
+            if !self.ops.may_run(&key, op, now) {
                 continue;
             }
             let detailed = |prefix: &str, suffix: &str| {
@@ -1041,7 +1080,7 @@ impl Kubelet {
                     prefix, pv, un, pod_name, uid, suffix
                 )
             };
-            if !self.attached(&pv) {
+            if !attached {
                 self.log(
                     'I',
                     "reconciler_common.go:245",
@@ -1057,6 +1096,7 @@ impl Kubelet {
                 );
                 self.op_failed(
                     &key,
+                    op,
                     now,
                     &detailed("Volume not attached according to node status", ""),
                     None,
@@ -1094,6 +1134,7 @@ impl Kubelet {
                 let simple = format!("{} failed for volume \"{}\" : {}", stage, pv, e);
                 self.op_failed(
                     &key,
+                    op,
                     now,
                     &detailed(&format!("{} failed", stage), &format!(": {}", e)),
                     Some((&uid, simple)),
@@ -1105,6 +1146,7 @@ impl Kubelet {
                 let done = now + self.timing.s(self.timing.csi_call_timeout);
                 self.ops.start_hanging(
                     &key,
+                    op,
                     done,
                     "rpc error: code = DeadlineExceeded desc = context deadline exceeded".into(),
                 );
@@ -1625,7 +1667,31 @@ impl Kubelet {
             }
         }
         p.slot = false;
-        // Volumes must be torn down before the pod object may go (podResourcesAreReclaimed).
+        // A terminated pod's phase is terminal (kubelet_pods.go getPhase with podIsTerminal):
+        // Succeeded when every container exited 0, else Failed.
+        let exits: Option<Vec<i32>> = p
+            .main
+            .iter()
+            .map(|c| match c.state {
+                ContainerState::Terminated { exit, .. } => Some(exit),
+                _ => None,
+            })
+            .collect();
+        if let Some(exits) = exits.filter(|e| !e.is_empty()) {
+            let phase = if exits.iter().all(|e| *e == 0) {
+                "Succeeded"
+            } else {
+                "Failed"
+            };
+            if p.phase != phase {
+                p.phase = phase.into();
+                p.dirty = true;
+            }
+        }
+        // The status manager deletes the pod object only once SyncTerminatedPod has finished,
+        // and that waits for the pod's volumes to be unmounted (status_manager.go canBeDeleted,
+        // kubelet.go SyncTerminatedPod -> volumeManager.WaitForUnmount): a pod whose volume
+        // cannot be torn down stays Terminating.
         if self.setups.iter().any(|(u, _)| u == uid) {
             return;
         }

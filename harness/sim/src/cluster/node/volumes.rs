@@ -1,6 +1,7 @@
 //! Kubelet volume internals: CSI volume identities and paths, and `nestedpendingoperations`
-//! (operations keyed by {volumeName, podName, nodeName}; a failed one keeps its key and may not
-//! run again before its exponential backoff expires: 500 ms doubling to 2m2s, printed nominal).
+//! (operations keyed by {volumeName, podName, nodeName}; a failed one keeps its key and the same
+//! operation may not run again before its exponential backoff expires: 500 ms doubling to 2m2s,
+//! printed nominal; a different operation on that key starts afresh).
 
 use crate::timing::{go_duration, Timing};
 use sha2::{Digest, Sha256};
@@ -79,8 +80,20 @@ impl OperationKey {
     }
 }
 
+/// The operation an entry of nestedpendingoperations is for (its `operationName`): a failed
+/// operation's backoff holds back only the same operation; another one that matches its key
+/// takes the entry over with a fresh backoff (nested_pending_operations.go `Run`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    VerifyControllerAttachedVolume,
+    MountVolume,
+    UnmountVolume,
+    UnmountDevice,
+}
+
 #[derive(Debug, Clone)]
 struct Backoff {
+    op: Op,
     failures: u32,
     /// The nominal durationBeforeRetry (what the log prints).
     last: Duration,
@@ -90,6 +103,7 @@ struct Backoff {
 /// An operation whose call has not returned yet (a CSI call hanging until its timeout).
 #[derive(Debug, Clone)]
 pub struct Running {
+    pub op: Op,
     pub done_at: Instant,
     /// The error the call ends with.
     pub error: String,
@@ -119,23 +133,25 @@ impl PendingOperations {
         a.volume == b.volume && (a.pod == b.pod || a.pod.is_empty() || b.pod.is_empty())
     }
 
-    /// May the operation start now? Not while a matching one runs or backs off.
-    pub fn may_run(&self, key: &OperationKey, now: Instant) -> bool {
+    /// May the operation start now? Not while a matching one runs, nor while the same
+    /// operation on a matching key backs off.
+    pub fn may_run(&self, key: &OperationKey, op: Op, now: Instant) -> bool {
         !self.running.keys().any(|k| Self::matches(k, key))
             && self
                 .failed
                 .iter()
-                .filter(|(k, _)| Self::matches(k, key))
+                .filter(|(k, b)| Self::matches(k, key) && b.op == op)
                 .all(|(_, b)| now >= b.retry_at)
     }
 
     /// Start an operation whose call returns only at `done_at`, with `error`.
-    pub fn start_hanging(&mut self, key: &OperationKey, done_at: Instant, error: String) {
-        self.running.insert(key.clone(), Running { done_at, error });
+    pub fn start_hanging(&mut self, key: &OperationKey, op: Op, done_at: Instant, error: String) {
+        self.running
+            .insert(key.clone(), Running { op, done_at, error });
     }
 
     /// Operations whose hanging call has returned by `now`, with the error each ended with.
-    pub fn returned(&mut self, now: Instant) -> Vec<(OperationKey, String)> {
+    pub fn returned(&mut self, now: Instant) -> Vec<(OperationKey, Op, String)> {
         let done: Vec<OperationKey> = self
             .running
             .iter()
@@ -145,33 +161,44 @@ impl PendingOperations {
         done.into_iter()
             .map(|k| {
                 let r = self.running.remove(&k).expect("listed");
-                (k, r.error)
+                (k, r.op, r.error)
             })
             .collect()
     }
 
     /// Record a failure: returns the log line nestedpendingoperations writes. The backoff is
     /// nominal (500ms doubling to 2m2s) in the line; the retry waits its scaled equivalent.
-    pub fn failed(&mut self, key: &OperationKey, now: Instant, error: &str) -> String {
-        self.failed_at(key, now, self.timing.now(), error)
+    pub fn failed(&mut self, key: &OperationKey, op: Op, now: Instant, error: &str) -> String {
+        self.failed_at(key, op, now, self.timing.now(), error)
     }
 
     /// `failed`, with the nominal time the line is logged at.
     pub fn failed_at(
         &mut self,
         key: &OperationKey,
+        op: Op,
         now: Instant,
         logged: chrono::DateTime<chrono::Utc>,
         error: &str,
     ) -> String {
-        let next = match self.failed.get(key) {
+        // The entry this run took over: the same operation's keeps doubling, another's starts
+        // again at 500ms.
+        let previous = self
+            .failed
+            .iter()
+            .filter(|(k, b)| Self::matches(k, key) && b.op == op)
+            .map(|(_, b)| b.clone())
+            .max_by_key(|b| b.last);
+        self.failed.retain(|k, _| !Self::matches(k, key));
+        let next = match &previous {
             None => self.timing.op_backoff_initial,
             Some(b) => (b.last * 2).min(self.timing.op_backoff_max),
         };
-        let failures = self.failed.get(key).map(|b| b.failures).unwrap_or(0) + 1;
+        let failures = previous.map(|b| b.failures).unwrap_or(0) + 1;
         self.failed.insert(
             key.clone(),
             Backoff {
+                op,
                 failures,
                 last: next,
                 retry_at: now + self.timing.s(next),
@@ -186,8 +213,10 @@ impl PendingOperations {
         )
     }
 
+    /// A completed operation deletes the entry it ran under (whichever matching entry it took
+    /// over).
     pub fn succeeded(&mut self, key: &OperationKey) {
-        self.failed.remove(key);
+        self.failed.retain(|k, _| !Self::matches(k, key));
     }
 
     pub fn failures(&self, key: &OperationKey) -> u32 {
@@ -212,7 +241,7 @@ mod tests {
         let k = OperationKey::device(&unique_name("pvc-1"));
         let mut seen = Vec::new();
         for _ in 0..10 {
-            let line = ops.failed(&k, Instant::now(), "boom");
+            let line = ops.failed(&k, Op::MountVolume, Instant::now(), "boom");
             let d = line
                 .split("durationBeforeRetry ")
                 .nth(1)
@@ -227,12 +256,50 @@ mod tests {
             seen,
             vec!["500ms", "1s", "2s", "4s", "8s", "16s", "32s", "1m4s", "2m2s", "2m2s"]
         );
-        assert!(!ops.may_run(&k, Instant::now()));
-        assert!(ops.may_run(&k, Instant::now() + Duration::from_millis(123)));
-        // A pod-level operation on the same volume waits on the volume-wide key.
-        assert!(!ops.may_run(&OperationKey::pod(&k.volume, "uid"), Instant::now()));
+        assert!(!ops.may_run(&k, Op::MountVolume, Instant::now()));
+        assert!(ops.may_run(
+            &k,
+            Op::MountVolume,
+            Instant::now() + Duration::from_millis(123)
+        ));
+        // The same operation for one pod of the volume waits on the volume-wide key.
+        assert!(!ops.may_run(
+            &OperationKey::pod(&k.volume, "uid"),
+            Op::MountVolume,
+            Instant::now()
+        ));
         ops.succeeded(&k);
-        assert!(ops.may_run(&k, Instant::now()));
+        assert!(ops.may_run(&k, Op::MountVolume, Instant::now()));
+    }
+
+    /// A failed operation holds back only itself: another operation on a matching key takes
+    /// its entry over with a fresh backoff (a failing TearDown of an old pod does not hold back
+    /// the volume's MountVolume for a new pod; a MountVolume failing after
+    /// VerifyControllerAttachedVolume failures starts at 500ms).
+    #[test]
+    fn another_operation_takes_a_failed_entry_over_afresh() {
+        let mut ops = PendingOperations::new(Timing::scaled(0.001));
+        let volume = unique_name("pvc-1");
+        let teardown = OperationKey::pod(&volume, "old-pod");
+        let device = OperationKey::device(&volume);
+        let now = Instant::now();
+        for _ in 0..6 {
+            ops.failed(&teardown, Op::UnmountVolume, now, "input/output error");
+        }
+        assert!(!ops.may_run(&teardown, Op::UnmountVolume, now));
+        assert!(ops.may_run(&device, Op::MountVolume, now));
+        for _ in 0..4 {
+            ops.failed(
+                &device,
+                Op::VerifyControllerAttachedVolume,
+                now,
+                "not attached",
+            );
+        }
+        let line = ops.failed(&device, Op::MountVolume, now, "boom");
+        assert!(line.contains("(durationBeforeRetry 500ms)"), "{line}");
+        let line = ops.failed(&device, Op::MountVolume, now, "boom");
+        assert!(line.contains("(durationBeforeRetry 1s)"), "{line}");
     }
 
     #[test]
@@ -245,16 +312,20 @@ mod tests {
         let now = Instant::now();
         ops.start_hanging(
             &a,
+            Op::MountVolume,
             now + Duration::from_millis(120),
             "rpc error: code = DeadlineExceeded desc = context deadline exceeded".into(),
         );
-        assert!(!ops.may_run(&a, now) && !ops.may_run(&OperationKey::pod(&a.volume, "uid"), now));
-        assert!(ops.may_run(&b, now), "no node-wide lock");
+        assert!(
+            !ops.may_run(&a, Op::MountVolume, now)
+                && !ops.may_run(&OperationKey::pod(&a.volume, "uid"), Op::UnmountVolume, now)
+        );
+        assert!(ops.may_run(&b, Op::MountVolume, now), "no node-wide lock");
         assert!(ops.returned(now).is_empty());
         let done = ops.returned(now + Duration::from_millis(121));
         assert_eq!(done.len(), 1);
-        assert!(done[0].1.ends_with("context deadline exceeded"));
-        assert!(ops.may_run(&a, now + Duration::from_millis(121)));
+        assert!(done[0].2.ends_with("context deadline exceeded"));
+        assert!(ops.may_run(&a, Op::MountVolume, now + Duration::from_millis(121)));
     }
 
     #[test]

@@ -113,6 +113,7 @@ pub async fn run(client: Internal, timing: Timing) {
     let mut first_seen: HashMap<String, Instant> = HashMap::new();
     let mut attach_errors: HashSet<String> = HashSet::new();
     let mut claim_pods = attacher::ClaimPods::new(&client);
+    let mut attach_state = attacher::AttachState::default();
     loop {
         ticker.tick().await;
         provisioner::provision(&client, &provisioner, &binder, &timing, &mut first_seen);
@@ -124,6 +125,7 @@ pub async fn run(client: Internal, timing: Timing) {
             &mut claim_pods,
             &mut first_seen,
             &mut attach_errors,
+            &mut attach_state,
         );
     }
 }
