@@ -458,6 +458,7 @@ impl ApiServer {
         let warnings = validation::check_fields(rt, &obj, opts.field_validation.as_deref())?;
         let mut obj = admission::prepare_create(rt, ns, obj)?;
         self.require_namespace(rt, ns)?;
+        self.admit_pod_service_account(rt, ns, &mut obj);
         self.protect_claim(rt, &mut obj);
         let stored_rt = self.stored_type(rt);
         if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
@@ -465,6 +466,7 @@ impl ApiServer {
         }
         let obj = self.convert_in(rt, obj);
         let mut obj = validation::prune_typed(&stored_rt, obj)?;
+        validation::validate_create(&stored_rt, &obj)?;
         let manager = opts
             .field_manager
             .clone()
@@ -521,6 +523,21 @@ impl ApiServer {
         self.store
             .get(&stored_rt.key(), "", meta::name(&created))
             .unwrap_or(created)
+    }
+
+    /// The ServiceAccount admission plugin, which reads the pod's ServiceAccount.
+    fn admit_pod_service_account(&self, rt: &ResourceType, ns: &str, obj: &mut Value) {
+        if !(rt.group.is_empty() && rt.plural == "pods") {
+            return;
+        }
+        let sa_name = meta::str_at(obj, "/spec/serviceAccountName")
+            .unwrap_or("default")
+            .to_string();
+        let sa = self
+            .resource("", "v1", "serviceaccounts")
+            .ok()
+            .and_then(|sart| self.store.get(&sart.key(), ns, &sa_name));
+        admission::admit_service_account(obj, sa.as_deref());
     }
 
     fn protect_claim(&self, rt: &ResourceType, obj: &mut Value) {
@@ -650,7 +667,13 @@ impl ApiServer {
             validation::prune_typed(stored_rt, obj)?
         };
         if scope == UpdateScope::Main && sub != Some("ephemeralcontainers") {
-            validation::check_update(stored_rt, &current, &obj)?;
+            admission::prepare_update(stored_rt, &current, &mut obj);
+            // A stale resourceVersion is a conflict before anything is validated.
+            let rv = meta::resource_version(&obj);
+            if rv.is_empty() || rv == meta::resource_version(&current) {
+                let next = validation::as_stored(stored_rt, &current, &obj);
+                validation::validate_update(stored_rt, &current, &next)?;
+            }
         }
         // A status write keeps the stored metadata (UpdateScope::Status), so the managedFields
         // it would record are dropped anyway: not computed (docs/fidelity.md).
@@ -702,7 +725,7 @@ impl ApiServer {
             ));
         }
         if ptype == PatchType::Apply && opts.field_manager.as_deref().unwrap_or("").is_empty() {
-            return Err(ApiError::bad_request("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"));
+            return Err(validation::options::apply_needs_field_manager());
         }
         let stored_rt = self.stored_type(rt);
         let mut warnings = Vec::new();
@@ -899,6 +922,7 @@ impl ApiServer {
         let managed = obj.pointer("/metadata/managedFields").cloned();
         let mut obj = admission::prepare_create(rt, ns, obj)?;
         self.require_namespace(rt, ns)?;
+        self.admit_pod_service_account(rt, ns, &mut obj);
         if let Some(m) = managed {
             meta::metadata_mut(&mut obj).insert("managedFields".into(), m);
         }
@@ -907,6 +931,7 @@ impl ApiServer {
         }
         let stored_rt = self.stored_type(rt);
         let obj = validation::prune_typed(&stored_rt, self.convert_in(rt, obj))?;
+        validation::validate_create(&stored_rt, &obj)?;
         let created = self.store_new(&stored_rt, obj, opts.dry_run)?;
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);

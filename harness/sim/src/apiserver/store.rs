@@ -1053,8 +1053,11 @@ pub fn tracks_generation(rt: &ResourceType) -> bool {
     rt.custom
         || rt.group == "apps"
         || rt.group == "policy"
+        || rt.group == "batch"
         || rt.group == "apiextensions.k8s.io"
-        || (rt.group.is_empty() && rt.plural == "pods")
+        || (rt.group == "networking.k8s.io"
+            && (rt.plural == "ingresses" || rt.plural == "networkpolicies"))
+        || (rt.group.is_empty() && (rt.plural == "pods" || rt.plural == "replicationcontrollers"))
 }
 
 /// The grace period a deletion gets. Pods that are scheduled and not terminal wait for their

@@ -535,6 +535,17 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             Some(name),
             sub @ (None | Some("status") | Some("ephemeralcontainers") | Some("approval")),
         ) => {
+            // PatchOptions are validated before the body is read (ValidatePatchOptions).
+            if let Some(t) = c
+                .content_type
+                .as_deref()
+                .and_then(PatchType::from_content_type)
+            {
+                crate::apiserver::validation::options::validate_patch_options(
+                    t == PatchType::Apply,
+                    &c.query,
+                )?;
+            }
             let (ptype, body) = patch_body(c)?;
             let w = api.patch(&rt, &ns, name, sub, ptype, &body, &c.write_options())?;
             let code = if w.created {
@@ -629,30 +640,18 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
     .filter(|l| *l > 0)
     .map(|l| l as usize);
     let out = c.output(false)?;
+    crate::apiserver::validation::options::validate_list_options(&c.query)?;
     let page = match (
         c.q("resourceVersionMatch").unwrap_or(""),
         c.q("resourceVersion").unwrap_or(""),
     ) {
-        ("Exact", "") => {
-            return Err(ApiError::invalid(
-                "meta.k8s.io",
-                "ListOptions",
-                "",
-                vec![(
-                "resourceVersionMatch".into(),
-                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
-                    .into(),
-                "FieldValueForbidden",
-            )],
-            ))
-        }
         ("Exact", rv) => {
             let rv = rv
                 .parse::<u64>()
                 .map_err(|_| ApiError::bad_request(format!("invalid resource version: {}", rv)))?;
             c.s.api.list_exact(rt, ns, &labels, &fields, rv)?
         }
-        ("" | "NotOlderThan", _) => c.s.api.list_page(
+        _ => c.s.api.list_page(
             rt,
             ns,
             &ListQuery {
@@ -662,21 +661,6 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
                 continue_token: c.q("continue"),
             },
         )?,
-        (other, _) => {
-            return Err(ApiError::invalid(
-                "meta.k8s.io",
-                "ListOptions",
-                "",
-                vec![(
-                    "resourceVersionMatch".into(),
-                    format!(
-                    "Unsupported value: {:?}: supported values: \"Exact\", \"NotOlderThan\", \"\"",
-                    other
-                ),
-                    "FieldValueNotSupported",
-                )],
-            ))
-        }
     };
     match out {
         Output::Table => {

@@ -1,9 +1,24 @@
-//! Schema checks on request bodies for built-in types, using the k8s-openapi types as the schema:
-//! a body that does not decode into the real Go-equivalent type is a 400, and fields the type
-//! does not know are reported per `fieldValidation` (Strict: error, Warn: warning, Ignore).
+//! Validation of request bodies, as kube-apiserver's does it: the schema checks of built-in
+//! bodies through each type's k8s-openapi decoding (a body that does not decode is a 400;
+//! unknown fields per `fieldValidation`), then the strategies' `Validate` / `ValidateUpdate`:
+//! one rule set per kind, each in the file of its API group as upstream's
+//! `pkg/apis/<group>/validation` (`KINDS` names the upstream function of each), errors typed
+//! as apimachinery's `field.ErrorList` (`field`) and rendered in one place.
+
+pub mod access;
+pub mod apps;
+pub mod batch;
+pub mod content;
+pub mod core;
+pub mod field;
+pub mod objectmeta;
+pub mod options;
+pub mod pod;
 
 use crate::apiserver::resources::ResourceType;
 use crate::apiserver::status::{ApiError, ApiResult};
+use content::NameRule;
+use field::{ErrorList, FieldError};
 use serde_json::Value;
 
 /// The built-in type's decoding (`None` for custom resources, which pass through unchanged).
@@ -153,56 +168,226 @@ fn is_free_form(path: &str) -> bool {
     path.ends_with("openAPIV3Schema") || path.contains("x-kubernetes")
 }
 
-/// Update rules the real validation enforces that controllers trip over.
-pub fn check_update(rt: &ResourceType, current: &Value, next: &Value) -> ApiResult<()> {
-    if rt.group.is_empty() && rt.plural == "pods" {
-        let node_now = current
-            .pointer("/spec/nodeName")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let node_next = next
-            .pointer("/spec/nodeName")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let mut a = current.get("spec").cloned().unwrap_or(Value::Null);
-        let mut b = next.get("spec").cloned().unwrap_or(Value::Null);
-        for s in [&mut a, &mut b] {
-            strip_mutable_pod_fields(s);
-        }
-        if a != b || (!node_now.is_empty() && node_now != node_next) {
-            let name = crate::apiserver::meta::name(current);
-            return Err(ApiError::invalid(
-                "",
-                "Pod",
-                name,
-                vec![(
-                    "spec".into(),
-                    "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)".into(),
-                    "FieldValueForbidden",
-                )],
+/// One built-in kind's validation: its strategy's `Validate` and `ValidateUpdate`.
+pub struct KindRules {
+    pub group: &'static str,
+    pub kind: &'static str,
+    /// The upstream functions, in `pkg/apis/<group>/validation/validation.go` unless named.
+    pub upstream: &'static str,
+    pub create: fn(&Value) -> ErrorList,
+    pub update: fn(&Value, &Value) -> ErrorList,
+}
+
+/// The kinds with their own rules. Kinds not listed get the ObjectMeta rules
+/// (`objectmeta::validate_object_meta`, names as DNS subdomains; RBAC names as path segments).
+pub const KINDS: &[KindRules] = &[
+    KindRules {
+        group: "",
+        kind: "Pod",
+        upstream: "core: ValidatePodCreate, ValidatePodUpdate",
+        create: pod::validate_pod_create,
+        update: pod::validate_pod_update,
+    },
+    KindRules {
+        group: "",
+        kind: "Service",
+        upstream: "core: ValidateServiceCreate, ValidateServiceUpdate",
+        create: core::validate_service_create,
+        update: core::validate_service_update,
+    },
+    KindRules {
+        group: "",
+        kind: "ConfigMap",
+        upstream: "core: ValidateConfigMap, ValidateConfigMapUpdate",
+        create: core::validate_config_map,
+        update: core::validate_config_map_update,
+    },
+    KindRules {
+        group: "",
+        kind: "Secret",
+        upstream: "core: ValidateSecret, ValidateSecretUpdate",
+        create: core::validate_secret,
+        update: core::validate_secret_update,
+    },
+    KindRules {
+        group: "",
+        kind: "Namespace",
+        upstream: "core: ValidateNamespace, ValidateNamespaceUpdate",
+        create: core::validate_namespace,
+        update: core::validate_namespace_update,
+    },
+    KindRules {
+        group: "",
+        kind: "ServiceAccount",
+        upstream: "core: ValidateServiceAccount, ValidateServiceAccountUpdate",
+        create: core::validate_service_account,
+        update: core::validate_service_account_update,
+    },
+    KindRules {
+        group: "",
+        kind: "PersistentVolumeClaim",
+        upstream: "core: ValidatePersistentVolumeClaim, ValidatePersistentVolumeClaimUpdate",
+        create: core::validate_pvc,
+        update: core::validate_pvc_update,
+    },
+    KindRules {
+        group: "",
+        kind: "PersistentVolume",
+        upstream: "core: ValidatePersistentVolume, ValidatePersistentVolumeUpdate",
+        create: core::validate_pv,
+        update: core::validate_pv_update,
+    },
+    KindRules {
+        group: "",
+        kind: "Node",
+        upstream: "core: ValidateNode, ValidateNodeUpdate",
+        create: core::validate_node,
+        update: core::validate_node_update,
+    },
+    KindRules {
+        group: "",
+        kind: "ReplicationController",
+        upstream: "core: ValidateReplicationController, ValidateReplicationControllerUpdate",
+        create: |o| core::validate_replication_controller(o, None),
+        update: |n, o| core::validate_replication_controller(n, Some(o)),
+    },
+    KindRules {
+        group: "apps",
+        kind: "Deployment",
+        upstream: "apps: ValidateDeployment, ValidateDeploymentUpdate",
+        create: apps::validate_deployment,
+        update: apps::validate_deployment_update,
+    },
+    KindRules {
+        group: "apps",
+        kind: "ReplicaSet",
+        upstream: "apps: ValidateReplicaSet, ValidateReplicaSetUpdate",
+        create: apps::validate_replica_set,
+        update: apps::validate_replica_set_update,
+    },
+    KindRules {
+        group: "apps",
+        kind: "StatefulSet",
+        upstream: "apps: ValidateStatefulSet, ValidateStatefulSetUpdate",
+        create: apps::validate_stateful_set,
+        update: apps::validate_stateful_set_update,
+    },
+    KindRules {
+        group: "apps",
+        kind: "DaemonSet",
+        upstream: "apps: ValidateDaemonSet, ValidateDaemonSetUpdate",
+        create: apps::validate_daemon_set,
+        update: apps::validate_daemon_set_update,
+    },
+    KindRules {
+        group: "batch",
+        kind: "Job",
+        upstream: "batch: ValidateJob, ValidateJobUpdate",
+        create: batch::validate_job,
+        update: batch::validate_job_update,
+    },
+    KindRules {
+        group: "batch",
+        kind: "CronJob",
+        upstream: "batch: ValidateCronJobCreate, ValidateCronJobUpdate",
+        create: batch::validate_cron_job_create,
+        update: batch::validate_cron_job_update,
+    },
+];
+
+fn rules_for(rt: &ResourceType) -> Option<&'static KindRules> {
+    if rt.custom {
+        return None;
+    }
+    KINDS
+        .iter()
+        .find(|k| k.group == rt.group && k.kind == rt.kind)
+}
+
+/// The name rule of kinds without their own rules.
+fn default_name_rule(rt: &ResourceType) -> NameRule {
+    if rt.group == "rbac.authorization.k8s.io" {
+        NameRule::PathSegment
+    } else {
+        NameRule::Subdomain
+    }
+}
+
+/// The 422 of a failed validation of `obj`.
+fn invalid(rt: &ResourceType, obj: &Value, errs: &[FieldError]) -> ApiError {
+    field::invalid_status(&rt.group, &rt.kind, crate::apiserver::meta::name(obj), errs)
+}
+
+/// `rest.BeforeCreate`'s validation: the strategy's `Validate` of the defaulted object.
+pub fn validate_create(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+    let errs = match rules_for(rt) {
+        Some(k) => (k.create)(obj),
+        None => objectmeta::validate_object_meta(obj, rt.namespaced, default_name_rule(rt)),
+    };
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(rt, obj, &errs))
+    }
+}
+
+/// `rest.BeforeUpdate`'s validation: the common ObjectMeta checks, then the strategy's
+/// `ValidateUpdate` of `next` (what would be stored) against `current`.
+pub fn validate_update(rt: &ResourceType, current: &Value, next: &Value) -> ApiResult<()> {
+    let mut errs = objectmeta::validate_common_update(next, current, rt.namespaced);
+    match rules_for(rt) {
+        Some(k) => errs.extend((k.update)(next, current)),
+        None => {
+            errs.extend(objectmeta::validate_object_meta_update(next, current));
+            errs.extend(objectmeta::validate_object_meta(
+                next,
+                rt.namespaced,
+                default_name_rule(rt),
             ));
         }
     }
-    Ok(())
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(rt, next, &errs))
+    }
 }
 
-fn strip_mutable_pod_fields(spec: &mut Value) {
-    if let Some(m) = spec.as_object_mut() {
-        m.remove("activeDeadlineSeconds");
-        m.remove("tolerations");
-        m.remove("terminationGracePeriodSeconds");
-        // nodeName is set once by binding; checked separately.
-        m.remove("nodeName");
-        for field in ["containers", "initContainers"] {
-            if let Some(cs) = m.get_mut(field).and_then(Value::as_array_mut) {
-                for c in cs {
-                    if let Some(cm) = c.as_object_mut() {
-                        cm.remove("image");
-                    }
+/// The object an update would store, as validation sees it: the server's metadata (uid,
+/// creationTimestamp, deletion state, generation) carried over from `current` as
+/// `rest.BeforeUpdate` does, and the stored status kept (a main-resource write).
+pub fn as_stored(rt: &ResourceType, current: &Value, next: &Value) -> Value {
+    let mut out = next.clone();
+    let md = crate::apiserver::meta::metadata_mut(&mut out);
+    if let Some(cur) = current.get("metadata").and_then(Value::as_object) {
+        for k in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "namespace",
+            "name",
+        ] {
+            match cur.get(k) {
+                Some(v) => {
+                    md.insert(k.into(), v.clone());
+                }
+                None => {
+                    md.shift_remove(k);
                 }
             }
         }
     }
+    if rt.has_status() {
+        match current.get("status") {
+            Some(st) => out["status"] = st.clone(),
+            None => {
+                out.as_object_mut().map(|m| m.shift_remove("status"));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -305,11 +490,14 @@ mod tests {
     fn pod_spec_is_mostly_immutable() {
         let reg = Registry::with_builtins();
         let rt = reg.get("", "v1", "pods").unwrap();
-        let a = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}});
+        let a = json!({"metadata": {"name": "p", "namespace": "d"}, "spec": {"containers": [{"name": "c", "image": "i:1", "imagePullPolicy": "Always", "terminationMessagePolicy": "File"}],
+            "restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "terminationGracePeriodSeconds": 30}});
         let mut b = a.clone();
         b["spec"]["containers"][0]["image"] = json!("i:2");
-        assert!(check_update(&rt, &a, &b).is_ok());
+        assert!(validate_update(&rt, &a, &b).is_ok());
         b["spec"]["containers"][0]["name"] = json!("d");
-        assert_eq!(check_update(&rt, &a, &b).unwrap_err().code, 422);
+        let e = validate_update(&rt, &a, &b).unwrap_err();
+        assert_eq!(e.code, 422);
+        assert!(e.message.starts_with("Pod \"p\" is invalid: spec: Forbidden: pod updates may not change fields other than"), "{}", e.message);
     }
 }
