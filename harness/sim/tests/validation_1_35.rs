@@ -51,6 +51,10 @@ enum Compare {
     StatusBeforeDiff,
     /// The status code only.
     Code,
+    /// A created object: code and body as JSON values, without what differs between any two
+    /// servers (uid, resourceVersion, timestamps, managedFields, allocated cluster IPs, the
+    /// generated name of the token volume).
+    Object,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
@@ -109,6 +113,19 @@ async fn send(client: &kube::Client, r: &Req) -> Answer {
 /// What of an answer a case compares.
 fn compared(mode: Compare, a: &Answer) -> Answer {
     match mode {
+        Compare::Object => {
+            let mut v: Value = serde_json::from_str(&a.body).unwrap_or(Value::Null);
+            let uid = v
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            scrub(&mut v, &uid);
+            Answer {
+                code: a.code,
+                body: canonical(&v),
+            }
+        }
         Compare::Status => a.clone(),
         Compare::Code => Answer {
             code: a.code,
@@ -135,6 +152,60 @@ fn compared(mode: Compare, a: &Answer) -> Answer {
                 body: v.to_string(),
             }
         }
+    }
+}
+
+/// Removes what two servers never agree on from a created object.
+fn scrub(v: &mut Value, uid: &str) {
+    match v {
+        Value::Object(m) => {
+            for k in [
+                "uid",
+                "resourceVersion",
+                "creationTimestamp",
+                "managedFields",
+                "lastPhaseTransitionTime",
+            ] {
+                m.remove(k);
+            }
+            for (k, x) in m.iter_mut() {
+                match k.as_str() {
+                    "clusterIP" if x != "None" => *x = Value::String("<ip>".into()),
+                    "clusterIPs" => {
+                        for ip in x.as_array_mut().into_iter().flatten() {
+                            if ip != "None" {
+                                *ip = Value::String("<ip>".into());
+                            }
+                        }
+                    }
+                    _ => scrub(x, uid),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| scrub(x, uid)),
+        Value::String(s) if !uid.is_empty() && s.contains(uid) => *s = s.replace(uid, "<uid>"),
+        Value::String(s) if s.starts_with("kube-api-access-") => *s = "kube-api-access-<x>".into(),
+        _ => {}
+    }
+}
+
+/// JSON text with object members sorted, for order-insensitive comparison.
+fn canonical(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let members: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical(&m[k])))
+                .collect();
+            format!("{{{}}}", members.join(","))
+        }
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(canonical).collect::<Vec<_>>().join(",")
+        ),
+        other => other.to_string(),
     }
 }
 

@@ -465,8 +465,8 @@ impl ApiServer {
             crd::prepare(&mut obj)?;
         }
         let obj = self.convert_in(rt, obj);
-        let mut obj = validation::prune_typed(&stored_rt, obj)?;
         validation::validate_create(&stored_rt, &obj)?;
+        let mut obj = validation::prune_typed(&stored_rt, obj)?;
         let manager = opts
             .field_manager
             .clone()
@@ -526,6 +526,9 @@ impl ApiServer {
     }
 
     /// The ServiceAccount admission plugin, which reads the pod's ServiceAccount.
+    /// Upstream refuses a pod whose ServiceAccount does not exist (403, "error looking up service
+    /// account"); the sim admits it (docs/fidelity.md): its own Longhorn pods name a ServiceAccount
+    /// the sim does not create.
     fn admit_pod_service_account(&self, rt: &ResourceType, ns: &str, obj: &mut Value) {
         if !(rt.group.is_empty() && rt.plural == "pods") {
             return;
@@ -661,17 +664,23 @@ impl ApiServer {
             }
             obj = next;
         }
+        let main = scope == UpdateScope::Main && sub != Some("ephemeralcontainers");
+        if main {
+            admission::prepare_update(stored_rt, &current, &mut obj);
+        }
+        // Validation reads the decoded body as the apiserver's typed object has it (an absent
+        // optional member stays absent); a body that does not decode is a 400 first.
+        let unpruned = main.then(|| obj.clone());
         let mut obj = if scope == UpdateScope::Status {
             validation::prune_typed_status(stored_rt, &current, obj)?
         } else {
             validation::prune_typed(stored_rt, obj)?
         };
-        if scope == UpdateScope::Main && sub != Some("ephemeralcontainers") {
-            admission::prepare_update(stored_rt, &current, &mut obj);
+        if let Some(raw) = unpruned {
             // A stale resourceVersion is a conflict before anything is validated.
             let rv = meta::resource_version(&obj);
             if rv.is_empty() || rv == meta::resource_version(&current) {
-                let next = validation::as_stored(stored_rt, &current, &obj);
+                let next = validation::as_stored(stored_rt, &current, &raw);
                 validation::validate_update(stored_rt, &current, &next)?;
             }
         }
@@ -930,8 +939,9 @@ impl ApiServer {
             crd::prepare(&mut obj)?;
         }
         let stored_rt = self.stored_type(rt);
-        let obj = validation::prune_typed(&stored_rt, self.convert_in(rt, obj))?;
+        let obj = self.convert_in(rt, obj);
         validation::validate_create(&stored_rt, &obj)?;
+        let obj = validation::prune_typed(&stored_rt, obj)?;
         let created = self.store_new(&stored_rt, obj, opts.dry_run)?;
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);
@@ -1201,6 +1211,16 @@ fn patched(
 fn patch_error(rt: &ResourceType, name: &str, e: PatchError) -> ApiError {
     match e {
         PatchError::Invalid(m) => ApiError::new(422, "Invalid", m),
+        PatchError::BadRequest(m) => ApiError::bad_request(m),
+        PatchError::Rejected(_) => {
+            let mut err = ApiError::new(
+                422,
+                "Invalid",
+                "the server rejected our request due to an error in our request",
+            );
+            err.details = Some(json!({}));
+            err
+        }
         PatchError::Conflict { message, fields } => {
             let mut err = ApiError::new(409, "Conflict", message);
             err.details = Some(json!({

@@ -104,6 +104,7 @@ pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value) -> ApiResult<
     // The decoder's defaulting (and the defaulting of what is read back from etcd), then the
     // create strategy and the mutating admission plugins.
     apply_defaults(rt, &mut obj);
+    drop_disabled_fields(rt, &mut obj);
     admit_create(rt, &mut obj);
     if rt.group.is_empty() && rt.plural == "pods" {
         let qos = qos_class(&obj);
@@ -121,6 +122,7 @@ pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value) -> ApiResult<
 /// normalizeClusterIPs).
 pub fn prepare_update(rt: &ResourceType, current: &Value, obj: &mut Value) {
     apply_defaults(rt, obj);
+    drop_disabled_fields(rt, obj);
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Service") => crate::apiserver::validation::core::prepare_service_update(obj, current),
         ("", "Pod") => admit_pod(obj, Some(current)),
@@ -152,6 +154,17 @@ pub fn prepare_update(rt: &ResourceType, current: &Value, obj: &mut Value) {
 pub fn apply_defaults(rt: &ResourceType, obj: &mut Value) {
     if !rt.custom {
         defaults::apply(&rt.group, &rt.kind, obj);
+    }
+}
+
+/// The strategies' `dropDisabledFields`: members of features off by default in 1.35 are
+/// dropped silently (a Lease's `strategy` and `preferredHolder`: CoordinatedLeaderElection).
+fn drop_disabled_fields(rt: &ResourceType, obj: &mut Value) {
+    if rt.group == "coordination.k8s.io" && rt.kind == "Lease" {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.remove("strategy");
+            spec.remove("preferredHolder");
+        }
     }
 }
 

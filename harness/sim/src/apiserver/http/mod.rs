@@ -854,10 +854,25 @@ fn discovery_response(v: &Value, version: &str) -> Response {
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
+/// JSON as Go's encoder writes it: `<`, `>`, `&`, U+2028 and U+2029 escaped (they can only
+/// occur inside strings, so the serialized text is rewritten).
+fn go_json_bytes(v: &Value) -> Vec<u8> {
+    let text = serde_json::to_string(v).unwrap_or_default();
+    if !text.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
+        return text.into_bytes();
+    }
+    text.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+        .into_bytes()
+}
+
 /// A Status error body, newline-terminated as the apiserver's JSON encoder writes it.
 pub fn error_response(e: &ApiError) -> Response {
     let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut body = serde_json::to_vec(&e.to_status()).unwrap_or_default();
+    let mut body = go_json_bytes(&e.to_status());
     body.push(b'\n');
     bytes_response(code, "application/json", body, &[])
 }

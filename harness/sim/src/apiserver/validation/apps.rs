@@ -1,7 +1,7 @@
 //! apps/v1: `pkg/apis/apps/validation/validation.go` ValidateDeployment(Update),
 //! ValidateReplicaSet(Update), ValidateStatefulSet(Update), ValidateDaemonSet(Update).
 
-use super::access::{arr, get, has, int, opt_s, s};
+use super::access::{arr, get, has, int, s};
 use super::content::{self, NameRule};
 use super::core::pvc_spec;
 use super::field::{self, BadValue, ErrorList, Path};
@@ -34,7 +34,7 @@ fn int_or_percent_value(v: Option<&Value>) -> i64 {
 }
 
 /// `ValidatePositiveIntOrPercent`.
-fn positive_int_or_percent(v: Option<&Value>, path: &Path) -> ErrorList {
+pub fn positive_int_or_percent(v: Option<&Value>, path: &Path) -> ErrorList {
     match v {
         Some(Value::String(p)) => content::is_valid_percent(p)
             .into_iter()
@@ -45,7 +45,7 @@ fn positive_int_or_percent(v: Option<&Value>, path: &Path) -> ErrorList {
 }
 
 /// `IsNotMoreThan100Percent`.
-fn not_more_than_100_percent(v: Option<&Value>, path: &Path) -> ErrorList {
+pub fn not_more_than_100_percent(v: Option<&Value>, path: &Path) -> ErrorList {
     match v {
         Some(Value::String(p)) if content::is_valid_percent(p).is_empty() => {
             if p[..p.len() - 1].parse::<i64>().unwrap_or(0) > 100 {
@@ -205,7 +205,7 @@ fn deployment_spec(d: &Value) -> ErrorList {
 
 /// `ValidateDeployment`.
 pub fn validate_deployment(d: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta(d, true, NameRule::Subdomain);
+    let mut errs = objectmeta::core_object_meta(d, true, NameRule::Subdomain);
     errs.extend(deployment_spec(d));
     errs
 }
@@ -221,7 +221,7 @@ fn selector_immutable(new: &Value, old: &Value) -> ErrorList {
 
 /// `ValidateDeploymentUpdate`.
 pub fn validate_deployment_update(new: &Value, old: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta_update(new, old);
+    let mut errs = objectmeta::core_object_meta_update(new, old);
     errs.extend(deployment_spec(new));
     errs.extend(selector_immutable(new, old));
     errs
@@ -253,14 +253,14 @@ fn replica_set_spec(rs: &Value) -> ErrorList {
 
 /// `ValidateReplicaSet`.
 pub fn validate_replica_set(rs: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta(rs, true, NameRule::Subdomain);
+    let mut errs = objectmeta::core_object_meta(rs, true, NameRule::Subdomain);
     errs.extend(replica_set_spec(rs));
     errs
 }
 
 /// `ValidateReplicaSetUpdate`.
 pub fn validate_replica_set_update(new: &Value, old: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta_update(new, old);
+    let mut errs = objectmeta::core_object_meta_update(new, old);
     errs.extend(replica_set_spec(new));
     errs.extend(selector_immutable(new, old));
     errs
@@ -442,7 +442,7 @@ fn stateful_set_spec(sts: &Value, update: bool, skip_template: bool) -> ErrorLis
 
 /// `ValidateStatefulSet` (names are DNS-1123 labels).
 pub fn validate_stateful_set(sts: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta(sts, true, NameRule::Label);
+    let mut errs = objectmeta::core_object_meta(sts, true, NameRule::Label);
     errs.extend(stateful_set_spec(sts, false, false));
     errs
 }
@@ -450,7 +450,7 @@ pub fn validate_stateful_set(sts: &Value) -> ErrorList {
 /// `ValidateStatefulSetUpdate`: the spec is immutable but for replicas, ordinals, template,
 /// updateStrategy, revisionHistoryLimit, persistentVolumeClaimRetentionPolicy, minReadySeconds.
 pub fn validate_stateful_set_update(new: &Value, old: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta_update(new, old);
+    let mut errs = objectmeta::core_object_meta_update(new, old);
     let skip_template = !stateful_set_spec(old, true, false).is_empty();
     errs.extend(stateful_set_spec(new, true, skip_template));
     let strip = |v: &Value| {
@@ -579,20 +579,15 @@ fn daemon_set_spec(ds: &Value) -> ErrorList {
 
 /// `ValidateDaemonSet`.
 pub fn validate_daemon_set(ds: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta(ds, true, NameRule::Subdomain);
+    let mut errs = objectmeta::core_object_meta(ds, true, NameRule::Subdomain);
     errs.extend(daemon_set_spec(ds));
     errs
 }
 
 /// `ValidateDaemonSetUpdate` (the template generation is the strategy's, not a client's).
 pub fn validate_daemon_set_update(new: &Value, old: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta_update(new, old);
+    let mut errs = objectmeta::core_object_meta_update(new, old);
     errs.extend(selector_immutable(new, old));
     errs.extend(daemon_set_spec(new));
     errs
-}
-
-/// Whether a string-valued optional field is set (for callers building tables).
-pub fn set(v: &Value, at: &str) -> bool {
-    opt_s(v, at).is_some()
 }

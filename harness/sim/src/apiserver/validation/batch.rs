@@ -2,7 +2,7 @@
 //! ValidateCronJobCreate/Update, and the cron schedule parser it calls
 //! (`github.com/robfig/cron/v3` ParseStandard, through pkg/util/parsers).
 
-use super::access::{arr, get, has, int, opt_s, s};
+use super::access::{get, has, int, opt_s, s};
 use super::content::{self, NameRule};
 use super::field::{self, BadValue, ErrorList, Path};
 use super::objectmeta::{
@@ -291,7 +291,7 @@ fn validate_job_spec(job: &Value) -> ErrorList {
 
 /// `ValidateJob`.
 pub fn validate_job(job: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta(job, true, NameRule::Subdomain);
+    let mut errs = objectmeta::core_object_meta(job, true, NameRule::Subdomain);
     errs.extend(generated_selector(job));
     errs.extend(validate_job_spec(job));
     if opt_s(job, "spec.completionMode") == Some("Indexed") {
@@ -316,7 +316,7 @@ pub fn validate_job(job: &Value) -> ErrorList {
 /// `ValidateJobUpdate`. The template is immutable unless the Job is suspended; upstream's
 /// error value is the whole internal PodTemplateSpec, rendered here from the v1 template.
 pub fn validate_job_update(new: &Value, old: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta_update(new, old);
+    let mut errs = objectmeta::core_object_meta_update(new, old);
     errs.extend(validate_job_spec(new));
     let spec = Path::new("spec");
     let indexed = opt_s(new, "spec.completionMode") == Some("Indexed");
@@ -495,7 +495,7 @@ fn cron_job_spec(cj: &Value, old: Option<&Value>) -> ErrorList {
 
 /// `ValidateCronJobCreate`.
 pub fn validate_cron_job_create(cj: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta(cj, true, NameRule::Subdomain);
+    let mut errs = objectmeta::core_object_meta(cj, true, NameRule::Subdomain);
     errs.extend(cron_job_spec(cj, None));
     let name = s(cj, "metadata.name");
     if name.len() > 52 {
@@ -510,7 +510,7 @@ pub fn validate_cron_job_create(cj: &Value) -> ErrorList {
 
 /// `ValidateCronJobUpdate`.
 pub fn validate_cron_job_update(new: &Value, old: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta_update(new, old);
+    let mut errs = objectmeta::core_object_meta_update(new, old);
     errs.extend(cron_job_spec(new, Some(old)));
     errs
 }
@@ -708,11 +708,6 @@ fn get_range(expr: &str, b: &Bounds) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Whether a Job spec lists `key` (for callers that need the raw list).
-pub fn lists(v: &Value, key: &str) -> bool {
-    !arr(v, key).is_empty()
 }
 
 #[cfg(test)]

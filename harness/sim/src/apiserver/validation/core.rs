@@ -352,7 +352,7 @@ fn validate_service(svc: &Value, old: Option<&Value>) -> ErrorList {
 
 /// `ValidateServiceCreate` (names are DNS-1035 labels: RelaxedServiceNameValidation is alpha).
 pub fn validate_service_create(svc: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta(svc, true, NameRule::Dns1035);
+    let mut errs = objectmeta::core_object_meta(svc, true, NameRule::Dns1035);
     errs.extend(validate_service(svc, None));
     errs
 }
@@ -420,7 +420,7 @@ fn upgrade_downgrade_cluster_ips(old: &Value, svc: &Value) -> ErrorList {
 
 /// `ValidateServiceUpdate`.
 pub fn validate_service_update(svc: &Value, old: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta_update(svc, old);
+    let mut errs = objectmeta::core_object_meta_update(svc, old);
     errs.extend(upgrade_downgrade_cluster_ips(old, svc));
     errs.extend(validate_service(svc, Some(old)));
     errs
@@ -466,7 +466,7 @@ pub fn prepare_service_update(svc: &mut Value, old: &Value) {
 
 /// `ValidateConfigMap`.
 pub fn validate_config_map(cm: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta(cm, true, NameRule::Subdomain);
+    let mut errs = objectmeta::core_object_meta(cm, true, NameRule::Subdomain);
     let mut total = 0;
     let binary = map(cm, "binaryData");
     for (k, v) in string_map(cm, "data") {
@@ -532,7 +532,7 @@ fn objectmeta_or_null<'a>(v: &'a Value, k: &str) -> &'a Value {
 
 /// `ValidateConfigMapUpdate`.
 pub fn validate_config_map_update(new: &Value, old: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta_update(new, old);
+    let mut errs = objectmeta::core_object_meta_update(new, old);
     errs.extend(immutable_data(new, old, &["data", "binaryData"]));
     errs.extend(validate_config_map(new));
     errs
@@ -540,7 +540,7 @@ pub fn validate_config_map_update(new: &Value, old: &Value) -> ErrorList {
 
 /// `ValidateSecret`.
 pub fn validate_secret(sec: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta(sec, true, NameRule::Subdomain);
+    let mut errs = objectmeta::core_object_meta(sec, true, NameRule::Subdomain);
     let data = Path::new("data");
     let mut total = 0;
     for (k, v) in string_map(sec, "data") {
@@ -599,7 +599,7 @@ pub fn validate_secret(sec: &Value) -> ErrorList {
 
 /// `ValidateSecretUpdate`.
 pub fn validate_secret_update(new: &Value, old: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta_update(new, old);
+    let mut errs = objectmeta::core_object_meta_update(new, old);
     let (nt, ot) = (s(new, "type"), s(old, "type"));
     if nt != ot {
         errs.push(field::invalid(
@@ -615,7 +615,7 @@ pub fn validate_secret_update(new: &Value, old: &Value) -> ErrorList {
 
 /// `ValidateNamespace`.
 pub fn validate_namespace(ns: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta(ns, false, NameRule::Label);
+    let mut errs = objectmeta::core_object_meta(ns, false, NameRule::Label);
     for f in strings(ns, "spec.finalizers") {
         let p = Path::new("spec.finalizers");
         for m in content::is_qualified_name(&f) {
@@ -635,17 +635,17 @@ pub fn validate_namespace(ns: &Value) -> ErrorList {
 
 /// `ValidateNamespaceUpdate`.
 pub fn validate_namespace_update(new: &Value, old: &Value) -> ErrorList {
-    objectmeta::validate_object_meta_update(new, old)
+    objectmeta::core_object_meta_update(new, old)
 }
 
 /// `ValidateServiceAccount`.
 pub fn validate_service_account(sa: &Value) -> ErrorList {
-    objectmeta::validate_object_meta(sa, true, NameRule::Subdomain)
+    objectmeta::core_object_meta(sa, true, NameRule::Subdomain)
 }
 
 /// `ValidateServiceAccountUpdate`.
 pub fn validate_service_account_update(new: &Value, old: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta_update(new, old);
+    let mut errs = objectmeta::core_object_meta_update(new, old);
     errs.extend(validate_service_account(new));
     errs
 }
@@ -742,7 +742,7 @@ pub fn pvc_spec(spec: &Value, path: &Path) -> ErrorList {
 /// `ValidatePersistentVolumeClaim`.
 pub fn validate_pvc(pvc: &Value) -> ErrorList {
     let empty = json!({});
-    let mut errs = objectmeta::validate_object_meta(pvc, true, NameRule::Subdomain);
+    let mut errs = objectmeta::core_object_meta(pvc, true, NameRule::Subdomain);
     errs.extend(pvc_spec(
         get(pvc, "spec").unwrap_or(&empty),
         &Path::new("spec"),
@@ -755,7 +755,7 @@ pub fn validate_pvc(pvc: &Value) -> ErrorList {
 /// class set from nil. The Forbidden message upstream ends in a go-cmp diff; the sim's ends
 /// before it.
 pub fn validate_pvc_update(new: &Value, old: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta_update(new, old);
+    let mut errs = objectmeta::core_object_meta_update(new, old);
     errs.extend(validate_pvc(new));
     let empty = json!({});
     let mut n = get(new, "spec").cloned().unwrap_or_else(|| empty.clone());
@@ -843,7 +843,7 @@ fn quantity_f64(q: &str) -> Option<f64> {
 /// `ValidatePersistentVolume` (the common parts: access modes, capacity, reclaim policy,
 /// one volume source, class name, volume mode).
 pub fn validate_pv(pv: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta(pv, false, NameRule::Subdomain);
+    let mut errs = objectmeta::core_object_meta(pv, false, NameRule::Subdomain);
     let empty = json!({});
     let spec = get(pv, "spec").unwrap_or(&empty);
     let path = Path::new("spec");
@@ -1010,7 +1010,7 @@ fn node_taints(node: &Value, path: &Path) -> ErrorList {
 
 /// `ValidateNode` (metadata and taints).
 pub fn validate_node(node: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta(node, false, NameRule::Subdomain);
+    let mut errs = objectmeta::core_object_meta(node, false, NameRule::Subdomain);
     if !arr(node, "spec.taints").is_empty() {
         errs.extend(node_taints(node, &Path::new("metadata.taints")));
     }
@@ -1019,7 +1019,7 @@ pub fn validate_node(node: &Value) -> ErrorList {
 
 /// `ValidateNodeUpdate` (metadata, podCIDRs and providerID set once, taints).
 pub fn validate_node_update(new: &Value, old: &Value) -> ErrorList {
-    let mut errs = objectmeta::validate_object_meta_update(new, old);
+    let mut errs = objectmeta::core_object_meta_update(new, old);
     let (oc, nc) = (strings(old, "spec.podCIDRs"), strings(new, "spec.podCIDRs"));
     if !oc.is_empty() {
         let msg = "node updates may not change podCIDR except from \"\" to valid";
@@ -1046,11 +1046,21 @@ pub fn validate_node_update(new: &Value, old: &Value) -> ErrorList {
     errs
 }
 
+/// `ValidateReplicationController`.
+pub fn validate_rc(rc: &Value) -> ErrorList {
+    validate_replication_controller(rc, None)
+}
+
+/// `ValidateReplicationControllerUpdate`.
+pub fn validate_rc_update(new: &Value, old: &Value) -> ErrorList {
+    validate_replication_controller(new, Some(old))
+}
+
 /// `ValidateReplicationController` / `ValidateReplicationControllerSpec`.
-pub fn validate_replication_controller(rc: &Value, update_of: Option<&Value>) -> ErrorList {
+fn validate_replication_controller(rc: &Value, update_of: Option<&Value>) -> ErrorList {
     let mut errs = match update_of {
-        Some(old) => objectmeta::validate_object_meta_update(rc, old),
-        None => objectmeta::validate_object_meta(rc, true, NameRule::Subdomain),
+        Some(old) => objectmeta::core_object_meta_update(rc, old),
+        None => objectmeta::core_object_meta(rc, true, NameRule::Subdomain),
     };
     let spec = Path::new("spec");
     errs.extend(nonnegative(

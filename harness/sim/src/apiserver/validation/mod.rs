@@ -9,11 +9,16 @@ pub mod access;
 pub mod apps;
 pub mod batch;
 pub mod content;
+pub mod coordination;
 pub mod core;
 pub mod field;
+pub mod networking;
 pub mod objectmeta;
 pub mod options;
 pub mod pod;
+pub mod policy;
+pub mod rbac;
+pub mod storage;
 
 use crate::apiserver::resources::ResourceType;
 use crate::apiserver::status::{ApiError, ApiResult};
@@ -178,122 +183,54 @@ pub struct KindRules {
     pub update: fn(&Value, &Value) -> ErrorList,
 }
 
-/// The kinds with their own rules. Kinds not listed get the ObjectMeta rules
-/// (`objectmeta::validate_object_meta`, names as DNS subdomains; RBAC names as path segments).
+/// The kinds with their own rules, one per line: group, kind, the upstream functions (in
+/// `pkg/apis/<group>/validation/validation.go`), create and update rules. Kinds not listed get
+/// the ObjectMeta rules (`objectmeta::validate_object_meta`, names as DNS subdomains; RBAC
+/// names as path segments).
+#[rustfmt::skip]
 pub const KINDS: &[KindRules] = &[
-    KindRules {
-        group: "",
-        kind: "Pod",
-        upstream: "core: ValidatePodCreate, ValidatePodUpdate",
-        create: pod::validate_pod_create,
-        update: pod::validate_pod_update,
-    },
-    KindRules {
-        group: "",
-        kind: "Service",
-        upstream: "core: ValidateServiceCreate, ValidateServiceUpdate",
-        create: core::validate_service_create,
-        update: core::validate_service_update,
-    },
-    KindRules {
-        group: "",
-        kind: "ConfigMap",
-        upstream: "core: ValidateConfigMap, ValidateConfigMapUpdate",
-        create: core::validate_config_map,
-        update: core::validate_config_map_update,
-    },
-    KindRules {
-        group: "",
-        kind: "Secret",
-        upstream: "core: ValidateSecret, ValidateSecretUpdate",
-        create: core::validate_secret,
-        update: core::validate_secret_update,
-    },
-    KindRules {
-        group: "",
-        kind: "Namespace",
-        upstream: "core: ValidateNamespace, ValidateNamespaceUpdate",
-        create: core::validate_namespace,
-        update: core::validate_namespace_update,
-    },
-    KindRules {
-        group: "",
-        kind: "ServiceAccount",
-        upstream: "core: ValidateServiceAccount, ValidateServiceAccountUpdate",
-        create: core::validate_service_account,
-        update: core::validate_service_account_update,
-    },
-    KindRules {
-        group: "",
-        kind: "PersistentVolumeClaim",
-        upstream: "core: ValidatePersistentVolumeClaim, ValidatePersistentVolumeClaimUpdate",
-        create: core::validate_pvc,
-        update: core::validate_pvc_update,
-    },
-    KindRules {
-        group: "",
-        kind: "PersistentVolume",
-        upstream: "core: ValidatePersistentVolume, ValidatePersistentVolumeUpdate",
-        create: core::validate_pv,
-        update: core::validate_pv_update,
-    },
-    KindRules {
-        group: "",
-        kind: "Node",
-        upstream: "core: ValidateNode, ValidateNodeUpdate",
-        create: core::validate_node,
-        update: core::validate_node_update,
-    },
-    KindRules {
-        group: "",
-        kind: "ReplicationController",
-        upstream: "core: ValidateReplicationController, ValidateReplicationControllerUpdate",
-        create: |o| core::validate_replication_controller(o, None),
-        update: |n, o| core::validate_replication_controller(n, Some(o)),
-    },
-    KindRules {
-        group: "apps",
-        kind: "Deployment",
-        upstream: "apps: ValidateDeployment, ValidateDeploymentUpdate",
-        create: apps::validate_deployment,
-        update: apps::validate_deployment_update,
-    },
-    KindRules {
-        group: "apps",
-        kind: "ReplicaSet",
-        upstream: "apps: ValidateReplicaSet, ValidateReplicaSetUpdate",
-        create: apps::validate_replica_set,
-        update: apps::validate_replica_set_update,
-    },
-    KindRules {
-        group: "apps",
-        kind: "StatefulSet",
-        upstream: "apps: ValidateStatefulSet, ValidateStatefulSetUpdate",
-        create: apps::validate_stateful_set,
-        update: apps::validate_stateful_set_update,
-    },
-    KindRules {
-        group: "apps",
-        kind: "DaemonSet",
-        upstream: "apps: ValidateDaemonSet, ValidateDaemonSetUpdate",
-        create: apps::validate_daemon_set,
-        update: apps::validate_daemon_set_update,
-    },
-    KindRules {
-        group: "batch",
-        kind: "Job",
-        upstream: "batch: ValidateJob, ValidateJobUpdate",
-        create: batch::validate_job,
-        update: batch::validate_job_update,
-    },
-    KindRules {
-        group: "batch",
-        kind: "CronJob",
-        upstream: "batch: ValidateCronJobCreate, ValidateCronJobUpdate",
-        create: batch::validate_cron_job_create,
-        update: batch::validate_cron_job_update,
-    },
+    k("", "Pod", "core: ValidatePodCreate, ValidatePodUpdate", pod::validate_pod_create, pod::validate_pod_update),
+    k("", "Service", "core: ValidateServiceCreate, ValidateServiceUpdate", core::validate_service_create, core::validate_service_update),
+    k("", "ConfigMap", "core: ValidateConfigMap, ValidateConfigMapUpdate", core::validate_config_map, core::validate_config_map_update),
+    k("", "Secret", "core: ValidateSecret, ValidateSecretUpdate", core::validate_secret, core::validate_secret_update),
+    k("", "Namespace", "core: ValidateNamespace, ValidateNamespaceUpdate", core::validate_namespace, core::validate_namespace_update),
+    k("", "ServiceAccount", "core: ValidateServiceAccount, ValidateServiceAccountUpdate", core::validate_service_account, core::validate_service_account_update),
+    k("", "PersistentVolumeClaim", "core: ValidatePersistentVolumeClaim, ValidatePersistentVolumeClaimUpdate", core::validate_pvc, core::validate_pvc_update),
+    k("", "PersistentVolume", "core: ValidatePersistentVolume, ValidatePersistentVolumeUpdate", core::validate_pv, core::validate_pv_update),
+    k("", "Node", "core: ValidateNode, ValidateNodeUpdate", core::validate_node, core::validate_node_update),
+    k("", "ReplicationController", "core: ValidateReplicationController, ValidateReplicationControllerUpdate", core::validate_rc, core::validate_rc_update),
+    k("apps", "Deployment", "apps: ValidateDeployment, ValidateDeploymentUpdate", apps::validate_deployment, apps::validate_deployment_update),
+    k("apps", "ReplicaSet", "apps: ValidateReplicaSet, ValidateReplicaSetUpdate", apps::validate_replica_set, apps::validate_replica_set_update),
+    k("apps", "StatefulSet", "apps: ValidateStatefulSet, ValidateStatefulSetUpdate", apps::validate_stateful_set, apps::validate_stateful_set_update),
+    k("apps", "DaemonSet", "apps: ValidateDaemonSet, ValidateDaemonSetUpdate", apps::validate_daemon_set, apps::validate_daemon_set_update),
+    k("batch", "Job", "batch: ValidateJob, ValidateJobUpdate", batch::validate_job, batch::validate_job_update),
+    k("batch", "CronJob", "batch: ValidateCronJobCreate, ValidateCronJobUpdate", batch::validate_cron_job_create, batch::validate_cron_job_update),
+    k("networking.k8s.io", "Ingress", "networking: ValidateIngressCreate, ValidateIngressUpdate", networking::validate_ingress_create, networking::validate_ingress_update),
+    k("networking.k8s.io", "NetworkPolicy", "networking: ValidateNetworkPolicy, ValidateNetworkPolicyUpdate", networking::validate_network_policy, networking::validate_network_policy_update),
+    k("policy", "PodDisruptionBudget", "policy: ValidatePodDisruptionBudget (the spec; metadata by rest.BeforeCreate)", policy::validate_pdb, policy::validate_pdb_update),
+    k("rbac.authorization.k8s.io", "Role", "rbac: ValidateRole, ValidateRoleUpdate", rbac::validate_role, rbac::validate_role_update),
+    k("rbac.authorization.k8s.io", "ClusterRole", "rbac: ValidateClusterRole, ValidateClusterRoleUpdate", rbac::validate_cluster_role, rbac::validate_cluster_role_update),
+    k("rbac.authorization.k8s.io", "RoleBinding", "rbac: ValidateRoleBinding, ValidateRoleBindingUpdate", rbac::validate_role_binding, rbac::validate_role_binding_update),
+    k("rbac.authorization.k8s.io", "ClusterRoleBinding", "rbac: ValidateClusterRoleBinding, ValidateClusterRoleBindingUpdate", rbac::validate_cluster_role_binding, rbac::validate_cluster_role_binding_update),
+    k("storage.k8s.io", "StorageClass", "storage: ValidateStorageClass, ValidateStorageClassUpdate", storage::validate_storage_class, storage::validate_storage_class_update),
+    k("coordination.k8s.io", "Lease", "coordination: ValidateLease, ValidateLeaseUpdate", coordination::validate_lease, coordination::validate_lease_update),
 ];
+
+const fn k(
+    group: &'static str,
+    kind: &'static str,
+    upstream: &'static str,
+    create: fn(&Value) -> ErrorList,
+    update: fn(&Value, &Value) -> ErrorList,
+) -> KindRules {
+    KindRules {
+        group,
+        kind,
+        upstream,
+        create,
+        update,
+    }
+}
 
 fn rules_for(rt: &ResourceType) -> Option<&'static KindRules> {
     if rt.custom {
@@ -320,10 +257,15 @@ fn invalid(rt: &ResourceType, obj: &Value, errs: &[FieldError]) -> ApiError {
 
 /// `rest.BeforeCreate`'s validation: the strategy's `Validate` of the defaulted object.
 pub fn validate_create(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
-    let errs = match rules_for(rt) {
+    let mut errs = match rules_for(rt) {
         Some(k) => (k.create)(obj),
         None => objectmeta::validate_object_meta(obj, rt.namespaced, default_name_rule(rt)),
     };
+    if errs.is_empty() {
+        // Then BeforeCreate's own ObjectMeta checks (names as path segments): what kinds whose
+        // strategy checks no metadata (PodDisruptionBudget) get.
+        errs = objectmeta::validate_object_meta(obj, rt.namespaced, NameRule::PathSegment);
+    }
     if errs.is_empty() {
         Ok(())
     } else {

@@ -330,6 +330,41 @@ pub fn validate_object_meta_update(new: &Value, old: &Value) -> ErrorList {
     errs
 }
 
+/// `validateKubeFinalizerName`: a finalizer without a '/' must be a standard one.
+fn kube_finalizer_names(md: &Value) -> ErrorList {
+    let mut errs = ErrorList::new();
+    for (i, f) in arr(md, "finalizers").iter().enumerate() {
+        let f = f.as_str().unwrap_or("");
+        if !f.contains('/') && !["kubernetes", "orphan", "foregroundDeletion"].contains(&f) {
+            errs.push(field::invalid(
+                &Path::new("metadata.finalizers").index(i),
+                BadValue::str(f),
+                "name is neither a standard finalizer name nor is it fully qualified",
+            ));
+        }
+    }
+    errs
+}
+
+/// The core group's `ValidateObjectMeta` (pkg/apis/core/validation), which the built-in groups
+/// call: apimachinery's, then the finalizers' names checked as Kubernetes finalizers.
+pub fn core_object_meta(obj: &Value, namespaced: bool, name_rule: NameRule) -> ErrorList {
+    let mut errs = validate_object_meta(obj, namespaced, name_rule);
+    errs.extend(kube_finalizer_names(
+        get(obj, "metadata").unwrap_or(&json!({})),
+    ));
+    errs
+}
+
+/// The core group's `ValidateObjectMetaUpdate`.
+pub fn core_object_meta_update(new: &Value, old: &Value) -> ErrorList {
+    let mut errs = validate_object_meta_update(new, old);
+    errs.extend(kube_finalizer_names(
+        get(new, "metadata").unwrap_or(&json!({})),
+    ));
+    errs
+}
+
 /// `validateCommonFields` of `rest.BeforeUpdate`: the generic ObjectMeta checks (names as
 /// path segments) and `ValidateObjectMetaAccessorUpdate`, before the kind's own update rules.
 pub fn validate_common_update(new: &Value, old: &Value, namespaced: bool) -> ErrorList {

@@ -4,12 +4,10 @@
 //! ContainerRestartRules beta). The parts a controller writes are checked; see docs/fidelity.md
 //! for what is not.
 
-use super::access::{arr, flag, get, has, int, map, opt_s, s};
+use super::access::{arr, get, has, int, map, opt_s, s};
 use super::content::{self, inclusive_range_error, NameRule};
 use super::field::{self, BadValue, ErrorList, Path};
-use super::objectmeta::{
-    self, nonnegative, nonnegative_at, semantic_eq, validate_annotations, validate_labels,
-};
+use super::objectmeta::{self, nonnegative_at, semantic_eq, validate_annotations, validate_labels};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
@@ -1107,7 +1105,7 @@ pub fn pod_template_spec(tpl: &Value, path: &Path) -> ErrorList {
 /// `validatePodMetadataAndSpec`.
 fn pod_metadata_and_spec(pod: &Value) -> ErrorList {
     let empty = json!({});
-    let mut errs = objectmeta::validate_object_meta(pod, true, NameRule::Subdomain);
+    let mut errs = objectmeta::core_object_meta(pod, true, NameRule::Subdomain);
     errs.extend(pod_specific_annotations(
         get(pod, "metadata").unwrap_or(&empty),
         &Path::new("metadata.annotations"),
@@ -1155,7 +1153,7 @@ const UPDATABLE_POD_SPEC_FIELDS: &str = "`spec.containers[*].image`,`spec.initCo
 /// whose text is deliberately unstable; the sim's ends after the list of fields.
 pub fn validate_pod_update(new: &Value, old: &Value) -> ErrorList {
     let spec_path = Path::new("spec");
-    let mut errs = objectmeta::validate_object_meta_update(new, old);
+    let mut errs = objectmeta::core_object_meta_update(new, old);
     errs.extend(pod_metadata_and_spec(new));
     for key in ["containers", "initContainers"] {
         let (nc, oc) = (
@@ -1292,21 +1290,4 @@ pub fn validate_pod_update(new: &Value, old: &Value) -> ErrorList {
         ));
     }
     errs
-}
-
-/// The nonnegative integers of a pod template's workload, as data: the JSON path under the
-/// object and the field path errors name.
-pub fn nonnegative_fields(obj: &Value, fields: &[&str]) -> ErrorList {
-    let mut errs = ErrorList::new();
-    for f in fields {
-        if let Some(n) = int(obj, f) {
-            errs.extend(nonnegative(n, &Path::new(f)));
-        }
-    }
-    errs
-}
-
-/// Whether the spec sets `flag` true (a helper for `hostNetwork`-style switches).
-pub fn is_set(spec: &Value, key: &str) -> bool {
-    flag(spec, key).unwrap_or(false)
 }
