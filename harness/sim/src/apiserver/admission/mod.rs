@@ -192,9 +192,17 @@ fn admit_create(rt: &ResourceType, obj: &mut Value) {
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Pod") => admit_pod(obj, None),
         ("", "Namespace") => {
-            // The namespace strategy: the `kubernetes` finalizer.
+            // The namespace strategy: the `kubernetes` finalizer, after the client's own.
             let spec = defaults::object_at(obj, "spec");
-            spec.insert("finalizers".into(), json!(["kubernetes"]));
+            let fins = spec.entry("finalizers").or_insert_with(|| json!([]));
+            if !fins.is_array() {
+                *fins = json!([]);
+            }
+            if let Some(list) = fins.as_array_mut() {
+                if !list.iter().any(|f| f == "kubernetes") {
+                    list.push(json!("kubernetes"));
+                }
+            }
         }
         ("", "Service") => {
             // normalizeClusterIPs on create: a client that sets only `clusterIP` gets `clusterIPs`.

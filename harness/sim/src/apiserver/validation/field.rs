@@ -16,9 +16,9 @@ impl Path {
     pub fn new(name: &str) -> Path {
         Path(name.to_string())
     }
-    /// The empty root (`field.NewPath("")`'s rendering), for errors on a whole options object.
+    /// `field.NewPath("")`, which renders as `[]` (an element with neither name nor index).
     pub fn root() -> Path {
-        Path(String::new())
+        Path("[]".to_string())
     }
     /// `Child(name)`; several names at once as `Child("a", "b")`.
     pub fn child(&self, name: &str) -> Path {
