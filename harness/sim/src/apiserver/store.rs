@@ -1055,9 +1055,18 @@ pub fn tracks_generation(rt: &ResourceType) -> bool {
         || rt.group == "policy"
         || rt.group == "batch"
         || rt.group == "apiextensions.k8s.io"
+        || rt.group == "scheduling.k8s.io"
         || (rt.group == "networking.k8s.io"
-            && (rt.plural == "ingresses" || rt.plural == "networkpolicies"))
-        || (rt.group.is_empty() && (rt.plural == "pods" || rt.plural == "replicationcontrollers"))
+            && matches!(
+                rt.plural.as_str(),
+                "ingresses" | "ingressclasses" | "networkpolicies"
+            ))
+        || (rt.group == "discovery.k8s.io" && rt.plural == "endpointslices")
+        || (rt.group.is_empty()
+            && matches!(
+                rt.plural.as_str(),
+                "pods" | "podtemplates" | "replicationcontrollers"
+            ))
 }
 
 /// The grace period a deletion gets. Pods that are scheduled and not terminal wait for their

@@ -721,6 +721,80 @@ pub fn csi_driver(obj: &mut Value) {
     set_if_absent(spec, "seLinuxMount", json!(false));
 }
 
+/// core/v1 `SetDefaults_LimitRangeItem`: a Container item's default limit from its max, its
+/// default request from the default limit, then from its min.
+pub fn limit_range(obj: &mut Value) {
+    let Some(limits) = obj
+        .pointer_mut("/spec/limits")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for item in limits {
+        if item.get("type").and_then(Value::as_str) != Some("Container") {
+            continue;
+        }
+        let Some(m) = item.as_object_mut() else {
+            continue;
+        };
+        let max = m
+            .get("max")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let min = m
+            .get("min")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let default = m.entry("default").or_insert_with(|| json!({}));
+        if let Some(d) = default.as_object_mut() {
+            for (k, v) in max {
+                d.entry(k).or_insert(v);
+            }
+        }
+        let default = m
+            .get("default")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let request = m.entry("defaultRequest").or_insert_with(|| json!({}));
+        if let Some(r) = request.as_object_mut() {
+            for (k, v) in default.into_iter().chain(min) {
+                r.entry(k).or_insert(v);
+            }
+        }
+        for k in ["default", "defaultRequest"] {
+            if m.get(k).and_then(Value::as_object).map(|o| o.is_empty()) == Some(true) {
+                m.remove(k);
+            }
+        }
+    }
+}
+
+/// scheduling/v1 `SetDefaults_PriorityClass`.
+pub fn priority_class(obj: &mut Value) {
+    if let Some(m) = obj.as_object_mut() {
+        set_if_absent(m, "preemptionPolicy", json!("PreemptLowerPriority"));
+    }
+}
+
+/// discovery/v1 `SetDefaults_EndpointPort`, and each endpoint's conditions (a struct, always
+/// written).
+pub fn endpoint_slice(obj: &mut Value) {
+    for p in each_mut(obj, "ports") {
+        if let Some(pm) = p.as_object_mut() {
+            set_if_absent(pm, "name", json!(""));
+            set_if_absent(pm, "protocol", json!("TCP"));
+        }
+    }
+    for e in each_mut(obj, "endpoints") {
+        if let Some(em) = e.as_object_mut() {
+            set_if_absent(em, "conditions", json!({}));
+        }
+    }
+}
+
 /// The defaults of one built-in kind (`group`, `kind`), if it has any.
 pub fn apply(group: &str, kind: &str, obj: &mut Value) {
     match (group, kind) {
@@ -733,6 +807,9 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("", "Namespace") => namespace(obj),
         ("", "ReplicationController") => replication_controller(obj),
         ("", "Endpoints") => endpoints(obj),
+        ("", "LimitRange") => limit_range(obj),
+        ("scheduling.k8s.io", "PriorityClass") => priority_class(obj),
+        ("discovery.k8s.io", "EndpointSlice") => endpoint_slice(obj),
         ("apps", "Deployment") => deployment(obj),
         ("apps", "DaemonSet") => daemon_set(obj),
         ("apps", "StatefulSet") => stateful_set(obj),

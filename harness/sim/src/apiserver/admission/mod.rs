@@ -177,7 +177,10 @@ fn initial_status(rt: &ResourceType) -> Option<Value> {
         ("apps", "DaemonSet") => {
             json!({"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0})
         }
-        ("apps", "Deployment") | ("batch", "Job") | ("batch", "CronJob") => json!({}),
+        ("apps", "Deployment")
+        | ("batch", "Job")
+        | ("batch", "CronJob")
+        | ("", "ResourceQuota") => json!({}),
         ("policy", "PodDisruptionBudget") => {
             json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
         }
