@@ -493,6 +493,11 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             ))
         }
         (Method::POST, None, None) => {
+            // CreateOptions are validated before the body is read (ValidateCreateOptions).
+            crate::apiserver::validation::options::validate_write_options(
+                "CreateOptions",
+                &c.query,
+            )?;
             let obj = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
             let w = api.create(&rt, &ns, obj, &c.write_options())?;
             object_response(c, &rt, StatusCode::CREATED, &w.object, &w.warnings)
@@ -526,6 +531,10 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             | Some("ephemeralcontainers")
             | Some("approval")),
         ) => {
+            crate::apiserver::validation::options::validate_write_options(
+                "UpdateOptions",
+                &c.query,
+            )?;
             let obj = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
             let w = api.update(&rt, &ns, name, sub, obj, &c.write_options())?;
             object_response(c, &rt, StatusCode::OK, &w.object, &w.warnings)

@@ -9,7 +9,7 @@ use super::objectmeta::{
     self, label_selector_value, nonnegative, selector_converts, selector_matches_opt, semantic_eq,
     validate_annotations, validate_label_selector, validate_labels,
 };
-use super::pod::pod_template_spec;
+use super::pod::{controller_template, pod_template_spec};
 use serde_json::{json, Value};
 
 fn template_labels(tpl: &Value) -> BadValue {
@@ -104,20 +104,7 @@ fn template_for_replica_set(obj: &Value, empty_selector: bool, owner: &str) -> E
         ));
     }
     errs.extend(pod_template_spec(tpl, &path));
-    let rp = s(tpl, "spec.restartPolicy");
-    if rp != "Always" {
-        errs.push(field::not_supported(
-            &path.child("spec.restartPolicy"),
-            BadValue::named(rp),
-            &["Always"],
-        ));
-    }
-    if has(tpl, "spec.activeDeadlineSeconds") {
-        errs.push(field::forbidden(
-            &path.child("spec.activeDeadlineSeconds"),
-            &format!("activeDeadlineSeconds in {} is not Supported", owner),
-        ));
-    }
+    errs.extend(controller_template(tpl, &path, owner));
     errs
 }
 
@@ -423,20 +410,7 @@ fn stateful_set_spec(sts: &Value, update: bool, skip_template: bool) -> ErrorLis
             ));
         }
     }
-    let rp = s(tpl, "spec.restartPolicy");
-    if rp != "Always" {
-        errs.push(field::not_supported(
-            &tpl_path.child("spec.restartPolicy"),
-            BadValue::named(rp),
-            &["Always"],
-        ));
-    }
-    if has(tpl, "spec.activeDeadlineSeconds") {
-        errs.push(field::forbidden(
-            &tpl_path.child("spec.activeDeadlineSeconds"),
-            "activeDeadlineSeconds in StatefulSet is not Supported",
-        ));
-    }
+    errs.extend(controller_template(tpl, &tpl_path, "StatefulSet"));
     errs
 }
 
@@ -513,20 +487,7 @@ fn daemon_set_spec(ds: &Value) -> ErrorList {
         }
     }
     errs.extend(pod_template_spec(tpl, &tpl_path));
-    let rp = s(tpl, "spec.restartPolicy");
-    if rp != "Always" {
-        errs.push(field::not_supported(
-            &tpl_path.child("spec.restartPolicy"),
-            BadValue::named(rp),
-            &["Always"],
-        ));
-    }
-    if has(tpl, "spec.activeDeadlineSeconds") {
-        errs.push(field::forbidden(
-            &tpl_path.child("spec.activeDeadlineSeconds"),
-            "activeDeadlineSeconds in DaemonSet is not Supported",
-        ));
-    }
+    errs.extend(controller_template(tpl, &tpl_path, "DaemonSet"));
     errs.extend(nonnegative(
         int(ds, "spec.minReadySeconds").unwrap_or(0),
         &spec.child("minReadySeconds"),

@@ -8,7 +8,8 @@ use super::content::{self, NameRule};
 use super::field::{self, BadValue, ErrorList, Path};
 use super::objectmeta::{self, nonnegative, semantic_eq, validate_labels};
 use super::pod::{
-    dns1123_label, dns1123_subdomain, enum_value, pod_template_spec, port_num_or_name,
+    controller_template, dns1123_label, dns1123_subdomain, enum_value, pod_template_spec,
+    port_num_or_name,
 };
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -1093,20 +1094,7 @@ fn validate_replication_controller(rc: &Value, update_of: Option<&Value>) -> Err
                 }
             }
             errs.extend(pod_template_spec(tpl, &tpl_path));
-            let rp = s(tpl, "spec.restartPolicy");
-            if rp != "Always" {
-                errs.push(field::not_supported(
-                    &tpl_path.child("spec.restartPolicy"),
-                    BadValue::named(rp),
-                    &["Always"],
-                ));
-            }
-            if has(tpl, "spec.activeDeadlineSeconds") {
-                errs.push(field::forbidden(
-                    &tpl_path.child("spec.activeDeadlineSeconds"),
-                    "activeDeadlineSeconds in ReplicationController is not Supported",
-                ));
-            }
+            errs.extend(controller_template(tpl, &tpl_path, "ReplicationController"));
         }
     }
     errs

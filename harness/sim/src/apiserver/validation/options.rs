@@ -125,6 +125,15 @@ pub fn validate_patch_options(apply: bool, query: &HashMap<String, String>) -> A
     options_error("PatchOptions", errs)
 }
 
+/// `ValidateCreateOptions` / `ValidateUpdateOptions` (`kind` is `CreateOptions` or
+/// `UpdateOptions`): fieldManager, dryRun and fieldValidation.
+pub fn validate_write_options(kind: &str, query: &HashMap<String, String>) -> ApiResult<()> {
+    let manager = query.get("fieldManager").map(String::as_str).unwrap_or("");
+    let mut errs = field_manager(manager);
+    errs.extend(dry_run_and_field_validation(query));
+    options_error(kind, errs)
+}
+
 /// The PatchOptions error of an apply without a field manager, for in-process callers.
 pub fn apply_needs_field_manager() -> ApiError {
     field::invalid_status(
@@ -162,6 +171,16 @@ mod tests {
             serde_json::to_string(&e.to_status()).unwrap(),
             r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided","reason":"Invalid","details":{"group":"meta.k8s.io","kind":"ListOptions","causes":[{"reason":"FieldValueForbidden","message":"Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided","field":"resourceVersionMatch"}]},"code":422}"#
         );
+    }
+
+    #[test]
+    fn create_options_refuse_unknown_dry_run() {
+        let e = validate_write_options("CreateOptions", &q(&[("dryRun", "Bogus")])).unwrap_err();
+        assert_eq!(
+            e.message,
+            "CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"Bogus\"]: supported values: \"All\""
+        );
+        assert!(validate_write_options("UpdateOptions", &q(&[("dryRun", "All")])).is_ok());
     }
 
     #[test]

@@ -1078,6 +1078,28 @@ fn valid_deletion_cost(v: &str) -> bool {
     first_ok && v.parse::<i32>().is_ok()
 }
 
+/// What the workload controllers' templates must hold beyond a valid pod template (RC,
+/// ReplicaSet, Deployment, StatefulSet, DaemonSet): restartPolicy Always, no
+/// activeDeadlineSeconds (`owner` names the controller in the message).
+pub fn controller_template(tpl: &Value, path: &Path, owner: &str) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let rp = s(tpl, "spec.restartPolicy");
+    if rp != "Always" {
+        errs.push(field::not_supported(
+            &path.child("spec.restartPolicy"),
+            BadValue::named(rp),
+            &["Always"],
+        ));
+    }
+    if has(tpl, "spec.activeDeadlineSeconds") {
+        errs.push(field::forbidden(
+            &path.child("spec.activeDeadlineSeconds"),
+            &format!("activeDeadlineSeconds in {} is not Supported", owner),
+        ));
+    }
+    errs
+}
+
 /// `ValidatePodTemplateSpec(template, path)`.
 pub fn pod_template_spec(tpl: &Value, path: &Path) -> ErrorList {
     let empty = json!({});
