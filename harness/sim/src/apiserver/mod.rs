@@ -458,12 +458,14 @@ impl ApiServer {
         let warnings = validation::check_fields(rt, &obj, opts.field_validation.as_deref())?;
         let mut obj = admission::prepare_create(rt, ns, obj)?;
         self.require_namespace(rt, ns)?;
+        self.admit_pod_service_account(rt, ns, &mut obj);
         self.protect_claim(rt, &mut obj);
         let stored_rt = self.stored_type(rt);
         if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
             crd::prepare(&mut obj)?;
         }
         let obj = self.convert_in(rt, obj);
+        validation::validate_create(&stored_rt, &obj)?;
         let mut obj = validation::prune_typed(&stored_rt, obj)?;
         let manager = opts
             .field_manager
@@ -521,6 +523,24 @@ impl ApiServer {
         self.store
             .get(&stored_rt.key(), "", meta::name(&created))
             .unwrap_or(created)
+    }
+
+    /// The ServiceAccount admission plugin, which reads the pod's ServiceAccount.
+    /// Upstream refuses a pod whose ServiceAccount does not exist (403, "error looking up service
+    /// account"); the sim admits it (docs/fidelity.md): its own Longhorn pods name a ServiceAccount
+    /// the sim does not create.
+    fn admit_pod_service_account(&self, rt: &ResourceType, ns: &str, obj: &mut Value) {
+        if !(rt.group.is_empty() && rt.plural == "pods") {
+            return;
+        }
+        let sa_name = meta::str_at(obj, "/spec/serviceAccountName")
+            .unwrap_or("default")
+            .to_string();
+        let sa = self
+            .resource("", "v1", "serviceaccounts")
+            .ok()
+            .and_then(|sart| self.store.get(&sart.key(), ns, &sa_name));
+        admission::admit_service_account(obj, sa.as_deref());
     }
 
     fn protect_claim(&self, rt: &ResourceType, obj: &mut Value) {
@@ -644,13 +664,25 @@ impl ApiServer {
             }
             obj = next;
         }
+        let main = scope == UpdateScope::Main && sub != Some("ephemeralcontainers");
+        if main {
+            admission::prepare_update(stored_rt, &current, &mut obj);
+        }
+        // Validation reads the decoded body as the apiserver's typed object has it (an absent
+        // optional member stays absent); a body that does not decode is a 400 first.
+        let unpruned = main.then(|| obj.clone());
         let mut obj = if scope == UpdateScope::Status {
             validation::prune_typed_status(stored_rt, &current, obj)?
         } else {
             validation::prune_typed(stored_rt, obj)?
         };
-        if scope == UpdateScope::Main && sub != Some("ephemeralcontainers") {
-            validation::check_update(stored_rt, &current, &obj)?;
+        if let Some(raw) = unpruned {
+            // A stale resourceVersion is a conflict before anything is validated.
+            let rv = meta::resource_version(&obj);
+            if rv.is_empty() || rv == meta::resource_version(&current) {
+                let next = validation::as_stored(stored_rt, &current, &raw);
+                validation::validate_update(stored_rt, &current, &next)?;
+            }
         }
         // A status write keeps the stored metadata (UpdateScope::Status), so the managedFields
         // it would record are dropped anyway: not computed (docs/fidelity.md).
@@ -702,7 +734,7 @@ impl ApiServer {
             ));
         }
         if ptype == PatchType::Apply && opts.field_manager.as_deref().unwrap_or("").is_empty() {
-            return Err(ApiError::bad_request("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"));
+            return Err(validation::options::apply_needs_field_manager());
         }
         let stored_rt = self.stored_type(rt);
         let mut warnings = Vec::new();
@@ -899,6 +931,7 @@ impl ApiServer {
         let managed = obj.pointer("/metadata/managedFields").cloned();
         let mut obj = admission::prepare_create(rt, ns, obj)?;
         self.require_namespace(rt, ns)?;
+        self.admit_pod_service_account(rt, ns, &mut obj);
         if let Some(m) = managed {
             meta::metadata_mut(&mut obj).insert("managedFields".into(), m);
         }
@@ -906,7 +939,9 @@ impl ApiServer {
             crd::prepare(&mut obj)?;
         }
         let stored_rt = self.stored_type(rt);
-        let obj = validation::prune_typed(&stored_rt, self.convert_in(rt, obj))?;
+        let obj = self.convert_in(rt, obj);
+        validation::validate_create(&stored_rt, &obj)?;
+        let obj = validation::prune_typed(&stored_rt, obj)?;
         let created = self.store_new(&stored_rt, obj, opts.dry_run)?;
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);
@@ -1176,6 +1211,16 @@ fn patched(
 fn patch_error(rt: &ResourceType, name: &str, e: PatchError) -> ApiError {
     match e {
         PatchError::Invalid(m) => ApiError::new(422, "Invalid", m),
+        PatchError::BadRequest(m) => ApiError::bad_request(m),
+        PatchError::Rejected(_) => {
+            let mut err = ApiError::new(
+                422,
+                "Invalid",
+                "the server rejected our request due to an error in our request",
+            );
+            err.details = Some(json!({}));
+            err
+        }
         PatchError::Conflict { message, fields } => {
             let mut err = ApiError::new(409, "Conflict", message);
             err.details = Some(json!({

@@ -1069,8 +1069,20 @@ pub fn tracks_generation(rt: &ResourceType) -> bool {
     rt.custom
         || rt.group == "apps"
         || rt.group == "policy"
+        || rt.group == "batch"
         || rt.group == "apiextensions.k8s.io"
-        || (rt.group.is_empty() && rt.plural == "pods")
+        || rt.group == "scheduling.k8s.io"
+        || (rt.group == "networking.k8s.io"
+            && matches!(
+                rt.plural.as_str(),
+                "ingresses" | "ingressclasses" | "networkpolicies"
+            ))
+        || (rt.group == "discovery.k8s.io" && rt.plural == "endpointslices")
+        || (rt.group.is_empty()
+            && matches!(
+                rt.plural.as_str(),
+                "pods" | "podtemplates" | "replicationcontrollers"
+            ))
 }
 
 /// The grace period a deletion gets. Pods that are scheduled and not terminal wait for their

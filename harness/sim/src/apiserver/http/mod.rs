@@ -493,6 +493,11 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             ))
         }
         (Method::POST, None, None) => {
+            // CreateOptions are validated before the body is read (ValidateCreateOptions).
+            crate::apiserver::validation::options::validate_write_options(
+                "CreateOptions",
+                &c.query,
+            )?;
             let obj = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
             let w = api.create(&rt, &ns, obj, &c.write_options())?;
             object_response(c, &rt, StatusCode::CREATED, &w.object, &w.warnings)
@@ -526,6 +531,10 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             | Some("ephemeralcontainers")
             | Some("approval")),
         ) => {
+            crate::apiserver::validation::options::validate_write_options(
+                "UpdateOptions",
+                &c.query,
+            )?;
             let obj = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
             let w = api.update(&rt, &ns, name, sub, obj, &c.write_options())?;
             object_response(c, &rt, StatusCode::OK, &w.object, &w.warnings)
@@ -535,6 +544,17 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             Some(name),
             sub @ (None | Some("status") | Some("ephemeralcontainers") | Some("approval")),
         ) => {
+            // PatchOptions are validated before the body is read (ValidatePatchOptions).
+            if let Some(t) = c
+                .content_type
+                .as_deref()
+                .and_then(PatchType::from_content_type)
+            {
+                crate::apiserver::validation::options::validate_patch_options(
+                    t == PatchType::Apply,
+                    &c.query,
+                )?;
+            }
             let (ptype, body) = patch_body(c)?;
             let w = api.patch(&rt, &ns, name, sub, ptype, &body, &c.write_options())?;
             let code = if w.created {
@@ -629,30 +649,18 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
     .filter(|l| *l > 0)
     .map(|l| l as usize);
     let out = c.output(false)?;
+    crate::apiserver::validation::options::validate_list_options(&c.query)?;
     let page = match (
         c.q("resourceVersionMatch").unwrap_or(""),
         c.q("resourceVersion").unwrap_or(""),
     ) {
-        ("Exact", "") => {
-            return Err(ApiError::invalid(
-                "meta.k8s.io",
-                "ListOptions",
-                "",
-                vec![(
-                "resourceVersionMatch".into(),
-                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
-                    .into(),
-                "FieldValueForbidden",
-            )],
-            ))
-        }
         ("Exact", rv) => {
             let rv = rv
                 .parse::<u64>()
                 .map_err(|_| ApiError::bad_request(format!("invalid resource version: {}", rv)))?;
             c.s.api.list_exact(rt, ns, &labels, &fields, rv)?
         }
-        ("" | "NotOlderThan", _) => c.s.api.list_page(
+        _ => c.s.api.list_page(
             rt,
             ns,
             &ListQuery {
@@ -662,21 +670,6 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
                 continue_token: c.q("continue"),
             },
         )?,
-        (other, _) => {
-            return Err(ApiError::invalid(
-                "meta.k8s.io",
-                "ListOptions",
-                "",
-                vec![(
-                    "resourceVersionMatch".into(),
-                    format!(
-                    "Unsupported value: {:?}: supported values: \"Exact\", \"NotOlderThan\", \"\"",
-                    other
-                ),
-                    "FieldValueNotSupported",
-                )],
-            ))
-        }
     };
     match out {
         Output::Table => {
@@ -870,10 +863,25 @@ fn discovery_response(v: &Value, version: &str) -> Response {
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
+/// JSON as Go's encoder writes it: `<`, `>`, `&`, U+2028 and U+2029 escaped (they can only
+/// occur inside strings, so the serialized text is rewritten).
+fn go_json_bytes(v: &Value) -> Vec<u8> {
+    let text = serde_json::to_string(v).unwrap_or_default();
+    if !text.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
+        return text.into_bytes();
+    }
+    text.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+        .into_bytes()
+}
+
 /// A Status error body, newline-terminated as the apiserver's JSON encoder writes it.
 pub fn error_response(e: &ApiError) -> Response {
     let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut body = serde_json::to_vec(&e.to_status()).unwrap_or_default();
+    let mut body = go_json_bytes(&e.to_status());
     body.push(b'\n');
     bytes_response(code, "application/json", body, &[])
 }

@@ -5,6 +5,7 @@
 //! not (see the quirks listed on [`super::json_patch`]), and clients see its
 //! error strings, so the operations are implemented here directly.
 
+use super::PatchError;
 use serde_json::{Map, Value};
 
 /// Go's name for the JSON type that failed to unmarshal, as used in
@@ -20,16 +21,18 @@ fn go_json_kind(v: &Value) -> &'static str {
     }
 }
 
-pub(super) fn apply(original: &Value, patch: &Value) -> Result<Value, String> {
+/// Decodes and applies `patch`: a patch that does not decode (`jsonpatch.DecodePatch`) is
+/// `PatchError::BadRequest`, one that fails to apply `PatchError::Rejected`.
+pub(super) fn apply(original: &Value, patch: &Value) -> Result<Value, PatchError> {
     let ops = match patch {
         // Decoding `null` yields an empty patch.
         Value::Null => return Ok(original.clone()),
         Value::Array(ops) => ops,
         other => {
-            return Err(format!(
+            return Err(PatchError::BadRequest(format!(
                 "json: cannot unmarshal {} into Go value of type jsonpatch.Patch",
                 go_json_kind(other)
-            ))
+            )))
         }
     };
     // The whole patch is decoded before anything is applied.
@@ -41,16 +44,16 @@ pub(super) fn apply(original: &Value, patch: &Value) -> Result<Value, String> {
             // A null operation decodes to an empty one, whose kind is "unknown".
             Value::Null => decoded.push(&empty),
             other => {
-                return Err(format!(
+                return Err(PatchError::BadRequest(format!(
                     "json: cannot unmarshal {} into Go value of type jsonpatch.Operation",
                     go_json_kind(other)
-                ))
+                )))
             }
         }
     }
     let mut doc = original.clone();
     for op in decoded {
-        apply_op(&mut doc, op)?;
+        apply_op(&mut doc, op).map_err(PatchError::Rejected)?;
     }
     Ok(doc)
 }

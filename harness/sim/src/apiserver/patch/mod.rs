@@ -24,6 +24,12 @@ pub enum PatchError {
     /// The patch cannot be applied (malformed, failed test, missing path, …).
     /// The message is the one the real apiserver puts in its Status.
     Invalid(String),
+    /// The patch does not decode (HTTP 400, reason BadRequest, the message as given).
+    BadRequest(String),
+    /// A JSON patch that decodes but does not apply: the apiserver answers its generic 422
+    /// (`NewGenericServerResponse`: "the server rejected our request due to an error in our
+    /// request", empty details) and drops this message, kept here for logs and tests.
+    Rejected(String),
     /// Server-side apply conflict (HTTP 409, reason `Conflict`). `fields` are
     /// the conflicting paths in the apiserver's notation (`.spec.replicas`).
     Conflict {
@@ -35,7 +41,9 @@ pub enum PatchError {
 impl fmt::Display for PatchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PatchError::Invalid(msg) => f.write_str(msg),
+            PatchError::Invalid(msg) | PatchError::BadRequest(msg) | PatchError::Rejected(msg) => {
+                f.write_str(msg)
+            }
             PatchError::Conflict { message, .. } => f.write_str(message),
         }
     }
@@ -56,12 +64,13 @@ pub fn merge_patch(original: &Value, patch: &Value) -> Value {
 /// its quirks: `replace` of a missing object member adds it, negative array
 /// indices count from the end, `copy` of a missing member copies `null`, and
 /// a `test` of a missing member against `null` succeeds. Errors carry the
-/// same text the apiserver returns (e.g. `testing value /spec/replicas
+/// same text the library returns (e.g. `testing value /spec/replicas
 /// failed: test failed`). The apiserver answers 400 for a patch that is not
-/// a list of operations and 422 for one that fails to apply; both are
-/// reported as [`PatchError::Invalid`].
+/// a list of operations ([`PatchError::BadRequest`], with the library's
+/// message) and its generic 422 for one that fails to apply
+/// ([`PatchError::Rejected`]: the message is not shown to clients).
 pub fn json_patch(original: &Value, patch: &Value) -> Result<Value, PatchError> {
-    jsonpatch::apply(original, patch).map_err(PatchError::Invalid)
+    jsonpatch::apply(original, patch)
 }
 
 #[cfg(test)]
@@ -193,11 +202,12 @@ mod tests {
             (json!(["x"]), "json: cannot unmarshal string into Go value of type jsonpatch.Operation"),
         ];
         for (patch, message) in cases {
-            assert_eq!(
-                json_patch(&original, &patch),
-                Err(PatchError::Invalid(message.to_owned())),
-                "patch {patch}"
-            );
+            let want = if message.starts_with("json: cannot unmarshal") {
+                PatchError::BadRequest(message.to_owned())
+            } else {
+                PatchError::Rejected(message.to_owned())
+            };
+            assert_eq!(json_patch(&original, &patch), Err(want), "patch {patch}");
         }
     }
 

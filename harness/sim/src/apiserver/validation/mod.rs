@@ -1,9 +1,29 @@
-//! Schema checks on request bodies for built-in types, using the k8s-openapi types as the schema:
-//! a body that does not decode into the real Go-equivalent type is a 400, and fields the type
-//! does not know are reported per `fieldValidation` (Strict: error, Warn: warning, Ignore).
+//! Validation of request bodies, as kube-apiserver's does it: the schema checks of built-in
+//! bodies through each type's k8s-openapi decoding (a body that does not decode is a 400;
+//! unknown fields per `fieldValidation`), then the strategies' `Validate` / `ValidateUpdate`:
+//! one rule set per kind, each in the file of its API group as upstream's
+//! `pkg/apis/<group>/validation` (`KINDS` names the upstream function of each), errors typed
+//! as apimachinery's `field.ErrorList` (`field`) and rendered in one place.
+
+pub mod access;
+pub mod apps;
+pub mod batch;
+pub mod content;
+pub mod coordination;
+pub mod core;
+pub mod field;
+pub mod networking;
+pub mod objectmeta;
+pub mod options;
+pub mod pod;
+pub mod policy;
+pub mod rbac;
+pub mod storage;
 
 use crate::apiserver::resources::ResourceType;
 use crate::apiserver::status::{ApiError, ApiResult};
+use content::NameRule;
+use field::{ErrorList, FieldError};
 use serde_json::Value;
 
 /// The built-in type's decoding (`None` for custom resources, which pass through unchanged).
@@ -153,56 +173,163 @@ fn is_free_form(path: &str) -> bool {
     path.ends_with("openAPIV3Schema") || path.contains("x-kubernetes")
 }
 
-/// Update rules the real validation enforces that controllers trip over.
-pub fn check_update(rt: &ResourceType, current: &Value, next: &Value) -> ApiResult<()> {
-    if rt.group.is_empty() && rt.plural == "pods" {
-        let node_now = current
-            .pointer("/spec/nodeName")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let node_next = next
-            .pointer("/spec/nodeName")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let mut a = current.get("spec").cloned().unwrap_or(Value::Null);
-        let mut b = next.get("spec").cloned().unwrap_or(Value::Null);
-        for s in [&mut a, &mut b] {
-            strip_mutable_pod_fields(s);
-        }
-        if a != b || (!node_now.is_empty() && node_now != node_next) {
-            let name = crate::apiserver::meta::name(current);
-            return Err(ApiError::invalid(
-                "",
-                "Pod",
-                name,
-                vec![(
-                    "spec".into(),
-                    "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)".into(),
-                    "FieldValueForbidden",
-                )],
+/// One built-in kind's validation: its strategy's `Validate` and `ValidateUpdate`.
+pub struct KindRules {
+    pub group: &'static str,
+    pub kind: &'static str,
+    /// The upstream functions, in `pkg/apis/<group>/validation/validation.go` unless named.
+    pub upstream: &'static str,
+    pub create: fn(&Value) -> ErrorList,
+    pub update: fn(&Value, &Value) -> ErrorList,
+}
+
+/// The kinds with their own rules, one per line: group, kind, the upstream functions (in
+/// `pkg/apis/<group>/validation/validation.go`), create and update rules. Kinds not listed get
+/// the ObjectMeta rules (`objectmeta::validate_object_meta`, names as DNS subdomains; RBAC
+/// names as path segments).
+#[rustfmt::skip]
+pub const KINDS: &[KindRules] = &[
+    k("", "Pod", "core: ValidatePodCreate, ValidatePodUpdate", pod::validate_pod_create, pod::validate_pod_update),
+    k("", "Service", "core: ValidateServiceCreate, ValidateServiceUpdate", core::validate_service_create, core::validate_service_update),
+    k("", "ConfigMap", "core: ValidateConfigMap, ValidateConfigMapUpdate", core::validate_config_map, core::validate_config_map_update),
+    k("", "Secret", "core: ValidateSecret, ValidateSecretUpdate", core::validate_secret, core::validate_secret_update),
+    k("", "Namespace", "core: ValidateNamespace, ValidateNamespaceUpdate", core::validate_namespace, core::validate_namespace_update),
+    k("", "ServiceAccount", "core: ValidateServiceAccount, ValidateServiceAccountUpdate", core::validate_service_account, core::validate_service_account_update),
+    k("", "PersistentVolumeClaim", "core: ValidatePersistentVolumeClaim, ValidatePersistentVolumeClaimUpdate", core::validate_pvc, core::validate_pvc_update),
+    k("", "PersistentVolume", "core: ValidatePersistentVolume, ValidatePersistentVolumeUpdate", core::validate_pv, core::validate_pv_update),
+    k("", "Node", "core: ValidateNode, ValidateNodeUpdate", core::validate_node, core::validate_node_update),
+    k("", "ReplicationController", "core: ValidateReplicationController, ValidateReplicationControllerUpdate", core::validate_rc, core::validate_rc_update),
+    k("apps", "Deployment", "apps: ValidateDeployment, ValidateDeploymentUpdate", apps::validate_deployment, apps::validate_deployment_update),
+    k("apps", "ReplicaSet", "apps: ValidateReplicaSet, ValidateReplicaSetUpdate", apps::validate_replica_set, apps::validate_replica_set_update),
+    k("apps", "StatefulSet", "apps: ValidateStatefulSet, ValidateStatefulSetUpdate", apps::validate_stateful_set, apps::validate_stateful_set_update),
+    k("apps", "DaemonSet", "apps: ValidateDaemonSet, ValidateDaemonSetUpdate", apps::validate_daemon_set, apps::validate_daemon_set_update),
+    k("batch", "Job", "batch: ValidateJob, ValidateJobUpdate", batch::validate_job, batch::validate_job_update),
+    k("batch", "CronJob", "batch: ValidateCronJobCreate, ValidateCronJobUpdate", batch::validate_cron_job_create, batch::validate_cron_job_update),
+    k("networking.k8s.io", "Ingress", "networking: ValidateIngressCreate, ValidateIngressUpdate", networking::validate_ingress_create, networking::validate_ingress_update),
+    k("networking.k8s.io", "NetworkPolicy", "networking: ValidateNetworkPolicy, ValidateNetworkPolicyUpdate", networking::validate_network_policy, networking::validate_network_policy_update),
+    k("policy", "PodDisruptionBudget", "policy: ValidatePodDisruptionBudget (the spec; metadata by rest.BeforeCreate)", policy::validate_pdb, policy::validate_pdb_update),
+    k("rbac.authorization.k8s.io", "Role", "rbac: ValidateRole, ValidateRoleUpdate", rbac::validate_role, rbac::validate_role_update),
+    k("rbac.authorization.k8s.io", "ClusterRole", "rbac: ValidateClusterRole, ValidateClusterRoleUpdate", rbac::validate_cluster_role, rbac::validate_cluster_role_update),
+    k("rbac.authorization.k8s.io", "RoleBinding", "rbac: ValidateRoleBinding, ValidateRoleBindingUpdate", rbac::validate_role_binding, rbac::validate_role_binding_update),
+    k("rbac.authorization.k8s.io", "ClusterRoleBinding", "rbac: ValidateClusterRoleBinding, ValidateClusterRoleBindingUpdate", rbac::validate_cluster_role_binding, rbac::validate_cluster_role_binding_update),
+    k("storage.k8s.io", "StorageClass", "storage: ValidateStorageClass, ValidateStorageClassUpdate", storage::validate_storage_class, storage::validate_storage_class_update),
+    k("coordination.k8s.io", "Lease", "coordination: ValidateLease, ValidateLeaseUpdate", coordination::validate_lease, coordination::validate_lease_update),
+];
+
+const fn k(
+    group: &'static str,
+    kind: &'static str,
+    upstream: &'static str,
+    create: fn(&Value) -> ErrorList,
+    update: fn(&Value, &Value) -> ErrorList,
+) -> KindRules {
+    KindRules {
+        group,
+        kind,
+        upstream,
+        create,
+        update,
+    }
+}
+
+fn rules_for(rt: &ResourceType) -> Option<&'static KindRules> {
+    if rt.custom {
+        return None;
+    }
+    KINDS
+        .iter()
+        .find(|k| k.group == rt.group && k.kind == rt.kind)
+}
+
+/// The name rule of kinds without their own rules.
+fn default_name_rule(rt: &ResourceType) -> NameRule {
+    if rt.group == "rbac.authorization.k8s.io" {
+        NameRule::PathSegment
+    } else {
+        NameRule::Subdomain
+    }
+}
+
+/// The 422 of a failed validation of `obj`.
+fn invalid(rt: &ResourceType, obj: &Value, errs: &[FieldError]) -> ApiError {
+    field::invalid_status(&rt.group, &rt.kind, crate::apiserver::meta::name(obj), errs)
+}
+
+/// `rest.BeforeCreate`'s validation: the strategy's `Validate` of the defaulted object.
+pub fn validate_create(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+    let mut errs = match rules_for(rt) {
+        Some(k) => (k.create)(obj),
+        None => objectmeta::validate_object_meta(obj, rt.namespaced, default_name_rule(rt)),
+    };
+    if errs.is_empty() {
+        // Then BeforeCreate's own ObjectMeta checks (names as path segments): what kinds whose
+        // strategy checks no metadata (PodDisruptionBudget) get.
+        errs = objectmeta::validate_object_meta(obj, rt.namespaced, NameRule::PathSegment);
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(rt, obj, &errs))
+    }
+}
+
+/// `rest.BeforeUpdate`'s validation: the common ObjectMeta checks, then the strategy's
+/// `ValidateUpdate` of `next` (what would be stored) against `current`.
+pub fn validate_update(rt: &ResourceType, current: &Value, next: &Value) -> ApiResult<()> {
+    let mut errs = objectmeta::validate_common_update(next, current, rt.namespaced);
+    match rules_for(rt) {
+        Some(k) => errs.extend((k.update)(next, current)),
+        None => {
+            errs.extend(objectmeta::validate_object_meta_update(next, current));
+            errs.extend(objectmeta::validate_object_meta(
+                next,
+                rt.namespaced,
+                default_name_rule(rt),
             ));
         }
     }
-    Ok(())
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(rt, next, &errs))
+    }
 }
 
-fn strip_mutable_pod_fields(spec: &mut Value) {
-    if let Some(m) = spec.as_object_mut() {
-        m.remove("activeDeadlineSeconds");
-        m.remove("tolerations");
-        m.remove("terminationGracePeriodSeconds");
-        // nodeName is set once by binding; checked separately.
-        m.remove("nodeName");
-        for field in ["containers", "initContainers"] {
-            if let Some(cs) = m.get_mut(field).and_then(Value::as_array_mut) {
-                for c in cs {
-                    if let Some(cm) = c.as_object_mut() {
-                        cm.remove("image");
-                    }
+/// The object an update would store, as validation sees it: the server's metadata (uid,
+/// creationTimestamp, deletion state, generation) carried over from `current` as
+/// `rest.BeforeUpdate` does, and the stored status kept (a main-resource write).
+pub fn as_stored(rt: &ResourceType, current: &Value, next: &Value) -> Value {
+    let mut out = next.clone();
+    let md = crate::apiserver::meta::metadata_mut(&mut out);
+    if let Some(cur) = current.get("metadata").and_then(Value::as_object) {
+        for k in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "namespace",
+            "name",
+        ] {
+            match cur.get(k) {
+                Some(v) => {
+                    md.insert(k.into(), v.clone());
+                }
+                None => {
+                    md.shift_remove(k);
                 }
             }
         }
     }
+    if rt.has_status() {
+        match current.get("status") {
+            Some(st) => out["status"] = st.clone(),
+            None => {
+                out.as_object_mut().map(|m| m.shift_remove("status"));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -305,11 +432,14 @@ mod tests {
     fn pod_spec_is_mostly_immutable() {
         let reg = Registry::with_builtins();
         let rt = reg.get("", "v1", "pods").unwrap();
-        let a = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}});
+        let a = json!({"metadata": {"name": "p", "namespace": "d"}, "spec": {"containers": [{"name": "c", "image": "i:1", "imagePullPolicy": "Always", "terminationMessagePolicy": "File"}],
+            "restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "terminationGracePeriodSeconds": 30}});
         let mut b = a.clone();
         b["spec"]["containers"][0]["image"] = json!("i:2");
-        assert!(check_update(&rt, &a, &b).is_ok());
+        assert!(validate_update(&rt, &a, &b).is_ok());
         b["spec"]["containers"][0]["name"] = json!("d");
-        assert_eq!(check_update(&rt, &a, &b).unwrap_err().code, 422);
+        let e = validate_update(&rt, &a, &b).unwrap_err();
+        assert_eq!(e.code, 422);
+        assert!(e.message.starts_with("Pod \"p\" is invalid: spec: Forbidden: pod updates may not change fields other than"), "{}", e.message);
     }
 }
