@@ -94,17 +94,19 @@ async fn a_pod_whose_volume_cannot_be_torn_down_stays_terminating() {
     assert_eq!(still.metadata.uid.as_deref(), Some(uid.as_str()));
     assert!(still.metadata.deletion_timestamp.is_some());
     let log = kubelet_log(&sim, "worker-01");
-    let pv = log
-        .iter()
-        .find_map(|l| {
-            l.split("UnmountVolume.TearDown failed for volume \"")
-                .nth(1)
-                .and_then(|r| r.split('"').next())
-        })
-        .unwrap_or_else(|| panic!("no TearDown failure in:\n{}", log.join("\n")))
-        .to_string();
+    let pvc: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let pv = pvc
+        .get("data-db-0")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .volume_name
+        .unwrap();
+    // A mounted volume's messages name it by its unique name (MountedVolume.GenerateError).
+    let un = format!("kubernetes.io/csi/driver.longhorn.io^{pv}");
     let wanted = format!(
-        "Error: UnmountVolume.TearDown failed for volume \"{pv}\" (UniqueName: \"kubernetes.io/csi/driver.longhorn.io^{pv}\") pod \"{uid}\" (UID: \"{uid}\") : unmount failed: input/output error"
+        "Error: UnmountVolume.TearDown failed for volume \"{un}\" (UniqueName: \"{un}\") pod \"{uid}\" (UID: \"{uid}\") : unmount failed: input/output error"
     );
     assert!(
         log.iter()
@@ -273,6 +275,23 @@ async fn events_by_source(client: &kube::Client, name: &str) -> Vec<(String, Str
         .collect()
 }
 
+/// How many times `component` recorded `reason` about `name` (aggregated repeats included).
+async fn occurrences(client: &kube::Client, name: &str, component: &str, reason: &str) -> i32 {
+    let events: Api<Event> = Api::all(client.clone());
+    events
+        .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.reason.as_deref() == Some(reason)
+                && e.source.as_ref().and_then(|s| s.component.as_deref()) == Some(component)
+        })
+        .map(|e| e.count.unwrap_or(1))
+        .sum()
+}
+
 fn ready_condition(node: &Node) -> Option<(String, Option<String>)> {
     node.status
         .as_ref()?
@@ -305,6 +324,10 @@ async fn a_kubelet_reported_not_ready_marks_no_pod() {
         }
     })
     .await;
+    // Only what happens from here on counts (a loaded machine may have delayed a heartbeat
+    // at start-up).
+    let controller_not_ready_before =
+        occurrences(&client, "worker-01", "node-controller", "NodeNotReady").await;
     sim.node_op(
         "worker-01",
         &NodeOp::SaturateWorkers {
@@ -341,18 +364,18 @@ async fn a_kubelet_reported_not_ready_marks_no_pod() {
         "{pod_events:?}"
     );
     // The node's NodeNotReady is the kubelet's own, not the node lifecycle controller's.
-    let node_events = events_by_source(&client, "worker-01").await;
-    let not_ready: Vec<_> = node_events
-        .iter()
-        .filter(|(_, r, _)| r == "NodeNotReady")
-        .collect();
     assert_eq!(
-        not_ready,
-        vec![&(
+        occurrences(&client, "worker-01", "node-controller", "NodeNotReady").await,
+        controller_not_ready_before,
+        "the node lifecycle controller recorded NodeNotReady"
+    );
+    let node_events = events_by_source(&client, "worker-01").await;
+    assert!(
+        node_events.contains(&(
             "kubelet".to_string(),
             "NodeNotReady".to_string(),
             "Node worker-01 status is now: NodeNotReady".to_string()
-        )],
+        )),
         "{node_events:?}"
     );
     // The kubelet stops: the controller turns False into Unknown, still without marking pods.
@@ -601,4 +624,121 @@ async fn the_out_of_service_taint_moves_a_statefulset_off_a_shut_down_node() {
                 && m == "Marking for deletion Pod default/db-0"),
         "{events:?}"
     );
+}
+
+/// The message of a klog line (what follows `file:line] `).
+fn message(line: &str) -> &str {
+    line.split_once("] ").map(|(_, m)| m).unwrap_or("")
+}
+
+/// Item 11: the volume manager's lines as a 1.35 kubelet writes them (operation_generator.go,
+/// reconciler_common.go): `Controller attach succeeded`, `MountVolume.WaitForAttach
+/// entering/succeeded` (device path: the VolumeAttachment's name), `MountVolume.SetUp succeeded`
+/// with its trailing space, the unmount side naming the volume by its unique name and no
+/// OuterVolumeSpecName; and the first MountDevice failure after the attach was verified prints
+/// `durationBeforeRetry 500ms` (a new operation on the key, not the verification's backoff).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volume_manager_lines_are_1_35s() {
+    let (_c, sim, client) = cluster(2).await;
+    claim(&client, "web-data").await;
+    pod_with_claim(&client, "web", "web-data", "worker-01").await;
+    let web = running(&client, "web", 30).await;
+    let uid = web.metadata.uid.clone().unwrap();
+    let pv = bound_pv(&client, "web-data").await;
+    let un = format!("kubernetes.io/csi/driver.longhorn.io^{pv}");
+    let va = faultline_sim::cluster::storage::attacher::attachment_name(&pv, "worker-01");
+    let log = kubelet_log(&sim, "worker-01");
+    let line = |file: &str, msg: String| {
+        let found = log
+            .iter()
+            .position(|l| l.contains(&format!(" {file}] ")) && message(l) == msg);
+        found.unwrap_or_else(|| panic!("no `{file}] {msg}` in:\n{}", log.join("\n")))
+    };
+    let vol = format!(
+        "for volume \\\"{pv}\\\" (UniqueName: \\\"{un}\\\") pod \\\"web\\\" (UID: \\\"{uid}\\\")"
+    );
+    let verify = line(
+        "reconciler_common.go:251",
+        format!("\"operationExecutor.VerifyControllerAttachedVolume started {vol} \" pod=\"default/web\""),
+    );
+    let attached = line(
+        "operation_generator.go:1463",
+        format!("\"Controller attach succeeded {vol} device path: \\\"\\\"\" pod=\"default/web\""),
+    );
+    let entering = line(
+        "operation_generator.go:515",
+        format!(
+            "\"MountVolume.WaitForAttach entering {vol} DevicePath \\\"\\\"\" pod=\"default/web\""
+        ),
+    );
+    let waited = line(
+        "operation_generator.go:525",
+        format!("\"MountVolume.WaitForAttach succeeded {vol} DevicePath \\\"{va}\\\"\" pod=\"default/web\""),
+    );
+    let setup = line(
+        "operation_generator.go:614",
+        format!("\"MountVolume.SetUp succeeded {vol} \" pod=\"default/web\""),
+    );
+    assert!(verify < attached && attached < entering && entering < waited && waited < setup);
+    // The unmount side.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    pods.delete("web", &DeleteParams::default()).await.unwrap();
+    let sim2 = sim.clone();
+    eventually(10, "UnmountDevice succeeded", || {
+        let log = kubelet_log(&sim2, "worker-01");
+        async move {
+            log.iter()
+                .any(|l| l.contains("UnmountDevice succeeded"))
+                .then_some(())
+        }
+    })
+    .await;
+    let log = kubelet_log(&sim, "worker-01");
+    let line = |file: &str, msg: String| {
+        let found = log
+            .iter()
+            .position(|l| l.contains(&format!(" {file}] ")) && message(l) == msg);
+        found.unwrap_or_else(|| panic!("no `{file}] {msg}` in:\n{}", log.join("\n")))
+    };
+    line(
+        "reconciler_common.go:163",
+        format!("\"operationExecutor.UnmountVolume started for volume \\\"{un}\\\" (UniqueName: \\\"{un}\\\") pod \\\"{uid}\\\" (UID: \\\"{uid}\\\") \""),
+    );
+    line(
+        "operation_generator.go:779",
+        format!("UnmountVolume.TearDown succeeded for volume \"{un}\" pod \"{uid}\" (UID: \"{uid}\"). InnerVolumeSpecName \"{pv}\". PluginName \"kubernetes.io/csi\", VolumeGIDValue \"\""),
+    );
+    line(
+        "operation_generator.go:892",
+        format!("UnmountDevice succeeded for volume \"{pv}\" (UniqueName: \"{un}\") on node \"worker-01\" "),
+    );
+    assert!(!log.iter().any(|l| l.contains("OuterVolumeSpecName")));
+    // A crash-looping plugin: the verification fails while the attach is under way, then
+    // MountDevice fails to dial; its first failure starts at 500ms.
+    sim.node_op("worker-02", &NodeOp::CsiPluginDown).unwrap();
+    claim(&client, "api-data").await;
+    pod_with_claim(&client, "api", "api-data", "worker-02").await;
+    let sim2 = sim.clone();
+    let failures = eventually(20, "two MountDevice failures", || {
+        let log = kubelet_log(&sim2, "worker-02");
+        async move {
+            let f: Vec<String> = log
+                .into_iter()
+                .filter(|l| {
+                    l.contains("nestedpendingoperations.go:348]")
+                        && l.contains("Error: MountVolume.MountDevice failed")
+                })
+                .collect();
+            (f.len() >= 2).then_some(f)
+        }
+    })
+    .await;
+    assert!(
+        failures[0].contains("(durationBeforeRetry 500ms)")
+            && failures[1].contains("(durationBeforeRetry 1s)"),
+        "{failures:#?}"
+    );
+    assert!(kubelet_log(&sim, "worker-02")
+        .iter()
+        .any(|l| l.contains("Error: Volume not attached according to node status")));
 }

@@ -1030,7 +1030,7 @@ async fn scheduler_reports_unschedulable_and_pod_logs_work() {
     let msg = p.message.unwrap();
     assert_eq!(
         msg,
-        "0/5 nodes are available: 1 node(s) had untolerated taint(s), 4 Insufficient cpu. preemption: 0/5 nodes are available: 1 Preemption is not helpful for scheduling, 4 No preemption victims found for incoming pod."
+        "0/5 nodes are available: 1 node(s) had untolerated taint(s), 4 Insufficient cpu. no new claims to deallocate, preemption: 0/5 nodes are available: 1 Preemption is not helpful for scheduling, 4 No preemption victims found for incoming pod."
     );
     let logged: Pod = serde_json::from_value(json!({
         "metadata": {"name": "logger", "annotations": {"sim.faultline.dev/log": "line one\nline two"}},

@@ -10,8 +10,8 @@ pub use super::runtime::script;
 use super::runtime::{container_status, lines, step_container, Container, ContainerState, Step};
 use super::state::{klog, KubeletProcess, MountHolder, NodeFaults, ResetKind, SimNode};
 use super::volumes::{
-    global_mount_path, orphan_pod_uid, pod_mount_path, unique_name, Op, OperationKey,
-    PendingOperations, DRIVER,
+    attachment_name, global_mount_path, orphan_pod_uid, pod_mount_path, unique_name, Op,
+    OperationKey, PendingOperations, DRIVER,
 };
 use crate::apiserver::meta;
 use crate::events::{EventKind, EventRecorder};
@@ -86,6 +86,10 @@ pub struct Kubelet {
     ops: PendingOperations,
     /// Device mounts (pv name -> volume handle) and per-pod setups.
     devices: HashMap<String, String>,
+    /// Volumes (pv names) whose controller attach the volume manager has verified (its actual
+    /// state of world's attached volumes): MountVolume runs for these, VerifyControllerAttached
+    /// for the others; UnmountDevice drops them.
+    verified: HashSet<String>,
     setups: HashSet<(String, String)>,
     csi_registered: bool,
     images: HashSet<String>,
@@ -140,6 +144,7 @@ impl Kubelet {
             pods: BTreeMap::new(),
             ops,
             devices: HashMap::new(),
+            verified: HashSet::new(),
             setups: HashSet::new(),
             csi_registered: false,
             images: HashSet::new(),
@@ -464,8 +469,13 @@ impl Kubelet {
             "kubelet.go:2468",
             "\"Starting kubelet main sync loop\"",
         );
+        // The restarted volume manager reconstructs what is mounted (attached, as far as it
+        // knows); the rest is verified again.
+        let devices = &self.devices;
+        self.verified.retain(|pv| devices.contains_key(pv));
         if kind == ResetKind::Reboot {
             self.devices.clear();
+            self.verified.clear();
             self.setups.clear();
             self.images.clear();
         }
@@ -981,7 +991,7 @@ impl Kubelet {
             if !self.ops.may_run(&key, Op::UnmountDevice, now) {
                 continue;
             }
-            self.log('I', "reconciler_common.go:299", &format!("\"operationExecutor.UnmountDevice started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", m.pv, un, node));
+            self.log('I', "reconciler_common.go:292", &format!("\"operationExecutor.UnmountDevice started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", m.pv, un, node));
             let err = format!(
                 "GetDeviceMountRefs check failed for volume \"{pv}\" (UniqueName: \"{un}\") on node \"{node}\" : the device mount path \"{path}\" is still mounted by other references [{other}]",
                 pv = m.pv, un = un, node = node, path = global_mount_path(&m.pv), other = pod_mount_path(&orphan_pod_uid(&m.pv), &m.pv)
@@ -998,7 +1008,9 @@ impl Kubelet {
             if !self.ops.may_run(&key, Op::UnmountVolume, now) {
                 continue;
             }
-            self.log('I', "reconciler_common.go:159", &format!("\"operationExecutor.UnmountVolume started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") pod \\\"{}\\\" (UID: \\\"{}\\\") \"", pv, un, uid, uid));
+            // A MountedVolume's messages name the volume by its unique name
+            // (operation_executor.go MountedVolume.GenerateMsgDetailed).
+            self.log('I', "reconciler_common.go:163", &format!("\"operationExecutor.UnmountVolume started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") pod \\\"{}\\\" (UID: \\\"{}\\\") \"", un, un, uid, uid));
             let teardown_err =
                 match self.plugin_call_error("Unmounter.TearDownAt failed to get CSI client") {
                     Some(e) if e.starts_with("rpc error") => Some(format!(
@@ -1010,12 +1022,13 @@ impl Kubelet {
                     None => None,
                 };
             if let Some(e) = teardown_err {
-                self.op_failed(&key, Op::UnmountVolume, now, &format!("UnmountVolume.TearDown failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", pv, un, uid, uid, e), None);
+                self.op_failed(&key, Op::UnmountVolume, now, &format!("UnmountVolume.TearDown failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", un, un, uid, uid, e), None);
                 continue;
             }
             self.ops.succeeded(&key);
             self.setups.remove(&(uid.clone(), pv.clone()));
-            self.log('I', "operation_generator.go:803", &format!("\"UnmountVolume.TearDown succeeded for volume \\\"{}\\\" (OuterVolumeSpecName: \\\"workspace\\\") pod \\\"{}\\\" (UID: \\\"{}\\\"). InnerVolumeSpecName \\\"{}\\\". PluginName \\\"kubernetes.io/csi\\\", VolumeGidValue \\\"\\\"\"", un, uid, uid, pv));
+            // klog.Infof: a plain message, no OuterVolumeSpecName in 1.35.
+            self.log('I', "operation_generator.go:779", &format!("UnmountVolume.TearDown succeeded for volume \"{}\" pod \"{}\" (UID: \"{}\"). InnerVolumeSpecName \"{}\". PluginName \"kubernetes.io/csi\", VolumeGIDValue \"\"", un, uid, uid, pv));
         }
         // 3. UnmountDevice of devices nobody uses any more (then they may be detached).
         if !blocked {
@@ -1034,7 +1047,7 @@ impl Kubelet {
                 if !self.ops.may_run(&key, Op::UnmountDevice, now) {
                     continue;
                 }
-                self.log('I', "reconciler_common.go:299", &format!("\"operationExecutor.UnmountDevice started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", pv, un, node));
+                self.log('I', "reconciler_common.go:292", &format!("\"operationExecutor.UnmountDevice started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", pv, un, node));
                 let err = match self
                     .plugin_call_error("attacher.UnmountDevice failed to create newCsiDriverClient")
                 {
@@ -1050,7 +1063,9 @@ impl Kubelet {
                 }
                 self.ops.succeeded(&key);
                 self.devices.remove(&pv);
-                self.log('I', "operation_generator.go:1018", &format!("\"UnmountDevice succeeded for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", pv, un, node));
+                self.verified.remove(&pv);
+                // klog.Info: a plain message.
+                self.log('I', "operation_generator.go:892", &format!("UnmountDevice succeeded for volume \"{}\" (UniqueName: \"{}\") on node \"{}\" ", pv, un, node));
             }
         }
         if blocked {
@@ -1065,8 +1080,10 @@ impl Kubelet {
             }
             let un = unique_name(&handle);
             let key = OperationKey::device(&un);
-            let attached = self.attached(&pv);
-            let op = if attached {
+            // The kubelet's actual state of world knows the volume attached once it verified
+            // the controller's attach; until then that is the operation to run.
+            let verified = self.verified.contains(&pv);
+            let op = if verified {
                 Op::MountVolume
             } else {
                 Op::VerifyControllerAttachedVolume
@@ -1080,37 +1097,83 @@ impl Kubelet {
                     prefix, pv, un, pod_name, uid, suffix
                 )
             };
-            if !attached {
+            let pod_ref = self.pod_ref(&uid);
+            // A VolumeToMount's klog.InfoS line with the pod as its key/value.
+            let structured =
+                |msg: String| format!("\"{}\" pod=\"{}\"", msg.replace('"', "\\\""), pod_ref);
+            if !verified {
                 self.log(
                     'I',
-                    "reconciler_common.go:245",
-                    &format!(
-                        "\"{}\" pod=\"{}\"",
-                        detailed(
-                            "operationExecutor.VerifyControllerAttachedVolume started",
-                            ""
-                        )
-                        .replace('"', "\\\""),
-                        self.pod_ref(&uid)
-                    ),
+                    "reconciler_common.go:251",
+                    &structured(detailed(
+                        "operationExecutor.VerifyControllerAttachedVolume started",
+                        "",
+                    )),
                 );
-                self.op_failed(
-                    &key,
-                    op,
-                    now,
-                    &detailed("Volume not attached according to node status", ""),
-                    None,
+                if !self.attached(&pv) {
+                    self.op_failed(
+                        &key,
+                        op,
+                        now,
+                        &detailed("Volume not attached according to node status", ""),
+                        None,
+                    );
+                    continue;
+                }
+                // The operation succeeds: its entry goes, with whatever backoff it had.
+                self.ops.succeeded(&key);
+                self.verified.insert(pv.clone());
+                self.log(
+                    'I',
+                    "operation_generator.go:1463",
+                    &structured(detailed("Controller attach succeeded", "device path: \"\"")),
                 );
                 continue;
             }
             self.vlog(
                 1,
-                "reconciler_common.go:224",
-                &format!(
-                    "\"{}\" pod=\"{}\"",
-                    detailed("operationExecutor.MountVolume started", "").replace('"', "\\\""),
-                    self.pod_ref(&uid)
-                ),
+                "reconciler_common.go:225",
+                &structured(detailed("operationExecutor.MountVolume started", "")),
+            );
+            // WaitForAttach: the CSI attacher reads the VolumeAttachment (no call to the plugin);
+            // the device path it returns is the attachment's name.
+            self.log(
+                'I',
+                "operation_generator.go:515",
+                &structured(detailed(
+                    "MountVolume.WaitForAttach entering",
+                    "DevicePath \"\"",
+                )),
+            );
+            if !self.attached(&pv) {
+                let e = format!(
+                    "volume {} is not attached for volume attachment {}",
+                    handle,
+                    attachment_name(&handle, &self.node.name)
+                );
+                let simple = format!(
+                    "MountVolume.WaitForAttach failed for volume \"{}\" : {}",
+                    pv, e
+                );
+                self.op_failed(
+                    &key,
+                    op,
+                    now,
+                    &detailed("MountVolume.WaitForAttach failed", &format!(": {}", e)),
+                    Some((&uid, simple)),
+                );
+                continue;
+            }
+            self.log(
+                'I',
+                "operation_generator.go:525",
+                &structured(detailed(
+                    "MountVolume.WaitForAttach succeeded",
+                    &format!(
+                        "DevicePath \"{}\"",
+                        attachment_name(&handle, &self.node.name)
+                    ),
+                )),
             );
             let device_mounted = self.devices.contains_key(&pv);
             let (stage, err) = if device_mounted {
@@ -1152,36 +1215,24 @@ impl Kubelet {
                 );
                 continue;
             }
-            let pod_ref = self.pod_ref(&uid);
             if !device_mounted {
                 self.devices.insert(pv.clone(), handle.clone());
                 self.log(
                     'I',
-                    "operation_generator.go:580",
-                    &format!(
-                        "\"{}\" pod=\"{}\"",
-                        detailed(
-                            "MountVolume.MountDevice succeeded",
-                            &format!("device mount path \"{}\"", global_mount_path(&handle))
-                        )
-                        .trim_end()
-                        .replace('"', "\\\""),
-                        pod_ref
-                    ),
+                    "operation_generator.go:557",
+                    &structured(detailed(
+                        "MountVolume.MountDevice succeeded",
+                        &format!("device mount path \"{}\"", global_mount_path(&handle)),
+                    )),
                 );
             }
             self.ops.succeeded(&key);
             self.setups.insert((uid.clone(), pv.clone()));
-            self.log(
-                'I',
-                "operation_generator.go:721",
-                &format!(
-                    "\"{}\" pod=\"{}\"",
-                    detailed("MountVolume.SetUp succeeded", "")
-                        .trim_end()
-                        .replace('"', "\\\""),
-                    pod_ref
-                ),
+            // V(1) (V(4) for a remount): the kubelet runs at --v=2.
+            self.vlog(
+                1,
+                "operation_generator.go:614",
+                &structured(detailed("MountVolume.SetUp succeeded", "")),
             );
         }
     }

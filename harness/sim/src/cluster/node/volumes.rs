@@ -41,6 +41,20 @@ pub fn orphan_pod_uid(pv: &str) -> String {
     )
 }
 
+/// `csi-<sha256(volumeHandle + attacher + node)>`: a VolumeAttachment's name, which the
+/// attach/detach controller gives it and the CSI attacher's WaitForAttach returns as the
+/// device path (`getAttachmentName` in pkg/volume/csi).
+pub fn attachment_name(volume_handle: &str, node: &str) -> String {
+    let digest = Sha256::digest(format!("{}{}{}", volume_handle, DRIVER, node).as_bytes());
+    format!(
+        "csi-{}",
+        digest
+            .iter()
+            .map(|b| format!("{:02x}", b))
+            .collect::<String>()
+    )
+}
+
 /// The per-pod mount of a CSI volume.
 pub fn pod_mount_path(pod_uid: &str, pv: &str) -> String {
     format!(

@@ -189,8 +189,13 @@ const fn unresolvable(reason: &'static str) -> Unfit {
     }
 }
 
-/// The scheduler's FitError text (1.35): "<count> <reason>" entries sorted as whole strings,
-/// then the preemption diagnosis in the same form; a PreFilter rejection has no count.
+/// The scheduler's FitError text (1.35, framework/types.go `FitError.Error`): "<count>
+/// <reason>" entries sorted as whole strings, then the PostFilter plugins' messages joined by
+/// ", ": DynamicResources' "no new claims to deallocate" (DRA is GA and on; a pod without
+/// claims), then DefaultPreemption's diagnosis in the same form. A PreFilter rejection has no
+/// count, and its PostFilter message is "not found": DynamicResources' PreFilter never ran, so
+/// its PostFilter fails reading its cycle state and ends the PostFilter pass before preemption
+/// (seen from a v1.35.4 kube-scheduler).
 fn unschedulable_message(
     total: usize,
     prefilter: Option<&str>,
@@ -205,10 +210,7 @@ fn unschedulable_message(
         items.join(", ")
     };
     let (filter, preemption) = match prefilter {
-        Some(p) => (
-            p.to_string(),
-            format!("{} Preemption is not helpful for scheduling", total),
-        ),
+        Some(p) => return format!("0/{} nodes are available: {}. not found", total, p),
         None => {
             let mut merged: BTreeMap<&str, usize> = BTreeMap::new();
             let (mut helpless, mut victimless) = (0, 0);
@@ -240,7 +242,7 @@ fn unschedulable_message(
         }
     };
     format!(
-        "0/{} nodes are available: {}. preemption: 0/{} nodes are available: {}.",
+        "0/{} nodes are available: {}. no new claims to deallocate, preemption: 0/{} nodes are available: {}.",
         total, filter, total, preemption
     )
 }
@@ -425,7 +427,10 @@ fn fits(pod: &Value, needs: &PodNeeds, node: &NodeInfo, used: (f64, f64)) -> Res
             .iter()
             .any(|t| node_selector_term_matches(t, &node.node))
         {
-            return Err(unresolvable("node(s) had volume node affinity conflict"));
+            // volumebinding/binder.go ErrReasonNodeConflict.
+            return Err(unresolvable(
+                "node(s) didn't match PersistentVolume's node affinity",
+            ));
         }
     }
     Ok(())
@@ -584,11 +589,15 @@ mod tests {
         );
         assert_eq!(
             unschedulable_message(3, None, &reasons),
-            "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod."
+            "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. no new claims to deallocate, preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod."
         );
         assert_eq!(
-            unschedulable_message(5, Some("pod has unbound immediate PersistentVolumeClaims"), &BTreeMap::new()),
-            "0/5 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
+            unschedulable_message(
+                5,
+                Some("pod has unbound immediate PersistentVolumeClaims"),
+                &BTreeMap::new()
+            ),
+            "0/5 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found"
         );
         // Sorted as whole strings: "10 ..." before "2 ...".
         let mut reasons = BTreeMap::new();
@@ -597,7 +606,15 @@ mod tests {
             unresolvable("node(s) didn't match Pod's node affinity/selector"),
             10,
         );
-        assert!(unschedulable_message(12, None, &reasons).starts_with("0/12 nodes are available: 10 node(s) didn't match Pod's node affinity/selector, 2 node(s) were unschedulable. preemption: 0/12 nodes are available: 12 Preemption is not helpful"));
+        assert!(unschedulable_message(12, None, &reasons).starts_with("0/12 nodes are available: 10 node(s) didn't match Pod's node affinity/selector, 2 node(s) were unschedulable. no new claims to deallocate, preemption: 0/12 nodes are available: 12 Preemption is not helpful"));
+        assert_eq!(
+            unschedulable_message(
+                3,
+                Some("persistentvolumeclaim \"nope\" not found"),
+                &BTreeMap::new()
+            ),
+            "0/3 nodes are available: persistentvolumeclaim \"nope\" not found. not found"
+        );
     }
 
     #[test]

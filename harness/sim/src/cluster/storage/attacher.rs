@@ -4,13 +4,13 @@
 
 use crate::apiserver::meta;
 use crate::apiserver::store::{EventType, Informer};
+pub use crate::cluster::node::volumes::attachment_name;
 use crate::cluster::node::volumes::{unique_name, DRIVER};
 use crate::controllers::podgc::OUT_OF_SERVICE;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::timing::{self, Timing};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -63,18 +63,6 @@ impl ClaimPods {
             }
         });
     }
-}
-
-/// `csi-<sha256(volumeHandle + attacher + node)>`, the name the attach/detach controller uses.
-pub fn attachment_name(pv: &str, node: &str) -> String {
-    let digest = Sha256::digest(format!("{}{}{}", pv, DRIVER, node).as_bytes());
-    format!(
-        "csi-{}",
-        digest
-            .iter()
-            .map(|b| format!("{:02x}", b))
-            .collect::<String>()
-    )
 }
 
 /// What the attach/detach controller remembers between passes (its actual state of world's
