@@ -48,27 +48,6 @@ pub async fn kube_client(server: &SimServer) -> Result<kube::Client> {
     Ok(kube::Client::try_from(cfg)?)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percentiles_by_nearest_rank() {
-        let v: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&v, 50.0), 50.0);
-        assert_eq!(percentile(&v, 99.0), 99.0);
-        assert_eq!(percentile(&v, 100.0), 100.0);
-        assert_eq!(percentile(&[3.0, 1.0, 2.0], 0.0), 1.0);
-        assert!(percentile(&[], 50.0).is_nan());
-    }
-
-    #[test]
-    fn rss_is_read_from_proc() {
-        let (rss, hwm) = rss_bytes();
-        assert!(rss > 0 && hwm >= rss, "rss {rss} hwm {hwm}");
-    }
-}
-
 /// Heap bytes a `serde_json::Value` holds, estimated from its shape (the sizes of the map
 /// entries, index tables, strings and arrays it allocates; allocator rounding not counted).
 /// Used to split the RSS per pod into what the stored objects take and what is elsewhere.
@@ -90,5 +69,26 @@ pub fn value_heap_bytes(v: &serde_json::Value) -> usize {
                     .sum::<usize>()
         }
         _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 50.0), 50.0);
+        assert_eq!(percentile(&v, 99.0), 99.0);
+        assert_eq!(percentile(&v, 100.0), 100.0);
+        assert_eq!(percentile(&[3.0, 1.0, 2.0], 0.0), 1.0);
+        assert!(percentile(&[], 50.0).is_nan());
+    }
+
+    #[test]
+    fn rss_is_read_from_proc() {
+        let (rss, hwm) = rss_bytes();
+        assert!(rss > 0 && hwm >= rss, "rss {rss} hwm {hwm}");
     }
 }
