@@ -36,7 +36,7 @@ for arg in "$@"; do
     all) names+=("${all[@]}") ;;
     etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kubeadm | kubectl | kwok)
       names+=("$arg") ;;
-    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
+    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
     *) say "unknown binary '$arg' (one of: ${all[*]} kwok, all)"; exit 2 ;;
   esac
 done
