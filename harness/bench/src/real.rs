@@ -534,6 +534,15 @@ async fn watch_running(
     }
 }
 
+/// A task aborted when this is dropped (an early return included).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// What the shared workload measured.
 struct Workload {
     create_secs: f64,
@@ -584,7 +593,12 @@ async fn workload(
         already.len()
     );
     let seen = Arc::new(AtomicUsize::new(0));
-    let watch = tokio::spawn(watch_running(target.clone(), rv, cfg.pods, seen.clone()));
+    let watch = AbortOnDrop(tokio::spawn(watch_running(
+        target.clone(),
+        rv,
+        cfg.pods,
+        seen.clone(),
+    )));
 
     let t_create = Instant::now();
     let next = Arc::new(AtomicUsize::new(0));
@@ -601,7 +615,7 @@ async fn workload(
     let mut create_secs = f64::NAN;
     let mut tick = tokio::time::interval(Duration::from_secs(10));
     tick.tick().await;
-    let mut watch = Box::pin(watch);
+    let mut watch = watch;
     let mut last_created = 0;
     let done = loop {
         tokio::select! {
@@ -609,7 +623,7 @@ async fn workload(
                 create_secs = secs(t_create.elapsed());
                 create_lat = Some(lat?);
             }
-            done = &mut watch => break Some(done??),
+            done = &mut watch.0 => break Some(done??),
             _ = tick.tick() => {
                 let created = next.load(Ordering::Relaxed).min(cfg.pods);
                 eprintln!(
@@ -627,7 +641,7 @@ async fn workload(
             }
         }
     };
-    watch.abort();
+    drop(watch);
     let create_lat = match create_lat {
         Some(l) => l,
         None if done.is_some() => {
