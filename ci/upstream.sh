@@ -3,11 +3,16 @@
 #
 #   usage: ci/upstream.sh [NAME...|all]      (no NAME: all)
 #   NAME:  etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm kubectl
+#          kwok (sigs.k8s.io/kwok, its own module upstream/kwok/; not part of `all`)
 #
 # Each binary goes to $FAULTLINE_UPSTREAM_CACHE/<key>/bin/NAME (default cache
 # ~/.cache/faultline/upstream), where <key> hashes upstream/go.mod, upstream/go.sum, the Go
 # version and this script's build flags: a change of any of them builds anew. The bin directory
 # is the last line on stdout:  bin=$(bash ci/upstream.sh kube-apiserver etcd | tail -1)
+# kwok is keyed by upstream/kwok/go.mod and go.sum instead (it needs other k8s.io versions):
+# it is built into <cache>/kwok-<kwok key>/kwok, beside kwok-stages.yaml (the default Stages that
+# kwokctl gives kwok, copied from the pinned module), and bin/kwok and bin/kwok-stages.yaml are
+# symlinks to them, so a change of either pin rebuilds only what it pins.
 # Progress and each binary's build time go to stderr.
 #
 # Warm cache (every asked binary present): no `go` command runs at all; the Go version is read
@@ -29,10 +34,10 @@ names=()
 for arg in "$@"; do
   case "$arg" in
     all) names+=("${all[@]}") ;;
-    etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kubeadm | kubectl)
+    etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kubeadm | kubectl | kwok)
       names+=("$arg") ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
-    *) say "unknown binary '$arg' (one of: ${all[*]}, all)"; exit 2 ;;
+    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
+    *) say "unknown binary '$arg' (one of: ${all[*]} kwok, all)"; exit 2 ;;
   esac
 done
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
@@ -88,6 +93,7 @@ k8s_tags="selinux,notest,grpcnotrace"
 pkg_of() {
   case "$1" in
     etcd) echo go.etcd.io/etcd/server/v3 ;;
+    kwok) echo sigs.k8s.io/kwok/cmd/kwok ;;
     *) echo "k8s.io/kubernetes/cmd/$1" ;;
   esac
 }
@@ -97,9 +103,49 @@ cache="${FAULTLINE_UPSTREAM_CACHE:-${HOME:-/root}/.cache/faultline/upstream}"
 key="$( { cat "$mod/go.mod" "$mod/go.sum"; echo "$go_version"; echo "$recipe"; uname -m; } | sha256sum | cut -c1-16)"
 bin="$cache/$key/bin"
 
+# kwok: its own module and key; as kwok's hack/releases.sh builds it (CGO off; its version is
+# in its source, consts.Version), plus -trimpath -s -w.
+kwok_mod="$mod/kwok"
+kwok_version="$(sed -nE 's#^\tsigs\.k8s\.io/kwok (v[0-9.]+).*#\1#p' "$kwok_mod/go.mod" 2>/dev/null || true)"
+# The Stages kwokctl configures by default (pkg/kwokctl/runtime/cluster.go: node-initialize,
+# node-heartbeat-with-lease when node leases are on, pod-ready, pod-complete, pod-delete); the
+# kwok binary alone has none.
+kwok_stages=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
+  pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml)
+kwok_recipe="cgo=0 trimpath ldflags=-s,-w kwok=$kwok_version stages=${kwok_stages[*]} recipe=1"
+kwok_dir=""
+if [ -n "$kwok_version" ]; then
+  kwok_key="$( { cat "$kwok_mod/go.mod" "$kwok_mod/go.sum"; echo "$go_version"; echo "$kwok_recipe"; uname -m; } | sha256sum | cut -c1-16)"
+  kwok_dir="$cache/kwok-$kwok_key"
+fi
+
 missing=()
 for n in "${names[@]}"; do
-  if [ -x "$bin/$n" ]; then say "$n: cached"; else missing+=("$n"); fi
+  if [ "$n" = kwok ]; then
+    if [ -z "$kwok_dir" ]; then
+      say "upstream/kwok/go.mod names no sigs.k8s.io/kwok version: restore it from git"
+      exit 2
+    fi
+    if [ -x "$bin/kwok" ] && [ "$(readlink "$bin/kwok")" = "$kwok_dir/kwok" ] \
+      && [ -f "$bin/kwok-stages.yaml" ]; then
+      say "kwok: cached"
+      continue
+    fi
+    if [ -x "$kwok_dir/kwok" ] && [ -f "$kwok_dir/kwok-stages.yaml" ]; then
+      # Built for another <key> already: link it here (each link by a rename), no go command.
+      mkdir -p "$bin"
+      for f in kwok-stages.yaml kwok; do
+        ln -sfn "$kwok_dir/$f" "$bin/.$f.link.$$"
+        mv -fT "$bin/.$f.link.$$" "$bin/$f"
+      done
+      say "kwok: cached ($kwok_dir)"
+      continue
+    fi
+  elif [ -x "$bin/$n" ]; then
+    say "$n: cached"
+    continue
+  fi
+  missing+=("$n")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "$bin"
@@ -155,9 +201,20 @@ refused() {
 # Every module the builds need, first, so a refusal is told apart from a compile error.
 say "downloading modules for ${missing[*]}"
 pkgs=()
-for n in "${missing[@]}"; do pkgs+=("$(pkg_of "$n")"); done
-run_go list -deps -f '{{with .Module}}{{.Path}}{{end}}' "${pkgs[@]}" || refused
-build_date="$(cd "$mod" && "$go_cmd" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes 2>/dev/null || echo 1970-01-01T00:00:00Z)"
+want_kwok=""
+for n in "${missing[@]}"; do
+  if [ "$n" = kwok ]; then want_kwok=1; else pkgs+=("$(pkg_of "$n")"); fi
+done
+if [ ${#pkgs[@]} -gt 0 ]; then
+  run_go list -deps -f '{{with .Module}}{{.Path}}{{end}}' "${pkgs[@]}" || refused
+fi
+if [ -n "$want_kwok" ]; then
+  run_go list -C "$kwok_mod" -deps -f '{{with .Module}}{{.Path}}{{end}}' "$(pkg_of kwok)" || refused
+fi
+build_date=1970-01-01T00:00:00Z
+if [ ${#pkgs[@]} -gt 0 ]; then
+  build_date="$(cd "$mod" && "$go_cmd" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes 2>/dev/null || echo 1970-01-01T00:00:00Z)"
+fi
 k8s_ldflags="-s -w"
 # No gitCommit: the module proxy does not say which commit a tag is, and the default
 # ("$Format:%H$") is only a placeholder; gitTreeState likewise.
@@ -169,20 +226,47 @@ done
 total_start=$(date +%s)
 for n in "${missing[@]}"; do
   pkg="$(pkg_of "$n")"
+  chdir=()
   if [ "$n" = etcd ]; then
     flags=(-tags= "-ldflags=-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$etcd_version")
+  elif [ "$n" = kwok ]; then
+    chdir=(-C "$kwok_mod")
+    flags=(-tags= "-ldflags=-s -w")
   else
     flags=("-tags=$k8s_tags" "-ldflags=all=$k8s_ldflags")
   fi
   say "building $n ($pkg)"
   start=$(date +%s)
-  if ! run_go build "${jobs[@]}" -trimpath "${flags[@]}" -o "$tmp/$n" "$pkg"; then
+  if ! run_go build "${chdir[@]}" "${jobs[@]}" -trimpath "${flags[@]}" -o "$tmp/$n" "$pkg"; then
     if grep -qE 'reading https?://|: 40[34] |verifying .*: |missing go.sum entry|unknown revision' "$tmp/log"; then refused; fi
     cat "$tmp/log" >&2
-    say "building $n failed (log above; Go $go_version): fix upstream/go.mod or the toolchain, or set FAULTLINE_UPSTREAM_BIN to prebuilt binaries"
+    say "building $n failed (log above; Go $go_version): fix upstream/go.mod (kwok: upstream/kwok/go.mod) or the toolchain, or set FAULTLINE_UPSTREAM_BIN to prebuilt binaries"
     exit 5
   fi
-  mv -f "$tmp/$n" "$bin/$n"
+  if [ "$n" = kwok ]; then
+    # Its default Stages from the pinned module's own files, one YAML stream.
+    run_go list -C "$kwok_mod" -m -f '{{.Dir}}' sigs.k8s.io/kwok || refused
+    kwok_src="$(tail -1 "$tmp/out")"
+    for f in "${kwok_stages[@]}"; do
+      if [ ! -f "$kwok_src/kustomize/stage/$f" ]; then
+        say "kwok $kwok_version has no kustomize/stage/$f: update kwok_stages in ci/upstream.sh"
+        exit 5
+      fi
+      echo "---"
+      cat "$kwok_src/kustomize/stage/$f"
+    done >"$tmp/kwok-stages.yaml"
+    # The files into their own key's directory, then the links into bin/, each by a rename
+    # (kwok's link last: a bin/kwok that points at this key means both are there).
+    mkdir -p "$kwok_dir"
+    mv -f "$tmp/kwok-stages.yaml" "$kwok_dir/kwok-stages.yaml"
+    mv -f "$tmp/kwok" "$kwok_dir/kwok"
+    for f in kwok-stages.yaml kwok; do
+      ln -sfn "$kwok_dir/$f" "$tmp/$f.link"
+      mv -fT "$tmp/$f.link" "$bin/$f"
+    done
+  else
+    mv -f "$tmp/$n" "$bin/$n"
+  fi
   secs=$(( $(date +%s) - start ))
   say "built $n in ${secs}s"
   echo "$(date -u +%FT%TZ) $n ${secs}s $go_version" >> "$cache/$key/build-times.txt"

@@ -9,6 +9,7 @@ pub mod detect;
 pub mod http;
 pub mod load;
 pub mod pack;
+pub mod real;
 pub mod report;
 pub mod scale;
 pub mod start;

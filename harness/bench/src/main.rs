@@ -9,7 +9,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use faultline_bench::{detect, load, pack, scale, start, throughput};
+use faultline_bench::{detect, load, pack, real, scale, start, throughput};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -37,6 +37,13 @@ enum Cmd {
         /// Timing scale of the simulated components (1.0 = real durations).
         #[arg(long, default_value_t = 1.0)]
         timing_scale: f64,
+        /// `real`: then start etcd + kube-apiserver (faultline-upstream) the same way, to the
+        /// first successful list, and report the ratio real / sim.
+        #[arg(long)]
+        against: Option<String>,
+        /// Starts of the real control plane with `--against real`.
+        #[arg(long, default_value_t = 5)]
+        real_reps: usize,
     },
     /// Requests/s of the sim API (GET one ConfigMap, LIST 100) against a bare hyper server.
     Throughput {
@@ -71,6 +78,28 @@ enum Cmd {
         connections: usize,
         #[arg(long, default_value_t = 1.0)]
         timing_scale: f64,
+        /// `real`: the same nodes and pods side by side with the real control plane (etcd +
+        /// kube-apiserver + kube-scheduler, kwok for the nodes and pod status), sim first, one
+        /// run; time to all Running and peak RSS of both and their ratios (mode full only;
+        /// docs/performance.md, "Side by side with the real control plane").
+        #[arg(long)]
+        against: Option<String>,
+        /// With `--against real`: `both`, `sim` or `real`.
+        #[arg(long, default_value = "both")]
+        sides: String,
+        /// With `--against real`: kube-scheduler's client QPS (burst twice that); 0 keeps its
+        /// default (50 QPS, burst 100).
+        #[arg(long, default_value_t = 5000.0)]
+        scheduler_qps: f32,
+        /// With `--against real`: kwok's pod and node stage parallelism (0: its default, 4).
+        #[arg(long, default_value_t = 0)]
+        kwok_parallelism: usize,
+        /// With `--against real`: seconds each side may take to get every pod Running.
+        #[arg(long, default_value_t = 1800)]
+        settle_timeout: u64,
+        /// With `--against real`: fail unless the sim is >= 3x faster and <= 0.5x the memory.
+        #[arg(long)]
+        require_goal: bool,
     },
     /// Watchers and a fixed write rate: no lost, duplicated or out-of-order watch events.
     Load {
@@ -114,11 +143,19 @@ async fn main() -> Result<()> {
             reps,
             workers,
             timing_scale,
+            against,
+            real_reps,
         } => {
+            let real_repetitions = match against.as_deref() {
+                None => 0,
+                Some("real") => real_reps,
+                Some(other) => anyhow::bail!("--against must be real, not {other:?}"),
+            };
             start::run(&start::StartConfig {
                 repetitions: reps,
                 workers,
                 timing_scale,
+                real_repetitions,
                 ..Default::default()
             })
             .await?
@@ -145,12 +182,50 @@ async fn main() -> Result<()> {
             fanout_writes,
             connections,
             timing_scale,
+            against,
+            sides,
+            scheduler_qps,
+            kwok_parallelism,
+            settle_timeout,
+            require_goal,
         } => {
             let mode = match mode.as_str() {
                 "full" => scale::Mode::Full,
                 "api" => scale::Mode::Api,
                 other => anyhow::bail!("--mode must be full or api, not {other:?}"),
             };
+            match against.as_deref() {
+                None => {}
+                Some("real") => {
+                    anyhow::ensure!(
+                        mode == scale::Mode::Full,
+                        "--against real compares mode full (kwok plays the kubelets)"
+                    );
+                    let sides = match sides.as_str() {
+                        "both" => real::Sides::Both,
+                        "sim" => real::Sides::Sim,
+                        "real" => real::Sides::Real,
+                        other => anyhow::bail!("--sides must be both, sim or real, not {other:?}"),
+                    };
+                    let report = real::run(&real::RealConfig {
+                        nodes,
+                        pods,
+                        namespaces,
+                        connections,
+                        timing_scale,
+                        settle_timeout: Duration::from_secs(settle_timeout),
+                        sides,
+                        scheduler_qps: (scheduler_qps > 0.0).then_some(scheduler_qps),
+                        kwok_parallelism: (kwok_parallelism > 0).then_some(kwok_parallelism),
+                        bin_dir: None,
+                        require_goal,
+                    })
+                    .await?;
+                    report.print(cli.json);
+                    std::process::exit(if report.pass { 0 } else { 1 });
+                }
+                Some(other) => anyhow::bail!("--against must be real, not {other:?}"),
+            }
             scale::run(&scale::ScaleConfig {
                 nodes,
                 pods,

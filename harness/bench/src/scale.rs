@@ -107,9 +107,9 @@ fn phase_running(p: &Value) -> bool {
     p.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
 }
 
-pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
-    let t0 = Instant::now();
-    let (rss0, _) = rss_bytes();
+/// Starts the sim for `cfg` (mode `full`: a kubelet per node and the control plane's
+/// controllers; `api`: static nodes) and waits until every node is Ready.
+pub async fn start_sim(cfg: &ScaleConfig) -> Result<SimServer> {
     let opts = match cfg.mode {
         Mode::Full => {
             let mut o = SimOptions::full(cfg.nodes, Timing::scaled(cfg.timing_scale));
@@ -122,6 +122,7 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
         }
         Mode::Api => SimOptions::with_workers(cfg.nodes),
     };
+    let t0 = Instant::now();
     let server = SimServer::start(opts).await?;
     let node_key = faultline_sim::resources::ResourceKey::new("", "nodes");
     let want_nodes = if cfg.mode == Mode::Full {
@@ -156,12 +157,13 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let t_nodes = t0.elapsed();
-    let (rss_nodes, _) = rss_bytes();
-    let target = Target::new(server.addr, &server.ca_pem, Some(server.token.clone()))?;
-    // Namespaces.
+    Ok(server)
+}
+
+/// Namespaces `scale-00` .. for the pods.
+pub async fn create_namespaces(target: &Target, namespaces: usize) -> Result<()> {
     let mut c = target.connect().await?;
-    for n in 0..cfg.namespaces {
+    for n in 0..namespaces {
         let body = serde_json::to_vec(
             &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("scale-{:02}", n)}}),
         )?;
@@ -181,46 +183,30 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
             String::from_utf8_lossy(&b)
         );
     }
+    Ok(())
+}
+
+pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
+    let t0 = Instant::now();
+    let (rss0, _) = rss_bytes();
+    let server = start_sim(cfg).await?;
+    let t_nodes = t0.elapsed();
+    let (rss_nodes, _) = rss_bytes();
+    let target = Target::new(server.addr, &server.ca_pem, Some(server.token.clone()))?;
+    create_namespaces(&target, cfg.namespaces).await?;
     // Pods, over `connections` keep-alive connections.
     let rv_before = server.api.store.current_rv();
     let t_create = Instant::now();
     let next = Arc::new(AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for _ in 0..cfg.connections {
-        let target = target.clone();
-        let next = next.clone();
-        let (pods, nss, nodes, mode) = (cfg.pods, cfg.namespaces, cfg.nodes, cfg.mode);
-        tasks.push(tokio::spawn(async move {
-            let mut c = target.connect().await?;
-            let mut lat = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= pods {
-                    return Ok::<_, anyhow::Error>(lat);
-                }
-                let ns = format!("scale-{:02}", i % nss);
-                let node = (mode == Mode::Api).then(|| node_name(1 + i % nodes));
-                let body = pod_body(&ns, &format!("pod-{:06}", i), node.as_deref());
-                let t = Instant::now();
-                let (st, b) = send(
-                    &mut c,
-                    target.request(
-                        "POST",
-                        &format!("/api/v1/namespaces/{}/pods", ns),
-                        Some(Bytes::from(body)),
-                        Some("application/json"),
-                    ),
-                )
-                .await?;
-                ensure!(
-                    st.is_success(),
-                    "creating pod {i}: {st} {}",
-                    String::from_utf8_lossy(&b)
-                );
-                lat.push(t.elapsed().as_secs_f64());
-            }
-        }));
-    }
+    let bind = (cfg.mode == Mode::Api).then_some(cfg.nodes);
+    let tasks = spawn_creators(
+        &target,
+        cfg.pods,
+        cfg.namespaces,
+        cfg.connections,
+        bind,
+        &next,
+    );
     // Progress every 10 s (the create rate over time shows what grows with the store).
     let progress = {
         let next = next.clone();
@@ -242,11 +228,9 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
             }
         })
     };
-    let mut create_lat = Vec::new();
-    for t in tasks {
-        create_lat.extend(t.await??);
-    }
+    let create_lat = join_creators(tasks).await;
     progress.abort();
+    let create_lat = create_lat?;
     let create_secs = secs(t_create.elapsed());
     // Until the kubelets report every pod Running.
     let mut running_secs = f64::NAN;
@@ -664,6 +648,68 @@ async fn fanout(server: &SimServer, cfg: &ScaleConfig) -> Result<(Vec<f64>, Vec<
         }
     }
     Ok((each, all))
+}
+
+/// The pod creators: `connections` tasks, each over its own keep-alive connection, taking the
+/// next index from `next` until `pods` are created: pod `i` is `pod-<i>` in namespace
+/// `scale-<i % namespaces>`, bound to `worker-<1 + i % nodes>` when `bind_to_nodes` is given
+/// (mode `api`), else left to the scheduler. Each task returns its create latencies (s).
+/// The same code creates the pods of `scale` and of both sides of `scale --against real`.
+pub fn spawn_creators(
+    target: &Target,
+    pods: usize,
+    namespaces: usize,
+    connections: usize,
+    bind_to_nodes: Option<usize>,
+    next: &Arc<AtomicUsize>,
+) -> Vec<tokio::task::JoinHandle<Result<Vec<f64>>>> {
+    (0..connections.max(1))
+        .map(|_| {
+            let target = target.clone();
+            let next = next.clone();
+            tokio::spawn(async move {
+                let mut c = target.connect().await?;
+                let mut lat = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= pods {
+                        return Ok(lat);
+                    }
+                    let ns = format!("scale-{:02}", i % namespaces);
+                    let node = bind_to_nodes.map(|nodes| node_name(1 + i % nodes));
+                    let body = pod_body(&ns, &format!("pod-{:06}", i), node.as_deref());
+                    let t = Instant::now();
+                    let (st, b) = send(
+                        &mut c,
+                        target.request(
+                            "POST",
+                            &format!("/api/v1/namespaces/{}/pods", ns),
+                            Some(Bytes::from(body)),
+                            Some("application/json"),
+                        ),
+                    )
+                    .await?;
+                    ensure!(
+                        st.is_success(),
+                        "creating pod {i}: {st} {}",
+                        String::from_utf8_lossy(&b)
+                    );
+                    lat.push(t.elapsed().as_secs_f64());
+                }
+            })
+        })
+        .collect()
+}
+
+/// Every creator's latencies, or the first error.
+pub async fn join_creators(
+    tasks: Vec<tokio::task::JoinHandle<Result<Vec<f64>>>>,
+) -> Result<Vec<f64>> {
+    let mut lat = Vec::new();
+    for t in tasks {
+        lat.extend(t.await??);
+    }
+    Ok(lat)
 }
 
 /// The number of items in a LIST body, without building them: the bench's own client must not

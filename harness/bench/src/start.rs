@@ -21,6 +21,11 @@ pub struct StartConfig {
     pub timing_scale: f64,
     /// Give up waiting for the cluster to be ready after this long.
     pub ready_timeout: Duration,
+    /// Also start etcd + kube-apiserver (`start --against real`) this many times, to the first
+    /// successful LIST the same way, and report the ratio real / sim. 0: the sim alone.
+    pub real_repetitions: usize,
+    /// The real binaries' directory (default `FAULTLINE_UPSTREAM_BIN`, else ci/upstream.sh).
+    pub bin_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for StartConfig {
@@ -30,6 +35,8 @@ impl Default for StartConfig {
             workers: 3,
             timing_scale: 1.0,
             ready_timeout: Duration::from_secs(60),
+            real_repetitions: 0,
+            bin_dir: None,
         }
     }
 }
@@ -98,6 +105,18 @@ pub async fn run(cfg: &StartConfig) -> Result<Report> {
         lists.push(secs(l));
         readies.push(secs(r));
     }
+    // The real control plane after the sim, so the sim's figures are as without it.
+    let mut real = Vec::new();
+    let mut skipped = None;
+    for _ in 0..cfg.real_repetitions {
+        match crate::real::start_once(cfg.bin_dir.as_deref()).await? {
+            Ok(d) => real.push(secs(d)),
+            Err(reason) => {
+                skipped = Some(reason);
+                break;
+            }
+        }
+    }
     let target = secs(TARGET);
     let (med, p95) = (median(&lists), percentile(&lists, 95.0));
     let mut r = Report::new("start");
@@ -134,14 +153,44 @@ pub async fn run(cfg: &StartConfig) -> Result<Report> {
         percentile(&readies, 95.0),
         "s",
     );
-    r.verdict(
-        p95 < target,
-        format!(
-            "first successful list after {:.1} ms median, {:.1} ms p95: {:.3}x the 0.5 s target",
-            med * 1e3,
-            p95 * 1e3,
-            p95 / target
-        ),
+    let mut verdict = format!(
+        "first successful list after {:.1} ms median, {:.1} ms p95: {:.3}x the 0.5 s target",
+        med * 1e3,
+        p95 * 1e3,
+        p95 / target
     );
+    if !real.is_empty() {
+        let (real_med, real_p95) = (median(&real), percentile(&real, 95.0));
+        r.ctx("real_repetitions", real.len() as u64);
+        r.row(
+            "real: etcd + kube-apiserver start -> first list, median",
+            real_med,
+            "s",
+        );
+        r.row(
+            "real: etcd + kube-apiserver start -> first list, p95",
+            real_p95,
+            "s",
+        );
+        r.row(
+            "real: etcd + kube-apiserver start -> first list, min",
+            real.iter().cloned().fold(f64::INFINITY, f64::min),
+            "s",
+        );
+        r.row(
+            "start -> first list, real / sim (medians)",
+            real_med / med,
+            "x",
+        );
+        verdict.push_str(&format!(
+            "; etcd + kube-apiserver: {:.2} s median ({} starts), {:.0}x the sim's median",
+            real_med,
+            real.len(),
+            real_med / med
+        ));
+    } else if let Some(reason) = skipped {
+        verdict.push_str(&format!("; real side SKIPPED: {reason}"));
+    }
+    r.verdict(p95 < target, verdict);
     Ok(r)
 }
