@@ -751,12 +751,19 @@ impl ApiServer {
             let now = timing::now_rfc3339();
             let (next, created) = match (ptype, current.as_deref()) {
                 (PatchType::Apply, live) => {
+                    // The applied configuration must be of the endpoint's own type, version
+                    // included (any other: 400 naming its GroupVersionKind as Go prints one,
+                    // `invalid object type: /v1, Kind=ConfigMap`; seen on kube-apiserver 1.35).
                     let given = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-                    if given != rt.api_version() {
+                    let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
+                    if given != rt.api_version() || kind != rt.kind {
+                        let group_version = if given.contains('/') {
+                            given.to_string()
+                        } else {
+                            format!("/{given}")
+                        };
                         return Err(ApiError::bad_request(format!(
-                            "Incorrect version specified in apply patch. Specified patch version: {}, expected: {}",
-                            given,
-                            rt.api_version()
+                            "invalid object type: {group_version}, Kind={kind}"
                         )));
                     }
                     warnings =

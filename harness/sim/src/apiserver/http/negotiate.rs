@@ -9,8 +9,11 @@ pub enum Output {
     Yaml,
     /// `as=Table;g=meta.k8s.io;v=v1` (kubectl get).
     Table,
-    /// `as=PartialObjectMetadata` / `PartialObjectMetadataList` (metadata-only clients).
-    PartialMetadata,
+    /// `as=PartialObjectMetadata` (`list: false`) or `PartialObjectMetadataList` (`list: true`):
+    /// metadata-only clients. Each fits only its own shape of answer (a 406 otherwise).
+    PartialMetadata {
+        list: bool,
+    },
     /// `as=APIGroupDiscoveryList;g=apidiscovery.k8s.io;v=v2|v2beta1`.
     AggregatedDiscovery(String),
 }
@@ -46,11 +49,12 @@ pub fn choose(accept: Option<&str>, discovery: bool) -> ApiResult<Output> {
             {
                 Some(Output::Table)
             }
-            ("application/json", Some("PartialObjectMetadata" | "PartialObjectMetadataList"))
-                if g.as_deref() == Some("meta.k8s.io") =>
-            {
-                Some(Output::PartialMetadata)
-            }
+            (
+                "application/json",
+                Some(kind @ ("PartialObjectMetadata" | "PartialObjectMetadataList")),
+            ) if g.as_deref() == Some("meta.k8s.io") => Some(Output::PartialMetadata {
+                list: kind == "PartialObjectMetadataList",
+            }),
             ("application/json", Some("APIGroupDiscoveryList"))
                 if discovery
                     && g.as_deref() == Some("apidiscovery.k8s.io")

@@ -76,7 +76,7 @@ impl Encoder {
                 self.headers_sent = true;
                 t
             }
-            Output::PartialMetadata => partial_metadata(obj),
+            Output::PartialMetadata { .. } => partial_metadata(obj),
             _ => obj.clone(),
         }
     }
