@@ -373,13 +373,15 @@ impl Mapper {
     fn substitute(&self, v: &mut Value) {
         match v {
             Value::Object(m) => {
-                // managedFields name list items by key: `k:{"uid":"..."}` of ownerReferences
-                if m.keys().any(|k| {
-                    k.starts_with("k:") && self.uids.keys().any(|u| k.contains(u.as_str()))
-                }) {
+                // managedFields name list items by key: `k:{"uid":"..."}` of ownerReferences,
+                // `k:{"name":"kube-api-access-xxxxx"}` of the admitted token volume
+                let mapped = || self.uids.iter().chain(self.gen.iter());
+                if m.keys()
+                    .any(|k| k.starts_with("k:") && mapped().any(|(u, _)| k.contains(u.as_str())))
+                {
                     let old = std::mem::take(m);
                     for (mut k, x) in old {
-                        for (from, to) in &self.uids {
+                        for (from, to) in mapped() {
                             if k.contains(from.as_str()) {
                                 k = k.replace(from.as_str(), to);
                             }
