@@ -15,10 +15,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let cp = ControlPlane::start(opts).await?;
     println!(
-        "kube-apiserver {} ready after {:?}\nexport KUBECONFIG={}",
+        "kube-apiserver {} ready after {:?}\nexport KUBECONFIG={}\n(by client certificate: {})",
         faultline_upstream::KUBERNETES_VERSION,
         cp.ready_after(),
-        cp.kubeconfig().display()
+        cp.kubeconfig().display(),
+        cp.certificate_kubeconfig().display()
     );
     tokio::signal::ctrl_c().await?;
     cp.stop().await?;
