@@ -86,13 +86,13 @@ const NODES: &str = "`control-plane`, `worker-01`, `worker-02`, `worker-03`";
     "7:7: error: spec.steps[0].catch: `catch` goes with `try`".to_string())]
 #[case::unknown_taint_effect(
     "spec:\n  steps:\n    - fault: {name: y, outOfServiceTaint: {node: worker-01, effect: PreferNoSchedule}}\n",
-    "6:70: error: spec.steps[0].fault.outOfServiceTaint.effect: unknown variant `PreferNoSchedule`, expected `NoExecute` or `NoSchedule`".to_string())]
+    "6:69: error: spec.steps[0].fault.outOfServiceTaint.effect: unknown variant `PreferNoSchedule`, expected `NoExecute` or `NoSchedule`".to_string())]
 #[case::bad_taint_value(
     "spec:\n  steps:\n    - remediate: {outOfServiceTaint: {node: worker-01, value: \"node shutdown\"}}\n",
     "6:63: error: spec.steps[0].remediate.outOfServiceTaint.value: `node shutdown` is not a taint value: at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit".to_string())]
 #[case::bad_csi_driver_name(
     "spec:\n  steps:\n    - fault: {name: y, csiDriverUnregistered: {node: worker-01, driver: Driver.Longhorn}}\n",
-    "6:74: error: spec.steps[0].fault.csiDriverUnregistered.driver: `Driver.Longhorn` is not a CSI driver name: at most 63 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit".to_string())]
+    "6:73: error: spec.steps[0].fault.csiDriverUnregistered.driver: `Driver.Longhorn` is not a CSI driver name: at most 63 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit".to_string())]
 #[case::unknown_node(
     "spec:\n  steps:\n    - fault: {name: y, kubeletStop: {node: worker-09}}\n",
     format!("6:44: error: spec.steps[0].fault.kubeletStop.node: unknown node `worker-09`, expected one of {NODES}"))]
