@@ -20,7 +20,7 @@ use crate::controllers::{nodelifecycle, podgc};
 use crate::internal::Internal;
 use crate::timing::Timing;
 use kubelet::{Kubelet, PodEvent};
-use node::state::SimNode;
+use node::state::{KubeletProcess, SimNode};
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -149,6 +149,10 @@ impl SimCluster {
 
     /// The node's mount table (`mount | grep longhorn` style lines), stale mounts included.
     pub fn mounts(&self, name: &str) -> ApiResult<Vec<String>> {
+        // A machine that is off has no mounts (the kubelet learns that when it boots).
+        if self.node(name)?.state.lock().kubelet == KubeletProcess::PoweredOff {
+            return Ok(vec![]);
+        }
         let mut lines = self.kubelet(name)?.lock().mount_lines();
         lines.extend(self.node(name)?.stale_mount_lines());
         lines.sort();

@@ -761,10 +761,10 @@ impl Kubelet {
     /// exists, i.e. while the registrar runs in a plugin pod that is not being deleted (its
     /// preStop removes the socket). A crash-looping plugin container leaves it registered.
     fn sync_csi_registration(&mut self, partitioned: bool) {
+        // A registrar whose socket was removed (csiDriverUnregistered) has nothing to register.
         let should = self
-            .plugin_pod()
-            .map(|p| Self::container_running(p, "node-driver-registrar"))
-            .unwrap_or(false);
+            .registrar_process()
+            .is_some_and(|id| !self.node.state.lock().faults.registration_removed_for(&id));
         if should == self.csi_registered {
             return;
         }
@@ -806,6 +806,18 @@ impl Kubelet {
             &self.node.name,
             &json!({"spec": {"drivers": drivers}}),
         );
+    }
+
+    /// The container id of the running node-driver-registrar of the live plugin pod.
+    pub fn registrar_process(&self) -> Option<String> {
+        self.plugin_pod()?
+            .main
+            .iter()
+            .find(|c| {
+                c.name == "node-driver-registrar"
+                    && matches!(c.state, ContainerState::Running { .. })
+            })
+            .map(|c| c.container_id.clone())
     }
 
     /// What a node call to the plugin fails with right now, if anything: the driver is not
