@@ -210,9 +210,14 @@ pub async fn evaluate(
     };
     let name = e.name.clone().unwrap_or_else(|| "expect".into());
     let (kind, description) = describe(e);
+    // Only the modes measured from the anchor judge a record; the others judge a window that
+    // opens now, on a watch of their own (a recorder's latest observation may trail another
+    // watch's by an event: `never` would see a state already gone).
+    let from_anchor = matches!(mode, Mode::Eventually { .. } | Mode::EventuallyFor { .. });
     let recorded = e
         .resource
         .as_ref()
+        .filter(|_| from_anchor)
         .and_then(|r| ctx.recorders.replay(r, anchor));
     let (history, rx, source) = match recorded {
         Some((history, live)) => (history, live, None),

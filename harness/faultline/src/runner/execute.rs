@@ -130,7 +130,9 @@ impl StepRunner {
         for planned in steps {
             match &planned.step {
                 Step::Expect(e) => {
-                    if let Some(r) = &e.resource {
+                    // Only the modes measured from their anchor (`within`, `within` + `for`).
+                    let from_anchor = expect::mode_of(e, false).has_deadline();
+                    if let Some(r) = e.resource.as_ref().filter(|_| from_anchor) {
                         self.recorders.start(&self.observed.kube, r);
                     }
                 }
