@@ -6,19 +6,20 @@
 //! Everything runs in one task per node that ticks at the volume reconciler period, so the
 //! order of effects is deterministic for a given sequence of API events.
 
+use super::log::KubeletLog;
 pub use super::runtime::script;
 use super::runtime::{container_status, lines, step_container, Container, ContainerState, Step};
-use super::state::{klog, KubeletProcess, MountHolder, NodeFaults, ResetKind, SimNode};
-use super::volumes::{
-    attachment_name, global_mount_path, orphan_pod_uid, pod_mount_path, unique_name, Op,
-    OperationKey, PendingOperations, DRIVER,
-};
+use super::state::{KubeletProcess, MountHolder, NodeFaults, ResetKind, SimNode};
+use super::volumemanager::operation_executor::{CsiDriver, OperationContext};
+use super::volumemanager::populator::PodInfo;
+use super::volumemanager::{VolumeManager, VolumesNotReady};
+use super::volumes::{CSI_SOCKET, DRIVER};
 use crate::apiserver::meta;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::timing::{self, go_duration, Timing};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -27,24 +28,10 @@ use tokio::time::Instant;
 /// How many stale pods `saturateWorkers` leaves by default (the incident's backlog).
 pub const DEFAULT_STALE_PODS: usize = 8;
 
-/// The kubelet's `--v`: klog V(n) lines with n above it are not written.
-pub const KUBELET_VERBOSITY: u8 = 2;
-
-/// Where the node plugin's CSI socket lives (the kubelet dials it for every node call).
-const CSI_SOCKET: &str = "/var/lib/kubelet/plugins/driver.longhorn.io/csi.sock";
-
 #[derive(Debug, Clone)]
 pub enum PodEvent {
     Upsert(Arc<Value>),
     Deleted(String),
-}
-
-#[derive(Debug, Clone)]
-struct PodVolume {
-    name: String,
-    /// PV name and volume handle for CSI volumes; None for local volumes (emptyDir, configMap...).
-    csi: Option<(String, String)>,
-    claim: Option<String>,
 }
 
 struct PodRuntime {
@@ -67,9 +54,6 @@ struct PodRuntime {
     killing: bool,
     stopped_at: Option<Instant>,
     stale: bool,
-    /// The spec names a PersistentVolumeClaim (volumes are immutable): only such pods take
-    /// part in the volume manager's desired state.
-    claims: bool,
     /// A settled pod (every container running, nothing timed pending) is not synced again
     /// before this instant unless something changes: its pod object, the node's faults, a
     /// restart. Upstream pod workers are event-driven the same way, with a periodic resync.
@@ -83,14 +67,8 @@ pub struct Kubelet {
     timing: Timing,
     rx: mpsc::UnboundedReceiver<PodEvent>,
     pods: BTreeMap<String, PodRuntime>,
-    ops: PendingOperations,
-    /// Device mounts (pv name -> volume handle) and per-pod setups.
-    devices: HashMap<String, String>,
-    /// Volumes (pv names) whose controller attach the volume manager has verified (its actual
-    /// state of world's attached volumes): MountVolume runs for these, VerifyControllerAttached
-    /// for the others; UnmountDevice drops them.
-    verified: HashSet<String>,
-    setups: HashSet<(String, String)>,
+    volume_manager: VolumeManager,
+    klog: KubeletLog,
     csi_registered: bool,
     images: HashSet<String>,
     next_lease: Instant,
@@ -99,7 +77,6 @@ pub struct Kubelet {
     /// one goroutine per pod.
     pod_worker_pool: Option<usize>,
     volumes_in_use: Vec<String>,
-    pid: u32,
     /// The last PLEG relist that completed (the pod cache's timestamp).
     pleg_active: Instant,
     /// When the sync loop next logs "Skipping pod synchronization", and its backoff (nominal).
@@ -133,8 +110,8 @@ impl Kubelet {
         pod_worker_pool: Option<usize>,
     ) -> Self {
         let recorder = EventRecorder::new(client.clone(), "kubelet", Some(&node.name));
-        let ops = PendingOperations::new(timing.clone());
-        let pid = node.state.lock().pid;
+        let klog = KubeletLog::new(node.clone(), timing.clone());
+        let volume_manager = VolumeManager::new(timing.clone());
         Kubelet {
             node,
             client,
@@ -142,17 +119,14 @@ impl Kubelet {
             timing,
             rx,
             pods: BTreeMap::new(),
-            ops,
-            devices: HashMap::new(),
-            verified: HashSet::new(),
-            setups: HashSet::new(),
+            volume_manager,
+            klog,
             csi_registered: false,
             images: HashSet::new(),
             next_lease: Instant::now(),
             next_ip: 2,
             pod_worker_pool,
             volumes_in_use: vec![],
-            pid,
             pleg_active: Instant::now(),
             skip_log: (Instant::now(), Duration::ZERO),
             plugin_processes: HashSet::new(),
@@ -161,36 +135,15 @@ impl Kubelet {
     }
 
     fn log(&self, sev: char, file: &str, msg: &str) {
-        self.node
-            .kubelet_log
-            .push(klog(self.timing.now(), sev, self.pid, file, msg));
+        self.klog.log(sev, file, msg);
     }
 
-    /// A failed volume operation's nestedpendingoperations line (its header and its "No retries
-    /// permitted until" read the same clock).
-    fn log_op_failure(&mut self, key: &OperationKey, op: Op, now: Instant, error: &str) {
-        let at = self.timing.now();
-        let line = self.ops.failed_at(key, op, now, at, error);
-        self.node.kubelet_log.push(klog(
-            at,
-            'E',
-            self.pid,
-            "nestedpendingoperations.go:348",
-            &line,
-        ));
-    }
-
-    /// A klog `V(level)` line: written only when the kubelet runs at that verbosity or above.
     fn vlog(&self, level: u8, file: &str, msg: &str) {
-        if level <= KUBELET_VERBOSITY {
-            self.log('I', file, msg);
-        }
+        self.klog.v(level, file, msg);
     }
 
     fn csi_log(&self, file: &str, msg: &str) {
-        self.node
-            .csi_log
-            .push(klog(self.timing.now(), 'I', 1, file, msg));
+        self.klog.csi(file, msg);
     }
 
     /// Drain pod events and run one tick. Returns false when the event source is gone. A kubelet
@@ -368,11 +321,6 @@ impl Kubelet {
             ))
             .and_then(Value::as_str)
             == Some("true");
-        let claims = obj
-            .pointer("/spec/volumes")
-            .and_then(Value::as_array)
-            .map(|vs| vs.iter().any(|v| v.get("persistentVolumeClaim").is_some()))
-            .unwrap_or(false);
         PodRuntime {
             uid: meta::uid(&obj).into(),
             ns: meta::namespace(&obj).into(),
@@ -390,7 +338,6 @@ impl Kubelet {
             killing: false,
             stopped_at: None,
             stale,
-            claims,
             quiet_until: None,
         }
     }
@@ -439,8 +386,9 @@ impl Kubelet {
     /// A kubelet that starts again: empty operation executor and pod workers; what is mounted
     /// stays mounted (reconstructed from disk). A reboot also loses every mount and container.
     fn reset(&mut self, kind: ResetKind) {
-        self.pid = self.node.state.lock().pid;
-        self.ops.clear();
+        let pid = self.node.state.lock().pid;
+        self.klog.set_pid(pid);
+        self.volume_manager.restart(kind);
         self.csi_registered = false;
         {
             let mut st = self.node.state.lock();
@@ -469,14 +417,7 @@ impl Kubelet {
             "kubelet.go:2468",
             "\"Starting kubelet main sync loop\"",
         );
-        // The restarted volume manager reconstructs what is mounted (attached, as far as it
-        // knows); the rest is verified again.
-        let devices = &self.devices;
-        self.verified.retain(|pv| devices.contains_key(pv));
         if kind == ResetKind::Reboot {
-            self.devices.clear();
-            self.verified.clear();
-            self.setups.clear();
             self.images.clear();
         }
         self.pleg_active = Instant::now();
@@ -808,19 +749,12 @@ impl Kubelet {
         );
     }
 
-    /// What a node call to the plugin fails with right now, if anything: the driver is not
-    /// registered, or the kubelet cannot dial the plugin's socket.
-    fn plugin_call_error(&self, not_registered: &str) -> Option<String> {
-        if !self.csi_registered {
-            return Some(format!("kubernetes.io/csi: {}: driver name {} not found in the list of registered CSI drivers", not_registered, DRIVER));
+    /// The CSI driver as the volume plugin finds it for its node calls.
+    fn csi_driver(&self) -> CsiDriver {
+        CsiDriver {
+            registered: self.csi_registered,
+            serving: self.plugin_serving(),
         }
-        if !self.plugin_serving() {
-            return Some(format!(
-                "rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial unix {}: connect: connection refused\"",
-                CSI_SOCKET
-            ));
-        }
-        None
     }
 
     /// A plugin process that exits releases the devices it kept busy (the fault holds from its
@@ -856,437 +790,44 @@ impl Kubelet {
 
     // ----- volume manager -------------------------------------------------------------------
 
-    fn pod_volumes(&self, pod: &Value) -> Vec<PodVolume> {
-        let ns = meta::namespace(pod);
-        pod.pointer("/spec/volumes")
-            .and_then(Value::as_array)
-            .map(|vs| {
-                vs.iter()
-                    .map(|v| {
-                        let name = v
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string();
-                        let claim = v
-                            .pointer("/persistentVolumeClaim/claimName")
-                            .and_then(Value::as_str)
-                            .map(String::from);
-                        let csi = claim.as_ref().and_then(|c| {
-                            let pvc = self.client.get("", "persistentvolumeclaims", ns, c)?;
-                            let pv_name = meta::str_at(&pvc, "/spec/volumeName")?.to_string();
-                            let pv = self.client.get("", "persistentvolumes", "", &pv_name)?;
-                            let handle = meta::str_at(&pv, "/spec/csi/volumeHandle")?.to_string();
-                            Some((pv_name, handle))
-                        });
-                        PodVolume { name, csi, claim }
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    fn attached(&self, pv: &str) -> bool {
-        self.client
-            .list("storage.k8s.io", "volumeattachments", None, &|va| {
-                meta::str_at(va, "/spec/nodeName") == Some(self.node.name.as_str())
-                    && meta::str_at(va, "/spec/source/persistentVolumeName") == Some(pv)
-            })
-            .iter()
-            .any(|va| va.pointer("/status/attached") == Some(&json!(true)))
-    }
-
-    /// The desired state of world: every known pod that is not terminal wants its CSI volumes,
-    /// a deleted one until its containers have stopped (the populator's
-    /// `findAndRemoveDeletedPods` waits for `ShouldPodRuntimeBeRemoved`).
-    /// Items: (pod uid, pv, volume handle, pod name, volume name in the pod).
-    fn desired_setups(&self) -> Vec<(String, String, String, String)> {
-        let mut out = Vec::new();
-        for p in self.pods.values() {
-            if !p.claims
-                || (meta::is_deleting(&p.pod) && p.containers_stopped())
-                || p.stale
-                || p.phase == "Succeeded"
-                || p.phase == "Failed"
-            {
-                continue;
-            }
-            for v in self.pod_volumes(&p.pod) {
-                if let Some((pv, handle)) = v.csi {
-                    out.push((p.uid.clone(), pv, handle, p.name.clone()));
-                }
-            }
-        }
-        out
-    }
-
-    /// A failed volume operation: the nestedpendingoperations line, and for mount operations
-    /// the FailedMount event on the pod (unmount operations record none upstream).
-    fn op_failed(
-        &mut self,
-        key: &OperationKey,
-        op: Op,
-        now: Instant,
-        detailed: &str,
-        event: Option<(&str, String)>,
-    ) {
-        self.log_op_failure(key, op, now, detailed);
-        if let Some((uid, msg)) = event {
-            if let Some(pod) = self.pods.get(uid).map(|p| p.pod.clone()) {
-                self.recorder
-                    .record(&pod, EventKind::Warning, "FailedMount", &msg);
-            }
-        }
-    }
-
-    /// The volume manager's reconciler, one pass: TearDown of pod mounts no longer wanted,
-    /// UnmountDevice of devices nobody uses, then VerifyControllerAttachedVolume and MountVolume
-    /// (MountDevice + SetUp) for wanted ones. Each started operation logs its
-    /// `operationExecutor.<Op> started` line, each failure the nestedpendingoperations line.
-    ///
-    /// A stale device mount fails its own UnmountDevice (GetDeviceMountRefs finds the leftover
-    /// pod mount) and backs off; that blocks only its own volume. Its effect on other volumes
-    /// goes through the node plugin: its node calls hang behind the stuck device, so every
-    /// MountDevice on the node ends at the kubelet's CSI deadline (2 min) in "context deadline
-    /// exceeded". With the RCA's `blocksQueue` option, no other operation starts at all.
+    /// One pass of the volume manager; its populator reads the pods as the pod workers have
+    /// them.
     fn reconcile_volumes(&mut self) {
-        let now = Instant::now();
-        let node = self.node.name.clone();
-        let (stale, io_errors, hung_nfs) = {
-            let st = self.node.state.lock();
-            (
-                st.faults.stale_mounts.clone(),
-                st.faults.io_errors,
-                st.faults.hung_nfs,
-            )
-        };
-        // Hanging calls that have returned now fail.
-        for (key, op, err) in self.ops.returned(now) {
-            let waiting = self
-                .desired_setups()
-                .into_iter()
-                .find(|(_, _, h, _)| unique_name(h) == key.volume);
-            let Some((uid, pv, _, pod_name)) = waiting else {
-                self.log_op_failure(&key, op, now, &err);
-                continue;
-            };
-            let detailed = format!("MountVolume.MountDevice failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", pv, key.volume, pod_name, uid, err);
-            let simple = format!(
-                "MountVolume.MountDevice failed for volume \"{}\" : {}",
-                pv, err
-            );
-            self.op_failed(&key, op, now, &detailed, Some((&uid, simple)));
-        }
-        let desired = self.desired_setups();
-        let desired_set: HashSet<(String, String)> = desired
-            .iter()
-            .map(|(u, pv, _, _)| (u.clone(), pv.clone()))
+        let faults = self.node.state.lock().faults.clone();
+        let driver = self.csi_driver();
+        let pods: Vec<PodInfo<'_>> = self
+            .pods
+            .values()
+            .map(|p| {
+                let deleting = meta::is_deleting(&p.pod);
+                let runtime_removed = (deleting && p.containers_stopped())
+                    || p.stale
+                    || p.phase == "Succeeded"
+                    || p.phase == "Failed";
+                PodInfo {
+                    uid: &p.uid,
+                    pod: &p.pod,
+                    terminating: deleting || runtime_removed,
+                    runtime_removed,
+                }
+            })
             .collect();
-        // The RCA's node-wide block (option), or an NFS mount that never answers.
-        let blocked = stale.iter().any(|m| m.blocks_queue) || hung_nfs;
-        // 1. UnmountDevice of stale device mounts: GetDeviceMountRefs finds the leftover pod mount.
-        for m in &stale {
-            let un = unique_name(&m.pv);
-            let key = OperationKey::device(&un);
-            if !self.ops.may_run(&key, Op::UnmountDevice, now) {
-                continue;
-            }
-            self.log('I', "reconciler_common.go:292", &format!("\"operationExecutor.UnmountDevice started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", m.pv, un, node));
-            let err = format!(
-                "GetDeviceMountRefs check failed for volume \"{pv}\" (UniqueName: \"{un}\") on node \"{node}\" : the device mount path \"{path}\" is still mounted by other references [{other}]",
-                pv = m.pv, un = un, node = node, path = global_mount_path(&m.pv), other = pod_mount_path(&orphan_pod_uid(&m.pv), &m.pv)
-            );
-            self.log_op_failure(&key, Op::UnmountDevice, now, &err);
-        }
-        // 2. TearDown (UnmountVolume) of pod mounts no longer wanted; keyed per pod.
-        for (uid, pv) in self.setups.clone() {
-            if desired_set.contains(&(uid.clone(), pv.clone())) || blocked {
-                continue;
-            }
-            let un = unique_name(&self.devices.get(&pv).cloned().unwrap_or_else(|| pv.clone()));
-            let key = OperationKey::pod(&un, &uid);
-            if !self.ops.may_run(&key, Op::UnmountVolume, now) {
-                continue;
-            }
-            // A MountedVolume's messages name the volume by its unique name
-            // (operation_executor.go MountedVolume.GenerateMsgDetailed).
-            self.log('I', "reconciler_common.go:163", &format!("\"operationExecutor.UnmountVolume started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") pod \\\"{}\\\" (UID: \\\"{}\\\") \"", un, un, uid, uid));
-            let teardown_err =
-                match self.plugin_call_error("Unmounter.TearDownAt failed to get CSI client") {
-                    Some(e) if e.starts_with("rpc error") => Some(format!(
-                        "kubernetes.io/csi: Unmounter.TearDownAt failed: {}",
-                        e
-                    )),
-                    Some(e) => Some(e),
-                    None if io_errors => Some("unmount failed: input/output error".to_string()),
-                    None => None,
-                };
-            if let Some(e) = teardown_err {
-                self.op_failed(&key, Op::UnmountVolume, now, &format!("UnmountVolume.TearDown failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", un, un, uid, uid, e), None);
-                continue;
-            }
-            self.ops.succeeded(&key);
-            self.setups.remove(&(uid.clone(), pv.clone()));
-            // klog.Infof: a plain message, no OuterVolumeSpecName in 1.35.
-            self.log('I', "operation_generator.go:779", &format!("UnmountVolume.TearDown succeeded for volume \"{}\" pod \"{}\" (UID: \"{}\"). InnerVolumeSpecName \"{}\". PluginName \"kubernetes.io/csi\", VolumeGIDValue \"\"", un, uid, uid, pv));
-        }
-        // 3. UnmountDevice of devices nobody uses any more (then they may be detached).
-        if !blocked {
-            let in_use: HashSet<String> = self
-                .setups
-                .iter()
-                .map(|(_, pv)| pv.clone())
-                .chain(desired.iter().map(|(_, pv, _, _)| pv.clone()))
-                .collect();
-            for (pv, handle) in self.devices.clone() {
-                if in_use.contains(&pv) {
-                    continue;
-                }
-                let un = unique_name(&handle);
-                let key = OperationKey::device(&un);
-                if !self.ops.may_run(&key, Op::UnmountDevice, now) {
-                    continue;
-                }
-                self.log('I', "reconciler_common.go:292", &format!("\"operationExecutor.UnmountDevice started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", pv, un, node));
-                let err = match self
-                    .plugin_call_error("attacher.UnmountDevice failed to create newCsiDriverClient")
-                {
-                    Some(e) if e.starts_with("rpc error") => Some(format!(
-                        "kubernetes.io/csi: attacher.UnmountDevice failed: {}",
-                        e
-                    )),
-                    other => other,
-                };
-                if let Some(e) = err {
-                    self.op_failed(&key, Op::UnmountDevice, now, &format!("UnmountDevice failed for volume \"{}\" (UniqueName: \"{}\") on node \"{}\" : {}", pv, un, node, e), None);
-                    continue;
-                }
-                self.ops.succeeded(&key);
-                self.devices.remove(&pv);
-                self.verified.remove(&pv);
-                // klog.Info: a plain message.
-                self.log('I', "operation_generator.go:892", &format!("UnmountDevice succeeded for volume \"{}\" (UniqueName: \"{}\") on node \"{}\" ", pv, un, node));
-            }
-        }
-        if blocked {
-            return;
-        }
-        // 4. VerifyControllerAttachedVolume, then MountVolume, keyed with an empty pod name
-        //    (CSI volumes are attachable): one operation per volume at a time.
-        let plugin_hangs = !stale.is_empty();
-        for (uid, pv, handle, pod_name) in desired {
-            if self.setups.contains(&(uid.clone(), pv.clone())) {
-                continue;
-            }
-            let un = unique_name(&handle);
-            let key = OperationKey::device(&un);
-            // The kubelet's actual state of world knows the volume attached once it verified
-            // the controller's attach; until then that is the operation to run.
-            let verified = self.verified.contains(&pv);
-            let op = if verified {
-                Op::MountVolume
-            } else {
-                Op::VerifyControllerAttachedVolume
-            };
-            if !self.ops.may_run(&key, op, now) {
-                continue;
-            }
-            let detailed = |prefix: &str, suffix: &str| {
-                format!(
-                    "{} for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") {}",
-                    prefix, pv, un, pod_name, uid, suffix
-                )
-            };
-            let pod_ref = self.pod_ref(&uid);
-            // A VolumeToMount's klog.InfoS line with the pod as its key/value.
-            let structured =
-                |msg: String| format!("\"{}\" pod=\"{}\"", msg.replace('"', "\\\""), pod_ref);
-            if !verified {
-                self.log(
-                    'I',
-                    "reconciler_common.go:251",
-                    &structured(detailed(
-                        "operationExecutor.VerifyControllerAttachedVolume started",
-                        "",
-                    )),
-                );
-                if !self.attached(&pv) {
-                    self.op_failed(
-                        &key,
-                        op,
-                        now,
-                        &detailed("Volume not attached according to node status", ""),
-                        None,
-                    );
-                    continue;
-                }
-                // The operation succeeds: its entry goes, with whatever backoff it had.
-                self.ops.succeeded(&key);
-                self.verified.insert(pv.clone());
-                self.log(
-                    'I',
-                    "operation_generator.go:1463",
-                    &structured(detailed("Controller attach succeeded", "device path: \"\"")),
-                );
-                continue;
-            }
-            self.vlog(
-                1,
-                "reconciler_common.go:225",
-                &structured(detailed("operationExecutor.MountVolume started", "")),
-            );
-            // WaitForAttach: the CSI attacher reads the VolumeAttachment (no call to the plugin);
-            // the device path it returns is the attachment's name.
-            self.log(
-                'I',
-                "operation_generator.go:515",
-                &structured(detailed(
-                    "MountVolume.WaitForAttach entering",
-                    "DevicePath \"\"",
-                )),
-            );
-            if !self.attached(&pv) {
-                let e = format!(
-                    "volume {} is not attached for volume attachment {}",
-                    handle,
-                    attachment_name(&handle, &self.node.name)
-                );
-                let simple = format!(
-                    "MountVolume.WaitForAttach failed for volume \"{}\" : {}",
-                    pv, e
-                );
-                self.op_failed(
-                    &key,
-                    op,
-                    now,
-                    &detailed("MountVolume.WaitForAttach failed", &format!(": {}", e)),
-                    Some((&uid, simple)),
-                );
-                continue;
-            }
-            self.log(
-                'I',
-                "operation_generator.go:525",
-                &structured(detailed(
-                    "MountVolume.WaitForAttach succeeded",
-                    &format!(
-                        "DevicePath \"{}\"",
-                        attachment_name(&handle, &self.node.name)
-                    ),
-                )),
-            );
-            let device_mounted = self.devices.contains_key(&pv);
-            let (stage, err) = if device_mounted {
-                (
-                    "MountVolume.SetUp",
-                    self.plugin_call_error("mounter.SetUpAt failed to get CSI client"),
-                )
-            } else {
-                let e = self
-                    .plugin_call_error("attacher.MountDevice failed to create newCsiDriverClient");
-                (
-                    "MountVolume.MountDevice",
-                    if e.is_none() && io_errors {
-                        Some("rpc error: code = Internal desc = mount failed: exit status 32: input/output error".to_string())
-                    } else {
-                        e
-                    },
-                )
-            };
-            if let Some(e) = err {
-                let simple = format!("{} failed for volume \"{}\" : {}", stage, pv, e);
-                self.op_failed(
-                    &key,
-                    op,
-                    now,
-                    &detailed(&format!("{} failed", stage), &format!(": {}", e)),
-                    Some((&uid, simple)),
-                );
-                continue;
-            }
-            if !device_mounted && plugin_hangs {
-                // NodeStageVolume does not return; the kubelet's call gives up at its deadline.
-                let done = now + self.timing.s(self.timing.csi_call_timeout);
-                self.ops.start_hanging(
-                    &key,
-                    op,
-                    done,
-                    "rpc error: code = DeadlineExceeded desc = context deadline exceeded".into(),
-                );
-                continue;
-            }
-            if !device_mounted {
-                self.devices.insert(pv.clone(), handle.clone());
-                self.log(
-                    'I',
-                    "operation_generator.go:557",
-                    &structured(detailed(
-                        "MountVolume.MountDevice succeeded",
-                        &format!("device mount path \"{}\"", global_mount_path(&handle)),
-                    )),
-                );
-            }
-            self.ops.succeeded(&key);
-            self.setups.insert((uid.clone(), pv.clone()));
-            // V(1) (V(4) for a remount): the kubelet runs at --v=2.
-            self.vlog(
-                1,
-                "operation_generator.go:614",
-                &structured(detailed("MountVolume.SetUp succeeded", "")),
-            );
-        }
-    }
-
-    fn pod_ref(&self, uid: &str) -> String {
-        self.pods
-            .get(uid)
-            .map(|p| format!("{}/{}", p.ns, p.name))
-            .unwrap_or_default()
-    }
-
-    /// Are all of the pod's volumes set up? Returns (unmounted, unattached) volume names.
-    fn volumes_ready(&self, p: &PodRuntime) -> (Vec<String>, Vec<String>) {
-        let mut unmounted = Vec::new();
-        let mut unattached = Vec::new();
-        if !p.claims {
-            return (unmounted, unattached);
-        }
-        for v in self.pod_volumes(&p.pod) {
-            match (&v.csi, &v.claim) {
-                (Some((pv, _)), _) => {
-                    if !self.setups.contains(&(p.uid.clone(), pv.clone())) {
-                        unmounted.push(v.name.clone());
-                        if !self.attached(pv) {
-                            unattached.push(v.name.clone());
-                        }
-                    }
-                }
-                // A claim that is not bound yet cannot be mounted.
-                (None, Some(_)) => {
-                    unmounted.push(v.name.clone());
-                    unattached.push(v.name.clone());
-                }
-                (None, None) => {}
-            }
-        }
-        (unmounted, unattached)
+        let ctx = OperationContext {
+            node_name: &self.node.name,
+            client: &self.client,
+            recorder: &self.recorder,
+            log: &self.klog,
+            timing: &self.timing,
+            driver,
+            faults: &faults,
+        };
+        self.volume_manager.sync(&pods, &ctx);
     }
 
     /// `node.status.volumesInUse`: every volume the desired state wants (as soon as a pod on the
     /// node wants it) plus those still mounted.
     fn post_volumes_in_use(&mut self) {
-        let mut in_use: Vec<String> = self
-            .devices
-            .values()
-            .map(|h| unique_name(h))
-            .chain(
-                self.desired_setups()
-                    .iter()
-                    .map(|(_, _, h, _)| unique_name(h)),
-            )
-            .collect();
-        in_use.sort();
-        in_use.dedup();
+        let in_use = self.volume_manager.volumes_in_use();
         if in_use != self.volumes_in_use
             && self
                 .client
@@ -1305,26 +846,7 @@ impl Kubelet {
 
     /// The node's mount table as `mount` prints it, for `faultline node X mounts`.
     pub fn mount_lines(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .devices
-            .iter()
-            .map(|(pv, h)| {
-                format!(
-                    "/dev/longhorn/{} on {} type ext4 (rw,relatime)",
-                    pv,
-                    global_mount_path(h)
-                )
-            })
-            .collect();
-        for (uid, pv) in &self.setups {
-            out.push(format!(
-                "/dev/longhorn/{} on {} type ext4 (rw,relatime)",
-                pv,
-                pod_mount_path(uid, pv)
-            ));
-        }
-        out.sort();
-        out
+        self.volume_manager.mount_lines()
     }
 
     // ----- pod workers and the container runtime ------------------------------------------
@@ -1403,8 +925,12 @@ impl Kubelet {
                 );
             }
         }
-        let (unmounted, unattached) = self.volumes_ready(&self.pods[uid]);
-        if !unmounted.is_empty() {
+        let p = &self.pods[uid];
+        if let Err(VolumesNotReady {
+            unmounted,
+            unattached,
+        }) = self.volume_manager.wait_for_attach_and_mount(uid, &p.pod)
+        {
             // WaitForAttachAndMount gives up at podAttachAndMountTimeout. A 1.35 kubelet records
             // no event for that (the wait was interrupted); the pod worker logs the error and
             // requeues the pod.
@@ -1743,7 +1269,7 @@ impl Kubelet {
         // and that waits for the pod's volumes to be unmounted (status_manager.go canBeDeleted,
         // kubelet.go SyncTerminatedPod -> volumeManager.WaitForUnmount): a pod whose volume
         // cannot be torn down stays Terminating.
-        if self.setups.iter().any(|(u, _)| u == uid) {
+        if !self.volume_manager.pod_volumes_unmounted(uid) {
             return;
         }
         if self.node.state.lock().faults.partitioned {

@@ -3,7 +3,9 @@
 //! the API, and the node primitives (faults and remediations).
 
 pub mod kubelet;
+pub mod log;
 pub mod nodeops;
 pub mod runtime;
 pub mod state;
+pub mod volumemanager;
 pub mod volumes;

@@ -1,0 +1,84 @@
+//! The desired state of world populator (volumemanager/populator/
+//! desired_state_of_world_populator.go): every pass, before the reconciler's, it removes the
+//! volumes of pods that are gone or whose containers have all stopped
+//! (`findAndRemoveDeletedPods`, which waits for `ShouldPodRuntimeBeRemoved`) and adds the volumes
+//! of pods it has not processed yet (`findAndAddNewPods`, which skips pods being terminated). A
+//! pod is processed once all its claims resolved to a CSI volume (claim -> bound PV -> volume
+//! handle); one with an unbound claim is tried again next pass.
+
+use super::desired_state_of_world::DesiredStateOfWorld;
+use super::{spec_volumes, CsiVolume, UniquePodName};
+use crate::apiserver::meta;
+use crate::internal::Internal;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// What the populator reads of one pod: the pod manager's copy and what the pod workers say.
+pub struct PodInfo<'a> {
+    pub uid: &'a str,
+    pub pod: &'a Arc<Value>,
+    /// `ShouldPodContainersBeTerminating`: its volumes are not added any more.
+    pub terminating: bool,
+    /// `ShouldPodRuntimeBeRemoved`: its containers have all stopped, so its volumes go.
+    pub runtime_removed: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct DesiredStateOfWorldPopulator {
+    /// `processedPods`: pods whose volumes are all in the desired state.
+    processed: HashSet<UniquePodName>,
+}
+
+impl DesiredStateOfWorldPopulator {
+    pub fn populate(
+        &mut self,
+        dsw: &mut DesiredStateOfWorld,
+        pods: &[PodInfo<'_>],
+        client: &Internal,
+    ) {
+        let known: HashMap<&str, &PodInfo<'_>> = pods.iter().map(|p| (p.uid, p)).collect();
+        // findAndRemoveDeletedPods.
+        for pod_name in dsw.pods() {
+            match known.get(pod_name.as_str()) {
+                Some(p) if !p.runtime_removed => dsw.update_pod(&pod_name, p.pod),
+                _ => {
+                    dsw.delete_pod(&pod_name);
+                    self.processed.remove(&pod_name);
+                }
+            }
+        }
+        self.processed.retain(|p| known.contains_key(p.as_str()));
+        // findAndAddNewPods.
+        for p in pods {
+            let pod_name = UniquePodName::new(p.uid);
+            if p.terminating || self.processed.contains(&pod_name) {
+                continue;
+            }
+            let ns = meta::namespace(p.pod);
+            let mut complete = true;
+            for v in spec_volumes(p.pod) {
+                let Some(claim) = v.claim else { continue };
+                match resolve_claim(client, ns, claim) {
+                    Some(spec) => {
+                        dsw.add_pod_to_volume(&pod_name, p.pod, v.name, spec);
+                    }
+                    None => complete = false,
+                }
+            }
+            if complete {
+                self.processed.insert(pod_name);
+            }
+        }
+    }
+}
+
+/// A claim's CSI volume: the PV it is bound to and that PV's volume handle (`createVolumeSpec`
+/// through `getPVCExtractPV`).
+fn resolve_claim(client: &Internal, ns: &str, claim: &str) -> Option<CsiVolume> {
+    let pvc = client.get("", "persistentvolumeclaims", ns, claim)?;
+    let pv = meta::str_at(&pvc, "/spec/volumeName")?.to_string();
+    let pv_obj = client.get("", "persistentvolumes", "", &pv)?;
+    let handle = meta::str_at(&pv_obj, "/spec/csi/volumeHandle")?.to_string();
+    Some(CsiVolume { pv, handle })
+}
