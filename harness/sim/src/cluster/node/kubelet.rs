@@ -7,19 +7,20 @@
 //! order of effects is deterministic for a given sequence of API events.
 
 use super::log::KubeletLog;
+use super::pod_workers::{PodWorker, PodWorkers, SyncContext};
 pub use super::runtime::script;
-use super::runtime::{container_status, lines, step_container, Container, ContainerState, Step};
+use super::runtime::{container_status, ContainerState};
 use super::state::{KubeletProcess, MountHolder, NodeFaults, ResetKind, SimNode};
 use super::volumemanager::operation_executor::{CsiDriver, OperationContext};
 use super::volumemanager::populator::PodInfo;
-use super::volumemanager::{VolumeManager, VolumesNotReady};
+use super::volumemanager::VolumeManager;
 use super::volumes::{CSI_SOCKET, DRIVER};
 use crate::apiserver::meta;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::timing::{self, go_duration, Timing};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -34,48 +35,18 @@ pub enum PodEvent {
     Deleted(String),
 }
 
-struct PodRuntime {
-    uid: String,
-    ns: String,
-    name: String,
-    pod: Arc<Value>,
-    /// Holds one of the bounded pool's workers (only with `pod_worker_pool`).
-    slot: bool,
-    synced: bool,
-    /// When the pod worker's current wait for volumes started; a time in the future is a
-    /// requeue after a failed sync.
-    wait_mark: Option<Instant>,
-    init: Vec<Container>,
-    main: Vec<Container>,
-    phase: String,
-    started_time: Option<String>,
-    pod_ip: Option<String>,
-    dirty: bool,
-    killing: bool,
-    stopped_at: Option<Instant>,
-    stale: bool,
-    /// A settled pod (every container running, nothing timed pending) is not synced again
-    /// before this instant unless something changes: its pod object, the node's faults, a
-    /// restart. Upstream pod workers are event-driven the same way, with a periodic resync.
-    quiet_until: Option<Instant>,
-}
-
 pub struct Kubelet {
     node: Arc<SimNode>,
     client: Internal,
     recorder: EventRecorder,
     timing: Timing,
     rx: mpsc::UnboundedReceiver<PodEvent>,
-    pods: BTreeMap<String, PodRuntime>,
+    pod_workers: PodWorkers,
     volume_manager: VolumeManager,
     klog: KubeletLog,
     csi_registered: bool,
     images: HashSet<String>,
     next_lease: Instant,
-    next_ip: u32,
-    /// The incident RCA's bounded pool of pod workers, off (None) by default: upstream runs
-    /// one goroutine per pod.
-    pod_worker_pool: Option<usize>,
     volumes_in_use: Vec<String>,
     /// The last PLEG relist that completed (the pod cache's timestamp).
     pleg_active: Instant,
@@ -86,19 +57,6 @@ pub struct Kubelet {
     plugin_processes: HashSet<String>,
     /// The node's faults at the last tick: a change wakes every settled pod.
     faults_seen: NodeFaults,
-}
-
-impl PodRuntime {
-    /// A deleted pod's containers have all been stopped by its pod worker (what the volume
-    /// manager's populator asks before it lets the pod's volumes go).
-    fn containers_stopped(&self) -> bool {
-        self.killing
-            && !self
-                .init
-                .iter()
-                .chain(self.main.iter())
-                .any(|c| matches!(c.state, ContainerState::Running { .. }))
-    }
 }
 
 impl Kubelet {
@@ -118,14 +76,12 @@ impl Kubelet {
             recorder,
             timing,
             rx,
-            pods: BTreeMap::new(),
+            pod_workers: PodWorkers::new(pod_worker_pool),
             volume_manager,
             klog,
             csi_registered: false,
             images: HashSet::new(),
             next_lease: Instant::now(),
-            next_ip: 2,
-            pod_worker_pool,
             volumes_in_use: vec![],
             pleg_active: Instant::now(),
             skip_log: (Instant::now(), Duration::ZERO),
@@ -136,10 +92,6 @@ impl Kubelet {
 
     fn log(&self, sev: char, file: &str, msg: &str) {
         self.klog.log(sev, file, msg);
-    }
-
-    fn vlog(&self, level: u8, file: &str, msg: &str) {
-        self.klog.v(level, file, msg);
     }
 
     fn csi_log(&self, file: &str, msg: &str) {
@@ -240,7 +192,7 @@ impl Kubelet {
     fn on_event(&mut self, ev: PodEvent) {
         match ev {
             PodEvent::Deleted(uid) => {
-                if let Some(p) = self.pods.remove(&uid) {
+                if let Some(p) = self.pod_workers.remove(&uid) {
                     self.log(
                         'I',
                         "kubelet.go:2434",
@@ -253,7 +205,7 @@ impl Kubelet {
             }
             PodEvent::Upsert(obj) => {
                 let uid = meta::uid(&obj).to_string();
-                match self.pods.get_mut(&uid) {
+                match self.pod_workers.get_mut(&uid) {
                     Some(p) => {
                         // The kubelet already holds what its own status writes returned: a
                         // version no newer than that (its own write coming back, or one the
@@ -267,85 +219,22 @@ impl Kubelet {
                         // (and skips the write when that view is already there).
                         let foreign = obj.get("status") != p.pod.get("status");
                         if p.synced && foreign {
-                            p.dirty = true;
+                            p.status_dirty = true;
                         }
                         p.pod = obj;
-                        p.quiet_until = None;
+                        p.wake();
                     }
                     None => {
-                        let rt = self.new_pod(obj);
-                        self.log(
-                            'I',
-                            "kubelet.go:2418",
-                            &format!(
-                                "\"SyncLoop ADD\" source=\"api\" pods=[\"{}/{}\"]",
-                                rt.ns, rt.name
-                            ),
+                        let p = self.pod_workers.add(obj, &self.timing);
+                        let line = format!(
+                            "\"SyncLoop ADD\" source=\"api\" pods=[\"{}/{}\"]",
+                            p.ns, p.name
                         );
-                        self.pods.insert(uid, rt);
+                        self.klog.info("kubelet.go:2418", &line);
                     }
                 }
             }
         }
-    }
-
-    fn new_pod(&self, obj: Arc<Value>) -> PodRuntime {
-        let ctrs = |field: &str| -> Vec<Container> {
-            obj.pointer(&format!("/spec/{}", field))
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .map(|c| Container {
-                            name: c.get("name").and_then(Value::as_str).unwrap_or("").into(),
-                            image: c.get("image").and_then(Value::as_str).unwrap_or("").into(),
-                            state: ContainerState::Waiting(String::new(), None),
-                            last: None,
-                            ready: false,
-                            started_once: false,
-                            restarts: 0,
-                            next: None,
-                            step: Step::Idle,
-                            crash_backoff: self.timing.crash_backoff_initial,
-                            logs: vec![],
-                            prev_logs: vec![],
-                            container_id: String::new(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let stale = obj
-            .pointer(&format!(
-                "/metadata/annotations/{}",
-                script::STALE_VOLUMES.replace('/', "~1")
-            ))
-            .and_then(Value::as_str)
-            == Some("true");
-        PodRuntime {
-            uid: meta::uid(&obj).into(),
-            ns: meta::namespace(&obj).into(),
-            name: meta::name(&obj).into(),
-            init: ctrs("initContainers"),
-            main: ctrs("containers"),
-            pod: obj,
-            slot: false,
-            synced: false,
-            wait_mark: None,
-            phase: "Pending".into(),
-            started_time: None,
-            pod_ip: None,
-            dirty: false,
-            killing: false,
-            stopped_at: None,
-            stale,
-            quiet_until: None,
-        }
-    }
-
-    fn annotation<'a>(pod: &'a Value, key: &str) -> Option<&'a str> {
-        pod.pointer("/metadata/annotations")
-            .and_then(|a| a.get(key))
-            .and_then(Value::as_str)
     }
 
     /// Handle process state changes and resets; returns the process state for this tick.
@@ -421,33 +310,7 @@ impl Kubelet {
             self.images.clear();
         }
         self.pleg_active = Instant::now();
-        self.wake_all();
-        for p in self.pods.values_mut() {
-            p.slot = false;
-            p.wait_mark = None;
-            if kind == ResetKind::Reboot {
-                // Every container died with the node; they start again (restartCount + 1).
-                for c in p.init.iter_mut().chain(p.main.iter_mut()) {
-                    if let ContainerState::Running { ref started, .. } = c.state {
-                        c.last = Some(ContainerState::Terminated {
-                            exit: 255,
-                            reason: "Unknown".into(),
-                            started: started.clone(),
-                            finished: timing::now_rfc3339(),
-                        });
-                        c.restarts += 1;
-                    }
-                    if !matches!(c.state, ContainerState::Terminated { ref reason, .. } if reason == "Completed")
-                    {
-                        c.state = ContainerState::Waiting("ContainerCreating".into(), None);
-                        c.step = Step::Idle;
-                        c.ready = false;
-                    }
-                }
-                p.pod_ip = None;
-                p.dirty = true;
-            }
-        }
+        self.pod_workers.kubelet_started(kind);
         self.renew_lease(true);
     }
 
@@ -469,10 +332,7 @@ impl Kubelet {
         if !self.pleg_relist() {
             self.log_skipping_sync();
         } else {
-            let uids: Vec<String> = self.pods.keys().cloned().collect();
-            for uid in &uids {
-                self.sync_pod(uid);
-            }
+            self.sync_pods();
         }
         if !partitioned {
             self.post_statuses();
@@ -483,9 +343,7 @@ impl Kubelet {
 
     /// Sync every pod at the next tick, settled or not.
     fn wake_all(&mut self) {
-        for p in self.pods.values_mut() {
-            p.quiet_until = None;
-        }
+        self.pod_workers.wake_all();
     }
 
     // ----- PLEG -----------------------------------------------------------------------------
@@ -496,7 +354,7 @@ impl Kubelet {
     /// relist brings, so no pod syncs and new pods get no status at all. (With the RCA's
     /// bounded pool, stale pods hold workers instead.)
     fn pleg_relist_blocked(&self) -> bool {
-        self.pod_worker_pool.is_none() && self.pods.values().any(|p| p.stale)
+        self.pod_workers.sandboxes_stuck()
     }
 
     /// One PLEG relist: it completes (and keeps PLEG healthy) unless the runtime hangs on it.
@@ -678,22 +536,16 @@ impl Kubelet {
     // ----- CSI registration -----------------------------------------------------------------
 
     /// The live (not deleting) `longhorn-csi-plugin` pod of this node.
-    fn plugin_pod(&self) -> Option<&PodRuntime> {
-        self.pods
-            .values()
-            .find(|p| p.name.starts_with("longhorn-csi-plugin") && !meta::is_deleting(&p.pod))
-    }
-
-    fn container_running(p: &PodRuntime, name: &str) -> bool {
-        p.main
+    fn plugin_pod(&self) -> Option<&PodWorker> {
+        self.pod_workers
             .iter()
-            .any(|c| c.name == name && matches!(c.state, ContainerState::Running { .. }))
+            .find(|p| p.name.starts_with("longhorn-csi-plugin") && !meta::is_deleting(&p.pod))
     }
 
     /// The plugin process answers on its socket: its container runs and is not crashing.
     fn plugin_serving(&self) -> bool {
         self.plugin_pod()
-            .map(|p| Self::container_running(p, "longhorn-csi-plugin"))
+            .map(|p| p.containers.running("longhorn-csi-plugin"))
             .unwrap_or(false)
             && !self.node.state.lock().faults.csi_plugin_down
     }
@@ -704,7 +556,7 @@ impl Kubelet {
     fn sync_csi_registration(&mut self, partitioned: bool) {
         let should = self
             .plugin_pod()
-            .map(|p| Self::container_running(p, "node-driver-registrar"))
+            .map(|p| p.containers.running("node-driver-registrar"))
             .unwrap_or(false);
         if should == self.csi_registered {
             return;
@@ -761,10 +613,10 @@ impl Kubelet {
     /// injection until the process holding it goes, whichever process that is).
     fn track_plugin_process(&mut self) {
         let running: HashSet<String> = self
-            .pods
-            .values()
+            .pod_workers
+            .iter()
             .filter(|p| p.name.starts_with("longhorn-csi-plugin"))
-            .flat_map(|p| p.main.iter())
+            .flat_map(|p| p.containers.main.iter())
             .filter(|c| {
                 c.name == "longhorn-csi-plugin" && matches!(c.state, ContainerState::Running { .. })
             })
@@ -796,20 +648,13 @@ impl Kubelet {
         let faults = self.node.state.lock().faults.clone();
         let driver = self.csi_driver();
         let pods: Vec<PodInfo<'_>> = self
-            .pods
-            .values()
-            .map(|p| {
-                let deleting = meta::is_deleting(&p.pod);
-                let runtime_removed = (deleting && p.containers_stopped())
-                    || p.stale
-                    || p.phase == "Succeeded"
-                    || p.phase == "Failed";
-                PodInfo {
-                    uid: &p.uid,
-                    pod: &p.pod,
-                    terminating: deleting || runtime_removed,
-                    runtime_removed,
-                }
+            .pod_workers
+            .iter()
+            .map(|p| PodInfo {
+                uid: &p.uid,
+                pod: &p.pod,
+                terminating: p.should_pod_containers_be_terminating(),
+                runtime_removed: p.should_pod_runtime_be_removed(),
             })
             .collect();
         let ctx = OperationContext {
@@ -849,477 +694,25 @@ impl Kubelet {
         self.volume_manager.mount_lines()
     }
 
-    // ----- pod workers and the container runtime ------------------------------------------
+    // ----- pod workers ------------------------------------------------------------------------
 
-    fn busy_workers(&self) -> usize {
-        self.pods.values().filter(|p| p.slot).count()
-    }
-
-    fn sync_pod(&mut self, uid: &str) {
-        let now = Instant::now();
-        let pool = self.pod_worker_pool;
-        let Some(p) = self.pods.get(uid) else { return };
-        if p.quiet_until.map(|t| now < t).unwrap_or(false) {
-            return;
-        }
-        // A terminated pod whose volumes never clean up stays in SyncTerminatedPod, polling
-        // every 100 ms; the line is V(3), below the kubelet's verbosity.
-        if p.stale {
-            let line = format!("\"Pod is terminated, but some volumes have not been cleaned up\" pod=\"{}/{}\" podUID=\"{}\"", p.ns, p.name, p.uid);
-            if let Some(size) = pool {
-                // The RCA's reading: the stale pod holds one of the pool's workers for ever.
-                if !p.slot && self.busy_workers() < size {
-                    self.pods.get_mut(uid).unwrap().slot = true;
-                }
-            }
-            self.vlog(3, "kubelet.go:2291", &line);
-            return;
-        }
-        if meta::is_deleting(&p.pod) {
-            self.terminate(uid);
-            return;
-        }
-        if p.phase == "Succeeded" || p.phase == "Failed" {
-            if p.slot {
-                self.pods.get_mut(uid).unwrap().slot = false;
-            }
-            return;
-        }
-        if let Some(size) = pool {
-            if !p.slot {
-                if self.busy_workers() >= size {
-                    // Never synced: the pod keeps whatever status the API has (none from us).
-                    return;
-                }
-                let p = self.pods.get_mut(uid).unwrap();
-                p.slot = true;
-                p.wait_mark = Some(now);
-            }
-        }
-        // Requeued after a failed sync: the worker waits for its backoff.
-        if self.pods[uid].wait_mark.map(|m| m > now).unwrap_or(false) {
-            return;
-        }
-        if self.pods[uid].wait_mark.is_none() {
-            self.pods.get_mut(uid).unwrap().wait_mark = Some(now);
-        }
-        let first = !self.pods[uid].synced;
-        if first {
-            let p = self.pods.get_mut(uid).unwrap();
-            p.synced = true;
-            p.dirty = true;
-            p.started_time = Some(timing::now_rfc3339());
-            let has_init = !p.init.is_empty();
-            for c in p.init.iter_mut() {
-                c.state = ContainerState::Waiting("PodInitializing".into(), None);
-            }
-            for c in p.main.iter_mut() {
-                c.state = ContainerState::Waiting(
-                    if has_init {
-                        "PodInitializing"
-                    } else {
-                        "ContainerCreating"
-                    }
-                    .into(),
-                    None,
-                );
-            }
-        }
-        let p = &self.pods[uid];
-        if let Err(VolumesNotReady {
-            unmounted,
-            unattached,
-        }) = self.volume_manager.wait_for_attach_and_mount(uid, &p.pod)
-        {
-            // WaitForAttachAndMount gives up at podAttachAndMountTimeout. A 1.35 kubelet records
-            // no event for that (the wait was interrupted); the pod worker logs the error and
-            // requeues the pod.
-            let timeout = self.timing.s(self.timing.pod_attach_mount_timeout);
-            let p = &self.pods[uid];
-            if p.wait_mark
-                .map(|m| now.duration_since(m) >= timeout)
-                .unwrap_or(false)
-            {
-                let line = format!(
-                    "\"Error syncing pod, skipping\" err=\"unmounted volumes=[{}], unattached volumes=[{}], failed to process volumes=[]: context deadline exceeded\" pod=\"{}/{}\" podUID=\"{}\"",
-                    unmounted.join(" "), unattached.join(" "), p.ns, p.name, p.uid
-                );
-                self.log('E', "pod_workers.go:1298", &line);
-                self.pods.get_mut(uid).unwrap().wait_mark =
-                    Some(now + self.timing.s(self.timing.pod_sync_requeue));
-            }
-            return;
-        }
-        self.pods.get_mut(uid).unwrap().wait_mark = None;
-        if self.pods[uid].pod_ip.is_none() {
-            let ip = format!("10.244.{}.{}", self.node.index, self.next_ip);
-            self.next_ip += 1;
-            let p = self.pods.get_mut(uid).unwrap();
-            p.pod_ip = Some(ip);
-            p.dirty = true;
-        }
-        self.run_containers(uid, now);
-    }
-
-    fn run_containers(&mut self, uid: &str, now: Instant) {
-        let (csi_down, prober_broken) = {
-            let st = self.node.state.lock();
-            (st.faults.csi_plugin_down, st.faults.prober_broken)
+    fn sync_pods(&mut self) {
+        let mut ctx = SyncContext {
+            node: &self.node,
+            client: &self.client,
+            recorder: &self.recorder,
+            log: &self.klog,
+            timing: &self.timing,
+            volumes: &self.volume_manager,
+            images: &mut self.images,
         };
-        let pod = self.pods[uid].pod.clone();
-        let restart_policy = meta::str_at(&pod, "/spec/restartPolicy")
-            .unwrap_or("Always")
-            .to_string();
-        let crash_after = Self::annotation(&pod, script::CRASH_AFTER)
-            .and_then(timing::parse_duration)
-            .map(|d| self.timing.s(d));
-        let exit_after = Self::annotation(&pod, script::EXIT_AFTER)
-            .and_then(timing::parse_duration)
-            .map(|d| self.timing.s(d));
-        let never_ready = Self::annotation(&pod, script::NEVER_READY) == Some("true");
-        let pull_error = Self::annotation(&pod, script::IMAGE_PULL_ERROR).map(String::from);
-        let init_run = Self::annotation(&pod, script::INIT_DURATION)
-            .and_then(timing::parse_duration)
-            .map(|d| self.timing.s(d))
-            .unwrap_or(self.timing.s(self.timing.init_container_run));
-        let log_lines: Vec<String> = Self::annotation(&pod, script::LOG)
-            .map(|l| l.lines().map(String::from).collect())
-            .unwrap_or_default();
-        let pull_policy = |name: &str| -> String {
-            ["containers", "initContainers"]
-                .iter()
-                .filter_map(|f| {
-                    pod.pointer(&format!("/spec/{}", f))
-                        .and_then(Value::as_array)
-                })
-                .flatten()
-                .find(|c| c["name"] == name)
-                .and_then(|c| c.get("imagePullPolicy").and_then(Value::as_str))
-                .unwrap_or("IfNotPresent")
-                .to_string()
-        };
-        let pull = (
-            self.timing.s(self.timing.image_pull),
-            self.timing.image_pull,
-        );
-        let start = self.timing.s(self.timing.container_start);
-        let crash_max = self.timing.crash_backoff_max;
-        let mut events: Vec<(Option<String>, EventKind, String, String)> = Vec::new();
-        let ncount = self.pods[uid].init.len();
-        // Init containers, one at a time, in order.
-        let mut init_done = true;
-        for i in 0..ncount {
-            let c = &self.pods[uid].init[i];
-            if matches!(c.state, ContainerState::Terminated { exit: 0, .. }) {
-                continue;
-            }
-            init_done = false;
-            let field = format!("spec.initContainers{{{}}}", c.name);
-            let policy = pull_policy(&c.name);
-            let p = self.pods.get_mut(uid).unwrap();
-            let images = &mut self.images;
-            let c = &mut p.init[i];
-            if step_container(
-                c,
-                now,
-                &policy,
-                images,
-                pull,
-                start,
-                pull_error.as_deref(),
-                &field,
-                &mut events,
-            ) {
-                p.dirty = true;
-            }
-            if let ContainerState::Running { since, ref started } = c.state {
-                if now.duration_since(since) >= init_run {
-                    c.state = ContainerState::Terminated {
-                        exit: 0,
-                        reason: "Completed".into(),
-                        started: started.clone(),
-                        finished: timing::now_rfc3339(),
-                    };
-                    p.dirty = true;
-                }
-            }
-            break;
-        }
-        if init_done {
-            let n = self.pods[uid].main.len();
-            for i in 0..n {
-                let name = self.pods[uid].main[i].name.clone();
-                let field = format!("spec.containers{{{}}}", name);
-                let policy = pull_policy(&name);
-                let is_csi = name == "longhorn-csi-plugin";
-                let p = self.pods.get_mut(uid).unwrap();
-                let images = &mut self.images;
-                let c = &mut p.main[i];
-                // CrashLoopBackOff: wait for the backoff, then start again.
-                if c.step == Step::BackOff {
-                    if c.next.map(|n| now >= n).unwrap_or(true) {
-                        c.step = Step::Idle;
-                        c.state = ContainerState::Waiting("ContainerCreating".into(), None);
-                    } else {
-                        continue;
-                    }
-                }
-                if step_container(
-                    c,
-                    now,
-                    &policy,
-                    images,
-                    pull,
-                    start,
-                    pull_error.as_deref(),
-                    &field,
-                    &mut events,
-                ) {
-                    p.dirty = true;
-                    if matches!(c.state, ContainerState::Running { .. }) {
-                        c.prev_logs = std::mem::take(&mut c.logs);
-                        c.logs = log_lines.clone();
-                    }
-                }
-                if let ContainerState::Running { since, ref started } = c.state.clone() {
-                    // Readiness: the prober reports ready unless scripted or broken.
-                    let ready_now = !(never_ready || prober_broken || is_csi && csi_down);
-                    // A broken prober never makes a container ready.
-                    if c.ready != ready_now && (c.ready || !prober_broken) {
-                        c.ready = ready_now;
-                        p.dirty = true;
-                    }
-                    let died = if is_csi && csi_down {
-                        Some((2, "Error"))
-                    } else if let Some(d) = crash_after.filter(|d| now.duration_since(since) >= *d)
-                    {
-                        let _ = d;
-                        Some((1, "Error"))
-                    } else if let Some(d) = exit_after.filter(|d| now.duration_since(since) >= *d) {
-                        let _ = d;
-                        Some((0, "Completed"))
-                    } else {
-                        None
-                    };
-                    if let Some((exit, reason)) = died {
-                        let term = ContainerState::Terminated {
-                            exit,
-                            reason: reason.into(),
-                            started: started.clone(),
-                            finished: timing::now_rfc3339(),
-                        };
-                        c.ready = false;
-                        p.dirty = true;
-                        let restart = restart_policy == "Always"
-                            || (restart_policy == "OnFailure" && exit != 0);
-                        if restart {
-                            c.last = Some(term);
-                            c.restarts += 1;
-                            c.step = Step::BackOff;
-                            c.next = Some(now + self.timing.s(c.crash_backoff));
-                            let msg = format!(
-                                "back-off {} restarting failed container={} pod={}_{}({})",
-                                go_duration(c.crash_backoff),
-                                c.name,
-                                p.name,
-                                p.ns,
-                                p.uid
-                            );
-                            c.state = ContainerState::Waiting("CrashLoopBackOff".into(), Some(msg));
-                            c.crash_backoff = (c.crash_backoff * 2).min(crash_max);
-                            let msg = format!(
-                                "Back-off restarting failed container {} in pod {}_{}({})",
-                                c.name, p.name, p.ns, p.uid
-                            );
-                            events.push((
-                                Some(field.clone()),
-                                EventKind::Warning,
-                                "BackOff".into(),
-                                msg,
-                            ));
-                        } else {
-                            c.state = term;
-                        }
-                    }
-                }
-            }
-        }
-        let pod_obj = pod.clone();
-        for (field, kind, reason, msg) in events {
-            self.recorder
-                .record_at(&pod_obj, field.as_deref(), kind, &reason, &msg);
-        }
-        // Phase.
-        let p = self.pods.get_mut(uid).unwrap();
-        let all_init = p
-            .init
-            .iter()
-            .all(|c| matches!(c.state, ContainerState::Terminated { exit: 0, .. }));
-        let phase = if !all_init {
-            "Pending"
-        } else if p
-            .main
-            .iter()
-            .all(|c| matches!(c.state, ContainerState::Terminated { .. }))
-            && !p.main.is_empty()
-        {
-            if p.main
-                .iter()
-                .all(|c| matches!(c.state, ContainerState::Terminated { exit: 0, .. }))
-            {
-                "Succeeded"
-            } else {
-                "Failed"
-            }
-        } else if p.main.iter().any(|c| c.started_once) {
-            "Running"
-        } else {
-            "Pending"
-        };
-        if p.phase != phase {
-            p.phase = phase.into();
-            p.dirty = true;
-        }
-        // A pod that is running with every container started no longer needs its worker.
-        if p.phase != "Pending" && p.main.iter().all(|c| c.started_once) {
-            p.slot = false;
-        }
-        // Nothing timed is pending (no pull, start or back-off, no scripted exit): the pod
-        // worker idles until a change or the periodic resync.
-        let settled = p.phase == "Running"
-            && crash_after.is_none()
-            && exit_after.is_none()
-            && p.main.iter().all(|c| {
-                matches!(c.state, ContainerState::Running { .. }) && c.step == Step::Started
-            });
-        if settled {
-            p.quiet_until = Some(now + self.timing.s(self.timing.pod_resync));
-        }
-    }
-
-    fn terminate(&mut self, uid: &str) {
-        let now = Instant::now();
-        let stop = self.timing.s(self.timing.container_start);
-        let p = self.pods.get_mut(uid).unwrap();
-        if !p.killing {
-            p.killing = true;
-            p.stopped_at = Some(now + stop);
-            let pod = p.pod.clone();
-            let running: Vec<String> = p
-                .init
-                .iter()
-                .chain(p.main.iter())
-                .filter(|c| matches!(c.state, ContainerState::Running { .. }))
-                .map(|c| c.name.clone())
-                .collect();
-            for name in running {
-                let field = if p.init.iter().any(|c| c.name == name) {
-                    format!("spec.initContainers{{{}}}", name)
-                } else {
-                    format!("spec.containers{{{}}}", name)
-                };
-                self.recorder.record_at(
-                    &pod,
-                    Some(&field),
-                    EventKind::Normal,
-                    "Killing",
-                    &format!("Stopping container {}", name),
-                );
-            }
-            return;
-        }
-        if p.stopped_at.map(|s| now < s).unwrap_or(false) {
-            return;
-        }
-        for c in p.init.iter_mut().chain(p.main.iter_mut()) {
-            if let ContainerState::Running { ref started, .. } = c.state {
-                c.state = ContainerState::Terminated {
-                    exit: 0,
-                    reason: "Completed".into(),
-                    started: started.clone(),
-                    finished: timing::now_rfc3339(),
-                };
-                c.ready = false;
-                p.dirty = true;
-            }
-        }
-        p.slot = false;
-        // A terminated pod's phase is terminal (kubelet_pods.go getPhase with podIsTerminal):
-        // Succeeded when every container exited 0, else Failed.
-        let exits: Option<Vec<i32>> = p
-            .main
-            .iter()
-            .map(|c| match c.state {
-                ContainerState::Terminated { exit, .. } => Some(exit),
-                _ => None,
-            })
-            .collect();
-        if let Some(exits) = exits.filter(|e| !e.is_empty()) {
-            let phase = if exits.iter().all(|e| *e == 0) {
-                "Succeeded"
-            } else {
-                "Failed"
-            };
-            if p.phase != phase {
-                p.phase = phase.into();
-                p.dirty = true;
-            }
-        }
-        // The status manager deletes the pod object only once SyncTerminatedPod has finished,
-        // and that waits for the pod's volumes to be unmounted (status_manager.go canBeDeleted,
-        // kubelet.go SyncTerminatedPod -> volumeManager.WaitForUnmount): a pod whose volume
-        // cannot be torn down stays Terminating.
-        if !self.volume_manager.pod_volumes_unmounted(uid) {
-            return;
-        }
-        if self.node.state.lock().faults.partitioned {
-            return;
-        }
-        let (ns, name) = (p.ns.clone(), p.name.clone());
-        match self.client.delete("", "pods", &ns, &name, Some(0)) {
-            Ok(_) => self.log(
-                'I',
-                "kubelet.go:2450",
-                &format!(
-                    "\"SyncLoop DELETE\" source=\"api\" pods=[\"{}/{}\"]",
-                    ns, name
-                ),
-            ),
-            Err(e) if e.code == 404 => {}
-            Err(_) => {}
-        }
+        self.pod_workers.sync_all(&mut ctx);
     }
 
     /// Kill a running container of the first live pod whose name starts with `pod_prefix`; the
     /// runtime starts it again (restartCount + 1), like `crictl stop`.
     pub fn restart_container(&mut self, pod_prefix: &str, container: &str) -> bool {
-        let Some(p) = self
-            .pods
-            .values_mut()
-            .find(|p| p.name.starts_with(pod_prefix) && !meta::is_deleting(&p.pod))
-        else {
-            return false;
-        };
-        let Some(c) = p.main.iter_mut().find(|c| c.name == container) else {
-            return false;
-        };
-        let ContainerState::Running { ref started, .. } = c.state else {
-            return false;
-        };
-        c.last = Some(ContainerState::Terminated {
-            exit: 137,
-            reason: "Error".into(),
-            started: started.clone(),
-            finished: timing::now_rfc3339(),
-        });
-        c.restarts += 1;
-        c.ready = false;
-        c.state = ContainerState::Waiting("ContainerCreating".into(), None);
-        c.step = Step::Idle;
-        p.dirty = true;
-        p.slot = true;
-        p.quiet_until = None;
-        true
+        self.pod_workers.restart_container(pod_prefix, container)
     }
 
     // ----- status manager -------------------------------------------------------------------
@@ -1327,17 +720,21 @@ impl Kubelet {
     fn post_statuses(&mut self) {
         let host_ip = self.node.internal_ip();
         let uids: Vec<String> = self
-            .pods
+            .pod_workers
             .iter()
-            .filter(|(_, p)| p.dirty && p.synced && !p.stale)
-            .map(|(u, _)| u.clone())
+            .filter(|p| p.status_dirty && p.synced && !p.stale)
+            .map(|p| p.uid.clone())
             .collect();
         for uid in uids {
-            let p = &self.pods[&uid];
+            let Some(p) = self.pod_workers.get(&uid) else {
+                continue;
+            };
             let status = pod_status(p, &host_ip);
             // Fields the apiserver or others added (qosClass) do not make it differ.
             if meta::merge_is_noop(p.pod.get("status"), &status) {
-                self.pods.get_mut(&uid).unwrap().dirty = false;
+                if let Some(p) = self.pod_workers.get_mut(&uid) {
+                    p.status_dirty = false;
+                }
                 continue;
             }
             let res =
@@ -1354,15 +751,17 @@ impl Kubelet {
                     self.log('E', "status_manager.go:914", &line);
                 }
             }
-            let p = self.pods.get_mut(&uid).unwrap();
+            let Some(p) = self.pod_workers.get_mut(&uid) else {
+                continue;
+            };
             if let Ok(written) = res {
                 // The pod as the apiserver now has it (the status manager's cache of what it
                 // posted): later comparisons read the fresh status, not the informer's.
                 // A change of someone else's that the write's answer carries first (a
                 // deletion) wakes the pod, as its event would have: that event is now not news.
-                p.dirty = false;
+                p.status_dirty = false;
                 if !meta::identical_outside_status(&written, &p.pod) {
-                    p.quiet_until = None;
+                    p.wake();
                 }
                 p.pod = written;
             }
@@ -1376,35 +775,8 @@ impl Kubelet {
         container: &str,
         previous: bool,
     ) -> Option<Result<String, String>> {
-        let p = self.pods.get(uid)?;
-        let c = p
-            .init
-            .iter()
-            .chain(p.main.iter())
-            .find(|c| c.name == container)?;
-        if previous {
-            return Some(if c.restarts == 0 {
-                Err(format!(
-                    "previous terminated container {:?} in pod {:?} not found",
-                    container, p.name
-                ))
-            } else {
-                Ok(lines(&c.prev_logs))
-            });
-        }
-        match &c.state {
-            ContainerState::Waiting(reason, _) if !c.started_once => Some(Err(format!(
-                "container {:?} in pod {:?} is waiting to start: {}",
-                container,
-                p.name,
-                if reason.is_empty() {
-                    "ContainerCreating"
-                } else {
-                    reason
-                }
-            ))),
-            _ => Some(Ok(lines(&c.logs))),
-        }
+        let p = self.pod_workers.get(uid)?;
+        p.containers.logs(&p.name, container, previous)
     }
 }
 
@@ -1422,24 +794,22 @@ fn cond(t: &str, ok: bool, reason: Option<&str>, msg: Option<String>) -> Value {
 }
 
 /// The status the kubelet's status manager posts: real shapes (conditions, Waiting reasons).
-fn pod_status(p: &PodRuntime, host_ip: &str) -> Value {
-    let init_ok = p
-        .init
+fn pod_status(p: &PodWorker, host_ip: &str) -> Value {
+    let (init, main) = (&p.containers.init, &p.containers.main);
+    let init_ok = init
         .iter()
         .all(|c| matches!(c.state, ContainerState::Terminated { exit: 0, .. }));
-    let pending_init: Vec<&str> = p
-        .init
+    let pending_init: Vec<&str> = init
         .iter()
         .filter(|c| !matches!(c.state, ContainerState::Terminated { exit: 0, .. }))
         .map(|c| c.name.as_str())
         .collect();
-    let unready: Vec<&str> = p
-        .main
+    let unready: Vec<&str> = main
         .iter()
         .filter(|c| !c.ready)
         .map(|c| c.name.as_str())
         .collect();
-    let ready = unready.is_empty() && !p.main.is_empty() && !meta::is_deleting(&p.pod);
+    let ready = unready.is_empty() && !main.is_empty() && !meta::is_deleting(&p.pod);
     let sandbox = p.pod_ip.is_some();
     let mut conds = vec![
         cond("PodReadyToStartContainers", sandbox, None, None),
@@ -1514,16 +884,16 @@ fn pod_status(p: &PodRuntime, host_ip: &str) -> Value {
         }
     }
     let mut s = json!({
-        "phase": p.phase,
+        "phase": p.phase.as_str(),
         "conditions": conds,
         "hostIP": host_ip,
         "hostIPs": [{"ip": host_ip}],
         "startTime": p.started_time,
         "qosClass": p.pod.pointer("/status/qosClass").cloned().unwrap_or(json!("BestEffort")),
-        "containerStatuses": p.main.iter().map(container_status).collect::<Vec<_>>(),
+        "containerStatuses": main.iter().map(container_status).collect::<Vec<_>>(),
     });
-    if !p.init.is_empty() {
-        s["initContainerStatuses"] = json!(p.init.iter().map(container_status).collect::<Vec<_>>());
+    if !init.is_empty() {
+        s["initContainerStatuses"] = json!(init.iter().map(container_status).collect::<Vec<_>>());
     }
     if let Some(ip) = &p.pod_ip {
         s["podIP"] = json!(ip);

@@ -3,8 +3,10 @@
 //! the API, and the node primitives (faults and remediations).
 
 pub mod kubelet;
+pub mod kuberuntime_manager;
 pub mod log;
 pub mod nodeops;
+pub mod pod_workers;
 pub mod runtime;
 pub mod state;
 pub mod volumemanager;
