@@ -7,6 +7,7 @@
 //! order of effects is deterministic for a given sequence of API events.
 
 use super::log::KubeletLog;
+use super::pleg::GenericPleg;
 use super::pod_workers::{PodWorker, PodWorkers, SyncContext};
 pub use super::runtime::script;
 use super::runtime::{container_status, ContainerState};
@@ -18,7 +19,7 @@ use super::volumes::{CSI_SOCKET, DRIVER};
 use crate::apiserver::meta;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::timing::{self, go_duration, Timing};
+use crate::timing::{self, Timing};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -48,8 +49,7 @@ pub struct Kubelet {
     images: HashSet<String>,
     next_lease: Instant,
     volumes_in_use: Vec<String>,
-    /// The last PLEG relist that completed (the pod cache's timestamp).
-    pleg_active: Instant,
+    pleg: GenericPleg,
     /// When the sync loop next logs "Skipping pod synchronization", and its backoff (nominal).
     skip_log: (Instant, Duration),
     /// The CSI plugin processes (container ids) running at the last tick: one that exits
@@ -70,6 +70,7 @@ impl Kubelet {
         let recorder = EventRecorder::new(client.clone(), "kubelet", Some(&node.name));
         let klog = KubeletLog::new(node.clone(), timing.clone());
         let volume_manager = VolumeManager::new(timing.clone());
+        let pleg = GenericPleg::new(timing.clone());
         Kubelet {
             node,
             client,
@@ -83,7 +84,7 @@ impl Kubelet {
             images: HashSet::new(),
             next_lease: Instant::now(),
             volumes_in_use: vec![],
-            pleg_active: Instant::now(),
+            pleg,
             skip_log: (Instant::now(), Duration::ZERO),
             plugin_processes: HashSet::new(),
             faults_seen: NodeFaults::default(),
@@ -100,16 +101,15 @@ impl Kubelet {
 
     /// Drain pod events and run one tick. Returns false when the event source is gone. A kubelet
     /// that is down reads and writes nothing (its events wait, as a watch would be re-listed);
-    /// a hung one only keeps its Lease, node status and PLEG going (goroutines of their own
-    /// upstream: pleg/generic.go relists on its own ticker and drops events the stuck sync loop
-    /// does not take, so its health does not depend on the sync loop). A partitioned one runs on
+    /// a hung one only keeps its Lease and node status going (goroutines of their own upstream;
+    /// PLEG relists in a task of its own, `relist_pleg`, so its health does not depend on the
+    /// sync loop either). A partitioned one runs on
     /// what it knows: its pod watch delivers nothing until the partition heals (the events wait
     /// as above) and its writes do not arrive (`Internal::with_reachability`).
     pub fn step(&mut self) -> bool {
         match self.process_state() {
             KubeletProcess::Running => {}
             KubeletProcess::Hung => {
-                self.pleg_relist();
                 self.heartbeat();
                 return true;
             }
@@ -309,7 +309,7 @@ impl Kubelet {
         if kind == ResetKind::Reboot {
             self.images.clear();
         }
-        self.pleg_active = Instant::now();
+        self.pleg.restart();
         self.pod_workers.kubelet_started(kind);
         self.renew_lease(true);
     }
@@ -329,9 +329,11 @@ impl Kubelet {
         self.heartbeat();
         self.sync_csi_registration(partitioned);
         self.reconcile_volumes();
-        if !self.pleg_relist() {
-            self.log_skipping_sync();
-        } else {
+        // syncLoop skips every iteration while the runtime is unhealthy; pod workers wait for
+        // a pod cache newer than their last sync, which a hanging relist does not bring.
+        if let Err(unhealthy) = self.pleg.healthy() {
+            self.log_skipping_sync(&unhealthy.to_string());
+        } else if !self.pleg.relist_hung() {
             self.sync_pods();
         }
         if !partitioned {
@@ -348,43 +350,23 @@ impl Kubelet {
 
     // ----- PLEG -----------------------------------------------------------------------------
 
-    /// Does the PLEG relist hang? It asks the runtime for every pod's sandbox status; the
-    /// runtime cannot answer for stale pods whose sandboxes it cannot tear down (their volumes
-    /// never unmount). Pod workers wait for a pod cache newer than their last sync, which only a
-    /// relist brings, so no pod syncs and new pods get no status at all. (With the RCA's
-    /// bounded pool, stale pods hold workers instead.)
-    fn pleg_relist_blocked(&self) -> bool {
-        self.pod_workers.sandboxes_stuck()
-    }
-
-    /// One PLEG relist: it completes (and keeps PLEG healthy) unless the runtime hangs on it.
-    /// Returns whether it completed.
-    fn pleg_relist(&mut self) -> bool {
-        if self.pleg_relist_blocked() {
-            return false;
+    /// One relist of the PLEG (its own task, `cluster::run_pleg`): it runs while the kubelet
+    /// process is up, even with its sync loop hung. The runtime cannot answer for stale pods'
+    /// sandboxes, which it cannot tear down (their volumes never unmount); with the RCA's
+    /// bounded pool, stale pods hold workers instead.
+    pub fn relist_pleg(&mut self) {
+        let up = matches!(
+            self.node.state.lock().kubelet,
+            KubeletProcess::Running | KubeletProcess::Hung
+        );
+        if up {
+            self.pleg.relist(!self.pod_workers.sandboxes_stuck());
         }
-        self.pleg_active = Instant::now();
-        true
-    }
-
-    /// The runtime's health as the node's Ready condition reports it: `None` when healthy.
-    fn pleg_unhealthy(&self) -> Option<String> {
-        let since = self.timing.to_nominal(self.pleg_active.elapsed());
-        (since > self.timing.pleg_relist_threshold).then(|| {
-            format!(
-                "PLEG is not healthy: pleg was last seen active {} ago; threshold is {}",
-                go_duration(since),
-                go_duration(self.timing.pleg_relist_threshold)
-            )
-        })
     }
 
     /// The sync loop skips every iteration while the runtime is unhealthy (backoff 100ms
     /// doubling to 5s between the error lines).
-    fn log_skipping_sync(&mut self) {
-        let Some(err) = self.pleg_unhealthy() else {
-            return;
-        };
+    fn log_skipping_sync(&mut self, err: &str) {
         let now = Instant::now();
         if now < self.skip_log.0 {
             return;
@@ -463,7 +445,7 @@ impl Kubelet {
             .pointer("/status/nodeInfo/bootID")
             .and_then(Value::as_str)
             != Some(boot_id.as_str());
-        let pleg = self.pleg_unhealthy();
+        let pleg = self.pleg.healthy().err().map(|e| e.to_string());
         let was = meta::condition_status(&node, "Ready").map(String::from);
         let old_msg = node
             .pointer("/status/conditions")

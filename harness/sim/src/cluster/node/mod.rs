@@ -6,6 +6,7 @@ pub mod kubelet;
 pub mod kuberuntime_manager;
 pub mod log;
 pub mod nodeops;
+pub mod pleg;
 pub mod pod_workers;
 pub mod runtime;
 pub mod state;
