@@ -6,12 +6,14 @@
 //! Everything runs in one task per node that ticks at the volume reconciler period, so the
 //! order of effects is deterministic for a given sequence of API events.
 
+use super::kubelet_pods::{generate_api_pod_status, PodStatusInput};
 use super::log::KubeletLog;
 use super::pleg::GenericPleg;
 use super::pod_workers::{PodWorker, PodWorkers, SyncContext};
 pub use super::runtime::script;
-use super::runtime::{container_status, ContainerState};
+use super::runtime::ContainerState;
 use super::state::{KubeletProcess, MountHolder, NodeFaults, ResetKind, SimNode};
+use super::status_manager::{StatusManager, Synced};
 use super::volumemanager::operation_executor::{CsiDriver, OperationContext};
 use super::volumemanager::populator::PodInfo;
 use super::volumemanager::VolumeManager;
@@ -44,6 +46,7 @@ pub struct Kubelet {
     rx: mpsc::UnboundedReceiver<PodEvent>,
     pod_workers: PodWorkers,
     volume_manager: VolumeManager,
+    status_manager: StatusManager,
     klog: KubeletLog,
     csi_registered: bool,
     images: HashSet<String>,
@@ -79,6 +82,7 @@ impl Kubelet {
             rx,
             pod_workers: PodWorkers::new(pod_worker_pool),
             volume_manager,
+            status_manager: StatusManager::default(),
             klog,
             csi_registered: false,
             images: HashSet::new(),
@@ -192,6 +196,7 @@ impl Kubelet {
     fn on_event(&mut self, ev: PodEvent) {
         match ev {
             PodEvent::Deleted(uid) => {
+                self.status_manager.remove(&uid);
                 if let Some(p) = self.pod_workers.remove(&uid) {
                     self.log(
                         'I',
@@ -278,6 +283,7 @@ impl Kubelet {
         let pid = self.node.state.lock().pid;
         self.klog.set_pid(pid);
         self.volume_manager.restart(kind);
+        self.status_manager = StatusManager::default();
         self.csi_registered = false;
         {
             let mut st = self.node.state.lock();
@@ -681,12 +687,12 @@ impl Kubelet {
     fn sync_pods(&mut self) {
         let mut ctx = SyncContext {
             node: &self.node,
-            client: &self.client,
             recorder: &self.recorder,
             log: &self.klog,
             timing: &self.timing,
             volumes: &self.volume_manager,
             images: &mut self.images,
+            status: &mut self.status_manager,
         };
         self.pod_workers.sync_all(&mut ctx);
     }
@@ -699,53 +705,53 @@ impl Kubelet {
 
     // ----- status manager -------------------------------------------------------------------
 
+    /// The status manager's pass: the statuses of the pods whose status changed go to its
+    /// cache (`generateAPIPodStatus`, `SetPodStatus`), then it syncs.
     fn post_statuses(&mut self) {
         let host_ip = self.node.internal_ip();
-        let uids: Vec<String> = self
-            .pod_workers
-            .iter()
-            .filter(|p| p.status_dirty && p.synced && !p.stale)
-            .map(|p| p.uid.clone())
-            .collect();
-        for uid in uids {
-            let Some(p) = self.pod_workers.get(&uid) else {
+        for p in self.pod_workers.iter_mut() {
+            if !(p.status_dirty && p.synced && !p.stale) {
                 continue;
+            }
+            let input = PodStatusInput {
+                pod: &p.pod,
+                containers: &p.containers,
+                phase: p.phase,
+                started_time: p.started_time.as_deref(),
+                pod_ip: p.pod_ip.as_deref(),
             };
-            let status = pod_status(p, &host_ip);
-            // Fields the apiserver or others added (qosClass) do not make it differ.
-            if meta::merge_is_noop(p.pod.get("status"), &status) {
-                if let Some(p) = self.pod_workers.get_mut(&uid) {
-                    p.status_dirty = false;
-                }
-                continue;
-            }
-            let res =
-                self.client
-                    .merge_status("", "pods", &p.ns, &p.name, &json!({"status": status}));
-            if let Err(e) = &res {
-                if e.code != 404 {
-                    let line = format!(
-                        "\"Failed to update status for pod\" pod=\"{}/{}\" err=\"{}\"",
-                        p.ns,
-                        p.name,
-                        e.message.replace('"', "'")
-                    );
-                    self.log('E', "status_manager.go:914", &line);
-                }
-            }
+            let status = generate_api_pod_status(&input, &host_ip);
+            self.status_manager.set_pod_status(&p.pod, status);
+            p.status_dirty = false;
+        }
+        let workers = &self.pod_workers;
+        let synced = self.status_manager.sync(
+            |uid| workers.get(uid).map(|p| p.pod.clone()),
+            &self.client,
+            &self.klog,
+        );
+        for (uid, synced) in synced {
             let Some(p) = self.pod_workers.get_mut(&uid) else {
                 continue;
             };
-            if let Ok(written) = res {
-                // The pod as the apiserver now has it (the status manager's cache of what it
-                // posted): later comparisons read the fresh status, not the informer's.
-                // A change of someone else's that the write's answer carries first (a
-                // deletion) wakes the pod, as its event would have: that event is now not news.
-                p.status_dirty = false;
-                if !meta::identical_outside_status(&written, &p.pod) {
-                    p.wake();
+            match synced {
+                Synced::Written(pod) => {
+                    // The pod as the apiserver now has it: later comparisons read the fresh
+                    // status, not the informer's. A change of someone else's that the write's
+                    // answer carries first (a deletion) wakes the pod, as its event would have:
+                    // that event is now not news.
+                    if !meta::identical_outside_status(&pod, &p.pod) {
+                        p.wake();
+                    }
+                    p.pod = pod;
                 }
-                p.pod = written;
+                Synced::Deleted => {
+                    let line = format!(
+                        "\"SyncLoop DELETE\" source=\"api\" pods=[\"{}/{}\"]",
+                        p.ns, p.name
+                    );
+                    self.klog.info("kubelet.go:2450", &line);
+                }
             }
         }
     }
@@ -760,128 +766,6 @@ impl Kubelet {
         let p = self.pod_workers.get(uid)?;
         p.containers.logs(&p.name, container, previous)
     }
-}
-
-fn cond(t: &str, ok: bool, reason: Option<&str>, msg: Option<String>) -> Value {
-    let mut c = json!({"type": t, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": timing::now_rfc3339()});
-    if !ok {
-        if let Some(r) = reason {
-            c["reason"] = json!(r);
-        }
-        if let Some(m) = msg {
-            c["message"] = json!(m);
-        }
-    }
-    c
-}
-
-/// The status the kubelet's status manager posts: real shapes (conditions, Waiting reasons).
-fn pod_status(p: &PodWorker, host_ip: &str) -> Value {
-    let (init, main) = (&p.containers.init, &p.containers.main);
-    let init_ok = init
-        .iter()
-        .all(|c| matches!(c.state, ContainerState::Terminated { exit: 0, .. }));
-    let pending_init: Vec<&str> = init
-        .iter()
-        .filter(|c| !matches!(c.state, ContainerState::Terminated { exit: 0, .. }))
-        .map(|c| c.name.as_str())
-        .collect();
-    let unready: Vec<&str> = main
-        .iter()
-        .filter(|c| !c.ready)
-        .map(|c| c.name.as_str())
-        .collect();
-    let ready = unready.is_empty() && !main.is_empty() && !meta::is_deleting(&p.pod);
-    let sandbox = p.pod_ip.is_some();
-    let mut conds = vec![
-        cond("PodReadyToStartContainers", sandbox, None, None),
-        cond(
-            "Initialized",
-            init_ok,
-            Some("ContainersNotInitialized"),
-            Some(format!(
-                "containers with incomplete status: [{}]",
-                pending_init.join(" ")
-            )),
-        ),
-        cond(
-            "Ready",
-            ready,
-            Some("ContainersNotReady"),
-            Some(format!(
-                "containers with unready status: [{}]",
-                unready.join(" ")
-            )),
-        ),
-        cond(
-            "ContainersReady",
-            ready,
-            Some("ContainersNotReady"),
-            Some(format!(
-                "containers with unready status: [{}]",
-                unready.join(" ")
-            )),
-        ),
-    ];
-    // Keep the scheduler's PodScheduled condition as the API has it.
-    let scheduled = p
-        .pod
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c["type"] == "PodScheduled").cloned())
-        .unwrap_or_else(|| cond("PodScheduled", true, None, None));
-    conds.push(scheduled);
-    // Conditions other components own (DisruptionTarget, readiness gates) are kept.
-    const OWN: [&str; 5] = [
-        "PodReadyToStartContainers",
-        "Initialized",
-        "Ready",
-        "ContainersReady",
-        "PodScheduled",
-    ];
-    if let Some(prev) = p
-        .pod
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-    {
-        conds.extend(
-            prev.iter()
-                .filter(|c| !OWN.iter().any(|t| c["type"] == *t))
-                .cloned(),
-        );
-    }
-    // Preserve each condition's lastTransitionTime when its status is unchanged.
-    if let Some(prev) = p
-        .pod
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-    {
-        for c in conds.iter_mut() {
-            if let Some(old) = prev
-                .iter()
-                .find(|o| o["type"] == c["type"] && o["status"] == c["status"])
-            {
-                c["lastTransitionTime"] = old["lastTransitionTime"].clone();
-            }
-        }
-    }
-    let mut s = json!({
-        "phase": p.phase.as_str(),
-        "conditions": conds,
-        "hostIP": host_ip,
-        "hostIPs": [{"ip": host_ip}],
-        "startTime": p.started_time,
-        "qosClass": p.pod.pointer("/status/qosClass").cloned().unwrap_or(json!("BestEffort")),
-        "containerStatuses": main.iter().map(container_status).collect::<Vec<_>>(),
-    });
-    if !init.is_empty() {
-        s["initContainerStatuses"] = json!(init.iter().map(container_status).collect::<Vec<_>>());
-    }
-    if let Some(ip) = &p.pod_ip {
-        s["podIP"] = json!(ip);
-        s["podIPs"] = json!([{"ip": ip}]);
-    }
-    s
 }
 
 fn rv_of(obj: &Value) -> Option<u64> {

@@ -3,6 +3,7 @@
 //! the API, and the node primitives (faults and remediations).
 
 pub mod kubelet;
+pub mod kubelet_pods;
 pub mod kuberuntime_manager;
 pub mod log;
 pub mod nodeops;
@@ -10,5 +11,6 @@ pub mod pleg;
 pub mod pod_workers;
 pub mod runtime;
 pub mod state;
+pub mod status_manager;
 pub mod volumemanager;
 pub mod volumes;

@@ -14,14 +14,15 @@
 //! The incident RCA's reading of "saturated workers", a bounded pool of workers that stale pods
 //! hold for ever, is an option (`pool`): a worker is busy for a sync, not for a pod's life.
 
+use super::kubelet_pods::{get_phase, terminal_phase, PodPhase};
 use super::kuberuntime_manager::{PodContainers, RuntimeFaults};
 use super::log::KubeletLog;
 use super::runtime::script;
 use super::state::{ResetKind, SimNode};
+use super::status_manager::StatusManager;
 use super::volumemanager::{VolumeManager, VolumesNotReady};
 use crate::apiserver::meta;
 use crate::events::EventRecorder;
-use crate::internal::Internal;
 use crate::timing::{self, Timing};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
@@ -37,30 +38,6 @@ pub enum PodWorkerState {
     TerminatingPod { stop_at: Instant },
     /// No container runs; the pod's resources (its volumes) are being cleaned up.
     TerminatedPod,
-}
-
-/// The pod's phase as the kubelet computes it (`getPhase`, kubelet_pods.go).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PodPhase {
-    Pending,
-    Running,
-    Succeeded,
-    Failed,
-}
-
-impl PodPhase {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PodPhase::Pending => "Pending",
-            PodPhase::Running => "Running",
-            PodPhase::Succeeded => "Succeeded",
-            PodPhase::Failed => "Failed",
-        }
-    }
-
-    pub fn is_terminal(self) -> bool {
-        matches!(self, PodPhase::Succeeded | PodPhase::Failed)
-    }
 }
 
 /// Where a syncing pod is in its wait for volumes.
@@ -123,11 +100,11 @@ impl PodWorker {
 /// What a pod worker's sync uses besides the pod.
 pub struct SyncContext<'a> {
     pub node: &'a SimNode,
-    pub client: &'a Internal,
     pub recorder: &'a EventRecorder,
     pub log: &'a KubeletLog,
     pub timing: &'a Timing,
     pub volumes: &'a VolumeManager,
+    pub status: &'a mut StatusManager,
     /// The runtime's image cache.
     pub images: &'a mut HashSet<String>,
 }
@@ -397,8 +374,8 @@ impl PodWorkers {
     }
 
     /// `SyncTerminatedPod`: a deleted pod is finished once its volumes are unmounted
-    /// (`WaitForUnmount`); only then does the pod object go (`status_manager.go` `canBeDeleted`).
-    /// A pod whose volumes cannot be torn down stays Terminating.
+    /// (`WaitForUnmount`, then `TerminatePod`); only then may the status manager delete the pod
+    /// object (`canBeDeleted`). A pod whose volumes cannot be torn down stays Terminating.
     fn sync_terminated_pod(&mut self, uid: &str, ctx: &mut SyncContext<'_>) {
         let pool = self.pool;
         let busy = self.busy_workers();
@@ -415,63 +392,8 @@ impl PodWorkers {
             return;
         }
         p.slot = false;
-        if !meta::is_deleting(&p.pod) || !ctx.volumes.pod_volumes_unmounted(uid) {
-            return;
-        }
-        if ctx.node.state.lock().faults.partitioned {
-            return;
-        }
-        let (ns, name) = (p.ns.clone(), p.name.clone());
-        if ctx.client.delete("", "pods", &ns, &name, Some(0)).is_ok() {
-            ctx.log.info(
-                "kubelet.go:2450",
-                &format!(
-                    "\"SyncLoop DELETE\" source=\"api\" pods=[\"{}/{}\"]",
-                    ns, name
-                ),
-            );
+        if meta::is_deleting(&p.pod) && ctx.volumes.pod_volumes_unmounted(uid) {
+            ctx.status.terminate_pod(&p.pod);
         }
     }
-}
-
-/// `getPhase` of a pod that may still run: Pending until the init containers have completed
-/// and a main container has started; Succeeded/Failed once every main container has exited
-/// for good; else Running.
-fn get_phase(c: &PodContainers) -> PodPhase {
-    use super::runtime::ContainerState;
-    let all_init = c
-        .init
-        .iter()
-        .all(|c| matches!(c.state, ContainerState::Terminated { exit: 0, .. }));
-    if !all_init {
-        return PodPhase::Pending;
-    }
-    if let Some(phase) = terminal_phase(c) {
-        return phase;
-    }
-    if c.main.iter().any(|c| c.started_once) {
-        PodPhase::Running
-    } else {
-        PodPhase::Pending
-    }
-}
-
-/// Succeeded when every main container exited 0, Failed when every one exited and one did
-/// not with 0; None while one has not exited (or there is none).
-fn terminal_phase(c: &PodContainers) -> Option<PodPhase> {
-    use super::runtime::ContainerState;
-    let exits: Option<Vec<i32>> = c
-        .main
-        .iter()
-        .map(|c| match c.state {
-            ContainerState::Terminated { exit, .. } => Some(exit),
-            _ => None,
-        })
-        .collect();
-    let exits = exits.filter(|e| !e.is_empty())?;
-    Some(if exits.iter().all(|e| *e == 0) {
-        PodPhase::Succeeded
-    } else {
-        PodPhase::Failed
-    })
 }

@@ -1,0 +1,153 @@
+//! The status manager (pkg/kubelet/status/status_manager.go): it caches the status the kubelet
+//! generated for each pod (`SetPodStatus`: a status that differs from the cached one gets the
+//! next version), writes a pod's status when its version is newer than the one last written
+//! (`needsUpdate`) or when the API's copy differs from the cache (`needsReconcile`, someone
+//! else changed it), and skips the write when the API already has it. Once a deleted pod's
+//! SyncTerminatedPod has finished (`TerminatePod`), it writes the final status and then deletes
+//! the pod object with grace 0 (`canBeDeleted`).
+
+use super::log::KubeletLog;
+use crate::apiserver::meta;
+use crate::internal::Internal;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// `versionedPodStatus`.
+#[derive(Debug, Clone)]
+struct VersionedPodStatus {
+    ns: String,
+    name: String,
+    /// None until the kubelet has generated a status for the pod (never synced).
+    status: Option<Value>,
+    version: u64,
+    /// SyncTerminatedPod has finished: the pod may go once its final status is written.
+    pod_is_finished: bool,
+    /// The cache was set again (a change of the kubelet's or of the API's copy): compare it
+    /// with the API's.
+    check: bool,
+}
+
+/// What a sync did to one pod.
+#[derive(Debug, Clone)]
+pub enum Synced {
+    /// Its status was written: the pod as the API now has it.
+    Written(Arc<Value>),
+    /// The pod object was deleted.
+    Deleted,
+}
+
+#[derive(Debug, Default)]
+pub struct StatusManager {
+    /// `podStatuses`, ordered so a sync writes in the same order on every run.
+    statuses: BTreeMap<String, VersionedPodStatus>,
+    /// `apiStatusVersions`: the version last written (or found already there).
+    api_status_versions: HashMap<String, u64>,
+}
+
+impl StatusManager {
+    fn entry(&mut self, pod: &Value) -> &mut VersionedPodStatus {
+        self.statuses
+            .entry(meta::uid(pod).to_string())
+            .or_insert_with(|| VersionedPodStatus {
+                ns: meta::namespace(pod).to_string(),
+                name: meta::name(pod).to_string(),
+                status: None,
+                version: 0,
+                pod_is_finished: false,
+                check: false,
+            })
+    }
+
+    /// `SetPodStatus`: cache the status the kubelet generated for `pod`.
+    pub fn set_pod_status(&mut self, pod: &Value, status: Value) {
+        let e = self.entry(pod);
+        if e.status.as_ref() != Some(&status) {
+            e.version += 1;
+            e.status = Some(status);
+        }
+        e.check = true;
+    }
+
+    /// `TerminatePod`: the pod's SyncTerminatedPod has finished.
+    pub fn terminate_pod(&mut self, pod: &Value) {
+        // Called on every pass until the pod is gone: a delete that failed is tried again.
+        let e = self.entry(pod);
+        e.pod_is_finished = true;
+        e.check = true;
+    }
+
+    /// The pod is gone: its cached status goes (`RemoveOrphanedStatuses`).
+    pub fn remove(&mut self, uid: &str) {
+        self.statuses.remove(uid);
+        self.api_status_versions.remove(uid);
+    }
+
+    /// `syncBatch`: write what needs writing, delete what may go. `pod` is the pod manager's
+    /// copy of a pod by UID.
+    pub fn sync(
+        &mut self,
+        pod: impl Fn(&str) -> Option<Arc<Value>>,
+        client: &Internal,
+        log: &KubeletLog,
+    ) -> Vec<(String, Synced)> {
+        let mut out = Vec::new();
+        for (uid, e) in self.statuses.iter_mut() {
+            let written = self.api_status_versions.get(uid).copied();
+            let needs_update = e.status.is_some() && written.is_none_or(|v| v < e.version);
+            if !(needs_update || e.check) {
+                continue;
+            }
+            e.check = false;
+            let Some(mut current) = pod(uid) else {
+                continue;
+            };
+            if let Some(status) = e.status.as_ref() {
+                // Fields the apiserver or others added (qosClass) do not make it differ.
+                if meta::merge_is_noop(current.get("status"), status) {
+                    self.api_status_versions.insert(uid.clone(), e.version);
+                } else {
+                    match client.merge_status(
+                        "",
+                        "pods",
+                        &e.ns,
+                        &e.name,
+                        &json!({ "status": status }),
+                    ) {
+                        Ok(pod) => {
+                            self.api_status_versions.insert(uid.clone(), e.version);
+                            out.push((uid.clone(), Synced::Written(pod.clone())));
+                            current = pod;
+                        }
+                        Err(err) => {
+                            if err.code != 404 {
+                                let line = format!(
+                                    "\"Failed to update status for pod\" pod=\"{}/{}\" err=\"{}\"",
+                                    e.ns,
+                                    e.name,
+                                    err.message.replace('"', "'")
+                                );
+                                log.error("status_manager.go:914", &line);
+                                e.check = true;
+                            }
+                            continue;
+                        }
+                    }
+                }
+            }
+            // canBeDeleted: deleted, finished, and its final status written.
+            if e.pod_is_finished
+                && meta::is_deleting(&current)
+                && client.delete("", "pods", &e.ns, &e.name, Some(0)).is_ok()
+            {
+                out.push((uid.clone(), Synced::Deleted));
+            }
+        }
+        for (uid, synced) in &out {
+            if matches!(synced, Synced::Deleted) {
+                self.remove(uid);
+            }
+        }
+        out
+    }
+}
