@@ -1,15 +1,22 @@
-//! One simulated kubelet: pod workers, PLEG, the volume manager (through
-//! `volumes::PendingOperations`), the kuberuntime manager over the node's container runtime
-//! (`runtime`, scriptable by pod annotation), the status manager, CSI plugin registration, Lease heartbeats and node status, and
-//! a kubelet log in klog format (at `--v=2`; nominal timestamps and durations).
+//! One simulated kubelet (pkg/kubelet/kubelet.go): the sync loop and the parts it wires, each
+//! in the file upstream's reader looks for: the pod workers (`pod_workers`) over the kuberuntime
+//! manager (`kuberuntime_manager`, over the node's container runtime `runtime`, scriptable by pod
+//! annotation), PLEG (`pleg`, relisting in a task of its own), the volume manager
+//! (`volumemanager/`), the status manager (`status_manager`, with the statuses `kubelet_pods`
+//! generates), the plugin manager for the CSI driver (`pluginmanager`), the node's registration,
+//! Lease and status (`kubelet_node_status`), and its klog-format log (`log`, at `--v=2`, nominal
+//! timestamps and durations).
 //!
-//! Everything runs in one task per node that ticks at the volume reconciler period, so the
-//! order of effects is deterministic for a given sequence of API events.
+//! The sync loop runs in one task per node that ticks at the volume reconciler period, so the
+//! order of effects is deterministic for a given sequence of API events; only PLEG's relist runs
+//! apart.
 
+use super::kubelet_node_status::{NodeStatus, NodeStatusContext};
 use super::kubelet_pods::{generate_api_pod_status, PodStatusInput};
 use super::log::KubeletLog;
 use super::pleg::GenericPleg;
-use super::pod_workers::{PodWorker, PodWorkers, SyncContext};
+use super::pluginmanager::{PluginManager, PluginPod};
+use super::pod_workers::{PodWorkers, SyncContext};
 pub use super::runtime::script;
 use super::runtime::ContainerState;
 use super::state::{KubeletProcess, MountHolder, NodeFaults, ResetKind, SimNode};
@@ -17,12 +24,11 @@ use super::status_manager::{StatusManager, Synced};
 use super::volumemanager::operation_executor::{CsiDriver, OperationContext};
 use super::volumemanager::populator::PodInfo;
 use super::volumemanager::VolumeManager;
-use super::volumes::{CSI_SOCKET, DRIVER};
 use crate::apiserver::meta;
-use crate::events::{EventKind, EventRecorder};
+use crate::events::EventRecorder;
 use crate::internal::Internal;
-use crate::timing::{self, Timing};
-use serde_json::{json, Value};
+use crate::timing::Timing;
+use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +38,7 @@ use tokio::time::Instant;
 /// How many stale pods `saturateWorkers` leaves by default (the incident's backlog).
 pub const DEFAULT_STALE_PODS: usize = 8;
 
+/// What the pod source (a watch of the node's pods) delivers.
 #[derive(Debug, Clone)]
 pub enum PodEvent {
     Upsert(Arc<Value>),
@@ -43,23 +50,36 @@ pub struct Kubelet {
     client: Internal,
     recorder: EventRecorder,
     timing: Timing,
+    klog: KubeletLog,
+    /// The pod source.
     rx: mpsc::UnboundedReceiver<PodEvent>,
     pod_workers: PodWorkers,
+    pleg: GenericPleg,
     volume_manager: VolumeManager,
     status_manager: StatusManager,
-    klog: KubeletLog,
-    csi_registered: bool,
+    plugin_manager: PluginManager,
+    node_status: NodeStatus,
+    /// The runtime's image cache.
     images: HashSet<String>,
-    next_lease: Instant,
-    volumes_in_use: Vec<String>,
-    pleg: GenericPleg,
     /// When the sync loop next logs "Skipping pod synchronization", and its backoff (nominal).
     skip_log: (Instant, Duration),
-    /// The CSI plugin processes (container ids) running at the last tick: one that exits
-    /// releases what it held.
-    plugin_processes: HashSet<String>,
-    /// The node's faults at the last tick: a change wakes every settled pod.
+    /// The node's faults at the last iteration: a change wakes every settled pod.
     faults_seen: NodeFaults,
+}
+
+/// The node status side's view of the kubelet (its fields, so the borrow stays disjoint from
+/// `node_status`).
+macro_rules! node_status_ctx {
+    ($k:expr) => {
+        NodeStatusContext {
+            node: &$k.node,
+            client: &$k.client,
+            recorder: &$k.recorder,
+            log: &$k.klog,
+            timing: &$k.timing,
+            runtime_error: $k.pleg.healthy().err().map(|e| e.to_string()),
+        }
+    };
 }
 
 impl Kubelet {
@@ -70,46 +90,38 @@ impl Kubelet {
         rx: mpsc::UnboundedReceiver<PodEvent>,
         pod_worker_pool: Option<usize>,
     ) -> Self {
-        let recorder = EventRecorder::new(client.clone(), "kubelet", Some(&node.name));
-        let klog = KubeletLog::new(node.clone(), timing.clone());
-        let volume_manager = VolumeManager::new(timing.clone());
-        let pleg = GenericPleg::new(timing.clone());
         Kubelet {
+            recorder: EventRecorder::new(client.clone(), "kubelet", Some(&node.name)),
+            klog: KubeletLog::new(node.clone(), timing.clone()),
+            pod_workers: PodWorkers::new(pod_worker_pool),
+            pleg: GenericPleg::new(timing.clone()),
+            volume_manager: VolumeManager::new(timing.clone()),
+            status_manager: StatusManager::default(),
+            plugin_manager: PluginManager::default(),
+            node_status: NodeStatus::default(),
+            images: HashSet::new(),
+            skip_log: (Instant::now(), Duration::ZERO),
+            faults_seen: NodeFaults::default(),
             node,
             client,
-            recorder,
             timing,
             rx,
-            pod_workers: PodWorkers::new(pod_worker_pool),
-            volume_manager,
-            status_manager: StatusManager::default(),
-            klog,
-            csi_registered: false,
-            images: HashSet::new(),
-            next_lease: Instant::now(),
-            volumes_in_use: vec![],
-            pleg,
-            skip_log: (Instant::now(), Duration::ZERO),
-            plugin_processes: HashSet::new(),
-            faults_seen: NodeFaults::default(),
         }
     }
 
-    fn log(&self, sev: char, file: &str, msg: &str) {
-        self.klog.log(sev, file, msg);
+    /// Register the node (Node, Lease, CSINode), as a kubelet does when it first starts.
+    pub fn register(&mut self) {
+        let ctx = node_status_ctx!(self);
+        self.node_status.register(&ctx);
     }
 
-    fn csi_log(&self, file: &str, msg: &str) {
-        self.klog.csi(file, msg);
-    }
-
-    /// Drain pod events and run one tick. Returns false when the event source is gone. A kubelet
-    /// that is down reads and writes nothing (its events wait, as a watch would be re-listed);
-    /// a hung one only keeps its Lease and node status going (goroutines of their own upstream;
+    /// One turn of the sync loop. Returns false when the pod source is gone. A kubelet that is
+    /// down reads and writes nothing (its pod events wait, as a watch would be re-listed); a
+    /// hung one only keeps its Lease and node status going (goroutines of their own upstream;
     /// PLEG relists in a task of its own, `relist_pleg`, so its health does not depend on the
-    /// sync loop either). A partitioned one runs on
-    /// what it knows: its pod watch delivers nothing until the partition heals (the events wait
-    /// as above) and its writes do not arrive (`Internal::with_reachability`).
+    /// sync loop either). A partitioned one runs on what it knows: its pod watch delivers
+    /// nothing until the partition heals (the events wait as above) and its writes do not
+    /// arrive (`Internal::with_reachability`).
     pub fn step(&mut self) -> bool {
         match self.process_state() {
             KubeletProcess::Running => {}
@@ -119,93 +131,31 @@ impl Kubelet {
             }
             _ => return true,
         }
-        if self.node.state.lock().faults.partitioned {
-            self.tick();
-            return true;
-        }
-        loop {
-            match self.rx.try_recv() {
-                Ok(ev) => self.on_event(ev),
-                Err(mpsc::error::TryRecvError::Empty) => break,
-                Err(mpsc::error::TryRecvError::Disconnected) => return false,
+        if !self.node.state.lock().faults.partitioned {
+            loop {
+                match self.rx.try_recv() {
+                    Ok(ev) => self.handle_pod_event(ev),
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => return false,
+                }
             }
         }
-        self.tick();
+        self.sync_loop_iteration();
         true
     }
 
-    /// Register the node (Node, Lease, CSINode), as a kubelet does when it first starts.
-    pub fn register(&mut self) {
-        self.log(
-            'I',
-            "server.go:487",
-            &format!(
-                "\"Kubelet version\" kubeletVersion=\"{}\"",
-                crate::nodes::KUBELET_VERSION
-            ),
-        );
-        let mut node_obj =
-            crate::nodes::node_object(&self.node.name, self.node.index, self.node.control_plane);
-        node_obj["status"]["nodeInfo"]["bootID"] = json!(self.node.state.lock().boot_id.clone());
-        if self.client.get("", "nodes", "", &self.node.name).is_none() {
-            let _ = self.client.create("", "nodes", "", node_obj);
-            self.log(
-                'I',
-                "kubelet_node_status.go:75",
-                &format!(
-                    "\"Attempting to register node\" node=\"{}\"",
-                    self.node.name
-                ),
-            );
-            self.log(
-                'I',
-                "kubelet_node_status.go:78",
-                &format!(
-                    "\"Successfully registered node\" node=\"{}\"",
-                    self.node.name
-                ),
-            );
-        }
-        if self
-            .client
-            .get("storage.k8s.io", "csinodes", "", &self.node.name)
-            .is_none()
-        {
-            let node_uid = self
-                .client
-                .get("", "nodes", "", &self.node.name)
-                .map(|n| meta::uid(&n).to_string())
-                .unwrap_or_default();
-            let _ = self.client.create(
-                "storage.k8s.io",
-                "csinodes",
-                "",
-                json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
-                       "metadata": {"name": self.node.name, "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": self.node.name, "uid": node_uid}]},
-                       "spec": {"drivers": []}}),
-            );
-        }
-        self.log(
-            'I',
-            "kubelet.go:2468",
-            "\"Starting kubelet main sync loop\"",
-        );
-        self.renew_lease(true);
-    }
-
-    fn on_event(&mut self, ev: PodEvent) {
+    /// A config change from the pod source (`HandlePodAdditions`, `HandlePodUpdates`,
+    /// `HandlePodRemoves`).
+    fn handle_pod_event(&mut self, ev: PodEvent) {
         match ev {
             PodEvent::Deleted(uid) => {
                 self.status_manager.remove(&uid);
                 if let Some(p) = self.pod_workers.remove(&uid) {
-                    self.log(
-                        'I',
-                        "kubelet.go:2434",
-                        &format!(
-                            "\"SyncLoop REMOVE\" source=\"api\" pods=[\"{}/{}\"]",
-                            p.ns, p.name
-                        ),
+                    let line = format!(
+                        "\"SyncLoop REMOVE\" source=\"api\" pods=[\"{}/{}\"]",
+                        p.ns, p.name
                     );
+                    self.klog.info("kubelet.go:2434", &line);
                 }
             }
             PodEvent::Upsert(obj) => {
@@ -277,14 +227,15 @@ impl Kubelet {
         process
     }
 
-    /// A kubelet that starts again: empty operation executor and pod workers; what is mounted
-    /// stays mounted (reconstructed from disk). A reboot also loses every mount and container.
+    /// A kubelet that starts again: empty operation executor, status cache and pod workers;
+    /// what is mounted stays mounted (reconstructed from disk). A reboot also loses every mount
+    /// and container.
     fn reset(&mut self, kind: ResetKind) {
         let pid = self.node.state.lock().pid;
         self.klog.set_pid(pid);
         self.volume_manager.restart(kind);
         self.status_manager = StatusManager::default();
-        self.csi_registered = false;
+        self.plugin_manager.restart();
         {
             let mut st = self.node.state.lock();
             match kind {
@@ -299,28 +250,29 @@ impl Kubelet {
                 }
             }
         }
-        self.log(
-            'I',
+        self.klog.info(
             "server.go:487",
             &format!(
                 "\"Kubelet version\" kubeletVersion=\"{}\"",
                 crate::nodes::KUBELET_VERSION
             ),
         );
-        self.log(
-            'I',
-            "kubelet.go:2468",
-            "\"Starting kubelet main sync loop\"",
-        );
+        self.klog
+            .info("kubelet.go:2468", "\"Starting kubelet main sync loop\"");
         if kind == ResetKind::Reboot {
             self.images.clear();
         }
         self.pleg.restart();
         self.pod_workers.kubelet_started(kind);
-        self.renew_lease(true);
+        let ctx = node_status_ctx!(self);
+        self.node_status.renew_lease(&ctx, true);
     }
 
-    fn tick(&mut self) {
+    /// `syncLoopIteration`, after the pod source's changes: the node's heartbeats, the plugin
+    /// watcher, the volume manager's pass, the pod workers (unless the runtime is unhealthy or
+    /// its relist hangs), the status manager's sync and `volumesInUse` (both writes: skipped
+    /// while partitioned), and the plugin processes' housekeeping.
+    fn sync_loop_iteration(&mut self) {
         let (partitioned, changed) = {
             let st = self.node.state.lock();
             let changed = st.faults != self.faults_seen;
@@ -330,11 +282,18 @@ impl Kubelet {
             (st.faults.partitioned, changed)
         };
         if changed {
-            self.wake_all();
+            self.pod_workers.wake_all();
         }
         self.heartbeat();
-        self.sync_csi_registration(partitioned);
-        self.reconcile_volumes();
+        let plugin_pod = self.plugin_pod();
+        self.plugin_manager.sync(
+            plugin_pod,
+            partitioned,
+            &self.node.name,
+            &self.client,
+            &self.klog,
+        );
+        self.sync_volumes();
         // syncLoop skips every iteration while the runtime is unhealthy; pod workers wait for
         // a pod cache newer than their last sync, which a hanging relist does not bring.
         if let Err(unhealthy) = self.pleg.healthy() {
@@ -343,18 +302,19 @@ impl Kubelet {
             self.sync_pods();
         }
         if !partitioned {
-            self.post_statuses();
-            self.post_volumes_in_use();
+            self.sync_statuses();
+            let in_use = self.volume_manager.volumes_in_use();
+            let ctx = node_status_ctx!(self);
+            self.node_status.post_volumes_in_use(&ctx, in_use);
         }
-        self.track_plugin_process();
+        self.track_plugin_processes();
     }
 
-    /// Sync every pod at the next tick, settled or not.
-    fn wake_all(&mut self) {
-        self.pod_workers.wake_all();
+    /// The node lease and node status updaters' turn (they run every 10 s nominal).
+    fn heartbeat(&mut self) {
+        let ctx = node_status_ctx!(self);
+        self.node_status.heartbeat(&ctx);
     }
-
-    // ----- PLEG -----------------------------------------------------------------------------
 
     /// One relist of the PLEG (its own task, `cluster::run_pleg`): it runs while the kubelet
     /// process is up, even with its sync loop hung. The runtime cannot answer for stale pods'
@@ -377,8 +337,7 @@ impl Kubelet {
         if now < self.skip_log.0 {
             return;
         }
-        self.log(
-            'E',
+        self.klog.error(
             "kubelet.go:2471",
             &format!("\"Skipping pod synchronization\" err=\"{}\"", err),
         );
@@ -390,216 +349,28 @@ impl Kubelet {
         self.skip_log = (now + self.timing.s(next), next);
     }
 
-    // ----- node heartbeat -------------------------------------------------------------------
+    // ----- CSI plugin -------------------------------------------------------------------------
 
-    /// The node lease controller and node status updater: both run every 10 s (nominal) in
-    /// goroutines of their own, so a kubelet whose sync loop hangs keeps both going.
-    fn heartbeat(&mut self) {
-        if Instant::now() >= self.next_lease {
-            self.renew_lease(false);
-        }
-    }
-
-    fn renew_lease(&mut self, force_ready: bool) {
-        self.next_lease = Instant::now() + self.timing.s(self.timing.lease_renew);
-        if self.node.state.lock().faults.partitioned {
-            return;
-        }
-        let now = timing::rfc3339_micro(chrono::Utc::now());
-        let name = self.node.name.clone();
-        match self
-            .client
-            .get("coordination.k8s.io", "leases", "kube-node-lease", &name)
-        {
-            Some(_) => {
-                let _ = self.client.merge(
-                    "coordination.k8s.io",
-                    "leases",
-                    "kube-node-lease",
-                    &name,
-                    &json!({"spec": {"renewTime": now}}),
-                );
-            }
-            None => {
-                let node_uid = self
-                    .client
-                    .get("", "nodes", "", &name)
-                    .map(|n| meta::uid(&n).to_string())
-                    .unwrap_or_default();
-                let _ = self.client.create(
-                    "coordination.k8s.io",
-                    "leases",
-                    "kube-node-lease",
-                    json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                           "metadata": {"name": name, "namespace": "kube-node-lease", "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": node_uid}]},
-                           "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": now}}),
-                );
-            }
-        }
-        self.post_node_status(force_ready);
-    }
-
-    /// Post the node's conditions when they differ from what the API has: Ready=True
-    /// (KubeletReady), or Ready=False (KubeletNotReady) while PLEG is unhealthy.
-    fn post_node_status(&mut self, force: bool) {
-        let name = self.node.name.clone();
-        let Some(node) = self.client.get("", "nodes", "", &name) else {
-            return;
-        };
-        let boot_id = self.node.state.lock().boot_id.clone();
-        let boot_changed = node
-            .pointer("/status/nodeInfo/bootID")
-            .and_then(Value::as_str)
-            != Some(boot_id.as_str());
-        let pleg = self.pleg.healthy().err().map(|e| e.to_string());
-        let was = meta::condition_status(&node, "Ready").map(String::from);
-        let old_msg = node
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
-            .and_then(|c| c["message"].as_str().map(String::from));
-        let (status, reason, message) = match &pleg {
-            None => (
-                "True",
-                "KubeletReady",
-                "kubelet is posting ready status".to_string(),
-            ),
-            Some(err) => ("False", "KubeletNotReady", err.clone()),
-        };
-        if !force
-            && !boot_changed
-            && was.as_deref() == Some(status)
-            && old_msg.as_deref() == Some(message.as_str())
-        {
-            return;
-        }
-        let mut fresh = crate::nodes::node_object(&name, self.node.index, self.node.control_plane);
-        fresh["status"]["nodeInfo"]["bootID"] = json!(boot_id);
-        if let Some(conds) = fresh["status"]["conditions"].as_array_mut() {
-            for c in conds.iter_mut() {
-                if c["type"] == "Ready" {
-                    c["status"] = json!(status);
-                    c["reason"] = json!(reason);
-                    c["message"] = json!(message);
-                }
-                // Unchanged statuses keep their transition time.
-                let old = node
-                    .pointer("/status/conditions")
-                    .and_then(Value::as_array)
-                    .and_then(|cs| {
-                        cs.iter()
-                            .find(|o| o["type"] == c["type"] && o["status"] == c["status"])
-                            .cloned()
-                    });
-                if let Some(old) = old {
-                    c["lastTransitionTime"] = old["lastTransitionTime"].clone();
-                }
-            }
-        }
-        let patch = json!({"status": {"conditions": fresh["status"]["conditions"], "nodeInfo": fresh["status"]["nodeInfo"]}});
-        let _ = self.client.merge_status("", "nodes", "", &name, &patch);
-        if was.as_deref() != Some(status) {
-            let event = if status == "True" {
-                "NodeReady"
-            } else {
-                "NodeNotReady"
-            };
-            self.recorder.record(
-                &node,
-                EventKind::Normal,
-                event,
-                &format!("Node {} status is now: {}", name, event),
-            );
-        }
-        if boot_changed && force {
-            self.recorder.record(
-                &node,
-                EventKind::Warning,
-                "Rebooted",
-                &format!("Node {} has been rebooted, boot id: {}", name, boot_id),
-            );
-        }
-    }
-
-    // ----- CSI registration -----------------------------------------------------------------
-
-    /// The live (not deleting) `longhorn-csi-plugin` pod of this node.
-    fn plugin_pod(&self) -> Option<&PodWorker> {
+    /// The node's live (not deleting) CSI plugin pod, as the runtime runs it.
+    fn plugin_pod(&self) -> Option<PluginPod> {
         self.pod_workers
             .iter()
             .find(|p| p.name.starts_with("longhorn-csi-plugin") && !meta::is_deleting(&p.pod))
-    }
-
-    /// The plugin process answers on its socket: its container runs and is not crashing.
-    fn plugin_serving(&self) -> bool {
-        self.plugin_pod()
-            .map(|p| p.containers.running("longhorn-csi-plugin"))
-            .unwrap_or(false)
-            && !self.node.state.lock().faults.csi_plugin_down
-    }
-
-    /// The kubelet's plugin watcher registers the driver while node-driver-registrar's socket
-    /// exists, i.e. while the registrar runs in a plugin pod that is not being deleted (its
-    /// preStop removes the socket). A crash-looping plugin container leaves it registered.
-    fn sync_csi_registration(&mut self, partitioned: bool) {
-        let should = self
-            .plugin_pod()
-            .map(|p| p.containers.running("node-driver-registrar"))
-            .unwrap_or(false);
-        if should == self.csi_registered {
-            return;
-        }
-        if should {
-            self.log('I', "csi_plugin.go:106", &format!("kubernetes.io/csi: Trying to validate a new CSI Driver with name: {} endpoint: {} versions: 1.0.0", DRIVER, CSI_SOCKET));
-            self.log(
-                'I',
-                "csi_plugin.go:119",
-                &format!(
-                    "kubernetes.io/csi: Register new plugin with name: {} at endpoint: {}",
-                    DRIVER, CSI_SOCKET
-                ),
-            );
-            self.csi_log("main.go:164", "Received GetInfo call: &InfoRequest{}");
-            self.csi_log("main.go:90", "Received NotifyRegistrationStatus call: &RegistrationStatus{PluginRegistered:true,Error:,}");
-        } else {
-            self.log(
-                'I',
-                "csi_plugin.go:223",
-                &format!(
-                    "kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin {}",
-                    DRIVER
-                ),
-            );
-        }
-        if partitioned {
-            return;
-        }
-        self.csi_registered = should;
-        let drivers = if should {
-            json!([{"name": DRIVER, "nodeID": self.node.name, "topologyKeys": null}])
-        } else {
-            json!([])
-        };
-        let _ = self.client.merge(
-            "storage.k8s.io",
-            "csinodes",
-            "",
-            &self.node.name,
-            &json!({"spec": {"drivers": drivers}}),
-        );
+            .map(|p| PluginPod {
+                registrar_running: p.containers.running("node-driver-registrar"),
+                plugin_running: p.containers.running("longhorn-csi-plugin"),
+            })
     }
 
     /// The CSI driver as the volume plugin finds it for its node calls.
     fn csi_driver(&self) -> CsiDriver {
-        CsiDriver {
-            registered: self.csi_registered,
-            serving: self.plugin_serving(),
-        }
+        let crashing = self.node.state.lock().faults.csi_plugin_down;
+        self.plugin_manager.driver(self.plugin_pod(), crashing)
     }
 
-    /// A plugin process that exits releases the devices it kept busy (the fault holds from its
-    /// injection until the process holding it goes, whichever process that is).
-    fn track_plugin_process(&mut self) {
+    /// The plugin processes' housekeeping: every running plugin container of the node's plugin
+    /// pods (deleting ones too).
+    fn track_plugin_processes(&mut self) {
         let running: HashSet<String> = self
             .pod_workers
             .iter()
@@ -610,29 +381,15 @@ impl Kubelet {
             })
             .map(|c| c.container_id.clone())
             .collect();
-        if self.plugin_processes.difference(&running).next().is_some() {
-            self.node
-                .state
-                .lock()
-                .faults
-                .stale_mounts
-                .retain(|m| m.holder != MountHolder::CsiPlugin);
-        }
-        for _ in running.difference(&self.plugin_processes) {
-            self.csi_log("main.go:135", "Version: v2.14.0");
-            self.csi_log(
-                "node_register.go:53",
-                "Starting Registration Server at: /registration/driver.longhorn.io-reg.sock",
-            );
-        }
-        self.plugin_processes = running;
+        self.plugin_manager
+            .track_plugin_processes(running, &self.node, &self.klog);
     }
 
     // ----- volume manager -------------------------------------------------------------------
 
     /// One pass of the volume manager; its populator reads the pods as the pod workers have
     /// them.
-    fn reconcile_volumes(&mut self) {
+    fn sync_volumes(&mut self) {
         let faults = self.node.state.lock().faults.clone();
         let driver = self.csi_driver();
         let pods: Vec<PodInfo<'_>> = self
@@ -655,26 +412,6 @@ impl Kubelet {
             faults: &faults,
         };
         self.volume_manager.sync(&pods, &ctx);
-    }
-
-    /// `node.status.volumesInUse`: every volume the desired state wants (as soon as a pod on the
-    /// node wants it) plus those still mounted.
-    fn post_volumes_in_use(&mut self) {
-        let in_use = self.volume_manager.volumes_in_use();
-        if in_use != self.volumes_in_use
-            && self
-                .client
-                .merge_status(
-                    "",
-                    "nodes",
-                    "",
-                    &self.node.name,
-                    &json!({"status": {"volumesInUse": in_use}}),
-                )
-                .is_ok()
-        {
-            self.volumes_in_use = in_use;
-        }
     }
 
     /// The node's mount table as `mount` prints it, for `faultline node X mounts`.
@@ -703,11 +440,22 @@ impl Kubelet {
         self.pod_workers.restart_container(pod_prefix, container)
     }
 
+    /// Logs of a container for `pods/log`.
+    pub fn container_logs(
+        &self,
+        uid: &str,
+        container: &str,
+        previous: bool,
+    ) -> Option<Result<String, String>> {
+        let p = self.pod_workers.get(uid)?;
+        p.containers.logs(&p.name, container, previous)
+    }
+
     // ----- status manager -------------------------------------------------------------------
 
     /// The status manager's pass: the statuses of the pods whose status changed go to its
     /// cache (`generateAPIPodStatus`, `SetPodStatus`), then it syncs.
-    fn post_statuses(&mut self) {
+    fn sync_statuses(&mut self) {
         let host_ip = self.node.internal_ip();
         for p in self.pod_workers.iter_mut() {
             if !(p.status_dirty && p.synced && !p.stale) {
@@ -754,17 +502,6 @@ impl Kubelet {
                 }
             }
         }
-    }
-
-    /// Logs of a container for `pods/log`.
-    pub fn container_logs(
-        &self,
-        uid: &str,
-        container: &str,
-        previous: bool,
-    ) -> Option<Result<String, String>> {
-        let p = self.pod_workers.get(uid)?;
-        p.containers.logs(&p.name, container, previous)
     }
 }
 
