@@ -397,3 +397,110 @@ impl PodWorkers {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apiserver::ApiServer;
+    use crate::internal::Internal;
+    use serde_json::json;
+    use std::time::Duration;
+
+    fn pod(uid: &str, annotations: Value) -> Arc<Value> {
+        Arc::new(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("p-{uid}"), "namespace": "default", "uid": uid, "resourceVersion": "1", "annotations": annotations},
+            "spec": {"nodeName": "n1", "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}))
+    }
+
+    /// Sync every pod until `done` holds (the runtime's steps take a few scaled milliseconds).
+    fn sync_until(
+        workers: &mut PodWorkers,
+        ctx: &mut SyncContext<'_>,
+        uid: &str,
+        done: impl Fn(&PodWorker) -> bool,
+    ) {
+        for _ in 0..2000 {
+            workers.sync_all(ctx);
+            if done(workers.get(uid).unwrap()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        panic!("{:?}", workers.get(uid));
+    }
+
+    #[test]
+    fn pods_go_through_upstreams_states() {
+        // At 1/1000 a pull takes 1.5 ms and a container's grace 0.3 ms.
+        let timing = Timing::scaled(0.001);
+        let client = Internal::new(ApiServer::new(100), "kubelet");
+        let node = SimNode::new("n1", 0, false);
+        let recorder = EventRecorder::new(client, "kubelet", Some("n1"));
+        let log = KubeletLog::new(node.clone(), timing.clone());
+        let volumes = VolumeManager::new(timing.clone());
+        let mut status = StatusManager::default();
+        let mut images = HashSet::new();
+        let mut ctx = SyncContext {
+            node: &node,
+            recorder: &recorder,
+            log: &log,
+            timing: &timing,
+            volumes: &volumes,
+            images: &mut images,
+            status: &mut status,
+        };
+        let mut workers = PodWorkers::new(None);
+        // A pod that exits 0: its phase turns terminal and its worker is done with it.
+        workers.add(pod("exits", json!({script::EXIT_AFTER: "1s"})), &timing);
+        sync_until(&mut workers, &mut ctx, "exits", |p| {
+            p.phase == PodPhase::Running
+        });
+        let p = workers.get("exits").unwrap();
+        assert_eq!(p.state, PodWorkerState::SyncPod);
+        assert!(!p.should_pod_containers_be_terminating() && !p.should_pod_runtime_be_removed());
+        sync_until(&mut workers, &mut ctx, "exits", |p| {
+            p.state == PodWorkerState::TerminatedPod
+        });
+        let p = workers.get("exits").unwrap();
+        assert_eq!(p.phase, PodPhase::Succeeded);
+        assert!(p.should_pod_runtime_be_removed());
+        // A running pod that is deleted: Terminating while its container stops, then
+        // Terminated.
+        workers.add(pod("deleted", json!({})), &timing);
+        sync_until(&mut workers, &mut ctx, "deleted", |p| {
+            p.containers.running("c")
+        });
+        let mut deleting = (*workers.get("deleted").unwrap().pod).clone();
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        // As the pod source delivers an update: the settled pod wakes.
+        let p = workers.get_mut("deleted").unwrap();
+        p.pod = Arc::new(deleting);
+        p.wake();
+        workers.sync_all(&mut ctx);
+        let p = workers.get("deleted").unwrap();
+        assert!(
+            matches!(p.state, PodWorkerState::TerminatingPod { .. }),
+            "{p:?}"
+        );
+        assert!(p.should_pod_containers_be_terminating() && !p.should_pod_runtime_be_removed());
+        sync_until(&mut workers, &mut ctx, "deleted", |p| {
+            p.state == PodWorkerState::TerminatedPod
+        });
+        let p = workers.get("deleted").unwrap();
+        assert!(p.should_pod_runtime_be_removed() && !p.containers.any_running());
+        assert_eq!(p.phase, PodPhase::Succeeded);
+        // A stale pod is terminated from the start and its sandbox stalls the runtime.
+        workers.add(
+            pod("stale", json!({script::STALE_VOLUMES: "true"})),
+            &timing,
+        );
+        assert_eq!(
+            workers.get("stale").unwrap().state,
+            PodWorkerState::TerminatedPod
+        );
+        assert!(workers.sandboxes_stuck());
+        workers.sync_all(&mut ctx);
+        assert!(!workers.get("stale").unwrap().synced);
+        assert!(!PodWorkers::new(Some(8)).sandboxes_stuck());
+    }
+}

@@ -151,3 +151,95 @@ impl StatusManager {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apiserver::ApiServer;
+    use crate::cluster::node::state::SimNode;
+    use crate::timing::Timing;
+
+    fn setup() -> (Internal, KubeletLog) {
+        let client = Internal::new(ApiServer::new(100), "kubelet");
+        client
+            .create(
+                "",
+                "namespaces",
+                "",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}),
+            )
+            .unwrap();
+        client
+            .create(
+                "",
+                "pods",
+                "default",
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+                       "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]}}),
+            )
+            .unwrap();
+        let log = KubeletLog::new(SimNode::new("n1", 0, false), Timing::default());
+        (client, log)
+    }
+
+    fn status(phase: &str) -> Value {
+        json!({"phase": phase, "hostIP": "172.18.0.2"})
+    }
+
+    #[test]
+    fn writes_only_changes_and_reconciles_what_others_changed() {
+        let (client, log) = setup();
+        let current = || client.get("", "pods", "default", "p");
+        let mut sm = StatusManager::default();
+        let pod = current().unwrap();
+        sm.set_pod_status(&pod, status("Running"));
+        let synced = sm.sync(|_| current(), &client, &log);
+        assert!(
+            matches!(synced.as_slice(), [(_, Synced::Written(p))] if p["status"]["phase"] == "Running")
+        );
+        // The same status again: nothing to write.
+        let rv = meta::resource_version(&current().unwrap()).to_string();
+        sm.set_pod_status(&pod, status("Running"));
+        assert!(sm.sync(|_| current(), &client, &log).is_empty());
+        assert!(sm.sync(|_| current(), &client, &log).is_empty());
+        assert_eq!(meta::resource_version(&current().unwrap()), rv);
+        // Someone else changes the phase: the kubelet's cached status goes back.
+        client
+            .merge_status(
+                "",
+                "pods",
+                "default",
+                "p",
+                &json!({"status": {"phase": "Unknown"}}),
+            )
+            .unwrap();
+        sm.set_pod_status(&pod, status("Running"));
+        assert_eq!(sm.sync(|_| current(), &client, &log).len(), 1);
+        assert_eq!(current().unwrap()["status"]["phase"], "Running");
+    }
+
+    #[test]
+    fn a_finished_pod_goes_after_its_final_status() {
+        let (client, log) = setup();
+        let current = || client.get("", "pods", "default", "p");
+        let mut sm = StatusManager::default();
+        sm.set_pod_status(&current().unwrap(), status("Running"));
+        sm.sync(|_| current(), &client, &log);
+        // Finished but not deleted: it stays.
+        sm.terminate_pod(&current().unwrap());
+        assert!(sm.sync(|_| current(), &client, &log).is_empty());
+        assert!(current().is_some());
+        // Deleted (graceful): the final status is written, then the pod object goes.
+        assert!(!client.delete("", "pods", "default", "p", None).unwrap());
+        let pod = current().unwrap();
+        sm.set_pod_status(&pod, status("Succeeded"));
+        sm.terminate_pod(&pod);
+        let synced = sm.sync(|_| current(), &client, &log);
+        assert!(
+            matches!(synced.as_slice(), [(_, Synced::Written(p)), (_, Synced::Deleted)] if p["status"]["phase"] == "Succeeded"),
+            "{synced:?}"
+        );
+        assert!(current().is_none());
+        assert!(sm.statuses.is_empty());
+    }
+}

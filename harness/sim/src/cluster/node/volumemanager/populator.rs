@@ -82,3 +82,82 @@ fn resolve_claim(client: &Internal, ns: &str, claim: &str) -> Option<CsiVolume> 
     let handle = meta::str_at(&pv_obj, "/spec/csi/volumeHandle")?.to_string();
     Some(CsiVolume { pv, handle })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::UniqueVolumeName;
+    use super::*;
+    use crate::apiserver::ApiServer;
+    use serde_json::json;
+
+    fn pod(uid: &str, claim: &str) -> Arc<Value> {
+        Arc::new(
+            json!({"metadata": {"name": uid, "namespace": "default", "uid": uid},
+            "spec": {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}},
+                                 {"name": "tmp", "emptyDir": {}}]}}),
+        )
+    }
+
+    fn info<'a>(p: &'a Arc<Value>, terminating: bool, removed: bool) -> PodInfo<'a> {
+        PodInfo {
+            uid: meta::uid(p),
+            pod: p,
+            terminating,
+            runtime_removed: removed,
+        }
+    }
+
+    #[test]
+    fn adds_resolved_claims_once_and_removes_stopped_pods() {
+        let client = Internal::new(ApiServer::new(100), "kubelet");
+        client
+            .create(
+                "",
+                "namespaces",
+                "",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}),
+            )
+            .unwrap();
+        let mut dsw = DesiredStateOfWorld::default();
+        let mut populator = DesiredStateOfWorldPopulator::default();
+        let (a, b) = (pod("a", "claim"), pod("b", "claim"));
+        // The claim does not exist yet: nothing added, the pod is tried again.
+        populator.populate(&mut dsw, &[info(&a, false, false)], &client);
+        assert!(dsw.pods().is_empty() && populator.processed.is_empty());
+        client
+            .create(
+                "",
+                "persistentvolumes",
+                "",
+                json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-1"},
+                       "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                "csi": {"driver": "driver.longhorn.io", "volumeHandle": "pv-1"}}}),
+            )
+            .unwrap();
+        client
+            .create(
+                "",
+                "persistentvolumeclaims",
+                "default",
+                json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "claim", "namespace": "default"},
+                       "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "pv-1", "resources": {"requests": {"storage": "1Gi"}}}}),
+            )
+            .unwrap();
+        // A pod being terminated is not added; the other one is, under its spec name.
+        populator.populate(
+            &mut dsw,
+            &[info(&a, false, false), info(&b, true, false)],
+            &client,
+        );
+        let pa = UniquePodName::new("a");
+        let v = dsw.pod_volume(&pa, "data").cloned().expect("added");
+        assert_eq!(v, UniqueVolumeName::of_csi("pv-1"));
+        assert!(!dsw.pod_exists_in_volume(&UniquePodName::new("b"), &v));
+        assert!(populator.processed.contains(&pa));
+        // Terminating keeps its volumes until its containers have stopped.
+        populator.populate(&mut dsw, &[info(&a, true, false)], &client);
+        assert!(dsw.pod_exists_in_volume(&pa, &v));
+        populator.populate(&mut dsw, &[info(&a, true, true)], &client);
+        assert!(!dsw.volume_exists(&v) && populator.processed.is_empty());
+    }
+}
