@@ -5,6 +5,10 @@
 //! cannot tear down) hangs, and no relist completes until the runtime answers again; pod workers
 //! wait for a pod cache newer than their last sync, which only a completed relist brings.
 //!
+//! Unhealthy needs a relist that hangs: a relist that merely comes late (its task scheduled
+//! late, which the sim's time scale multiplies by `1/scale`) does not count, so a busy machine
+//! does not turn nodes NotReady.
+//!
 //! Not modelled: the lifecycle events a relist sends the sync loop. The simulated runtime lives
 //! inside the kubelet, so the pod workers see container changes directly.
 
@@ -66,11 +70,12 @@ impl GenericPleg {
         self.hung
     }
 
-    /// `Healthy`.
+    /// `Healthy`: unhealthy while a relist hangs and the last completed one is older than the
+    /// threshold.
     pub fn healthy(&self) -> Result<(), PlegUnhealthy> {
         let since = self.timing.to_nominal(self.relist_time.elapsed());
         let threshold = self.timing.pleg_relist_threshold;
-        if since > threshold {
+        if self.hung && since > threshold {
             Err(PlegUnhealthy { since, threshold })
         } else {
             Ok(())
@@ -94,6 +99,10 @@ mod tests {
         let mut pleg = GenericPleg::new(Timing::scaled(0.001));
         pleg.relist(true);
         assert!(pleg.healthy().is_ok() && !pleg.relist_hung());
+        // A relist that only comes late is no hang.
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(pleg.healthy().is_ok());
+        pleg.relist(true);
         pleg.relist(false);
         assert!(pleg.relist_hung());
         std::thread::sleep(Duration::from_millis(250));
