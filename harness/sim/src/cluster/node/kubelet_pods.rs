@@ -112,7 +112,7 @@ pub fn generate_api_pod_status(p: &PodStatusInput<'_>, host_ip: &str) -> Value {
         .filter(|c| !c.ready)
         .map(|c| c.name.as_str())
         .collect();
-    let ready = unready.is_empty() && !main.is_empty() && !meta::is_deleting(&p.pod);
+    let ready = unready.is_empty() && !main.is_empty() && !meta::is_deleting(p.pod);
     let sandbox = p.pod_ip.is_some();
     let mut conds = vec![
         cond("PodReadyToStartContainers", sandbox, None, None),

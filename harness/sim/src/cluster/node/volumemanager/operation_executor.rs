@@ -100,7 +100,10 @@ impl OperationExecutor {
     /// Start `op` on `key`, unless nestedpendingoperations holds it back (then nothing is
     /// logged: upstream's reconciler drops the `AlreadyExists` and backoff errors silently).
     pub fn start(&mut self, key: OperationKey, op: Op, now: Instant) -> Option<Operation<'_>> {
-        self.pending.may_run(&key, op, now).then(|| Operation {
+        if !self.pending.may_run(&key, op, now) {
+            return None;
+        }
+        Some(Operation {
             pending: &mut self.pending,
             key,
             op,
