@@ -10,17 +10,23 @@ use super::log::KubeletLog;
 use crate::apiserver::meta;
 use crate::internal::Internal;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-/// `versionedPodStatus`.
-#[derive(Debug, Clone)]
+/// `versionedPodStatus`, with `apiStatusVersions`' entry beside it.
+#[derive(Debug, Clone, Default)]
 struct VersionedPodStatus {
-    ns: String,
-    name: String,
-    /// None until the kubelet has generated a status for the pod (never synced).
-    status: Option<Value>,
+    /// A fingerprint of the cached status: the cache keeps the status itself only until it is
+    /// written (the pod manager's copy holds it after that), a node's statuses being a large
+    /// share of the sim's memory at 100,000 pods.
+    fingerprint: Option<u64>,
+    /// The cached status while it is still to be written or compared with the API's.
+    pending: Option<Value>,
     version: u64,
+    /// The version last written (or found already there).
+    written: Option<u64>,
     /// SyncTerminatedPod has finished: the pod may go once its final status is written.
     pod_is_finished: bool,
     /// The cache was set again (a change of the kubelet's or of the API's copy): compare it
@@ -41,31 +47,28 @@ pub enum Synced {
 pub struct StatusManager {
     /// `podStatuses`, ordered so a sync writes in the same order on every run.
     statuses: BTreeMap<String, VersionedPodStatus>,
-    /// `apiStatusVersions`: the version last written (or found already there).
-    api_status_versions: HashMap<String, u64>,
+}
+
+fn fingerprint(status: &Value) -> u64 {
+    let mut h = DefaultHasher::new();
+    status.to_string().hash(&mut h);
+    h.finish()
 }
 
 impl StatusManager {
     fn entry(&mut self, pod: &Value) -> &mut VersionedPodStatus {
-        self.statuses
-            .entry(meta::uid(pod).to_string())
-            .or_insert_with(|| VersionedPodStatus {
-                ns: meta::namespace(pod).to_string(),
-                name: meta::name(pod).to_string(),
-                status: None,
-                version: 0,
-                pod_is_finished: false,
-                check: false,
-            })
+        self.statuses.entry(meta::uid(pod).to_string()).or_default()
     }
 
     /// `SetPodStatus`: cache the status the kubelet generated for `pod`.
     pub fn set_pod_status(&mut self, pod: &Value, status: Value) {
         let e = self.entry(pod);
-        if e.status.as_ref() != Some(&status) {
+        let fp = fingerprint(&status);
+        if e.fingerprint != Some(fp) {
             e.version += 1;
-            e.status = Some(status);
+            e.fingerprint = Some(fp);
         }
+        e.pending = Some(status);
         e.check = true;
     }
 
@@ -80,7 +83,6 @@ impl StatusManager {
     /// The pod is gone: its cached status goes (`RemoveOrphanedStatuses`).
     pub fn remove(&mut self, uid: &str) {
         self.statuses.remove(uid);
-        self.api_status_versions.remove(uid);
     }
 
     /// `syncBatch`: write what needs writing, delete what may go. `pod` is the pod manager's
@@ -93,8 +95,8 @@ impl StatusManager {
     ) -> Vec<(String, Synced)> {
         let mut out = Vec::new();
         for (uid, e) in self.statuses.iter_mut() {
-            let written = self.api_status_versions.get(uid).copied();
-            let needs_update = e.status.is_some() && written.is_none_or(|v| v < e.version);
+            // needsUpdate: a version newer than the one written.
+            let needs_update = e.fingerprint.is_some() && e.written.is_none_or(|v| v < e.version);
             if !(needs_update || e.check) {
                 continue;
             }
@@ -102,32 +104,28 @@ impl StatusManager {
             let Some(mut current) = pod(uid) else {
                 continue;
             };
-            if let Some(status) = e.status.as_ref() {
+            if let Some(status) = e.pending.take() {
                 // Fields the apiserver or others added (qosClass) do not make it differ.
-                if meta::merge_is_noop(current.get("status"), status) {
-                    self.api_status_versions.insert(uid.clone(), e.version);
+                if meta::merge_is_noop(current.get("status"), &status) {
+                    e.written = Some(e.version);
                 } else {
-                    match client.merge_status(
-                        "",
-                        "pods",
-                        &e.ns,
-                        &e.name,
-                        &json!({ "status": status }),
-                    ) {
-                        Ok(pod) => {
-                            self.api_status_versions.insert(uid.clone(), e.version);
-                            out.push((uid.clone(), Synced::Written(pod.clone())));
-                            current = pod;
+                    let (ns, name) = (meta::namespace(&current), meta::name(&current));
+                    match client.merge_status("", "pods", ns, name, &json!({ "status": status })) {
+                        Ok(written) => {
+                            e.written = Some(e.version);
+                            out.push((uid.clone(), Synced::Written(written.clone())));
+                            current = written;
                         }
                         Err(err) => {
                             if err.code != 404 {
                                 let line = format!(
                                     "\"Failed to update status for pod\" pod=\"{}/{}\" err=\"{}\"",
-                                    e.ns,
-                                    e.name,
+                                    ns,
+                                    name,
                                     err.message.replace('"', "'")
                                 );
                                 log.error("status_manager.go:914", &line);
+                                e.pending = Some(status);
                                 e.check = true;
                             }
                             continue;
@@ -138,7 +136,15 @@ impl StatusManager {
             // canBeDeleted: deleted, finished, and its final status written.
             if e.pod_is_finished
                 && meta::is_deleting(&current)
-                && client.delete("", "pods", &e.ns, &e.name, Some(0)).is_ok()
+                && client
+                    .delete(
+                        "",
+                        "pods",
+                        meta::namespace(&current),
+                        meta::name(&current),
+                        Some(0),
+                    )
+                    .is_ok()
             {
                 out.push((uid.clone(), Synced::Deleted));
             }
@@ -241,5 +247,17 @@ mod tests {
         );
         assert!(current().is_none());
         assert!(sm.statuses.is_empty());
+    }
+
+    #[test]
+    fn the_cache_drops_a_status_once_written() {
+        let (client, log) = setup();
+        let current = || client.get("", "pods", "default", "p");
+        let mut sm = StatusManager::default();
+        sm.set_pod_status(&current().unwrap(), status("Running"));
+        assert!(sm.statuses.values().all(|e| e.pending.is_some()));
+        sm.sync(|_| current(), &client, &log);
+        let e = sm.statuses.values().next().unwrap();
+        assert!(e.pending.is_none() && e.written == Some(e.version));
     }
 }
