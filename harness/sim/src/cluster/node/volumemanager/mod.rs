@@ -63,6 +63,13 @@ impl UniquePodName {
     }
 }
 
+/// Sets of pod names are looked up by a UID without allocating.
+impl std::borrow::Borrow<str> for UniquePodName {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 impl fmt::Display for UniquePodName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -11,7 +11,7 @@ use super::{spec_volumes, CsiVolume, UniquePodName};
 use crate::apiserver::meta;
 use crate::internal::Internal;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// What the populator reads of one pod: the pod manager's copy and what the pod workers say.
@@ -31,16 +31,22 @@ pub struct DesiredStateOfWorldPopulator {
 }
 
 impl DesiredStateOfWorldPopulator {
+    /// One pass over the node's pods (`pods`: sorted by UID, as the pod workers keep them).
     pub fn populate(
         &mut self,
         dsw: &mut DesiredStateOfWorld,
         pods: &[PodInfo<'_>],
         client: &Internal,
     ) {
-        let known: HashMap<&str, &PodInfo<'_>> = pods.iter().map(|p| (p.uid, p)).collect();
+        debug_assert!(pods.windows(2).all(|w| w[0].uid < w[1].uid), "sorted by UID");
+        let known = |uid: &str| {
+            pods.binary_search_by(|p| p.uid.cmp(uid))
+                .ok()
+                .map(|i| &pods[i])
+        };
         // findAndRemoveDeletedPods.
         for pod_name in dsw.pods() {
-            match known.get(pod_name.as_str()) {
+            match known(pod_name.as_str()) {
                 Some(p) if !p.runtime_removed => dsw.update_pod(&pod_name, p.pod),
                 _ => {
                     dsw.delete_pod(&pod_name);
@@ -48,13 +54,16 @@ impl DesiredStateOfWorldPopulator {
                 }
             }
         }
-        self.processed.retain(|p| known.contains_key(p.as_str()));
+        // Pods gone since (only then can there be more processed pods than pods).
+        if self.processed.len() > pods.len() {
+            self.processed.retain(|p| known(p.as_str()).is_some());
+        }
         // findAndAddNewPods.
         for p in pods {
-            let pod_name = UniquePodName::new(p.uid);
-            if p.terminating || self.processed.contains(&pod_name) {
+            if p.terminating || self.processed.contains(p.uid) {
                 continue;
             }
+            let pod_name = UniquePodName::new(p.uid);
             let ns = meta::namespace(p.pod);
             let mut complete = true;
             for v in spec_volumes(p.pod) {
