@@ -42,7 +42,7 @@ pub struct StaleMount {
     /// The incident RCA's reading, off by default: the stuck UnmountDevice keeps every other
     /// volume operation of the node waiting (a node-wide lock upstream does not have). When false
     /// (upstream), its own operations back off, and the node plugin's calls hang behind the stale
-    /// device instead (see `Kubelet::reconcile_volumes`).
+    /// device instead (see `volumemanager::operation_generator`).
     pub blocks_queue: bool,
 }
 
