@@ -753,3 +753,37 @@ async fn volume_manager_lines_are_1_35s() {
         .iter()
         .any(|l| l.contains("Error: Volume not attached according to node status")));
 }
+
+/// Item 15: a node stuck in `Rebooting` (hung NFS) has stopped its services before it hangs on
+/// unmounting, so its kubelet writes nothing, as a stopped kubelet does; after the power cycle
+/// a new kubelet process starts and logs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_stuck_rebooting_has_a_silent_kubelet() {
+    let (_c, sim, client) = cluster(1).await;
+    statefulset(&client, "db", "worker-01").await;
+    running(&client, "db-0", 30).await;
+    sim.node_op("worker-01", &NodeOp::HungNfs).unwrap();
+    sim.node_op("worker-01", &NodeOp::Reboot).unwrap();
+    // Let anything already under way land, then watch 200 s of nominal time.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = kubelet_log(&sim, "worker-01").len();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let during = kubelet_log(&sim, "worker-01");
+    assert_eq!(
+        during.len(),
+        before,
+        "a stuck reboot logged: {:?}",
+        &during[before..]
+    );
+    sim.node_op("worker-01", &NodeOp::PowerCycle).unwrap();
+    eventually(20, "the booted kubelet's first line", || {
+        let log = kubelet_log(&sim, "worker-01");
+        let new = log[during.len()..].to_vec();
+        async move {
+            new.iter()
+                .any(|l| message(l).starts_with("\"Kubelet version\""))
+                .then_some(())
+        }
+    })
+    .await;
+}
