@@ -294,6 +294,8 @@ impl Kubelet {
             &self.klog,
         );
         self.sync_volumes();
+        self.pod_workers
+            .return_hung_stops(&self.recorder, &self.klog);
         // syncLoop skips every iteration while the runtime is unhealthy; pod workers wait for
         // a pod cache newer than their last sync, which a hanging relist does not bring.
         if let Err(unhealthy) = self.pleg.healthy() {
@@ -326,7 +328,7 @@ impl Kubelet {
             KubeletProcess::Running | KubeletProcess::Hung
         );
         if up {
-            self.pleg.relist(!self.pod_workers.sandboxes_stuck());
+            self.pleg.relist(self.pod_workers.runtime_answer());
         }
     }
 

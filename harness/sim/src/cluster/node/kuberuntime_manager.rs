@@ -90,6 +90,12 @@ impl PodContainers {
             .any(|c| matches!(c.state, ContainerState::Running { .. }))
     }
 
+    /// The running containers, init ones first.
+    pub(super) fn running_containers(&self) -> impl Iterator<Item = &Container> {
+        self.all()
+            .filter(|c| matches!(c.state, ContainerState::Running { .. }))
+    }
+
     /// Is the main container `name` running?
     pub fn running(&self, name: &str) -> bool {
         self.main

@@ -17,16 +17,18 @@
 use super::kubelet_pods::{get_phase, terminal_phase, PodPhase};
 use super::kuberuntime_manager::{PodContainers, RuntimeFaults};
 use super::log::KubeletLog;
+use super::pleg::{RuntimeAnswer, RUNTIME_REQUEST_TIMEOUT};
 use super::runtime::script;
 use super::state::{ResetKind, SimNode};
 use super::status_manager::StatusManager;
 use super::volumemanager::{VolumeManager, VolumesNotReady};
 use crate::apiserver::meta;
-use crate::events::EventRecorder;
+use crate::events::{EventKind, EventRecorder};
 use crate::timing::{self, Timing};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::time::Instant;
 
 /// `PodWorkerState`.
@@ -77,6 +79,9 @@ pub struct PodWorker {
     /// Holds one of the bounded pool's workers (only with the pool option).
     slot: bool,
     volume_wait: VolumeWait,
+    /// A StopContainer in flight that does not return before this: a container process in
+    /// uninterruptible sleep on a hung NFS mount outlives SIGKILL (`hungNfs`).
+    stop_hangs_until: Option<Instant>,
 }
 
 impl PodWorker {
@@ -173,6 +178,7 @@ impl PodWorkers {
             quiet_until: None,
             slot: false,
             volume_wait: VolumeWait::Idle,
+            stop_hangs_until: None,
         };
         self.pods.entry(uid).or_insert(worker)
     }
@@ -193,6 +199,32 @@ impl PodWorkers {
     /// the stale pods hold workers instead.
     pub fn sandboxes_stuck(&self) -> bool {
         self.pool.is_none() && self.pods.values().any(|p| p.stale)
+    }
+
+    /// How the runtime answers a relist now: not at all on stale sandboxes; with inspections
+    /// that time out while a container's stop hangs (kubernetes/kubernetes#74135, #94829).
+    pub fn runtime_answer(&self) -> RuntimeAnswer {
+        if self.sandboxes_stuck() {
+            RuntimeAnswer::Hangs
+        } else if self.pods.values().any(|p| p.stop_hangs_until.is_some()) {
+            RuntimeAnswer::TimesOut
+        } else {
+            RuntimeAnswer::Answers
+        }
+    }
+
+    /// StopContainer calls that reach their deadline return, whether or not the sync loop runs
+    /// pod workers meanwhile (the worker's goroutine is inside the call): killContainer fails
+    /// (`kuberuntime_container.go`) and SyncTerminatingPod records FailedKillPod (`kubelet.go`).
+    /// The worker tries again at its next sync, which hangs again while the cause lasts.
+    pub fn return_hung_stops(&mut self, recorder: &EventRecorder, log: &KubeletLog) {
+        let now = Instant::now();
+        for p in self.pods.values_mut() {
+            if p.stop_hangs_until.is_some_and(|until| now >= until) {
+                p.stop_hangs_until = None;
+                stop_failed(p, recorder, log);
+            }
+        }
     }
 
     /// The kubelet started again: no worker runs; after a reboot every container died with the
@@ -361,6 +393,14 @@ impl PodWorkers {
             PodWorkerState::TerminatingPod { stop_at } if now < stop_at => return,
             PodWorkerState::TerminatingPod { .. } | PodWorkerState::TerminatedPod => {}
         }
+        if p.containers.any_running()
+            && ctx.node.state.lock().faults.hung_nfs
+            && ctx.volumes.pod_has_nfs_mount(uid)
+        {
+            stop_hangs(p, ctx, now);
+            return;
+        }
+        p.stop_hangs_until = None;
         p.status_dirty |= p.containers.stop_containers();
         p.slot = false;
         if let Some(phase) = terminal_phase(&p.containers) {
@@ -396,6 +436,54 @@ impl PodWorkers {
             ctx.status.terminate_pod(&p.pod);
         }
     }
+}
+
+/// The grace period a pod's containers are stopped with.
+fn grace_seconds(pod: &Value) -> u64 {
+    pod.pointer("/metadata/deletionGracePeriodSeconds")
+        .or_else(|| pod.pointer("/spec/terminationGracePeriodSeconds"))
+        .and_then(Value::as_u64)
+        .unwrap_or(30)
+}
+
+/// StopContainer of a process in uninterruptible sleep: SIGTERM and SIGKILL do not end it, so
+/// the CRI call returns only at its deadline, the runtime request timeout plus the grace period
+/// (cri-client `remote_runtime.go`).
+fn stop_hangs(p: &mut PodWorker, ctx: &mut SyncContext<'_>, now: Instant) {
+    if p.stop_hangs_until.is_none() {
+        let grace = Duration::from_secs(grace_seconds(&p.pod));
+        p.stop_hangs_until = Some(now + ctx.timing.s(RUNTIME_REQUEST_TIMEOUT + grace));
+    }
+}
+
+/// A hung StopContainer returned: the error line per container and the pod's FailedKillPod.
+fn stop_failed(p: &PodWorker, recorder: &EventRecorder, log: &KubeletLog) {
+    const ERR: &str = "rpc error: code = DeadlineExceeded desc = context deadline exceeded";
+    let grace = grace_seconds(&p.pod);
+    let mut failures = Vec::new();
+    for c in p.containers.running_containers() {
+        let line = format!(
+            "\"Container termination failed with gracePeriod\" err=\"{}\" pod=\"{}/{}\" podUID=\"{}\" containerName=\"{}\" containerID=\"containerd://{}\" gracePeriod={}",
+            ERR, p.ns, p.name, p.uid, c.name, c.container_id, grace
+        );
+        log.error("kuberuntime_container.go:895", &line);
+        failures.push(format!(
+            "failed to \"KillContainer\" for \"{}\" with KillContainerError: \"{}\"",
+            c.name, ERR
+        ));
+    }
+    // utilerrors.NewAggregate: one error as it is, several in brackets.
+    let err = if failures.len() == 1 {
+        failures.remove(0)
+    } else {
+        format!("[{}]", failures.join(", "))
+    };
+    recorder.record(
+        &p.pod,
+        EventKind::Warning,
+        "FailedKillPod",
+        &format!("error killing pod: {}", err),
+    );
 }
 
 #[cfg(test)]

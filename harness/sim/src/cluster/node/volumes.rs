@@ -122,8 +122,18 @@ struct Backoff {
 pub struct Running {
     pub op: Op,
     pub done_at: Instant,
-    /// The error the call ends with.
-    pub error: String,
+    /// How the call ends.
+    pub failure: HungCall,
+}
+
+/// How a hanging call ends when it returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HungCall {
+    /// A mount stage (`MountVolume.MountDevice`, `MountVolume.SetUp`) fails with the call's error,
+    /// on the volume's first waiting pod (its FailedMount event).
+    Mount { stage: &'static str, error: String },
+    /// An unmount operation fails with this detailed message (unmounts record no event).
+    Unmount { detailed: String },
 }
 
 /// nestedpendingoperations: operations in flight and failed ones with their backoffs. Most
@@ -161,14 +171,26 @@ impl PendingOperations {
                 .all(|(_, b)| now >= b.retry_at)
     }
 
-    /// Start an operation whose call returns only at `done_at`, with `error`.
-    pub fn start_hanging(&mut self, key: &OperationKey, op: Op, done_at: Instant, error: String) {
-        self.running
-            .insert(key.clone(), Running { op, done_at, error });
+    /// Start an operation whose call returns only at `done_at`, ending as `failure` says.
+    pub fn start_hanging(
+        &mut self,
+        key: &OperationKey,
+        op: Op,
+        done_at: Instant,
+        failure: HungCall,
+    ) {
+        self.running.insert(
+            key.clone(),
+            Running {
+                op,
+                done_at,
+                failure,
+            },
+        );
     }
 
-    /// Operations whose hanging call has returned by `now`, with the error each ended with.
-    pub fn returned(&mut self, now: Instant) -> Vec<(OperationKey, Op, String)> {
+    /// Operations whose hanging call has returned by `now`, with how each ended.
+    pub fn returned(&mut self, now: Instant) -> Vec<(OperationKey, Op, HungCall)> {
         let done: Vec<OperationKey> = self
             .running
             .iter()
@@ -178,7 +200,7 @@ impl PendingOperations {
         done.into_iter()
             .map(|k| {
                 let r = self.running.remove(&k).expect("listed");
-                (k, r.op, r.error)
+                (k, r.op, r.failure)
             })
             .collect()
     }
@@ -331,7 +353,10 @@ mod tests {
             &a,
             Op::MountVolume,
             now + Duration::from_millis(120),
-            "rpc error: code = DeadlineExceeded desc = context deadline exceeded".into(),
+            HungCall::Unmount {
+                detailed: "rpc error: code = DeadlineExceeded desc = context deadline exceeded"
+                    .into(),
+            },
         );
         assert!(
             !ops.may_run(&a, Op::MountVolume, now)
@@ -341,7 +366,9 @@ mod tests {
         assert!(ops.returned(now).is_empty());
         let done = ops.returned(now + Duration::from_millis(121));
         assert_eq!(done.len(), 1);
-        assert!(done[0].2.ends_with("context deadline exceeded"));
+        assert!(
+            matches!(&done[0].2, HungCall::Unmount { detailed } if detailed.ends_with("context deadline exceeded"))
+        );
         assert!(ops.may_run(&a, Op::MountVolume, now + Duration::from_millis(121)));
     }
 

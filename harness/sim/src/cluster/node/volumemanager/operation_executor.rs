@@ -8,7 +8,7 @@
 
 use super::super::log::KubeletLog;
 use super::super::state::NodeFaults;
-use super::super::volumes::{Op, OperationKey, PendingOperations, CSI_SOCKET, DRIVER};
+use super::super::volumes::{HungCall, Op, OperationKey, PendingOperations, CSI_SOCKET, DRIVER};
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::timing::Timing;
@@ -112,7 +112,7 @@ impl OperationExecutor {
     }
 
     /// Operations whose hanging call has returned by `now`, with the error it ended with.
-    pub fn returned(&mut self, now: Instant) -> Vec<(OperationKey, Op, String)> {
+    pub fn returned(&mut self, now: Instant) -> Vec<(OperationKey, Op, HungCall)> {
         self.pending.returned(now)
     }
 
@@ -163,9 +163,10 @@ impl Operation<'_> {
         }
     }
 
-    /// The call does not return before `until`, when it ends in `error`.
-    pub fn hangs(self, until: Instant, error: String) {
-        self.pending.start_hanging(&self.key, self.op, until, error);
+    /// The call does not return before `until`, when it ends as `failure` says.
+    pub fn hangs(self, until: Instant, failure: HungCall) {
+        self.pending
+            .start_hanging(&self.key, self.op, until, failure);
     }
 }
 
@@ -206,7 +207,12 @@ mod tests {
         let key = OperationKey::device("v");
         let now = Instant::now();
         let op = ex.start(key.clone(), Op::MountVolume, now).expect("free");
-        op.hangs(now + std::time::Duration::from_secs(60), "deadline".into());
+        op.hangs(
+            now + std::time::Duration::from_secs(60),
+            HungCall::Unmount {
+                detailed: "deadline".into(),
+            },
+        );
         assert!(ex.start(key.clone(), Op::MountVolume, now).is_none());
         assert!(ex
             .start(OperationKey::pod("v", "u"), Op::UnmountVolume, now)
