@@ -781,16 +781,27 @@ async fn a_node_stuck_rebooting_has_a_silent_kubelet() {
         &during[before..]
     );
     sim.node_op("worker-01", &NodeOp::PowerCycle).unwrap();
-    eventually(20, "the booted kubelet's first line", || {
+    let booted = eventually(20, "the booted kubelet's pods", || {
         let log = kubelet_log(&sim, "worker-01");
         let new = log[during.len()..].to_vec();
         async move {
             new.iter()
-                .any(|l| message(l).starts_with("\"Kubelet version\""))
-                .then_some(())
+                .any(|l| message(l).starts_with("\"SyncLoop ADD\""))
+                .then_some(new)
         }
     })
     .await;
+    // Item 11: the new process logs its start, then gets every pod of the node as one ADD.
+    let version = booted
+        .iter()
+        .position(|l| message(l).starts_with("\"Kubelet version\""))
+        .expect("the kubelet's start");
+    let add = booted
+        .iter()
+        .position(|l| message(l).starts_with("\"SyncLoop ADD\" source=\"api\" pods=["))
+        .unwrap();
+    assert!(version < add, "{booted:#?}");
+    assert!(booted[add].contains("\"default/db-0\""), "{}", booted[add]);
 }
 
 /// Item 4: a hung NFS server reaches what is mounted over NFS (a Longhorn ReadWriteMany volume,

@@ -264,6 +264,17 @@ impl Kubelet {
         }
         self.pleg.restart();
         self.pod_workers.kubelet_started(kind);
+        // The new process's pod config gets the apiserver source's whole list as one update:
+        // every pod the node has is an ADD (`kubelet.go` syncLoopIteration, klog.KObjSlice).
+        let pods: Vec<String> = self
+            .pod_workers
+            .iter()
+            .map(|p| format!("\"{}/{}\"", p.ns, p.name))
+            .collect();
+        if !pods.is_empty() {
+            let line = format!("\"SyncLoop ADD\" source=\"api\" pods=[{}]", pods.join(","));
+            self.klog.info("kubelet.go:2418", &line);
+        }
         let ctx = node_status_ctx!(self);
         self.node_status.renew_lease(&ctx, true);
     }
