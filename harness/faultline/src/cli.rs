@@ -64,6 +64,20 @@ enum Command {
         #[command(subcommand)]
         command: KubeCommand,
     },
+    /// Write a KUBEBUILDER_ASSETS directory whose kube-apiserver and etcd run the simulator, so
+    /// controller-runtime envtest suites run on it unchanged; prints the directory's path.
+    EnvtestAssets {
+        dir: PathBuf,
+        /// The kubectl to link into DIR (default: the first on PATH).
+        #[arg(long)]
+        kubectl: Option<PathBuf>,
+    },
+    /// The processes the envtest-assets scripts start (envtest passes their flags).
+    #[command(hide = true)]
+    Envtest {
+        #[command(subcommand)]
+        command: EnvtestCommand,
+    },
     /// Reports: merge the JSON reports of sharded runs.
     Report {
         #[command(subcommand)]
@@ -225,6 +239,22 @@ enum SimCommand {
 }
 
 #[derive(Subcommand)]
+enum EnvtestCommand {
+    /// kube-apiserver's command line, served by the simulated API server.
+    #[command(name = "kube-apiserver", disable_help_flag = true)]
+    KubeApiserver {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// etcd's command line: answers /health only.
+    #[command(disable_help_flag = true)]
+    Etcd {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+#[derive(Subcommand)]
 enum KubeCommand {
     /// Server-side apply the objects of a file (KUBECONFIG from the environment).
     Apply {
@@ -275,6 +305,15 @@ pub fn main() -> ExitCode {
 async fn run(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Node(args) => crate::node_cmd::run(args).await.map(|_| 0),
+        Command::EnvtestAssets { dir, kubectl } => {
+            faultline::envtest::write_assets(&dir, kubectl.as_deref()).map(|_| 0)
+        }
+        Command::Envtest { command } => Ok(match command {
+            EnvtestCommand::KubeApiserver { args } => {
+                faultline::envtest::kube_apiserver(&args).await
+            }
+            EnvtestCommand::Etcd { args } => faultline::envtest::etcd(&args).await,
+        }),
         Command::Sim {
             command:
                 SimCommand::Up {

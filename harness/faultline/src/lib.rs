@@ -3,10 +3,12 @@
 //! Layers: `model` (the scenario language) -> `loader` (files, diagnostics), both from crate
 //! `faultline-scenario` and re-exported here -> `runner`
 //! (providers, faults, controller process, expectations) -> `report` (console, Markdown, JUnit,
-//! JSON, HTML, shard merge). `pause` is the console side of `--pause-*`; `init` starts a suite.
+//! JSON, HTML, shard merge). `pause` is the console side of `--pause-*`; `init` starts a suite;
+//! `envtest` is the controller-runtime envtest drop-in (`faultline envtest-assets`).
 
 pub mod cleanup;
 pub mod controller;
+pub mod envtest;
 pub mod events;
 pub mod expect;
 pub mod faults;

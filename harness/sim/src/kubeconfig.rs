@@ -8,17 +8,24 @@ pub const CONTEXT: &str = "faultline-sim";
 
 /// The admin user carries both the admin token and the admin client certificate: clients that
 /// build their own transport from the kubeconfig's TLS settings alone still authenticate.
-pub fn render(server: &str, token: &str, ca_pem: &str, client: &ClientCert) -> String {
+pub fn render(server: &str, token: &str, ca_pem: &str, client: Option<&ClientCert>) -> String {
     use base64::Engine;
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let cert = client
+        .map(|c| {
+            format!(
+                "    client-certificate-data: {}\n    client-key-data: {}\n",
+                b64(&c.cert_pem),
+                b64(&c.key_pem)
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: {ctx}\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\ncontexts:\n- name: {ctx}\n  context:\n    cluster: {ctx}\n    user: {ctx}\n    namespace: default\ncurrent-context: {ctx}\npreferences: {{}}\nusers:\n- name: {ctx}\n  user:\n    token: {token}\n    client-certificate-data: {cert}\n    client-key-data: {key}\n",
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: {ctx}\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\ncontexts:\n- name: {ctx}\n  context:\n    cluster: {ctx}\n    user: {ctx}\n    namespace: default\ncurrent-context: {ctx}\npreferences: {{}}\nusers:\n- name: {ctx}\n  user:\n    token: {token}\n{cert}",
         ctx = CONTEXT,
         server = server,
         token = token,
         ca = b64(ca_pem),
-        cert = b64(&client.cert_pem),
-        key = b64(&client.key_pem),
     )
 }
 
@@ -28,7 +35,7 @@ pub fn write(
     server: &str,
     token: &str,
     ca_pem: &str,
-    client: &ClientCert,
+    client: Option<&ClientCert>,
 ) -> Result<PathBuf> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -53,8 +60,13 @@ mod tests {
             cert_pem: "CERT".into(),
             key_pem: "KEY".into(),
         };
-        let y: serde_yaml::Value =
-            serde_yaml::from_str(&render("https://127.0.0.1:1234", "abc", "PEM", &client)).unwrap();
+        let y: serde_yaml::Value = serde_yaml::from_str(&render(
+            "https://127.0.0.1:1234",
+            "abc",
+            "PEM",
+            Some(&client),
+        ))
+        .unwrap();
         assert_eq!(
             y["users"][0]["user"]["client-key-data"].as_str(),
             Some("S0VZ")

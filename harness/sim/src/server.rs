@@ -1,9 +1,10 @@
 //! Starting a simulated cluster: the API on a loopback port with a fresh bearer token, the
 //! control-plane loops, the bootstrap objects every cluster has, and a kubeconfig for clients.
 
+use crate::apiserver::auth::x509;
 use crate::apiserver::http::faults::ApiFaults;
 use crate::apiserver::http::{self, HttpState};
-use crate::apiserver::{ApiServer, WriteOptions};
+use crate::apiserver::{ApiServer, ApiServerOptions, WriteOptions};
 use crate::cluster::{ClusterOptions, SimCluster};
 use crate::controllers;
 use crate::kubeconfig;
@@ -33,6 +34,20 @@ pub struct SimOptions {
     pub cluster: Option<ClusterOptions>,
     /// Seed of the generator behind injected API errors (same seed, same failed requests).
     pub seed: u64,
+    /// kube-apiserver's flags beyond the sim's defaults (service CIDR, admission plugins).
+    pub api: ApiServerOptions,
+    /// Serve these certificate files (and verify client certificates against their client CA)
+    /// instead of a generated CA, serving and admin certificate.
+    pub tls: Option<tls::TlsFiles>,
+    /// Run the kube-controller-manager loops (`controllers::start`): garbage collection,
+    /// namespace deletion, ServiceAccounts, the workload controllers. Off, only what
+    /// kube-apiserver itself runs (CRD registration and finalizer, Event TTL) runs, like envtest.
+    pub controller_manager: bool,
+    /// `--service-account-issuer` (default `tokens::ISSUER`, kubeadm's).
+    pub service_account_issuer: Option<String>,
+    /// `--anonymous-auth`: requests without credentials are `system:anonymous` (kube-apiserver's
+    /// default) instead of a 401 (the sim's default).
+    pub anonymous_auth: bool,
 }
 
 impl Default for SimOptions {
@@ -44,6 +59,11 @@ impl Default for SimOptions {
             token: None,
             cluster: None,
             seed: 0,
+            api: ApiServerOptions::default(),
+            tls: None,
+            controller_manager: true,
+            service_account_issuer: None,
+            anonymous_auth: false,
         }
     }
 }
@@ -84,8 +104,8 @@ pub struct SimServer {
     pub token: String,
     /// PEM of the cluster CA that signed the serving certificate.
     pub ca_pem: String,
-    /// The admin client certificate the kubeconfig carries.
-    pub admin_cert: tls::ClientCert,
+    /// The admin client certificate the kubeconfig carries (none with certificates from files).
+    pub admin_cert: Option<tls::ClientCert>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     /// The HTTP front end the TLS listener serves, for clients in the same process.
@@ -97,7 +117,7 @@ impl SimServer {
         if !is_loopback(opts.bind.ip()) {
             bail!("refusing to bind the simulated API server to {}: only loopback addresses are allowed", opts.bind.ip());
         }
-        let api = ApiServer::new(opts.watch_history);
+        let api = ApiServer::with_options(opts.watch_history, opts.api.clone());
         let token = opts.token.clone().unwrap_or_else(random_token);
         let listener = TcpListener::bind(opts.bind)
             .await
@@ -108,7 +128,11 @@ impl SimServer {
             .as_ref()
             .map(|c| c.timing.clone())
             .unwrap_or_default();
-        let mut tasks = controllers::start(api.clone(), timing.clone());
+        let mut tasks = if opts.controller_manager {
+            controllers::start(api.clone(), timing.clone())
+        } else {
+            vec![tokio::spawn(controllers::run_apiserver_loops(api.clone()))]
+        };
         tasks.push(tokio::spawn(crate::apiserver::event_ttl::run(
             api.clone(),
             timing,
@@ -126,13 +150,25 @@ impl SimServer {
         let faults = ApiFaults::seeded(opts.seed);
         let state = HttpState {
             api: api.clone(),
-            auth: Arc::new(crate::apiserver::auth::Auth::new(&token)),
+            auth: Arc::new({
+                let mut a = crate::apiserver::auth::Auth::with_issuer(
+                    &token,
+                    opts.service_account_issuer
+                        .as_deref()
+                        .unwrap_or(crate::apiserver::auth::tokens::ISSUER),
+                );
+                a.anonymous = opts.anonymous_auth;
+                a
+            }),
             token: Arc::new(token.clone()),
             address: Arc::new(addr.to_string()),
             control: cluster.clone().map(|c| c as Arc<dyn http::ControlEndpoint>),
             faults: faults.clone(),
         };
-        let certs = tls::generate()?;
+        let certs = match &opts.tls {
+            Some(files) => tls::from_files(files)?,
+            None => tls::generate()?,
+        };
         let (shutdown, rx) = watch::channel(false);
         let router = http::router(state);
         tasks.push(tokio::spawn(serve_tls(
@@ -166,7 +202,7 @@ impl SimServer {
             &self.url(),
             &self.token,
             &self.ca_pem,
-            &self.admin_cert,
+            self.admin_cert.as_ref(),
         )
     }
 
@@ -177,7 +213,12 @@ impl SimServer {
     }
 
     pub fn kubeconfig_yaml(&self) -> String {
-        kubeconfig::render(&self.url(), &self.token, &self.ca_pem, &self.admin_cert)
+        kubeconfig::render(
+            &self.url(),
+            &self.token,
+            &self.ca_pem,
+            self.admin_cert.as_ref(),
+        )
     }
 
     pub async fn stop(mut self) {
@@ -225,16 +266,17 @@ async fn serve_tls(
             let Ok(tls) = acceptor.accept(tcp).await else {
                 return;
             };
-            // rustls only completes a handshake with a certificate the cluster CA signed.
-            let app = if tls
+            // rustls only completes a handshake with a certificate the client CA signed; its
+            // user is read once per connection.
+            let user = tls
                 .get_ref()
                 .1
                 .peer_certificates()
-                .is_some_and(|c| !c.is_empty())
-            {
-                app.layer(axum::Extension(tls::VerifiedClientCert))
-            } else {
-                app
+                .and_then(|c| c.first())
+                .and_then(|leaf| x509::user_of(leaf));
+            let app = match user {
+                Some(u) => app.layer(axum::Extension(x509::CertificateUser(u))),
+                None => app,
             };
             let svc = hyper_util::service::TowerToHyperService::new(app);
             // with_upgrades: pods/exec, attach and portforward switch the connection to WebSocket or SPDY.
@@ -282,11 +324,13 @@ pub(crate) fn bootstrap(api: &ApiServer, nodes: &[String]) -> Result<()> {
     let svc_rt = api
         .resource("", "v1", "services")
         .map_err(anyhow::Error::msg)?;
+    // The first address of the service CIDR, as the apiserver's kubernetes-service controller.
+    let ip = api.options.service_cidr.first().to_string();
     api.create(
         &svc_rt,
         "default",
         json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
-               "spec": {"clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"], "ports": [{"name": "https", "port": 443, "targetPort": 6443}]}}),
+               "spec": {"clusterIP": ip, "clusterIPs": [ip], "ports": [{"name": "https", "port": 443, "targetPort": 6443}]}}),
         &opts,
     )
     .map_err(anyhow::Error::msg)?;

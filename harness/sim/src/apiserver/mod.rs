@@ -212,10 +212,36 @@ pub struct ApiServer {
     service_allocation: parking_lot::Mutex<()>,
     /// The OpenAPI documents, rendered on first request and kept until the catalogue changes.
     pub openapi: crate::apiserver::openapi::Cache,
+    pub options: ApiServerOptions,
+}
+
+/// The kube-apiserver flags the sim honours beyond its defaults (`faultline envtest` sets them
+/// from the flags envtest passes).
+#[derive(Debug, Clone)]
+pub struct ApiServerOptions {
+    /// `--service-cluster-ip-range` (default: kubeadm's 10.96.0.0/12).
+    pub service_cidr: service_allocation::ServiceCidr,
+    /// The ServiceAccount admission plugin (`--disable-admission-plugins=ServiceAccount` turns
+    /// it off, as envtest does: then pods keep an empty `serviceAccountName` and get no token
+    /// volume).
+    pub service_account_admission: bool,
+}
+
+impl Default for ApiServerOptions {
+    fn default() -> Self {
+        ApiServerOptions {
+            service_cidr: Default::default(),
+            service_account_admission: true,
+        }
+    }
 }
 
 impl ApiServer {
     pub fn new(history: usize) -> Arc<Self> {
+        Self::with_options(history, ApiServerOptions::default())
+    }
+
+    pub fn with_options(history: usize, options: ApiServerOptions) -> Arc<Self> {
         Arc::new(ApiServer {
             store: Store::new(history),
             registry: Registry::with_builtins(),
@@ -223,6 +249,7 @@ impl ApiServer {
             storage_protection: Default::default(),
             service_allocation: Default::default(),
             openapi: Default::default(),
+            options,
         })
     }
 
@@ -507,6 +534,7 @@ impl ApiServer {
             .list(&stored_rt.key(), None, None, None, &|_| true);
         service_allocation::allocate(
             &mut obj,
+            &self.options.service_cidr,
             &service_allocation::InUse::from_services(services.items.iter().map(|s| s.as_ref())),
         )?;
         self.store.create(stored_rt, obj, dry_run)
@@ -529,13 +557,13 @@ impl ApiServer {
     /// Upstream refuses a pod whose ServiceAccount does not exist (403, "error looking up service
     /// account"); the sim admits it (docs/fidelity.md): its own Longhorn pods name a ServiceAccount
     /// the sim does not create.
+    /// Off with `--disable-admission-plugins=ServiceAccount` (envtest's set-up).
     fn admit_pod_service_account(&self, rt: &ResourceType, ns: &str, obj: &mut Value) {
-        if !(rt.group.is_empty() && rt.plural == "pods") {
+        if !(rt.group.is_empty() && rt.plural == "pods") || !self.options.service_account_admission
+        {
             return;
         }
-        let sa_name = meta::str_at(obj, "/spec/serviceAccountName")
-            .unwrap_or("default")
-            .to_string();
+        let sa_name = admission::default_service_account(obj);
         let sa = self
             .resource("", "v1", "serviceaccounts")
             .ok()

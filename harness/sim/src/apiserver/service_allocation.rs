@@ -1,5 +1,6 @@
 //! What the apiserver allocates for a new Service: a cluster IP from the service CIDR
-//! (10.96.0.0/12, kubeadm's default) and node ports from 30000-32767, never one still in use.
+//! (`--service-cluster-ip-range`; the sim's default is kubeadm's 10.96.0.0/12) and node ports
+//! from 30000-32767, never one still in use.
 //!
 //! The real allocators pick at random (a bitmap in etcd); the sim takes the lowest free address
 //! and port so runs are deterministic. What is in use is read from the stored Services.
@@ -9,10 +10,65 @@ use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
-/// 10.96.0.0/12
-const CIDR_BASE: u32 = 0x0A60_0000;
-const CIDR_SIZE: u32 = 1 << 20;
 pub const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
+
+/// The IPv4 service CIDR (`--service-cluster-ip-range`), as kube-apiserver's
+/// `ServiceIPRange` holds it: the first usable address is the `kubernetes` Service's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceCidr {
+    base: u32,
+    size: u32,
+    text: String,
+}
+
+impl Default for ServiceCidr {
+    /// kubeadm's default, which kind and the sim's clusters use.
+    fn default() -> Self {
+        ServiceCidr::parse("10.96.0.0/12").expect("the default service CIDR parses")
+    }
+}
+
+impl ServiceCidr {
+    /// `a.b.c.d/n`, IPv4 only (the sim serves single-stack IPv4), with at least the network
+    /// address, the `kubernetes` Service's address, one more and the broadcast address (/30).
+    pub fn parse(s: &str) -> Result<ServiceCidr, String> {
+        let (ip, bits) = s
+            .split_once('/')
+            .ok_or_else(|| format!("{s:?} is not a CIDR (a.b.c.d/n)"))?;
+        let ip: Ipv4Addr = ip.parse().map_err(|_| {
+            format!(
+                "{s:?}: {ip:?} is not an IPv4 address (the simulated API server serves IPv4 only)"
+            )
+        })?;
+        let bits: u32 = bits
+            .parse()
+            .ok()
+            .filter(|b| (8..=30).contains(b))
+            .ok_or_else(|| format!("{s:?}: the prefix length must be between 8 and 30"))?;
+        let size = 1u32 << (32 - bits);
+        let base = u32::from(ip) & !(size - 1);
+        Ok(ServiceCidr {
+            base,
+            size,
+            text: format!("{}/{}", Ipv4Addr::from(base), bits),
+        })
+    }
+
+    /// The first usable address: the `kubernetes` Service's cluster IP.
+    pub fn first(&self) -> Ipv4Addr {
+        Ipv4Addr::from(self.base + 1)
+    }
+
+    fn contains(&self, ip: u32) -> bool {
+        (self.base..self.base + self.size).contains(&ip)
+    }
+}
+
+impl std::fmt::Display for ServiceCidr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
 
 /// Addresses and ports taken by existing Services.
 #[derive(Default)]
@@ -61,7 +117,7 @@ fn invalid(name: &str, field: &str, msg: String) -> ApiError {
 
 /// Fill in `spec.clusterIP(s)`, `ipFamilies`, `ipFamilyPolicy`, `internalTrafficPolicy`, node
 /// ports and `externalTrafficPolicy` as the Service REST storage does on create.
-pub fn allocate(svc: &mut Value, in_use: &InUse) -> ApiResult<()> {
+pub fn allocate(svc: &mut Value, cidr: &ServiceCidr, in_use: &InUse) -> ApiResult<()> {
     let name = crate::apiserver::meta::name(svc).to_string();
     let spec = match svc.get_mut("spec").and_then(Value::as_object_mut) {
         Some(s) => s,
@@ -84,8 +140,8 @@ pub fn allocate(svc: &mut Value, in_use: &InUse) -> ApiResult<()> {
         "None" => "None".to_string(),
         "" => {
             // The lowest free address after the network address and the `kubernetes` service's .1.
-            let free = (2..CIDR_SIZE - 1)
-                .map(|o| CIDR_BASE + o)
+            let free = (2..cidr.size - 1)
+                .map(|o| cidr.base + o)
                 .find(|ip| !in_use.ips.contains(ip));
             let ip = free.ok_or_else(|| {
                 ApiError::internal("failed to allocate a serviceIP: range is full")
@@ -97,8 +153,8 @@ pub fn allocate(svc: &mut Value, in_use: &InUse) -> ApiResult<()> {
                 .parse::<Ipv4Addr>()
                 .map_err(|_| invalid(&name, "spec.clusterIPs[0]", format!("Invalid value: {:?}: must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)", given)))?;
             let n = u32::from(parsed);
-            if !(CIDR_BASE..CIDR_BASE + CIDR_SIZE).contains(&n) {
-                return Err(invalid(&name, "spec.clusterIPs", format!("Invalid value: []string{{{:?}}}: failed to allocate IP {}: the provided IP ({}) is not in the valid range. The range of valid IPs is 10.96.0.0/12", given, given, given)));
+            if !cidr.contains(n) {
+                return Err(invalid(&name, "spec.clusterIPs", format!("Invalid value: []string{{{:?}}}: failed to allocate IP {}: the provided IP ({}) is not in the valid range. The range of valid IPs is {}", given, given, given, cidr)));
             }
             if in_use.ips.contains(&n) {
                 return Err(invalid(&name, "spec.clusterIPs", format!("Invalid value: []string{{{:?}}}: failed to allocate IP {}: provided IP is already allocated", given, given)));
@@ -169,7 +225,7 @@ mod tests {
         ];
         let used = InUse::from_services(existing.iter());
         let mut s = svc(json!({"type": "ClusterIP", "ports": [{"port": 80}]}));
-        allocate(&mut s, &used).unwrap();
+        allocate(&mut s, &ServiceCidr::default(), &used).unwrap();
         assert_eq!(s["spec"]["clusterIP"], "10.96.0.3");
         assert_eq!(s["spec"]["clusterIPs"], json!(["10.96.0.3"]));
         assert_eq!(
@@ -181,7 +237,7 @@ mod tests {
         );
         assert!(s["spec"].get("ports").unwrap()[0].get("nodePort").is_none());
         let mut taken = svc(json!({"clusterIP": "10.96.0.2"}));
-        let e = allocate(&mut taken, &used).unwrap_err();
+        let e = allocate(&mut taken, &ServiceCidr::default(), &used).unwrap_err();
         assert!(
             e.message.contains("provided IP is already allocated"),
             "{}",
@@ -198,7 +254,7 @@ mod tests {
         let mut s = svc(
             json!({"type": "LoadBalancer", "ports": [{"port": 80}, {"port": 443, "nodePort": 30001}, {"port": 8080}]}),
         );
-        allocate(&mut s, &used).unwrap();
+        allocate(&mut s, &ServiceCidr::default(), &used).unwrap();
         let ports: Vec<i64> = s["spec"]["ports"]
             .as_array()
             .unwrap()
@@ -207,23 +263,69 @@ mod tests {
             .collect();
         assert_eq!(ports, vec![30002, 30001, 30003]);
         let mut dup = svc(json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30000}]}));
-        assert!(allocate(&mut dup, &used).unwrap_err().message.contains(
-            "spec.ports[0].nodePort: Invalid value: 30000: provided port is already allocated"
-        ));
+        assert!(allocate(&mut dup, &ServiceCidr::default(), &used)
+            .unwrap_err()
+            .message
+            .contains(
+                "spec.ports[0].nodePort: Invalid value: 30000: provided port is already allocated"
+            ));
         assert_eq!(s["spec"]["allocateLoadBalancerNodePorts"], true);
         let mut out_of_range =
             svc(json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 80}]}));
-        assert_eq!(allocate(&mut out_of_range, &used).unwrap_err().code, 422);
+        assert_eq!(
+            allocate(&mut out_of_range, &ServiceCidr::default(), &used)
+                .unwrap_err()
+                .code,
+            422
+        );
     }
 
     #[test]
     fn headless_and_external_name_get_no_address() {
         let used = InUse::default();
         let mut h = svc(json!({"clusterIP": "None"}));
-        allocate(&mut h, &used).unwrap();
+        allocate(&mut h, &ServiceCidr::default(), &used).unwrap();
         assert_eq!(h["spec"]["clusterIPs"], json!(["None"]));
         let mut e = svc(json!({"type": "ExternalName", "externalName": "x.example"}));
-        allocate(&mut e, &used).unwrap();
+        allocate(&mut e, &ServiceCidr::default(), &used).unwrap();
         assert!(e["spec"].get("clusterIP").is_none());
+    }
+}
+
+#[cfg(test)]
+mod cidr_tests {
+    use super::*;
+
+    #[test]
+    fn a_configured_range_allocates_from_itself_and_names_itself() {
+        let cidr = ServiceCidr::parse("10.0.0.0/24").unwrap();
+        assert_eq!(cidr.first(), Ipv4Addr::new(10, 0, 0, 1));
+        let used = InUse::from_services([json!({"spec": {"clusterIPs": ["10.0.0.1"]}})].iter());
+        let mut s = json!({"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}});
+        allocate(&mut s, &cidr, &used).unwrap();
+        assert_eq!(s["spec"]["clusterIP"], "10.0.0.2");
+        let mut outside = json!({"metadata": {"name": "o"}, "spec": {"clusterIP": "10.96.0.9"}});
+        let e = allocate(&mut outside, &cidr, &used).unwrap_err();
+        assert!(
+            e.message.contains("The range of valid IPs is 10.0.0.0/24"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn bad_ranges_are_refused_with_the_reason() {
+        for (bad, why) in [
+            ("10.0.0.0", "not a CIDR"),
+            ("fd00::/108", "IPv4"),
+            ("10.0.0.0/31", "between 8 and 30"),
+        ] {
+            let e = ServiceCidr::parse(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        assert_eq!(
+            ServiceCidr::parse("10.0.0.7/24").unwrap().to_string(),
+            "10.0.0.0/24"
+        );
     }
 }

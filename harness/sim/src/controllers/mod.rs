@@ -86,9 +86,20 @@ pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
 
 /// Run the event-by-event loops until the store closes.
 pub async fn run(api: Arc<ApiServer>) {
+    run_with(api, handle).await
+}
+
+/// Only the loops kube-apiserver runs itself (apiextensions-apiserver's CRD registration and
+/// `customresourcecleanup` finalizer): an API server without kube-controller-manager, like
+/// envtest's, where deleted namespaces stay Terminating and nothing is garbage-collected.
+pub async fn run_apiserver_loops(api: Arc<ApiServer>) {
+    run_with(api, handle_apiserver).await
+}
+
+async fn run_with(api: Arc<ApiServer>, handle: fn(&ApiServer, &StoreEvent)) {
     let mut rx = api.store.informer();
     // Objects that existed before we subscribed (none at start-up, but keep it honest).
-    resync(&api);
+    resync(&api, handle);
     while let Some(ev) = rx.recv().await {
         handle(&api, &ev);
         if rx.drain(|ev| handle(&api, ev)).is_err() {
@@ -98,7 +109,7 @@ pub async fn run(api: Arc<ApiServer>) {
 }
 
 /// Look at everything once, for objects stored before the informer started.
-fn resync(api: &ApiServer) {
+fn resync(api: &ApiServer, handle: fn(&ApiServer, &StoreEvent)) {
     for key in api.store.resource_keys() {
         let all = api.store.list(&key, None, None, None, &|_| true);
         for obj in all.items {
@@ -125,6 +136,16 @@ fn handle(api: &ApiServer, ev: &StoreEvent) {
             _ => {}
         }
     }
+    handle_apiserver(api, ev);
+    garbagecollector::handle(api, ev);
+    if ev.event_type == EventType::Deleted {
+        namespace::content_deleted(api, obj);
+    }
+}
+
+/// The CRD loops of kube-apiserver (apiextensions-apiserver).
+fn handle_apiserver(api: &ApiServer, ev: &StoreEvent) {
+    let obj = &ev.object;
     if is(&ev.key, "apiextensions.k8s.io", "customresourcedefinitions") {
         match ev.event_type {
             EventType::Deleted => crd::withdraw(&api.registry, obj),
@@ -132,9 +153,7 @@ fn handle(api: &ApiServer, ev: &StoreEvent) {
             _ => {}
         }
     }
-    garbagecollector::handle(api, ev);
     if ev.event_type == EventType::Deleted {
         crdfinalizer::custom_resource_deleted(api, ev);
-        namespace::content_deleted(api, obj);
     }
 }

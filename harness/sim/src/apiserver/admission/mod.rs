@@ -328,13 +328,31 @@ pub fn admit_service_account(pod: &mut Value, sa: Option<&Value>) {
     }
 }
 
-/// The pod admission plugins: ServiceAccount (create only: `default`), Priority (priority 0
+/// The ServiceAccount admission plugin's first step (plugin/pkg/admission/serviceaccount): a
+/// new pod that names no ServiceAccount gets `default`; its name.
+pub fn default_service_account(pod: &mut Value) -> String {
+    let spec = defaults::object_at(pod, "spec");
+    let sa = spec
+        .get("serviceAccountName")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .unwrap_or("default")
+        .to_string();
+    spec.insert("serviceAccountName".into(), json!(sa));
+    spec.insert("serviceAccount".into(), json!(sa));
+    sa
+}
+
+/// The pod admission plugins: ServiceAccount (create only: `default`, in
+/// `default_service_account`), Priority (priority 0
 /// and PreemptLowerPriority; on update the old values when left out) and
 /// DefaultTolerationSeconds (not-ready and unreachable tolerations, 300 s).
 fn admit_pod(obj: &mut Value, old: Option<&Value>) {
     let spec = defaults::object_at(obj, "spec");
     match old {
         None => {
+            // The v1 conversion keeps the deprecated `serviceAccount` and `serviceAccountName`
+            // equal; `default` for neither is the ServiceAccount plugin's (`default_service_account`).
             let sa = spec
                 .get("serviceAccountName")
                 .and_then(Value::as_str)
@@ -344,10 +362,11 @@ fn admit_pod(obj: &mut Value, old: Option<&Value>) {
                         .and_then(Value::as_str)
                         .filter(|s| !s.is_empty())
                 })
-                .unwrap_or("default")
-                .to_string();
-            spec.insert("serviceAccountName".into(), json!(sa));
-            spec.insert("serviceAccount".into(), json!(sa));
+                .map(String::from);
+            if let Some(sa) = sa {
+                spec.insert("serviceAccountName".into(), json!(sa));
+                spec.insert("serviceAccount".into(), json!(sa));
+            }
             if spec.get("priority").map(Value::is_null).unwrap_or(true) {
                 spec.insert("priority".into(), json!(0));
             }
@@ -514,7 +533,8 @@ mod tests {
             "IfNotPresent"
         );
         assert_eq!(p["spec"]["tolerations"].as_array().unwrap().len(), 2);
-        assert_eq!(p["spec"]["serviceAccountName"], "default");
+        // `default` is the ServiceAccount plugin's, which `ApiServer` runs when enabled.
+        assert!(p["spec"].get("serviceAccountName").is_none());
     }
 
     #[test]

@@ -1,25 +1,27 @@
-//! Bearer-token authentication: the cluster's admin token, then ServiceAccount tokens.
+//! Bearer-token authentication: the cluster's admin token, then ServiceAccount tokens; and the
+//! client certificate's user (`x509`) when there is no token.
 
 use super::{tokens, Auth, UserInfo};
 use crate::apiserver::ApiServer;
 use axum::http::{header, HeaderMap};
 
-/// The user a request's `Authorization: Bearer` token identifies, else the admin when the
-/// connection presented the cluster-signed admin certificate (the only client certificate the
-/// sim issues); `None` is a 401. A token wins over the certificate, so a kubeconfig derived from
-/// the admin's with a ServiceAccount token acts as that ServiceAccount.
+/// The user a request's `Authorization: Bearer` token identifies, else the user of the client
+/// certificate its connection presented (verified against the client CA, `x509::user_of`);
+/// `None` is a 401. A token wins over the certificate (kube-apiserver tries the certificate
+/// first), so a kubeconfig derived from the admin's with a ServiceAccount token acts as that
+/// ServiceAccount (docs/fidelity.md).
 pub fn authenticate(
     auth: &Auth,
     api: &ApiServer,
     headers: &HeaderMap,
-    client_cert: bool,
+    client_cert: Option<&UserInfo>,
 ) -> Option<UserInfo> {
     let Some(v) = headers.get(header::AUTHORIZATION) else {
-        return client_cert.then(UserInfo::admin);
+        return client_cert.cloned();
     };
     let v = v.to_str().ok()?;
     let token = v.strip_prefix("Bearer ").map(str::trim)?;
-    authenticate_token(auth, api, token, &[tokens::ISSUER])
+    authenticate_token(auth, api, token, &[auth.signer.issuer()])
         .ok()
         .map(|(user, _)| user)
 }

@@ -3,7 +3,8 @@
 //! ServiceAccount token that `tokens` signed; `impersonation` for `kubectl --as`), what the
 //! request asks (`attributes`), may they
 //! (`rbac`, over the Roles and bindings in the store, seeded by `bootstrap`), and the APIs that
-//! ask those questions themselves (`reviews`, TokenRequest in `tokens`).
+//! ask those questions themselves (`reviews`, TokenRequest in `tokens`). Client certificates
+//! name their user as kube-apiserver's x509 authenticator reads them (`x509`).
 
 pub mod attributes;
 pub mod authentication;
@@ -12,6 +13,7 @@ pub mod impersonation;
 pub mod rbac;
 pub mod reviews;
 pub mod tokens;
+pub mod x509;
 
 use crate::apiserver::status::{ApiError, ApiResult};
 use crate::apiserver::ApiServer;
@@ -30,6 +32,8 @@ pub struct UserInfo {
 /// The group whose members every authorizer allows (kube-apiserver's privileged-group authorizer).
 pub const SYSTEM_MASTERS: &str = "system:masters";
 pub const AUTHENTICATED: &str = "system:authenticated";
+pub const UNAUTHENTICATED: &str = "system:unauthenticated";
+pub const ANONYMOUS: &str = "system:anonymous";
 
 impl UserInfo {
     /// The holder of the cluster's admin token: kubeadm's `kubernetes-admin` in `system:masters`,
@@ -38,6 +42,15 @@ impl UserInfo {
         UserInfo {
             name: "kubernetes-admin".into(),
             groups: vec![SYSTEM_MASTERS.into(), AUTHENTICATED.into()],
+            ..Default::default()
+        }
+    }
+
+    /// Who a request without credentials is when anonymous authentication is on.
+    pub fn anonymous() -> UserInfo {
+        UserInfo {
+            name: ANONYMOUS.into(),
+            groups: vec![UNAUTHENTICATED.into()],
             ..Default::default()
         }
     }
@@ -124,13 +137,24 @@ pub fn split_service_account_username(user: &str) -> Option<(&str, &str)> {
 pub struct Auth {
     admin_token: String,
     pub signer: tokens::Signer,
+    /// `--anonymous-auth` (kube-apiserver's default is true; the sim's clusters keep it off, so
+    /// a request without credentials is a 401): a request without credentials is
+    /// `system:anonymous` in `system:unauthenticated`, which RBAC lets read `/healthz`,
+    /// `/version` and the like (`system:public-info-viewer`).
+    pub anonymous: bool,
 }
 
 impl Auth {
     pub fn new(admin_token: &str) -> Auth {
+        Self::with_issuer(admin_token, tokens::ISSUER)
+    }
+
+    /// With `--service-account-issuer` set.
+    pub fn with_issuer(admin_token: &str, issuer: &str) -> Auth {
         Auth {
             admin_token: admin_token.to_string(),
-            signer: tokens::Signer::generate(),
+            signer: tokens::Signer::with_issuer(issuer),
+            anonymous: false,
         }
     }
 }
@@ -140,13 +164,20 @@ pub fn check(
     auth: &Auth,
     api: &ApiServer,
     headers: &axum::http::HeaderMap,
-    client_cert: bool,
+    client_cert: Option<&UserInfo>,
     method: &str,
     path: &str,
     query: &std::collections::HashMap<String, String>,
 ) -> ApiResult<UserInfo> {
-    let user = authentication::authenticate(auth, api, headers, client_cert)
-        .ok_or_else(ApiError::unauthorized)?;
+    // As kube-apiserver's union.NewFailOnError(..., anonymous): an invalid token is a 401,
+    // only a request that carries none is anonymous.
+    let user = match authentication::authenticate(auth, api, headers, client_cert) {
+        Some(u) => u,
+        None if auth.anonymous && !headers.contains_key(axum::http::header::AUTHORIZATION) => {
+            UserInfo::anonymous()
+        }
+        None => return Err(ApiError::unauthorized()),
+    };
     let user = impersonation::apply(api, user, headers)?;
     if user.is_privileged() {
         return Ok(user);

@@ -211,7 +211,7 @@ fn token_status(auth: &Auth, api: &ApiServer, spec: &Value) -> ApiResult<Value> 
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     let targets = if requested.is_empty() {
-        vec![super::tokens::ISSUER]
+        vec![auth.signer.issuer()]
     } else {
         requested
     };

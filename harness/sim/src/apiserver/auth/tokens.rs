@@ -17,7 +17,8 @@ use ring::signature::{
 use serde_json::{json, Value};
 use sha2::Digest;
 
-/// `--service-account-issuer` of kubeadm and kind clusters; also the default API audience.
+/// `--service-account-issuer` of kubeadm and kind clusters (the sim's default); the issuer is
+/// also the default API audience (`--api-audiences` unset).
 pub const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 /// TokenRequest's default `expirationSeconds`.
 pub const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
@@ -26,6 +27,8 @@ const MIN_EXPIRATION_SECONDS: i64 = 600;
 
 /// The per-cluster signing key (the apiserver's `--service-account-signing-key-file`).
 pub struct Signer {
+    /// `--service-account-issuer`: the `iss` claim written and required.
+    issuer: String,
     key: EcdsaKeyPair,
     kid: String,
     rng: SystemRandom,
@@ -39,6 +42,11 @@ const P256_SPKI_PREFIX: [u8; 26] = [
 
 impl Signer {
     pub fn generate() -> Signer {
+        Self::with_issuer(ISSUER)
+    }
+
+    /// A fresh key for tokens of this issuer.
+    pub fn with_issuer(issuer: &str) -> Signer {
         let rng = SystemRandom::new();
         // Key generation from the system RNG only fails without an entropy source at all.
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
@@ -49,7 +57,16 @@ impl Signer {
         let mut der = P256_SPKI_PREFIX.to_vec();
         der.extend_from_slice(key.public_key().as_ref());
         let kid = B64.encode(sha2::Sha256::digest(&der));
-        Signer { key, kid, rng }
+        Signer {
+            issuer: issuer.to_string(),
+            key,
+            kid,
+            rng,
+        }
+    }
+
+    pub fn issuer(&self) -> &str {
+        &self.issuer
     }
 
     fn sign(&self, claims: &Value) -> String {
@@ -107,7 +124,7 @@ impl Signer {
         }
         // go-jose writes the claims as a map: keys in sorted order.
         let claims = json!({
-            "aud": audiences, "exp": now + seconds, "iat": now, "iss": ISSUER, "jti": uuid::Uuid::new_v4().to_string(),
+            "aud": audiences, "exp": now + seconds, "iat": now, "iss": self.issuer, "jti": uuid::Uuid::new_v4().to_string(),
             "kubernetes.io": k8s, "nbf": now, "sub": super::service_account_username(ns, name),
         });
         self.sign(&claims)
@@ -138,7 +155,7 @@ pub fn authenticate(
     let claims = signer
         .verified_claims(token)
         .ok_or("invalid bearer token")?;
-    if claims.get("iss").and_then(Value::as_str) != Some(ISSUER) {
+    if claims.get("iss").and_then(Value::as_str) != Some(signer.issuer()) {
         return Err("invalid bearer token".into());
     }
     let auds: Vec<&str> = claims
@@ -233,7 +250,7 @@ pub fn token_request(
             .filter_map(Value::as_str)
             .map(String::from)
             .collect(),
-        _ => vec![ISSUER.to_string()],
+        _ => vec![signer.issuer().to_string()],
     };
     let bound = spec.get("boundObjectRef").filter(|b| b.is_object());
     let now = chrono::Utc::now();

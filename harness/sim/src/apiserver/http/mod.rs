@@ -66,8 +66,8 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
     let query = route::query_map(parts.uri.query());
     let client_cert = parts
         .extensions
-        .get::<crate::tls::VerifiedClientCert>()
-        .is_some();
+        .get::<auth::x509::CertificateUser>()
+        .map(|c| &c.0);
     let user = match auth::check(
         &s.auth,
         &s.api,
