@@ -17,9 +17,11 @@ fn quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
 }
 
-fn script(exe: &Path, mode: &str) -> String {
+/// The script for one mode. `--help` is answered by the shell: envtest runs it before each
+/// start to discover flags, and that exec is on the start's critical path.
+fn script(exe: &Path, mode: &str, help: &str) -> String {
     format!(
-        "#!/bin/sh\n# Written by `faultline envtest-assets`: envtest's {mode}, played by the faultline simulator.\nexec {} envtest {mode} \"$@\"\n",
+        "#!/bin/sh\n# Written by `faultline envtest-assets`: envtest's {mode}, played by the faultline simulator.\ncase \"$1\" in --help | -h)\n  cat <<'FAULTLINE_HELP_END'\n{help}FAULTLINE_HELP_END\n  exit 0 ;;\nesac\nexec {} envtest {mode} \"$@\"\n",
         quote(exe)
     )
 }
@@ -51,8 +53,11 @@ fn find_kubectl(given: Option<&Path>) -> Result<Option<PathBuf>> {
 
 pub fn write(dir: &Path, exe: &Path, kubectl: Option<&Path>) -> Result<Written> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for mode in ["kube-apiserver", "etcd"] {
-        write_executable(&dir.join(mode), &script(exe, mode))?;
+    for (mode, help) in [
+        ("kube-apiserver", super::flags::APISERVER_HELP),
+        ("etcd", super::flags::ETCD_HELP),
+    ] {
+        write_executable(&dir.join(mode), &script(exe, mode, help))?;
     }
     let link = dir.join("kubectl");
     let found = find_kubectl(kubectl)?;
@@ -107,6 +112,15 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o755);
+        // `--help` from the shell, the same text as the binary's.
+        let help = std::process::Command::new(assets.join("kube-apiserver"))
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(help.stdout).unwrap(),
+            super::super::flags::APISERVER_HELP
+        );
         assert_eq!(
             std::fs::read_link(assets.join("kubectl")).unwrap(),
             std::fs::canonicalize(&kubectl).unwrap()

@@ -26,6 +26,7 @@ pub mod table;
 pub mod validation;
 
 use crate::timing;
+use admission::webhook;
 use patch::PatchError;
 use resources::{Registry, ResourceType};
 use selectors::{FieldSelector, LabelSelector};
@@ -45,6 +46,8 @@ pub struct WriteOptions {
     /// `Strict`, `Warn` (default) or `Ignore`.
     pub field_validation: Option<String>,
     pub force: bool,
+    /// Who asks (what admission webhooks are told); `None` for the sim's own components.
+    pub user: Option<auth::UserInfo>,
 }
 
 /// A successful write, with any warnings for the `Warning` response header.
@@ -482,11 +485,20 @@ impl ApiServer {
         opts: &WriteOptions,
     ) -> ApiResult<Written> {
         let ns = if rt.namespaced { ns } else { "" };
-        let warnings = validation::check_fields(rt, &obj, opts.field_validation.as_deref())?;
+        let mut warnings = validation::check_fields(rt, &obj, opts.field_validation.as_deref())?;
         let mut obj = admission::prepare_create(rt, ns, obj)?;
         self.require_namespace(rt, ns)?;
         self.admit_pod_service_account(rt, ns, &mut obj);
         self.protect_claim(rt, &mut obj);
+        warnings.extend(self.mutating_webhooks(
+            webhook::Operation::Create,
+            rt,
+            "",
+            ns,
+            &mut obj,
+            None,
+            opts,
+        )?);
         let stored_rt = self.stored_type(rt);
         if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
             crd::prepare(&mut obj)?;
@@ -494,6 +506,16 @@ impl ApiServer {
         let obj = self.convert_in(rt, obj);
         validation::validate_create(&stored_rt, &obj)?;
         let mut obj = validation::prune_typed(&stored_rt, obj)?;
+        warnings.extend(self.validating_webhooks(
+            webhook::Operation::Create,
+            rt,
+            "",
+            ns,
+            meta::name(&obj),
+            Some(&obj),
+            None,
+            opts,
+        )?);
         let manager = opts
             .field_manager
             .clone()
@@ -551,6 +573,70 @@ impl ApiServer {
         self.store
             .get(&stored_rt.key(), "", meta::name(&created))
             .unwrap_or(created)
+    }
+
+    /// The mutating admission webhooks over `obj` (in `rt`'s version); their warnings.
+    #[allow(clippy::too_many_arguments)] // admission.Attributes, as the dispatcher reads them
+    fn mutating_webhooks(
+        &self,
+        op: webhook::Operation,
+        rt: &ResourceType,
+        sub: &str,
+        ns: &str,
+        obj: &mut Value,
+        old: Option<&Value>,
+        opts: &WriteOptions,
+    ) -> ApiResult<Vec<String>> {
+        if !webhook::any_configured(&self.store) {
+            return Ok(vec![]);
+        }
+        let user = opts.user.clone().unwrap_or_else(auth::UserInfo::loopback);
+        let name = meta::name(obj).to_string();
+        let a = webhook::Attributes {
+            operation: op,
+            rt,
+            subresource: sub,
+            namespace: ns,
+            name: &name,
+            old_object: old,
+            user: &user,
+            dry_run: opts.dry_run,
+            field_manager: opts.field_manager.as_deref(),
+        };
+        webhook::mutate(&self.store, &a, obj, &|o| admission::apply_defaults(rt, o))
+    }
+
+    /// The validating admission webhooks; `obj` and `old` are in the stored version.
+    #[allow(clippy::too_many_arguments)] // admission.Attributes, as the dispatcher reads them
+    fn validating_webhooks(
+        &self,
+        op: webhook::Operation,
+        rt: &ResourceType,
+        sub: &str,
+        ns: &str,
+        name: &str,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+        opts: &WriteOptions,
+    ) -> ApiResult<Vec<String>> {
+        if !webhook::any_configured(&self.store) {
+            return Ok(vec![]);
+        }
+        let user = opts.user.clone().unwrap_or_else(auth::UserInfo::loopback);
+        let obj = obj.map(|o| self.convert_out(rt, o));
+        let old = old.map(|o| self.convert_out(rt, o));
+        let a = webhook::Attributes {
+            operation: op,
+            rt,
+            subresource: sub,
+            namespace: ns,
+            name,
+            old_object: old.as_ref(),
+            user: &user,
+            dry_run: opts.dry_run,
+            field_manager: opts.field_manager.as_deref(),
+        };
+        webhook::validate(&self.store, &a, obj.as_ref())
     }
 
     /// The ServiceAccount admission plugin, which reads the pod's ServiceAccount.
@@ -696,6 +782,16 @@ impl ApiServer {
         if main {
             admission::prepare_update(stored_rt, &current, &mut obj);
         }
+        let sub_name = sub.unwrap_or("");
+        self.mutating_webhooks(
+            webhook::Operation::Update,
+            stored_rt,
+            sub_name,
+            ns,
+            &mut obj,
+            Some(&current),
+            opts,
+        )?;
         // Validation reads the decoded body as the apiserver's typed object has it (an absent
         // optional member stays absent); a body that does not decode is a 400 first.
         let unpruned = main.then(|| obj.clone());
@@ -733,6 +829,16 @@ impl ApiServer {
         {
             crd::prepare(&mut obj)?;
         }
+        self.validating_webhooks(
+            webhook::Operation::Update,
+            stored_rt,
+            sub_name,
+            ns,
+            name,
+            Some(&obj),
+            Some(&current),
+            opts,
+        )?;
         let written = self
             .store
             .update(stored_rt, ns, name, obj, scope, opts.dry_run)?;
@@ -967,6 +1073,8 @@ impl ApiServer {
         let mut obj = admission::prepare_create(rt, ns, obj)?;
         self.require_namespace(rt, ns)?;
         self.admit_pod_service_account(rt, ns, &mut obj);
+        let mut warnings =
+            self.mutating_webhooks(webhook::Operation::Create, rt, "", ns, &mut obj, None, opts)?;
         if let Some(m) = managed {
             meta::metadata_mut(&mut obj).insert("managedFields".into(), m);
         }
@@ -977,13 +1085,23 @@ impl ApiServer {
         let obj = self.convert_in(rt, obj);
         validation::validate_create(&stored_rt, &obj)?;
         let obj = validation::prune_typed(&stored_rt, obj)?;
+        warnings.extend(self.validating_webhooks(
+            webhook::Operation::Create,
+            rt,
+            "",
+            ns,
+            meta::name(&obj),
+            Some(&obj),
+            None,
+            opts,
+        )?);
         let created = self.store_new(&stored_rt, obj, opts.dry_run)?;
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);
         }
         Ok(Written {
             object: self.convert_out_shared(rt, created),
-            warnings: vec![],
+            warnings,
             created: true,
         })
     }
@@ -995,8 +1113,39 @@ impl ApiServer {
         name: &str,
         opts: &DeleteOptions,
     ) -> ApiResult<DeleteOutcome> {
+        self.delete_as(rt, ns, name, opts, None)
+    }
+
+    /// `delete` on behalf of `user` (what validating admission webhooks are told).
+    pub fn delete_as(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+        user: Option<&auth::UserInfo>,
+    ) -> ApiResult<DeleteOutcome> {
         let ns = if rt.namespaced { ns } else { "" };
         let stored_rt = self.stored_type(rt);
+        if webhook::any_configured(&self.store) {
+            if let Some(current) = self.store.get(&stored_rt.key(), ns, name) {
+                let wopts = WriteOptions {
+                    dry_run: opts.dry_run,
+                    user: user.cloned(),
+                    ..Default::default()
+                };
+                self.validating_webhooks(
+                    webhook::Operation::Delete,
+                    rt,
+                    "",
+                    ns,
+                    name,
+                    None,
+                    Some(&current),
+                    &wopts,
+                )?;
+            }
+        }
         if stored_rt.group.is_empty() && stored_rt.plural == "namespaces" {
             return self.delete_namespace(&stored_rt, name, opts);
         }
@@ -1051,6 +1200,18 @@ impl ApiServer {
         q: &ListQuery,
         opts: &DeleteOptions,
     ) -> ApiResult<Value> {
+        self.delete_collection_as(rt, ns, q, opts, None)
+    }
+
+    /// `delete_collection` on behalf of `user`.
+    pub fn delete_collection_as(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        q: &ListQuery,
+        opts: &DeleteOptions,
+        user: Option<&auth::UserInfo>,
+    ) -> ApiResult<Value> {
         let list = self.list(
             rt,
             ns,
@@ -1063,7 +1224,7 @@ impl ApiServer {
         )?;
         let mut items = Vec::new();
         for item in list["items"].as_array().cloned().unwrap_or_default() {
-            match self.delete(rt, meta::namespace(&item), meta::name(&item), opts) {
+            match self.delete_as(rt, meta::namespace(&item), meta::name(&item), opts, user) {
                 Ok(DeleteOutcome::Deleted(o)) | Ok(DeleteOutcome::Pending(o)) => {
                     items.push((*o).clone())
                 }

@@ -46,6 +46,16 @@ impl UserInfo {
         }
     }
 
+    /// The apiserver's own loopback client (`system:apiserver`), which the sim's components'
+    /// writes are attributed to.
+    pub fn loopback() -> UserInfo {
+        UserInfo {
+            name: "system:apiserver".into(),
+            groups: vec![SYSTEM_MASTERS.into(), AUTHENTICATED.into()],
+            ..Default::default()
+        }
+    }
+
     /// Who a request without credentials is when anonymous authentication is on.
     pub fn anonymous() -> UserInfo {
         UserInfo {

@@ -142,6 +142,7 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
         body: &body,
         user_agent,
         if_none_match,
+        user: user.clone(),
     };
     match dispatch(&ctx, route).await {
         Ok(r) => r,
@@ -158,6 +159,7 @@ struct RequestContext<'a> {
     body: &'a [u8],
     user_agent: String,
     if_none_match: Option<String>,
+    user: UserInfo,
 }
 
 impl RequestContext<'_> {
@@ -176,6 +178,7 @@ impl RequestContext<'_> {
                 .or_else(|| default_manager(&self.user_agent)),
             field_validation: self.q("fieldValidation").map(String::from),
             force: is_true(self.query.get("force")),
+            user: Some(self.user.clone()),
         }
     }
 }
@@ -566,7 +569,7 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
         }
         (Method::DELETE, Some(name), None) => {
             let opts = delete_options(c)?;
-            match api.delete(&rt, &ns, name, &opts)? {
+            match api.delete_as(&rt, &ns, name, &opts, Some(&c.user))? {
                 DeleteOutcome::Pending(o) => object_response(c, &rt, StatusCode::OK, &o, &[]),
                 DeleteOutcome::Deleted(o)
                     if !rt.custom && builtins::delete_returns_object(&rt.group, &rt.plural) =>
@@ -589,7 +592,7 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             let opts = delete_options(c)?;
             let labels = label_selector(c)?;
             let fields = field_selector(c)?;
-            let out = api.delete_collection(
+            let out = api.delete_collection_as(
                 &rt,
                 p.namespace.as_deref(),
                 &ListQuery {
@@ -599,6 +602,7 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
                     continue_token: None,
                 },
                 &opts,
+                Some(&c.user),
             )?;
             Ok(json_response(StatusCode::OK, &out, &Output::Json, &[]))
         }
