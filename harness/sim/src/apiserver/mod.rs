@@ -102,6 +102,10 @@ pub struct ListPage {
     pub metadata: Value,
     /// Shared with the store (encodings included) unless converted for the served version.
     pub items: Vec<Stored>,
+    /// Whether items keep `kind` and `apiVersion`. Over HTTP the apiserver writes them for
+    /// custom resources only: a built-in list's items are encoded from typed objects whose
+    /// TypeMeta is empty (`kubectl get --raw /api/v1/namespaces` shows items without them).
+    pub items_type_meta: bool,
 }
 
 /// Lists with more items than this are streamed (`ListPage::into_json_chunks`), as the
@@ -120,7 +124,16 @@ impl ListPage {
             Value::Array(
                 self.items
                     .into_iter()
-                    .map(|i| Arc::try_unwrap(i.object()).unwrap_or_else(|a| (*a).clone()))
+                    .map(|i| {
+                        let mut v = Arc::try_unwrap(i.object()).unwrap_or_else(|a| (*a).clone());
+                        if !self.items_type_meta {
+                            if let Some(m) = v.as_object_mut() {
+                                m.shift_remove("kind");
+                                m.shift_remove("apiVersion");
+                            }
+                        }
+                        v
+                    })
                     .collect(),
             ),
         );
@@ -158,7 +171,7 @@ impl ListPage {
             if n > 0 {
                 out.push(b',');
             }
-            out.extend_from_slice(item);
+            append_item(&mut out, item, self.items_type_meta);
         }
         out.extend_from_slice(b"]}");
         out
@@ -170,6 +183,7 @@ impl ListPage {
     pub fn into_json_chunks(self) -> impl Iterator<Item = bytes::Bytes> + Send {
         const CHUNK: usize = 64 * 1024;
         let mut head = Some(self.head());
+        let type_meta = self.items_type_meta;
         let mut items = self.items.into_iter().enumerate().peekable();
         let mut closed = false;
         std::iter::from_fn(move || {
@@ -186,7 +200,13 @@ impl ListPage {
                 if n > 0 {
                     buf.push(b',');
                 }
-                item.append_json(&mut buf);
+                if type_meta {
+                    item.append_json(&mut buf);
+                } else {
+                    let mut one = Vec::new();
+                    item.append_json(&mut one);
+                    append_item(&mut buf, &one, false);
+                }
             }
             if items.peek().is_none() {
                 buf.extend_from_slice(b"]}");
@@ -195,6 +215,40 @@ impl ListPage {
             Some(bytes::Bytes::from(buf))
         })
     }
+}
+
+/// Append one list item's encoding, without its leading `kind` and `apiVersion` members unless
+/// `type_meta` (stored objects are in canonical order: those two come first).
+fn append_item(out: &mut Vec<u8>, item: &[u8], type_meta: bool) {
+    if type_meta {
+        out.extend_from_slice(item);
+        return;
+    }
+    match strip_type_meta(item) {
+        Some(rest) => {
+            out.push(b'{');
+            out.extend_from_slice(rest);
+        }
+        None => {
+            // Not in canonical order: take the long way.
+            let mut v: Value = serde_json::from_slice(item).unwrap_or(Value::Null);
+            if let Some(m) = v.as_object_mut() {
+                m.shift_remove("kind");
+                m.shift_remove("apiVersion");
+            }
+            let _ = serde_json::to_writer(&mut *out, &v);
+        }
+    }
+}
+
+/// What follows `{"kind":"…","apiVersion":"…",` in an encoding that starts so (kind and version
+/// strings hold no escapes); `None` otherwise.
+fn strip_type_meta(item: &[u8]) -> Option<&[u8]> {
+    let rest = item.strip_prefix(br#"{"kind":""#)?;
+    let end = rest.iter().position(|b| *b == b'"' || *b == b'\\')?;
+    let rest = rest[end..].strip_prefix(br#"","apiVersion":""#)?;
+    let end = rest.iter().position(|b| *b == b'"' || *b == b'\\')?;
+    rest[end..].strip_prefix(br#"","#)
 }
 
 /// Subresources whose writes change one field of the stored object: (subresource, parent, field).
@@ -228,6 +282,9 @@ pub struct ApiServerOptions {
     /// it off, as envtest does: then pods keep an empty `serviceAccountName` and get no token
     /// volume).
     pub service_account_admission: bool,
+    /// The TaintNodesByCondition admission plugin (on in kube-apiserver; off in the sim's own
+    /// clusters, whose kubelets register their nodes Ready and whose scenarios expect no taint).
+    pub taint_nodes_by_condition: bool,
 }
 
 impl Default for ApiServerOptions {
@@ -235,6 +292,7 @@ impl Default for ApiServerOptions {
         ApiServerOptions {
             service_cidr: Default::default(),
             service_account_admission: true,
+            taint_nodes_by_condition: false,
         }
     }
 }
@@ -404,6 +462,7 @@ impl ApiServer {
             api_version: rt.api_version(),
             metadata: md,
             items,
+            items_type_meta: true,
         })
     }
 
@@ -436,6 +495,7 @@ impl ApiServer {
             api_version: rt.api_version(),
             metadata: json!({"resourceVersion": rv.to_string()}),
             items,
+            items_type_meta: true,
         })
     }
 
@@ -490,6 +550,9 @@ impl ApiServer {
         self.require_namespace(rt, ns)?;
         self.admit_pod_service_account(rt, ns, &mut obj);
         self.protect_claim(rt, &mut obj);
+        if self.options.taint_nodes_by_condition && rt.group.is_empty() && rt.plural == "nodes" {
+            admission::taint_new_node(&mut obj);
+        }
         warnings.extend(self.mutating_webhooks(
             webhook::Operation::Create,
             rt,
@@ -871,7 +934,7 @@ impl ApiServer {
             return Err(validation::options::apply_needs_field_manager());
         }
         let stored_rt = self.stored_type(rt);
-        let mut warnings = Vec::new();
+        let mut warnings: Vec<String>;
         // The apiserver retries a patch on a write conflict, unless the patch itself pins a resourceVersion.
         for _attempt in 0..5 {
             let current = self
@@ -900,6 +963,7 @@ impl ApiServer {
                             "invalid object type: {group_version}, Kind={kind}"
                         )));
                     }
+                    validation::check_applied_fields(rt, body)?;
                     warnings =
                         validation::check_fields(rt, body, opts.field_validation.as_deref())?;
                     admission::check_type(rt, body)?;
@@ -925,7 +989,14 @@ impl ApiServer {
                     (applied, live.is_none())
                 }
                 (_, None) => return Err(ApiError::not_found(&rt.group, &rt.plural, name)),
-                (_, Some(cur)) => (patched(rt, &rt.kind, name, cur, ptype, body)?, false),
+                (_, Some(cur)) => {
+                    let next = patched(rt, &rt.kind, name, cur, ptype, body)?;
+                    // The patched object is decoded like a body: its unknown fields are warned
+                    // about or, with fieldValidation=Strict, refused (patcher.applyPatch).
+                    warnings =
+                        validation::check_fields(rt, &next, opts.field_validation.as_deref())?;
+                    (next, false)
+                }
             };
             if created {
                 if sub.is_some() {
@@ -1467,6 +1538,33 @@ mod tests {
                 .into_iter()
                 .map(|i| Stored::new(Arc::new(i)))
                 .collect(),
+            items_type_meta: true,
+        }
+    }
+
+    #[test]
+    fn built_in_list_items_lose_their_type_meta_in_every_encoding() {
+        // Canonical order (kind first), the other order, and an item with nothing else.
+        let items = vec![
+            json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "a"}, "data": {"kind": "x"}}),
+            json!({"metadata": {"name": "b"}, "apiVersion": "v1", "kind": "ConfigMap"}),
+            json!({"kind": "ConfigMap", "apiVersion": "v1"}),
+        ];
+        let mut p = page(items.clone(), json!({"resourceVersion": "7"}));
+        p.items_type_meta = false;
+        let joined: Value = serde_json::from_slice(&p.to_json()).unwrap();
+        let streamed: Vec<u8> = {
+            let mut q = page(items, json!({"resourceVersion": "7"}));
+            q.items_type_meta = false;
+            q.into_json_chunks().flat_map(|b| b.to_vec()).collect()
+        };
+        let value = p.into_value();
+        for list in [&joined, &serde_json::from_slice(&streamed).unwrap(), &value] {
+            assert_eq!(list["kind"], "ConfigMapList");
+            assert_eq!(
+                list["items"],
+                json!([{"metadata": {"name": "a"}, "data": {"kind": "x"}}, {"metadata": {"name": "b"}}, {}])
+            );
         }
     }
 

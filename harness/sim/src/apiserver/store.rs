@@ -1146,7 +1146,41 @@ fn merge_for_scope(
             }
             new
         }
+        UpdateScope::Status if !rt.custom => {
+            // A built-in type's status strategy (PrepareForUpdate): the written object with the
+            // stored spec (every member but metadata and status), and the metadata its
+            // GetResetFields name reset; other metadata changes are kept (annotations,
+            // finalizers, ...). Server-owned metadata is carried over afterwards.
+            let mut out = new;
+            if let (Some(o), Some(c)) = (out.as_object_mut(), current.as_object()) {
+                let mine = |k: &str| matches!(k, "metadata" | "status" | "apiVersion" | "kind");
+                o.retain(|k, _| mine(k) || c.contains_key(k));
+                for (k, v) in c.iter().filter(|(k, _)| !mine(k)) {
+                    o.insert(k.clone(), v.clone());
+                }
+            }
+            let reset: &[&str] = match (rt.group.as_str(), rt.plural.as_str()) {
+                ("apps", "deployments") => &["labels"],
+                ("", "pods") => &["ownerReferences"],
+                _ => &[],
+            };
+            let cur_md = current.get("metadata").and_then(Value::as_object);
+            let md = meta::metadata_mut(&mut out);
+            for k in reset {
+                match cur_md.and_then(|m| m.get(*k)) {
+                    Some(v) => {
+                        md.insert(k.to_string(), v.clone());
+                    }
+                    None => {
+                        md.remove(*k);
+                    }
+                }
+            }
+            meta::canonical_order(&mut out);
+            out
+        }
         UpdateScope::Status => {
+            // A custom resource's status strategy: the stored object with the written status.
             let mut out = current.clone();
             match new.get_mut("status").map(std::mem::take) {
                 Some(s) => out["status"] = s,
@@ -1540,6 +1574,29 @@ mod tests {
             meta::resource_version(&s.get(&rt.key(), "default", "a").unwrap()),
             meta::resource_version(&a2)
         );
+    }
+
+    #[test]
+    fn built_in_status_writes_keep_metadata_changes_but_the_reset_fields() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("apps", "v1", "deployments").unwrap();
+        let s = Store::new(100);
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "default", "labels": {"l": "1"}}, "spec": {"replicas": 1}});
+        let d = s.create(&rt, d, false).unwrap();
+        let mut w = (*d).clone();
+        w["metadata"]["annotations"] = json!({"a": "b"});
+        w["metadata"]["labels"] = json!({"l": "2"});
+        w["spec"]["replicas"] = json!(5);
+        w["status"] = json!({"replicas": 1});
+        let d = s
+            .update(&rt, "default", "d", w, UpdateScope::Status, false)
+            .unwrap();
+        // deploymentStatusStrategy: spec and labels reset, the annotation kept.
+        assert_eq!(d["metadata"]["annotations"], json!({"a": "b"}));
+        assert_eq!(d["metadata"]["labels"], json!({"l": "1"}));
+        assert_eq!(d["spec"]["replicas"], 1);
+        assert_eq!(d["status"]["replicas"], 1);
+        assert_eq!(d["metadata"]["generation"], 1);
     }
 
     #[test]

@@ -329,6 +329,26 @@ pub fn admit_service_account(pod: &mut Value, sa: Option<&Value>) {
     }
 }
 
+/// The TaintNodesByCondition admission plugin (plugin/pkg/admission/nodetaint): a new Node gets
+/// the `node.kubernetes.io/not-ready:NoSchedule` taint unless it has one of that key and effect,
+/// so nothing schedules there until the node lifecycle controller sees it Ready.
+pub fn taint_new_node(node: &mut Value) {
+    let spec = defaults::object_at(node, "spec");
+    let taints = spec.entry("taints").or_insert_with(|| json!([]));
+    if !taints.is_array() {
+        *taints = json!([]);
+    }
+    if let Some(list) = taints.as_array_mut() {
+        let has = list.iter().any(|t| {
+            t.get("key").and_then(Value::as_str) == Some("node.kubernetes.io/not-ready")
+                && t.get("effect").and_then(Value::as_str) == Some("NoSchedule")
+        });
+        if !has {
+            list.push(json!({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}));
+        }
+    }
+}
+
 /// The ServiceAccount admission plugin's first step (plugin/pkg/admission/serviceaccount): a
 /// new pod that names no ServiceAccount gets `default`; its name.
 pub fn default_service_account(pod: &mut Value) -> String {
@@ -536,6 +556,20 @@ mod tests {
         assert_eq!(p["spec"]["tolerations"].as_array().unwrap().len(), 2);
         // `default` is the ServiceAccount plugin's, which `ApiServer` runs when enabled.
         assert!(p["spec"].get("serviceAccountName").is_none());
+    }
+
+    #[test]
+    fn new_nodes_are_tainted_not_ready_once() {
+        let mut n = json!({"metadata": {"name": "n"}});
+        taint_new_node(&mut n);
+        taint_new_node(&mut n);
+        assert_eq!(
+            n["spec"]["taints"],
+            json!([{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}])
+        );
+        let mut other = json!({"spec": {"taints": [{"key": "a", "effect": "NoExecute"}]}});
+        taint_new_node(&mut other);
+        assert_eq!(other["spec"]["taints"].as_array().unwrap().len(), 2);
     }
 
     #[test]

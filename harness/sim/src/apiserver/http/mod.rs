@@ -654,7 +654,7 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
     .map(|l| l as usize);
     let out = c.output(false)?;
     crate::apiserver::validation::options::validate_list_options(&c.query)?;
-    let page = match (
+    let mut page = match (
         c.q("resourceVersionMatch").unwrap_or(""),
         c.q("resourceVersion").unwrap_or(""),
     ) {
@@ -675,6 +675,7 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
             },
         )?,
     };
+    page.items_type_meta = rt.custom;
     match out {
         Output::Table => {
             let printer = printer_for(rt);

@@ -19,6 +19,7 @@ pub mod pod;
 pub mod policy;
 pub mod rbac;
 pub mod storage;
+pub mod structural;
 
 use crate::apiserver::resources::ResourceType;
 use crate::apiserver::status::{ApiError, ApiResult};
@@ -34,7 +35,12 @@ fn typed_round_trip(rt: &ResourceType, obj: &Value) -> Option<Result<Value, Stri
 /// Decode a built-in object through its type, as the apiserver's decoder does: a body that does
 /// not decode is a 400, and fields the type does not know are dropped (custom resources pass
 /// through unchanged).
-pub fn prune_typed(rt: &ResourceType, obj: Value) -> ApiResult<Value> {
+pub fn prune_typed(rt: &ResourceType, mut obj: Value) -> ApiResult<Value> {
+    if let (true, Some(schema)) = (rt.custom, rt.schema.as_ref()) {
+        // A custom resource: pruned by its version's structural schema.
+        structural::prune(&mut obj, schema);
+        return Ok(obj);
+    }
     match typed_round_trip(rt, &obj) {
         Some(Err(e)) => Err(ApiError::bad_request(format!(
             "error decoding {}: {}",
@@ -92,6 +98,33 @@ pub fn prune_typed_status(rt: &ResourceType, current: &Value, mut obj: Value) ->
 }
 
 /// Unknown-field handling per `fieldValidation`. Returns warnings for `Warn`.
+/// An applied configuration of a built-in type with fields the type does not have: server-side
+/// apply cannot make a typed object of it, whatever `fieldValidation` says (the field manager's
+/// `ObjectToTyped`, a plain error the handler answers with 500).
+pub fn check_applied_fields(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+    let Some(Ok(known)) = typed_round_trip(rt, obj) else {
+        return Ok(());
+    };
+    let mut unknown = Vec::new();
+    unknown_fields(obj, &known, String::new(), &mut unknown);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let errs: Vec<String> = unknown
+        .iter()
+        .map(|f| format!(".{f}: field not declared in schema"))
+        .collect();
+    let gvk = match rt.group.as_str() {
+        "" => format!("/{}, Kind={}", rt.version, rt.kind),
+        g => format!("{g}/{}, Kind={}", rt.version, rt.kind),
+    };
+    Err(ApiError::internal(format!(
+        "failed to create typed patch object ({gvk}) {}: {}",
+        crate::apiserver::meta::name(obj),
+        errs.join("\n")
+    )))
+}
+
 pub fn check_fields(rt: &ResourceType, obj: &Value, mode: Option<&str>) -> ApiResult<Vec<String>> {
     let mode = mode.unwrap_or("Warn");
     if !matches!(mode, "Strict" | "Warn" | "Ignore") {
@@ -103,18 +136,25 @@ pub fn check_fields(rt: &ResourceType, obj: &Value, mode: Option<&str>) -> ApiRe
     if mode == "Ignore" {
         return Ok(vec![]);
     }
-    let known = match typed_round_trip(rt, obj) {
-        Some(Ok(v)) => v,
-        Some(Err(e)) => {
-            return Err(ApiError::bad_request(format!(
-                "error decoding {}: {}",
-                rt.kind, e
-            )))
+    let unknown = match (rt.custom, rt.schema.as_ref()) {
+        // Custom resources: what their structural schema prunes.
+        (true, Some(schema)) => structural::prune(&mut obj.clone(), schema),
+        _ => {
+            let known = match typed_round_trip(rt, obj) {
+                Some(Ok(v)) => v,
+                Some(Err(e)) => {
+                    return Err(ApiError::bad_request(format!(
+                        "error decoding {}: {}",
+                        rt.kind, e
+                    )))
+                }
+                None => return Ok(vec![]),
+            };
+            let mut unknown = Vec::new();
+            unknown_fields(obj, &known, String::new(), &mut unknown);
+            unknown
         }
-        None => return Ok(vec![]),
     };
-    let mut unknown = Vec::new();
-    unknown_fields(obj, &known, String::new(), &mut unknown);
     if unknown.is_empty() {
         return Ok(vec![]);
     }
