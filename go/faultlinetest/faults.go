@@ -1,0 +1,170 @@
+package faultlinetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+
+	"k8s.io/client-go/rest"
+)
+
+// NodeOp is one node primitive of the sim's control endpoint (harness/sim/src/cluster/node/nodeops.rs,
+// `{"op": "...", ...}` on the wire). Build one with the functions below.
+type NodeOp struct {
+	Op string `json:"op"`
+	// PV names the volume of the stale-mount primitives.
+	PV string `json:"pv,omitempty"`
+}
+
+// The node primitives; each fault's inverse is in Inverse.
+func KubeletStop() NodeOp      { return NodeOp{Op: "kubeletStop"} }
+func KubeletStart() NodeOp     { return NodeOp{Op: "kubeletStart"} }
+func KubeletHang() NodeOp      { return NodeOp{Op: "kubeletHang"} }
+func KubeletRestart() NodeOp   { return NodeOp{Op: "kubeletRestart"} }
+func PowerOff() NodeOp         { return NodeOp{Op: "powerOff"} }
+func PowerOn() NodeOp          { return NodeOp{Op: "powerOn"} }
+func Reboot() NodeOp           { return NodeOp{Op: "reboot"} }
+func PowerCycle() NodeOp       { return NodeOp{Op: "powerCycle"} }
+func PartitionNetwork() NodeOp { return NodeOp{Op: "partitionNetwork"} }
+func HealNetwork() NodeOp      { return NodeOp{Op: "healNetwork"} }
+func HungNFS() NodeOp          { return NodeOp{Op: "hungNfs"} }
+func ClearHungNFS() NodeOp     { return NodeOp{Op: "clearHungNfs"} }
+func IOErrors() NodeOp         { return NodeOp{Op: "ioErrors"} }
+func ClearIOErrors() NodeOp    { return NodeOp{Op: "clearIoErrors"} }
+func CSIPluginDown() NodeOp    { return NodeOp{Op: "csiPluginDown"} }
+func CSIPluginUp() NodeOp      { return NodeOp{Op: "csiPluginUp"} }
+func CSIPluginRestart() NodeOp { return NodeOp{Op: "csiPluginRestart"} }
+func ProberBroken() NodeOp     { return NodeOp{Op: "proberBroken"} }
+func ProberFixed() NodeOp      { return NodeOp{Op: "proberFixed"} }
+
+// StaleDeviceMount leaves a device mount of the persistent volume pv behind on the node.
+func StaleDeviceMount(pv string) NodeOp { return NodeOp{Op: "staleDeviceMount", PV: pv} }
+
+// ClearStaleDeviceMount removes it.
+func ClearStaleDeviceMount(pv string) NodeOp { return NodeOp{Op: "clearStaleDeviceMount", PV: pv} }
+
+// Inverse is the primitive that undoes op, as the sim's own table (NodeOp::inverse) has it;
+// false for one-shot primitives (restarts, reboots, power cycles) and the undoing ones.
+func (op NodeOp) Inverse() (NodeOp, bool) {
+	switch op.Op {
+	case "kubeletStop", "kubeletHang":
+		return KubeletStart(), true
+	case "powerOff":
+		return PowerOn(), true
+	case "partitionNetwork":
+		return HealNetwork(), true
+	case "hungNfs":
+		return ClearHungNFS(), true
+	case "ioErrors":
+		return ClearIOErrors(), true
+	case "csiPluginDown":
+		return CSIPluginUp(), true
+	case "proberBroken":
+		return ProberFixed(), true
+	case "staleDeviceMount":
+		return ClearStaleDeviceMount(op.PV), true
+	}
+	return NodeOp{}, false
+}
+
+// Fault is an injected primitive; Heal applies its inverse once (a one-shot primitive has
+// nothing to heal).
+type Fault struct {
+	sim  *Sim
+	Node string
+	Op   NodeOp
+
+	once sync.Once
+	err  error
+}
+
+// Do runs one primitive on a node and returns the sim's message.
+func (s *Sim) Do(ctx context.Context, node string, op NodeOp) (string, error) {
+	body, err := json.Marshal(op)
+	if err != nil {
+		return "", err
+	}
+	var answer struct {
+		Message string `json:"message"`
+	}
+	if err := s.http.post(ctx, "/faultline/v1/nodes/"+url.PathEscape(node)+"/ops", body, &answer); err != nil {
+		return "", fmt.Errorf("%s on %s: %w", op.Op, node, err)
+	}
+	return answer.Message, nil
+}
+
+// Inject runs a primitive and keeps it for healing: by Heal, or by Stop if still active.
+func (s *Sim) Inject(ctx context.Context, node string, op NodeOp) (*Fault, error) {
+	if _, err := s.Do(ctx, node, op); err != nil {
+		return nil, err
+	}
+	f := &Fault{sim: s, Node: node, Op: op}
+	s.mu.Lock()
+	s.faults = append(s.faults, f)
+	s.mu.Unlock()
+	return f, nil
+}
+
+// Heal applies the fault's inverse, once.
+func (f *Fault) Heal(ctx context.Context) error {
+	f.once.Do(func() {
+		if inv, ok := f.Op.Inverse(); ok {
+			_, f.err = f.sim.Do(ctx, f.Node, inv)
+		}
+		f.sim.mu.Lock()
+		defer f.sim.mu.Unlock()
+		for i, g := range f.sim.faults {
+			if g == f {
+				f.sim.faults = append(f.sim.faults[:i], f.sim.faults[i+1:]...)
+				break
+			}
+		}
+	})
+	return f.err
+}
+
+// httpClient posts to the sim's control endpoint with the kubeconfig's credentials.
+type httpClient struct {
+	base   string
+	client *http.Client
+}
+
+func newHTTPClient(cfg *rest.Config) (*httpClient, error) {
+	c, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &httpClient{base: cfg.Host, client: c}, nil
+}
+
+func (h *httpClient) post(ctx context.Context, path string, body []byte, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var st struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(data, &st) == nil && st.Message != "" {
+			return fmt.Errorf("%s: %s", resp.Status, st.Message)
+		}
+		return fmt.Errorf("%s", resp.Status)
+	}
+	return json.Unmarshal(data, into)
+}
