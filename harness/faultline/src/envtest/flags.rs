@@ -349,26 +349,21 @@ pub fn parse_etcd(args: &[String]) -> Result<Option<Vec<std::net::SocketAddr>>, 
         return Ok(None);
     }
     let mut addrs = vec![];
-    for f in &flags {
-        match f.name.as_str() {
-            "listen-client-urls" => {
-                for url in list(f) {
-                    let host_port = url
-                        .strip_prefix("http://")
-                        .ok_or_else(|| invalid(f, "only http:// URLs are served"))?
-                        .trim_end_matches('/');
-                    let addr: std::net::SocketAddr = host_port
-                        .replace("localhost", "127.0.0.1")
-                        .parse()
-                        .map_err(|_| invalid(f, "expected http://<loopback IP>:<port>"))?;
-                    if !addr.ip().is_loopback() {
-                        return Err(invalid(f, "the stand-in listens on loopback only"));
-                    }
-                    addrs.push(addr);
-                }
+    // etcd's other flags change nothing the API server's clients can see.
+    for f in flags.iter().filter(|f| f.name == "listen-client-urls") {
+        for url in list(f) {
+            let host_port = url
+                .strip_prefix("http://")
+                .ok_or_else(|| invalid(f, "only http:// URLs are served"))?
+                .trim_end_matches('/');
+            let addr: std::net::SocketAddr = host_port
+                .replace("localhost", "127.0.0.1")
+                .parse()
+                .map_err(|_| invalid(f, "expected http://<loopback IP>:<port>"))?;
+            if !addr.ip().is_loopback() {
+                return Err(invalid(f, "the stand-in listens on loopback only"));
             }
-            // etcd's other flags change nothing the API server's clients can see.
-            _ => {}
+            addrs.push(addr);
         }
     }
     if addrs.is_empty() {

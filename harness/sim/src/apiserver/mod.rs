@@ -708,8 +708,7 @@ impl ApiServer {
     /// the sim does not create.
     /// Off with `--disable-admission-plugins=ServiceAccount` (envtest's set-up).
     fn admit_pod_service_account(&self, rt: &ResourceType, ns: &str, obj: &mut Value) {
-        if !(rt.group.is_empty() && rt.plural == "pods") || !self.options.service_account_admission
-        {
+        if !(rt.group.is_empty() && rt.plural == "pods" && self.options.service_account_admission) {
             return;
         }
         let sa_name = admission::default_service_account(obj);

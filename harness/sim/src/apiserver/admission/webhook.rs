@@ -338,7 +338,7 @@ fn call_start(
     hook: &Hook,
     a: &Attributes,
     object: Option<&Value>,
-) -> Result<(String, std::thread::JoinHandle<Result<Vec<u8>, String>>), String> {
+) -> Result<(String, client::Call), String> {
     let url = hook
         .url
         .as_deref()
@@ -357,10 +357,7 @@ fn call_start(
     ))
 }
 
-fn call_finish(
-    uid: &str,
-    handle: std::thread::JoinHandle<Result<Vec<u8>, String>>,
-) -> Result<Answer, String> {
+fn call_finish(uid: &str, handle: client::Call) -> Result<Answer, String> {
     let body = client::wait(handle).map_err(|e| format!("failed to call webhook: {e}"));
     tracing::debug!(
         uid,

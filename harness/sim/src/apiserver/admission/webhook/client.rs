@@ -13,6 +13,9 @@ use std::time::Duration;
 /// AdmissionReview comes near this).
 const MAX_RESPONSE: usize = 16 * 1024 * 1024;
 
+/// A call under way: its response body, or why it failed.
+pub type Call = std::thread::JoinHandle<Result<Vec<u8>, String>>;
+
 /// Post `body` and return the response body, or why the call failed, worded as client-go's
 /// errors read after `failed to call webhook: ` (`Post "<url>": <cause>`).
 pub fn post(
@@ -26,12 +29,7 @@ pub fn post(
 }
 
 /// Start a call; `wait` for its answer (validating webhooks are called in parallel).
-pub fn spawn_post(
-    url: &str,
-    ca_bundle: &[u8],
-    body: Vec<u8>,
-    timeout: Duration,
-) -> std::thread::JoinHandle<Result<Vec<u8>, String>> {
+pub fn spawn_post(url: &str, ca_bundle: &[u8], body: Vec<u8>, timeout: Duration) -> Call {
     let url = url.to_string();
     let ca = ca_bundle.to_vec();
     std::thread::spawn(move || {
