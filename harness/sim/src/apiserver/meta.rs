@@ -290,9 +290,13 @@ pub fn identical(a: &Value, b: &Value) -> bool {
 /// decoding of more than its status.
 pub fn identical_outside_status(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            same_members(x, y, &["status"], Some(&["resourceVersion"]), true)
-        }
+        (Value::Object(x), Value::Object(y)) => same_members(
+            x,
+            y,
+            &["status"],
+            Some(&["resourceVersion", "managedFields"]),
+            true,
+        ),
         _ => false,
     }
 }

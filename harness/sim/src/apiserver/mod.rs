@@ -456,6 +456,11 @@ impl ApiServer {
     ) -> ApiResult<Written> {
         let ns = if rt.namespaced { ns } else { "" };
         let warnings = validation::check_fields(rt, &obj, opts.field_validation.as_deref())?;
+        // The field manager records the decoded, defaulted body before admission and the
+        // create strategy change it (handlers/create.go).
+        let managed = admission::check_type(rt, &obj)
+            .ok()
+            .map(|()| managed_fields_of(rt, None, None, &obj, opts));
         let mut obj = admission::prepare_create(rt, ns, obj)?;
         self.require_namespace(rt, ns)?;
         self.admit_pod_service_account(rt, ns, &mut obj);
@@ -467,17 +472,7 @@ impl ApiServer {
         let obj = self.convert_in(rt, obj);
         validation::validate_create(&stored_rt, &obj)?;
         let mut obj = validation::prune_typed(&stored_rt, obj)?;
-        let manager = opts
-            .field_manager
-            .clone()
-            .unwrap_or_else(|| "unknown".into());
-        patch::apply::record_update(
-            &stored_rt.kind,
-            None,
-            &mut obj,
-            &manager,
-            &timing::now_rfc3339(),
-        );
+        set_managed_fields(&mut obj, managed.flatten());
         let created = self.store_new(&stored_rt, obj, opts.dry_run)?;
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);
@@ -568,6 +563,22 @@ impl ApiServer {
         obj: Value,
         opts: &WriteOptions,
     ) -> ApiResult<Written> {
+        self.update_tracked(rt, ns, name, sub, obj, opts, None)
+    }
+
+    /// `update`; with `given`, the object carries the managedFields another field manager
+    /// already computed (a scale write's, mapped back to the workload).
+    #[allow(clippy::too_many_arguments)]
+    fn update_tracked(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        sub: Option<&str>,
+        obj: Value,
+        opts: &WriteOptions,
+        given: Option<()>,
+    ) -> ApiResult<Written> {
         let ns = if rt.namespaced { ns } else { "" };
         admission::check_type(rt, &obj)?;
         if meta::name(&obj) != name && !meta::name(&obj).is_empty() {
@@ -582,7 +593,7 @@ impl ApiServer {
         obj["apiVersion"] = json!(self.stored_type(rt).api_version());
         obj["kind"] = json!(self.stored_type(rt).kind);
         let stored_rt = self.stored_type(rt);
-        let written = self.write_existing(&stored_rt, ns, name, sub, obj, opts, None)?;
+        let written = self.write_existing(&stored_rt, ns, name, sub, obj, opts, given)?;
         Ok(Written {
             object: self.convert_out_shared(rt, written),
             warnings,
@@ -665,6 +676,12 @@ impl ApiServer {
             obj = next;
         }
         let main = scope == UpdateScope::Main && sub != Some("ephemeralcontainers");
+        // The field manager sees the decoded, defaulted body against the stored object, before
+        // admission and the update strategy (handlers/update.go, patch.go); an apply recorded
+        // its own.
+        let managed = apply_result
+            .is_none()
+            .then(|| managed_fields_of(stored_rt, sub, Some(&current), &obj, opts));
         if main {
             admission::prepare_update(stored_rt, &current, &mut obj);
         }
@@ -684,20 +701,8 @@ impl ApiServer {
                 validation::validate_update(stored_rt, &current, &next)?;
             }
         }
-        // A status write keeps the stored metadata (UpdateScope::Status), so the managedFields
-        // it would record are dropped anyway: not computed (docs/fidelity.md).
-        if apply_result.is_none() && scope != UpdateScope::Status {
-            let manager = opts
-                .field_manager
-                .clone()
-                .unwrap_or_else(|| "unknown".into());
-            patch::apply::record_update(
-                &stored_rt.kind,
-                Some(&current),
-                &mut obj,
-                &manager,
-                &timing::now_rfc3339(),
-            );
+        if let Some(m) = managed {
+            set_managed_fields(&mut obj, m);
         }
         if stored_rt.group == "apiextensions.k8s.io"
             && stored_rt.plural == "customresourcedefinitions"
@@ -777,14 +782,16 @@ impl ApiServer {
                             name
                         )));
                     }
+                    let api_version = rt.api_version();
+                    let target = field_target(rt, &api_version, sub);
                     let applied = patch::apply::server_side_apply(
-                        &rt.kind, live, body, &manager, opts.force, &now,
+                        &target, live, body, &manager, opts.force, &now,
                     )
-                    .map_err(|e| patch_error(rt, name, e))?;
+                    .map_err(apply_error)?;
                     (applied, live.is_none())
                 }
                 (_, None) => return Err(ApiError::not_found(&rt.group, &rt.plural, name)),
-                (_, Some(cur)) => (patched(rt, &rt.kind, name, cur, ptype, body)?, false),
+                (_, Some(cur)) => (patched(&rt.kind, cur, ptype, body)?, false),
             };
             if created {
                 if sub.is_some() {
@@ -864,8 +871,22 @@ impl ApiServer {
             .as_ref()
             .ok_or_else(|| ApiError::not_found(&rt.group, &format!("{}/scale", rt.plural), name))?;
         let current = self.get(rt, ns, name)?;
-        let next = scale::apply_scale(&current, body, paths, name)?;
-        let w = self.update(rt, ns, name, None, next, opts)?;
+        let mut next = scale::apply_scale(&current, body, paths, name)?;
+        let mut scale_obj = body.clone();
+        let old_scale = self.scale_view(rt, &current, paths);
+        let target = scale_target();
+        patch::apply::record_update(
+            &target,
+            Some(&old_scale),
+            &mut scale_obj,
+            &opts.field_manager.clone().unwrap_or_default(),
+            &timing::now_rfc3339(),
+        );
+        set_managed_fields(
+            &mut next,
+            self.scale_to_parent(rt, &current, &scale_obj, paths),
+        );
+        let w = self.update_tracked(rt, ns, name, None, next, opts, Some(()))?;
         Ok(Written {
             object: Arc::new(scale::scale_of(&w.object, paths)),
             warnings: w.warnings,
@@ -892,15 +913,31 @@ impl ApiServer {
         let pinned = body.pointer("/metadata/resourceVersion").is_some();
         for _attempt in 0..5 {
             let current = self.get(rt, ns, name)?;
-            let view = scale::scale_of(&current, paths);
-            let ptype = if ptype == PatchType::Apply {
-                PatchType::Merge
+            let view = self.scale_view(rt, &current, paths);
+            let manager = opts.field_manager.clone().unwrap_or_default();
+            let now = timing::now_rfc3339();
+            let target = scale_target();
+            let wanted = if ptype == PatchType::Apply {
+                patch::apply::server_side_apply(
+                    &target,
+                    Some(&view),
+                    body,
+                    &manager,
+                    opts.force,
+                    &now,
+                )
+                .map_err(apply_error)?
             } else {
-                ptype
+                let mut wanted = patched("Scale", &view, ptype, body)?;
+                patch::apply::record_update(&target, Some(&view), &mut wanted, &manager, &now);
+                wanted
             };
-            let wanted = patched(rt, "Scale", name, &view, ptype, body)?;
-            let next = scale::apply_scale(&current, &wanted, paths, name)?;
-            match self.update(rt, ns, name, None, next, opts) {
+            let mut next = scale::apply_scale(&current, &wanted, paths, name)?;
+            set_managed_fields(
+                &mut next,
+                self.scale_to_parent(rt, &current, &wanted, paths),
+            );
+            match self.update_tracked(rt, ns, name, None, next, opts, Some(())) {
                 Err(e) if e.code == 409 && e.reason == "Conflict" && !pinned => continue,
                 Err(e) => return Err(e),
                 Ok(w) => {
@@ -918,6 +955,49 @@ impl ApiServer {
             name,
             "too many concurrent writes; please retry",
         ))
+    }
+
+    /// The Scale a scale write starts from: the workload's, with the managers of its replicas
+    /// (`ScaleHandler.ToSubresource`).
+    fn scale_view(&self, rt: &ResourceType, current: &Value, paths: &scale::ScalePaths) -> Value {
+        let mut view = scale::scale_of(current, paths);
+        let parent = current
+            .pointer("/metadata/managedFields")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let replicas = scale_replicas_path(paths);
+        let entries =
+            patch::smd::managed::scale_to_subresource(parent, (&rt.api_version(), &replicas))
+                .filter(|e| !e.is_empty())
+                .map(Value::Array);
+        set_managed_fields(&mut view, entries);
+        view
+    }
+
+    /// `ScaleHandler.ToParent`: the workload's managedFields after a scale write recorded as
+    /// `scale`'s.
+    fn scale_to_parent(
+        &self,
+        rt: &ResourceType,
+        current: &Value,
+        scale: &Value,
+        paths: &scale::ScalePaths,
+    ) -> Option<Value> {
+        let entries = |v: &Value| {
+            v.pointer("/metadata/managedFields")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let replicas = scale_replicas_path(paths);
+        patch::smd::managed::scale_to_parent(
+            &entries(current),
+            &entries(scale),
+            (&rt.api_version(), &replicas),
+        )
+        .filter(|e| !e.is_empty())
+        .map(Value::Array)
     }
 
     /// Create through server-side apply: managed fields come from the apply, not an Update entry.
@@ -1192,23 +1272,17 @@ fn with_name(obj: &Value, name: &str) -> Value {
 }
 
 /// `cur` after a merge, JSON or strategic merge patch (`kind` picks the strategic merge keys).
-fn patched(
-    rt: &ResourceType,
-    kind: &str,
-    name: &str,
-    cur: &Value,
-    ptype: PatchType,
-    body: &Value,
-) -> ApiResult<Value> {
+fn patched(kind: &str, cur: &Value, ptype: PatchType, body: &Value) -> ApiResult<Value> {
     match ptype {
         PatchType::Merge | PatchType::Apply => Ok(patch::merge_patch(cur, body)),
-        PatchType::Json => patch::json_patch(cur, body).map_err(|e| patch_error(rt, name, e)),
-        PatchType::Strategic => patch::strategic::strategic_merge_patch(kind, cur, body)
-            .map_err(|e| patch_error(rt, name, e)),
+        PatchType::Json => patch::json_patch(cur, body).map_err(patch_error),
+        PatchType::Strategic => {
+            patch::strategic::strategic_merge_patch(kind, cur, body).map_err(patch_error)
+        }
     }
 }
 
-fn patch_error(rt: &ResourceType, name: &str, e: PatchError) -> ApiError {
+fn patch_error(e: PatchError) -> ApiError {
     match e {
         PatchError::Invalid(m) => ApiError::new(422, "Invalid", m),
         PatchError::BadRequest(m) => ApiError::bad_request(m),
@@ -1221,13 +1295,110 @@ fn patch_error(rt: &ResourceType, name: &str, e: PatchError) -> ApiError {
             err.details = Some(json!({}));
             err
         }
-        PatchError::Conflict { message, fields } => {
-            let mut err = ApiError::new(409, "Conflict", message);
+    }
+}
+
+/// An apply's failure as the apiserver answers it: a conflict is `NewApplyConflict` (409, the
+/// causes only), a configuration that does not fit the schema the handler's plain error (500,
+/// no reason).
+fn apply_error(e: patch::apply::ApplyError) -> ApiError {
+    use patch::apply::ApplyError;
+    match e {
+        ApplyError::Conflicts(c) => {
+            let mut err = ApiError::new(409, "Conflict", c.message);
             err.details = Some(json!({
-                "name": name, "kind": rt.plural, "group": rt.group,
-                "causes": fields.iter().map(|f| json!({"reason": "FieldManagerConflict", "message": format!("conflict with field {}", f), "field": f})).collect::<Vec<_>>()
+                "causes": c.causes.iter().map(|(manager, field)| json!({
+                    "reason": "FieldManagerConflict",
+                    "message": format!("conflict with {manager}"),
+                    "field": field,
+                })).collect::<Vec<_>>()
             }));
             err
+        }
+        ApplyError::BadRequest(m) => ApiError::bad_request(m),
+        ApplyError::Internal(m) => ApiError::new(500, "", m),
+    }
+}
+
+/// The scale subresource's field manager: autoscaling/v1 Scale objects.
+fn scale_target() -> patch::apply::Target<'static> {
+    patch::apply::Target {
+        group: "autoscaling",
+        api_version: "autoscaling/v1",
+        kind: "Scale",
+        subresource: Some("scale"),
+        custom_with_status: false,
+    }
+}
+
+/// The workload's replicas path as a field set (`/spec/replicas` -> `.spec.replicas`).
+fn scale_replicas_path(paths: &scale::ScalePaths) -> patch::smd::fieldpath::Set {
+    let names: Vec<&str> = paths.spec_replicas.split('/').skip(1).collect();
+    [patch::smd::fieldpath::path(&names)].into_iter().collect()
+}
+
+/// The REST endpoint of a write, as the field manager knows it.
+fn field_target<'a>(
+    rt: &'a ResourceType,
+    api_version: &'a str,
+    sub: Option<&'a str>,
+) -> patch::apply::Target<'a> {
+    patch::apply::Target {
+        group: &rt.group,
+        api_version,
+        kind: &rt.kind,
+        subresource: sub,
+        custom_with_status: rt.custom && rt.has_status(),
+    }
+}
+
+/// The managedFields a non-apply write of `body` over `live` (None: a create) gets: the body as
+/// decoded (defaulted; members that are null are absent in the typed object) compared with the
+/// live object by the field manager. None: the object carries none.
+fn managed_fields_of(
+    rt: &ResourceType,
+    sub: Option<&str>,
+    live: Option<&Value>,
+    body: &Value,
+    opts: &WriteOptions,
+) -> Option<Value> {
+    let mut decoded = strip_null_members(body);
+    decoded["apiVersion"] = json!(rt.api_version());
+    decoded["kind"] = json!(rt.kind);
+    admission::apply_defaults(rt, &mut decoded);
+    let api_version = rt.api_version();
+    let manager = opts.field_manager.clone().unwrap_or_default();
+    patch::apply::record_update(
+        &field_target(rt, &api_version, sub),
+        live,
+        &mut decoded,
+        &manager,
+        &timing::now_rfc3339(),
+    );
+    decoded.pointer("/metadata/managedFields").cloned()
+}
+
+fn strip_null_members(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), strip_null_members(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(strip_null_members).collect()),
+        other => other.clone(),
+    }
+}
+
+fn set_managed_fields(obj: &mut Value, managed: Option<Value>) {
+    let md = meta::metadata_mut(obj);
+    match managed {
+        Some(m) => {
+            md.insert("managedFields".into(), m);
+        }
+        None => {
+            md.remove("managedFields");
         }
     }
 }

@@ -1156,6 +1156,18 @@ fn merge_for_scope(
                     }
                 }
             }
+            // The status endpoint's field manager records the write (`subresource: status`).
+            match new
+                .pointer_mut("/metadata/managedFields")
+                .map(std::mem::take)
+            {
+                Some(mf) => {
+                    meta::metadata_mut(&mut out).insert("managedFields".into(), mf);
+                }
+                None => {
+                    meta::metadata_mut(&mut out).remove("managedFields");
+                }
+            }
             // Status writers may still carry the resourceVersion precondition; keep the rest of metadata.
             out
         }

@@ -180,10 +180,11 @@ impl RequestContext<'_> {
     }
 }
 
-/// Without `fieldManager`, the apiserver names the manager after the user agent's program name.
+/// Without `fieldManager`, the apiserver names the manager after the user agent's program name
+/// (`prefixFromUserAgent`).
 fn default_manager(ua: &str) -> Option<String> {
-    let prog = ua.split('/').next().unwrap_or("").trim();
-    (!prog.is_empty()).then(|| prog.to_string())
+    let prog = crate::apiserver::patch::apply::manager_or_user_agent(None, ua);
+    (!prog.is_empty()).then_some(prog)
 }
 
 async fn dispatch(c: &RequestContext<'_>, route: Route) -> ApiResult<Response> {

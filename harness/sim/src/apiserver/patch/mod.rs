@@ -8,12 +8,12 @@
 //!   [`strategic::strategic_merge_patch`].
 //! * `application/apply-patch+yaml`: [`apply::server_side_apply`], and
 //!   [`apply::record_update`] for the `metadata.managedFields` bookkeeping of
-//!   every other write.
+//!   every other write, both by structured-merge-diff's mechanism (`smd`).
 
 pub mod apply;
-mod fieldset;
 mod jsonpatch;
 pub(crate) mod schema;
+pub(crate) mod smd;
 pub mod strategic;
 
 use serde_json::Value;
@@ -30,12 +30,6 @@ pub enum PatchError {
     /// (`NewGenericServerResponse`: "the server rejected our request due to an error in our
     /// request", empty details) and drops this message, kept here for logs and tests.
     Rejected(String),
-    /// Server-side apply conflict (HTTP 409, reason `Conflict`). `fields` are
-    /// the conflicting paths in the apiserver's notation (`.spec.replicas`).
-    Conflict {
-        message: String,
-        fields: Vec<String>,
-    },
 }
 
 impl fmt::Display for PatchError {
@@ -44,7 +38,6 @@ impl fmt::Display for PatchError {
             PatchError::Invalid(msg) | PatchError::BadRequest(msg) | PatchError::Rejected(msg) => {
                 f.write_str(msg)
             }
-            PatchError::Conflict { message, .. } => f.write_str(message),
         }
     }
 }
@@ -132,17 +125,30 @@ mod tests {
             json!([{"op": "copy", "from": "/spec", "path": "/spec/containers/-1"}, {"op": "remove", "path": "/spec/containers/-9"}]),
             json!([{"op": "test", "path": "/spec/containers/0/name"}, {"op": "replace", "path": "/spec/containers/99999999999999999999"}]),
         ];
-        for kind in ["Pod", "Service", "Deployment", "Node", "Unknown"] {
+        for (api_version, kind) in [
+            ("v1", "Pod"),
+            ("v1", "Service"),
+            ("apps/v1", "Deployment"),
+            ("v1", "Node"),
+            ("x/v1", "Unknown"),
+        ] {
+            let t = apply::Target {
+                group: "",
+                api_version,
+                kind,
+                subresource: None,
+                custom_with_status: false,
+            };
             for a in &values {
                 for b in &values {
                     let _ = merge_patch(a, b);
                     let _ = json_patch(a, b);
                     let _ = strategic::strategic_merge_patch(kind, a, b);
-                    let _ = apply::server_side_apply(kind, Some(a), b, "m", false, "t");
-                    let _ = apply::server_side_apply(kind, Some(a), b, "m", true, "t");
-                    let _ = apply::server_side_apply(kind, None, b, "m", false, "t");
+                    let _ = apply::server_side_apply(&t, Some(a), b, "m", false, "t");
+                    let _ = apply::server_side_apply(&t, Some(a), b, "m", true, "t");
+                    let _ = apply::server_side_apply(&t, None, b, "m", false, "t");
                     let mut new = b.clone();
-                    apply::record_update(kind, Some(a), &mut new, "m", "t");
+                    apply::record_update(&t, Some(a), &mut new, "m", "t");
                 }
             }
         }

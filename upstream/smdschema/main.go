@@ -1,0 +1,229 @@
+// Command smdschema writes harness/sim/src/apiserver/patch/smd/builtins.json: the
+// structured-merge-diff schema kube-apiserver v1.35.4 tracks managedFields with, and the empty
+// object each built-in kind starts from on create (issue #28, docs/differential.md).
+//
+//	cd upstream && go run ./smdschema -o ../harness/sim/src/apiserver/patch/smd/builtins.json
+//
+// The schema is built the way kube-apiserver builds it (GenericAPIServer.getOpenAPIModels): the
+// OpenAPI v3 definitions of its generated openapi package, without disabled features' fields,
+// named by the scheme's definition namer, converted by kube-openapi's schemaconv. The empty
+// objects are what the create handler's `Creater.New(kind)` encodes to: the zero Go value of
+// each versioned type (non-pointer structs present, omitempty/omitzero members absent).
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	apiextensionsscheme "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/scheme"
+	"k8s.io/apimachinery/pkg/runtime"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/util/openapi"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	aggregatorscheme "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/scheme"
+	builder3 "k8s.io/kube-openapi/pkg/builder3"
+	"k8s.io/kube-openapi/pkg/schemaconv"
+	"k8s.io/kube-openapi/pkg/util"
+	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
+	smd "sigs.k8s.io/structured-merge-diff/v6/schema"
+)
+
+func main() {
+	out := flag.String("o", "", "output file (default stdout)")
+	flag.Parse()
+	doc, err := generate()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "smdschema:", err)
+		os.Exit(1)
+	}
+	if *out == "" {
+		os.Stdout.Write(doc)
+		return
+	}
+	if err := os.WriteFile(*out, doc, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "smdschema:", err)
+		os.Exit(1)
+	}
+}
+
+func generate() ([]byte, error) {
+	schemes := []*runtime.Scheme{clientgoscheme.Scheme, apiextensionsscheme.Scheme, aggregatorscheme.Scheme}
+	namer := openapinamer.NewDefinitionNamer(schemes...)
+	defs := openapi.GetOpenAPIDefinitionsWithoutDisabledFeatures(generatedopenapi.GetOpenAPIDefinitions)
+	config := genericapiserver.DefaultOpenAPIV3Config(defs, namer)
+
+	// Every kind of a served group version (not lists, options or internal events).
+	type kindInfo struct {
+		apiVersion, kind, goName, defName string
+		obj                               runtime.Object
+	}
+	var kinds []kindInfo
+	var names []string
+	seen := map[string]bool{}
+	for _, s := range schemes {
+		for gvk := range s.AllKnownTypes() {
+			if gvk.Version == runtime.APIVersionInternal || strings.HasSuffix(gvk.Kind, "List") ||
+				strings.HasSuffix(gvk.Kind, "Options") || gvk.Kind == "WatchEvent" || gvk.Kind == "Status" ||
+				gvk.Kind == "APIGroup" || gvk.Kind == "APIVersions" || gvk.Kind == "APIGroupList" ||
+				gvk.Kind == "APIResourceList" {
+				continue
+			}
+			obj, err := s.New(gvk)
+			if err != nil {
+				continue
+			}
+			goName := util.GetCanonicalTypeName(obj)
+			if _, ok := config.Definitions[goName]; !ok {
+				continue
+			}
+			defName, _ := config.GetDefinitionName(goName)
+			key := gvk.GroupVersion().String() + "/" + gvk.Kind
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			kinds = append(kinds, kindInfo{gvk.GroupVersion().String(), gvk.Kind, goName, defName, obj})
+			names = append(names, goName)
+		}
+	}
+	sort.Strings(names)
+	models, err := builder3.BuildOpenAPIDefinitionsForResources(config, names...)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := schemaconv.ToSchemaFromOpenAPI(models, false)
+	if err != nil {
+		return nil, err
+	}
+
+	types := map[string]any{}
+	for _, td := range schema.Types {
+		types[td.Name] = atom(td.Atom)
+	}
+	kindsOut := map[string]any{}
+	for _, k := range kinds {
+		zero, err := json.Marshal(k.obj)
+		if err != nil {
+			return nil, err
+		}
+		kindsOut[k.apiVersion+"/"+k.kind] = map[string]any{
+			"type": k.defName,
+			"zero": json.RawMessage(zero),
+		}
+	}
+	doc := map[string]any{
+		"generator": "upstream/smdschema: k8s.io/kubernetes v1.35.4 generated OpenAPI v3 definitions, kube-openapi schemaconv, structured-merge-diff v6",
+		"types":     types,
+		"kinds":     kindsOut,
+	}
+	return encode(doc)
+}
+
+// encode writes one type or kind per line, keys sorted, so regenerating gives small diffs.
+func encode(doc map[string]any) ([]byte, error) {
+	var b []byte
+	b = append(b, "{\n"...)
+	for i, section := range []string{"generator", "types", "kinds"} {
+		if i > 0 {
+			b = append(b, ",\n"...)
+		}
+		b = append(b, fmt.Sprintf("%q: ", section)...)
+		entries, ok := doc[section].(map[string]any)
+		if !ok {
+			v, err := json.Marshal(doc[section])
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, v...)
+			continue
+		}
+		keys := make([]string, 0, len(entries))
+		for k := range entries {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b = append(b, "{\n"...)
+		for j, k := range keys {
+			v, err := json.Marshal(entries[k])
+			if err != nil {
+				return nil, err
+			}
+			name, _ := json.Marshal(k)
+			b = append(b, "  "...)
+			b = append(b, name...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			if j < len(keys)-1 {
+				b = append(b, ',')
+			}
+			b = append(b, '\n')
+		}
+		b = append(b, '}')
+	}
+	b = append(b, "\n}\n"...)
+	return b, nil
+}
+
+// The compact form the sim reads (harness/sim/src/apiserver/patch/smd/schema.rs):
+// a type reference is a name, or {"scalar"|"list"|"map": ..., "er": relationship override}.
+func typeRef(tr smd.TypeRef) any {
+	var out map[string]any
+	if tr.NamedType != nil {
+		if tr.ElementRelationship == nil {
+			return *tr.NamedType
+		}
+		out = map[string]any{"named": *tr.NamedType}
+	} else {
+		out = atom(tr.Inlined)
+	}
+	if tr.ElementRelationship != nil {
+		out["er"] = string(*tr.ElementRelationship)
+	}
+	return out
+}
+
+func atom(a smd.Atom) map[string]any {
+	out := map[string]any{}
+	if a.Scalar != nil {
+		out["scalar"] = string(*a.Scalar)
+	}
+	if a.List != nil {
+		l := map[string]any{"elementType": typeRef(a.List.ElementType)}
+		if a.List.ElementRelationship != "" {
+			l["er"] = string(a.List.ElementRelationship)
+		}
+		if len(a.List.Keys) > 0 {
+			l["keys"] = a.List.Keys
+		}
+		out["list"] = l
+	}
+	if a.Map != nil {
+		m := map[string]any{}
+		if len(a.Map.Fields) > 0 {
+			sorted := append([]smd.StructField(nil), a.Map.Fields...)
+			sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+			var fields []any
+			for _, f := range sorted {
+				entry := map[string]any{"name": f.Name, "type": typeRef(f.Type)}
+				if f.Default != nil {
+					entry["default"] = f.Default
+				}
+				fields = append(fields, entry)
+			}
+			m["fields"] = fields
+		}
+		if a.Map.ElementType.NamedType != nil || a.Map.ElementType.Inlined != (smd.Atom{}) {
+			m["elementType"] = typeRef(a.Map.ElementType)
+		}
+		if a.Map.ElementRelationship != "" {
+			m["er"] = string(a.Map.ElementRelationship)
+		}
+		out["map"] = m
+	}
+	return out
+}
