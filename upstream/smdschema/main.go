@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -105,6 +106,11 @@ func generate() ([]byte, error) {
 	for _, td := range schema.Types {
 		types[td.Name] = atom(td.Atom)
 	}
+	goTypes := map[string]any{}
+	seenTypes := map[reflect.Type]bool{}
+	for _, k := range kinds {
+		visitGoType(reflect.TypeOf(k.obj), goTypes, seenTypes)
+	}
 	kindsOut := map[string]any{}
 	for _, k := range kinds {
 		zero, err := json.Marshal(k.obj)
@@ -120,6 +126,7 @@ func generate() ([]byte, error) {
 		"generator": "upstream/smdschema: k8s.io/kubernetes v1.35.4 generated OpenAPI v3 definitions, kube-openapi schemaconv, structured-merge-diff v6",
 		"types":     types,
 		"kinds":     kindsOut,
+		"go":        goTypes,
 	}
 	return encode(doc)
 }
@@ -128,7 +135,7 @@ func generate() ([]byte, error) {
 func encode(doc map[string]any) ([]byte, error) {
 	var b []byte
 	b = append(b, "{\n"...)
-	for i, section := range []string{"generator", "types", "kinds"} {
+	for i, section := range []string{"generator", "types", "kinds", "go"} {
 		if i > 0 {
 			b = append(b, ",\n"...)
 		}
@@ -167,6 +174,94 @@ func encode(doc map[string]any) ([]byte, error) {
 	}
 	b = append(b, "\n}\n"...)
 	return b, nil
+}
+
+var marshalerType = reflect.TypeOf((*json.Marshaler)(nil)).Elem()
+
+// visitGoType records, for every struct type reachable from t, how encoding/json writes each of
+// its members (harness/sim/src/apiserver/patch/smd/goencoding.rs reads it):
+// [omit, zero] per JSON name: omit says which values a decoded-then-encoded member loses ("null",
+// "empty" for an empty or null list or map, `""`, `0`, `false`, "zero" for omitzero: the zero
+// value, "nil" for a list or map without omitempty: empty, it is written as null, or "never");
+// zero is the member's zero value as written, which a body that leaves the member out gets
+// unless omit drops it.
+func visitGoType(t reflect.Type, out map[string]any, seen map[reflect.Type]bool) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || seen[t] {
+		return
+	}
+	seen[t] = true
+	if t.Implements(marshalerType) || reflect.PointerTo(t).Implements(marshalerType) {
+		return
+	}
+	defName := util.ToRESTFriendlyName(t.PkgPath() + "." + t.Name())
+	fields := map[string]any{}
+	collectFields(t, fields, out, seen)
+	if len(fields) > 0 {
+		out[defName] = fields
+	}
+}
+
+func collectFields(t reflect.Type, fields map[string]any, out map[string]any, seen map[reflect.Type]bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		parts := strings.Split(tag, ",")
+		jsonName := parts[0]
+		omitempty, omitzero := false, false
+		for _, o := range parts[1:] {
+			omitempty = omitempty || o == "omitempty"
+			omitzero = omitzero || o == "omitzero"
+		}
+		if f.Anonymous && jsonName == "" {
+			et := f.Type
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				collectFields(et, fields, out, seen)
+				continue
+			}
+		}
+		if jsonName == "" {
+			jsonName = f.Name
+		}
+		visitGoType(f.Type, out, seen)
+		zero, err := json.Marshal(reflect.Zero(f.Type).Interface())
+		if err != nil {
+			continue
+		}
+		omit := "never"
+		if k := f.Type.Kind(); (k == reflect.Slice && f.Type.Elem().Kind() != reflect.Uint8) || k == reflect.Map {
+			// Stored as protobuf, an empty list or map comes back nil: written as null.
+			omit = "nil"
+		}
+		switch {
+		case omitzero:
+			omit = "zero"
+		case omitempty:
+			switch f.Type.Kind() {
+			case reflect.Pointer, reflect.Interface:
+				omit = "null"
+			case reflect.Slice, reflect.Map, reflect.Array:
+				omit = "empty"
+			case reflect.String:
+				omit = "\"\""
+			case reflect.Bool:
+				omit = "false"
+			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+				reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+				reflect.Float32, reflect.Float64:
+				omit = "0"
+			}
+		}
+		fields[jsonName] = []any{omit, json.RawMessage(zero)}
+	}
 }
 
 // The compact form the sim reads (harness/sim/src/apiserver/patch/smd/schema.rs):

@@ -99,6 +99,9 @@ pub struct ListPage {
     pub metadata: Value,
     /// Shared with the store (encodings included) unless converted for the served version.
     pub items: Vec<Stored>,
+    /// Items are written without `kind` and `apiVersion`, as a typed list of a built-in kind
+    /// is (its items' TypeMeta is empty); a custom resource's unstructured items keep them.
+    pub untyped_items: bool,
 }
 
 /// Lists with more items than this are streamed (`ListPage::into_json_chunks`), as the
@@ -117,7 +120,16 @@ impl ListPage {
             Value::Array(
                 self.items
                     .into_iter()
-                    .map(|i| Arc::try_unwrap(i.object()).unwrap_or_else(|a| (*a).clone()))
+                    .map(|i| {
+                        let mut o = Arc::try_unwrap(i.object()).unwrap_or_else(|a| (*a).clone());
+                        if self.untyped_items {
+                            if let Some(m) = o.as_object_mut() {
+                                m.shift_remove("kind");
+                                m.shift_remove("apiVersion");
+                            }
+                        }
+                        o
+                    })
                     .collect(),
             ),
         );
@@ -155,7 +167,11 @@ impl ListPage {
             if n > 0 {
                 out.push(b',');
             }
-            out.extend_from_slice(item);
+            if self.untyped_items {
+                append_untyped(item, &mut out);
+            } else {
+                out.extend_from_slice(item);
+            }
         }
         out.extend_from_slice(b"]}");
         out
@@ -167,6 +183,7 @@ impl ListPage {
     pub fn into_json_chunks(self) -> impl Iterator<Item = bytes::Bytes> + Send {
         const CHUNK: usize = 64 * 1024;
         let mut head = Some(self.head());
+        let untyped = self.untyped_items;
         let mut items = self.items.into_iter().enumerate().peekable();
         let mut closed = false;
         std::iter::from_fn(move || {
@@ -183,7 +200,11 @@ impl ListPage {
                 if n > 0 {
                     buf.push(b',');
                 }
-                item.append_json(&mut buf);
+                if untyped {
+                    append_untyped(item.json(), &mut buf);
+                } else {
+                    item.append_json(&mut buf);
+                }
             }
             if items.peek().is_none() {
                 buf.extend_from_slice(b"]}");
@@ -191,6 +212,39 @@ impl ListPage {
             }
             Some(bytes::Bytes::from(buf))
         })
+    }
+}
+
+/// An item's encoding without its `kind` and `apiVersion`: the leading members a stored object
+/// starts with (`meta::canonical_order`) are skipped without parsing; otherwise it is re-encoded.
+fn append_untyped(item: &[u8], out: &mut Vec<u8>) {
+    /// `"name":"value",` at the start of `b`, the value free of escapes: its length.
+    fn member(b: &[u8], name: &[u8]) -> Option<usize> {
+        let rest = b
+            .strip_prefix(b"\"")?
+            .strip_prefix(name)?
+            .strip_prefix(b"\":\"")?;
+        let end = rest.iter().position(|c| *c == b'"' || *c == b'\\')?;
+        (rest[end] == b'"' && rest.get(end + 1) == Some(&b',')).then_some(name.len() + 5 + end + 1)
+    }
+    if let Some(body) = item.strip_prefix(b"{") {
+        if let Some(k) = member(body, b"kind") {
+            if let Some(a) = member(&body[k..], b"apiVersion") {
+                out.push(b'{');
+                out.extend_from_slice(&body[k + a..]);
+                return;
+            }
+        }
+    }
+    match serde_json::from_slice::<Value>(item) {
+        Ok(mut v) => {
+            if let Some(m) = v.as_object_mut() {
+                m.shift_remove("kind");
+                m.shift_remove("apiVersion");
+            }
+            let _ = serde_json::to_writer(&mut *out, &v);
+        }
+        Err(_) => out.extend_from_slice(item),
     }
 }
 
@@ -248,7 +302,9 @@ impl ApiServer {
     /// The stored form of `obj` converted to the version `rt` serves.
     pub fn convert_out(&self, rt: &ResourceType, obj: &Value) -> Value {
         if rt.group == "events.k8s.io" {
-            return event_convert::core_to_events_v1(obj);
+            let mut e = event_convert::core_to_events_v1(obj);
+            go_round_trip(rt, &mut e);
+            return e;
         }
         let mut o = obj.clone();
         if o.get("apiVersion").and_then(Value::as_str) != Some(rt.api_version().as_str()) {
@@ -370,6 +426,7 @@ impl ApiServer {
             .map(|o| self.convert_out_stored(rt, o))
             .collect();
         Ok(ListPage {
+            untyped_items: false,
             kind: format!("{}List", rt.kind),
             api_version: rt.api_version(),
             metadata: md,
@@ -402,6 +459,7 @@ impl ApiServer {
             })
             .collect();
         Ok(ListPage {
+            untyped_items: false,
             kind: format!("{}List", rt.kind),
             api_version: rt.api_version(),
             metadata: json!({"resourceVersion": rv.to_string()}),
@@ -472,6 +530,7 @@ impl ApiServer {
         let obj = self.convert_in(rt, obj);
         validation::validate_create(&stored_rt, &obj)?;
         let mut obj = validation::prune_typed(&stored_rt, obj)?;
+        go_round_trip(&stored_rt, &mut obj);
         set_managed_fields(&mut obj, managed.flatten());
         let created = self.store_new(&stored_rt, obj, opts.dry_run)?;
         if !opts.dry_run {
@@ -693,6 +752,7 @@ impl ApiServer {
         } else {
             validation::prune_typed(stored_rt, obj)?
         };
+        go_round_trip(stored_rt, &mut obj);
         if let Some(raw) = unpruned {
             // A stale resourceVersion is a conflict before anything is validated.
             let rv = meta::resource_version(&obj);
@@ -1021,7 +1081,8 @@ impl ApiServer {
         let stored_rt = self.stored_type(rt);
         let obj = self.convert_in(rt, obj);
         validation::validate_create(&stored_rt, &obj)?;
-        let obj = validation::prune_typed(&stored_rt, obj)?;
+        let mut obj = validation::prune_typed(&stored_rt, obj)?;
+        go_round_trip(&stored_rt, &mut obj);
         let created = self.store_new(&stored_rt, obj, opts.dry_run)?;
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);
@@ -1362,10 +1423,28 @@ fn managed_fields_of(
     body: &Value,
     opts: &WriteOptions,
 ) -> Option<Value> {
-    let mut decoded = strip_null_members(body);
+    let mut decoded = if rt.custom {
+        strip_null_members(body)
+    } else {
+        body.clone()
+    };
     decoded["apiVersion"] = json!(rt.api_version());
     decoded["kind"] = json!(rt.kind);
     admission::apply_defaults(rt, &mut decoded);
+    if !rt.custom {
+        patch::smd::goencoding::round_trip(&rt.api_version(), &rt.kind, &mut decoded, false);
+    }
+    if rt.group == "apps" && rt.kind == "DaemonSet" {
+        // The field manager reads the internal object converted to apps/v1, and that conversion
+        // always writes the template generation annotation, "0" before the strategy sets it
+        // (pkg/apis/apps/v1/conversion.go): the writer owns it.
+        let md = meta::metadata_mut(&mut decoded);
+        let annotations = md.entry("annotations").or_insert_with(|| json!({}));
+        if let Some(a) = annotations.as_object_mut() {
+            a.entry("deprecated.daemonset.template.generation")
+                .or_insert_with(|| json!("0"));
+        }
+    }
     let api_version = rt.api_version();
     let manager = opts.field_manager.clone().unwrap_or_default();
     patch::apply::record_update(
@@ -1376,6 +1455,14 @@ fn managed_fields_of(
         &timing::now_rfc3339(),
     );
     decoded.pointer("/metadata/managedFields").cloned()
+}
+
+/// A built-in object as the apiserver's Go types write it back (zero `omitempty` members gone,
+/// members without it present): what is stored and served.
+fn go_round_trip(rt: &ResourceType, obj: &mut Value) {
+    if !rt.custom {
+        patch::smd::goencoding::round_trip(&rt.api_version(), &rt.kind, obj, true);
+    }
 }
 
 fn strip_null_members(v: &Value) -> Value {
@@ -1435,6 +1522,7 @@ mod tests {
 
     fn page(items: Vec<Value>, metadata: Value) -> ListPage {
         ListPage {
+            untyped_items: false,
             kind: "ConfigMapList".into(),
             api_version: "v1".into(),
             metadata,

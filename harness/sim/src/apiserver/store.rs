@@ -1066,8 +1066,17 @@ fn no_grace_period(existing: &Value) -> bool {
 
 /// Which resources carry `metadata.generation` (those with a spec the apiserver versions).
 pub fn tracks_generation(rt: &ResourceType) -> bool {
+    // The kinds whose strategies set `Generation = 1` on create (pkg/registry/*/*/strategy.go,
+    // apiextensions-apiserver's CRD and custom resource strategies).
     rt.custom
-        || rt.group == "apps"
+        || (rt.group == "apps" && rt.plural != "controllerrevisions")
+        || rt.group == "admissionregistration.k8s.io"
+        || rt.group == "flowcontrol.apiserver.k8s.io"
+        || (rt.group == "resource.k8s.io"
+            && matches!(
+                rt.plural.as_str(),
+                "deviceclasses" | "devicetaintrules" | "resourceslices"
+            ))
         || rt.group == "policy"
         || rt.group == "batch"
         || rt.group == "apiextensions.k8s.io"

@@ -796,8 +796,207 @@ pub fn endpoint_slice(obj: &mut Value) {
 }
 
 /// The defaults of one built-in kind (`group`, `kind`), if it has any.
+/// `SetDefaults_Rule` (admissionregistration/v1): a rule's scope is `*`.
+fn admission_rule(rule: &mut Value) {
+    if let Some(m) = rule.as_object_mut() {
+        set_if_absent(m, "scope", json!("*"));
+    }
+}
+
+/// `SetDefaults_ValidatingWebhook` / `SetDefaults_MutatingWebhook` with the generated
+/// defaulter's calls for the webhook's service and rules.
+fn webhook(w: &mut Value, mutating: bool) {
+    let Some(m) = w.as_object_mut() else { return };
+    set_if_absent(m, "failurePolicy", json!("Fail"));
+    set_if_absent(m, "matchPolicy", json!("Equivalent"));
+    set_if_absent(m, "namespaceSelector", json!({}));
+    set_if_absent(m, "objectSelector", json!({}));
+    set_if_absent(m, "timeoutSeconds", json!(10));
+    if mutating {
+        set_if_absent(m, "reinvocationPolicy", json!("Never"));
+    }
+    if let Some(svc) = w
+        .pointer_mut("/clientConfig/service")
+        .and_then(Value::as_object_mut)
+    {
+        set_if_absent(svc, "port", json!(443));
+    }
+    for r in each_mut(w, "rules") {
+        admission_rule(r);
+    }
+}
+
+/// `SetDefaults_MatchResources` and its rules' scope.
+fn match_resources(mr: Option<&mut Value>) {
+    let Some(mr) = mr.filter(|v| v.is_object()) else {
+        return;
+    };
+    if let Some(m) = mr.as_object_mut() {
+        set_if_absent(m, "matchPolicy", json!("Equivalent"));
+        set_if_absent(m, "namespaceSelector", json!({}));
+        set_if_absent(m, "objectSelector", json!({}));
+    }
+    for key in ["resourceRules", "excludeResourceRules"] {
+        for r in each_mut(mr, key) {
+            admission_rule(r);
+        }
+    }
+}
+
+/// admissionregistration/v1 (`pkg/apis/admissionregistration/v1/defaults.go` and its generated
+/// defaulter).
+pub fn admission_registration(kind: &str, obj: &mut Value) {
+    match kind {
+        "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => {
+            let mutating = kind == "MutatingWebhookConfiguration";
+            for w in each_mut(obj, "webhooks") {
+                webhook(w, mutating);
+            }
+        }
+        "ValidatingAdmissionPolicy" => {
+            let spec = object_at(obj, "spec");
+            set_if_absent(spec, "failurePolicy", json!("Fail"));
+            match_resources(obj.pointer_mut("/spec/matchConstraints"));
+        }
+        "ValidatingAdmissionPolicyBinding" => {
+            match_resources(obj.pointer_mut("/spec/matchResources"));
+        }
+        _ => {}
+    }
+}
+
+/// flowcontrol/v1 (`pkg/apis/flowcontrol/v1/defaults.go`).
+pub fn flow_control(kind: &str, obj: &mut Value) {
+    match kind {
+        "FlowSchema" => {
+            let spec = object_at(obj, "spec");
+            if spec
+                .get("matchingPrecedence")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                == 0
+            {
+                spec.insert("matchingPrecedence".into(), json!(1000));
+            }
+        }
+        "PriorityLevelConfiguration" => {
+            if let Some(l) = obj
+                .pointer_mut("/spec/limited")
+                .and_then(Value::as_object_mut)
+            {
+                set_if_absent(l, "nominalConcurrencyShares", json!(30));
+                set_if_absent(l, "lendablePercent", json!(0));
+            }
+            if let Some(q) = obj
+                .pointer_mut("/spec/limited/limitResponse/queuing")
+                .and_then(Value::as_object_mut)
+            {
+                for (k, d) in [("handSize", 8), ("queues", 64), ("queueLengthLimit", 50)] {
+                    if q.get(k).and_then(Value::as_i64).unwrap_or(0) == 0 {
+                        q.insert(k.into(), json!(d));
+                    }
+                }
+            }
+            if let Some(e) = obj
+                .pointer_mut("/spec/exempt")
+                .and_then(Value::as_object_mut)
+            {
+                set_if_absent(e, "nominalConcurrencyShares", json!(0));
+                set_if_absent(e, "lendablePercent", json!(0));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `SetDefaults_ExactDeviceRequest` / `SetDefaults_DeviceSubRequest` (resource/v1).
+fn device_request(r: &mut Value) {
+    let Some(m) = r.as_object_mut() else { return };
+    set_if_empty_str(m, "allocationMode", "ExactCount");
+    if m.get("allocationMode").and_then(Value::as_str) == Some("ExactCount")
+        && m.get("count").and_then(Value::as_i64).unwrap_or(0) == 0
+    {
+        m.insert("count".into(), json!(1));
+    }
+}
+
+/// The device requests of a claim spec: `exactly` and each `firstAvailable` sub-request.
+fn device_claim(spec: Option<&mut Value>) {
+    let Some(spec) = spec else { return };
+    let Some(devices) = spec.get_mut("devices") else {
+        return;
+    };
+    for req in each_mut(devices, "requests") {
+        if let Some(e) = req.get_mut("exactly").filter(|v| v.is_object()) {
+            device_request(e);
+        }
+        for sub in each_mut(req, "firstAvailable") {
+            device_request(sub);
+        }
+    }
+}
+
+/// resource.k8s.io/v1 (`pkg/apis/resource/v1/defaults.go` and its generated defaulter).
+pub fn resource(kind: &str, obj: &mut Value) {
+    match kind {
+        "ResourceClaim" => device_claim(obj.get_mut("spec")),
+        "ResourceClaimTemplate" => device_claim(obj.pointer_mut("/spec/spec")),
+        _ => {}
+    }
+}
+
+/// apiextensions.k8s.io/v1 `SetDefaults_CustomResourceDefinitionSpec`: no conversion is
+/// `None`; a webhook service's port is 443.
+pub fn custom_resource_definition(obj: &mut Value) {
+    let spec = object_at(obj, "spec");
+    set_if_absent(spec, "conversion", json!({"strategy": "None"}));
+    if let Some(svc) = obj
+        .pointer_mut("/spec/conversion/webhook/clientConfig/service")
+        .and_then(Value::as_object_mut)
+    {
+        set_if_absent(svc, "port", json!(443));
+    }
+}
+
+/// A Node's pod CIDRs through the v1 <-> internal conversion (pkg/apis/core/v1/conversion.go):
+/// `podCIDR` alone becomes `podCIDRs`, and wins when both are given and differ; `podCIDR` is
+/// written back as the first of `podCIDRs`.
+pub fn node(obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let single = spec
+        .get("podCIDR")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let first = spec
+        .get("podCIDRs")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    match first {
+        None if !single.is_empty() => {
+            spec.insert("podCIDRs".into(), json!([single]));
+        }
+        Some(f) if !single.is_empty() && f != single => {
+            spec.insert("podCIDRs".into(), json!([single]));
+        }
+        Some(f) if single.is_empty() => {
+            spec.insert("podCIDR".into(), json!(f));
+        }
+        _ => {}
+    }
+}
+
 pub fn apply(group: &str, kind: &str, obj: &mut Value) {
     match (group, kind) {
+        ("", "Node") => node(obj),
+        ("admissionregistration.k8s.io", k) => admission_registration(k, obj),
+        ("flowcontrol.apiserver.k8s.io", k) => flow_control(k, obj),
+        ("resource.k8s.io", k) => resource(k, obj),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => custom_resource_definition(obj),
         ("", "Pod") => pod(obj),
         ("", "PodTemplate") => pod_template(obj.get_mut("template")),
         ("", "Service") => service(obj),

@@ -101,6 +101,9 @@ pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value) -> ApiResult<
             }
         }
     }
+    if rt.group == "apiregistration.k8s.io" && rt.kind == "APIService" {
+        local_apiservice_status(&mut obj);
+    }
     // The decoder's defaulting (and the defaulting of what is read back from etcd), then the
     // create strategy and the mutating admission plugins.
     apply_defaults(rt, &mut obj);
@@ -187,6 +190,21 @@ fn initial_status(rt: &ResourceType) -> Option<Value> {
         ("networking.k8s.io", "Ingress") | ("", "Service") => json!({"loadBalancer": {}}),
         _ => return None,
     })
+}
+
+/// The APIService strategy marks a local API service (no `spec.service`) available on create
+/// (kube-aggregator pkg/registry/apiservice/strategy.go, `NewLocalAvailableAPIServiceCondition`).
+fn local_apiservice_status(obj: &mut Value) {
+    let local = obj.pointer("/spec/service").is_none_or(Value::is_null);
+    if local {
+        obj["status"] = json!({"conditions": [{
+            "type": "Available",
+            "status": "True",
+            "lastTransitionTime": crate::timing::now_rfc3339(),
+            "reason": "Local",
+            "message": "Local APIServices are always available",
+        }]});
+    }
 }
 
 /// What the create strategies and mutating admission plugins do to a new, defaulted object

@@ -36,7 +36,14 @@ pub fn create(
     namespace: &str,
     body: &Value,
 ) -> ApiResult<Value> {
-    let mut out = json!({"kind": kind_of(plural), "apiVersion": format!("{}/v1", group), "metadata": {"creationTimestamp": null}});
+    // A review is never stored: its metadata stays empty (creationTimestamp is `omitzero`),
+    // but a SelfSubjectReview's REST stamps its creation time (pkg/registry/authentication/
+    // selfsubjectreview/rest.go).
+    let mut out =
+        json!({"kind": kind_of(plural), "apiVersion": format!("{}/v1", group), "metadata": {}});
+    if plural == "selfsubjectreviews" {
+        out["metadata"]["creationTimestamp"] = json!(crate::timing::now_rfc3339());
+    }
     if plural == "localsubjectaccessreviews" {
         out["metadata"]["namespace"] = json!(namespace);
     }

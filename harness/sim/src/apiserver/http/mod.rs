@@ -601,6 +601,21 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
                 },
                 &opts,
             )?;
+            let mut out = out;
+            if !rt.custom {
+                // A typed list: its items carry no TypeMeta.
+                for item in out
+                    .get_mut("items")
+                    .and_then(Value::as_array_mut)
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(m) = item.as_object_mut() {
+                        m.shift_remove("kind");
+                        m.shift_remove("apiVersion");
+                    }
+                }
+            }
             Ok(json_response(StatusCode::OK, &out, &Output::Json, &[]))
         }
         _ => Err(ApiError::method_not_allowed(
@@ -651,7 +666,7 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
     .map(|l| l as usize);
     let out = c.output(false)?;
     crate::apiserver::validation::options::validate_list_options(&c.query)?;
-    let page = match (
+    let mut page = match (
         c.q("resourceVersionMatch").unwrap_or(""),
         c.q("resourceVersion").unwrap_or(""),
     ) {
@@ -672,6 +687,7 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
             },
         )?,
     };
+    page.untyped_items = !rt.custom;
     match out {
         Output::Table => {
             let printer = printer_for(rt);

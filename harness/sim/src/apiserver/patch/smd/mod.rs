@@ -5,6 +5,7 @@
 //! strategy's reset fields (`reset`).
 
 pub(crate) mod fieldpath;
+pub(crate) mod goencoding;
 pub(crate) mod managed;
 pub(crate) mod reset;
 pub(crate) mod schema;

@@ -112,6 +112,47 @@ impl<'a> Resolved<'a> {
     }
 }
 
+/// When encoding/json leaves a member out (`omitempty`, `omitzero` per the member's Go kind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Omit {
+    Never,
+    /// A list or map without `omitempty`: never left out, but an empty one comes back from
+    /// storage (protobuf) as nil, written as null.
+    Nil,
+    /// A nil pointer or interface.
+    Null,
+    /// A nil or empty slice or map.
+    Empty,
+    EmptyString,
+    ZeroNumber,
+    False,
+    /// `omitzero`: the zero value.
+    Zero,
+}
+
+/// One member of a Go struct: its JSON name, when it is left out, and its zero value as written.
+#[derive(Clone, Debug)]
+pub(crate) struct GoMember {
+    pub name: String,
+    pub omit: Omit,
+    pub zero: Value,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct GoStruct {
+    /// Sorted by name.
+    pub members: Vec<GoMember>,
+}
+
+impl GoStruct {
+    pub(crate) fn member(&self, name: &str) -> Option<&GoMember> {
+        self.members
+            .binary_search_by(|m| m.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.members[i])
+    }
+}
+
 /// What a kind's objects are: their type and the empty object a create compares against.
 #[derive(Debug)]
 pub(crate) struct KindInfo {
@@ -124,6 +165,9 @@ pub(crate) struct Schema {
     #[cfg(test)]
     names: HashMap<String, usize>,
     types: Vec<Atom>,
+    /// How encoding/json writes each struct type's members (by type index), when it is a Go
+    /// struct.
+    go: Vec<Option<GoStruct>>,
     kinds: HashMap<String, KindInfo>,
     /// `__untyped_deduced_`: what objects of an unknown kind are read as.
     deduced: usize,
@@ -164,10 +208,41 @@ impl Schema {
             kinds.insert(k.clone(), KindInfo { ty, zero });
         }
         let deduced = *names.get("__untyped_deduced_").ok_or("no deduced type")?;
+        let mut go: Vec<Option<GoStruct>> = vec![None; atoms.len()];
+        for (name, fields) in doc
+            .get("go")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let Some(i) = names.get(name) else { continue };
+            let mut members = Vec::new();
+            for (field, rule) in fields.as_object().into_iter().flatten() {
+                let omit = match rule.get(0).and_then(Value::as_str) {
+                    Some("null") => Omit::Null,
+                    Some("empty") => Omit::Empty,
+                    Some("\"\"") => Omit::EmptyString,
+                    Some("0") => Omit::ZeroNumber,
+                    Some("false") => Omit::False,
+                    Some("zero") => Omit::Zero,
+                    Some("nil") => Omit::Nil,
+                    _ => Omit::Never,
+                };
+                let zero = rule.get(1).cloned().unwrap_or(Value::Null);
+                members.push(GoMember {
+                    name: field.clone(),
+                    omit,
+                    zero,
+                });
+            }
+            members.sort_by(|a, b| a.name.cmp(&b.name));
+            go[*i] = Some(GoStruct { members });
+        }
         Ok(Schema {
             #[cfg(test)]
             names,
             types: atoms,
+            go,
             kinds,
             deduced,
         })
@@ -186,6 +261,14 @@ impl Schema {
     #[cfg(test)]
     pub(crate) fn named(&self, name: &str) -> Option<TypeRef> {
         self.names.get(name).map(|i| TypeRef::Named(*i, None))
+    }
+
+    /// The Go struct a named type is, if it is one.
+    pub(crate) fn go_struct(&self, tr: &TypeRef) -> Option<&GoStruct> {
+        match tr {
+            TypeRef::Named(i, _) => self.go[*i].as_ref(),
+            _ => None,
+        }
     }
 
     pub(crate) fn resolve<'a>(&'a self, tr: &'a TypeRef) -> Option<Resolved<'a>> {
