@@ -379,7 +379,7 @@ impl ApiServer {
             .map_err(ApiError::bad_request)?;
         let key = resources::storage_key(&rt.group, &rt.plural);
         let start_after = match q.continue_token {
-            Some(t) if !t.is_empty() => Some(decode_continue(t)?),
+            Some(t) if !t.is_empty() => Some(decode_continue(t, ns.filter(|_| rt.namespaced))?),
             _ => None,
         };
         // Field selectors are evaluated on the served form (events.k8s.io names fields differently).
@@ -403,22 +403,46 @@ impl ApiServer {
         } else {
             None
         };
-        let res = self.store.list_stored(
-            &key,
-            ns,
-            start_after.as_ref().map(|(_, k)| k),
-            q.limit,
-            &filter,
-            on_node,
-        );
+        let res = match &start_after {
+            // A later page reads the snapshot of the first (etcd serves the token's revision).
+            Some((rv, after)) if *rv < self.store.current_rv() => {
+                let snapshot = self.store.snapshot_at(&key, ns, *rv).map_err(|e| {
+                    if e.code == 410 {
+                        continue_too_old()
+                    } else {
+                        e
+                    }
+                })?;
+                page_of(snapshot, after, q.limit, &filter, *rv)
+            }
+            _ => self.store.list_stored(
+                &key,
+                ns,
+                start_after.as_ref().map(|(_, k)| k),
+                q.limit,
+                &filter,
+                on_node,
+            ),
+        };
         let list_rv = start_after
             .as_ref()
             .map(|(rv, _)| *rv)
             .unwrap_or(res.resource_version);
         let mut md = json!({"resourceVersion": list_rv.to_string()});
+        // The watch cache answers a cluster-wide list selecting one namespace from that
+        // namespace's index: its continue key is relative to the namespace.
+        let within_namespace = ns.is_some()
+            || (rt.namespaced
+                && q.fields
+                    .requires_exact_match("metadata.namespace")
+                    .is_some_and(|n| !n.is_empty()));
         if let Some(after) = &res.continue_after {
-            md["continue"] = json!(encode_continue(list_rv, after));
-            md["remainingItemCount"] = json!(res.remaining);
+            md["continue"] = json!(encode_continue(list_rv, after, within_namespace));
+            // Storage counts what a selector would filter out too, so it gives no count then
+            // (etcd3 store GetList: only for an empty predicate).
+            if q.labels.is_empty() && q.fields.is_empty() {
+                md["remainingItemCount"] = json!(res.remaining);
+            }
         }
         let items = res
             .items
@@ -532,6 +556,14 @@ impl ApiServer {
         let mut obj = validation::prune_typed(&stored_rt, obj)?;
         go_round_trip(&stored_rt, &mut obj);
         set_managed_fields(&mut obj, managed.flatten());
+        // etcd3 storage refuses a create that names a resourceVersion (a plain error: 500).
+        if meta::parse_uint(meta::resource_version(&obj)).is_ok_and(|v| v != 0) {
+            return Err(ApiError::new(
+                500,
+                "",
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
         let created = self.store_new(&stored_rt, obj, opts.dry_run)?;
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);
@@ -693,6 +725,12 @@ impl ApiServer {
         opts: &WriteOptions,
         apply_result: Option<()>,
     ) -> ApiResult<Arc<Value>> {
+        // The registry reads the new object's resourceVersion as a number before anything else
+        // (`ObjectResourceVersion`); its error is not an API status (500).
+        let rv = meta::resource_version(&obj);
+        if !rv.is_empty() {
+            meta::parse_uint(rv).map_err(|e| ApiError::new(500, "", e))?;
+        }
         let scope = match sub {
             None => UpdateScope::Main,
             Some("status") if stored_rt.has_status() => UpdateScope::Status,
@@ -851,7 +889,29 @@ impl ApiServer {
                     (applied, live.is_none())
                 }
                 (_, None) => return Err(ApiError::not_found(&rt.group, &rt.plural, name)),
-                (_, Some(cur)) => (patched(&rt.kind, cur, ptype, body)?, false),
+                (_, Some(cur)) => {
+                    let next = patched(&rt.kind, cur, ptype, body)?;
+                    // `checkName` (handlers/patch.go): the patched object keeps its name and
+                    // namespace.
+                    if meta::name(&next) != name {
+                        return Err(ApiError::bad_request(format!(
+                            "the name of the object ({}) does not match the name on the URL ({})",
+                            meta::name(&next),
+                            name
+                        )));
+                    }
+                    if rt.namespaced
+                        && !meta::namespace(&next).is_empty()
+                        && meta::namespace(&next) != ns
+                    {
+                        return Err(ApiError::bad_request(format!(
+                            "the namespace of the object ({}) does not match the namespace on the URL ({})",
+                            meta::namespace(&next),
+                            ns
+                        )));
+                    }
+                    (next, false)
+                }
             };
             if created {
                 if sub.is_some() {
@@ -1345,7 +1405,7 @@ fn patched(kind: &str, cur: &Value, ptype: PatchType, body: &Value) -> ApiResult
 
 fn patch_error(e: PatchError) -> ApiError {
     match e {
-        PatchError::Invalid(m) => ApiError::new(422, "Invalid", m),
+        PatchError::Internal(m) => ApiError::new(500, "", m),
         PatchError::BadRequest(m) => ApiError::bad_request(m),
         PatchError::Rejected(_) => {
             let mut err = ApiError::new(
@@ -1491,29 +1551,143 @@ fn set_managed_fields(obj: &mut Value, managed: Option<Value>) {
 }
 
 /// Continue tokens carry the list's resourceVersion and the last key, base64-encoded JSON.
-fn encode_continue(rv: u64, after: &(String, String)) -> String {
+/// One page of a snapshot's objects (in key order) after `after`.
+fn page_of(
+    snapshot: Vec<Stored>,
+    after: &(String, String),
+    limit: Option<usize>,
+    filter: &dyn Fn(&Value) -> bool,
+    rv: u64,
+) -> store::ListResult<Stored> {
+    let mut items = Vec::new();
+    let mut continue_after = None;
+    let mut remaining = 0;
+    for s in snapshot {
+        let o = s.object();
+        let k = (meta::namespace(&o).to_string(), meta::name(&o).to_string());
+        if k <= *after || !filter(&o) {
+            continue;
+        }
+        if limit.is_some_and(|l| items.len() >= l) {
+            remaining += 1;
+            continue;
+        }
+        items.push(s);
+        if limit == Some(items.len()) {
+            continue_after = Some(k);
+        }
+    }
+    if remaining == 0 {
+        continue_after = None;
+    }
+    store::ListResult {
+        items,
+        resource_version: rv,
+        continue_after,
+        remaining,
+    }
+}
+
+/// The 410 of a continue token whose revision storage has compacted away (etcd3 store).
+fn continue_too_old() -> ApiError {
+    ApiError::gone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+}
+
+/// Continue tokens as the apiserver's storage writes them (`storage.EncodeContinue`):
+/// base64url JSON `{"v":"meta.k8s.io/v1","rv":N,"start":KEY}`, KEY the next storage key after
+/// the list's prefix (`name\u0000` within a namespace, `ns/name\u0000` across namespaces).
+fn encode_continue(rv: u64, after: &(String, String), within_namespace: bool) -> String {
     use base64::Engine;
-    let raw = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": [after.0, after.1]}).to_string();
+    let start = if within_namespace || after.0.is_empty() {
+        format!("{}\u{0}", after.1)
+    } else {
+        format!("{}/{}\u{0}", after.0, after.1)
+    };
+    let raw = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start}).to_string();
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
 }
 
-fn decode_continue(token: &str) -> ApiResult<(u64, (String, String))> {
+/// `storage.DecodeContinue` with the apiserver's errors (400, `invalid continue token: ...`):
+/// the list's resourceVersion and the (namespace, name) the next page starts after.
+pub(crate) fn decode_continue(
+    token: &str,
+    namespace: Option<&str>,
+) -> ApiResult<(u64, (String, String))> {
     use base64::Engine;
-    let bad = || ApiError::bad_request(format!("invalid continue token: {:?}", token));
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token.trim_end_matches('='))
-        .map_err(|_| bad())?;
-    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
-    let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
-    let ns = v
-        .pointer("/start/0")
-        .and_then(Value::as_str)
-        .ok_or_else(bad)?;
-    let name = v
-        .pointer("/start/1")
-        .and_then(Value::as_str)
-        .ok_or_else(bad)?;
-    Ok((rv, (ns.to_string(), name.to_string())))
+    let bad = |why: String| ApiError::bad_request(format!("invalid continue token: {why}"));
+    let generic = "continue key is not valid";
+    if let Some(i) = token
+        .bytes()
+        .position(|b| !(b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+    {
+        return Err(bad(format!(
+            "{generic}: illegal base64 data at input byte {i}"
+        )));
+    }
+    // Go's RawURLEncoding, which ignores stray trailing bits.
+    let engine = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::URL_SAFE,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::RequireNone)
+            .with_decode_allow_trailing_bits(true),
+    );
+    let raw = engine.decode(token).map_err(|_| {
+        bad(format!(
+            "{generic}: illegal base64 data at input byte {}",
+            token.len().saturating_sub(1)
+        ))
+    })?;
+    let v: Value = serde_json::from_slice(&raw)
+        .map_err(|e| bad(format!("{generic}: {}", go_json_error(&raw, &e))))?;
+    let version = v.get("v").and_then(Value::as_str).unwrap_or("");
+    if version != "meta.k8s.io/v1" {
+        return Err(bad(format!(
+            "{generic}: server does not recognize this encoded version {version}"
+        )));
+    }
+    let rv = v.get("rv").and_then(Value::as_u64).unwrap_or(0);
+    if rv == 0 {
+        return Err(bad(format!(
+            "{generic}: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+        )));
+    }
+    let start = v.get("start").and_then(Value::as_str).unwrap_or("");
+    if start.is_empty() {
+        return Err(bad(format!(
+            "{generic}: encoded start key empty (version meta.k8s.io/v1)"
+        )));
+    }
+    let key = start.trim_end_matches('\u{0}');
+    let (ns, name) = match (namespace, key.split_once('/')) {
+        (Some(ns), _) => (ns.to_string(), key.to_string()),
+        (None, Some((ns, name))) => (ns.to_string(), name.to_string()),
+        (None, None) => (String::new(), key.to_string()),
+    };
+    Ok((rv, (ns, name)))
+}
+
+/// encoding/json's text for the first problem of `raw` (what `json.Unmarshal` answers).
+fn go_json_error(raw: &[u8], e: &serde_json::Error) -> String {
+    let first = raw.iter().position(|b| !b" \t\r\n".contains(b));
+    match first.map(|i| raw[i]) {
+        None => "unexpected end of JSON input".into(),
+        Some(c)
+            if !matches!(
+                c,
+                b'{' | b'[' | b'"' | b't' | b'f' | b'n' | b'-' | b'0'..=b'9'
+            ) =>
+        {
+            let shown = match c {
+                b'\'' => "'\\''".to_string(),
+                b'"' => "'\"'".to_string(),
+                0x20..=0x7e => format!("'{}'", c as char),
+                _ => format!("'\\u{:04x}'", c),
+            };
+            format!("invalid character {shown} looking for beginning of value")
+        }
+        Some(_) if e.is_eof() => "unexpected end of JSON input".into(),
+        Some(_) => e.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -1649,11 +1823,20 @@ mod tests {
 
     #[test]
     fn continue_tokens_round_trip_and_reject_garbage() {
-        let t = encode_continue(42, &("ns".into(), "name".into()));
+        let t = encode_continue(42, &("ns".into(), "name".into()), false);
         assert_eq!(
-            decode_continue(&t).unwrap(),
+            decode_continue(&t, None).unwrap(),
             (42, ("ns".into(), "name".into()))
         );
-        assert_eq!(decode_continue("!!!").unwrap_err().code, 400);
+        assert_eq!(decode_continue("!!!", None).unwrap_err().code, 400);
+        assert_eq!(
+            decode_continue("garbage", None).unwrap_err().message,
+            "invalid continue token: continue key is not valid: invalid character '\\u0081' looking for beginning of value"
+        );
+        let within = encode_continue(7, &("ns".into(), "c2".into()), true);
+        assert_eq!(
+            decode_continue(&within, Some("ns")).unwrap(),
+            (7, ("ns".into(), "c2".into()))
+        );
     }
 }

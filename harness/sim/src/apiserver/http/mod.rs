@@ -180,6 +180,17 @@ impl RequestContext<'_> {
     }
 }
 
+/// The Table's `includeObject` (`ValidateTableOptions`): Metadata by default.
+fn include_object<'a>(c: &'a RequestContext<'_>) -> ApiResult<&'a str> {
+    match c.q("includeObject").unwrap_or("") {
+        "" => Ok("Metadata"),
+        v @ ("Metadata" | "Object" | "None") => Ok(v),
+        other => Err(ApiError::bad_request(format!(
+            "Unable to convert to Table as requested: includeObject: Invalid value: {other:?}: must be 'Metadata', 'Object', 'None', or empty"
+        ))),
+    }
+}
+
 /// Without `fieldManager`, the apiserver names the manager after the user agent's program name
 /// (`prefixFromUserAgent`).
 fn default_manager(ua: &str) -> Option<String> {
@@ -420,7 +431,7 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
                             &printer_for(&rt),
                             &refs,
                             "",
-                            c.q("includeObject").unwrap_or("Metadata"),
+                            include_object(c)?,
                             true,
                             chrono::Utc::now(),
                         );
@@ -472,6 +483,11 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             if p.sub.as_deref() == Some("approval") && !rt.has_subresource("approval") {
                 return Err(not_found_path());
             }
+            // Storage parses the resourceVersion of a GET; its error is not an API status (500).
+            if let Some(rv) = c.q("resourceVersion").filter(|r| !r.is_empty()) {
+                crate::apiserver::meta::parse_resource_version(rv)
+                    .map_err(|e| ApiError::new(500, "", format!("resourceVersion: {e}")))?;
+            }
             let obj = api.get_stored(&rt, &ns, name)?;
             match c.output(false)? {
                 Output::Json => Ok(bytes_response(
@@ -485,6 +501,9 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
         }
         (Method::POST, None, None) if rt.group.is_empty() && rt.plural == "bindings" => {
             let b = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
+            if meta::name(&b).is_empty() {
+                return Err(ApiError::bad_request("Name parameter required."));
+            }
             api.bind_pod(&ns, meta::name(&b), &b)?;
             Ok(json_response(
                 StatusCode::CREATED,
@@ -515,6 +534,12 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
         }
         (Method::POST, Some(name), Some("eviction")) => {
             let e = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
+            // pkg/registry/core/pod/storage/eviction.go: the body names the pod of the URL.
+            if meta::name(&e) != name {
+                return Err(ApiError::bad_request(
+                    "name in URL does not match name in Eviction object",
+                ));
+            }
             api.evict_pod(&ns, name, &e)?;
             Ok(json_response(
                 StatusCode::CREATED,
@@ -663,9 +688,31 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
         None => None,
     }
     .filter(|l| *l > 0)
-    .map(|l| l as usize);
+    .map(|l| l as usize)
+    // resourceVersion=0 is answered from the watch cache, which does not page (the cacher's
+    // `shouldDelegateList`).
+    .filter(|_| {
+        c.q("resourceVersion") != Some("0") || c.q("continue").is_some_and(|t| !t.is_empty())
+    });
     let out = c.output(false)?;
     crate::apiserver::validation::options::validate_list_options(&c.query)?;
+    // `storage.ValidateListOptions`: a continue token carries its own resourceVersion; any
+    // other resourceVersion has to parse.
+    let rv = c.q("resourceVersion").unwrap_or("");
+    match c.q("continue").filter(|t| !t.is_empty()) {
+        Some(token) if !rv.is_empty() && rv != "0" => {
+            crate::apiserver::decode_continue(token, ns)?;
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        None if !rv.is_empty() => {
+            crate::apiserver::meta::parse_resource_version(rv).map_err(|e| {
+                ApiError::bad_request(format!("invalid resource version: resourceVersion: {e}"))
+            })?;
+        }
+        _ => {}
+    }
     let mut page = match (
         c.q("resourceVersionMatch").unwrap_or(""),
         c.q("resourceVersion").unwrap_or(""),
@@ -697,12 +744,15 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
                 &printer,
                 &items,
                 meta::str_at(&page.metadata, "/resourceVersion").unwrap_or(""),
-                c.q("includeObject").unwrap_or("Metadata"),
+                include_object(c)?,
                 true,
                 chrono::Utc::now(),
             );
             if let Some(cont) = page.metadata.get("continue") {
                 t["metadata"]["continue"] = cont.clone();
+            }
+            if let Some(n) = page.metadata.get("remainingItemCount") {
+                t["metadata"]["remainingItemCount"] = n.clone();
             }
             Ok(json_response(StatusCode::OK, &t, &Output::Json, &[]))
         }
@@ -763,7 +813,7 @@ fn object_response(
                 &printer,
                 &[obj],
                 meta::resource_version(obj),
-                c.q("includeObject").unwrap_or("Metadata"),
+                include_object(c)?,
                 true,
                 chrono::Utc::now(),
             );
@@ -806,10 +856,19 @@ fn delete_options(c: &RequestContext<'_>) -> ApiResult<DeleteOptions> {
         (Some("Background"), _) => Some(Propagation::Background),
         (Some("Orphan"), _) => Some(Propagation::Orphan),
         (Some(other), _) => {
-            return Err(ApiError::bad_request(format!(
-                "propagationPolicy: Unsupported value: {:?}: supported values: \"Foreground\", \"Background\", \"Orphan\"",
-                other
-            )))
+            // `ValidateDeleteOptions` (pkg/apis/meta/internalversion/validation).
+            use crate::apiserver::validation::field;
+            let errs = vec![field::not_supported(
+                &field::Path::new("propagationPolicy"),
+                field::BadValue::named(other),
+                &["Foreground", "Background", "Orphan", "nil"],
+            )];
+            return Err(field::invalid_status(
+                "meta.k8s.io",
+                "DeleteOptions",
+                "",
+                &errs,
+            ));
         }
         (None, Some(true)) => Some(Propagation::Orphan),
         (None, Some(false)) => Some(Propagation::Background),

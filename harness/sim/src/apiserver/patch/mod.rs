@@ -21,12 +21,13 @@ use std::fmt;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum PatchError {
-    /// The patch cannot be applied (malformed, failed test, missing path, …).
-    /// The message is the one the real apiserver puts in its Status.
-    Invalid(String),
+    /// A strategic merge patch the library cannot apply: the apiserver passes the error on as
+    /// is, a 500 without reason carrying this message.
+    Internal(String),
     /// The patch does not decode (HTTP 400, reason BadRequest, the message as given).
     BadRequest(String),
-    /// A JSON patch that decodes but does not apply: the apiserver answers its generic 422
+    /// A JSON patch that decodes but does not apply (or a strategic merge patch with a list of
+    /// lists): the apiserver answers its generic 422
     /// (`NewGenericServerResponse`: "the server rejected our request due to an error in our
     /// request", empty details) and drops this message, kept here for logs and tests.
     Rejected(String),
@@ -35,7 +36,7 @@ pub enum PatchError {
 impl fmt::Display for PatchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PatchError::Invalid(msg) | PatchError::BadRequest(msg) | PatchError::Rejected(msg) => {
+            PatchError::Internal(msg) | PatchError::BadRequest(msg) | PatchError::Rejected(msg) => {
                 f.write_str(msg)
             }
         }

@@ -93,6 +93,17 @@ pub fn prune_typed_status(rt: &ResourceType, current: &Value, mut obj: Value) ->
 
 /// Unknown-field handling per `fieldValidation`. Returns warnings for `Warn`.
 pub fn check_fields(rt: &ResourceType, obj: &Value, mode: Option<&str>) -> ApiResult<Vec<String>> {
+    if !rt.custom {
+        if let Some(e) =
+            crate::apiserver::patch::smd::goencoding::decode_error(&rt.api_version(), &rt.kind, obj)
+        {
+            return Err(ApiError::bad_request(format!(
+                "{kind} in version {version:?} cannot be handled as a {kind}: {e}",
+                kind = rt.kind,
+                version = rt.version
+            )));
+        }
+    }
     let mode = mode.unwrap_or("Warn");
     if !matches!(mode, "Strict" | "Warn" | "Ignore") {
         return Err(ApiError::bad_request(format!(

@@ -40,7 +40,68 @@ pub(crate) fn round_trip(api_version: &str, kind: &str, obj: &mut Value, stored:
     }
 }
 
+/// What decoding a body of built-in `kind` into its Go type refuses before anything else looks
+/// at it: a quantity that does not parse (`resource.ParseQuantity`). The error text, if any.
+pub(crate) fn decode_error(api_version: &str, kind: &str, obj: &Value) -> Option<String> {
+    let schema = Schema::builtins();
+    let k = schema.kind(api_version, kind)?;
+    let mut err = None;
+    visit(schema, &k.ty, obj, &mut |ty, v| {
+        if err.is_none() && schema.is_quantity(ty) {
+            let ok = match v {
+                Value::String(s) => crate::apiserver::table::canonical_quantity(s).is_some(),
+                Value::Number(n) => {
+                    crate::apiserver::table::canonical_quantity(&n.to_string()).is_some()
+                }
+                _ => true,
+            };
+            if !ok {
+                err = Some(
+                    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+                        .to_string(),
+                );
+            }
+        }
+    });
+    err
+}
+
+/// Calls `f` with every value of `v` and its type.
+fn visit(schema: &Schema, ty: &TypeRef, v: &Value, f: &mut dyn FnMut(&TypeRef, &Value)) {
+    f(ty, v);
+    let Some(r) = schema.resolve(ty) else { return };
+    match v {
+        Value::Array(items) => {
+            if let Some(l) = &r.atom.list {
+                for item in items {
+                    visit(schema, &l.element, item, f);
+                }
+            }
+        }
+        Value::Object(m) => {
+            if let Some(map) = &r.atom.map {
+                for (k, child) in m {
+                    visit(schema, map.member_type(k), child, f);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 fn walk(schema: &Schema, ty: &TypeRef, v: &mut Value, stored: bool) {
+    // `Quantity.MarshalJSON` writes the canonical form (`0.5` is `500m`), a string.
+    if schema.is_quantity(ty) {
+        let text = match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        };
+        if let Some(c) = text.and_then(|t| crate::apiserver::table::canonical_quantity(&t)) {
+            *v = Value::String(c);
+        }
+        return;
+    }
     if let (Some(go), Value::Object(m)) = (schema.go_struct(ty), &mut *v) {
         let def = schema.resolve(ty).and_then(|r| r.atom.map.as_ref());
         let keys: Vec<String> = m.keys().cloned().collect();
@@ -132,6 +193,18 @@ mod tests {
         assert_eq!(decoded["rules"], json!([]));
         round_trip("rbac.authorization.k8s.io/v1", "Role", &mut r, true);
         assert_eq!(r["rules"], Value::Null);
+        // quantities are written canonically
+        let mut p = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "0.5", "memory": 1024}}}]}});
+        assert_eq!(decode_error("v1", "Pod", &p), None);
+        round_trip("v1", "Pod", &mut p, true);
+        assert_eq!(
+            p["spec"]["containers"][0]["resources"]["requests"],
+            json!({"cpu": "500m", "memory": "1Ki"})
+        );
+        let bad = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "lots"}}}]}});
+        assert!(decode_error("v1", "Pod", &bad)
+            .unwrap()
+            .starts_with("quantities must match"));
         // unknown kinds are left alone
         let mut w = json!({"apiVersion": "x/v1", "kind": "W", "spec": {"n": 0}});
         round_trip("x/v1", "W", &mut w, true);

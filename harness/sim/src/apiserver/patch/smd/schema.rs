@@ -171,6 +171,8 @@ pub(crate) struct Schema {
     kinds: HashMap<String, KindInfo>,
     /// `__untyped_deduced_`: what objects of an unknown kind are read as.
     deduced: usize,
+    /// `resource.Quantity`, written in its canonical form.
+    quantity: Option<usize>,
 }
 
 const DATA: &str = include_str!("builtins.json");
@@ -208,6 +210,9 @@ impl Schema {
             kinds.insert(k.clone(), KindInfo { ty, zero });
         }
         let deduced = *names.get("__untyped_deduced_").ok_or("no deduced type")?;
+        let quantity = names
+            .get("io.k8s.apimachinery.pkg.api.resource.Quantity")
+            .copied();
         let mut go: Vec<Option<GoStruct>> = vec![None; atoms.len()];
         for (name, fields) in doc
             .get("go")
@@ -243,6 +248,7 @@ impl Schema {
             names,
             types: atoms,
             go,
+            quantity,
             kinds,
             deduced,
         })
@@ -261,6 +267,11 @@ impl Schema {
     #[cfg(test)]
     pub(crate) fn named(&self, name: &str) -> Option<TypeRef> {
         self.names.get(name).map(|i| TypeRef::Named(*i, None))
+    }
+
+    /// Whether `tr` is `resource.Quantity`.
+    pub(crate) fn is_quantity(&self, tr: &TypeRef) -> bool {
+        matches!(tr, TypeRef::Named(i, _) if Some(*i) == self.quantity)
     }
 
     /// The Go struct a named type is, if it is one.
