@@ -167,6 +167,29 @@ impl Default for ApiTarget {
 /// InternalError); an allocator out of addresses or ports; an eviction of a pod with several
 /// PodDisruptionBudgets; a resourceVersion from the future.
 const UPSTREAM_5XX: &[(u16, &str, &str, &str)] = &[
+    // Server-side apply of a configuration that does not fit the schema: the field manager's
+    // plain error (structuredmerge.go), checked against kube-apiserver 1.35.
+    (500, "", "failed to create typed patch object (", ""),
+    // A strategic merge patch the library cannot apply (interpretStrategicMergePatchError).
+    (500, "", "unknown patch type: ", ""),
+    (500, "", "map: ", ""),
+    (500, "", "list element types are not identical: ", ""),
+    (500, "", "cannot merge lists without merge key for ", ""),
+    (
+        500,
+        "",
+        "merging lists cannot yet be specified in the patch",
+        "",
+    ),
+    // A resourceVersion that is not a number (APIObjectVersioner, etcd3 store).
+    (500, "", "strconv.ParseUint: parsing ", ""),
+    (500, "", "resourceVersion: Invalid value: ", ""),
+    (
+        500,
+        "",
+        "resourceVersion should not be set on objects to be created",
+        "",
+    ),
     (
         500,
         "InternalError",

@@ -199,7 +199,7 @@ mod tests {
         round_trip("v1", "Pod", &mut p, true);
         assert_eq!(
             p["spec"]["containers"][0]["resources"]["requests"],
-            json!({"cpu": "500m", "memory": "1Ki"})
+            json!({"cpu": "500m", "memory": "1024"})
         );
         let bad = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "lots"}}}]}});
         assert!(decode_error("v1", "Pod", &bad)

@@ -429,6 +429,44 @@ pub(crate) fn validate(schema: &Schema, ty: &TypeRef, v: &Value) -> Vec<String> 
     errs
 }
 
+/// Go's `%#v` of a decoded JSON value (int64, float64, string, bool, map, slice).
+fn go_sharp_v(v: &Value) -> String {
+    match v {
+        Value::Null => "interface {}(nil)".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => format!("{s:?}"),
+        Value::Array(a) => format!(
+            "[]interface {{}}{{{}}}",
+            a.iter().map(go_sharp_v).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(m) => format!(
+            "map[string]interface {{}}{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{k:?}:{}", go_sharp_v(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Go's `%v` of a decoded JSON value.
+fn go_v(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".into(),
+        Value::String(s) => s.clone(),
+        Value::Array(a) => format!("[{}]", a.iter().map(go_v).collect::<Vec<_>>().join(" ")),
+        Value::Object(m) => format!(
+            "map[{}]",
+            m.iter()
+                .map(|(k, v)| format!("{k}:{}", go_v(v)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        other => other.to_string(),
+    }
+}
+
 /// Go's `%T` of a decoded JSON value.
 fn go_type(v: &Value) -> &'static str {
     match v {
@@ -460,15 +498,12 @@ fn validate_at(schema: &Schema, ty: &TypeRef, v: &Value, path: &Path, errs: &mut
                     Scalar::Numeric => {
                         format!("expected numeric (int or float), got {}", go_type(v))
                     }
-                    Scalar::String => {
-                        format!("expected string, got {}", super::fieldpath::go_json(v))
-                    }
-                    Scalar::Boolean => {
-                        format!("expected boolean, got {}", super::fieldpath::go_json(v))
-                    }
-                    Scalar::Untyped => {
-                        format!("expected any scalar, got {}", super::fieldpath::go_json(v))
-                    }
+                    Scalar::String => format!(
+                        "expected string, got &value.valueUnstructured{{Value:{}}}",
+                        go_sharp_v(v)
+                    ),
+                    Scalar::Boolean => format!("expected boolean, got &{{{}}}", go_v(v)),
+                    Scalar::Untyped => format!("expected any scalar, got &{{{}}}", go_v(v)),
                 };
                 errs.push(format!("{}: {msg}", prefix(path)));
             }
