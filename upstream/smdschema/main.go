@@ -21,7 +21,9 @@ import (
 	"strings"
 
 	apiextensionsscheme "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/scheme"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/util/openapi"
@@ -91,6 +93,28 @@ func generate() ([]byte, error) {
 			kinds = append(kinds, kindInfo{gvk.GroupVersion().String(), gvk.Kind, goName, defName, obj})
 			names = append(names, goName)
 		}
+	}
+	// The list kinds and the meta types every document carries (discovery, Status, options,
+	// watch events): so the schema names every definition the apiserver serves.
+	for _, s := range schemes {
+		for gvk := range s.AllKnownTypes() {
+			if gvk.Version == runtime.APIVersionInternal || !strings.HasSuffix(gvk.Kind, "List") {
+				continue
+			}
+			obj, err := s.New(gvk)
+			if err != nil {
+				continue
+			}
+			goName := util.GetCanonicalTypeName(obj)
+			if _, ok := config.Definitions[goName]; ok && !seen[goName] {
+				seen[goName] = true
+				names = append(names, goName)
+			}
+		}
+	}
+	for _, obj := range []any{&metav1.Status{}, &metav1.DeleteOptions{}, &metav1.WatchEvent{}, &metav1.Patch{},
+		&metav1.APIGroup{}, &metav1.APIGroupList{}, &metav1.APIResourceList{}, &metav1.APIVersions{}, &version.Info{}} {
+		names = append(names, util.GetCanonicalTypeName(obj))
 	}
 	sort.Strings(names)
 	models, err := builder3.BuildOpenAPIDefinitionsForResources(config, names...)

@@ -773,6 +773,10 @@ impl ApiServer {
             obj = next;
         }
         let main = scope == UpdateScope::Main && sub != Some("ephemeralcontainers");
+        if sub == Some("ephemeralcontainers") {
+            // The subresource's body is a Pod, decoded (defaulted) like any other.
+            admission::apply_defaults(stored_rt, &mut obj);
+        }
         // The field manager sees the decoded, defaulted body against the stored object, before
         // admission and the update strategy (handlers/update.go, patch.go); an apply recorded
         // its own.

@@ -713,6 +713,16 @@ impl Store {
         let grace = effective_grace_period(rt, &obj, opts.grace_period_seconds);
         let already_deleting = meta::is_deleting(&obj);
         if fins.is_empty() && grace == 0 {
+            if already_deleting {
+                // A terminating pod deleted again at once: its grace period is shortened to 0
+                // before it goes (`rest.BeforeDelete`), as the answer shows.
+                let md = meta::metadata_mut(&mut obj);
+                md.insert(
+                    "deletionTimestamp".into(),
+                    json!(timing::rfc3339(chrono::Utc::now())),
+                );
+                md.insert("deletionGracePeriodSeconds".into(), json!(0));
+            }
             if opts.dry_run {
                 return Ok(DeleteOutcome::Deleted(Arc::new(obj)));
             }
@@ -738,15 +748,15 @@ impl Store {
         {
             let md = meta::metadata_mut(&mut obj);
             let prev_grace = md.get("deletionGracePeriodSeconds").and_then(Value::as_i64);
-            let shorten = grace > 0 && prev_grace.map(|p| grace < p).unwrap_or(true);
+            let shorten = prev_grace.map(|p| grace < p).unwrap_or(true);
             if !already_deleting || shorten {
                 md.insert(
                     "deletionTimestamp".into(),
                     json!(timing::rfc3339(now + chrono::Duration::seconds(grace))),
                 );
-                if grace > 0 || rt.plural == "pods" {
-                    md.insert("deletionGracePeriodSeconds".into(), json!(grace));
-                }
+                // A kind without graceful deletion held by finalizers gets a grace period of 0
+                // (`updateForGracefulDeletionAndFinalizers`).
+                md.insert("deletionGracePeriodSeconds".into(), json!(grace));
             }
         }
         meta::set_finalizers(&mut obj, &fins);

@@ -29,9 +29,14 @@ fn operation(o: &Operation, tag: &str) -> Value {
     let mut responses = Map::new();
     for (code, def) in &o.responses {
         let description = paths::response_description(*code);
+        let schema = if def.is_empty() {
+            json!({"type": "string"})
+        } else {
+            json!({"$ref": format!("{REF_PREFIX}{def}")})
+        };
         responses.insert(
             code.to_string(),
-            json!({"description": description, "schema": {"$ref": format!("{REF_PREFIX}{def}")}}),
+            json!({"description": description, "schema": schema}),
         );
     }
     responses.insert("401".into(), json!({"description": "Unauthorized"}));
@@ -41,9 +46,14 @@ fn operation(o: &Operation, tag: &str) -> Value {
         "schemes": ["https"],
         "tags": [tag],
         "responses": responses,
-        "x-kubernetes-action": o.action,
-        "x-kubernetes-group-version-kind": o.gvk,
     });
+    // Discovery and other non-resource operations carry neither.
+    if !o.action.is_empty() {
+        op["x-kubernetes-action"] = json!(o.action);
+    }
+    if !o.gvk.is_null() {
+        op["x-kubernetes-group-version-kind"] = o.gvk.clone();
+    }
     if !o.consumes.is_empty() {
         op["consumes"] = json!(o.consumes);
     }
@@ -170,6 +180,19 @@ pub fn document(reg: &Registry) -> Value {
         for item in paths::of(t) {
             paths.insert(item.path.clone(), path_item(&item, &tag));
         }
+        let discovery = paths::discovery(&t.group, &t.version);
+        paths
+            .entry(discovery.path.clone())
+            .or_insert_with(|| path_item(&discovery, &tag));
+    }
+    let groups: Vec<String> = types
+        .iter()
+        .map(|t| t.group.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    for item in paths::non_resource(&groups) {
+        paths.insert(item.path.clone(), path_item(&item, "core"));
     }
     json!({
         "swagger": "2.0",

@@ -162,8 +162,9 @@ pub(crate) struct KindInfo {
 
 #[derive(Debug)]
 pub(crate) struct Schema {
-    #[cfg(test)]
     names: HashMap<String, usize>,
+    /// The name of each type, by index.
+    type_names: Vec<String>,
     types: Vec<Atom>,
     /// How encoding/json writes each struct type's members (by type index), when it is a Go
     /// struct.
@@ -243,9 +244,13 @@ impl Schema {
             members.sort_by(|a, b| a.name.cmp(&b.name));
             go[*i] = Some(GoStruct { members });
         }
+        let mut type_names = vec![String::new(); atoms.len()];
+        for (name, i) in &names {
+            type_names[*i] = name.clone();
+        }
         Ok(Schema {
-            #[cfg(test)]
             names,
+            type_names,
             types: atoms,
             go,
             quantity,
@@ -264,9 +269,16 @@ impl Schema {
         TypeRef::Named(self.deduced, None)
     }
 
-    #[cfg(test)]
     pub(crate) fn named(&self, name: &str) -> Option<TypeRef> {
         self.names.get(name).map(|i| TypeRef::Named(*i, None))
+    }
+
+    /// The name of a named type reference.
+    pub(crate) fn name_of(&self, tr: &TypeRef) -> Option<&str> {
+        match tr {
+            TypeRef::Named(i, _) => Some(&self.type_names[*i]),
+            _ => None,
+        }
     }
 
     /// Whether `tr` is `resource.Quantity`.
