@@ -550,6 +550,7 @@ impl ApiServer {
         let stored_rt = self.stored_type(rt);
         if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
             crd::prepare(&mut obj)?;
+            crd::initial_status(&mut obj);
         }
         let obj = self.convert_in(rt, obj);
         validation::validate_create(&stored_rt, &obj)?;
@@ -568,7 +569,6 @@ impl ApiServer {
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);
         }
-        let created = self.after_create_status(&stored_rt, created);
         Ok(Written {
             object: self.convert_out_shared(rt, created),
             warnings,
@@ -596,19 +596,6 @@ impl ApiServer {
             &service_allocation::InUse::from_services(services.items.iter().map(|s| s.as_ref())),
         )?;
         self.store.create(stored_rt, obj, dry_run)
-    }
-
-    /// A new CRD is answered as established (acceptedNames, storedVersions, conditions): the
-    /// sim's CRD controllers run synchronously within the create.
-    fn after_create_status(&self, stored_rt: &ResourceType, created: Arc<Value>) -> Arc<Value> {
-        if stored_rt.group != "apiextensions.k8s.io"
-            || stored_rt.plural != "customresourcedefinitions"
-        {
-            return created;
-        }
-        self.store
-            .get(&stored_rt.key(), "", meta::name(&created))
-            .unwrap_or(created)
     }
 
     /// The ServiceAccount admission plugin, which reads the pod's ServiceAccount.
@@ -1141,6 +1128,7 @@ impl ApiServer {
         }
         if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
             crd::prepare(&mut obj)?;
+            crd::initial_status(&mut obj);
         }
         let stored_rt = self.stored_type(rt);
         let obj = self.convert_in(rt, obj);
@@ -1358,7 +1346,16 @@ impl ApiServer {
             && rt.plural == "customresourcedefinitions"
             && !meta::is_deleting(obj)
         {
-            crd::establish(&self.registry, &self.store, obj);
+            if let Some(next) = crd::establish(&self.registry, obj) {
+                // Failing to write it (a concurrent update) is retried on the CRD's next write.
+                let opts = WriteOptions {
+                    field_manager: Some("kube-apiserver".into()),
+                    ..Default::default()
+                };
+                let mut next = next;
+                meta::metadata_mut(&mut next).remove("resourceVersion");
+                let _ = self.update(rt, "", meta::name(obj), Some("status"), next, &opts);
+            }
         }
     }
 

@@ -1165,6 +1165,49 @@ fn merge_for_scope(
             }
             new
         }
+        UpdateScope::Status if !rt.custom => {
+            // A built-in status strategy keeps what the request sent except its reset fields
+            // (the spec; for some kinds parts of metadata or all of it), which stay as stored:
+            // a Deployment's annotations change through /status, its labels do not.
+            let reset = crate::apiserver::patch::smd::reset::reset_fields(
+                &rt.group,
+                &rt.kind,
+                Some("status"),
+                false,
+            );
+            let mut out = new;
+            for path in reset.iter().flat_map(|s| s.iter()) {
+                let names: Vec<&str> = path
+                    .iter()
+                    .filter_map(|e| match e {
+                        crate::apiserver::patch::smd::fieldpath::PathElement::Field(n) => {
+                            Some(n.as_str())
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                restore(&mut out, current, &names);
+            }
+            if reset.is_none() {
+                let status = out.get_mut("status").map(std::mem::take);
+                let managed = out
+                    .pointer_mut("/metadata/managedFields")
+                    .map(std::mem::take);
+                out = current.clone();
+                match status {
+                    Some(s) => out["status"] = s,
+                    None => {
+                        if let Some(m) = out.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+                if let Some(mf) = managed {
+                    meta::metadata_mut(&mut out).insert("managedFields".into(), mf);
+                }
+            }
+            out
+        }
         UpdateScope::Status => {
             let mut out = current.clone();
             match new.get_mut("status").map(std::mem::take) {
@@ -1212,6 +1255,44 @@ fn merge_for_scope(
             }
             out
         }
+    }
+}
+
+/// Put `current`'s value at `path` (field names) into `out`, or remove it there when `current`
+/// has none. A restored `metadata` keeps the request's managedFields (its field manager's).
+fn restore(out: &mut Value, current: &Value, path: &[&str]) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let from = parents
+        .iter()
+        .try_fold(current, |v, k| v.get(*k))
+        .and_then(|v| v.get(*last))
+        .cloned();
+    let mut slot = &mut *out;
+    for k in parents {
+        if !slot.get(*k).is_some_and(Value::is_object) {
+            if from.is_none() {
+                return;
+            }
+            slot[*k] = json!({});
+        }
+        slot = slot.get_mut(*k).expect("object");
+    }
+    let managed = (path == ["metadata"])
+        .then(|| slot.pointer("/metadata/managedFields").cloned())
+        .flatten();
+    match (from, slot.as_object_mut()) {
+        (Some(v), Some(m)) => {
+            m.insert((*last).to_string(), v);
+        }
+        (None, Some(m)) => {
+            m.remove(*last);
+        }
+        _ => {}
+    }
+    if let Some(mf) = managed {
+        meta::metadata_mut(slot).insert("managedFields".into(), mf);
     }
 }
 

@@ -21,7 +21,7 @@ use crate::apiserver::table;
 use crate::apiserver::{ApiServer, ListQuery, PatchType, WriteOptions};
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use negotiate::Output;
 use route::{is_true, ResourcePath, Route};
@@ -257,14 +257,21 @@ async fn dispatch(c: &RequestContext<'_>, route: Route) -> ApiResult<Response> {
         }
         Route::Group(g) => {
             get_only()?;
-            let doc = discovery::group(&api.registry, &g).ok_or_else(not_found_path)?;
-            Ok(json_response(StatusCode::OK, &doc, &c.output(false)?, &[]))
+            match discovery::group(&api.registry, &g) {
+                Some(doc) => Ok(json_response(StatusCode::OK, &doc, &c.output(false)?, &[])),
+                // No group handles it: the apiserver's last handler answers.
+                None => Ok(page_not_found()),
+            }
         }
         Route::GroupVersion { group, version } => {
             get_only()?;
-            let doc = discovery::resource_list(&api.registry, &group, &version)
-                .ok_or_else(not_found_path)?;
-            Ok(json_response(StatusCode::OK, &doc, &c.output(false)?, &[]))
+            match discovery::resource_list(&api.registry, &group, &version) {
+                Some(doc) => Ok(json_response(StatusCode::OK, &doc, &c.output(false)?, &[])),
+                None if !group.is_empty() && discovery::group(&api.registry, &group).is_none() => {
+                    Ok(page_not_found())
+                }
+                None => Err(not_found_path()),
+            }
         }
         Route::OpenApiV2 => {
             get_only()?;
@@ -294,8 +301,21 @@ async fn dispatch(c: &RequestContext<'_>, route: Route) -> ApiResult<Response> {
             })?;
             control.handle(&c.method, &path, &c.query, c.body)
         }
-        Route::NotFound => Err(not_found_path()),
+        Route::NotFound => Ok(page_not_found()),
     }
+}
+
+/// What a path no handler serves gets: Go's `http.NotFound`, a text body.
+fn page_not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (HeaderName::from_static("x-content-type-options"), "nosniff"),
+        ],
+        "404 page not found\n",
+    )
+        .into_response()
 }
 
 /// The requests `auth` answers rather than the store: the reviews and TokenRequest. `None`
@@ -340,12 +360,16 @@ fn serve_auth(
     }))
 }
 
+/// A path under a served group-version that names nothing there: `NewGenericServerResponse`'s
+/// 404 (its details empty).
 fn not_found_path() -> ApiError {
-    ApiError::new(
+    let mut e = ApiError::new(
         404,
         "NotFound",
         "the server could not find the requested resource",
-    )
+    );
+    e.details = Some(json!({}));
+    e
 }
 
 /// The verb of a resource request, as audit logs and RBAC name it.

@@ -10,8 +10,9 @@ use axum::response::{IntoResponse, Response};
 
 /// The media type client-go before 1.27 requests `/openapi/v2` in.
 pub const PROTO_V2: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
-/// What the answer is labelled: the requested media type itself (kube-apiserver 1.35, judged).
-const PROTO_V2_LABEL: &str = PROTO_V2;
+/// What the answer is labelled: the media type with `.` for `@` (kube-openapi's handler; checked
+/// against kube-apiserver 1.35).
+const PROTO_V2_LABEL: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
 fn respond(
     r: &Rendered,

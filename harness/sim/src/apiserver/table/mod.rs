@@ -102,7 +102,11 @@ pub struct Printer {
 #[derive(Clone)]
 enum PrinterKind {
     /// A built-in kind's definition (`printers::PRINTERS`), or the default table.
-    Builtin(&'static [ColumnDef], Option<fn(&Value) -> Option<Value>>),
+    Builtin(
+        &'static [ColumnDef],
+        Option<fn(&Value) -> Option<Value>>,
+        Option<printers::CellFn>,
+    ),
     /// Custom resource printed from `additionalPrinterColumns`.
     Custom(Vec<CustomColumn>),
 }
@@ -110,7 +114,7 @@ enum PrinterKind {
 impl std::fmt::Debug for PrinterKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PrinterKind::Builtin(cols, _) => write!(f, "Builtin({} columns)", cols.len()),
+            PrinterKind::Builtin(cols, ..) => write!(f, "Builtin({} columns)", cols.len()),
             PrinterKind::Custom(cols) => write!(f, "Custom({:?})", cols),
         }
     }
@@ -137,7 +141,7 @@ impl Printer {
     fn from_def(def: &'static PrinterDef) -> Printer {
         Printer {
             columns: def.columns.iter().map(Column::from_def).collect(),
-            kind: PrinterKind::Builtin(def.columns, def.row_conditions),
+            kind: PrinterKind::Builtin(def.columns, def.row_conditions, def.extra_cell),
         }
     }
 
@@ -149,7 +153,7 @@ impl Printer {
                 .iter()
                 .map(Column::from_def)
                 .collect(),
-            kind: PrinterKind::Builtin(printers::DEFAULT_COLUMNS, None),
+            kind: PrinterKind::Builtin(printers::DEFAULT_COLUMNS, None, None),
         }
     }
 
@@ -233,9 +237,10 @@ impl Printer {
     /// being the reference time for ages.
     pub fn cells(&self, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         match &self.kind {
-            PrinterKind::Builtin(cols, _) => cols
+            PrinterKind::Builtin(cols, _, extra) => cols
                 .iter()
                 .map(|c| builtin_cell(c.cell, obj, now))
+                .chain(extra.map(|f| f(obj, now)))
                 .collect(),
             PrinterKind::Custom(cols) => custom_cells(cols, obj, now),
         }
@@ -245,7 +250,7 @@ impl Printer {
     /// Succeeded / Failed pods, which kubectl uses to dim finished pods).
     pub fn row_conditions(&self, obj: &Value) -> Option<Value> {
         match self.kind {
-            PrinterKind::Builtin(_, Some(f)) => f(obj),
+            PrinterKind::Builtin(_, Some(f), _) => f(obj),
             _ => None,
         }
     }
