@@ -26,7 +26,7 @@ const V1BETA1_CRD: &str =
 const IDENTITY_EQUALITY: &str = "compares two Resource objects built by separate clients with ==, but kubernetes.dynamic.Resource \
      has identity equality: the objects differ only by identity (checked field by field), on any cluster";
 const APPLY_WRONG_VERSION: &str =
-    "applies an apps/v1 Deployment body to the pods endpoint: a real apiserver answers 400 \"Incorrect version specified in apply patch\"";
+    "applies an apps/v1 Deployment body to the pods endpoint: a real apiserver answers 400 \"invalid object type: apps/v1, Kind=Deployment\"";
 
 fn suite_files(python: &Path) -> Vec<PathBuf> {
     let out = std::process::Command::new(python)

@@ -220,13 +220,13 @@ pub const EXTRAS: &[Extra] = extras![
     "" "Event" short &["ev"], cat &[], subs &[];
     "" "LimitRange" short &["limits"], cat &[], subs &[];
     "" "Namespace" short &["ns"], cat &[], subs &["status", "finalize"];
-    "" "Node" short &["no"], cat &[], subs STATUS;
+    "" "Node" short &["no"], cat &[], subs &["status", "proxy"];
     "" "PersistentVolume" short &["pv"], cat &[], subs STATUS;
     "" "PersistentVolumeClaim" short &["pvc"], cat &[], subs STATUS;
-    "" "Pod" short &["po"], cat ALL, subs &["status", "log", "eviction", "binding", "ephemeralcontainers", "exec", "attach", "portforward"];
+    "" "Pod" short &["po"], cat ALL, subs &["status", "log", "eviction", "binding", "ephemeralcontainers", "exec", "attach", "portforward", "proxy", "resize"];
     "" "ReplicationController" short &["rc"], cat ALL, subs STATUS_SCALE;
     "" "ResourceQuota" short &["quota"], cat &[], subs STATUS;
-    "" "Service" short &["svc"], cat ALL, subs STATUS;
+    "" "Service" short &["svc"], cat ALL, subs &["status", "proxy"];
     "" "ServiceAccount" short &["sa"], cat &[], subs &["token"];
     "admissionregistration.k8s.io" "MutatingWebhookConfiguration" short &[], cat EXT, subs &[];
     "admissionregistration.k8s.io" "ValidatingAdmissionPolicy" short &[], cat EXT, subs STATUS;
@@ -320,6 +320,7 @@ pub fn subresource_verbs(sub: &str) -> &'static [&'static str] {
         "eviction" | "binding" | "token" => &["create"],
         "finalize" => &["update"],
         "exec" | "attach" | "portforward" => &["create", "get"],
+        "proxy" => &["create", "delete", "get", "patch", "update"],
         _ => &["get", "patch", "update"],
     }
 }

@@ -11,6 +11,7 @@ pub mod crd;
 pub mod event_convert;
 pub mod event_ttl;
 pub mod eviction;
+pub mod gojson;
 pub mod http;
 pub mod meta;
 pub mod openapi;
@@ -290,13 +291,9 @@ impl ApiServer {
         version: &str,
         plural: &str,
     ) -> ApiResult<Arc<ResourceType>> {
-        self.registry.get(group, version, plural).ok_or_else(|| {
-            ApiError::new(
-                404,
-                "NotFound",
-                "the server could not find the requested resource",
-            )
-        })
+        self.registry
+            .get(group, version, plural)
+            .ok_or_else(|| ApiError::not_found_path())
     }
 
     /// The stored form of `obj` converted to the version `rt` serves.
@@ -538,6 +535,10 @@ impl ApiServer {
     ) -> ApiResult<Written> {
         let ns = if rt.namespaced { ns } else { "" };
         let warnings = validation::check_fields(rt, &obj, opts.field_validation.as_deref())?;
+        let mut obj = obj;
+        if rt.custom {
+            validation::customresource::prune_and_default(rt, &mut obj);
+        }
         // The field manager records the decoded, defaulted body before admission and the
         // create strategy change it (handlers/create.go).
         let managed = admission::check_type(rt, &obj)
@@ -667,6 +668,10 @@ impl ApiServer {
             )));
         }
         let warnings = validation::check_fields(rt, &obj, opts.field_validation.as_deref())?;
+        let mut obj = obj;
+        if rt.custom {
+            validation::customresource::prune_and_default(rt, &mut obj);
+        }
         let mut obj = self.convert_in(rt, obj);
         obj["apiVersion"] = json!(self.stored_type(rt).api_version());
         obj["kind"] = json!(self.stored_type(rt).kind);
@@ -775,6 +780,9 @@ impl ApiServer {
         }
         // Validation reads the decoded body as the apiserver's typed object has it (an absent
         // optional member stays absent); a body that does not decode is a 400 first.
+        if stored_rt.custom && scope == UpdateScope::Status {
+            validation::validate_custom_status(stored_rt, &obj)?;
+        }
         let unpruned = main.then(|| obj.clone());
         let mut obj = if scope == UpdateScope::Status {
             validation::prune_typed_status(stored_rt, &current, obj)?
@@ -845,12 +853,17 @@ impl ApiServer {
             let now = timing::now_rfc3339();
             let (next, created) = match (ptype, current.as_deref()) {
                 (PatchType::Apply, live) => {
+                    // The field manager's versionCheckManager: the applied object's
+                    // GroupVersionKind is the resource's (`schema.GroupVersionKind.String()`).
                     let given = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-                    if given != rt.api_version() {
+                    let given_kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
+                    if given != rt.api_version() || given_kind != rt.kind {
+                        let (g, v) = match given.split_once('/') {
+                            Some((g, v)) => (g, v),
+                            None => ("", given),
+                        };
                         return Err(ApiError::bad_request(format!(
-                            "Incorrect version specified in apply patch. Specified patch version: {}, expected: {}",
-                            given,
-                            rt.api_version()
+                            "invalid object type: {g}/{v}, Kind={given_kind}"
                         )));
                     }
                     warnings =
@@ -881,7 +894,13 @@ impl ApiServer {
                 }
                 (_, None) => return Err(ApiError::not_found(&rt.group, &rt.plural, name)),
                 (_, Some(cur)) => {
-                    let next = patched(&rt.kind, cur, ptype, body)?;
+                    let mut next = patched(&rt.kind, cur, ptype, body)?;
+                    if rt.custom {
+                        // The patched object is decoded as a body would be: pruned, defaulted.
+                        warnings =
+                            validation::check_fields(rt, &next, opts.field_validation.as_deref())?;
+                        validation::customresource::prune_and_default(rt, &mut next);
+                    }
                     // `checkName` (handlers/patch.go): the patched object keeps its name and
                     // namespace.
                     if meta::name(&next) != name {
@@ -1219,18 +1238,21 @@ impl ApiServer {
                 continue_token: None,
             },
         )?;
-        let mut items = Vec::new();
-        for item in list["items"].as_array().cloned().unwrap_or_default() {
-            match self.delete(rt, meta::namespace(&item), meta::name(&item), opts) {
-                Ok(DeleteOutcome::Deleted(o)) | Ok(DeleteOutcome::Pending(o)) => {
-                    items.push((*o).clone())
-                }
+        // The store's DeleteCollection answers with the list it read, not what the deletes
+        // left (items at their listed resourceVersions, the list's own resourceVersion).
+        let listed = list["items"].as_array().cloned().unwrap_or_default();
+        for item in &listed {
+            match self.delete(rt, meta::namespace(item), meta::name(item), opts) {
+                Ok(_) => {}
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),
             }
         }
+        let rv = meta::str_at(&list, "/metadata/resourceVersion")
+            .map(String::from)
+            .unwrap_or_else(|| self.store.current_rv().to_string());
         Ok(
-            json!({"kind": format!("{}List", rt.kind), "apiVersion": rt.api_version(), "metadata": {"resourceVersion": self.store.current_rv().to_string()}, "items": items}),
+            json!({"kind": format!("{}List", rt.kind), "apiVersion": rt.api_version(), "metadata": {"resourceVersion": rv}, "items": listed}),
         )
     }
 
@@ -1293,7 +1315,7 @@ impl ApiServer {
         // Binding sets PodScheduled=True, as the real binding storage does.
         meta::set_condition(&mut next, "PodScheduled", "True", None, None);
         self.store
-            .update(&rt, ns, name, next, UpdateScope::Any, false)?;
+            .update(&rt, ns, name, next, UpdateScope::Storage, false)?;
         Ok(())
     }
 
@@ -1329,6 +1351,28 @@ impl ApiServer {
                 )))
             }
         };
+        // podHasContainerWithName: any container, init or ephemeral container of the pod.
+        let known = ["containers", "initContainers", "ephemeralContainers"]
+            .iter()
+            .filter_map(|k| {
+                pod.get("spec")
+                    .and_then(|s| s.get(*k))
+                    .and_then(Value::as_array)
+            })
+            .flatten()
+            .any(|c| c.get("name").and_then(Value::as_str) == Some(container.as_str()));
+        if !known {
+            return Err(ApiError::bad_request(format!(
+                "container {container} is not valid for pod {name}"
+            )));
+        }
+        // LogLocation: a pod not assigned to a node has no location: nothing to stream.
+        if meta::str_at(&pod, "/spec/nodeName")
+            .unwrap_or("")
+            .is_empty()
+        {
+            return Ok(String::new());
+        }
         let src = self.log_source.read().clone();
         match src {
             Some(s) => s.logs(&pod, &container, previous),
@@ -1516,6 +1560,32 @@ fn managed_fields_of(
         &timing::now_rfc3339(),
     );
     decoded.pointer("/metadata/managedFields").cloned()
+}
+
+impl ApiServer {
+    /// The managedFields of a create that stores nothing (a review, a TokenRequest): the create
+    /// handler's field manager records the request body before the REST storage answers, and
+    /// the storages that answer with the request object keep them.
+    pub fn unstored_create_managed_fields(
+        &self,
+        group: &str,
+        kind: &str,
+        sub: Option<&str>,
+        body: &Value,
+        field_manager: Option<String>,
+    ) -> Option<Value> {
+        let base = self.registry.all().into_iter().next()?;
+        let mut rt = (*base).clone();
+        rt.group = group.to_string();
+        rt.version = "v1".into();
+        rt.kind = kind.to_string();
+        rt.custom = false;
+        let opts = WriteOptions {
+            field_manager,
+            ..Default::default()
+        };
+        managed_fields_of(&rt, sub, None, body, &opts)
+    }
 }
 
 /// A built-in object as the apiserver's Go types write it back (zero `omitempty` members gone,

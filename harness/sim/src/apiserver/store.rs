@@ -209,6 +209,9 @@ pub enum UpdateScope {
     Status,
     /// Internal writers (garbage collector, namespace controller) that may change anything.
     Any,
+    /// As `Any`, for a write that goes to storage without any strategy seeing it (the pod
+    /// binding's GuaranteedUpdate): no generation bump.
+    Storage,
     /// A subresource that writes one field (parent, field), such as `namespaces/finalize` and
     /// `pods/ephemeralcontainers`: the stored object with that field and the managedFields of
     /// the write, merged under the store's lock so that concurrent writes of other parts do not
@@ -593,12 +596,14 @@ impl Store {
         }
         let wanted_uid = meta::uid(&new);
         if !wanted_uid.is_empty() && wanted_uid != meta::uid(&current) {
+            // etcd3's GuaranteedUpdate checks the precondition: a StorageError naming the key.
             return Err(ApiError::conflict(
                 &rt.group,
                 &rt.plural,
                 name,
                 &format!(
-                    "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                    "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                    etcd_key(rt, ns, name),
                     wanted_uid,
                     meta::uid(&current)
                 ),
@@ -680,14 +685,15 @@ impl Store {
             .and_then(|b| b.get(&okey))
             .map(|s| s.object())
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+        // rest.BeforeDelete checks the preconditions first, naming the kind (not the resource).
         if let Some(uid) = &opts.precondition_uid {
             if uid != meta::uid(&current) {
                 return Err(ApiError::conflict(
                     &rt.group,
-                    &rt.plural,
+                    &rt.kind,
                     name,
                     &format!(
-                        "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                        "the UID in the precondition ({}) does not match the UID in record ({}). The object might have been deleted and then recreated",
                         uid,
                         meta::uid(&current)
                     ),
@@ -696,7 +702,16 @@ impl Store {
         }
         if let Some(rv) = &opts.precondition_rv {
             if rv != meta::resource_version(&current) {
-                return Err(ApiError::conflict(&rt.group, &rt.plural, name, &format!("Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}", rv, meta::resource_version(&current))));
+                return Err(ApiError::conflict(
+                    &rt.group,
+                    &rt.kind,
+                    name,
+                    &format!(
+                        "the ResourceVersion in the precondition ({}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                        rv,
+                        meta::resource_version(&current)
+                    ),
+                ));
             }
         }
         let mut obj: Value = (*current).clone();
@@ -713,15 +728,51 @@ impl Store {
         let grace = effective_grace_period(rt, &obj, opts.grace_period_seconds);
         let already_deleting = meta::is_deleting(&obj);
         if fins.is_empty() && grace == 0 {
-            if already_deleting {
-                // A terminating pod deleted again at once: its grace period is shortened to 0
-                // before it goes (`rest.BeforeDelete`), as the answer shows.
+            // Pods delete gracefully even with a grace period of 0 (the pod strategy's
+            // CheckGracefulDelete): rest.BeforeDelete marks the pod deleting now, with a grace
+            // period of 0 (bumping its generation the first time), the store writes that, then
+            // deletes it. A pod already terminating with a grace period of 0 goes at once.
+            let prev_grace = obj
+                .pointer("/metadata/deletionGracePeriodSeconds")
+                .and_then(Value::as_i64);
+            let is_pod = rt.group.is_empty() && rt.plural == "pods";
+            if is_pod && (!already_deleting || prev_grace.is_some_and(|g| g > 0)) {
                 let md = meta::metadata_mut(&mut obj);
                 md.insert(
                     "deletionTimestamp".into(),
                     json!(timing::rfc3339(chrono::Utc::now())),
                 );
                 md.insert("deletionGracePeriodSeconds".into(), json!(0));
+                if !already_deleting {
+                    if let Some(g) = md
+                        .get("generation")
+                        .and_then(Value::as_i64)
+                        .filter(|g| *g > 0)
+                    {
+                        md.insert("generation".into(), json!(g + 1));
+                    }
+                }
+                if !opts.dry_run {
+                    let rv = inner.rv + 1;
+                    meta::metadata_mut(&mut obj)
+                        .insert("resourceVersion".into(), json!(rv.to_string()));
+                    inner.rv = rv;
+                    let marked = Arc::new(obj.clone());
+                    let stored = Stored::of(&key, &marked);
+                    inner
+                        .buckets
+                        .entry(key.clone())
+                        .or_default()
+                        .insert(okey.clone(), stored.clone());
+                    self.emit(
+                        &mut inner,
+                        key.clone(),
+                        EventType::Modified,
+                        marked.clone(),
+                        stored,
+                        Some(current.clone()),
+                    );
+                }
             }
             if opts.dry_run {
                 return Ok(DeleteOutcome::Deleted(Arc::new(obj)));
@@ -747,6 +798,17 @@ impl Store {
         let now = chrono::Utc::now();
         {
             let md = meta::metadata_mut(&mut obj);
+            // The first mark of deletion bumps a generation the object has (rest.BeforeDelete
+            // for graceful deletion, the store's markAsDeleting for finalizers).
+            if !already_deleting {
+                if let Some(g) = md
+                    .get("generation")
+                    .and_then(Value::as_i64)
+                    .filter(|g| *g > 0)
+                {
+                    md.insert("generation".into(), json!(g + 1));
+                }
+            }
             let prev_grace = md.get("deletionGracePeriodSeconds").and_then(Value::as_i64);
             let shorten = prev_grace.map(|p| grace < p).unwrap_or(true);
             if !already_deleting || shorten {
@@ -1141,7 +1203,7 @@ fn merge_for_scope(
     scope: UpdateScope,
 ) -> Value {
     match scope {
-        UpdateScope::Any => new,
+        UpdateScope::Any | UpdateScope::Storage => new,
         UpdateScope::Main => {
             if rt.has_status() {
                 match current.get("status") {
@@ -1321,7 +1383,7 @@ fn carry_server_metadata(
         }
     }
     md.remove("selfLink");
-    if scope != UpdateScope::Any {
+    if !matches!(scope, UpdateScope::Any | UpdateScope::Storage) {
         // Clients cannot set or clear deletion state through an update.
         for k in ["deletionTimestamp", "deletionGracePeriodSeconds"] {
             match cur_md.get(k) {
@@ -1339,10 +1401,8 @@ fn carry_server_metadata(
             .get("generation")
             .and_then(Value::as_i64)
             .unwrap_or(1);
-        md.insert(
-            "generation".into(),
-            json!(if spec_changed { g + 1 } else { g }),
-        );
+        let bump = spec_changed && scope != UpdateScope::Storage;
+        md.insert("generation".into(), json!(if bump { g + 1 } else { g }));
     } else {
         md.remove("generation");
     }
@@ -1379,6 +1439,27 @@ fn unindex_owners(inner: &mut Inner, key: &ResourceKey, okey: &ObjectKey, obj: &
                 inner.dependents.remove(&uid);
             }
         }
+    }
+}
+
+/// The etcd key kube-apiserver stores an object under: `/registry/<prefix>/[<namespace>/]<name>`,
+/// the prefix the resource's plural but for the prefixes compiled in
+/// (`SpecialDefaultResourcePrefixes`) and the apiextensions/aggregator stores (group/plural).
+pub fn etcd_key(rt: &ResourceType, ns: &str, name: &str) -> String {
+    let prefix = match (rt.group.as_str(), rt.plural.as_str()) {
+        ("", "replicationcontrollers") => "controllers".to_string(),
+        ("", "endpoints") => "services/endpoints".to_string(),
+        ("", "nodes") => "minions".to_string(),
+        ("", "services") => "services/specs".to_string(),
+        ("networking.k8s.io", "ingresses") => "ingress".to_string(),
+        ("apiextensions.k8s.io" | "apiregistration.k8s.io", p) => format!("{}/{p}", rt.group),
+        (g, p) if rt.custom => format!("{g}/{p}"),
+        (_, p) => p.to_string(),
+    };
+    if ns.is_empty() {
+        format!("/registry/{prefix}/{name}")
+    } else {
+        format!("/registry/{prefix}/{ns}/{name}")
     }
 }
 

@@ -119,6 +119,10 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
         .map(String::from);
     let route = route::parse(parts.uri.path());
     if let Route::Resource(p) = &route {
+        let manager = query
+            .get("fieldManager")
+            .cloned()
+            .or_else(|| default_manager(&user_agent));
         if let Some(r) = serve_auth(
             &s.auth,
             &s.api,
@@ -127,6 +131,7 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
             p,
             content_type.as_deref(),
             &body,
+            manager,
         ) {
             return r
                 .map(|v| json_response(StatusCode::CREATED, &v, &Output::Json, &[]))
@@ -143,10 +148,44 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
         user_agent,
         if_none_match,
     };
+    let unacceptable = not_acceptable_for(&route);
     match dispatch(&ctx, route).await {
         Ok(r) => r,
+        Err(e) if e.reason == "NotAcceptable" => error_response(&unacceptable.unwrap_or(e)),
         Err(e) => error_response(&e),
     }
+}
+
+/// The 406 each handler gives: the aggregated-discovery handlers (`/apis`, `/apis/<group>`) their
+/// own text, the others go-restful's / the endpoint negotiator's list of what the endpoint serves.
+fn not_acceptable_for(route: &Route) -> Option<ApiError> {
+    const SERIALIZERS: &str =
+        "application/json, application/yaml, application/vnd.kubernetes.protobuf";
+    let representations = match route {
+        Route::Groups | Route::Group(_) => {
+            return Some(ApiError::new(
+                406,
+                "NotAcceptable",
+                format!("only the following media types are accepted: {SERIALIZERS}"),
+            ))
+        }
+        Route::CoreVersions | Route::GroupVersion { .. } => SERIALIZERS.to_string(),
+        Route::Resource(p) if p.sub.as_deref() == Some("log") => {
+            format!("text/plain, {SERIALIZERS}")
+        }
+        Route::Resource(p) if p.name.is_none() || p.watch_prefix => format!(
+            "{SERIALIZERS}, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+        ),
+        Route::Resource(_) => SERIALIZERS.to_string(),
+        _ => return None,
+    };
+    let mut e = ApiError::new(
+        406,
+        "NotAcceptable",
+        format!("406: Not Acceptable\n\nAvailable representations: {representations}"),
+    );
+    e.details = Some(json!({}));
+    Some(e)
 }
 
 struct RequestContext<'a> {
@@ -270,7 +309,7 @@ async fn dispatch(c: &RequestContext<'_>, route: Route) -> ApiResult<Response> {
                 None if !group.is_empty() && discovery::group(&api.registry, &group).is_none() => {
                     Ok(page_not_found())
                 }
-                None => Err(not_found_path()),
+                None => Err(ApiError::not_found_path()),
             }
         }
         Route::OpenApiV2 => {
@@ -287,8 +326,11 @@ async fn dispatch(c: &RequestContext<'_>, route: Route) -> ApiResult<Response> {
         }
         Route::OpenApiV3(p) => {
             get_only()?;
-            openapi::v3_group_version(api, &p, c.q("hash"), c.if_none_match.as_deref())
-                .ok_or_else(not_found_path)
+            // kube-openapi's v3 handler answers a group-version it does not know with a bare 404.
+            Ok(
+                openapi::v3_group_version(api, &p, c.q("hash"), c.if_none_match.as_deref())
+                    .unwrap_or_else(|| StatusCode::NOT_FOUND.into_response()),
+            )
         }
         Route::Resource(p) => resource(c, p).await,
         Route::Control(path) => {
@@ -328,6 +370,7 @@ fn serve_auth(
     p: &ResourcePath,
     content_type: Option<&str>,
     body: &[u8],
+    manager: Option<String>,
 ) -> Option<ApiResult<Value>> {
     let token_request = p.group.is_empty()
         && p.plural == "serviceaccounts"
@@ -339,11 +382,7 @@ fn serve_auth(
         return None;
     }
     if review && (p.namespace.is_some() != (p.plural == "localsubjectaccessreviews")) {
-        return Some(Err(ApiError::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        )));
+        return Some(Err(ApiError::not_found_path()));
     }
     if method != "POST" {
         return Some(Err(ApiError::method_not_allowed(
@@ -351,27 +390,42 @@ fn serve_auth(
         )));
     }
     let ns = p.namespace.as_deref().unwrap_or("");
-    Some(negotiate::decode_body(content_type, body).and_then(|b| {
-        if token_request {
-            auth::tokens::token_request(&auth.signer, api, ns, p.name.as_deref().unwrap_or(""), &b)
-        } else {
-            auth::reviews::create(auth, api, user, &p.group, &p.plural, ns, &b)
-        }
-    }))
+    let kind = if token_request {
+        "TokenRequest"
+    } else {
+        auth::reviews::kind_of(&p.plural)
+    };
+    Some(
+        negotiate::decode_object(content_type, body, kind).and_then(|b| {
+            let (mut out, group, sub) = if token_request {
+                let out = auth::tokens::token_request(
+                    &auth.signer,
+                    api,
+                    ns,
+                    p.name.as_deref().unwrap_or(""),
+                    &b,
+                )?;
+                (out, auth::reviews::AUTHENTICATION, Some("token"))
+            } else {
+                let out = auth::reviews::create(auth, api, user, &p.group, &p.plural, ns, &b)?;
+                (out, p.group.as_str(), None)
+            };
+            // The rules review and SelfSubjectReview answer with new objects: no managedFields.
+            if !matches!(
+                p.plural.as_str(),
+                "selfsubjectrulesreviews" | "selfsubjectreviews"
+            ) {
+                if let Some(m) = api.unstored_create_managed_fields(group, kind, sub, &b, manager) {
+                    meta::metadata_mut(&mut out).insert("managedFields".into(), m);
+                }
+            }
+            Ok(out)
+        }),
+    )
 }
 
 /// A path under a served group-version that names nothing there: `NewGenericServerResponse`'s
 /// 404 (its details empty).
-fn not_found_path() -> ApiError {
-    let mut e = ApiError::new(
-        404,
-        "NotFound",
-        "the server could not find the requested resource",
-    );
-    e.details = Some(json!({}));
-    e
-}
-
 /// The verb of a resource request, as audit logs and RBAC name it.
 fn verb(method: &Method, p: &ResourcePath, watch: bool) -> &'static str {
     match (method.clone(), p.name.is_some()) {
@@ -404,17 +458,54 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
         return Err(e);
     }
     let rt = api.resource(&p.group, &p.version, &p.plural)?;
+    let events_v1 = rt.group == "events.k8s.io";
+    let out = resource_of(c, p, rt).await;
+    if events_v1 {
+        out.map_err(requalify_events)
+    } else {
+        out
+    }
+}
+
+/// events.k8s.io Events share core Events' storage, but their REST storage names its own
+/// resource in its errors (`events.events.k8s.io "x" not found`).
+fn requalify_events(mut e: ApiError) -> ApiError {
+    let Some(d) = e.details.as_mut().and_then(Value::as_object_mut) else {
+        return e;
+    };
+    if d.get("kind").and_then(Value::as_str) != Some("events") || d.contains_key("group") {
+        return e;
+    }
+    let name = d.shift_remove("name");
+    let rest: Vec<(String, Value)> = std::mem::take(d).into_iter().collect();
+    if let Some(n) = name {
+        d.insert("name".into(), n);
+    }
+    d.insert("group".into(), json!("events.k8s.io"));
+    d.extend(rest);
+    e.message = e
+        .message
+        .replacen("events \"", "events.events.k8s.io \"", 1);
+    e
+}
+
+async fn resource_of(
+    c: &RequestContext<'_>,
+    p: ResourcePath,
+    rt: Arc<ResourceType>,
+) -> ApiResult<Response> {
+    let api = &c.s.api;
     // Cluster-scoped resources have no namespaced paths; namespaced ones are reachable without a
     // namespace only to list or watch across all namespaces.
     let cross_namespace_read = c.method == Method::GET && p.name.is_none();
     if (!rt.namespaced && p.namespace.is_some())
         || (rt.namespaced && p.namespace.is_none() && !cross_namespace_read)
     {
-        return Err(not_found_path());
+        return Err(ApiError::not_found_path());
     }
     if let Some(sub) = &p.sub {
         if !rt.has_subresource(sub) {
-            return Err(not_found_path());
+            return Err(ApiError::not_found_path());
         }
     } else if !rt.verbs.contains(&verb(
         &c.method,
@@ -449,9 +540,9 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             let items = api.component_statuses();
             match name {
                 None => match c.output(false)? {
-                    Output::Table => {
+                    Output::Table(v) => {
                         let refs: Vec<&Value> = items.iter().collect();
-                        let t = table::to_table(
+                        let mut t = table::to_table(
                             &printer_for(&rt),
                             &refs,
                             "",
@@ -459,6 +550,7 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
                             true,
                             chrono::Utc::now(),
                         );
+                        table::set_version(&mut t, v);
                         Ok(json_response(StatusCode::OK, &t, &Output::Json, &warning))
                     }
                     o => {
@@ -479,6 +571,15 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
         (Method::GET, Some(name), Some("log")) => {
             let previous = is_true(c.query.get("previous"));
             let mut text = api.pod_logs(&ns, name, c.q("container"), previous)?;
+            // A pod without a node has no log location: the streamer answers 204, no body.
+            let unscheduled = api.get_stored(&rt, &ns, name).is_ok_and(|p| {
+                meta::str_at(&p.object(), "/spec/nodeName")
+                    .unwrap_or("")
+                    .is_empty()
+            });
+            if unscheduled {
+                return Ok(StatusCode::NO_CONTENT.into_response());
+            }
             if let Some(n) = c.q("tailLines").and_then(|n| n.parse::<usize>().ok()) {
                 let lines: Vec<&str> = text.lines().collect();
                 let start = lines.len().saturating_sub(n);
@@ -505,7 +606,7 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             None | Some("status") | Some("ephemeralcontainers") | Some("approval"),
         ) => {
             if p.sub.as_deref() == Some("approval") && !rt.has_subresource("approval") {
-                return Err(not_found_path());
+                return Err(ApiError::not_found_path());
             }
             // Storage parses the resourceVersion of a GET; its error is not an API status (500).
             if let Some(rv) = c.q("resourceVersion").filter(|r| !r.is_empty()) {
@@ -524,14 +625,14 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             }
         }
         (Method::POST, None, None) if rt.group.is_empty() && rt.plural == "bindings" => {
-            let b = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
+            let b = negotiate::decode_object(c.content_type.as_deref(), c.body, "Binding")?;
             if meta::name(&b).is_empty() {
                 return Err(ApiError::bad_request("Name parameter required."));
             }
             api.bind_pod(&ns, meta::name(&b), &b)?;
             Ok(json_response(
                 StatusCode::CREATED,
-                &success_status(None),
+                &created_status(),
                 &Output::Json,
                 &[],
             ))
@@ -542,22 +643,22 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
                 "CreateOptions",
                 &c.query,
             )?;
-            let obj = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
+            let obj = negotiate::decode_object(c.content_type.as_deref(), c.body, &rt.kind)?;
             let w = api.create(&rt, &ns, obj, &c.write_options())?;
             object_response(c, &rt, StatusCode::CREATED, &w.object, &w.warnings)
         }
         (Method::POST, Some(name), Some("binding")) => {
-            let b = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
+            let b = negotiate::decode_object(c.content_type.as_deref(), c.body, "Binding")?;
             api.bind_pod(&ns, name, &b)?;
             Ok(json_response(
                 StatusCode::CREATED,
-                &success_status(None),
+                &created_status(),
                 &Output::Json,
                 &[],
             ))
         }
         (Method::POST, Some(name), Some("eviction")) => {
-            let e = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
+            let e = negotiate::decode_object(c.content_type.as_deref(), c.body, "Eviction")?;
             // pkg/registry/core/pod/storage/eviction.go: the body names the pod of the URL.
             if meta::name(&e) != name {
                 return Err(ApiError::bad_request(
@@ -567,7 +668,7 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             api.evict_pod(&ns, name, &e)?;
             Ok(json_response(
                 StatusCode::CREATED,
-                &success_status(None),
+                &created_status(),
                 &Output::Json,
                 &[],
             ))
@@ -585,7 +686,7 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
                 "UpdateOptions",
                 &c.query,
             )?;
-            let obj = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
+            let obj = negotiate::decode_object(c.content_type.as_deref(), c.body, &rt.kind)?;
             let w = api.update(&rt, &ns, name, sub, obj, &c.write_options())?;
             object_response(c, &rt, StatusCode::OK, &w.object, &w.warnings)
         }
@@ -651,6 +752,11 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
                 &opts,
             )?;
             let mut out = out;
+            if rt.custom {
+                if let Some(md) = out.get_mut("metadata") {
+                    unstructured_list_meta(md);
+                }
+            }
             if !rt.custom {
                 // A typed list: its items carry no TypeMeta.
                 for item in out
@@ -676,15 +782,89 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
 /// The patch type from Content-Type and the decoded patch body.
 fn patch_body(c: &RequestContext<'_>) -> ApiResult<(PatchType, Value)> {
     let ct = c.content_type.clone().unwrap_or_default();
+    // go-restful refuses a Content-Type the PATCH route does not consume before any handler.
     let ptype = PatchType::from_content_type(&ct).ok_or_else(|| {
-        ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {:?})", ct))
+        let mut e = ApiError::new(415, "UnsupportedMediaType", "415: Unsupported Media Type");
+        e.details = Some(json!({}));
+        e
     })?;
-    let body = if ptype == PatchType::Apply {
-        negotiate::decode_yaml(c.body)?
-    } else {
-        negotiate::decode_json(c.body)?
+    if ptype == PatchType::Apply {
+        return Ok((ptype, negotiate::decode_yaml(c.body)?));
+    }
+    let body = negotiate::decode_json(c.body);
+    // `fieldValidation` Strict or Warn (the default): the JSON and merge patchers first decode
+    // the patch strictly into their Go types, and report that error as theirs.
+    let strict = c.q("fieldValidation") != Some("Ignore");
+    let decoding = |e: String| ApiError::bad_request(format!("error decoding patch: {e}"));
+    match ptype {
+        PatchType::Json | PatchType::Merge if strict => {
+            let body = body.map_err(|e| decoding(e.message))?;
+            if let Some(e) = strict_patch_shape(ptype, &body) {
+                return Err(decoding(e));
+            }
+            Ok((ptype, body))
+        }
+        _ => Ok((ptype, body?)),
+    }
+}
+
+/// What `json.Unmarshal` of a patch into `[]handlers.jsonPatchOp` (a JSON patch) or
+/// `map[string]interface{}` (a merge patch) says about a body of the wrong shape.
+fn strict_patch_shape(ptype: PatchType, body: &Value) -> Option<String> {
+    let kind = |v: &Value| match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
     };
-    Ok((ptype, body))
+    match (ptype, body) {
+        (_, Value::Null) => None,
+        (PatchType::Merge, Value::Object(_)) => None,
+        (PatchType::Merge, v) => Some(format!(
+            "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            kind(v)
+        )),
+        (_, Value::Array(ops)) => ops.iter().find_map(|op| match op {
+            Value::Null => None,
+            Value::Object(m) => ["op", "path", "from"].iter().find_map(|f| match m.get(*f) {
+                None | Some(Value::Null) | Some(Value::String(_)) => None,
+                Some(v) => Some(format!(
+                    "json: cannot unmarshal {} into Go struct field jsonPatchOp.{f} of type string",
+                    kind(v)
+                )),
+            }),
+            v => Some(format!(
+                "json: cannot unmarshal {} into Go value of type handlers.jsonPatchOp",
+                kind(v)
+            )),
+        }),
+        (_, v) => Some(format!(
+            "json: cannot unmarshal {} into Go value of type []handlers.jsonPatchOp",
+            kind(v)
+        )),
+    }
+}
+
+/// An unstructured list's metadata (custom resources) always has `continue`, empty on the last
+/// page (`UnstructuredList`'s ListMeta is a map the list handler sets it in).
+fn unstructured_list_meta(md: &mut Value) {
+    if let Some(m) = md.as_object_mut() {
+        if !m.contains_key("continue") {
+            let rest = std::mem::take(m);
+            m.insert("continue".into(), json!(""));
+            m.extend(rest);
+        }
+    }
+}
+
+/// The Status a create that makes no object answers with (a binding, an eviction): Success, and
+/// the create handler fills in the response's code when the Status has none.
+fn created_status() -> Value {
+    let mut s = success_status(None);
+    s["code"] = json!(201);
+    s
 }
 
 fn label_selector(c: &RequestContext<'_>) -> ApiResult<LabelSelector> {
@@ -759,8 +939,11 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
         )?,
     };
     page.untyped_items = !rt.custom;
+    if rt.custom && matches!(out, Output::Json | Output::Yaml) {
+        unstructured_list_meta(&mut page.metadata);
+    }
     match out {
-        Output::Table => {
+        Output::Table(version) => {
             let printer = printer_for(rt);
             let objects: Vec<Arc<Value>> = page.items.iter().map(|i| i.object()).collect();
             let items: Vec<&Value> = objects.iter().map(|o| o.as_ref()).collect();
@@ -778,6 +961,7 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
             if let Some(n) = page.metadata.get("remainingItemCount") {
                 t["metadata"]["remainingItemCount"] = n.clone();
             }
+            table::set_version(&mut t, version);
             Ok(json_response(StatusCode::OK, &t, &Output::Json, &[]))
         }
         Output::PartialMetadata => {
@@ -831,9 +1015,9 @@ fn object_response(
     warnings: &[String],
 ) -> ApiResult<Response> {
     match c.output(false)? {
-        Output::Table => {
+        Output::Table(version) => {
             let printer = printer_for(rt);
-            let t = table::to_table(
+            let mut t = table::to_table(
                 &printer,
                 &[obj],
                 meta::resource_version(obj),
@@ -841,6 +1025,7 @@ fn object_response(
                 true,
                 chrono::Utc::now(),
             );
+            table::set_version(&mut t, version);
             Ok(json_response(code, &t, &Output::Json, warnings))
         }
         Output::PartialMetadata => Ok(json_response(

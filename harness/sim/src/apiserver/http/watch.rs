@@ -63,9 +63,9 @@ struct Encoder {
 impl Encoder {
     fn object(&mut self, obj: &Value) -> Value {
         match self.out {
-            Output::Table => {
+            Output::Table(version) => {
                 let printer = self.printer.get_or_insert_with(|| printer_for(&self.rt));
-                let t = table::to_table(
+                let mut t = table::to_table(
                     printer,
                     &[obj],
                     meta::resource_version(obj),
@@ -74,6 +74,7 @@ impl Encoder {
                     chrono::Utc::now(),
                 );
                 self.headers_sent = true;
+                table::set_version(&mut t, version);
                 t
             }
             Output::PartialMetadata => partial_metadata(obj),
@@ -414,7 +415,7 @@ mod tests {
         // Table output never uses the JSON cache.
         let mut table = Encoder {
             rt,
-            out: Output::Table,
+            out: Output::Table("v1"),
             printer: None,
             headers_sent: false,
         };

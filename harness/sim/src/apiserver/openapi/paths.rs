@@ -306,7 +306,12 @@ pub fn of(t: &ResourceType) -> Vec<PathItem> {
         });
     }
     let scale_def = definitions::builtin_name("autoscaling", "v1", "Scale").unwrap_or_default();
-    for (sub, def) in [("status", &kind_def), ("scale", &scale_def)] {
+    // A CertificateSigningRequest's approval is documented as its status is.
+    for (sub, def) in [
+        ("status", &kind_def),
+        ("scale", &scale_def),
+        ("approval", &kind_def),
+    ] {
         if !t.has_subresource(sub) {
             continue;
         }

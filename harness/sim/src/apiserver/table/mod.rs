@@ -298,11 +298,34 @@ pub fn partial_object_metadata(obj: &Value) -> Value {
     Value::Object(m)
 }
 
+/// A Table asked for as `meta.k8s.io/<version>` (v1beta1 has the same fields): its apiVersion
+/// and that of the PartialObjectMetadata of its rows.
+pub fn set_version(table: &mut Value, version: &str) {
+    if version == "v1" {
+        return;
+    }
+    let api_version = Value::String(format!("meta.k8s.io/{version}"));
+    table["apiVersion"] = api_version.clone();
+    for row in table
+        .get_mut("rows")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(o) = row
+            .get_mut("object")
+            .filter(|o| o["kind"] == "PartialObjectMetadata")
+        {
+            o["apiVersion"] = api_version.clone();
+        }
+    }
+}
+
 /// Build the full Table object:
 /// `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":rv},
 ///   "columnDefinitions":[...],"rows":[{"cells":[...],"object":...}]}`.
 ///
-/// * `include_headers == false` gives an empty `columnDefinitions` array
+/// * `include_headers == false` leaves `columnDefinitions` nil, written as null
 ///   (what watch events after the first one carry).
 /// * `include_object`: `"None"` (`object: null`), `"Metadata"` / `""` /
 ///   anything else (PartialObjectMetadata), `"Object"` (the full object).
@@ -343,7 +366,7 @@ pub fn to_table_with_list_meta(
     let defs = if include_headers {
         printer.column_definitions()
     } else {
-        Value::Array(Vec::new())
+        Value::Null
     };
     table.insert("columnDefinitions".into(), defs);
     let rows = objects

@@ -1570,7 +1570,7 @@ fn table_shapes() {
 
     let t = to_table(&p, &[&cm], "", "None", false, now());
     assert_eq!(t["metadata"], json!({}));
-    assert_eq!(t["columnDefinitions"], json!([]));
+    assert_eq!(t["columnDefinitions"], Value::Null);
     assert_eq!(
         t["rows"][0],
         json!({"cells": ["cfg", 1, "5s"], "object": null})

@@ -118,8 +118,6 @@ pub fn to_1_35(defs: &mut Definitions) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn properties_and_definitions_follow_1_35() {
         let defs = super::super::builtin();
