@@ -133,9 +133,20 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
             &body,
             manager,
         ) {
-            return r
-                .map(|v| json_response(StatusCode::CREATED, &v, &Output::Json, &[]))
-                .unwrap_or_else(|e| error_response(&e));
+            // Negotiated like any create: protobuf for clients that prefer it.
+            let out = match negotiate::choose(accept.as_deref(), false) {
+                Ok(Output::Protobuf) => Output::Protobuf,
+                _ => Output::Json,
+            };
+            return match r {
+                Ok(v) => json_response(StatusCode::CREATED, &v, &out, &[]),
+                Err(e) if out == Output::Json => error_response(&e),
+                Err(e) => {
+                    let code =
+                        StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                    json_response(code, &e.to_status(), &out, &[])
+                }
+            };
         }
     }
     let ctx = RequestContext {
@@ -149,11 +160,19 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
         if_none_match,
     };
     let unacceptable = not_acceptable_for(&route);
-    match dispatch(&ctx, route).await {
-        Ok(r) => r,
-        Err(e) if e.reason == "NotAcceptable" => error_response(&unacceptable.unwrap_or(e)),
-        Err(e) => error_response(&e),
+    let protobuf_errors = matches!(route, Route::Resource(_))
+        && negotiate::choose(ctx.accept.as_deref(), false) == Ok(Output::Protobuf);
+    let e = match dispatch(&ctx, route).await {
+        Ok(r) => return r,
+        Err(e) if e.reason == "NotAcceptable" => unacceptable.unwrap_or(e),
+        Err(e) => e,
+    };
+    if protobuf_errors {
+        // The error is negotiated as the object would have been: a protobuf Status.
+        let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return json_response(code, &e.to_status(), &Output::Protobuf, &[]);
     }
+    error_response(&e)
 }
 
 /// The 406 each handler gives: the aggregated-discovery handlers (`/apis`, `/apis/<group>`) their
@@ -205,6 +224,14 @@ impl RequestContext<'_> {
     }
     fn output(&self, discovery: bool) -> ApiResult<Output> {
         negotiate::choose(self.accept.as_deref(), discovery)
+    }
+    /// A watch's representation: the sim streams no protobuf watch frames; a client that asks
+    /// for them gets JSON frames, which client-go decodes by the response's Content-Type.
+    fn watch_output(&self) -> ApiResult<Output> {
+        match self.output(false)? {
+            Output::Protobuf => Ok(Output::Json),
+            o => Ok(o),
+        }
     }
     fn write_options(&self) -> WriteOptions {
         WriteOptions {
@@ -524,7 +551,7 @@ async fn resource_of(
             rt,
             p.namespace.clone(),
             &c.query,
-            c.output(false)?,
+            c.watch_output()?,
             None,
         ),
         (Method::GET, Some(name), None) if is_watch => watch::serve(
@@ -532,7 +559,7 @@ async fn resource_of(
             rt,
             p.namespace.clone(),
             &c.query,
-            c.output(false)?,
+            c.watch_output()?,
             Some(name.to_string()),
         ),
         (Method::GET, name, None) if rt.group.is_empty() && rt.plural == "componentstatuses" => {
@@ -939,7 +966,7 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
         )?,
     };
     page.untyped_items = !rt.custom;
-    if rt.custom && matches!(out, Output::Json | Output::Yaml) {
+    if rt.custom && matches!(out, Output::Json | Output::Yaml | Output::Protobuf) {
         unstructured_list_meta(&mut page.metadata);
     }
     match out {
@@ -1105,6 +1132,16 @@ fn delete_options(c: &RequestContext<'_>) -> ApiResult<DeleteOptions> {
 }
 
 pub fn json_response(code: StatusCode, v: &Value, out: &Output, warnings: &[String]) -> Response {
+    if *out == Output::Protobuf {
+        if let Some(body) = crate::apiserver::protobuf::encode(v) {
+            return bytes_response(
+                code,
+                crate::apiserver::protobuf::CONTENT_TYPE,
+                body,
+                warnings,
+            );
+        }
+    }
     let (ct, body) = match out {
         Output::Yaml => (
             "application/yaml",

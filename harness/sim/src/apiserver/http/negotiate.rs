@@ -11,6 +11,9 @@ pub enum Output {
     Table(&'static str),
     /// `as=PartialObjectMetadata` / `PartialObjectMetadataList` (metadata-only clients).
     PartialMetadata,
+    /// `application/vnd.kubernetes.protobuf`: built-in objects in their protobuf form, anything
+    /// without one (custom resources) as JSON.
+    Protobuf,
     /// `as=APIGroupDiscoveryList;g=apidiscovery.k8s.io;v=v2` (v2beta1 went in 1.33).
     AggregatedDiscovery(String),
 }
@@ -40,6 +43,7 @@ pub fn choose(accept: Option<&str>, discovery: bool) -> ApiResult<Output> {
         let out = match (media.as_str(), as_.as_deref()) {
             ("application/json" | "application/*" | "*/*", None) => Some(Output::Json),
             ("application/yaml", None) => Some(Output::Yaml),
+            ("application/vnd.kubernetes.protobuf", None) => Some(Output::Protobuf),
             ("application/json", Some("Table")) if g.as_deref() == Some("meta.k8s.io") => {
                 match v.as_deref() {
                     Some("v1") => Some(Output::Table("v1")),

@@ -169,6 +169,8 @@ pub(crate) struct Schema {
     /// How encoding/json writes each struct type's members (by type index), when it is a Go
     /// struct.
     go: Vec<Option<GoStruct>>,
+    /// The Go structs of the `go` section that are no SMD type, by definition name.
+    go_only: HashMap<String, GoStruct>,
     kinds: HashMap<String, KindInfo>,
     /// `__untyped_deduced_`: what objects of an unknown kind are read as.
     deduced: usize,
@@ -215,13 +217,13 @@ impl Schema {
             .get("io.k8s.apimachinery.pkg.api.resource.Quantity")
             .copied();
         let mut go: Vec<Option<GoStruct>> = vec![None; atoms.len()];
+        let mut go_only: HashMap<String, GoStruct> = HashMap::new();
         for (name, fields) in doc
             .get("go")
             .and_then(Value::as_object)
             .into_iter()
             .flatten()
         {
-            let Some(i) = names.get(name) else { continue };
             let mut members = Vec::new();
             for (field, rule) in fields.as_object().into_iter().flatten() {
                 let omit = match rule.get(0).and_then(Value::as_str) {
@@ -242,7 +244,13 @@ impl Schema {
                 });
             }
             members.sort_by(|a, b| a.name.cmp(&b.name));
-            go[*i] = Some(GoStruct { members });
+            match names.get(name) {
+                Some(i) => go[*i] = Some(GoStruct { members }),
+                // A Go struct no SMD type describes (Status): the protobuf encoder reads it.
+                None => {
+                    go_only.insert(name.clone(), GoStruct { members });
+                }
+            }
         }
         let mut type_names = vec![String::new(); atoms.len()];
         for (name, i) in &names {
@@ -253,6 +261,7 @@ impl Schema {
             type_names,
             types: atoms,
             go,
+            go_only,
             quantity,
             kinds,
             deduced,
@@ -284,6 +293,14 @@ impl Schema {
     /// Whether `tr` is `resource.Quantity`.
     pub(crate) fn is_quantity(&self, tr: &TypeRef) -> bool {
         matches!(tr, TypeRef::Named(i, _) if Some(*i) == self.quantity)
+    }
+
+    /// The Go struct of the OpenAPI definition `name` (`io.k8s.api.core.v1.Pod`), if it is one.
+    pub(crate) fn go_struct_named(&self, name: &str) -> Option<&GoStruct> {
+        match self.names.get(name) {
+            Some(i) => self.go[*i].as_ref(),
+            None => self.go_only.get(name),
+        }
     }
 
     /// The Go struct a named type is, if it is one.
