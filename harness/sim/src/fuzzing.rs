@@ -15,6 +15,7 @@
 //! - a complete `application/json` body parses as JSON.
 
 use crate::apiserver::http::{self, faults::ApiFaults, HttpState};
+use crate::apiserver::protobuf;
 use crate::apiserver::ApiServer;
 use axum::body::Body;
 use axum::http::{header, HeaderName, HeaderValue, Method, Request, StatusCode};
@@ -79,7 +80,7 @@ impl ApiTarget {
         let before = self.api.store.current_rv();
         let (status, ctype, body) = self.send(&req, true);
         assert!(
-            status.as_u16() < 500 || is_upstream_5xx(status, body.as_deref()),
+            status.as_u16() < 500 || is_upstream_5xx(status, ctype.as_deref(), body.as_deref()),
             "the API answered {status} to {} {}: {}",
             req.method,
             req.target,
@@ -212,8 +213,15 @@ const UPSTREAM_5XX: &[(u16, &str, &str, &str)] = &[
     (504, "Timeout", "Too large resource version: ", ""),
 ];
 
-fn is_upstream_5xx(status: StatusCode, body: Option<&[u8]>) -> bool {
-    let Some(v) = body.and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok()) else {
+fn is_upstream_5xx(status: StatusCode, ctype: Option<&str>, body: Option<&[u8]>) -> bool {
+    let is_protobuf = ctype.is_some_and(|c| c.starts_with(protobuf::CONTENT_TYPE));
+    let Some(v) = body.and_then(|b| {
+        if is_protobuf {
+            protobuf::decode(b).ok()
+        } else {
+            serde_json::from_slice::<serde_json::Value>(b).ok()
+        }
+    }) else {
         return false;
     };
     let (reason, message) = (
@@ -237,12 +245,18 @@ fn assert_status_body(status: StatusCode, ctype: Option<&str>, body: Option<&[u8
     {
         return;
     }
-    assert!(
-        ctype.is_some_and(|c| c.starts_with("application/json")),
-        "an error answer ({status}) has content-type {ctype:?}"
-    );
-    let v: serde_json::Value = serde_json::from_slice(body)
-        .unwrap_or_else(|e| panic!("an error answer ({status}) is not JSON: {e}"));
+    // A client that prefers protobuf gets its Status in protobuf, as kube-apiserver writes it.
+    let v: serde_json::Value = if ctype.is_some_and(|c| c.starts_with(protobuf::CONTENT_TYPE)) {
+        protobuf::decode(body)
+            .unwrap_or_else(|e| panic!("an error answer ({status}) is not protobuf: {e}"))
+    } else {
+        assert!(
+            ctype.is_some_and(|c| c.starts_with("application/json")),
+            "an error answer ({status}) has content-type {ctype:?}"
+        );
+        serde_json::from_slice(body)
+            .unwrap_or_else(|e| panic!("an error answer ({status}) is not JSON: {e}"))
+    };
     assert_eq!(
         v["kind"], "Status",
         "an error answer ({status}) is not a Status: {v}"

@@ -12,6 +12,7 @@ pub mod event_convert;
 pub mod event_ttl;
 pub mod eviction;
 pub mod gojson;
+pub mod hpa_convert;
 pub mod http;
 pub mod meta;
 pub mod openapi;
@@ -46,6 +47,9 @@ pub struct WriteOptions {
     /// `Strict`, `Warn` (default) or `Ignore`.
     pub field_validation: Option<String>,
     pub force: bool,
+    /// The requesting user, for the strategies that record it (a CertificateSigningRequest's
+    /// spec.username, uid, groups, extra). None for the sim's own writers.
+    pub user: Option<auth::UserInfo>,
 }
 
 /// A successful write, with any warnings for the `Warning` response header.
@@ -303,6 +307,12 @@ impl ApiServer {
             go_round_trip(rt, &mut e);
             return e;
         }
+        if is_hpa_v1(rt) && obj.get("apiVersion").and_then(Value::as_str) != Some("autoscaling/v1")
+        {
+            let mut h = hpa_convert::v2_to_v1(obj);
+            go_round_trip(rt, &mut h);
+            return h;
+        }
         let mut o = obj.clone();
         if o.get("apiVersion").and_then(Value::as_str) != Some(rt.api_version().as_str()) {
             o["apiVersion"] = json!(rt.api_version());
@@ -314,6 +324,9 @@ impl ApiServer {
     fn convert_in(&self, rt: &ResourceType, obj: Value) -> Value {
         if rt.group == "events.k8s.io" {
             return event_convert::events_v1_to_core(&obj);
+        }
+        if is_hpa_v1(rt) {
+            return hpa_convert::v1_to_v2(&obj);
         }
         match self
             .registry
@@ -545,6 +558,9 @@ impl ApiServer {
             .ok()
             .map(|()| managed_fields_of(rt, None, None, &obj, opts));
         let mut obj = admission::prepare_create(rt, ns, obj)?;
+        if rt.group == "certificates.k8s.io" && rt.plural == "certificatesigningrequests" {
+            admission::csr_requester(&mut obj, opts.user.as_ref());
+        }
         self.require_namespace(rt, ns)?;
         self.admit_pod_service_account(rt, ns, &mut obj);
         self.protect_claim(rt, &mut obj);
@@ -672,10 +688,22 @@ impl ApiServer {
         if rt.custom {
             validation::customresource::prune_and_default(rt, &mut obj);
         }
-        let mut obj = self.convert_in(rt, obj);
-        obj["apiVersion"] = json!(self.stored_type(rt).api_version());
-        obj["kind"] = json!(self.stored_type(rt).kind);
         let stored_rt = self.stored_type(rt);
+        // The field manager works in the version of the request: a converted write records
+        // its managedFields before the object goes to the stored version.
+        let mut given = given;
+        if given.is_none() && converts(rt, &stored_rt) {
+            if let Some(cur) = self.store.get(&stored_rt.key(), ns, name) {
+                let live = self.convert_out(rt, &cur);
+                if let Some(m) = managed_fields_of(rt, sub, Some(&live), &obj, opts) {
+                    set_managed_fields(&mut obj, Some(m));
+                    given = Some(());
+                }
+            }
+        }
+        let mut obj = self.convert_in(rt, obj);
+        obj["apiVersion"] = json!(stored_rt.api_version());
+        obj["kind"] = json!(stored_rt.kind);
         let written = self.write_existing(&stored_rt, ns, name, sub, obj, opts, given)?;
         Ok(Written {
             object: self.convert_out_shared(rt, written),
@@ -775,8 +803,25 @@ impl ApiServer {
         let managed = apply_result
             .is_none()
             .then(|| managed_fields_of(stored_rt, sub, Some(&current), &obj, opts));
+        // The Service storage allocates under its allocators' lock until the write is stored.
+        let is_service = stored_rt.group.is_empty() && stored_rt.plural == "services";
+        let _allocation = (main && is_service).then(|| self.service_allocation.lock());
         if main {
             admission::prepare_update(stored_rt, &current, &mut obj);
+            if is_service {
+                let services = self
+                    .store
+                    .list(&stored_rt.key(), None, None, None, &|_| true);
+                let others = services
+                    .items
+                    .iter()
+                    .map(|s| s.as_ref())
+                    .filter(|s| !(meta::name(s) == name && meta::namespace(s) == ns));
+                service_allocation::allocate_update(
+                    &mut obj,
+                    &service_allocation::InUse::from_services(others),
+                )?;
+            }
         }
         // Validation reads the decoded body as the apiserver's typed object has it (an absent
         // optional member stays absent); a body that does not decode is a 400 first.
@@ -934,6 +979,15 @@ impl ApiServer {
                 return Ok(w);
             }
             let pinned = body.pointer("/metadata/resourceVersion").is_some();
+            let mut next = next;
+            let mut is_apply = (ptype == PatchType::Apply).then_some(());
+            if is_apply.is_none() && converts(rt, &stored_rt) {
+                // As for an update: managedFields in the version of the request.
+                if let Some(m) = managed_fields_of(rt, sub, current.as_deref(), &next, opts) {
+                    set_managed_fields(&mut next, Some(m));
+                    is_apply = Some(());
+                }
+            }
             let mut next = self.convert_in(rt, next);
             if !pinned {
                 // Patch against the version we read, so a concurrent write is detected and retried.
@@ -941,11 +995,6 @@ impl ApiServer {
                     next["metadata"]["resourceVersion"] = json!(meta::resource_version(cur));
                 }
             }
-            let is_apply = if ptype == PatchType::Apply {
-                Some(())
-            } else {
-                None
-            };
             match self.write_existing(&stored_rt, ns, name, sub, next, opts, is_apply) {
                 Err(e) if e.code == 409 && e.reason == "Conflict" && !pinned => continue,
                 Err(e) => return Err(e),
@@ -1586,6 +1635,17 @@ impl ApiServer {
         };
         managed_fields_of(&rt, sub, None, body, &opts)
     }
+}
+
+/// Whether a write through `rt` is converted to another stored type (events.k8s.io Events,
+/// autoscaling/v1 HorizontalPodAutoscalers, a CRD's non-storage versions).
+fn converts(rt: &ResourceType, stored: &ResourceType) -> bool {
+    rt.group != stored.group || rt.version != stored.version
+}
+
+/// autoscaling/v1 HorizontalPodAutoscalers are converted to and from the stored autoscaling/v2.
+fn is_hpa_v1(rt: &ResourceType) -> bool {
+    rt.group == "autoscaling" && rt.plural == "horizontalpodautoscalers" && rt.version == "v1"
 }
 
 /// A built-in object as the apiserver's Go types write it back (zero `omitempty` members gone,

@@ -1370,7 +1370,10 @@ fn carry_server_metadata(
         .get("metadata")
         .and_then(Value::as_object)
         .unwrap_or(&empty);
-    let spec_changed = !meta::same_spec_part(&new, current);
+    // The EndpointSlice strategy counts a change of its labels too.
+    let labels_count = rt.group == "discovery.k8s.io" && rt.plural == "endpointslices";
+    let spec_changed = !meta::same_spec_part(&new, current)
+        || (labels_count && new.pointer("/metadata/labels") != current.pointer("/metadata/labels"));
     let md = meta::metadata_mut(&mut new);
     for k in ["uid", "creationTimestamp", "name", "namespace"] {
         match cur_md.get(k) {

@@ -990,6 +990,60 @@ pub fn node(obj: &mut Value) {
     }
 }
 
+/// autoscaling/v1 and v2 `SetDefaults_HorizontalPodAutoscaler`: minReplicas 1; in v2 also the
+/// CPU utilization target (80 %) when no metric is given and the scaling rules' defaults when a
+/// behavior is (`GenerateHPAScaleUpRules` / `GenerateHPAScaleDownRules`). v1's CPU target is
+/// its conversion's business.
+fn horizontal_pod_autoscaler(obj: &mut Value) {
+    let v1 = obj.get("apiVersion").and_then(Value::as_str) == Some("autoscaling/v1");
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if spec.get("minReplicas").is_none_or(Value::is_null) {
+        spec.insert("minReplicas".into(), json!(1));
+    }
+    if v1 {
+        return;
+    }
+    if spec
+        .get("metrics")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+    {
+        spec.insert(
+            "metrics".into(),
+            json!([{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]),
+        );
+    }
+    if let Some(b) = spec.get_mut("behavior").and_then(Value::as_object_mut) {
+        let rules = |given: Option<&Value>, up: bool| -> Value {
+            let mut r = if up {
+                json!({"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+                       "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15}, {"type": "Percent", "value": 100, "periodSeconds": 15}]})
+            } else {
+                json!({"selectPolicy": "Max", "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]})
+            };
+            if let Some(g) = given.and_then(Value::as_object) {
+                for k in [
+                    "selectPolicy",
+                    "stabilizationWindowSeconds",
+                    "policies",
+                    "tolerance",
+                ] {
+                    if let Some(v) = g.get(k).filter(|v| !v.is_null()) {
+                        r[k] = v.clone();
+                    }
+                }
+            }
+            r
+        };
+        let up = rules(b.get("scaleUp"), true);
+        let down = rules(b.get("scaleDown"), false);
+        b.insert("scaleUp".into(), up);
+        b.insert("scaleDown".into(), down);
+    }
+}
+
 pub fn apply(group: &str, kind: &str, obj: &mut Value) {
     match (group, kind) {
         ("", "Node") => node(obj),
@@ -1015,6 +1069,7 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("apps", "ReplicaSet") => replica_set(obj),
         ("batch", "Job") => job(obj),
         ("batch", "CronJob") => cron_job(obj),
+        ("autoscaling", "HorizontalPodAutoscaler") => horizontal_pod_autoscaler(obj),
         ("networking.k8s.io", "NetworkPolicy") => network_policy(obj),
         ("networking.k8s.io", "IngressClass") => ingress_class(obj),
         ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => role_binding(obj),

@@ -151,6 +151,7 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
     }
     let ctx = RequestContext {
         s: &s,
+        user: user.clone(),
         method: parts.method.clone(),
         query,
         accept,
@@ -209,6 +210,7 @@ fn not_acceptable_for(route: &Route) -> Option<ApiError> {
 
 struct RequestContext<'a> {
     s: &'a HttpState,
+    user: UserInfo,
     method: Method,
     query: HashMap<String, String>,
     accept: Option<String>,
@@ -242,6 +244,7 @@ impl RequestContext<'_> {
                 .or_else(|| default_manager(&self.user_agent)),
             field_validation: self.q("fieldValidation").map(String::from),
             force: is_true(self.query.get("force")),
+            user: Some(self.user.clone()),
         }
     }
 }

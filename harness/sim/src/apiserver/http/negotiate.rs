@@ -233,21 +233,16 @@ mod tests {
     }
 
     #[test]
-    fn protobuf_only_is_not_acceptable_but_falls_back_when_json_listed() {
+    fn protobuf_is_served_and_unknown_media_is_not_acceptable() {
         assert_eq!(
-            choose(Some("application/vnd.kubernetes.protobuf"), false)
-                .unwrap_err()
-                .code,
-            406
+            choose(Some("application/vnd.kubernetes.protobuf"), false).unwrap(),
+            Output::Protobuf
         );
         assert_eq!(
-            choose(
-                Some("application/vnd.kubernetes.protobuf, application/json"),
-                false
-            )
-            .unwrap(),
+            choose(Some("application/cbor, application/json"), false).unwrap(),
             Output::Json
         );
+        assert_eq!(choose(Some("text/html"), false).unwrap_err().code, 406);
         assert_eq!(choose(None, false).unwrap(), Output::Json);
     }
 
