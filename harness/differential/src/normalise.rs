@@ -27,7 +27,9 @@
 //!    ServiceAccount admission's `kube-api-access-xxxxx` volume, and an Event's
 //!    `<object>.<16 hex digits of its creation time>`, and the pod a controller's event says it
 //!    created or deleted, `Created pod: <generateName>xxxxx`): the suffix becomes `<gen-N>` in
-//!    order of first appearance, also inside other strings.
+//!    order of first appearance, also inside other strings and managedFields keys; in an event's
+//!    `Created pod:` / `Deleted pod:` it becomes `<gen>`, unnumbered (a burst of pods is named
+//!    by events in no stable order).
 //! 7. **allocations**: `clusterIP`, `clusterIPs[]` (random in the service CIDR), `nodePort` and
 //!    `healthCheckNodePort` (random in 30000-32767) become `ip-N` / `port-N` in order of first
 //!    appearance; any other string equal to an allocated address (an IPAddress object's name,
@@ -188,6 +190,18 @@ impl Mapper {
     fn walk(&mut self, v: &mut Value, key: Option<&str>) {
         match v {
             Value::Object(m) => {
+                // rule 6 for a name seen only as a managedFields key (a Table row's object with
+                // metadata only): `k:{"name":"kube-api-access-xxxxx"}`
+                let keyed: Vec<String> = m
+                    .keys()
+                    .filter_map(|k| k.strip_prefix("k:{\"name\":\""))
+                    .filter_map(|rest| rest.strip_suffix("\"}"))
+                    .filter(|name| is_kube_api_access(name))
+                    .map(String::from)
+                    .collect();
+                for name in keyed {
+                    self.generated("kube-api-access-", &name);
+                }
                 // a Table in a watch event is one object's row: its version is the object's
                 let is_list = m.contains_key("items")
                     || (m.get("kind").and_then(Value::as_str) == Some("Table")
@@ -352,8 +366,9 @@ impl Mapper {
                             if suffix.len() == 5
                                 && suffix.bytes().all(|b| b.is_ascii_alphanumeric())
                             {
-                                let mapped = self.generated(&format!("{prefix}-"), pod);
-                                *s = format!("{verb}{mapped}");
+                                // unnumbered: a controller creates its pods in a burst,
+                                // and which of them its events name first is not ordered
+                                *s = format!("{verb}{prefix}-<gen>");
                                 return;
                             }
                         }
@@ -373,13 +388,15 @@ impl Mapper {
     fn substitute(&self, v: &mut Value) {
         match v {
             Value::Object(m) => {
-                // managedFields name list items by key: `k:{"uid":"..."}` of ownerReferences
-                if m.keys().any(|k| {
-                    k.starts_with("k:") && self.uids.keys().any(|u| k.contains(u.as_str()))
-                }) {
+                // managedFields name list items by key: `k:{"uid":"..."}` of ownerReferences,
+                // `k:{"name":"kube-api-access-xxxxx"}` of the admitted token volume
+                let mapped = || self.uids.iter().chain(self.gen.iter());
+                if m.keys()
+                    .any(|k| k.starts_with("k:") && mapped().any(|(u, _)| k.contains(u.as_str())))
+                {
                     let old = std::mem::take(m);
                     for (mut k, x) in old {
-                        for (from, to) in &self.uids {
+                        for (from, to) in mapped() {
                             if k.contains(from.as_str()) {
                                 k = k.replace(from.as_str(), to);
                             }

@@ -202,3 +202,26 @@ fn ages_in_a_watch_as_table_are_normalised_after_the_first_event() {
     );
     assert_eq!(diff(&l, &r), vec![]);
 }
+
+/// The admitted token volume's generated name is mapped where managedFields use it as a key
+/// (`k:{"name":"kube-api-access-xxxxx"}`) as well as where it is a value; another volume name
+/// in that key is still reported.
+#[test]
+fn generated_volume_names_in_managed_fields_keys_are_mapped() {
+    let pod = |volume: &str| {
+        json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "managedFields": [{
+            "manager": "m", "operation": "Update", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:volumes": {format!("k:{{\"name\":\"{volume}\"}}"): {".": {}, "f:name": {}}}}}
+        }]}, "spec": {"volumes": [{"name": volume}]}})
+    };
+    let same = compare(
+        &[(201, pod("kube-api-access-mqkx9"))],
+        &[(201, pod("kube-api-access-4twcp"))],
+    );
+    assert!(same[0].is_empty(), "{:?}", same[0]);
+    let other = compare(
+        &[(201, pod("kube-api-access-mqkx9"))],
+        &[(201, pod("data"))],
+    );
+    assert!(!other[0].is_empty(), "another volume is a difference");
+}

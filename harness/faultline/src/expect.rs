@@ -13,11 +13,14 @@ use crate::report::model::{Budget, ExpectationMode, ExpectationResult};
 use crate::timeline::{EntryKind, Timeline, Verdict};
 use futures::StreamExt;
 use kube::runtime::watcher;
+use parking_lot::Mutex;
 use regex::Regex;
 use serde_json::Value;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 /// What a source saw at one moment.
 #[derive(Clone, Debug)]
@@ -53,6 +56,92 @@ pub struct Ctx {
     pub logs: LogStore,
     /// Becomes true when the scenario's steps are over.
     pub end: watch::Receiver<bool>,
+    /// The scenario's resource expectations, watched since the steps began.
+    pub recorders: Arc<Recorders>,
+}
+
+/// The transitions of one resource selection (when its condition started or stopped holding),
+/// recorded from before its expectation is reached, so that a condition that already held when
+/// it was checked is measured from when it first held, not from the check (events and log lines
+/// keep their own arrival times).
+struct Recorder {
+    transitions: Arc<Mutex<Vec<Obs>>>,
+    latest: watch::Receiver<Option<Obs>>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Recorder {
+    /// What was seen from `anchor` on: the state at the anchor (when the recorder was already
+    /// watching then), then every later transition.
+    fn history_from(&self, anchor: Instant) -> Vec<Obs> {
+        let transitions = self.transitions.lock();
+        let after = transitions.partition_point(|o| o.at <= anchor);
+        let at_anchor = after.checked_sub(1).map(|i| Obs {
+            at: anchor,
+            ..transitions[i].clone()
+        });
+        at_anchor
+            .into_iter()
+            .chain(transitions[after..].iter().cloned())
+            .collect()
+    }
+}
+
+/// One recorder per distinct resource selection of a scenario, started with its steps.
+#[derive(Default)]
+pub struct Recorders {
+    by_selection: Mutex<HashMap<String, Arc<Recorder>>>,
+}
+
+impl Recorders {
+    fn key(r: &ResourceExpect) -> String {
+        serde_json::to_string(r).unwrap_or_default()
+    }
+
+    /// Start watching `r` (once per selection).
+    pub fn start(&self, kube: &Kube, r: &ResourceExpect) {
+        self.by_selection
+            .lock()
+            .entry(Self::key(r))
+            .or_insert_with(|| {
+                let transitions = Arc::new(Mutex::new(Vec::new()));
+                let (tx, latest) = watch::channel(None);
+                let task = tokio::spawn(resource_source(
+                    kube.clone(),
+                    r.clone(),
+                    tx,
+                    Some(transitions.clone()),
+                ));
+                Arc::new(Recorder {
+                    transitions,
+                    latest,
+                    task,
+                })
+            });
+    }
+
+    /// The recorded history from `anchor` on and the live observations, when `r` is recorded.
+    fn replay(
+        &self,
+        r: &ResourceExpect,
+        anchor: Instant,
+    ) -> Option<(Vec<Obs>, watch::Receiver<Option<Obs>>)> {
+        let rec = self.by_selection.lock().get(&Self::key(r)).cloned()?;
+        let mut live = rec.latest.clone();
+        live.mark_changed();
+        Some((rec.history_from(anchor), live))
+    }
+
+    /// Stop every watch (the steps are over).
+    pub fn stop(&self) {
+        self.by_selection.lock().clear();
+    }
 }
 
 /// How an expectation is judged: a log rate limit is a `rate`; an invariant that is not a
@@ -121,24 +210,39 @@ pub async fn evaluate(
     };
     let name = e.name.clone().unwrap_or_else(|| "expect".into());
     let (kind, description) = describe(e);
-    let (tx, rx) = watch::channel::<Option<Obs>>(None);
-    let source = {
-        let kube = ctx.kube.clone();
-        let events = ctx.events.clone();
-        let logs = ctx.logs.clone();
-        let e = e.clone();
-        tokio::spawn(async move {
-            if let Some(r) = &e.resource {
-                resource_source(kube, r.clone(), tx).await
-            } else if let Some(ev) = &e.event {
-                event_source(events, ev.clone(), anchor, tx).await
-            } else if let Some(l) = &e.log {
-                log_source(logs, l.clone(), anchor, tx).await
-            }
-        })
+    // Only the modes measured from the anchor judge a record; the others judge a window that
+    // opens now, on a watch of their own (a recorder's latest observation may trail another
+    // watch's by an event: `never` would see a state already gone).
+    let from_anchor = matches!(mode, Mode::Eventually { .. } | Mode::EventuallyFor { .. });
+    let recorded = e
+        .resource
+        .as_ref()
+        .filter(|_| from_anchor)
+        .and_then(|r| ctx.recorders.replay(r, anchor));
+    let (history, rx, source) = match recorded {
+        Some((history, live)) => (history, live, None),
+        None => {
+            let (tx, rx) = watch::channel::<Option<Obs>>(None);
+            let kube = ctx.kube.clone();
+            let events = ctx.events.clone();
+            let logs = ctx.logs.clone();
+            let e = e.clone();
+            let source = tokio::spawn(async move {
+                if let Some(r) = &e.resource {
+                    resource_source(kube, r.clone(), tx, None).await
+                } else if let Some(ev) = &e.event {
+                    event_source(events, ev.clone(), anchor, tx).await
+                } else if let Some(l) = &e.log {
+                    log_source(logs, l.clone(), anchor, tx).await
+                }
+            });
+            (Vec::new(), rx, Some(source))
+        }
     };
-    let j = judge(mode, rx, anchor, ctx.end.clone()).await;
-    source.abort();
+    let j = judge(mode, history, rx, anchor, ctx.end.clone()).await;
+    if let Some(source) = source {
+        source.abort();
+    }
     let tl = &ctx.timeline;
     let budget = budget_of(e, reported_mode, default_within);
     let message = match (j.verdict, &mode) {
@@ -199,111 +303,152 @@ fn at_str(o: &Obs, anchor: Instant) -> String {
     format_duration(o.at.saturating_duration_since(anchor))
 }
 
-/// Apply the timing rules to the observations.
-pub async fn judge(
-    mode: Mode,
-    mut rx: watch::Receiver<Option<Obs>>,
-    anchor: Instant,
-    mut end: watch::Receiver<bool>,
-) -> Judged {
-    let fail = |message: String, last: Option<Obs>, measured: Option<Duration>| Judged {
+fn failed(message: String, last: Option<Obs>, measured: Option<Duration>) -> Judged {
+    Judged {
         verdict: Verdict::Failed,
         measured,
         message,
         last,
-    };
-    let pass = |message: String, last: Option<Obs>, measured: Option<Duration>| Judged {
+    }
+}
+
+fn passed(message: String, last: Option<Obs>, measured: Option<Duration>) -> Judged {
+    Judged {
         verdict: Verdict::Passed,
         measured,
         message,
         last,
-    };
-    // `since`: when the condition started to hold in the current streak.
-    let mut since: Option<Instant> = None;
-    let mut first_true: Option<Instant> = None;
-    let mut hold_started = false;
+    }
+}
+
+/// What the judge remembers between observations.
+#[derive(Default)]
+struct Streak {
+    /// When the condition started to hold in the current streak.
+    since: Option<Instant>,
+    /// When it first held at all.
+    first_true: Option<Instant>,
+    /// Whether a holding streak had started before the last observation.
+    hold_started: bool,
+}
+
+impl Streak {
+    /// One observation through the timing rules: a verdict when it decides one.
+    fn observe(
+        &mut self,
+        mode: Mode,
+        o: &Obs,
+        anchor: Instant,
+        window_start: Instant,
+    ) -> Option<Judged> {
+        let obs = || Some(o.clone());
+        if o.holds {
+            self.since.get_or_insert(o.at);
+            self.first_true.get_or_insert(o.at);
+        } else {
+            self.since = None;
+        }
+        match mode {
+            Mode::Eventually { deadline } if o.holds => {
+                let m = o.at.saturating_duration_since(anchor);
+                if o.at > deadline {
+                    return Some(failed(
+                        format!("held only after {}", format_duration(m)),
+                        obs(),
+                        Some(m),
+                    ));
+                }
+                Some(passed(
+                    format!("held after {}", format_duration(m)),
+                    obs(),
+                    Some(m),
+                ))
+            }
+            Mode::EventuallyFor { deadline, hold } => {
+                if !o.holds && self.hold_started && o.at >= deadline {
+                    let first = self
+                        .first_true
+                        .map(|t| format_duration(t.saturating_duration_since(anchor)))
+                        .unwrap_or_default();
+                    return Some(failed(
+                        format!(
+                            "held at {first} but stopped holding before {} had passed",
+                            format_duration(hold)
+                        ),
+                        obs(),
+                        None,
+                    ));
+                }
+                if o.holds && !self.hold_started && o.at > deadline {
+                    let m = o.at.saturating_duration_since(anchor);
+                    return Some(failed(
+                        format!("held only after {}", format_duration(m)),
+                        obs(),
+                        Some(m),
+                    ));
+                }
+                self.hold_started = self.since.is_some();
+                None
+            }
+            Mode::For { hold } if !o.holds => {
+                let when = format_duration(o.at.saturating_duration_since(window_start));
+                Some(failed(
+                    format!(
+                        "did not hold continuously for {}: false {when} into the window",
+                        format_duration(hold)
+                    ),
+                    obs(),
+                    None,
+                ))
+            }
+            Mode::Never { .. } if o.holds => Some(failed(
+                format!(
+                    "held at {} after the window opened (it must never hold)",
+                    format_duration(o.at.saturating_duration_since(window_start)),
+                ),
+                obs(),
+                Some(o.at.saturating_duration_since(anchor)),
+            )),
+            Mode::Always if !o.holds => Some(failed(
+                format!("violated at {} after the start", at_str(o, anchor)),
+                obs(),
+                None,
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Apply the timing rules to the observations. `history`: what a recorder that was watching
+/// before this expectation was reached saw from its anchor on (the state at the anchor first);
+/// the modes measured from the anchor (eventually, eventually-for) judge it before the live
+/// observations, so a condition that held before it was checked is measured from when it held.
+pub async fn judge(
+    mode: Mode,
+    history: Vec<Obs>,
+    mut rx: watch::Receiver<Option<Obs>>,
+    anchor: Instant,
+    mut end: watch::Receiver<bool>,
+) -> Judged {
+    let fail = failed;
+    let pass = passed;
+    let mut streak = Streak::default();
     let window_start = Instant::now();
+    if matches!(mode, Mode::Eventually { .. } | Mode::EventuallyFor { .. }) {
+        for o in &history {
+            if let Some(j) = streak.observe(mode, o, anchor, window_start) {
+                return j;
+            }
+        }
+    }
     loop {
         let obs = rx.borrow_and_update().clone();
         if let Some(o) = &obs {
-            if o.holds {
-                since.get_or_insert(o.at);
-                first_true.get_or_insert(o.at);
-            } else {
-                since = None;
-            }
-            match mode {
-                Mode::Eventually { deadline } if o.holds => {
-                    let m = o.at.saturating_duration_since(anchor);
-                    if o.at > deadline {
-                        return fail(
-                            format!("held only after {}", format_duration(m)),
-                            obs.clone(),
-                            Some(m),
-                        );
-                    }
-                    return pass(
-                        format!("held after {}", format_duration(m)),
-                        obs.clone(),
-                        Some(m),
-                    );
-                }
-                Mode::EventuallyFor { deadline, hold } => {
-                    if !o.holds && hold_started && o.at >= deadline {
-                        return fail(
-                            format!(
-                                "held at {} but stopped holding before {} had passed",
-                                first_true
-                                    .map(|t| format_duration(t.saturating_duration_since(anchor)))
-                                    .unwrap_or_default(),
-                                format_duration(hold)
-                            ),
-                            obs.clone(),
-                            None,
-                        );
-                    }
-                    if o.holds && !hold_started && o.at > deadline {
-                        let m = o.at.saturating_duration_since(anchor);
-                        return fail(
-                            format!("held only after {}", format_duration(m)),
-                            obs.clone(),
-                            Some(m),
-                        );
-                    }
-                    hold_started = since.is_some();
-                }
-                Mode::For { hold } if !o.holds => {
-                    let when = format_duration(o.at.saturating_duration_since(window_start));
-                    return fail(
-                        format!(
-                            "did not hold continuously for {}: false {when} into the window",
-                            format_duration(hold)
-                        ),
-                        obs.clone(),
-                        None,
-                    );
-                }
-                Mode::Never { .. } if o.holds => {
-                    return fail(
-                        format!(
-                            "held at {} after {} (it must never hold)",
-                            format_duration(o.at.saturating_duration_since(window_start)),
-                            "the window opened"
-                        ),
-                        obs.clone(),
-                        Some(o.at.saturating_duration_since(anchor)),
-                    );
-                }
-                Mode::Always if !o.holds => {
-                    return fail(
-                        format!("violated at {} after the start", at_str(o, anchor)),
-                        obs.clone(),
-                        None,
-                    );
-                }
-                _ => {}
+            if let Some(j) = streak.observe(mode, o, anchor, window_start) {
+                return j;
             }
         }
+        let (since, first_true) = (streak.since, streak.first_true);
         // What to wait for next.
         // Until the first observation arrives, a deadline already past is extended by a grace
         // period, so "too late" is reported with what was seen rather than "nothing seen".
@@ -666,7 +811,14 @@ pub fn observe_objects(r: &ResourceExpect, objects: &BTreeMap<String, Value>) ->
     }
 }
 
-async fn resource_source(kube: Kube, r: ResourceExpect, tx: watch::Sender<Option<Obs>>) {
+/// Observations of a resource selection; with `transitions`, each change of whether the
+/// condition holds is also kept there (a `Recorder`).
+async fn resource_source(
+    kube: Kube,
+    r: ResourceExpect,
+    tx: watch::Sender<Option<Obs>>,
+    transitions: Option<Arc<Mutex<Vec<Obs>>>>,
+) {
     let (ar, caps) = loop {
         match kube.resolve(&r.api_version, &r.kind).await {
             Ok(x) => break x,
@@ -695,12 +847,19 @@ async fn resource_source(kube: Kube, r: ResourceExpect, tx: watch::Sender<Option
     let mut ready = false;
     let publish = |store: &BTreeMap<String, Value>| {
         let (holds, summary) = observe_objects(&r, store);
-        tx.send_replace(Some(Obs {
+        let obs = Obs {
             at: Instant::now(),
             holds,
             summary,
             objects: store.values().cloned().collect(),
-        }));
+        };
+        if let Some(t) = &transitions {
+            let mut t = t.lock();
+            if t.last().is_none_or(|l| l.holds != holds) {
+                t.push(obs.clone());
+            }
+        }
+        tx.send_replace(Some(obs));
     };
     while let Some(ev) = stream.next().await {
         match ev {
@@ -938,7 +1097,7 @@ mod tests {
             }
             std::future::pending::<()>().await;
         });
-        judge(mode_of(anchor), rx, anchor, erx).await
+        judge(mode_of(anchor), vec![], rx, anchor, erx).await
     }
 
     #[tokio::test]
@@ -981,6 +1140,101 @@ mod tests {
         );
         let j = judged(mode, vec![(0, false), (350, true), (450, false)], None).await;
         assert_eq!(j.verdict, Verdict::Failed, "{}", j.message);
+    }
+
+    fn obs_at(at: Instant, holds: bool) -> Obs {
+        Obs {
+            at,
+            holds,
+            summary: format!("holds={holds}"),
+            objects: vec![],
+        }
+    }
+
+    /// Issue #33 item 13: a condition that held before it was checked is measured from when it
+    /// held (the recorder's history), not from the check.
+    #[tokio::test]
+    async fn a_condition_that_already_held_is_measured_from_when_it_held() {
+        let anchor = Instant::now() - Duration::from_secs(2);
+        let held = anchor + Duration::from_millis(700);
+        let (_tx, rx) = watch::channel(Some(obs_at(Instant::now(), true)));
+        let (_etx, erx) = watch::channel(false);
+        let deadline = anchor + Duration::from_secs(5);
+        let history = vec![obs_at(anchor, false), obs_at(held, true)];
+        let j = judge(
+            Mode::Eventually { deadline },
+            history.clone(),
+            rx.clone(),
+            anchor,
+            erx.clone(),
+        )
+        .await;
+        assert_eq!(j.verdict, Verdict::Passed, "{}", j.message);
+        assert_eq!(j.measured, Some(Duration::from_millis(700)));
+        // Without the history, the check's own time (2 s) is all there is.
+        let j = judge(
+            Mode::Eventually { deadline },
+            vec![],
+            rx.clone(),
+            anchor,
+            erx.clone(),
+        )
+        .await;
+        assert!(
+            j.measured.unwrap() >= Duration::from_secs(2),
+            "{:?}",
+            j.measured
+        );
+        // Held for 1 s by the time it is checked: eventually-for passes at once, from 700ms.
+        let mode = Mode::EventuallyFor {
+            deadline,
+            hold: Duration::from_secs(1),
+        };
+        let j = judge(mode, history, rx.clone(), anchor, erx.clone()).await;
+        assert_eq!(j.verdict, Verdict::Passed, "{}", j.message);
+        assert_eq!(j.measured, Some(Duration::from_millis(700)));
+        // A history that held only after the deadline fails with the time it held.
+        let late = vec![
+            obs_at(anchor, false),
+            obs_at(anchor + Duration::from_millis(1500), true),
+        ];
+        let mode = Mode::Eventually {
+            deadline: anchor + Duration::from_secs(1),
+        };
+        let j = judge(mode, late, rx, anchor, erx).await;
+        assert_eq!(j.verdict, Verdict::Failed, "{}", j.message);
+        assert_eq!(j.measured, Some(Duration::from_millis(1500)));
+    }
+
+    #[tokio::test]
+    async fn a_recorders_history_starts_with_the_state_at_the_anchor() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let rec = Recorder {
+            transitions: Arc::new(Mutex::new(vec![
+                obs_at(ms(0), false),
+                obs_at(ms(100), true),
+                obs_at(ms(300), false),
+            ])),
+            latest: watch::channel(None).1,
+            task: tokio::spawn(async {}),
+        };
+        let h: Vec<(Instant, bool)> = rec
+            .history_from(ms(200))
+            .iter()
+            .map(|o| (o.at, o.holds))
+            .collect();
+        assert_eq!(h, vec![(ms(200), true), (ms(300), false)]);
+        let h: Vec<(Instant, bool)> = rec
+            .history_from(ms(100))
+            .iter()
+            .map(|o| (o.at, o.holds))
+            .collect();
+        assert_eq!(h, vec![(ms(100), true), (ms(300), false)]);
+        // An anchor before the first observation: everything, from when it was seen.
+        let before = t0.checked_sub(Duration::from_millis(50)).unwrap();
+        assert_eq!(rec.history_from(before).len(), 3);
+        assert!(rec.history_from(ms(400)).iter().all(|o| !o.holds));
     }
 
     #[tokio::test]

@@ -7,7 +7,7 @@
 use crate::controller::ControllerProcess;
 use crate::journal::Journal;
 use crate::k8s::Kube;
-use crate::model::ops::{DeletePod, Drain};
+use crate::model::ops::{DeletePod, Drain, OutOfServiceTaint, OUT_OF_SERVICE_TAINT};
 use crate::model::{Operation, RunnerOperation};
 use crate::provider::NodeOps;
 use crate::timeline::{Anchors, EntryKind, Timeline};
@@ -278,6 +278,7 @@ impl FaultManager {
                     Some(c) => c.start(self.op_timeout).await,
                     None => Ok(()),
                 },
+                Some(RunnerRevert::RemoveTaint(t)) => self.out_of_service(t, false).await,
                 None => bail!("`{}`: the runner has no revert of it", r.key()),
             },
         }
@@ -288,6 +289,7 @@ impl FaultManager {
             RunnerOperation::Cordon(t) => self.set_unschedulable(&t.node, true).await,
             RunnerOperation::Uncordon(t) => self.set_unschedulable(&t.node, false).await,
             RunnerOperation::Drain(d) => self.drain(d).await,
+            RunnerOperation::OutOfServiceTaint(t) => self.out_of_service(t, true).await,
             RunnerOperation::DeletePod(d) => self.delete_pods(d).await.map(|_| ()),
             RunnerOperation::ControllerCrash(c) => match &self.controller {
                 Some(p) => p.crash(c.signal.as_deref()).await,
@@ -308,6 +310,61 @@ impl FaultManager {
                 )
             })?;
         Ok(())
+    }
+
+    /// Add (`on`) or remove the out-of-service taint with this effect, as `kubectl taint nodes
+    /// <node> node.kubernetes.io/out-of-service=<value>:<effect>[-]` does: a read, then an
+    /// update of the whole taint list, retried on a conflict (the node lifecycle controller
+    /// writes the same list). Idempotent both ways.
+    async fn out_of_service(&self, t: &OutOfServiceTaint, on: bool) -> Result<()> {
+        let api: Api<Node> = Api::all(self.kube.client.clone());
+        let what = || {
+            format!(
+                "{} the {OUT_OF_SERVICE_TAINT} taint {} node {}",
+                if on { "adding" } else { "removing" },
+                if on { "to" } else { "from" },
+                t.node
+            )
+        };
+        for _ in 0..5 {
+            let node = api.get(&t.node).await.with_context(what)?;
+            let taints = node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.clone())
+                .unwrap_or_default();
+            let effect = t.effect.as_str();
+            let mut new: Vec<_> = taints
+                .iter()
+                .filter(|x| !(x.key == OUT_OF_SERVICE_TAINT && x.effect == effect))
+                .cloned()
+                .collect();
+            if on {
+                new.push(k8s_openapi::api::core::v1::Taint {
+                    key: OUT_OF_SERVICE_TAINT.into(),
+                    value: Some(t.value.clone()),
+                    effect: effect.into(),
+                    time_added: None,
+                });
+            }
+            if new == taints {
+                return Ok(());
+            }
+            // The resourceVersion makes it a compare-and-swap of the whole list.
+            let patch = serde_json::json!({
+                "metadata": {"resourceVersion": node.metadata.resource_version},
+                "spec": {"taints": new},
+            });
+            match api
+                .patch(&t.node, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) => return Err(e).with_context(what),
+            }
+        }
+        bail!("{}: the node kept changing (5 conflicts)", what())
     }
 
     async fn drain(&self, d: &Drain) -> Result<()> {
@@ -406,15 +463,18 @@ impl FaultManager {
 }
 
 /// How the runner reverts one of its own operations (`Inverse::Revert`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RunnerRevert {
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum RunnerRevert<'a> {
     /// After `controllerCrash`.
     StartController,
+    /// After `outOfServiceTaint`: the taint it added.
+    RemoveTaint(&'a OutOfServiceTaint),
 }
 
-fn runner_revert(op: &RunnerOperation) -> Option<RunnerRevert> {
+fn runner_revert(op: &RunnerOperation) -> Option<RunnerRevert<'_>> {
     match op {
         RunnerOperation::ControllerCrash(_) => Some(RunnerRevert::StartController),
+        RunnerOperation::OutOfServiceTaint(t) => Some(RunnerRevert::RemoveTaint(t)),
         RunnerOperation::Cordon(_)
         | RunnerOperation::Uncordon(_)
         | RunnerOperation::Drain(_)

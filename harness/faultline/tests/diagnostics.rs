@@ -31,7 +31,7 @@ fn diagnose(dir: &Path, body: &str) -> (PathBuf, Vec<String>) {
 }
 
 const STEP_FIELDS: &str = "`name`, `description`, `timeout`, `apply`, `create`, `patch`, `delete`, `fault`, `remediate`, `sleep`, `expect`, `script`, `try`, `catch`, `finally`";
-const OPS: &str = "`staleDeviceMount`, `csiPluginDown`, `csiPluginRestart`, `kubeletWorkersSaturated`, `kubeletStop`, `kubeletHang`, `kubeletRestart`, `proberManagerBroken`, `nodeReboot`, `nodePowerCycle`, `nodeNetworkPartition`, `hungNfs`, `ioErrors`, `apiErrors`, `apiLatency`, `cordon`, `uncordon`, `drain`, `deletePod`, `controllerCrash`";
+const OPS: &str = "`staleDeviceMount`, `csiPluginDown`, `csiPluginRestart`, `csiDriverUnregistered`, `kubeletWorkersSaturated`, `kubeletStop`, `kubeletHang`, `kubeletRestart`, `proberManagerBroken`, `nodeReboot`, `nodePowerCycle`, `nodePowerOff`, `nodeNetworkPartition`, `hungNfs`, `ioErrors`, `apiErrors`, `apiLatency`, `cordon`, `uncordon`, `drain`, `outOfServiceTaint`, `deletePod`, `controllerCrash`";
 const KINDS: &str = "`apply`, `create`, `patch`, `delete`, `fault`, `remediate`, `sleep`, `expect`, `script`, `try`";
 const NODES: &str = "`control-plane`, `worker-01`, `worker-02`, `worker-03`";
 
@@ -84,6 +84,15 @@ const NODES: &str = "`control-plane`, `worker-01`, `worker-02`, `worker-03`";
 #[case::catch_without_try(
     "spec:\n  steps:\n    - sleep: 1s\n      catch: [{sleep: 1s}]\n",
     "7:7: error: spec.steps[0].catch: `catch` goes with `try`".to_string())]
+#[case::unknown_taint_effect(
+    "spec:\n  steps:\n    - fault: {name: y, outOfServiceTaint: {node: worker-01, effect: PreferNoSchedule}}\n",
+    "6:69: error: spec.steps[0].fault.outOfServiceTaint.effect: unknown variant `PreferNoSchedule`, expected `NoExecute` or `NoSchedule`".to_string())]
+#[case::bad_taint_value(
+    "spec:\n  steps:\n    - remediate: {outOfServiceTaint: {node: worker-01, value: \"node shutdown\"}}\n",
+    "6:63: error: spec.steps[0].remediate.outOfServiceTaint.value: `node shutdown` is not a taint value: at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit".to_string())]
+#[case::bad_csi_driver_name(
+    "spec:\n  steps:\n    - fault: {name: y, csiDriverUnregistered: {node: worker-01, driver: Driver.Longhorn}}\n",
+    "6:73: error: spec.steps[0].fault.csiDriverUnregistered.driver: `Driver.Longhorn` is not a CSI driver name: at most 63 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit".to_string())]
 #[case::unknown_node(
     "spec:\n  steps:\n    - fault: {name: y, kubeletStop: {node: worker-09}}\n",
     format!("6:44: error: spec.steps[0].fault.kubeletStop.node: unknown node `worker-09`, expected one of {NODES}"))]

@@ -152,6 +152,25 @@ fn budget_missed_exits_1_and_names_the_budget() {
     );
 }
 
+/// Issue #33 item 13: an expectation reached after its condition came true is measured from
+/// when it came true (the object was watched from the start of the steps), not from the check.
+#[test]
+fn a_condition_that_already_held_is_measured_from_when_it_held() {
+    let fx = Fx::new();
+    fx.scenario("early.yaml", "early-configmap", "  steps:\n    - name: created\n      apply: {file: manifests/cm.yaml}\n    - sleep: 2s\n    - expect: {name: configmap-there, within: 5s, after: created, resource: {apiVersion: v1, kind: ConfigMap, namespace: default, name: late, condition: \"object.data.a == '1'\"}}\n");
+    let out = fx.run(&["run", "early.yaml", "--json", "r.json"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let r = json(&fx.path("r.json"));
+    let e = &r["scenarios"][0]["expectations"][0];
+    assert_eq!(e["name"], "configmap-there");
+    let measured = e["measuredMs"].as_u64().expect("measured");
+    assert!(
+        measured < 1000,
+        "held since its anchor, yet measured {measured} ms: {t}"
+    );
+}
+
 #[test]
 fn fault_is_healed_after_a_failing_expectation() {
     let fx = Fx::new();

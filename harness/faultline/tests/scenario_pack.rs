@@ -83,10 +83,20 @@ fn fixed_controller_passes_the_whole_pack() {
     "^false-pass-stuck-terminating$",
     "FAIL false-pass-stuck-terminating: expectation `replacement-scheduled` failed: budget missed: within 12s after previous"
 )]
+#[case::await_kubelet_kill(
+    "await-kubelet-kill",
+    "^false-pass-partitioned-kill$",
+    "FAIL false-pass-partitioned-kill: expectation `replacement-scheduled` failed: budget missed: within 12s after previous"
+)]
 #[case::force_delete_pods(
     "force-delete-pods",
     "^false-pass-multi-attach$",
     "FAIL false-pass-multi-attach: expectation `failed-over` failed: budget missed: within 12s after previous"
+)]
+#[case::plugin_pod_readiness(
+    "plugin-pod-readiness",
+    "^false-pass-csi-unregistered$",
+    "FAIL false-pass-csi-unregistered: expectation `db-running` failed: budget missed: within 30s after create-db"
 )]
 fn each_regression_fails_a_scenario(
     #[case] regression: &str,

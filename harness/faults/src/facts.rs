@@ -113,10 +113,13 @@ impl NodeOperation {
             N::NodeReboot(_) => Some(Inverse::Revert),
             N::StaleDeviceMount(_)
             | N::CsiPluginDown(_)
+            | N::CsiDriverUnregistered(_)
             | N::KubeletWorkersSaturated(_)
             | N::KubeletStop(_)
             | N::KubeletHang(_)
             | N::ProberManagerBroken(_)
+            // Powered on again: it boots clean.
+            | N::NodePowerOff(_)
             | N::NodeNetworkPartition(_)
             | N::HungNfs(_)
             | N::IoErrors(_)
@@ -138,6 +141,7 @@ impl NodeOperation {
             N::StaleDeviceMount(_)
             | N::CsiPluginDown(_)
             | N::CsiPluginRestart(_)
+            | N::CsiDriverUnregistered(_)
             | N::KubeletWorkersSaturated(_)
             | N::KubeletRestart(_)
             | N::ProberManagerBroken(_)
@@ -149,7 +153,7 @@ impl NodeOperation {
                 (Yes, Yes, No(NO_POWER_CYCLE_FOR_STUCK_REBOOT))
             }
             N::NodeReboot(_) => (Yes, Yes, Yes),
-            N::NodePowerCycle(_) => (Yes, Yes, No(NO_POWER_CONTROL)),
+            N::NodePowerCycle(_) | N::NodePowerOff(_) => (Yes, Yes, No(NO_POWER_CONTROL)),
             N::NodeNetworkPartition(_) => (Yes, Yes, No(PARTITION_CUTS_AGENT)),
             N::ApiErrors(_) | N::ApiLatency(_) => (Yes, No(SIM_API_ONLY), No(SIM_API_ONLY)),
         };
@@ -169,6 +173,10 @@ impl NodeOperation {
             }),
             NodeOperation::CsiPluginDown(t()),
             NodeOperation::CsiPluginRestart(t()),
+            NodeOperation::CsiDriverUnregistered(CsiDriverUnregistered {
+                node: node.into(),
+                driver: LONGHORN_CSI_DRIVER.into(),
+            }),
             NodeOperation::KubeletWorkersSaturated(KubeletWorkersSaturated {
                 node: node.into(),
                 stale_pods: 3,
@@ -182,6 +190,7 @@ impl NodeOperation {
                 stuck_until_power_cycle: false,
             }),
             NodeOperation::NodePowerCycle(t()),
+            NodeOperation::NodePowerOff(t()),
             NodeOperation::NodeNetworkPartition(t()),
             NodeOperation::HungNfs(t()),
             NodeOperation::IoErrors(t()),
@@ -220,8 +229,8 @@ impl RunnerOperation {
             R::Drain(d) => Some(Inverse::Apply(R::Uncordon(NodeTarget {
                 node: d.node.clone(),
             }))),
-            // Start the controller again.
-            R::ControllerCrash(_) => Some(Inverse::Revert),
+            // Start the controller again; remove the taint (only the one it added).
+            R::ControllerCrash(_) | R::OutOfServiceTaint(_) => Some(Inverse::Revert),
             R::Uncordon(_) | R::DeletePod(_) => None,
         }
     }
@@ -238,6 +247,7 @@ impl RunnerOperation {
             R::Cordon(_)
             | R::Uncordon(_)
             | R::Drain(_)
+            | R::OutOfServiceTaint(_)
             | R::DeletePod(_)
             | R::ControllerCrash(_) => (
                 Support::Implemented,
@@ -259,6 +269,11 @@ impl RunnerOperation {
                 node: node.into(),
                 force: false,
                 timeout: None,
+            }),
+            RunnerOperation::OutOfServiceTaint(OutOfServiceTaint {
+                node: node.into(),
+                effect: TaintEffect::NoExecute,
+                value: "nodeshutdown".into(),
             }),
             RunnerOperation::DeletePod(DeletePod {
                 namespace: None,
@@ -435,6 +450,7 @@ mod tests {
                 "kubeletStop",
                 "kubeletHang",
                 "nodePowerCycle",
+                "nodePowerOff",
                 "nodeNetworkPartition",
                 "apiErrors",
                 "apiLatency"

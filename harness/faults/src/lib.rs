@@ -13,7 +13,8 @@ pub mod ops;
 pub use duration::Dur;
 pub use facts::{Inverse, Lifetime, Phase, Provider, Support};
 pub use ops::{
-    ApiErrors, ApiLatency, ControllerCrash, DeletePod, Drain, KubeletWorkersSaturated, MountHolder,
-    NodeOperation, NodeReboot, NodeTarget, Operation, RunnerOperation, StaleDeviceMount, VolumeRef,
-    OPERATION_KEYS,
+    ApiErrors, ApiLatency, ControllerCrash, CsiDriverUnregistered, DeletePod, Drain,
+    KubeletWorkersSaturated, MountHolder, NodeOperation, NodeReboot, NodeTarget, Operation,
+    OutOfServiceTaint, RunnerOperation, StaleDeviceMount, TaintEffect, VolumeRef,
+    LONGHORN_CSI_DRIVER, OPERATION_KEYS, OUT_OF_SERVICE_TAINT,
 };

@@ -74,6 +74,23 @@ pub enum MountHolder {
     External,
 }
 
+/// The CSI driver the sim installs and the catalogue's CSI operations name by default.
+pub const LONGHORN_CSI_DRIVER: &str = "driver.longhorn.io";
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CsiDriverUnregistered {
+    pub node: String,
+    /// The CSI driver's name, as its CSIDriver object and the CSINode list it (default
+    /// `driver.longhorn.io`).
+    #[serde(default = "default_csi_driver")]
+    pub driver: String,
+}
+
+fn default_csi_driver() -> String {
+    LONGHORN_CSI_DRIVER.into()
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct KubeletWorkersSaturated {
@@ -153,6 +170,45 @@ pub struct DeletePod {
     /// Delete with grace period 0 (`--force --grace-period=0`).
     #[serde(default)]
     pub force: bool,
+}
+
+/// The taint of non-graceful node shutdown (GA in 1.28): the pod GC force-deletes the node's
+/// terminating pods and the attach/detach controller detaches their volumes without waiting.
+pub const OUT_OF_SERVICE_TAINT: &str = "node.kubernetes.io/out-of-service";
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct OutOfServiceTaint {
+    pub node: String,
+    /// The taint's effect: `NoExecute` (the default, as the Kubernetes documentation's
+    /// `kubectl taint` example: pods that do not tolerate it are evicted) or `NoSchedule`.
+    #[serde(default)]
+    pub effect: TaintEffect,
+    /// The taint's value (default `nodeshutdown`).
+    #[serde(default = "default_out_of_service_value")]
+    pub value: String,
+}
+
+fn default_out_of_service_value() -> String {
+    "nodeshutdown".into()
+}
+
+// The effects an out-of-service taint can have; a plain comment, as for `MountHolder`.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
+pub enum TaintEffect {
+    #[default]
+    NoExecute,
+    NoSchedule,
+}
+
+impl TaintEffect {
+    /// As the Node's `spec.taints[].effect` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoExecute => "NoExecute",
+            TaintEffect::NoSchedule => "NoSchedule",
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
@@ -237,21 +293,25 @@ macro_rules! catalog {
 
 catalog! {
     /// Operations on a node (or, for apiErrors/apiLatency, the simulated API server), carried
-    /// out by the provider's `NodeOps`.
+    /// out by the provider's `NodeOps`. Each description is what `faultline schema` shows and
+    /// docs/scenarios.md repeats; it says what happens on every provider that does it, naming
+    /// a provider where they differ (docs/fidelity.md for the sim's mechanisms).
     NodeOperation {
-        StaleDeviceMount(StaleDeviceMount) = "staleDeviceMount", "A device mount of a volume is left behind and blocks the kubelet's serialized volume operation queue on the node.";
-        CsiPluginDown(NodeTarget) = "csiPluginDown", "The Longhorn CSI node plugin on the node is dead (driver unregistered).";
-        CsiPluginRestart(NodeTarget) = "csiPluginRestart", "Restart the CSI node plugin pod on the node.";
-        KubeletWorkersSaturated(KubeletWorkersSaturated) = "kubeletWorkersSaturated", "Stale non-running pods hold the kubelet's pod sync workers.";
-        KubeletStop(NodeTarget) = "kubeletStop", "Stop the kubelet (node goes NotReady after the grace period).";
-        KubeletHang(NodeTarget) = "kubeletHang", "The kubelet process lives but stops syncing pods and heartbeats.";
-        KubeletRestart(NodeTarget) = "kubeletRestart", "Restart the kubelet (volume queue and workers reset).";
-        ProberManagerBroken(NodeTarget) = "proberManagerBroken", "The kubelet's prober manager stops running probes: containers never become ready.";
-        NodeReboot(NodeReboot) = "nodeReboot" | "reboot", "Reboot the node (optionally stuck until power cycled).";
-        NodePowerCycle(NodeTarget) = "nodePowerCycle" | "powerCycle", "Hard power cycle (IPMI/Redfish): the node comes back clean.";
-        NodeNetworkPartition(NodeTarget) = "nodeNetworkPartition", "The node loses its connection to the API server.";
-        HungNfs(NodeTarget) = "hungNfs", "NFS mounts on the node hang (unmounts and reboots block).";
-        IoErrors(NodeTarget) = "ioErrors", "Disk I/O errors on the node.";
+        StaleDeviceMount(StaleDeviceMount) = "staleDeviceMount", "A volume's device mount on the node keeps another reference, so its UnmountDevice fails (`is still mounted by other references`) and retries with backoff; only that volume's operations wait. On the sim the node plugin's calls hang behind it, so other volumes' MountDevice on the node times out after 2m (`blocksQueue`: the incident RCA's node-wide block instead). `heldBy` decides what releases it.";
+        CsiPluginDown(NodeTarget) = "csiPluginDown", "The CSI node plugin (Longhorn's) on the node stops serving, so volume calls on the node fail. On the sim its container crash-loops and the driver stays registered (`connection refused` on its socket); on kind and existing clusters its pod is kept off the node, so the driver is unregistered too.";
+        CsiPluginRestart(NodeTarget) = "csiPluginRestart", "Restart the CSI node plugin on the node (sim: its container; kind, existing: its pod is deleted and recreated), releasing what the plugin process held.";
+        CsiDriverUnregistered(CsiDriverUnregistered) = "csiDriverUnregistered", "The kubelet's plugin manager loses the CSI driver's registration (its registration socket is removed) while the plugin keeps running: the driver leaves the node's CSINode and volume operations on the node fail with `driver name ... not found in the list of registered CSI drivers`. A registrar that starts again (a new plugin pod, a reboot) registers it again, as the heal does.";
+        KubeletWorkersSaturated(KubeletWorkersSaturated) = "kubeletWorkersSaturated", "Stale terminated pods whose volumes cannot be cleaned up are left on the node. On the sim the PLEG relist hangs on their sandboxes: no pod syncs, and the node turns Ready=False (PLEG) after 3 minutes.";
+        KubeletStop(NodeTarget) = "kubeletStop", "Stop the kubelet: no pod syncs, no heartbeats; the node lifecycle controller turns the node's Ready condition Unknown after its grace period.";
+        KubeletHang(NodeTarget) = "kubeletHang", "The kubelet process lives but its sync loop is stuck: no pod syncs. On the sim its Lease, node status and PLEG go on (the node stays Ready); on kind the whole process is frozen (SIGSTOP), heartbeats included.";
+        KubeletRestart(NodeTarget) = "kubeletRestart", "Restart the kubelet: its operation executor and backoffs start empty and pod workers sync again; mounts stay (a stale mount held by the kubelet is cleaned up).";
+        ProberManagerBroken(NodeTarget) = "proberManagerBroken", "The kubelet's probes stop succeeding on the node: on the sim no container becomes ready; on kind and existing clusters HTTP, TCP and gRPC probes time out (exec probes still run), so containers with such readiness probes never become ready.";
+        NodeReboot(NodeReboot) = "nodeReboot" | "reboot", "Reboot the node: containers restart, mounts and backoffs are gone, a new boot ID. With `stuckUntilPowerCycle`, or while hungNfs or ioErrors is active, it stays down in Rebooting until power cycled.";
+        NodePowerCycle(NodeTarget) = "nodePowerCycle" | "powerCycle", "Hard power cycle (IPMI/Redfish): the node comes back clean, also from a stuck reboot or a power-off.";
+        NodePowerOff(NodeTarget) = "nodePowerOff", "Power the node off and keep it off: no kubelet, no heartbeats, its containers and mounts gone. The node turns Unknown and is tainted; its pods stay Terminating after eviction and their volumes stay attached until the out-of-service taint (or 6 minutes after the pods are force-deleted). Healed: powered on, it boots clean.";
+        NodeNetworkPartition(NodeTarget) = "nodeNetworkPartition", "The node loses its connection to the API server: it runs on with what it has, but its heartbeats and writes do not arrive.";
+        HungNfs(NodeTarget) = "hungNfs", "NFS servers stop answering the node, so its NFS mounts hang (on the sim no volume operation of the node starts); a reboot meanwhile hangs until power cycled.";
+        IoErrors(NodeTarget) = "ioErrors", "The node's volume disks return I/O errors: mounts and unmounts fail with `input/output error`; a reboot meanwhile hangs until power cycled.";
         ApiErrors(ApiErrors) = "apiErrors", "The API server fails a fraction of matching requests (sim only).";
         ApiLatency(ApiLatency) = "apiLatency", "The API server answers matching requests late (sim only).";
     }
@@ -262,7 +322,8 @@ catalog! {
     RunnerOperation {
         Cordon(NodeTarget) = "cordon", "Mark the node unschedulable (heal: uncordon).";
         Uncordon(NodeTarget) = "uncordon", "Mark the node schedulable.";
-        Drain(Drain) = "drain", "Cordon the node and evict its pods (heal: uncordon).";
+        Drain(Drain) = "drain", "Cordon the node and evict its pods, DaemonSet pods excepted (heal: uncordon).";
+        OutOfServiceTaint(OutOfServiceTaint) = "outOfServiceTaint", "Taint the node `node.kubernetes.io/out-of-service` (non-graceful node shutdown): once it is not Ready, its terminating pods are force-deleted and their volumes detached without waiting (heal: the taint is removed).";
         DeletePod(DeletePod) = "deletePod", "Delete pods by name or selector (no heal).";
         ControllerCrash(ControllerCrash) = "controllerCrash", "Kill the controller under test (heal: start it again).";
     }
@@ -274,6 +335,7 @@ impl NodeOperation {
         use NodeOperation::*;
         match self {
             StaleDeviceMount(s) => Some(&s.node),
+            CsiDriverUnregistered(d) => Some(&d.node),
             KubeletWorkersSaturated(k) => Some(&k.node),
             NodeReboot(r) => Some(&r.node),
             CsiPluginDown(t)
@@ -283,6 +345,7 @@ impl NodeOperation {
             | KubeletRestart(t)
             | ProberManagerBroken(t)
             | NodePowerCycle(t)
+            | NodePowerOff(t)
             | NodeNetworkPartition(t)
             | HungNfs(t)
             | IoErrors(t) => Some(&t.node),
@@ -303,6 +366,7 @@ impl RunnerOperation {
         match self {
             RunnerOperation::Cordon(t) | RunnerOperation::Uncordon(t) => Some(&t.node),
             RunnerOperation::Drain(d) => Some(&d.node),
+            RunnerOperation::OutOfServiceTaint(t) => Some(&t.node),
             RunnerOperation::DeletePod(d) => d.node.as_deref(),
             RunnerOperation::ControllerCrash(_) => None,
         }

@@ -486,10 +486,12 @@ impl KindCluster {
                 .await
                 .with_context(|| format!("clearing {} on {node} after its power cycle", a.key()))?;
         }
-        self.inner
-            .active
-            .lock()
-            .retain(|a| !matches!(a, NodeOperation::NodeReboot(r) if r.node == node));
+        self.inner.active.lock().retain(|a| match a {
+            NodeOperation::NodeReboot(r) => r.node != node,
+            // The power cycle powered it on.
+            NodeOperation::NodePowerOff(t) => t.node != node,
+            _ => true,
+        });
         Ok(())
     }
 

@@ -621,6 +621,27 @@ fn merge_references(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
     out
 }
 
+/// A CSI driver's name as CSIDriver objects take it (a DNS subdomain of at most 63 characters).
+fn is_csi_driver_name(s: &str) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    s.len() <= 63
+        && edge(s.chars().next())
+        && edge(s.chars().last())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+}
+
+/// A label value (`IsValidLabelValue`), what a taint's value must be; empty is one.
+fn is_label_value(s: &str) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    s.is_empty()
+        || (s.len() <= 63
+            && edge(s.chars().next())
+            && edge(s.chars().last())
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+}
+
 fn list(items: &[impl AsRef<str>]) -> String {
     items
         .iter()
@@ -1014,6 +1035,22 @@ impl<'a> Validator<'a> {
                 self.err_value(
                     &format!("{path}.deletePod"),
                     "give `name`, `selector` or `node`",
+                );
+            }
+            Operation::Node(NodeOperation::CsiDriverUnregistered(d))
+                if !is_csi_driver_name(&d.driver) =>
+            {
+                self.err_value(
+                    &format!("{path}.csiDriverUnregistered.driver"),
+                    format!("`{}` is not a CSI driver name: at most 63 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit", d.driver),
+                );
+            }
+            Operation::Runner(RunnerOperation::OutOfServiceTaint(t))
+                if !is_label_value(&t.value) =>
+            {
+                self.err_value(
+                    &format!("{path}.outOfServiceTaint.value"),
+                    format!("`{}` is not a taint value: at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit", t.value),
                 );
             }
             _ => {}

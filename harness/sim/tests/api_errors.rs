@@ -323,3 +323,84 @@ async fn injected_api_errors_and_latency() {
         t.elapsed()
     );
 }
+
+/// Metadata-only answers as kube-apiserver 1.35 gives them (docs/fidelity.md,
+/// "PartialObjectMetadata"; kubernetes_asyncio's packaged live test crashed on the real `null`).
+#[tokio::test]
+async fn metadata_only_answers_fit_their_shape() {
+    let c = TestCluster::start(0).await;
+    let client = c.client().await;
+    const ONE: &str = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io";
+    const LIST: &str = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io";
+    let get = |path: &'static str, accept: &'static str| {
+        let client = client.clone();
+        async move { send(&client, Method::GET, path, None, Some(accept), b"").await }
+    };
+    let none = get(
+        "/api/v1/namespaces/default/configmaps?labelSelector=app%3Dnone",
+        LIST,
+    )
+    .await;
+    assert_eq!(none.code, 200, "{:?}", none.body);
+    assert_eq!(none.body["kind"], "PartialObjectMetadataList");
+    assert!(
+        none.body["items"].is_null(),
+        "no items is null: {:?}",
+        none.body
+    );
+    let some = get("/api/v1/namespaces", LIST).await;
+    assert!(
+        some.body["items"].as_array().is_some_and(|i| !i.is_empty()),
+        "{:?}",
+        some.body
+    );
+    let r = get("/apis/apps/v1/namespaces/default/deployments", ONE).await;
+    assert_status(&r, 406, "NotAcceptable");
+    assert_eq!(
+        r.body["message"],
+        "you requested PartialObjectMetadata, but the requested object is a list (*apps.DeploymentList)"
+    );
+    let r = get("/api/v1/namespaces/default", LIST).await;
+    assert_status(&r, 406, "NotAcceptable");
+    assert_eq!(
+        r.body["message"],
+        "you requested PartialObjectMetadataList, but the requested object is not a list (*core.Namespace)"
+    );
+    let r = get("/api/v1/namespaces/default", ONE).await;
+    assert_eq!(r.code, 200);
+    assert_eq!(r.body["kind"], "PartialObjectMetadata");
+}
+
+/// Server-side apply of a body of another type than the endpoint's: 400 naming the body's
+/// GroupVersionKind as kube-apiserver 1.35 does.
+#[tokio::test]
+async fn apply_of_another_type_names_it() {
+    let c = TestCluster::start(0).await;
+    let client = c.client().await;
+    for (body, message) in [
+        (
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"a"}}"#,
+            "invalid object type: apps/v1, Kind=Deployment",
+        ),
+        (
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#,
+            "invalid object type: /v1, Kind=ConfigMap",
+        ),
+        (
+            r#"{"kind":"Pod","metadata":{"name":"a"}}"#,
+            "invalid object type: /, Kind=Pod",
+        ),
+    ] {
+        let r = send(
+            &client,
+            Method::PATCH,
+            "/api/v1/namespaces/default/pods/a?fieldManager=t",
+            Some("application/apply-patch+yaml"),
+            None,
+            body.as_bytes(),
+        )
+        .await;
+        assert_status(&r, 400, "BadRequest");
+        assert_eq!(r.body["message"], message);
+    }
+}

@@ -481,6 +481,20 @@ async fn deleting_the_plugin_pod_deregisters_the_driver_until_the_new_one_regist
     })
     .await;
     assert!(line.ends_with("csi_plugin.go:223] kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin driver.longhorn.io"), "{line}");
+    // The log line comes before the CSINode write: wait for the new registration in the log,
+    // then for the CSINode that follows it.
+    eventually(20, "the new plugin pod's registration", || {
+        let sim = sim.clone();
+        async move {
+            let log = kubelet_log(&sim, "worker-01");
+            let dereg = log.iter().position(|l| l.contains("DeRegisterPlugin"))?;
+            log[dereg..]
+                .iter()
+                .any(|l| l.contains("kubernetes.io/csi: Register new plugin with name: driver.longhorn.io at endpoint: /var/lib/kubelet/plugins/driver.longhorn.io/csi.sock"))
+                .then_some(())
+        }
+    })
+    .await;
     let csinodes: Api<CSINode> = Api::all(client.clone());
     eventually(20, "registered again by the new plugin pod", || {
         let csinodes = csinodes.clone();
@@ -497,12 +511,6 @@ async fn deleting_the_plugin_pod_deregisters_the_driver_until_the_new_one_regist
         }
     })
     .await;
-    let log = kubelet_log(&sim, "worker-01");
-    let dereg = log
-        .iter()
-        .position(|l| l.contains("DeRegisterPlugin"))
-        .unwrap();
-    assert!(log[dereg..].iter().any(|l| l.contains("kubernetes.io/csi: Register new plugin with name: driver.longhorn.io at endpoint: /var/lib/kubelet/plugins/driver.longhorn.io/csi.sock")));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,6 +20,10 @@ pub(crate) struct Pki {
     /// The service-account signing key (PKCS#8 PEM) and its public half (PKIX PEM).
     pub sa_key_pem: String,
     pub sa_pub_pem: String,
+    /// A client certificate of the admin (`kubernetes-admin` in `system:masters`, as kubeadm
+    /// and kind issue one), for clients that authenticate by certificate only.
+    pub admin_cert_pem: String,
+    pub admin_key_pem: String,
 }
 
 pub(crate) fn generate() -> Result<Pki> {
@@ -62,8 +66,25 @@ pub(crate) fn generate() -> Result<Pki> {
     ];
     let cert = params.signed_by(&key, &issuer)?;
 
+    let admin_key = KeyPair::generate()?;
+    let mut admin = CertificateParams::new(Vec::<String>::new())?;
+    admin
+        .distinguished_name
+        .push(DnType::CommonName, "kubernetes-admin");
+    admin
+        .distinguished_name
+        .push(DnType::OrganizationName, "system:masters");
+    admin.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    admin.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    let admin_cert = admin.signed_by(&admin_key, &issuer)?;
+
     let sa = KeyPair::generate()?;
     Ok(Pki {
+        admin_cert_pem: admin_cert.pem(),
+        admin_key_pem: admin_key.serialize_pem(),
         ca_pem,
         ca_key_pem,
         serving_pem: cert.pem(),
@@ -80,6 +101,33 @@ pub(crate) fn token() -> String {
 
 /// A kubeconfig for `server` that trusts `ca_pem` and presents `token`.
 pub(crate) fn kubeconfig(server: &str, ca_pem: &str, user: &str, token: &str) -> String {
+    kubeconfig_with(server, ca_pem, user, &format!("token: {token}"))
+}
+
+/// A kubeconfig for `server` that trusts `ca_pem` and presents a client certificate.
+pub(crate) fn kubeconfig_with_certificate(
+    server: &str,
+    ca_pem: &str,
+    user: &str,
+    cert_pem: &str,
+    key_pem: &str,
+) -> String {
+    use base64::Engine as _;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    kubeconfig_with(
+        server,
+        ca_pem,
+        user,
+        &format!(
+            "client-certificate-data: {}\n    client-key-data: {}",
+            b64(cert_pem),
+            b64(key_pem)
+        ),
+    )
+}
+
+/// A kubeconfig whose user entry is `credentials` (YAML lines at the user's indentation).
+fn kubeconfig_with(server: &str, ca_pem: &str, user: &str, credentials: &str) -> String {
     use base64::Engine as _;
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
     format!(
@@ -93,7 +141,7 @@ clusters:
 users:
 - name: {user}
   user:
-    token: {token}
+    {credentials}
 contexts:
 - name: faultline-upstream
   context:

@@ -126,6 +126,7 @@ pub struct ControlPlane {
     ca_pem: String,
     token: String,
     kubeconfig: PathBuf,
+    certificate_kubeconfig: PathBuf,
     client: kube::Client,
     spawned_at: Instant,
     ready_after: Duration,
@@ -196,6 +197,12 @@ impl ControlPlane {
     /// A kubeconfig for the admin (the CA and the token), for kubectl and client-go.
     pub fn kubeconfig(&self) -> &Path {
         &self.kubeconfig
+    }
+
+    /// A kubeconfig for the admin by client certificate (`kubernetes-admin` in
+    /// `system:masters`, as kind's): for clients that do not send tokens.
+    pub fn certificate_kubeconfig(&self) -> &Path {
+        &self.certificate_kubeconfig
     }
 
     /// A client authenticated as the admin.
@@ -385,6 +392,17 @@ async fn start_in(opts: &Options, bin_dir: &Path) -> Result<ControlPlane> {
         &kubeconfig,
         &certs::kubeconfig(&base_url, &pki.ca_pem, "admin", &admin),
     )?;
+    let certificate_kubeconfig = p("admin-certificate.kubeconfig");
+    write(
+        &certificate_kubeconfig,
+        &certs::kubeconfig_with_certificate(
+            &base_url,
+            &pki.ca_pem,
+            "kubernetes-admin",
+            &pki.admin_cert_pem,
+            &pki.admin_key_pem,
+        ),
+    )?;
     write(
         &p("kube-controller-manager.kubeconfig"),
         &certs::kubeconfig(&base_url, &pki.ca_pem, "kube-controller-manager", &kcm),
@@ -537,6 +555,7 @@ async fn start_in(opts: &Options, bin_dir: &Path) -> Result<ControlPlane> {
         ca_pem: pki.ca_pem,
         token: admin,
         kubeconfig,
+        certificate_kubeconfig,
         client,
         ready_after: spawned_at.elapsed(),
         spawned_at,

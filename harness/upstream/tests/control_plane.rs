@@ -87,6 +87,33 @@ async fn etcd_and_apiserver_serve_kube_rs_and_kubectl_then_stop_by_pid() {
         ),
     }
 
+    // The client-certificate kubeconfig authenticates as kind's admin does.
+    let kc = kube::config::Kubeconfig::read_from(cp.certificate_kubeconfig()).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let by_certificate = kube::Client::try_from(config).unwrap();
+    let review: serde_json::Value = by_certificate
+        .request(
+            http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+                .header("Content-Type", "application/json")
+                .body(
+                    br#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#
+                        .to_vec(),
+                )
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let user = &review["status"]["userInfo"];
+    assert_eq!(user["username"], "kubernetes-admin", "{review}");
+    assert!(
+        user["groups"]
+            .as_array()
+            .is_some_and(|g| g.iter().any(|g| g == "system:masters")),
+        "{review}"
+    );
+
     let pids = cp.pids();
     assert_eq!(pids.len(), 2, "{pids:?}");
     let dir = cp.dir().to_path_buf();

@@ -83,6 +83,8 @@ pub(super) struct StepRunner {
     step_results: Mutex<Vec<StepResult>>,
     expectation_results: Mutex<Vec<ExpectationResult>>,
     background: Mutex<Vec<JoinHandle<ExpectationResult>>>,
+    /// The steps' resource expectations, watched from the start of the steps.
+    recorders: Arc<expect::Recorders>,
 }
 
 pub(super) struct StepRunnerParts {
@@ -118,7 +120,47 @@ impl StepRunner {
             step_results: Mutex::new(vec![]),
             expectation_results: Mutex::new(vec![]),
             background: Mutex::new(vec![]),
+            recorders: Arc::default(),
         }
+    }
+
+    /// Start watching every resource selection an `expect` step of `steps` will judge, so that
+    /// one reached after its condition came true is measured from when it did.
+    pub fn record_expectations(&self, steps: &[PlannedStep]) {
+        for planned in steps {
+            match &planned.step {
+                Step::Expect(e) => {
+                    // Only the modes measured from their anchor (`within`, `within` + `for`).
+                    let from_anchor = expect::mode_of(e, false).has_deadline();
+                    if let Some(r) = e.resource.as_ref().filter(|_| from_anchor) {
+                        self.recorders.start(&self.observed.kube, r);
+                    }
+                }
+                Step::Try {
+                    steps,
+                    catch,
+                    finally,
+                } => {
+                    self.record_expectations(steps);
+                    for more in [catch, finally].into_iter().flatten() {
+                        self.record_expectations(more);
+                    }
+                }
+                Step::Apply(_)
+                | Step::Create(_)
+                | Step::Patch(_)
+                | Step::Delete(_)
+                | Step::Fault(_)
+                | Step::Remediate(_)
+                | Step::Sleep(_)
+                | Step::Script(_) => {}
+            }
+        }
+    }
+
+    /// Stop the recorders' watches (the steps and their expectations are over).
+    pub fn stop_recording(&self) {
+        self.recorders.stop();
     }
 
     pub fn current_step(&self) -> String {
@@ -230,6 +272,7 @@ impl StepRunner {
             events: self.observed.events.clone(),
             logs: self.observed.logs.clone(),
             end: self.steps_over.clone(),
+            recorders: self.recorders.clone(),
         }
     }
 

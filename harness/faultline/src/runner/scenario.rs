@@ -415,6 +415,7 @@ impl<'a> ScenarioRun<'a> {
         for invariant in &spec.invariants {
             runner.spawn_background(invariant.clone(), "start".into(), self.timeline.start, true);
         }
+        runner.record_expectations(&steps);
         let steps_runner = runner.clone();
         let mut task = tokio::spawn(async move { steps_runner.run_steps(&steps).await });
         let timeout = spec
@@ -457,6 +458,7 @@ impl<'a> ScenarioRun<'a> {
                 runner.add_expectation_result(r);
             }
         }
+        runner.stop_recording();
         runner.expectation_results()
     }
 

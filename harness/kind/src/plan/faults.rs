@@ -147,6 +147,17 @@ fn stale_key(v: &VolumeRef) -> String {
     raw
 }
 
+/// The registration socket node-driver-registrar creates for `driver` in the kubelet's plugin
+/// registry, and where the fault keeps it: a name starting with a dot, which the plugin watcher
+/// ignores.
+fn registration_paths(driver: &str) -> (String, String) {
+    let dir = "/var/lib/kubelet/plugins_registry";
+    (
+        format!("{dir}/{driver}-reg.sock"),
+        format!("{dir}/.faultline-{driver}-reg.sock"),
+    )
+}
+
 fn iptables_rule_script(op: &str, spec: &str) -> String {
     // -C checks, -I inserts first: insert once; delete every copy.
     match op {
@@ -397,6 +408,50 @@ pub fn plan_fault(op: &NodeOperation, ctx: &FaultContext) -> Result<FaultPlan, U
                 "the runbook's option 2, as it is done on a real cluster",
             )
         }
+        NodeOperation::CsiDriverUnregistered(d) => {
+            if d.driver == DRIVER {
+                needs_longhorn()?;
+            }
+            check_name("CSI driver", &d.driver).map_err(|e| unsupported(op, e))?;
+            let n = &d.node;
+            let driver = &d.driver;
+            let (sock, held) = registration_paths(driver);
+            let inject = vec![
+                Step::node(
+                    format!("remove {driver}'s registration socket on {n} (kept under a dot name the plugin watcher ignores)"),
+                    n,
+                    format!(
+                        "set -eu\nif [ -S {sock} ]; then\n  ln -f {sock} {held}\n  rm {sock}\n  echo 'removed {sock}'\n\
+                         elif [ -S {held} ]; then\n  echo 'already removed'\n\
+                         else\n  echo 'no registration socket {sock}: does the node-driver-registrar of {driver} run on this node?' >&2\n  exit 1\nfi"
+                    ),
+                ),
+                Step::kubectl_owned(
+                    format!("{driver} is gone from {n}'s CSINode (DeRegisterPlugin)"),
+                    vec![
+                        "get".into(),
+                        "csinode".into(),
+                        n.clone(),
+                        "-o".into(),
+                        format!("jsonpath={{.spec.drivers[?(@.name==\"{driver}\")].name}}"),
+                    ],
+                )
+                .expect_empty_stdout()
+                .retry(2, 60),
+            ];
+            let heal = vec![Step::node(
+                format!("put {driver}'s registration socket back on {n} (the plugin watcher registers it)"),
+                n,
+                format!("if [ -S {held} ] && [ ! -e {sock} ]; then ln {held} {sock}; fi\nrm -f {held}"),
+            )];
+            plan(
+                inject,
+                heal,
+                "the kubelet's plugin watcher sees the registration socket removed and deregisters the driver (CSINode loses it) while \
+                 the plugin and its registrar keep running; the socket is a hard link kept under a dot name, so the heal's new link \
+                 is the create event that registers it again. A registrar that restarts meanwhile registers the driver by itself",
+            )
+        }
         NodeOperation::KubeletWorkersSaturated(k) => {
             let n = &k.node;
             if k.stale_pods == 0 || k.stale_pods > 200 {
@@ -598,6 +653,31 @@ pub fn plan_fault(op: &NodeOperation, ctx: &FaultContext) -> Result<FaultPlan, U
                 "SIGKILL to every process of the node (no shutdown), then a clean boot, then what kind's bring-up does once a node starts",
             )
         }
+        NodeOperation::NodePowerOff(t) => {
+            let n = &t.node;
+            let Some(names) = kind else {
+                return Err(refused());
+            };
+            let c = names.container(n);
+            let mut heal = vec![Step::docker(
+                format!("power {n} on"),
+                DockerOp::Start {
+                    container: c.clone(),
+                },
+            )];
+            heal.extend(ctx.after_boot.iter().cloned());
+            plan(
+                // A node a stuck reboot already stopped has nothing left to kill.
+                vec![Step::docker(
+                    format!("cut {n}'s power and leave it off"),
+                    DockerOp::Kill { container: c, signal: "KILL".into() },
+                )
+                .ignore_failure()],
+                heal,
+                "SIGKILL to every process of the node (no shutdown) and the container left stopped; the heal boots it clean, then \
+                 what kind's bring-up does once a node starts",
+            )
+        }
         NodeOperation::NodeNetworkPartition(t) => {
             let n = &t.node;
             let Some(names) = kind else {
@@ -717,6 +797,11 @@ mod tests {
         "delete pod -l app=longhorn-csi-plugin --field-selector=spec.nodeName=worker-04",
         ""
     )]
+    #[case(
+        NodeOperation::CsiDriverUnregistered(CsiDriverUnregistered { node: "worker-04".into(), driver: "driver.longhorn.io".into() }),
+        "ln -f /var/lib/kubelet/plugins_registry/driver.longhorn.io-reg.sock /var/lib/kubelet/plugins_registry/.faultline-driver.longhorn.io-reg.sock",
+        "ln /var/lib/kubelet/plugins_registry/.faultline-driver.longhorn.io-reg.sock /var/lib/kubelet/plugins_registry/driver.longhorn.io-reg.sock"
+    )]
     #[case(NodeOperation::KubeletWorkersSaturated(KubeletWorkersSaturated { node: "worker-04".into(), stale_pods: 2 }), "mount -t tmpfs faultline-stale", "umount \"$m\"")]
     #[case(
         NodeOperation::KubeletStop(t("worker-04")),
@@ -744,6 +829,11 @@ mod tests {
         NodeOperation::NodePowerCycle(t("worker-04")),
         "docker kill --signal KILL fl-worker-04\ndocker start fl-worker-04",
         ""
+    )]
+    #[case(
+        NodeOperation::NodePowerOff(t("worker-04")),
+        "docker kill --signal KILL fl-worker-04",
+        "docker start fl-worker-04"
     )]
     #[case(
         NodeOperation::NodeNetworkPartition(t("worker-04")),
@@ -842,6 +932,44 @@ mod tests {
     }
 
     #[test]
+    fn a_powered_off_node_stays_off_until_healed() {
+        let p = plan_fault(&NodeOperation::NodePowerOff(t("w")), &kind_ctx()).unwrap();
+        let (i, h) = (scripts(&p.inject), scripts(&p.heal));
+        assert!(
+            i.contains("docker kill --signal KILL fl-w") && !i.contains("docker start"),
+            "{i}"
+        );
+        // Powered on, then what bring-up does once a node starts.
+        assert!(
+            h.starts_with("docker start fl-w") && h.contains("systemctl is-active"),
+            "{h}"
+        );
+    }
+
+    #[test]
+    fn another_csi_driver_needs_no_longhorn_and_a_safe_name() {
+        let ctx = FaultContext {
+            longhorn: false,
+            ..kind_ctx()
+        };
+        let op = |driver: &str| {
+            NodeOperation::CsiDriverUnregistered(CsiDriverUnregistered {
+                node: "w".into(),
+                driver: driver.into(),
+            })
+        };
+        let p = plan_fault(&op("ebs.csi.aws.com"), &ctx).unwrap();
+        assert!(
+            scripts(&p.inject)
+                .contains("/var/lib/kubelet/plugins_registry/ebs.csi.aws.com-reg.sock"),
+            "{:?}",
+            p.inject
+        );
+        let e = plan_fault(&op("x; rm -rf /"), &ctx).unwrap_err();
+        assert!(e.reason.contains("not a valid Kubernetes name"), "{e}");
+    }
+
+    #[test]
     fn a_reboot_during_hung_io_stays_down_until_power_cycled() {
         let op = NodeOperation::NodeReboot(NodeReboot {
             node: "w".into(),
@@ -868,6 +996,10 @@ mod tests {
         for op in [
             NodeOperation::CsiPluginDown(t("w")),
             NodeOperation::CsiPluginRestart(t("w")),
+            NodeOperation::CsiDriverUnregistered(CsiDriverUnregistered {
+                node: "w".into(),
+                driver: "driver.longhorn.io".into(),
+            }),
         ] {
             let e = plan_fault(&op, &ctx).unwrap_err();
             assert!(e.to_string().contains("Longhorn"), "{e}");
@@ -892,6 +1024,7 @@ mod tests {
     #[case(NodeOperation::KubeletStop(t("w")), "kubelet")]
     #[case(NodeOperation::KubeletHang(t("w")), "kubelet")]
     #[case(NodeOperation::NodePowerCycle(t("w")), "power control")]
+    #[case(NodeOperation::NodePowerOff(t("w")), "power control")]
     #[case(NodeOperation::NodeNetworkPartition(t("w")), "node agent")]
     #[case(NodeOperation::NodeReboot(NodeReboot { node: "w".into(), stuck_until_power_cycle: true }), "power cycle")]
     #[case(NodeOperation::ApiErrors(ApiErrors { rate: 1.0, code: 500, verbs: vec![], resources: vec![] }), "simulated")]

@@ -898,17 +898,20 @@ impl ApiServer {
             let now = timing::now_rfc3339();
             let (next, created) = match (ptype, current.as_deref()) {
                 (PatchType::Apply, live) => {
-                    // The field manager's versionCheckManager: the applied object's
-                    // GroupVersionKind is the resource's (`schema.GroupVersionKind.String()`).
+                    // The field manager's versionCheckManager: the applied configuration must
+                    // be of the endpoint's own type, version included (any other: 400 naming
+                    // its GroupVersionKind as `schema.GroupVersionKind.String()` prints it,
+                    // `invalid object type: /v1, Kind=ConfigMap`).
                     let given = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-                    let given_kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
-                    if given != rt.api_version() || given_kind != rt.kind {
-                        let (g, v) = match given.split_once('/') {
-                            Some((g, v)) => (g, v),
-                            None => ("", given),
+                    let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
+                    if given != rt.api_version() || kind != rt.kind {
+                        let group_version = if given.contains('/') {
+                            given.to_string()
+                        } else {
+                            format!("/{given}")
                         };
                         return Err(ApiError::bad_request(format!(
-                            "invalid object type: {g}/{v}, Kind={given_kind}"
+                            "invalid object type: {group_version}, Kind={kind}"
                         )));
                     }
                     warnings =

@@ -125,6 +125,10 @@ impl ApiError {
             "only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io",
         )
     }
+    /// 406 for a representation the answer cannot take (a list asked for as one object).
+    pub fn not_acceptable_because(message: String) -> Self {
+        Self::new(406, "NotAcceptable", &message)
+    }
     pub fn unauthorized() -> Self {
         Self::new(401, "Unauthorized", "Unauthorized")
     }

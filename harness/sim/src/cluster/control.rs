@@ -142,5 +142,6 @@ pub fn describe(p: &KubeletProcess) -> &'static str {
         KubeletProcess::Restarting { .. } => "Restarting",
         KubeletProcess::Rebooting { until: Some(_) } => "Rebooting",
         KubeletProcess::Rebooting { until: None } => "Rebooting (stuck)",
+        KubeletProcess::PoweredOff => "Powered off",
     }
 }

@@ -86,6 +86,9 @@ fn inject(op: &NodeOperation, pv: Option<(String, bool)>) -> Effect {
         }
         N::CsiPluginDown(_) => Effect::Node(vec![NodeOp::CsiPluginDown]),
         N::CsiPluginRestart(_) => Effect::Node(vec![NodeOp::CsiPluginRestart]),
+        N::CsiDriverUnregistered(d) => Effect::Node(vec![NodeOp::UnregisterCsiDriver {
+            driver: d.driver.clone(),
+        }]),
         N::KubeletWorkersSaturated(k) => Effect::Node(vec![NodeOp::SaturateWorkers {
             count: Some(k.stale_pods as usize),
             namespace: "snapshots".into(),
@@ -100,6 +103,7 @@ fn inject(op: &NodeOperation, pv: Option<(String, bool)>) -> Effect {
         }
         N::NodeReboot(_) => Effect::Node(vec![NodeOp::Reboot]),
         N::NodePowerCycle(_) => Effect::Node(vec![NodeOp::PowerCycle]),
+        N::NodePowerOff(_) => Effect::Node(vec![NodeOp::PowerOff]),
         N::NodeNetworkPartition(_) => Effect::Node(vec![NodeOp::PartitionNetwork]),
         N::HungNfs(_) => Effect::Node(vec![NodeOp::HungNfs]),
         N::IoErrors(_) => Effect::Node(vec![NodeOp::IoErrors]),
@@ -294,6 +298,11 @@ mod tests {
             ("csiPluginDown", &["csiPluginDown"], &["csiPluginUp"]),
             ("csiPluginRestart", &["csiPluginRestart"], &[]),
             (
+                "csiDriverUnregistered",
+                &["unregisterCsiDriver"],
+                &["registerCsiDriver"],
+            ),
+            (
                 "kubeletWorkersSaturated",
                 &["saturateWorkers"],
                 &["clearStalePods"],
@@ -304,6 +313,7 @@ mod tests {
             ("proberManagerBroken", &["proberBroken"], &["proberFixed"]),
             ("nodeReboot", &["reboot"], &[]),
             ("nodePowerCycle", &["powerCycle"], &[]),
+            ("nodePowerOff", &["powerOff"], &["powerOn"]),
             (
                 "nodeNetworkPartition",
                 &["partitionNetwork"],

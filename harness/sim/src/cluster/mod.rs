@@ -20,7 +20,7 @@ use crate::controllers::{nodelifecycle, podgc};
 use crate::internal::Internal;
 use crate::timing::Timing;
 use kubelet::{Kubelet, PodEvent};
-use node::state::SimNode;
+use node::state::{KubeletProcess, SimNode};
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -106,6 +106,7 @@ impl SimCluster {
         for (name, k) in &cluster.kubelets {
             let node = cluster.nodes[name].clone();
             tasks.push(tokio::spawn(run_kubelet(k.clone(), node, timing.clone())));
+            tasks.push(tokio::spawn(run_pleg(k.clone(), timing.clone())));
         }
         tasks.push(tokio::spawn(scheduler::run(
             Internal::new(api.clone(), "default-scheduler"),
@@ -149,6 +150,10 @@ impl SimCluster {
 
     /// The node's mount table (`mount | grep longhorn` style lines), stale mounts included.
     pub fn mounts(&self, name: &str) -> ApiResult<Vec<String>> {
+        // A machine that is off has no mounts (the kubelet learns that when it boots).
+        if self.node(name)?.state.lock().kubelet == KubeletProcess::PoweredOff {
+            return Ok(vec![]);
+        }
         let mut lines = self.kubelet(name)?.lock().mount_lines();
         lines.extend(self.node(name)?.stale_mount_lines());
         lines.sort();
@@ -184,6 +189,20 @@ async fn run_kubelet(k: Arc<Mutex<Kubelet>>, node: Arc<SimNode>, timing: Timing)
         if !k.lock().step() {
             return;
         }
+    }
+}
+
+/// A kubelet's PLEG: it relists on its own ticker (pleg/generic.go runs `Relist` in a goroutine
+/// of its own), whatever the sync loop does.
+async fn run_pleg(k: Arc<Mutex<Kubelet>>, timing: Timing) {
+    let period = timing
+        .s(node::pleg::RELIST_PERIOD)
+        .max(std::time::Duration::from_millis(10));
+    let mut interval = tokio::time::interval(period);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        k.lock().relist_pleg();
     }
 }
 

@@ -211,7 +211,17 @@ fn sync_taints(
     } else {
         json!(taints)
     };
-    let _ = client.merge("", "nodes", "", &name, &json!({"spec": {"taints": taints}}));
+    // The whole list is written, so the patch pins the resourceVersion it was computed from:
+    // a taint someone added since (an operator's out-of-service) is not lost; the next pass
+    // sees it (PatchNodeTaints sets the old node's resourceVersion for the same reason).
+    let rv = meta::resource_version(node);
+    let _ = client.merge(
+        "",
+        "nodes",
+        "",
+        &name,
+        &json!({"metadata": {"resourceVersion": rv}, "spec": {"taints": taints}}),
+    );
 }
 
 /// Taint eviction: a pod that does not tolerate a NoExecute taint, or whose tolerationSeconds

@@ -994,12 +994,23 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
             table::set_version(&mut t, version);
             Ok(json_response(StatusCode::OK, &t, &Output::Json, &[]))
         }
-        Output::PartialMetadata => {
+        Output::PartialMetadata { list: false } => Err(ApiError::not_acceptable_because(format!(
+            "you requested PartialObjectMetadata, but the requested object is a list (*{}List)",
+            internal_type_name(rt)
+        ))),
+        Output::PartialMetadata { list: true } => {
             let items: Vec<Value> = page
                 .items
                 .iter()
                 .map(|i| partial_metadata(&i.object()))
                 .collect();
+            // The apiserver builds this list from a nil slice: none found is `null`, not `[]`
+            // (endpoints/handlers/response.go asPartialObjectMetadataList; seen on 1.35).
+            let items = if items.is_empty() {
+                Value::Null
+            } else {
+                Value::Array(items)
+            };
             let l = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": page.metadata, "items": items});
             Ok(json_response(StatusCode::OK, &l, &Output::Json, &[]))
         }
@@ -1033,6 +1044,21 @@ pub fn printer_for(rt: &ResourceType) -> table::Printer {
     }
 }
 
+/// The Go type the apiserver decodes a resource into, as its NotAcceptable errors print it:
+/// `core.ConfigMap`, `apps.Deployment`, `unstructured.Unstructured` for custom resources. The
+/// internal API package is the group's first label, except where upstream names it otherwise.
+fn internal_type_name(rt: &ResourceType) -> String {
+    if rt.custom {
+        return "unstructured.Unstructured".into();
+    }
+    let package = match rt.group.as_str() {
+        "" | "events.k8s.io" => "core",
+        "internal.apiserver.k8s.io" => "apiserverinternal",
+        group => group.split('.').next().unwrap_or(group),
+    };
+    format!("{package}.{}", rt.kind)
+}
+
 pub fn partial_metadata(obj: &Value) -> Value {
     json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({}))})
 }
@@ -1058,7 +1084,11 @@ fn object_response(
             table::set_version(&mut t, version);
             Ok(json_response(code, &t, &Output::Json, warnings))
         }
-        Output::PartialMetadata => Ok(json_response(
+        Output::PartialMetadata { list: true } => Err(ApiError::not_acceptable_because(format!(
+            "you requested PartialObjectMetadataList, but the requested object is not a list (*{})",
+            internal_type_name(rt)
+        ))),
+        Output::PartialMetadata { list: false } => Ok(json_response(
             code,
             &partial_metadata(obj),
             &Output::Json,

@@ -9,8 +9,11 @@ pub enum Output {
     Yaml,
     /// `as=Table;g=meta.k8s.io;v=v1` (kubectl get), or `v1beta1`: the Table's version.
     Table(&'static str),
-    /// `as=PartialObjectMetadata` / `PartialObjectMetadataList` (metadata-only clients).
-    PartialMetadata,
+    /// `as=PartialObjectMetadata` (`list: false`) or `PartialObjectMetadataList` (`list: true`):
+    /// metadata-only clients. Each fits only its own shape of answer (a 406 otherwise).
+    PartialMetadata {
+        list: bool,
+    },
     /// `application/vnd.kubernetes.protobuf`: built-in objects in their protobuf form, anything
     /// without one (custom resources) as JSON.
     Protobuf,
@@ -51,11 +54,12 @@ pub fn choose(accept: Option<&str>, discovery: bool) -> ApiResult<Output> {
                     _ => None,
                 }
             }
-            ("application/json", Some("PartialObjectMetadata" | "PartialObjectMetadataList"))
-                if g.as_deref() == Some("meta.k8s.io") =>
-            {
-                Some(Output::PartialMetadata)
-            }
+            (
+                "application/json",
+                Some(kind @ ("PartialObjectMetadata" | "PartialObjectMetadataList")),
+            ) if g.as_deref() == Some("meta.k8s.io") => Some(Output::PartialMetadata {
+                list: kind == "PartialObjectMetadataList",
+            }),
             ("application/json", Some("APIGroupDiscoveryList"))
                 if discovery
                     && g.as_deref() == Some("apidiscovery.k8s.io")

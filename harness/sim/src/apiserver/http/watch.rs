@@ -77,7 +77,7 @@ impl Encoder {
                 table::set_version(&mut t, version);
                 t
             }
-            Output::PartialMetadata => partial_metadata(obj),
+            Output::PartialMetadata { .. } => partial_metadata(obj),
             _ => obj.clone(),
         }
     }

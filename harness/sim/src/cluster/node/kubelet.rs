@@ -1,24 +1,35 @@
-//! One simulated kubelet: pod workers, PLEG, the volume manager (through
-//! `volumes::PendingOperations`), the kuberuntime manager over the node's container runtime
-//! (`runtime`, scriptable by pod annotation), the status manager, CSI plugin registration, Lease heartbeats and node status, and
-//! a kubelet log in klog format (at `--v=2`; nominal timestamps and durations).
+//! One simulated kubelet (pkg/kubelet/kubelet.go): the sync loop and the parts it wires, each
+//! in the file upstream's reader looks for: the pod workers (`pod_workers`) over the kuberuntime
+//! manager (`kuberuntime_manager`, over the node's container runtime `runtime`, scriptable by pod
+//! annotation), PLEG (`pleg`, relisting in a task of its own), the volume manager
+//! (`volumemanager/`), the status manager (`status_manager`, with the statuses `kubelet_pods`
+//! generates), the plugin manager for the CSI driver (`pluginmanager`), the node's registration,
+//! Lease and status (`kubelet_node_status`), and its klog-format log (`log`, at `--v=2`, nominal
+//! timestamps and durations).
 //!
-//! Everything runs in one task per node that ticks at the volume reconciler period, so the
-//! order of effects is deterministic for a given sequence of API events.
+//! The sync loop runs in one task per node that ticks at the volume reconciler period, so the
+//! order of effects is deterministic for a given sequence of API events; only PLEG's relist runs
+//! apart.
 
+use super::kubelet_node_status::{NodeStatus, NodeStatusContext};
+use super::kubelet_pods::{generate_api_pod_status, PodStatusInput};
+use super::log::KubeletLog;
+use super::pleg::GenericPleg;
+use super::pluginmanager::{PluginManager, PluginPod};
+use super::pod_workers::{PodWorkers, SyncContext};
 pub use super::runtime::script;
-use super::runtime::{container_status, lines, step_container, Container, ContainerState, Step};
-use super::state::{klog, KubeletProcess, MountHolder, NodeFaults, ResetKind, SimNode};
-use super::volumes::{
-    attachment_name, global_mount_path, orphan_pod_uid, pod_mount_path, unique_name, Op,
-    OperationKey, PendingOperations, DRIVER,
-};
+use super::runtime::ContainerState;
+use super::state::{KubeletProcess, MountHolder, NodeFaults, ResetKind, SimNode};
+use super::status_manager::{StatusManager, Synced};
+use super::volumemanager::operation_executor::{CsiDriver, OperationContext};
+use super::volumemanager::populator::PodInfo;
+use super::volumemanager::VolumeManager;
 use crate::apiserver::meta;
-use crate::events::{EventKind, EventRecorder};
+use crate::events::EventRecorder;
 use crate::internal::Internal;
-use crate::timing::{self, go_duration, Timing};
-use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use crate::timing::Timing;
+use serde_json::Value;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -27,53 +38,11 @@ use tokio::time::Instant;
 /// How many stale pods `saturateWorkers` leaves by default (the incident's backlog).
 pub const DEFAULT_STALE_PODS: usize = 8;
 
-/// The kubelet's `--v`: klog V(n) lines with n above it are not written.
-pub const KUBELET_VERBOSITY: u8 = 2;
-
-/// Where the node plugin's CSI socket lives (the kubelet dials it for every node call).
-const CSI_SOCKET: &str = "/var/lib/kubelet/plugins/driver.longhorn.io/csi.sock";
-
+/// What the pod source (a watch of the node's pods) delivers.
 #[derive(Debug, Clone)]
 pub enum PodEvent {
     Upsert(Arc<Value>),
     Deleted(String),
-}
-
-#[derive(Debug, Clone)]
-struct PodVolume {
-    name: String,
-    /// PV name and volume handle for CSI volumes; None for local volumes (emptyDir, configMap...).
-    csi: Option<(String, String)>,
-    claim: Option<String>,
-}
-
-struct PodRuntime {
-    uid: String,
-    ns: String,
-    name: String,
-    pod: Arc<Value>,
-    /// Holds one of the bounded pool's workers (only with `pod_worker_pool`).
-    slot: bool,
-    synced: bool,
-    /// When the pod worker's current wait for volumes started; a time in the future is a
-    /// requeue after a failed sync.
-    wait_mark: Option<Instant>,
-    init: Vec<Container>,
-    main: Vec<Container>,
-    phase: String,
-    started_time: Option<String>,
-    pod_ip: Option<String>,
-    dirty: bool,
-    killing: bool,
-    stopped_at: Option<Instant>,
-    stale: bool,
-    /// The spec names a PersistentVolumeClaim (volumes are immutable): only such pods take
-    /// part in the volume manager's desired state.
-    claims: bool,
-    /// A settled pod (every container running, nothing timed pending) is not synced again
-    /// before this instant unless something changes: its pod object, the node's faults, a
-    /// restart. Upstream pod workers are event-driven the same way, with a periodic resync.
-    quiet_until: Option<Instant>,
 }
 
 pub struct Kubelet {
@@ -81,47 +50,36 @@ pub struct Kubelet {
     client: Internal,
     recorder: EventRecorder,
     timing: Timing,
+    klog: KubeletLog,
+    /// The pod source.
     rx: mpsc::UnboundedReceiver<PodEvent>,
-    pods: BTreeMap<String, PodRuntime>,
-    ops: PendingOperations,
-    /// Device mounts (pv name -> volume handle) and per-pod setups.
-    devices: HashMap<String, String>,
-    /// Volumes (pv names) whose controller attach the volume manager has verified (its actual
-    /// state of world's attached volumes): MountVolume runs for these, VerifyControllerAttached
-    /// for the others; UnmountDevice drops them.
-    verified: HashSet<String>,
-    setups: HashSet<(String, String)>,
-    csi_registered: bool,
+    pod_workers: PodWorkers,
+    pleg: GenericPleg,
+    volume_manager: VolumeManager,
+    status_manager: StatusManager,
+    plugin_manager: PluginManager,
+    node_status: NodeStatus,
+    /// The runtime's image cache.
     images: HashSet<String>,
-    next_lease: Instant,
-    next_ip: u32,
-    /// The incident RCA's bounded pool of pod workers, off (None) by default: upstream runs
-    /// one goroutine per pod.
-    pod_worker_pool: Option<usize>,
-    volumes_in_use: Vec<String>,
-    pid: u32,
-    /// The last PLEG relist that completed (the pod cache's timestamp).
-    pleg_active: Instant,
     /// When the sync loop next logs "Skipping pod synchronization", and its backoff (nominal).
     skip_log: (Instant, Duration),
-    /// The CSI plugin processes (container ids) running at the last tick: one that exits
-    /// releases what it held.
-    plugin_processes: HashSet<String>,
-    /// The node's faults at the last tick: a change wakes every settled pod.
+    /// The node's faults at the last iteration: a change wakes every settled pod.
     faults_seen: NodeFaults,
 }
 
-impl PodRuntime {
-    /// A deleted pod's containers have all been stopped by its pod worker (what the volume
-    /// manager's populator asks before it lets the pod's volumes go).
-    fn containers_stopped(&self) -> bool {
-        self.killing
-            && !self
-                .init
-                .iter()
-                .chain(self.main.iter())
-                .any(|c| matches!(c.state, ContainerState::Running { .. }))
-    }
+/// The node status side's view of the kubelet (its fields, so the borrow stays disjoint from
+/// `node_status`).
+macro_rules! node_status_ctx {
+    ($k:expr) => {
+        NodeStatusContext {
+            node: &$k.node,
+            client: &$k.client,
+            recorder: &$k.recorder,
+            log: &$k.klog,
+            timing: &$k.timing,
+            runtime_error: $k.pleg.healthy().err().map(|e| e.to_string()),
+        }
+    };
 }
 
 impl Kubelet {
@@ -132,175 +90,77 @@ impl Kubelet {
         rx: mpsc::UnboundedReceiver<PodEvent>,
         pod_worker_pool: Option<usize>,
     ) -> Self {
-        let recorder = EventRecorder::new(client.clone(), "kubelet", Some(&node.name));
-        let ops = PendingOperations::new(timing.clone());
-        let pid = node.state.lock().pid;
         Kubelet {
+            recorder: EventRecorder::new(client.clone(), "kubelet", Some(&node.name)),
+            klog: KubeletLog::new(node.clone(), timing.clone()),
+            pod_workers: PodWorkers::new(pod_worker_pool),
+            pleg: GenericPleg::new(timing.clone()),
+            volume_manager: VolumeManager::new(timing.clone()),
+            status_manager: StatusManager::default(),
+            plugin_manager: PluginManager::default(),
+            node_status: NodeStatus::default(),
+            images: HashSet::new(),
+            skip_log: (Instant::now(), Duration::ZERO),
+            faults_seen: NodeFaults::default(),
             node,
             client,
-            recorder,
             timing,
             rx,
-            pods: BTreeMap::new(),
-            ops,
-            devices: HashMap::new(),
-            verified: HashSet::new(),
-            setups: HashSet::new(),
-            csi_registered: false,
-            images: HashSet::new(),
-            next_lease: Instant::now(),
-            next_ip: 2,
-            pod_worker_pool,
-            volumes_in_use: vec![],
-            pid,
-            pleg_active: Instant::now(),
-            skip_log: (Instant::now(), Duration::ZERO),
-            plugin_processes: HashSet::new(),
-            faults_seen: NodeFaults::default(),
         }
     }
 
-    fn log(&self, sev: char, file: &str, msg: &str) {
-        self.node
-            .kubelet_log
-            .push(klog(self.timing.now(), sev, self.pid, file, msg));
+    /// Register the node (Node, Lease, CSINode), as a kubelet does when it first starts.
+    pub fn register(&mut self) {
+        let ctx = node_status_ctx!(self);
+        self.node_status.register(&ctx);
     }
 
-    /// A failed volume operation's nestedpendingoperations line (its header and its "No retries
-    /// permitted until" read the same clock).
-    fn log_op_failure(&mut self, key: &OperationKey, op: Op, now: Instant, error: &str) {
-        let at = self.timing.now();
-        let line = self.ops.failed_at(key, op, now, at, error);
-        self.node.kubelet_log.push(klog(
-            at,
-            'E',
-            self.pid,
-            "nestedpendingoperations.go:348",
-            &line,
-        ));
-    }
-
-    /// A klog `V(level)` line: written only when the kubelet runs at that verbosity or above.
-    fn vlog(&self, level: u8, file: &str, msg: &str) {
-        if level <= KUBELET_VERBOSITY {
-            self.log('I', file, msg);
-        }
-    }
-
-    fn csi_log(&self, file: &str, msg: &str) {
-        self.node
-            .csi_log
-            .push(klog(self.timing.now(), 'I', 1, file, msg));
-    }
-
-    /// Drain pod events and run one tick. Returns false when the event source is gone. A kubelet
-    /// that is down reads and writes nothing (its events wait, as a watch would be re-listed);
-    /// a hung one only keeps its Lease, node status and PLEG going (goroutines of their own
-    /// upstream: pleg/generic.go relists on its own ticker and drops events the stuck sync loop
-    /// does not take, so its health does not depend on the sync loop). A partitioned one runs on
-    /// what it knows: its pod watch delivers nothing until the partition heals (the events wait
-    /// as above) and its writes do not arrive (`Internal::with_reachability`).
+    /// One turn of the sync loop. Returns false when the pod source is gone. A kubelet that is
+    /// down reads and writes nothing (its pod events wait, as a watch would be re-listed); a
+    /// hung one only keeps its Lease and node status going (goroutines of their own upstream;
+    /// PLEG relists in a task of its own, `relist_pleg`, so its health does not depend on the
+    /// sync loop either). A partitioned one runs on what it knows: its pod watch delivers
+    /// nothing until the partition heals (the events wait as above) and its writes do not
+    /// arrive (`Internal::with_reachability`).
     pub fn step(&mut self) -> bool {
         match self.process_state() {
             KubeletProcess::Running => {}
             KubeletProcess::Hung => {
-                self.pleg_relist();
                 self.heartbeat();
                 return true;
             }
             _ => return true,
         }
-        if self.node.state.lock().faults.partitioned {
-            self.tick();
-            return true;
-        }
-        loop {
-            match self.rx.try_recv() {
-                Ok(ev) => self.on_event(ev),
-                Err(mpsc::error::TryRecvError::Empty) => break,
-                Err(mpsc::error::TryRecvError::Disconnected) => return false,
+        if !self.node.state.lock().faults.partitioned {
+            loop {
+                match self.rx.try_recv() {
+                    Ok(ev) => self.handle_pod_event(ev),
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => return false,
+                }
             }
         }
-        self.tick();
+        self.sync_loop_iteration();
         true
     }
 
-    /// Register the node (Node, Lease, CSINode), as a kubelet does when it first starts.
-    pub fn register(&mut self) {
-        self.log(
-            'I',
-            "server.go:487",
-            &format!(
-                "\"Kubelet version\" kubeletVersion=\"{}\"",
-                crate::nodes::KUBELET_VERSION
-            ),
-        );
-        let mut node_obj =
-            crate::nodes::node_object(&self.node.name, self.node.index, self.node.control_plane);
-        node_obj["status"]["nodeInfo"]["bootID"] = json!(self.node.state.lock().boot_id.clone());
-        if self.client.get("", "nodes", "", &self.node.name).is_none() {
-            let _ = self.client.create("", "nodes", "", node_obj);
-            self.log(
-                'I',
-                "kubelet_node_status.go:75",
-                &format!(
-                    "\"Attempting to register node\" node=\"{}\"",
-                    self.node.name
-                ),
-            );
-            self.log(
-                'I',
-                "kubelet_node_status.go:78",
-                &format!(
-                    "\"Successfully registered node\" node=\"{}\"",
-                    self.node.name
-                ),
-            );
-        }
-        if self
-            .client
-            .get("storage.k8s.io", "csinodes", "", &self.node.name)
-            .is_none()
-        {
-            let node_uid = self
-                .client
-                .get("", "nodes", "", &self.node.name)
-                .map(|n| meta::uid(&n).to_string())
-                .unwrap_or_default();
-            let _ = self.client.create(
-                "storage.k8s.io",
-                "csinodes",
-                "",
-                json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
-                       "metadata": {"name": self.node.name, "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": self.node.name, "uid": node_uid}]},
-                       "spec": {"drivers": []}}),
-            );
-        }
-        self.log(
-            'I',
-            "kubelet.go:2468",
-            "\"Starting kubelet main sync loop\"",
-        );
-        self.renew_lease(true);
-    }
-
-    fn on_event(&mut self, ev: PodEvent) {
+    /// A config change from the pod source (`HandlePodAdditions`, `HandlePodUpdates`,
+    /// `HandlePodRemoves`).
+    fn handle_pod_event(&mut self, ev: PodEvent) {
         match ev {
             PodEvent::Deleted(uid) => {
-                if let Some(p) = self.pods.remove(&uid) {
-                    self.log(
-                        'I',
-                        "kubelet.go:2434",
-                        &format!(
-                            "\"SyncLoop REMOVE\" source=\"api\" pods=[\"{}/{}\"]",
-                            p.ns, p.name
-                        ),
+                self.status_manager.remove(&uid);
+                if let Some(p) = self.pod_workers.remove(&uid) {
+                    let line = format!(
+                        "\"SyncLoop REMOVE\" source=\"api\" pods=[\"{}/{}\"]",
+                        p.ns, p.name
                     );
+                    self.klog.info("kubelet.go:2434", &line);
                 }
             }
             PodEvent::Upsert(obj) => {
                 let uid = meta::uid(&obj).to_string();
-                match self.pods.get_mut(&uid) {
+                match self.pod_workers.get_mut(&uid) {
                     Some(p) => {
                         // The kubelet already holds what its own status writes returned: a
                         // version no newer than that (its own write coming back, or one the
@@ -314,91 +174,22 @@ impl Kubelet {
                         // (and skips the write when that view is already there).
                         let foreign = obj.get("status") != p.pod.get("status");
                         if p.synced && foreign {
-                            p.dirty = true;
+                            p.status_dirty = true;
                         }
                         p.pod = obj;
-                        p.quiet_until = None;
+                        p.wake();
                     }
                     None => {
-                        let rt = self.new_pod(obj);
-                        self.log(
-                            'I',
-                            "kubelet.go:2418",
-                            &format!(
-                                "\"SyncLoop ADD\" source=\"api\" pods=[\"{}/{}\"]",
-                                rt.ns, rt.name
-                            ),
+                        let p = self.pod_workers.add(obj, &self.timing);
+                        let line = format!(
+                            "\"SyncLoop ADD\" source=\"api\" pods=[\"{}/{}\"]",
+                            p.ns, p.name
                         );
-                        self.pods.insert(uid, rt);
+                        self.klog.info("kubelet.go:2418", &line);
                     }
                 }
             }
         }
-    }
-
-    fn new_pod(&self, obj: Arc<Value>) -> PodRuntime {
-        let ctrs = |field: &str| -> Vec<Container> {
-            obj.pointer(&format!("/spec/{}", field))
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .map(|c| Container {
-                            name: c.get("name").and_then(Value::as_str).unwrap_or("").into(),
-                            image: c.get("image").and_then(Value::as_str).unwrap_or("").into(),
-                            state: ContainerState::Waiting(String::new(), None),
-                            last: None,
-                            ready: false,
-                            started_once: false,
-                            restarts: 0,
-                            next: None,
-                            step: Step::Idle,
-                            crash_backoff: self.timing.crash_backoff_initial,
-                            logs: vec![],
-                            prev_logs: vec![],
-                            container_id: String::new(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let stale = obj
-            .pointer(&format!(
-                "/metadata/annotations/{}",
-                script::STALE_VOLUMES.replace('/', "~1")
-            ))
-            .and_then(Value::as_str)
-            == Some("true");
-        let claims = obj
-            .pointer("/spec/volumes")
-            .and_then(Value::as_array)
-            .map(|vs| vs.iter().any(|v| v.get("persistentVolumeClaim").is_some()))
-            .unwrap_or(false);
-        PodRuntime {
-            uid: meta::uid(&obj).into(),
-            ns: meta::namespace(&obj).into(),
-            name: meta::name(&obj).into(),
-            init: ctrs("initContainers"),
-            main: ctrs("containers"),
-            pod: obj,
-            slot: false,
-            synced: false,
-            wait_mark: None,
-            phase: "Pending".into(),
-            started_time: None,
-            pod_ip: None,
-            dirty: false,
-            killing: false,
-            stopped_at: None,
-            stale,
-            claims,
-            quiet_until: None,
-        }
-    }
-
-    fn annotation<'a>(pod: &'a Value, key: &str) -> Option<&'a str> {
-        pod.pointer("/metadata/annotations")
-            .and_then(|a| a.get(key))
-            .and_then(Value::as_str)
     }
 
     /// Handle process state changes and resets; returns the process state for this tick.
@@ -436,12 +227,15 @@ impl Kubelet {
         process
     }
 
-    /// A kubelet that starts again: empty operation executor and pod workers; what is mounted
-    /// stays mounted (reconstructed from disk). A reboot also loses every mount and container.
+    /// A kubelet that starts again: empty operation executor, status cache and pod workers;
+    /// what is mounted stays mounted (reconstructed from disk). A reboot also loses every mount
+    /// and container.
     fn reset(&mut self, kind: ResetKind) {
-        self.pid = self.node.state.lock().pid;
-        self.ops.clear();
-        self.csi_registered = false;
+        let pid = self.node.state.lock().pid;
+        self.klog.set_pid(pid);
+        self.volume_manager.restart(kind);
+        self.status_manager = StatusManager::default();
+        self.plugin_manager.restart();
         {
             let mut st = self.node.state.lock();
             match kind {
@@ -456,61 +250,29 @@ impl Kubelet {
                 }
             }
         }
-        self.log(
-            'I',
+        self.klog.info(
             "server.go:487",
             &format!(
                 "\"Kubelet version\" kubeletVersion=\"{}\"",
                 crate::nodes::KUBELET_VERSION
             ),
         );
-        self.log(
-            'I',
-            "kubelet.go:2468",
-            "\"Starting kubelet main sync loop\"",
-        );
-        // The restarted volume manager reconstructs what is mounted (attached, as far as it
-        // knows); the rest is verified again.
-        let devices = &self.devices;
-        self.verified.retain(|pv| devices.contains_key(pv));
+        self.klog
+            .info("kubelet.go:2468", "\"Starting kubelet main sync loop\"");
         if kind == ResetKind::Reboot {
-            self.devices.clear();
-            self.verified.clear();
-            self.setups.clear();
             self.images.clear();
         }
-        self.pleg_active = Instant::now();
-        self.wake_all();
-        for p in self.pods.values_mut() {
-            p.slot = false;
-            p.wait_mark = None;
-            if kind == ResetKind::Reboot {
-                // Every container died with the node; they start again (restartCount + 1).
-                for c in p.init.iter_mut().chain(p.main.iter_mut()) {
-                    if let ContainerState::Running { ref started, .. } = c.state {
-                        c.last = Some(ContainerState::Terminated {
-                            exit: 255,
-                            reason: "Unknown".into(),
-                            started: started.clone(),
-                            finished: timing::now_rfc3339(),
-                        });
-                        c.restarts += 1;
-                    }
-                    if !matches!(c.state, ContainerState::Terminated { ref reason, .. } if reason == "Completed")
-                    {
-                        c.state = ContainerState::Waiting("ContainerCreating".into(), None);
-                        c.step = Step::Idle;
-                        c.ready = false;
-                    }
-                }
-                p.pod_ip = None;
-                p.dirty = true;
-            }
-        }
-        self.renew_lease(true);
+        self.pleg.restart();
+        self.pod_workers.kubelet_started(kind);
+        let ctx = node_status_ctx!(self);
+        self.node_status.renew_lease(&ctx, true);
     }
 
-    fn tick(&mut self) {
+    /// `syncLoopIteration`, after the pod source's changes: the node's heartbeats, the plugin
+    /// watcher, the volume manager's pass, the pod workers (unless the runtime is unhealthy or
+    /// its relist hangs), the status manager's sync and `volumesInUse` (both writes: skipped
+    /// while partitioned), and the plugin processes' housekeeping.
+    fn sync_loop_iteration(&mut self) {
         let (partitioned, changed) = {
             let st = self.node.state.lock();
             let changed = st.faults != self.faults_seen;
@@ -520,78 +282,62 @@ impl Kubelet {
             (st.faults.partitioned, changed)
         };
         if changed {
-            self.wake_all();
+            self.pod_workers.wake_all();
         }
         self.heartbeat();
-        self.sync_csi_registration(partitioned);
-        self.reconcile_volumes();
-        if !self.pleg_relist() {
-            self.log_skipping_sync();
-        } else {
-            let uids: Vec<String> = self.pods.keys().cloned().collect();
-            for uid in &uids {
-                self.sync_pod(uid);
-            }
+        let plugin_pod = self.plugin_pod();
+        self.plugin_manager.sync(
+            plugin_pod,
+            partitioned,
+            &self.node.name,
+            &self.client,
+            &self.klog,
+        );
+        self.sync_volumes();
+        // syncLoop skips every iteration while the runtime is unhealthy; pod workers wait for
+        // a pod cache newer than their last sync, which a hanging relist does not bring.
+        if let Err(unhealthy) = self.pleg.healthy() {
+            self.log_skipping_sync(&unhealthy.to_string());
+        } else if !self.pleg.relist_hung() {
+            self.sync_pods();
         }
         if !partitioned {
-            self.post_statuses();
-            self.post_volumes_in_use();
+            self.sync_statuses();
+            let in_use = self.volume_manager.volumes_in_use();
+            let ctx = node_status_ctx!(self);
+            self.node_status.post_volumes_in_use(&ctx, in_use);
         }
-        self.track_plugin_process();
+        self.track_plugin_processes();
     }
 
-    /// Sync every pod at the next tick, settled or not.
-    fn wake_all(&mut self) {
-        for p in self.pods.values_mut() {
-            p.quiet_until = None;
+    /// The node lease and node status updaters' turn (they run every 10 s nominal).
+    fn heartbeat(&mut self) {
+        let ctx = node_status_ctx!(self);
+        self.node_status.heartbeat(&ctx);
+    }
+
+    /// One relist of the PLEG (its own task, `cluster::run_pleg`): it runs while the kubelet
+    /// process is up, even with its sync loop hung. The runtime cannot answer for stale pods'
+    /// sandboxes, which it cannot tear down (their volumes never unmount); with the RCA's
+    /// bounded pool, stale pods hold workers instead.
+    pub fn relist_pleg(&mut self) {
+        let up = matches!(
+            self.node.state.lock().kubelet,
+            KubeletProcess::Running | KubeletProcess::Hung
+        );
+        if up {
+            self.pleg.relist(!self.pod_workers.sandboxes_stuck());
         }
-    }
-
-    // ----- PLEG -----------------------------------------------------------------------------
-
-    /// Does the PLEG relist hang? It asks the runtime for every pod's sandbox status; the
-    /// runtime cannot answer for stale pods whose sandboxes it cannot tear down (their volumes
-    /// never unmount). Pod workers wait for a pod cache newer than their last sync, which only a
-    /// relist brings, so no pod syncs and new pods get no status at all. (With the RCA's
-    /// bounded pool, stale pods hold workers instead.)
-    fn pleg_relist_blocked(&self) -> bool {
-        self.pod_worker_pool.is_none() && self.pods.values().any(|p| p.stale)
-    }
-
-    /// One PLEG relist: it completes (and keeps PLEG healthy) unless the runtime hangs on it.
-    /// Returns whether it completed.
-    fn pleg_relist(&mut self) -> bool {
-        if self.pleg_relist_blocked() {
-            return false;
-        }
-        self.pleg_active = Instant::now();
-        true
-    }
-
-    /// The runtime's health as the node's Ready condition reports it: `None` when healthy.
-    fn pleg_unhealthy(&self) -> Option<String> {
-        let since = self.timing.to_nominal(self.pleg_active.elapsed());
-        (since > self.timing.pleg_relist_threshold).then(|| {
-            format!(
-                "PLEG is not healthy: pleg was last seen active {} ago; threshold is {}",
-                go_duration(since),
-                go_duration(self.timing.pleg_relist_threshold)
-            )
-        })
     }
 
     /// The sync loop skips every iteration while the runtime is unhealthy (backoff 100ms
     /// doubling to 5s between the error lines).
-    fn log_skipping_sync(&mut self) {
-        let Some(err) = self.pleg_unhealthy() else {
-            return;
-        };
+    fn log_skipping_sync(&mut self, err: &str) {
         let now = Instant::now();
         if now < self.skip_log.0 {
             return;
         }
-        self.log(
-            'E',
+        self.klog.error(
             "kubelet.go:2471",
             &format!("\"Skipping pod synchronization\" err=\"{}\"", err),
         );
@@ -603,1244 +349,113 @@ impl Kubelet {
         self.skip_log = (now + self.timing.s(next), next);
     }
 
-    // ----- node heartbeat -------------------------------------------------------------------
+    // ----- CSI plugin -------------------------------------------------------------------------
 
-    /// The node lease controller and node status updater: both run every 10 s (nominal) in
-    /// goroutines of their own, so a kubelet whose sync loop hangs keeps both going.
-    fn heartbeat(&mut self) {
-        if Instant::now() >= self.next_lease {
-            self.renew_lease(false);
-        }
-    }
-
-    fn renew_lease(&mut self, force_ready: bool) {
-        self.next_lease = Instant::now() + self.timing.s(self.timing.lease_renew);
-        if self.node.state.lock().faults.partitioned {
-            return;
-        }
-        let now = timing::rfc3339_micro(chrono::Utc::now());
-        let name = self.node.name.clone();
-        match self
-            .client
-            .get("coordination.k8s.io", "leases", "kube-node-lease", &name)
-        {
-            Some(_) => {
-                let _ = self.client.merge(
-                    "coordination.k8s.io",
-                    "leases",
-                    "kube-node-lease",
-                    &name,
-                    &json!({"spec": {"renewTime": now}}),
-                );
-            }
-            None => {
-                let node_uid = self
-                    .client
-                    .get("", "nodes", "", &name)
-                    .map(|n| meta::uid(&n).to_string())
-                    .unwrap_or_default();
-                let _ = self.client.create(
-                    "coordination.k8s.io",
-                    "leases",
-                    "kube-node-lease",
-                    json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                           "metadata": {"name": name, "namespace": "kube-node-lease", "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": node_uid}]},
-                           "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": now}}),
-                );
-            }
-        }
-        self.post_node_status(force_ready);
-    }
-
-    /// Post the node's conditions when they differ from what the API has: Ready=True
-    /// (KubeletReady), or Ready=False (KubeletNotReady) while PLEG is unhealthy.
-    fn post_node_status(&mut self, force: bool) {
-        let name = self.node.name.clone();
-        let Some(node) = self.client.get("", "nodes", "", &name) else {
-            return;
-        };
-        let boot_id = self.node.state.lock().boot_id.clone();
-        let boot_changed = node
-            .pointer("/status/nodeInfo/bootID")
-            .and_then(Value::as_str)
-            != Some(boot_id.as_str());
-        let pleg = self.pleg_unhealthy();
-        let was = meta::condition_status(&node, "Ready").map(String::from);
-        let old_msg = node
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
-            .and_then(|c| c["message"].as_str().map(String::from));
-        let (status, reason, message) = match &pleg {
-            None => (
-                "True",
-                "KubeletReady",
-                "kubelet is posting ready status".to_string(),
-            ),
-            Some(err) => ("False", "KubeletNotReady", err.clone()),
-        };
-        if !force
-            && !boot_changed
-            && was.as_deref() == Some(status)
-            && old_msg.as_deref() == Some(message.as_str())
-        {
-            return;
-        }
-        let mut fresh = crate::nodes::node_object(&name, self.node.index, self.node.control_plane);
-        fresh["status"]["nodeInfo"]["bootID"] = json!(boot_id);
-        if let Some(conds) = fresh["status"]["conditions"].as_array_mut() {
-            for c in conds.iter_mut() {
-                if c["type"] == "Ready" {
-                    c["status"] = json!(status);
-                    c["reason"] = json!(reason);
-                    c["message"] = json!(message);
-                }
-                // Unchanged statuses keep their transition time.
-                let old = node
-                    .pointer("/status/conditions")
-                    .and_then(Value::as_array)
-                    .and_then(|cs| {
-                        cs.iter()
-                            .find(|o| o["type"] == c["type"] && o["status"] == c["status"])
-                            .cloned()
-                    });
-                if let Some(old) = old {
-                    c["lastTransitionTime"] = old["lastTransitionTime"].clone();
-                }
-            }
-        }
-        let patch = json!({"status": {"conditions": fresh["status"]["conditions"], "nodeInfo": fresh["status"]["nodeInfo"]}});
-        let _ = self.client.merge_status("", "nodes", "", &name, &patch);
-        if was.as_deref() != Some(status) {
-            let event = if status == "True" {
-                "NodeReady"
-            } else {
-                "NodeNotReady"
-            };
-            self.recorder.record(
-                &node,
-                EventKind::Normal,
-                event,
-                &format!("Node {} status is now: {}", name, event),
-            );
-        }
-        if boot_changed && force {
-            self.recorder.record(
-                &node,
-                EventKind::Warning,
-                "Rebooted",
-                &format!("Node {} has been rebooted, boot id: {}", name, boot_id),
-            );
-        }
-    }
-
-    // ----- CSI registration -----------------------------------------------------------------
-
-    /// The live (not deleting) `longhorn-csi-plugin` pod of this node.
-    fn plugin_pod(&self) -> Option<&PodRuntime> {
-        self.pods
-            .values()
-            .find(|p| p.name.starts_with("longhorn-csi-plugin") && !meta::is_deleting(&p.pod))
-    }
-
-    fn container_running(p: &PodRuntime, name: &str) -> bool {
-        p.main
+    /// The node's live (not deleting) CSI plugin pod, as the runtime runs it.
+    fn plugin_pod(&self) -> Option<PluginPod> {
+        self.pod_workers
             .iter()
-            .any(|c| c.name == name && matches!(c.state, ContainerState::Running { .. }))
+            .find(|p| p.name.starts_with("longhorn-csi-plugin") && !meta::is_deleting(&p.pod))
+            .map(|p| PluginPod {
+                // A registrar whose socket was removed (csiDriverUnregistered) registers nothing.
+                registration_socket: self
+                    .registrar_process()
+                    .is_some_and(|id| !self.node.state.lock().faults.registration_removed_for(&id)),
+                plugin_running: p.containers.running("longhorn-csi-plugin"),
+            })
     }
 
-    /// The plugin process answers on its socket: its container runs and is not crashing.
-    fn plugin_serving(&self) -> bool {
-        self.plugin_pod()
-            .map(|p| Self::container_running(p, "longhorn-csi-plugin"))
-            .unwrap_or(false)
-            && !self.node.state.lock().faults.csi_plugin_down
+    /// The container id of the running node-driver-registrar of the live plugin pod.
+    pub fn registrar_process(&self) -> Option<String> {
+        self.pod_workers
+            .iter()
+            .find(|p| p.name.starts_with("longhorn-csi-plugin") && !meta::is_deleting(&p.pod))?
+            .containers
+            .main
+            .iter()
+            .find(|c| {
+                c.name == "node-driver-registrar"
+                    && matches!(c.state, ContainerState::Running { .. })
+            })
+            .map(|c| c.container_id.clone())
     }
 
-    /// The kubelet's plugin watcher registers the driver while node-driver-registrar's socket
-    /// exists, i.e. while the registrar runs in a plugin pod that is not being deleted (its
-    /// preStop removes the socket). A crash-looping plugin container leaves it registered.
-    fn sync_csi_registration(&mut self, partitioned: bool) {
-        let should = self
-            .plugin_pod()
-            .map(|p| Self::container_running(p, "node-driver-registrar"))
-            .unwrap_or(false);
-        if should == self.csi_registered {
-            return;
-        }
-        if should {
-            self.log('I', "csi_plugin.go:106", &format!("kubernetes.io/csi: Trying to validate a new CSI Driver with name: {} endpoint: {} versions: 1.0.0", DRIVER, CSI_SOCKET));
-            self.log(
-                'I',
-                "csi_plugin.go:119",
-                &format!(
-                    "kubernetes.io/csi: Register new plugin with name: {} at endpoint: {}",
-                    DRIVER, CSI_SOCKET
-                ),
-            );
-            self.csi_log("main.go:164", "Received GetInfo call: &InfoRequest{}");
-            self.csi_log("main.go:90", "Received NotifyRegistrationStatus call: &RegistrationStatus{PluginRegistered:true,Error:,}");
-        } else {
-            self.log(
-                'I',
-                "csi_plugin.go:223",
-                &format!(
-                    "kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin {}",
-                    DRIVER
-                ),
-            );
-        }
-        if partitioned {
-            return;
-        }
-        self.csi_registered = should;
-        let drivers = if should {
-            json!([{"name": DRIVER, "nodeID": self.node.name, "topologyKeys": null}])
-        } else {
-            json!([])
-        };
-        let _ = self.client.merge(
-            "storage.k8s.io",
-            "csinodes",
-            "",
-            &self.node.name,
-            &json!({"spec": {"drivers": drivers}}),
-        );
+    /// The CSI driver as the volume plugin finds it for its node calls.
+    fn csi_driver(&self) -> CsiDriver {
+        let crashing = self.node.state.lock().faults.csi_plugin_down;
+        self.plugin_manager.driver(self.plugin_pod(), crashing)
     }
 
-    /// What a node call to the plugin fails with right now, if anything: the driver is not
-    /// registered, or the kubelet cannot dial the plugin's socket.
-    fn plugin_call_error(&self, not_registered: &str) -> Option<String> {
-        if !self.csi_registered {
-            return Some(format!("kubernetes.io/csi: {}: driver name {} not found in the list of registered CSI drivers", not_registered, DRIVER));
-        }
-        if !self.plugin_serving() {
-            return Some(format!(
-                "rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial unix {}: connect: connection refused\"",
-                CSI_SOCKET
-            ));
-        }
-        None
-    }
-
-    /// A plugin process that exits releases the devices it kept busy (the fault holds from its
-    /// injection until the process holding it goes, whichever process that is).
-    fn track_plugin_process(&mut self) {
+    /// The plugin processes' housekeeping: every running plugin container of the node's plugin
+    /// pods (deleting ones too).
+    fn track_plugin_processes(&mut self) {
         let running: HashSet<String> = self
-            .pods
-            .values()
+            .pod_workers
+            .iter()
             .filter(|p| p.name.starts_with("longhorn-csi-plugin"))
-            .flat_map(|p| p.main.iter())
+            .flat_map(|p| p.containers.main.iter())
             .filter(|c| {
                 c.name == "longhorn-csi-plugin" && matches!(c.state, ContainerState::Running { .. })
             })
             .map(|c| c.container_id.clone())
             .collect();
-        if self.plugin_processes.difference(&running).next().is_some() {
-            self.node
-                .state
-                .lock()
-                .faults
-                .stale_mounts
-                .retain(|m| m.holder != MountHolder::CsiPlugin);
-        }
-        for _ in running.difference(&self.plugin_processes) {
-            self.csi_log("main.go:135", "Version: v2.14.0");
-            self.csi_log(
-                "node_register.go:53",
-                "Starting Registration Server at: /registration/driver.longhorn.io-reg.sock",
-            );
-        }
-        self.plugin_processes = running;
+        self.plugin_manager
+            .track_plugin_processes(running, &self.node, &self.klog);
     }
 
     // ----- volume manager -------------------------------------------------------------------
 
-    fn pod_volumes(&self, pod: &Value) -> Vec<PodVolume> {
-        let ns = meta::namespace(pod);
-        pod.pointer("/spec/volumes")
-            .and_then(Value::as_array)
-            .map(|vs| {
-                vs.iter()
-                    .map(|v| {
-                        let name = v
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string();
-                        let claim = v
-                            .pointer("/persistentVolumeClaim/claimName")
-                            .and_then(Value::as_str)
-                            .map(String::from);
-                        let csi = claim.as_ref().and_then(|c| {
-                            let pvc = self.client.get("", "persistentvolumeclaims", ns, c)?;
-                            let pv_name = meta::str_at(&pvc, "/spec/volumeName")?.to_string();
-                            let pv = self.client.get("", "persistentvolumes", "", &pv_name)?;
-                            let handle = meta::str_at(&pv, "/spec/csi/volumeHandle")?.to_string();
-                            Some((pv_name, handle))
-                        });
-                        PodVolume { name, csi, claim }
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    fn attached(&self, pv: &str) -> bool {
-        self.client
-            .list("storage.k8s.io", "volumeattachments", None, &|va| {
-                meta::str_at(va, "/spec/nodeName") == Some(self.node.name.as_str())
-                    && meta::str_at(va, "/spec/source/persistentVolumeName") == Some(pv)
-            })
+    /// One pass of the volume manager; its populator reads the pods as the pod workers have
+    /// them.
+    fn sync_volumes(&mut self) {
+        let faults = self.node.state.lock().faults.clone();
+        let driver = self.csi_driver();
+        let pods: Vec<PodInfo<'_>> = self
+            .pod_workers
             .iter()
-            .any(|va| va.pointer("/status/attached") == Some(&json!(true)))
-    }
-
-    /// The desired state of world: every known pod that is not terminal wants its CSI volumes,
-    /// a deleted one until its containers have stopped (the populator's
-    /// `findAndRemoveDeletedPods` waits for `ShouldPodRuntimeBeRemoved`).
-    /// Items: (pod uid, pv, volume handle, pod name, volume name in the pod).
-    fn desired_setups(&self) -> Vec<(String, String, String, String)> {
-        let mut out = Vec::new();
-        for p in self.pods.values() {
-            if !p.claims
-                || (meta::is_deleting(&p.pod) && p.containers_stopped())
-                || p.stale
-                || p.phase == "Succeeded"
-                || p.phase == "Failed"
-            {
-                continue;
-            }
-            for v in self.pod_volumes(&p.pod) {
-                if let Some((pv, handle)) = v.csi {
-                    out.push((p.uid.clone(), pv, handle, p.name.clone()));
-                }
-            }
-        }
-        out
-    }
-
-    /// A failed volume operation: the nestedpendingoperations line, and for mount operations
-    /// the FailedMount event on the pod (unmount operations record none upstream).
-    fn op_failed(
-        &mut self,
-        key: &OperationKey,
-        op: Op,
-        now: Instant,
-        detailed: &str,
-        event: Option<(&str, String)>,
-    ) {
-        self.log_op_failure(key, op, now, detailed);
-        if let Some((uid, msg)) = event {
-            if let Some(pod) = self.pods.get(uid).map(|p| p.pod.clone()) {
-                self.recorder
-                    .record(&pod, EventKind::Warning, "FailedMount", &msg);
-            }
-        }
-    }
-
-    /// The volume manager's reconciler, one pass: TearDown of pod mounts no longer wanted,
-    /// UnmountDevice of devices nobody uses, then VerifyControllerAttachedVolume and MountVolume
-    /// (MountDevice + SetUp) for wanted ones. Each started operation logs its
-    /// `operationExecutor.<Op> started` line, each failure the nestedpendingoperations line.
-    ///
-    /// A stale device mount fails its own UnmountDevice (GetDeviceMountRefs finds the leftover
-    /// pod mount) and backs off; that blocks only its own volume. Its effect on other volumes
-    /// goes through the node plugin: its node calls hang behind the stuck device, so every
-    /// MountDevice on the node ends at the kubelet's CSI deadline (2 min) in "context deadline
-    /// exceeded". With the RCA's `blocksQueue` option, no other operation starts at all.
-    fn reconcile_volumes(&mut self) {
-        let now = Instant::now();
-        let node = self.node.name.clone();
-        let (stale, io_errors, hung_nfs) = {
-            let st = self.node.state.lock();
-            (
-                st.faults.stale_mounts.clone(),
-                st.faults.io_errors,
-                st.faults.hung_nfs,
-            )
+            .map(|p| PodInfo {
+                uid: &p.uid,
+                pod: &p.pod,
+                terminating: p.should_pod_containers_be_terminating(),
+                runtime_removed: p.should_pod_runtime_be_removed(),
+            })
+            .collect();
+        let ctx = OperationContext {
+            node_name: &self.node.name,
+            client: &self.client,
+            recorder: &self.recorder,
+            log: &self.klog,
+            timing: &self.timing,
+            driver,
+            faults: &faults,
         };
-        // Hanging calls that have returned now fail.
-        for (key, op, err) in self.ops.returned(now) {
-            let waiting = self
-                .desired_setups()
-                .into_iter()
-                .find(|(_, _, h, _)| unique_name(h) == key.volume);
-            let Some((uid, pv, _, pod_name)) = waiting else {
-                self.log_op_failure(&key, op, now, &err);
-                continue;
-            };
-            let detailed = format!("MountVolume.MountDevice failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", pv, key.volume, pod_name, uid, err);
-            let simple = format!(
-                "MountVolume.MountDevice failed for volume \"{}\" : {}",
-                pv, err
-            );
-            self.op_failed(&key, op, now, &detailed, Some((&uid, simple)));
-        }
-        let desired = self.desired_setups();
-        let desired_set: HashSet<(String, String)> = desired
-            .iter()
-            .map(|(u, pv, _, _)| (u.clone(), pv.clone()))
-            .collect();
-        // The RCA's node-wide block (option), or an NFS mount that never answers.
-        let blocked = stale.iter().any(|m| m.blocks_queue) || hung_nfs;
-        // 1. UnmountDevice of stale device mounts: GetDeviceMountRefs finds the leftover pod mount.
-        for m in &stale {
-            let un = unique_name(&m.pv);
-            let key = OperationKey::device(&un);
-            if !self.ops.may_run(&key, Op::UnmountDevice, now) {
-                continue;
-            }
-            self.log('I', "reconciler_common.go:292", &format!("\"operationExecutor.UnmountDevice started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", m.pv, un, node));
-            let err = format!(
-                "GetDeviceMountRefs check failed for volume \"{pv}\" (UniqueName: \"{un}\") on node \"{node}\" : the device mount path \"{path}\" is still mounted by other references [{other}]",
-                pv = m.pv, un = un, node = node, path = global_mount_path(&m.pv), other = pod_mount_path(&orphan_pod_uid(&m.pv), &m.pv)
-            );
-            self.log_op_failure(&key, Op::UnmountDevice, now, &err);
-        }
-        // 2. TearDown (UnmountVolume) of pod mounts no longer wanted; keyed per pod.
-        for (uid, pv) in self.setups.clone() {
-            if desired_set.contains(&(uid.clone(), pv.clone())) || blocked {
-                continue;
-            }
-            let un = unique_name(&self.devices.get(&pv).cloned().unwrap_or_else(|| pv.clone()));
-            let key = OperationKey::pod(&un, &uid);
-            if !self.ops.may_run(&key, Op::UnmountVolume, now) {
-                continue;
-            }
-            // A MountedVolume's messages name the volume by its unique name
-            // (operation_executor.go MountedVolume.GenerateMsgDetailed).
-            self.log('I', "reconciler_common.go:163", &format!("\"operationExecutor.UnmountVolume started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") pod \\\"{}\\\" (UID: \\\"{}\\\") \"", un, un, uid, uid));
-            let teardown_err =
-                match self.plugin_call_error("Unmounter.TearDownAt failed to get CSI client") {
-                    Some(e) if e.starts_with("rpc error") => Some(format!(
-                        "kubernetes.io/csi: Unmounter.TearDownAt failed: {}",
-                        e
-                    )),
-                    Some(e) => Some(e),
-                    None if io_errors => Some("unmount failed: input/output error".to_string()),
-                    None => None,
-                };
-            if let Some(e) = teardown_err {
-                self.op_failed(&key, Op::UnmountVolume, now, &format!("UnmountVolume.TearDown failed for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") : {}", un, un, uid, uid, e), None);
-                continue;
-            }
-            self.ops.succeeded(&key);
-            self.setups.remove(&(uid.clone(), pv.clone()));
-            // klog.Infof: a plain message, no OuterVolumeSpecName in 1.35.
-            self.log('I', "operation_generator.go:779", &format!("UnmountVolume.TearDown succeeded for volume \"{}\" pod \"{}\" (UID: \"{}\"). InnerVolumeSpecName \"{}\". PluginName \"kubernetes.io/csi\", VolumeGIDValue \"\"", un, uid, uid, pv));
-        }
-        // 3. UnmountDevice of devices nobody uses any more (then they may be detached).
-        if !blocked {
-            let in_use: HashSet<String> = self
-                .setups
-                .iter()
-                .map(|(_, pv)| pv.clone())
-                .chain(desired.iter().map(|(_, pv, _, _)| pv.clone()))
-                .collect();
-            for (pv, handle) in self.devices.clone() {
-                if in_use.contains(&pv) {
-                    continue;
-                }
-                let un = unique_name(&handle);
-                let key = OperationKey::device(&un);
-                if !self.ops.may_run(&key, Op::UnmountDevice, now) {
-                    continue;
-                }
-                self.log('I', "reconciler_common.go:292", &format!("\"operationExecutor.UnmountDevice started for volume \\\"{}\\\" (UniqueName: \\\"{}\\\") on node \\\"{}\\\" \"", pv, un, node));
-                let err = match self
-                    .plugin_call_error("attacher.UnmountDevice failed to create newCsiDriverClient")
-                {
-                    Some(e) if e.starts_with("rpc error") => Some(format!(
-                        "kubernetes.io/csi: attacher.UnmountDevice failed: {}",
-                        e
-                    )),
-                    other => other,
-                };
-                if let Some(e) = err {
-                    self.op_failed(&key, Op::UnmountDevice, now, &format!("UnmountDevice failed for volume \"{}\" (UniqueName: \"{}\") on node \"{}\" : {}", pv, un, node, e), None);
-                    continue;
-                }
-                self.ops.succeeded(&key);
-                self.devices.remove(&pv);
-                self.verified.remove(&pv);
-                // klog.Info: a plain message.
-                self.log('I', "operation_generator.go:892", &format!("UnmountDevice succeeded for volume \"{}\" (UniqueName: \"{}\") on node \"{}\" ", pv, un, node));
-            }
-        }
-        if blocked {
-            return;
-        }
-        // 4. VerifyControllerAttachedVolume, then MountVolume, keyed with an empty pod name
-        //    (CSI volumes are attachable): one operation per volume at a time.
-        let plugin_hangs = !stale.is_empty();
-        for (uid, pv, handle, pod_name) in desired {
-            if self.setups.contains(&(uid.clone(), pv.clone())) {
-                continue;
-            }
-            let un = unique_name(&handle);
-            let key = OperationKey::device(&un);
-            // The kubelet's actual state of world knows the volume attached once it verified
-            // the controller's attach; until then that is the operation to run.
-            let verified = self.verified.contains(&pv);
-            let op = if verified {
-                Op::MountVolume
-            } else {
-                Op::VerifyControllerAttachedVolume
-            };
-            if !self.ops.may_run(&key, op, now) {
-                continue;
-            }
-            let detailed = |prefix: &str, suffix: &str| {
-                format!(
-                    "{} for volume \"{}\" (UniqueName: \"{}\") pod \"{}\" (UID: \"{}\") {}",
-                    prefix, pv, un, pod_name, uid, suffix
-                )
-            };
-            let pod_ref = self.pod_ref(&uid);
-            // A VolumeToMount's klog.InfoS line with the pod as its key/value.
-            let structured =
-                |msg: String| format!("\"{}\" pod=\"{}\"", msg.replace('"', "\\\""), pod_ref);
-            if !verified {
-                self.log(
-                    'I',
-                    "reconciler_common.go:251",
-                    &structured(detailed(
-                        "operationExecutor.VerifyControllerAttachedVolume started",
-                        "",
-                    )),
-                );
-                if !self.attached(&pv) {
-                    self.op_failed(
-                        &key,
-                        op,
-                        now,
-                        &detailed("Volume not attached according to node status", ""),
-                        None,
-                    );
-                    continue;
-                }
-                // The operation succeeds: its entry goes, with whatever backoff it had.
-                self.ops.succeeded(&key);
-                self.verified.insert(pv.clone());
-                self.log(
-                    'I',
-                    "operation_generator.go:1463",
-                    &structured(detailed("Controller attach succeeded", "device path: \"\"")),
-                );
-                continue;
-            }
-            self.vlog(
-                1,
-                "reconciler_common.go:225",
-                &structured(detailed("operationExecutor.MountVolume started", "")),
-            );
-            // WaitForAttach: the CSI attacher reads the VolumeAttachment (no call to the plugin);
-            // the device path it returns is the attachment's name.
-            self.log(
-                'I',
-                "operation_generator.go:515",
-                &structured(detailed(
-                    "MountVolume.WaitForAttach entering",
-                    "DevicePath \"\"",
-                )),
-            );
-            if !self.attached(&pv) {
-                let e = format!(
-                    "volume {} is not attached for volume attachment {}",
-                    handle,
-                    attachment_name(&handle, &self.node.name)
-                );
-                let simple = format!(
-                    "MountVolume.WaitForAttach failed for volume \"{}\" : {}",
-                    pv, e
-                );
-                self.op_failed(
-                    &key,
-                    op,
-                    now,
-                    &detailed("MountVolume.WaitForAttach failed", &format!(": {}", e)),
-                    Some((&uid, simple)),
-                );
-                continue;
-            }
-            self.log(
-                'I',
-                "operation_generator.go:525",
-                &structured(detailed(
-                    "MountVolume.WaitForAttach succeeded",
-                    &format!(
-                        "DevicePath \"{}\"",
-                        attachment_name(&handle, &self.node.name)
-                    ),
-                )),
-            );
-            let device_mounted = self.devices.contains_key(&pv);
-            let (stage, err) = if device_mounted {
-                (
-                    "MountVolume.SetUp",
-                    self.plugin_call_error("mounter.SetUpAt failed to get CSI client"),
-                )
-            } else {
-                let e = self
-                    .plugin_call_error("attacher.MountDevice failed to create newCsiDriverClient");
-                (
-                    "MountVolume.MountDevice",
-                    if e.is_none() && io_errors {
-                        Some("rpc error: code = Internal desc = mount failed: exit status 32: input/output error".to_string())
-                    } else {
-                        e
-                    },
-                )
-            };
-            if let Some(e) = err {
-                let simple = format!("{} failed for volume \"{}\" : {}", stage, pv, e);
-                self.op_failed(
-                    &key,
-                    op,
-                    now,
-                    &detailed(&format!("{} failed", stage), &format!(": {}", e)),
-                    Some((&uid, simple)),
-                );
-                continue;
-            }
-            if !device_mounted && plugin_hangs {
-                // NodeStageVolume does not return; the kubelet's call gives up at its deadline.
-                let done = now + self.timing.s(self.timing.csi_call_timeout);
-                self.ops.start_hanging(
-                    &key,
-                    op,
-                    done,
-                    "rpc error: code = DeadlineExceeded desc = context deadline exceeded".into(),
-                );
-                continue;
-            }
-            if !device_mounted {
-                self.devices.insert(pv.clone(), handle.clone());
-                self.log(
-                    'I',
-                    "operation_generator.go:557",
-                    &structured(detailed(
-                        "MountVolume.MountDevice succeeded",
-                        &format!("device mount path \"{}\"", global_mount_path(&handle)),
-                    )),
-                );
-            }
-            self.ops.succeeded(&key);
-            self.setups.insert((uid.clone(), pv.clone()));
-            // V(1) (V(4) for a remount): the kubelet runs at --v=2.
-            self.vlog(
-                1,
-                "operation_generator.go:614",
-                &structured(detailed("MountVolume.SetUp succeeded", "")),
-            );
-        }
-    }
-
-    fn pod_ref(&self, uid: &str) -> String {
-        self.pods
-            .get(uid)
-            .map(|p| format!("{}/{}", p.ns, p.name))
-            .unwrap_or_default()
-    }
-
-    /// Are all of the pod's volumes set up? Returns (unmounted, unattached) volume names.
-    fn volumes_ready(&self, p: &PodRuntime) -> (Vec<String>, Vec<String>) {
-        let mut unmounted = Vec::new();
-        let mut unattached = Vec::new();
-        if !p.claims {
-            return (unmounted, unattached);
-        }
-        for v in self.pod_volumes(&p.pod) {
-            match (&v.csi, &v.claim) {
-                (Some((pv, _)), _) => {
-                    if !self.setups.contains(&(p.uid.clone(), pv.clone())) {
-                        unmounted.push(v.name.clone());
-                        if !self.attached(pv) {
-                            unattached.push(v.name.clone());
-                        }
-                    }
-                }
-                // A claim that is not bound yet cannot be mounted.
-                (None, Some(_)) => {
-                    unmounted.push(v.name.clone());
-                    unattached.push(v.name.clone());
-                }
-                (None, None) => {}
-            }
-        }
-        (unmounted, unattached)
-    }
-
-    /// `node.status.volumesInUse`: every volume the desired state wants (as soon as a pod on the
-    /// node wants it) plus those still mounted.
-    fn post_volumes_in_use(&mut self) {
-        let mut in_use: Vec<String> = self
-            .devices
-            .values()
-            .map(|h| unique_name(h))
-            .chain(
-                self.desired_setups()
-                    .iter()
-                    .map(|(_, _, h, _)| unique_name(h)),
-            )
-            .collect();
-        in_use.sort();
-        in_use.dedup();
-        if in_use != self.volumes_in_use
-            && self
-                .client
-                .merge_status(
-                    "",
-                    "nodes",
-                    "",
-                    &self.node.name,
-                    &json!({"status": {"volumesInUse": in_use}}),
-                )
-                .is_ok()
-        {
-            self.volumes_in_use = in_use;
-        }
+        self.volume_manager.sync(&pods, &ctx);
     }
 
     /// The node's mount table as `mount` prints it, for `faultline node X mounts`.
     pub fn mount_lines(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .devices
-            .iter()
-            .map(|(pv, h)| {
-                format!(
-                    "/dev/longhorn/{} on {} type ext4 (rw,relatime)",
-                    pv,
-                    global_mount_path(h)
-                )
-            })
-            .collect();
-        for (uid, pv) in &self.setups {
-            out.push(format!(
-                "/dev/longhorn/{} on {} type ext4 (rw,relatime)",
-                pv,
-                pod_mount_path(uid, pv)
-            ));
-        }
-        out.sort();
-        out
+        self.volume_manager.mount_lines()
     }
 
-    // ----- pod workers and the container runtime ------------------------------------------
+    // ----- pod workers ------------------------------------------------------------------------
 
-    fn busy_workers(&self) -> usize {
-        self.pods.values().filter(|p| p.slot).count()
-    }
-
-    fn sync_pod(&mut self, uid: &str) {
-        let now = Instant::now();
-        let pool = self.pod_worker_pool;
-        let Some(p) = self.pods.get(uid) else { return };
-        if p.quiet_until.map(|t| now < t).unwrap_or(false) {
-            return;
-        }
-        // A terminated pod whose volumes never clean up stays in SyncTerminatedPod, polling
-        // every 100 ms; the line is V(3), below the kubelet's verbosity.
-        if p.stale {
-            let line = format!("\"Pod is terminated, but some volumes have not been cleaned up\" pod=\"{}/{}\" podUID=\"{}\"", p.ns, p.name, p.uid);
-            if let Some(size) = pool {
-                // The RCA's reading: the stale pod holds one of the pool's workers for ever.
-                if !p.slot && self.busy_workers() < size {
-                    self.pods.get_mut(uid).unwrap().slot = true;
-                }
-            }
-            self.vlog(3, "kubelet.go:2291", &line);
-            return;
-        }
-        if meta::is_deleting(&p.pod) {
-            self.terminate(uid);
-            return;
-        }
-        if p.phase == "Succeeded" || p.phase == "Failed" {
-            if p.slot {
-                self.pods.get_mut(uid).unwrap().slot = false;
-            }
-            return;
-        }
-        if let Some(size) = pool {
-            if !p.slot {
-                if self.busy_workers() >= size {
-                    // Never synced: the pod keeps whatever status the API has (none from us).
-                    return;
-                }
-                let p = self.pods.get_mut(uid).unwrap();
-                p.slot = true;
-                p.wait_mark = Some(now);
-            }
-        }
-        // Requeued after a failed sync: the worker waits for its backoff.
-        if self.pods[uid].wait_mark.map(|m| m > now).unwrap_or(false) {
-            return;
-        }
-        if self.pods[uid].wait_mark.is_none() {
-            self.pods.get_mut(uid).unwrap().wait_mark = Some(now);
-        }
-        let first = !self.pods[uid].synced;
-        if first {
-            let p = self.pods.get_mut(uid).unwrap();
-            p.synced = true;
-            p.dirty = true;
-            p.started_time = Some(timing::now_rfc3339());
-            let has_init = !p.init.is_empty();
-            for c in p.init.iter_mut() {
-                c.state = ContainerState::Waiting("PodInitializing".into(), None);
-            }
-            for c in p.main.iter_mut() {
-                c.state = ContainerState::Waiting(
-                    if has_init {
-                        "PodInitializing"
-                    } else {
-                        "ContainerCreating"
-                    }
-                    .into(),
-                    None,
-                );
-            }
-        }
-        let (unmounted, unattached) = self.volumes_ready(&self.pods[uid]);
-        if !unmounted.is_empty() {
-            // WaitForAttachAndMount gives up at podAttachAndMountTimeout. A 1.35 kubelet records
-            // no event for that (the wait was interrupted); the pod worker logs the error and
-            // requeues the pod.
-            let timeout = self.timing.s(self.timing.pod_attach_mount_timeout);
-            let p = &self.pods[uid];
-            if p.wait_mark
-                .map(|m| now.duration_since(m) >= timeout)
-                .unwrap_or(false)
-            {
-                let line = format!(
-                    "\"Error syncing pod, skipping\" err=\"unmounted volumes=[{}], unattached volumes=[{}], failed to process volumes=[]: context deadline exceeded\" pod=\"{}/{}\" podUID=\"{}\"",
-                    unmounted.join(" "), unattached.join(" "), p.ns, p.name, p.uid
-                );
-                self.log('E', "pod_workers.go:1298", &line);
-                self.pods.get_mut(uid).unwrap().wait_mark =
-                    Some(now + self.timing.s(self.timing.pod_sync_requeue));
-            }
-            return;
-        }
-        self.pods.get_mut(uid).unwrap().wait_mark = None;
-        if self.pods[uid].pod_ip.is_none() {
-            let ip = format!("10.244.{}.{}", self.node.index, self.next_ip);
-            self.next_ip += 1;
-            let p = self.pods.get_mut(uid).unwrap();
-            p.pod_ip = Some(ip);
-            p.dirty = true;
-        }
-        self.run_containers(uid, now);
-    }
-
-    fn run_containers(&mut self, uid: &str, now: Instant) {
-        let (csi_down, prober_broken) = {
-            let st = self.node.state.lock();
-            (st.faults.csi_plugin_down, st.faults.prober_broken)
+    fn sync_pods(&mut self) {
+        let mut ctx = SyncContext {
+            node: &self.node,
+            recorder: &self.recorder,
+            log: &self.klog,
+            timing: &self.timing,
+            volumes: &self.volume_manager,
+            images: &mut self.images,
+            status: &mut self.status_manager,
         };
-        let pod = self.pods[uid].pod.clone();
-        let restart_policy = meta::str_at(&pod, "/spec/restartPolicy")
-            .unwrap_or("Always")
-            .to_string();
-        let crash_after = Self::annotation(&pod, script::CRASH_AFTER)
-            .and_then(timing::parse_duration)
-            .map(|d| self.timing.s(d));
-        let exit_after = Self::annotation(&pod, script::EXIT_AFTER)
-            .and_then(timing::parse_duration)
-            .map(|d| self.timing.s(d));
-        let never_ready = Self::annotation(&pod, script::NEVER_READY) == Some("true");
-        let pull_error = Self::annotation(&pod, script::IMAGE_PULL_ERROR).map(String::from);
-        let init_run = Self::annotation(&pod, script::INIT_DURATION)
-            .and_then(timing::parse_duration)
-            .map(|d| self.timing.s(d))
-            .unwrap_or(self.timing.s(self.timing.init_container_run));
-        let log_lines: Vec<String> = Self::annotation(&pod, script::LOG)
-            .map(|l| l.lines().map(String::from).collect())
-            .unwrap_or_default();
-        let pull_policy = |name: &str| -> String {
-            ["containers", "initContainers"]
-                .iter()
-                .filter_map(|f| {
-                    pod.pointer(&format!("/spec/{}", f))
-                        .and_then(Value::as_array)
-                })
-                .flatten()
-                .find(|c| c["name"] == name)
-                .and_then(|c| c.get("imagePullPolicy").and_then(Value::as_str))
-                .unwrap_or("IfNotPresent")
-                .to_string()
-        };
-        let pull = (
-            self.timing.s(self.timing.image_pull),
-            self.timing.image_pull,
-        );
-        let start = self.timing.s(self.timing.container_start);
-        let crash_max = self.timing.crash_backoff_max;
-        let mut events: Vec<(Option<String>, EventKind, String, String)> = Vec::new();
-        let ncount = self.pods[uid].init.len();
-        // Init containers, one at a time, in order.
-        let mut init_done = true;
-        for i in 0..ncount {
-            let c = &self.pods[uid].init[i];
-            if matches!(c.state, ContainerState::Terminated { exit: 0, .. }) {
-                continue;
-            }
-            init_done = false;
-            let field = format!("spec.initContainers{{{}}}", c.name);
-            let policy = pull_policy(&c.name);
-            let p = self.pods.get_mut(uid).unwrap();
-            let images = &mut self.images;
-            let c = &mut p.init[i];
-            if step_container(
-                c,
-                now,
-                &policy,
-                images,
-                pull,
-                start,
-                pull_error.as_deref(),
-                &field,
-                &mut events,
-            ) {
-                p.dirty = true;
-            }
-            if let ContainerState::Running { since, ref started } = c.state {
-                if now.duration_since(since) >= init_run {
-                    c.state = ContainerState::Terminated {
-                        exit: 0,
-                        reason: "Completed".into(),
-                        started: started.clone(),
-                        finished: timing::now_rfc3339(),
-                    };
-                    p.dirty = true;
-                }
-            }
-            break;
-        }
-        if init_done {
-            let n = self.pods[uid].main.len();
-            for i in 0..n {
-                let name = self.pods[uid].main[i].name.clone();
-                let field = format!("spec.containers{{{}}}", name);
-                let policy = pull_policy(&name);
-                let is_csi = name == "longhorn-csi-plugin";
-                let p = self.pods.get_mut(uid).unwrap();
-                let images = &mut self.images;
-                let c = &mut p.main[i];
-                // CrashLoopBackOff: wait for the backoff, then start again.
-                if c.step == Step::BackOff {
-                    if c.next.map(|n| now >= n).unwrap_or(true) {
-                        c.step = Step::Idle;
-                        c.state = ContainerState::Waiting("ContainerCreating".into(), None);
-                    } else {
-                        continue;
-                    }
-                }
-                if step_container(
-                    c,
-                    now,
-                    &policy,
-                    images,
-                    pull,
-                    start,
-                    pull_error.as_deref(),
-                    &field,
-                    &mut events,
-                ) {
-                    p.dirty = true;
-                    if matches!(c.state, ContainerState::Running { .. }) {
-                        c.prev_logs = std::mem::take(&mut c.logs);
-                        c.logs = log_lines.clone();
-                    }
-                }
-                if let ContainerState::Running { since, ref started } = c.state.clone() {
-                    // Readiness: the prober reports ready unless scripted or broken.
-                    let ready_now = !(never_ready || prober_broken || is_csi && csi_down);
-                    // A broken prober never makes a container ready.
-                    if c.ready != ready_now && (c.ready || !prober_broken) {
-                        c.ready = ready_now;
-                        p.dirty = true;
-                    }
-                    let died = if is_csi && csi_down {
-                        Some((2, "Error"))
-                    } else if let Some(d) = crash_after.filter(|d| now.duration_since(since) >= *d)
-                    {
-                        let _ = d;
-                        Some((1, "Error"))
-                    } else if let Some(d) = exit_after.filter(|d| now.duration_since(since) >= *d) {
-                        let _ = d;
-                        Some((0, "Completed"))
-                    } else {
-                        None
-                    };
-                    if let Some((exit, reason)) = died {
-                        let term = ContainerState::Terminated {
-                            exit,
-                            reason: reason.into(),
-                            started: started.clone(),
-                            finished: timing::now_rfc3339(),
-                        };
-                        c.ready = false;
-                        p.dirty = true;
-                        let restart = restart_policy == "Always"
-                            || (restart_policy == "OnFailure" && exit != 0);
-                        if restart {
-                            c.last = Some(term);
-                            c.restarts += 1;
-                            c.step = Step::BackOff;
-                            c.next = Some(now + self.timing.s(c.crash_backoff));
-                            let msg = format!(
-                                "back-off {} restarting failed container={} pod={}_{}({})",
-                                go_duration(c.crash_backoff),
-                                c.name,
-                                p.name,
-                                p.ns,
-                                p.uid
-                            );
-                            c.state = ContainerState::Waiting("CrashLoopBackOff".into(), Some(msg));
-                            c.crash_backoff = (c.crash_backoff * 2).min(crash_max);
-                            let msg = format!(
-                                "Back-off restarting failed container {} in pod {}_{}({})",
-                                c.name, p.name, p.ns, p.uid
-                            );
-                            events.push((
-                                Some(field.clone()),
-                                EventKind::Warning,
-                                "BackOff".into(),
-                                msg,
-                            ));
-                        } else {
-                            c.state = term;
-                        }
-                    }
-                }
-            }
-        }
-        let pod_obj = pod.clone();
-        for (field, kind, reason, msg) in events {
-            self.recorder
-                .record_at(&pod_obj, field.as_deref(), kind, &reason, &msg);
-        }
-        // Phase.
-        let p = self.pods.get_mut(uid).unwrap();
-        let all_init = p
-            .init
-            .iter()
-            .all(|c| matches!(c.state, ContainerState::Terminated { exit: 0, .. }));
-        let phase = if !all_init {
-            "Pending"
-        } else if p
-            .main
-            .iter()
-            .all(|c| matches!(c.state, ContainerState::Terminated { .. }))
-            && !p.main.is_empty()
-        {
-            if p.main
-                .iter()
-                .all(|c| matches!(c.state, ContainerState::Terminated { exit: 0, .. }))
-            {
-                "Succeeded"
-            } else {
-                "Failed"
-            }
-        } else if p.main.iter().any(|c| c.started_once) {
-            "Running"
-        } else {
-            "Pending"
-        };
-        if p.phase != phase {
-            p.phase = phase.into();
-            p.dirty = true;
-        }
-        // A pod that is running with every container started no longer needs its worker.
-        if p.phase != "Pending" && p.main.iter().all(|c| c.started_once) {
-            p.slot = false;
-        }
-        // Nothing timed is pending (no pull, start or back-off, no scripted exit): the pod
-        // worker idles until a change or the periodic resync.
-        let settled = p.phase == "Running"
-            && crash_after.is_none()
-            && exit_after.is_none()
-            && p.main.iter().all(|c| {
-                matches!(c.state, ContainerState::Running { .. }) && c.step == Step::Started
-            });
-        if settled {
-            p.quiet_until = Some(now + self.timing.s(self.timing.pod_resync));
-        }
-    }
-
-    fn terminate(&mut self, uid: &str) {
-        let now = Instant::now();
-        let stop = self.timing.s(self.timing.container_start);
-        let p = self.pods.get_mut(uid).unwrap();
-        if !p.killing {
-            p.killing = true;
-            p.stopped_at = Some(now + stop);
-            let pod = p.pod.clone();
-            let running: Vec<String> = p
-                .init
-                .iter()
-                .chain(p.main.iter())
-                .filter(|c| matches!(c.state, ContainerState::Running { .. }))
-                .map(|c| c.name.clone())
-                .collect();
-            for name in running {
-                let field = if p.init.iter().any(|c| c.name == name) {
-                    format!("spec.initContainers{{{}}}", name)
-                } else {
-                    format!("spec.containers{{{}}}", name)
-                };
-                self.recorder.record_at(
-                    &pod,
-                    Some(&field),
-                    EventKind::Normal,
-                    "Killing",
-                    &format!("Stopping container {}", name),
-                );
-            }
-            return;
-        }
-        if p.stopped_at.map(|s| now < s).unwrap_or(false) {
-            return;
-        }
-        for c in p.init.iter_mut().chain(p.main.iter_mut()) {
-            if let ContainerState::Running { ref started, .. } = c.state {
-                c.state = ContainerState::Terminated {
-                    exit: 0,
-                    reason: "Completed".into(),
-                    started: started.clone(),
-                    finished: timing::now_rfc3339(),
-                };
-                c.ready = false;
-                p.dirty = true;
-            }
-        }
-        p.slot = false;
-        // A terminated pod's phase is terminal (kubelet_pods.go getPhase with podIsTerminal):
-        // Succeeded when every container exited 0, else Failed.
-        let exits: Option<Vec<i32>> = p
-            .main
-            .iter()
-            .map(|c| match c.state {
-                ContainerState::Terminated { exit, .. } => Some(exit),
-                _ => None,
-            })
-            .collect();
-        if let Some(exits) = exits.filter(|e| !e.is_empty()) {
-            let phase = if exits.iter().all(|e| *e == 0) {
-                "Succeeded"
-            } else {
-                "Failed"
-            };
-            if p.phase != phase {
-                p.phase = phase.into();
-                p.dirty = true;
-            }
-        }
-        // The status manager deletes the pod object only once SyncTerminatedPod has finished,
-        // and that waits for the pod's volumes to be unmounted (status_manager.go canBeDeleted,
-        // kubelet.go SyncTerminatedPod -> volumeManager.WaitForUnmount): a pod whose volume
-        // cannot be torn down stays Terminating.
-        if self.setups.iter().any(|(u, _)| u == uid) {
-            return;
-        }
-        if self.node.state.lock().faults.partitioned {
-            return;
-        }
-        let (ns, name) = (p.ns.clone(), p.name.clone());
-        match self.client.delete("", "pods", &ns, &name, Some(0)) {
-            Ok(_) => self.log(
-                'I',
-                "kubelet.go:2450",
-                &format!(
-                    "\"SyncLoop DELETE\" source=\"api\" pods=[\"{}/{}\"]",
-                    ns, name
-                ),
-            ),
-            Err(e) if e.code == 404 => {}
-            Err(_) => {}
-        }
+        self.pod_workers.sync_all(&mut ctx);
     }
 
     /// Kill a running container of the first live pod whose name starts with `pod_prefix`; the
     /// runtime starts it again (restartCount + 1), like `crictl stop`.
     pub fn restart_container(&mut self, pod_prefix: &str, container: &str) -> bool {
-        let Some(p) = self
-            .pods
-            .values_mut()
-            .find(|p| p.name.starts_with(pod_prefix) && !meta::is_deleting(&p.pod))
-        else {
-            return false;
-        };
-        let Some(c) = p.main.iter_mut().find(|c| c.name == container) else {
-            return false;
-        };
-        let ContainerState::Running { ref started, .. } = c.state else {
-            return false;
-        };
-        c.last = Some(ContainerState::Terminated {
-            exit: 137,
-            reason: "Error".into(),
-            started: started.clone(),
-            finished: timing::now_rfc3339(),
-        });
-        c.restarts += 1;
-        c.ready = false;
-        c.state = ContainerState::Waiting("ContainerCreating".into(), None);
-        c.step = Step::Idle;
-        p.dirty = true;
-        p.slot = true;
-        p.quiet_until = None;
-        true
-    }
-
-    // ----- status manager -------------------------------------------------------------------
-
-    fn post_statuses(&mut self) {
-        let host_ip = self.node.internal_ip();
-        let uids: Vec<String> = self
-            .pods
-            .iter()
-            .filter(|(_, p)| p.dirty && p.synced && !p.stale)
-            .map(|(u, _)| u.clone())
-            .collect();
-        for uid in uids {
-            let p = &self.pods[&uid];
-            let status = pod_status(p, &host_ip);
-            // Fields the apiserver or others added (qosClass) do not make it differ.
-            if meta::merge_is_noop(p.pod.get("status"), &status) {
-                self.pods.get_mut(&uid).unwrap().dirty = false;
-                continue;
-            }
-            let res =
-                self.client
-                    .merge_status("", "pods", &p.ns, &p.name, &json!({"status": status}));
-            if let Err(e) = &res {
-                if e.code != 404 {
-                    let line = format!(
-                        "\"Failed to update status for pod\" pod=\"{}/{}\" err=\"{}\"",
-                        p.ns,
-                        p.name,
-                        e.message.replace('"', "'")
-                    );
-                    self.log('E', "status_manager.go:914", &line);
-                }
-            }
-            let p = self.pods.get_mut(&uid).unwrap();
-            if let Ok(written) = res {
-                // The pod as the apiserver now has it (the status manager's cache of what it
-                // posted): later comparisons read the fresh status, not the informer's.
-                // A change of someone else's that the write's answer carries first (a
-                // deletion) wakes the pod, as its event would have: that event is now not news.
-                p.dirty = false;
-                if !meta::identical_outside_status(&written, &p.pod) {
-                    p.quiet_until = None;
-                }
-                p.pod = written;
-            }
-        }
+        self.pod_workers.restart_container(pod_prefix, container)
     }
 
     /// Logs of a container for `pods/log`.
@@ -1850,160 +465,62 @@ impl Kubelet {
         container: &str,
         previous: bool,
     ) -> Option<Result<String, String>> {
-        let p = self.pods.get(uid)?;
-        let c = p
-            .init
-            .iter()
-            .chain(p.main.iter())
-            .find(|c| c.name == container)?;
-        if previous {
-            return Some(if c.restarts == 0 {
-                Err(format!(
-                    "previous terminated container {:?} in pod {:?} not found",
-                    container, p.name
-                ))
-            } else {
-                Ok(lines(&c.prev_logs))
-            });
-        }
-        match &c.state {
-            ContainerState::Waiting(reason, _) if !c.started_once => Some(Err(format!(
-                "container {:?} in pod {:?} is waiting to start: {}",
-                container,
-                p.name,
-                if reason.is_empty() {
-                    "ContainerCreating"
-                } else {
-                    reason
-                }
-            ))),
-            _ => Some(Ok(lines(&c.logs))),
-        }
+        let p = self.pod_workers.get(uid)?;
+        p.containers.logs(&p.name, container, previous)
     }
-}
 
-fn cond(t: &str, ok: bool, reason: Option<&str>, msg: Option<String>) -> Value {
-    let mut c = json!({"type": t, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": timing::now_rfc3339()});
-    if !ok {
-        if let Some(r) = reason {
-            c["reason"] = json!(r);
-        }
-        if let Some(m) = msg {
-            c["message"] = json!(m);
-        }
-    }
-    c
-}
+    // ----- status manager -------------------------------------------------------------------
 
-/// The status the kubelet's status manager posts: real shapes (conditions, Waiting reasons).
-fn pod_status(p: &PodRuntime, host_ip: &str) -> Value {
-    let init_ok = p
-        .init
-        .iter()
-        .all(|c| matches!(c.state, ContainerState::Terminated { exit: 0, .. }));
-    let pending_init: Vec<&str> = p
-        .init
-        .iter()
-        .filter(|c| !matches!(c.state, ContainerState::Terminated { exit: 0, .. }))
-        .map(|c| c.name.as_str())
-        .collect();
-    let unready: Vec<&str> = p
-        .main
-        .iter()
-        .filter(|c| !c.ready)
-        .map(|c| c.name.as_str())
-        .collect();
-    let ready = unready.is_empty() && !p.main.is_empty() && !meta::is_deleting(&p.pod);
-    let sandbox = p.pod_ip.is_some();
-    let mut conds = vec![
-        cond("PodReadyToStartContainers", sandbox, None, None),
-        cond(
-            "Initialized",
-            init_ok,
-            Some("ContainersNotInitialized"),
-            Some(format!(
-                "containers with incomplete status: [{}]",
-                pending_init.join(" ")
-            )),
-        ),
-        cond(
-            "Ready",
-            ready,
-            Some("ContainersNotReady"),
-            Some(format!(
-                "containers with unready status: [{}]",
-                unready.join(" ")
-            )),
-        ),
-        cond(
-            "ContainersReady",
-            ready,
-            Some("ContainersNotReady"),
-            Some(format!(
-                "containers with unready status: [{}]",
-                unready.join(" ")
-            )),
-        ),
-    ];
-    // Keep the scheduler's PodScheduled condition as the API has it.
-    let scheduled = p
-        .pod
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c["type"] == "PodScheduled").cloned())
-        .unwrap_or_else(|| cond("PodScheduled", true, None, None));
-    conds.push(scheduled);
-    // Conditions other components own (DisruptionTarget, readiness gates) are kept.
-    const OWN: [&str; 5] = [
-        "PodReadyToStartContainers",
-        "Initialized",
-        "Ready",
-        "ContainersReady",
-        "PodScheduled",
-    ];
-    if let Some(prev) = p
-        .pod
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-    {
-        conds.extend(
-            prev.iter()
-                .filter(|c| !OWN.iter().any(|t| c["type"] == *t))
-                .cloned(),
+    /// The status manager's pass: the statuses of the pods whose status changed go to its
+    /// cache (`generateAPIPodStatus`, `SetPodStatus`), then it syncs.
+    fn sync_statuses(&mut self) {
+        let host_ip = self.node.internal_ip();
+        for p in self.pod_workers.iter_mut() {
+            if !(p.status_dirty && p.synced && !p.stale) {
+                continue;
+            }
+            let input = PodStatusInput {
+                pod: &p.pod,
+                containers: &p.containers,
+                phase: p.phase,
+                started_time: p.started_time.as_deref(),
+                pod_ip: p.pod_ip.as_deref(),
+            };
+            let status = generate_api_pod_status(&input, &host_ip);
+            self.status_manager.set_pod_status(&p.pod, status);
+            p.status_dirty = false;
+        }
+        let workers = &self.pod_workers;
+        let synced = self.status_manager.sync(
+            |uid| workers.get(uid).map(|p| p.pod.clone()),
+            &self.client,
+            &self.klog,
         );
-    }
-    // Preserve each condition's lastTransitionTime when its status is unchanged.
-    if let Some(prev) = p
-        .pod
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-    {
-        for c in conds.iter_mut() {
-            if let Some(old) = prev
-                .iter()
-                .find(|o| o["type"] == c["type"] && o["status"] == c["status"])
-            {
-                c["lastTransitionTime"] = old["lastTransitionTime"].clone();
+        for (uid, synced) in synced {
+            let Some(p) = self.pod_workers.get_mut(&uid) else {
+                continue;
+            };
+            match synced {
+                Synced::Written(pod) => {
+                    // The pod as the apiserver now has it: later comparisons read the fresh
+                    // status, not the informer's. A change of someone else's that the write's
+                    // answer carries first (a deletion) wakes the pod, as its event would have:
+                    // that event is now not news.
+                    if !meta::identical_outside_status(&pod, &p.pod) {
+                        p.wake();
+                    }
+                    p.pod = pod;
+                }
+                Synced::Deleted => {
+                    let line = format!(
+                        "\"SyncLoop DELETE\" source=\"api\" pods=[\"{}/{}\"]",
+                        p.ns, p.name
+                    );
+                    self.klog.info("kubelet.go:2450", &line);
+                }
             }
         }
     }
-    let mut s = json!({
-        "phase": p.phase,
-        "conditions": conds,
-        "hostIP": host_ip,
-        "hostIPs": [{"ip": host_ip}],
-        "startTime": p.started_time,
-        "qosClass": p.pod.pointer("/status/qosClass").cloned().unwrap_or(json!("BestEffort")),
-        "containerStatuses": p.main.iter().map(container_status).collect::<Vec<_>>(),
-    });
-    if !p.init.is_empty() {
-        s["initContainerStatuses"] = json!(p.init.iter().map(container_status).collect::<Vec<_>>());
-    }
-    if let Some(ip) = &p.pod_ip {
-        s["podIP"] = json!(ip);
-        s["podIPs"] = json!([{"ip": ip}]);
-    }
-    s
 }
 
 fn rv_of(obj: &Value) -> Option<u64> {

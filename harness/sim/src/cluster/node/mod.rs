@@ -3,7 +3,16 @@
 //! the API, and the node primitives (faults and remediations).
 
 pub mod kubelet;
+pub mod kubelet_node_status;
+pub mod kubelet_pods;
+pub mod kuberuntime_manager;
+pub mod log;
 pub mod nodeops;
+pub mod pleg;
+pub mod pluginmanager;
+pub mod pod_workers;
 pub mod runtime;
 pub mod state;
+pub mod status_manager;
+pub mod volumemanager;
 pub mod volumes;

@@ -3,6 +3,7 @@
 
 use super::kubelet::script;
 use super::state::{KubeletProcess, ResetKind, StaleMount};
+use super::volumes::DRIVER;
 use crate::apiserver::meta;
 use crate::apiserver::status::{ApiError, ApiResult};
 use crate::cluster::SimCluster;
@@ -37,6 +38,20 @@ pub enum NodeOp {
     CsiPluginUp,
     /// Kill and restart the plugin container (restartCount + 1).
     CsiPluginRestart,
+    /// Remove the registration socket of the running node-driver-registrar: the kubelet's plugin
+    /// watcher deregisters the driver (DeRegisterPlugin, the CSINode entry goes) while the plugin
+    /// keeps running. Only `driver.longhorn.io` runs on simulated nodes.
+    #[serde(rename_all = "camelCase")]
+    UnregisterCsiDriver {
+        #[serde(default = "default_driver")]
+        driver: String,
+    },
+    /// The registration socket is back: the plugin watcher registers the driver again.
+    #[serde(rename_all = "camelCase")]
+    RegisterCsiDriver {
+        #[serde(default = "default_driver")]
+        driver: String,
+    },
     /// `count` terminated pods whose volumes never clean up and whose sandboxes the runtime
     /// cannot tear down (PLEG relist hangs on them; with the RCA's pool, they hold workers).
     #[serde(rename_all = "camelCase")]
@@ -61,6 +76,11 @@ pub enum NodeOp {
     /// Reboot; stuck in Rebooting (until power cycle) while NFS hangs or disks return I/O errors.
     Reboot,
     PowerCycle,
+    /// Power the machine off: nothing runs (no kubelet, no heartbeats), containers and mounts
+    /// are gone; it stays off until `PowerOn` (or a power cycle).
+    PowerOff,
+    /// Power a machine that is off on: it boots as after a power cycle. Nothing to do otherwise.
+    PowerOn,
     PartitionNetwork,
     HealNetwork,
     HungNfs,
@@ -82,6 +102,10 @@ impl NodeOp {
         Some(match self {
             N::StaleDeviceMount { pv, .. } => N::ClearStaleDeviceMount { pv: pv.clone() },
             N::CsiPluginDown => N::CsiPluginUp,
+            N::UnregisterCsiDriver { driver } => N::RegisterCsiDriver {
+                driver: driver.clone(),
+            },
+            N::PowerOff => N::PowerOn,
             N::SaturateWorkers { namespace, .. } => N::ClearStalePods {
                 namespace: namespace.clone(),
             },
@@ -93,6 +117,8 @@ impl NodeOp {
             N::ClearStaleDeviceMount { .. }
             | N::CsiPluginUp
             | N::CsiPluginRestart
+            | N::RegisterCsiDriver { .. }
+            | N::PowerOn
             | N::ClearStalePods { .. }
             | N::KubeletStart
             | N::KubeletRestart
@@ -110,6 +136,26 @@ fn default_stale_ns() -> String {
     "snapshots".into()
 }
 
+fn default_driver() -> String {
+    DRIVER.into()
+}
+
+impl NodeOp {
+    /// Primitives that need the machine running: refused while it is powered off.
+    fn needs_power(&self) -> bool {
+        use NodeOp as N;
+        matches!(
+            self,
+            N::KubeletStop
+                | N::KubeletStart
+                | N::KubeletHang
+                | N::KubeletRestart
+                | N::Reboot
+                | N::CsiPluginRestart
+        )
+    }
+}
+
 impl SimCluster {
     /// Apply a primitive to a node; returns a one-line description of what happened.
     pub fn node_op(&self, node_name_or_ip: &str, op: &NodeOp) -> ApiResult<String> {
@@ -117,8 +163,22 @@ impl SimCluster {
         let node_name = node.name.as_str();
         let now = Instant::now();
         let t = &self.timing;
+        // Read before the node's state is locked: the kubelet locks it under its own lock.
+        let registrar = match op {
+            NodeOp::UnregisterCsiDriver { driver } => {
+                Some(self.running_registrar(node_name, driver)?)
+            }
+            _ => None,
+        };
         let msg = {
             let mut st = node.state.lock();
+            if st.kubelet == KubeletProcess::PoweredOff && op.needs_power() {
+                return Err(ApiError::new(
+                    409,
+                    "Conflict",
+                    format!("node {} is powered off", node_name),
+                ));
+            }
             match op {
                 NodeOp::StaleDeviceMount {
                     pv,
@@ -149,6 +209,20 @@ impl SimCluster {
                     format!("CSI plugin on {} no longer crashes", node_name)
                 }
                 NodeOp::CsiPluginRestart => String::new(),
+                NodeOp::UnregisterCsiDriver { driver } => {
+                    st.faults.registration_removed = registrar;
+                    format!(
+                        "the registration socket of {} on {} is gone",
+                        driver, node_name
+                    )
+                }
+                NodeOp::RegisterCsiDriver { driver } => {
+                    st.faults.registration_removed = None;
+                    format!(
+                        "the registration socket of {} on {} is back",
+                        driver, node_name
+                    )
+                }
                 NodeOp::SaturateWorkers { .. } | NodeOp::ClearStalePods { .. } => String::new(),
                 NodeOp::KubeletStop => {
                     st.kubelet = KubeletProcess::Stopped;
@@ -205,6 +279,26 @@ impl SimCluster {
                     st.reset = Some(ResetKind::Reboot);
                     format!("{} power cycled", node_name)
                 }
+                NodeOp::PowerOff => {
+                    // What a running node had in memory and in its mount table is gone; the
+                    // kubelet finds that out when it boots (a reboot's reset).
+                    st.faults.hung_nfs = false;
+                    st.faults.io_errors = false;
+                    st.faults.stale_mounts.clear();
+                    st.kubelet = KubeletProcess::PoweredOff;
+                    st.reset = Some(ResetKind::Reboot);
+                    format!("{} powered off", node_name)
+                }
+                NodeOp::PowerOn => {
+                    if st.kubelet != KubeletProcess::PoweredOff {
+                        format!("{} is not powered off", node_name)
+                    } else {
+                        st.kubelet = KubeletProcess::Rebooting {
+                            until: Some(now + t.s(t.reboot)),
+                        };
+                        format!("{} powered on", node_name)
+                    }
+                }
                 NodeOp::PartitionNetwork => {
                     st.faults.partitioned = true;
                     format!("{} cut off from the API server", node_name)
@@ -243,6 +337,33 @@ impl SimCluster {
         };
         node.wake.notify_one();
         Ok(msg)
+    }
+
+    /// The container id of the node-driver-registrar that registers `driver` on the node.
+    fn running_registrar(&self, node_name: &str, driver: &str) -> ApiResult<String> {
+        if driver != DRIVER {
+            return Err(ApiError::new(
+                404,
+                "NotFound",
+                format!(
+                    "no CSI driver {:?} on {}: simulated nodes run {} only",
+                    driver, node_name, DRIVER
+                ),
+            ));
+        }
+        self.kubelet(node_name)?
+            .lock()
+            .registrar_process()
+            .ok_or_else(|| {
+                ApiError::new(
+                    409,
+                    "Conflict",
+                    format!(
+                        "{} is not registered on {}: no node-driver-registrar runs there",
+                        driver, node_name
+                    ),
+                )
+            })
     }
 
     fn restart_csi_plugin(&self, node_name: &str) -> ApiResult<String> {

@@ -25,7 +25,7 @@ pub mod script {
     /// Log lines each main container writes when it starts (newline separated).
     pub const LOG: &str = "sim.faultline.dev/log";
     /// Marks a terminated pod whose volumes were never cleaned up and whose sandbox the runtime
-    /// cannot tear down (see `Kubelet::pleg_relist_blocked`).
+    /// cannot tear down (see `PodWorkers::sandboxes_stuck`).
     pub const STALE_VOLUMES: &str = "sim.faultline.dev/stale-volumes";
 }
 

@@ -23,6 +23,9 @@ pub enum KubeletProcess {
     Rebooting {
         until: Option<Instant>,
     },
+    /// The machine is off (`nodePowerOff`): nothing runs until it is powered on, and then it
+    /// boots like after a power cycle.
+    PoweredOff,
 }
 
 /// Who still holds a stale device mount (the catalogue's one enum): decides which remediation
@@ -39,7 +42,7 @@ pub struct StaleMount {
     /// The incident RCA's reading, off by default: the stuck UnmountDevice keeps every other
     /// volume operation of the node waiting (a node-wide lock upstream does not have). When false
     /// (upstream), its own operations back off, and the node plugin's calls hang behind the stale
-    /// device instead (see `Kubelet::reconcile_volumes`).
+    /// device instead (see `volumemanager::operation_generator`).
     pub blocks_queue: bool,
 }
 
@@ -52,6 +55,18 @@ pub struct NodeFaults {
     pub partitioned: bool,
     pub hung_nfs: bool,
     pub io_errors: bool,
+    /// `csiDriverUnregistered`: the registration socket of this node-driver-registrar process
+    /// (its container id) was removed, so the kubelet's plugin watcher deregistered the driver
+    /// (`pluginwatcher/plugin_watcher.go`: a Remove event). A registrar that starts again
+    /// creates its socket anew and registers the driver.
+    pub registration_removed: Option<String>,
+}
+
+impl NodeFaults {
+    /// Whether the registration socket of the registrar process `registrar` is gone.
+    pub fn registration_removed_for(&self, registrar: &str) -> bool {
+        self.registration_removed.as_deref() == Some(registrar)
+    }
 }
 
 #[derive(Debug)]

@@ -11,6 +11,9 @@ use tokio::time::Instant;
 
 pub const DRIVER: &str = "driver.longhorn.io";
 
+/// Where the node plugin's CSI socket lives (the kubelet dials it for every node call).
+pub const CSI_SOCKET: &str = "/var/lib/kubelet/plugins/driver.longhorn.io/csi.sock";
+
 /// `kubernetes.io/csi/driver.longhorn.io^pvc-...`: the volume's unique name in the kubelet.
 pub fn unique_name(volume_handle: &str) -> String {
     format!("kubernetes.io/csi/{}^{}", DRIVER, volume_handle)
