@@ -165,7 +165,13 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
         && negotiate::choose(ctx.accept.as_deref(), false) == Ok(Output::Protobuf);
     let e = match dispatch(&ctx, route).await {
         Ok(r) => return r,
-        Err(e) if e.reason == "NotAcceptable" => unacceptable.unwrap_or(e),
+        // The negotiator's 406 (no media type fits) is the endpoint's own text; a 406 for the
+        // answer's shape (a list asked for as one PartialObjectMetadata) keeps its message.
+        Err(e)
+            if e.reason == "NotAcceptable" && e.message == ApiError::not_acceptable().message =>
+        {
+            unacceptable.unwrap_or(e)
+        }
         Err(e) => e,
     };
     if protobuf_errors {
