@@ -155,8 +155,11 @@ impl Internal {
     ) -> ApiResult<bool> {
         self.connect()?;
         let rt = self.rt(group, plural)?;
+        // The controllers name their propagation (background: the cronjob, job, replicaset and
+        // garbage collector controllers' deletes), so a kind's orphan default does not apply.
         let opts = DeleteOptions {
             grace_period_seconds: grace,
+            propagation: Some(crate::apiserver::store::Propagation::Background),
             ..Default::default()
         };
         match self.api.delete(&rt, ns, name, &opts)? {

@@ -276,23 +276,36 @@ pub fn verbs(group: &str, plural: &str, listable: bool) -> Option<&'static [&'st
     }
 }
 
-/// Whether DELETE answers with the deleted object rather than a success Status: the registries
-/// upstream that set `ReturnDeletedObject` (custom resources and all others answer a Status).
+/// Whether DELETE answers with the deleted object rather than a success Status: the 1.35
+/// registries that set `ReturnDeletedObject` (pkg/registry/*/*/storage/storage.go; custom
+/// resources and all others answer a Status).
 pub fn delete_returns_object(group: &str, plural: &str) -> bool {
     matches!(
         (group, plural),
         (
             "",
             "pods"
+                | "podtemplates"
                 | "services"
                 | "serviceaccounts"
                 | "namespaces"
-                | "nodes"
                 | "persistentvolumes"
                 | "persistentvolumeclaims"
+                | "resourcequotas"
         ) | (
             "storage.k8s.io",
-            "storageclasses" | "csidrivers" | "csinodes" | "volumeattachments"
+            "storageclasses"
+                | "csidrivers"
+                | "csinodes"
+                | "volumeattachments"
+                | "volumeattributesclasses"
+        ) | (
+            "resource.k8s.io",
+            "deviceclasses"
+                | "resourceclaims"
+                | "resourceclaimtemplates"
+                | "resourceslices"
+                | "devicetaintrules"
         )
     )
 }

@@ -110,13 +110,6 @@ pub fn prepare(crd: &mut Value) -> ApiResult<()> {
             causes,
         ));
     }
-    if crd.pointer("/metadata/uid").is_none() {
-        let mut fins = meta::finalizers(crd);
-        if !fins.iter().any(|f| f == CLEANUP_FINALIZER) {
-            fins.push(CLEANUP_FINALIZER.into());
-            meta::set_finalizers(crd, &fins);
-        }
-    }
     Ok(())
 }
 
@@ -302,10 +295,10 @@ mod tests {
     }
 
     #[test]
-    fn valid_crd_gets_cleanup_finalizer_and_types() {
+    fn valid_crd_gets_types_and_no_finalizer_before_its_delete() {
         let mut c = workspace_crd();
         prepare(&mut c).unwrap();
-        assert_eq!(meta::finalizers(&c), vec![CLEANUP_FINALIZER.to_string()]);
+        assert!(meta::finalizers(&c).is_empty());
         let types = resource_types(&c);
         assert_eq!(types.len(), 1);
         assert!(types[0].has_status() && types[0].namespaced && types[0].custom);

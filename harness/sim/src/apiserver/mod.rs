@@ -34,7 +34,7 @@ use selectors::{FieldSelector, LabelSelector};
 use serde_json::{json, Value};
 use status::{ApiError, ApiResult};
 use std::sync::Arc;
-use store::{DeleteOptions, DeleteOutcome, Store, Stored, UpdateScope};
+use store::{DeleteOptions, DeleteOutcome, Propagation, Store, Stored, UpdateScope};
 
 /// The Kubernetes version the simulated server reports (`/version`, the OpenAPI documents).
 pub const GIT_VERSION: &str = "v1.35.0-faultline-sim";
@@ -297,7 +297,7 @@ impl ApiServer {
     ) -> ApiResult<Arc<ResourceType>> {
         self.registry
             .get(group, version, plural)
-            .ok_or_else(|| ApiError::not_found_path())
+            .ok_or_else(ApiError::not_found_path)
     }
 
     /// The stored form of `obj` converted to the version `rt` serves.
@@ -1229,6 +1229,13 @@ impl ApiServer {
         if stored_rt.group.is_empty() && stored_rt.plural == "namespaces" {
             return self.delete_namespace(&stored_rt, name, opts);
         }
+        if stored_rt.group == "apiextensions.k8s.io"
+            && stored_rt.plural == "customresourcedefinitions"
+        {
+            if let Some(marked) = self.mark_crd_deleting(&stored_rt, name, opts)? {
+                return Ok(DeleteOutcome::Pending(marked));
+            }
+        }
         let out = self.store.delete(&stored_rt, ns, name, opts)?;
         Ok(match out {
             DeleteOutcome::Deleted(o) => {
@@ -1241,13 +1248,111 @@ impl ApiServer {
         })
     }
 
-    /// Namespaces are held by `spec.finalizers` until the namespace controller empties them.
+    /// The first delete of a namespace or CRD marks it (their REST storages' `Delete`): the
+    /// UID and resourceVersion preconditions as those storages word them, then `mark` on the
+    /// stored object, written (or not, for a dry run) and returned. `None`: already deleting.
+    fn mark_deleting(
+        &self,
+        rt: &ResourceType,
+        name: &str,
+        opts: &DeleteOptions,
+        mark: impl FnOnce(&mut Value),
+    ) -> ApiResult<Option<Arc<Value>>> {
+        let current = self
+            .store
+            .get(&rt.key(), "", name)
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+        let precondition = |what: &str, given: &str, have: &str| {
+            ApiError::conflict(
+                &rt.group,
+                &rt.plural,
+                name,
+                &format!("Precondition failed: {what} in precondition: {given}, {what} in object meta: {have}"),
+            )
+        };
+        if let Some(uid) = opts.precondition_uid.as_deref() {
+            if uid != meta::uid(&current) {
+                return Err(precondition("UID", uid, meta::uid(&current)));
+            }
+        }
+        if let Some(rv) = opts.precondition_rv.as_deref() {
+            if rv != meta::resource_version(&current) {
+                return Err(precondition(
+                    "ResourceVersion",
+                    rv,
+                    meta::resource_version(&current),
+                ));
+            }
+        }
+        if meta::is_deleting(&current) {
+            return Ok(None);
+        }
+        let mut next = (*current).clone();
+        next["metadata"]["deletionTimestamp"] = json!(timing::now_rfc3339());
+        mark(&mut next);
+        let written = self
+            .store
+            .update(rt, "", name, next, UpdateScope::Any, opts.dry_run)?;
+        Ok(Some(written))
+    }
+
+    /// apiextensions-apiserver's customresourcedefinition/etcd.go `Delete`: the first delete
+    /// adds the cleanup finalizer and the Terminating condition; the CRD finalizer then removes
+    /// the custom resources and the finalizer.
+    fn mark_crd_deleting(
+        &self,
+        rt: &ResourceType,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> ApiResult<Option<Arc<Value>>> {
+        self.mark_deleting(rt, name, opts, |crd| {
+            let mut fins = meta::finalizers(crd);
+            if !fins.iter().any(|f| f == crd::CLEANUP_FINALIZER) {
+                fins.push(crd::CLEANUP_FINALIZER.into());
+                meta::set_finalizers(crd, &fins);
+            }
+            meta::set_condition(
+                crd,
+                "Terminating",
+                "True",
+                Some("InstanceDeletionPending"),
+                Some("CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"),
+            );
+        })
+    }
+
+    /// pkg/registry/core/namespace/storage/storage.go `Delete`: the first delete marks the
+    /// namespace Terminating (with the orphan or foregroundDeletion finalizer the options ask
+    /// for); the namespace controller empties it and finalizes it, and the delete after that
+    /// removes it once `spec.finalizers` is empty.
     fn delete_namespace(
         &self,
         rt: &ResourceType,
         name: &str,
         opts: &DeleteOptions,
     ) -> ApiResult<DeleteOutcome> {
+        let marked = self.mark_deleting(rt, name, opts, |ns| {
+            ns["status"]["phase"] = json!("Terminating");
+            let mut fins = meta::finalizers(ns);
+            let want = |f: &str, have: bool| match opts.propagation {
+                Some(Propagation::Orphan) => f == store::ORPHAN,
+                Some(Propagation::Foreground) => f == store::FOREGROUND,
+                Some(Propagation::Background) => false,
+                None => have,
+            };
+            for f in [store::ORPHAN, store::FOREGROUND] {
+                let have = fins.iter().any(|x| x == f);
+                match (have, want(f, have)) {
+                    (false, true) => fins.push(f.into()),
+                    (true, false) => fins.retain(|x| x != f),
+                    _ => {}
+                }
+            }
+            meta::set_finalizers(ns, &fins);
+        })?;
+        if let Some(m) = marked {
+            return Ok(DeleteOutcome::Pending(m));
+        }
         let current = self
             .store
             .get(&rt.key(), "", name)
@@ -1255,22 +1360,11 @@ impl ApiServer {
         let spec_fins = current
             .pointer("/spec/finalizers")
             .and_then(Value::as_array)
-            .map(|a| !a.is_empty())
-            .unwrap_or(false);
-        if !spec_fins {
-            return self.store.delete(rt, "", name, opts);
-        }
-        if meta::is_deleting(&current) {
+            .is_some_and(|a| !a.is_empty());
+        if spec_fins {
             return Ok(DeleteOutcome::Pending(current));
         }
-        let mut next = (*current).clone();
-        next["metadata"]["deletionTimestamp"] = json!(timing::now_rfc3339());
-        next["metadata"]["deletionGracePeriodSeconds"] = json!(0);
-        next["status"]["phase"] = json!("Terminating");
-        let written = self
-            .store
-            .update(rt, "", name, next, UpdateScope::Any, opts.dry_run)?;
-        Ok(DeleteOutcome::Pending(written))
+        self.store.delete(rt, "", name, opts)
     }
 
     pub fn delete_collection(

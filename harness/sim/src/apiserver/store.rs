@@ -715,16 +715,7 @@ impl Store {
             }
         }
         let mut obj: Value = (*current).clone();
-        let mut fins = meta::finalizers(&obj);
-        match opts.propagation {
-            Some(Propagation::Foreground) if !fins.iter().any(|f| f == FOREGROUND) => {
-                fins.push(FOREGROUND.into())
-            }
-            Some(Propagation::Orphan) if !fins.iter().any(|f| f == ORPHAN) => {
-                fins.push(ORPHAN.into())
-            }
-            _ => {}
-        }
+        let fins = gc_finalizers(rt, &meta::finalizers(&obj), opts.propagation);
         let grace = effective_grace_period(rt, &obj, opts.grace_period_seconds);
         let already_deleting = meta::is_deleting(&obj);
         if fins.is_empty() && grace == 0 {
@@ -1112,6 +1103,78 @@ impl Store {
 
 pub const FOREGROUND: &str = "foregroundDeletion";
 pub const ORPHAN: &str = "orphan";
+
+/// The garbage collection a kind's delete strategy defaults to
+/// (`rest.GarbageCollectionDeleteStrategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GcPolicy {
+    /// Events: no GC finalizers at all, whatever the options say.
+    Unsupported,
+    /// batch/v1 Jobs and v1 ReplicationControllers, for compatibility.
+    OrphanDependents,
+    /// Everything else: dependents are deleted in the background.
+    DeleteDependents,
+}
+
+fn default_gc_policy(rt: &ResourceType) -> GcPolicy {
+    match (rt.group.as_str(), rt.plural.as_str()) {
+        ("" | "events.k8s.io", "events") => GcPolicy::Unsupported,
+        ("batch", "jobs") | ("", "replicationcontrollers") => GcPolicy::OrphanDependents,
+        _ => GcPolicy::DeleteDependents,
+    }
+}
+
+/// The finalizers a delete leaves on the object, as the generic store's
+/// `deletionFinalizersForGarbageCollection` computes them (apiserver
+/// pkg/registry/generic/registry/store.go): the options' propagation, else a GC finalizer the
+/// object already has, else the kind's default decide between `orphan` and `foregroundDeletion`;
+/// the other finalizers stay in their order, a GC finalizer goes last.
+fn gc_finalizers(
+    rt: &ResourceType,
+    current: &[String],
+    propagation: Option<Propagation>,
+) -> Vec<String> {
+    let policy = default_gc_policy(rt);
+    if policy == GcPolicy::Unsupported {
+        return current.to_vec();
+    }
+    let has = |f: &str| {
+        current
+            .iter()
+            .find(|c| *c == ORPHAN || *c == FOREGROUND)
+            .map(String::as_str)
+            == Some(f)
+    };
+    let (orphan, foreground) = match propagation {
+        Some(Propagation::Orphan) => (true, false),
+        Some(Propagation::Foreground) => (false, true),
+        Some(Propagation::Background) => (false, false),
+        None if has(ORPHAN) => (true, false),
+        None if has(FOREGROUND) => (false, true),
+        None => (policy == GcPolicy::OrphanDependents, false),
+    };
+    let mut next: Vec<String> = current
+        .iter()
+        .filter(|f| *f != ORPHAN && *f != FOREGROUND)
+        .cloned()
+        .collect();
+    if orphan {
+        next.push(ORPHAN.into());
+    }
+    if foreground {
+        next.push(FOREGROUND.into());
+    }
+    let same = |a: &[String], b: &[String]| {
+        let a: BTreeSet<&String> = a.iter().collect();
+        let b: BTreeSet<&String> = b.iter().collect();
+        a == b
+    };
+    if same(&next, current) {
+        current.to_vec()
+    } else {
+        next
+    }
+}
 
 /// Finalizers keep a deleting object stored: `metadata.finalizers`, and for namespaces also
 /// `spec.finalizers` (emptied by the namespace controller through `namespaces/finalize`).

@@ -123,16 +123,12 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
             .get("fieldManager")
             .cloned()
             .or_else(|| default_manager(&user_agent));
-        if let Some(r) = serve_auth(
-            &s.auth,
-            &s.api,
-            &user,
-            parts.method.as_str(),
-            p,
-            content_type.as_deref(),
-            &body,
+        let sent = AuthBody {
+            content_type: content_type.as_deref(),
+            body: &body,
             manager,
-        ) {
+        };
+        if let Some(r) = serve_auth(&s.auth, &s.api, &user, parts.method.as_str(), p, sent) {
             // Negotiated like any create: protobuf for clients that prefer it.
             let out = match negotiate::choose(accept.as_deref(), false) {
                 Ok(Output::Protobuf) => Output::Protobuf,
@@ -398,16 +394,26 @@ fn page_not_found() -> Response {
 
 /// The requests `auth` answers rather than the store: the reviews and TokenRequest. `None`
 /// when `p` is neither; otherwise the object to answer with 201 Created, or the error.
+/// What a review or TokenRequest sent: its body, that body's type and the field manager.
+struct AuthBody<'a> {
+    content_type: Option<&'a str>,
+    body: &'a [u8],
+    manager: Option<String>,
+}
+
 fn serve_auth(
     auth: &Auth,
     api: &ApiServer,
     user: &UserInfo,
     method: &str,
     p: &ResourcePath,
-    content_type: Option<&str>,
-    body: &[u8],
-    manager: Option<String>,
+    sent: AuthBody<'_>,
 ) -> Option<ApiResult<Value>> {
+    let AuthBody {
+        content_type,
+        body,
+        manager,
+    } = sent;
     let token_request = p.group.is_empty()
         && p.plural == "serviceaccounts"
         && p.sub.as_deref() == Some("token")

@@ -488,7 +488,7 @@ mod tests {
 
     #[test]
     fn element_order_and_texts() {
-        let mut es = vec![
+        let mut es = [
             PathElement::Index(0),
             PathElement::Value(json!("b")),
             PathElement::Key(vec![("name".into(), json!("a"))]),
