@@ -264,9 +264,6 @@ pub struct ApiServer {
     pub store: Store,
     pub registry: Registry,
     log_source: parking_lot::RwLock<Option<Arc<dyn PodLogSource>>>,
-    /// Set when the storage controllers run: PVCs get `kubernetes.io/pvc-protection` on create
-    /// (the StorageObjectInUseProtection admission plugin), which those controllers remove.
-    pub storage_protection: std::sync::atomic::AtomicBool,
     /// Held while a Service's addresses are chosen and stored.
     service_allocation: parking_lot::Mutex<()>,
     /// The OpenAPI documents, rendered on first request and kept until the catalogue changes.
@@ -279,7 +276,6 @@ impl ApiServer {
             store: Store::new(history),
             registry: Registry::with_builtins(),
             log_source: Default::default(),
-            storage_protection: Default::default(),
             service_allocation: Default::default(),
             openapi: Default::default(),
         })
@@ -633,16 +629,16 @@ impl ApiServer {
         admission::admit_service_account(obj, sa.as_deref());
     }
 
+    /// The StorageObjectInUseProtection admission plugin (plugin/pkg/admission/storage/
+    /// storageobjectinuseprotection): a new claim, volume or attributes class gets its
+    /// protection finalizer, which kube-controller-manager's protection loops remove once
+    /// nothing uses the deleted object.
     fn protect_claim(&self, rt: &ResourceType, obj: &mut Value) {
-        if rt.group.is_empty()
-            && rt.plural == "persistentvolumeclaims"
-            && self
-                .storage_protection
-                .load(std::sync::atomic::Ordering::Relaxed)
+        if let Some(p) = crate::controllers::storageprotection::Protected::of(&rt.group, &rt.plural)
         {
             let mut fins = meta::finalizers(obj);
-            if !fins.iter().any(|f| f == "kubernetes.io/pvc-protection") {
-                fins.push("kubernetes.io/pvc-protection".into());
+            if !fins.iter().any(|f| f == p.finalizer()) {
+                fins.push(p.finalizer().into());
                 meta::set_finalizers(obj, &fins);
             }
         }
@@ -1192,8 +1188,12 @@ impl ApiServer {
     ) -> ApiResult<Written> {
         let managed = obj.pointer("/metadata/managedFields").cloned();
         let mut obj = admission::prepare_create(rt, ns, obj)?;
+        if rt.group == "certificates.k8s.io" && rt.plural == "certificatesigningrequests" {
+            admission::csr_requester(&mut obj, opts.user.as_ref());
+        }
         self.require_namespace(rt, ns)?;
         self.admit_pod_service_account(rt, ns, &mut obj);
+        self.protect_claim(rt, &mut obj);
         if let Some(m) = managed {
             meta::metadata_mut(&mut obj).insert("managedFields".into(), m);
         }

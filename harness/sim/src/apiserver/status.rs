@@ -111,8 +111,12 @@ impl ApiError {
         e.details = Some(d);
         e
     }
+    /// go-restful's 405 for a route without that method, as the apiserver's service error
+    /// handler writes it (`NewGenericServerResponse`: its details present and empty).
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
-        Self::new(405, "MethodNotAllowed", message)
+        let mut e = Self::new(405, "MethodNotAllowed", message);
+        e.details = Some(json!({}));
+        e
     }
     /// The serializer's 415 for a body no built-in decoder reads (`NewUnsupportedMediaTypeError`).
     pub fn unsupported_media_type() -> Self {
