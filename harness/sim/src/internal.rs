@@ -124,6 +124,72 @@ impl Internal {
             .object)
     }
 
+    /// PUT of the status subresource (client-go's UpdateStatus).
+    pub fn update_status(
+        &self,
+        group: &str,
+        plural: &str,
+        ns: &str,
+        name: &str,
+        obj: Value,
+    ) -> ApiResult<Arc<Value>> {
+        self.connect()?;
+        let rt = self.rt(group, plural)?;
+        Ok(self
+            .api
+            .update(&rt, ns, name, Some("status"), obj, &self.opts())?
+            .object)
+    }
+
+    /// Strategic merge patch of the main resource.
+    pub fn strategic(
+        &self,
+        group: &str,
+        plural: &str,
+        ns: &str,
+        name: &str,
+        patch: &Value,
+    ) -> ApiResult<Arc<Value>> {
+        self.connect()?;
+        let rt = self.rt(group, plural)?;
+        Ok(self
+            .api
+            .patch(
+                &rt,
+                ns,
+                name,
+                None,
+                PatchType::Strategic,
+                patch,
+                &self.opts(),
+            )?
+            .object)
+    }
+
+    /// Server-side apply of the status subresource by `manager`, forced (client-go's
+    /// ApplyStatus with `Force: true`).
+    pub fn apply_status(
+        &self,
+        group: &str,
+        plural: &str,
+        ns: &str,
+        name: &str,
+        body: &Value,
+        manager: &str,
+    ) -> ApiResult<Arc<Value>> {
+        self.connect()?;
+        let rt = self.rt(group, plural)?;
+        let opts = WriteOptions {
+            field_manager: Some(manager.to_string()),
+            force: true,
+            ..Default::default()
+        };
+        Ok(self
+            .api
+            .patch(&rt, ns, name, Some("status"), PatchType::Apply, body, &opts)?
+            .object)
+    }
+
     /// JSON merge patch of the main resource.
     pub fn merge(
         &self,

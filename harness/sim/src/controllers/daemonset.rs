@@ -223,12 +223,29 @@ fn reconcile(client: &Internal, only: Option<&HashSet<String>>) {
             "numberUnavailable": if desired > ready { Value::from(desired - ready) } else { Value::Null },
             "observedGeneration": ds.pointer("/metadata/generation").cloned().unwrap_or(json!(1)),
         }});
-        if ds.pointer("/status/numberReady") != status.pointer("/status/numberReady")
-            || ds.pointer("/status/desiredNumberScheduled")
-                != status.pointer("/status/desiredNumberScheduled")
-            || ds.pointer("/status/currentNumberScheduled")
-                != status.pointer("/status/currentNumberScheduled")
-        {
+        // `storeDaemonSetStatus` (pkg/controller/daemon/daemon_controller.go): written when a
+        // count differs or the generation is unobserved (a new DaemonSet on no nodes included).
+        let count = |v: &Value, f: &str| {
+            v.pointer(&format!("/status/{f}"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+        };
+        let counts_differ = [
+            "desiredNumberScheduled",
+            "currentNumberScheduled",
+            "numberMisscheduled",
+            "numberReady",
+            "updatedNumberScheduled",
+            "numberAvailable",
+            "numberUnavailable",
+        ]
+        .iter()
+        .any(|f| count(&ds, f) != count(&status, f));
+        let unobserved = count(&ds, "observedGeneration")
+            < ds.pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+        if counts_differ || unobserved {
             let _ = client.merge_status("apps", "daemonsets", &ns, meta::name(&ds), &status);
         }
     }

@@ -9,6 +9,7 @@
 //! there, pods they create stay Pending (no scheduler, no kubelets); in a full cluster the
 //! scheduler and kubelets make them Running and Ready, so rollouts complete.
 
+pub mod admissionpolicystatus;
 pub mod changes;
 pub mod crdfinalizer;
 pub mod cronjob;
@@ -20,11 +21,13 @@ pub mod garbagecollector;
 pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;
+pub mod persistentvolume;
 pub mod podgc;
 pub mod queue;
 pub mod replicaset;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+pub mod servicecidrs;
 pub mod statefulset;
 pub mod storageprotection;
 pub mod util;
@@ -76,6 +79,12 @@ pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
         Box::new(statefulset::StatefulSetController::new(client())),
         Box::new(endpointslice::EndpointSliceController::new(client())),
         Box::new(cronjob::CronJobController::new(client(), timing.clone())),
+        Box::new(persistentvolume::VolumeController::new(client())),
+        Box::new(admissionpolicystatus::PolicyStatusController::new(client())),
+        Box::new(servicecidrs::ServiceCidrController::new(
+            client(),
+            timing.clone(),
+        )),
         Box::new(storageprotection::ProtectionController::new(
             client(),
             storageprotection::Protected::Claim,

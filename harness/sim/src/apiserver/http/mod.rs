@@ -1072,7 +1072,7 @@ fn internal_type_name(rt: &ResourceType) -> String {
 }
 
 pub fn partial_metadata(obj: &Value) -> Value {
-    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({}))})
+    table::partial_object_metadata(obj)
 }
 
 fn object_response(

@@ -287,10 +287,26 @@ pub fn is_valid_include_object(s: &str) -> bool {
 /// `PartialObjectMetadata` for an object, as put into `rows[].object` with
 /// `includeObject=Metadata` (the default).
 pub fn partial_object_metadata(obj: &Value) -> Value {
-    let metadata = match at(obj, &["metadata"]) {
+    let mut metadata = match at(obj, &["metadata"]) {
         Some(m @ Value::Object(_)) => m.clone(),
         _ => Value::Object(Map::new()),
     };
+    // The apiserver takes the metadata from the internal object, before conversion to the
+    // request's version: a DaemonSet's template generation is `spec.templateGeneration` there,
+    // its annotation only written by the conversion to apps/v1 (pkg/apis/apps/v1/conversion.go).
+    if obj.get("kind").and_then(Value::as_str) == Some("DaemonSet") {
+        if let Some(a) = metadata
+            .get_mut("annotations")
+            .and_then(Value::as_object_mut)
+        {
+            a.shift_remove("deprecated.daemonset.template.generation");
+            if a.is_empty() {
+                metadata
+                    .as_object_mut()
+                    .map(|m| m.shift_remove("annotations"));
+            }
+        }
+    }
     let mut m = Map::new();
     m.insert("kind".into(), Value::String("PartialObjectMetadata".into()));
     m.insert("apiVersion".into(), Value::String("meta.k8s.io/v1".into()));
