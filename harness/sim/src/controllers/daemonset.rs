@@ -264,13 +264,11 @@ fn create_pod(client: &Internal, ds: &Value, node: &str) {
         .pointer("/metadata/labels")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    labels["controller-revision-hash"] = json!(format!(
-        "{:x}",
-        meta::uid(ds)
-            .bytes()
-            .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64))
-            % 0xffffffffff
-    ));
+    // The revision's hash: controller.ComputeHash of the template and the collision count
+    // (daemon_controller.go constructHistory).
+    let collisions = ds.pointer("/status/collisionCount").and_then(Value::as_i64);
+    labels["controller-revision-hash"] = json!(super::gohash::compute_hash(&template, collisions)
+        .unwrap_or_else(|| super::util::template_hash(&template)));
     labels["pod-template-generation"] = json!(ds
         .pointer("/metadata/generation")
         .and_then(Value::as_i64)

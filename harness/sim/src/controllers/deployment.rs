@@ -246,7 +246,11 @@ impl DeploymentController {
             .pointer("/spec/template")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let hash = util::template_hash(&template_without_hash(&template));
+        // controller.ComputeHash of the template and the collision count, as upstream names
+        // the ReplicaSet; the sim's own hash only where the Go dump is out of reach.
+        let collisions = d.pointer("/status/collisionCount").and_then(Value::as_i64);
+        let hash = super::gohash::compute_hash(&template, collisions)
+            .unwrap_or_else(|| util::template_hash(&template_without_hash(&template)));
         let wanted = template_without_hash(&template);
         let max_old = rss.iter().map(|r| revision(r)).max().unwrap_or(0);
         let found = rss.iter().find(|r| {

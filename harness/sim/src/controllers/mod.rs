@@ -18,6 +18,7 @@ pub mod deployment;
 pub mod disruption;
 pub mod endpointslice;
 pub mod garbagecollector;
+pub mod gohash;
 pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;
