@@ -611,8 +611,12 @@ impl Store {
         }
         let merged = merge_for_scope(rt, &current, new, scope);
         let mut merged = carry_server_metadata(rt, &current, merged, scope);
-        if meta::same_content(&merged, &current) {
-            // The apiserver skips no-op writes: no new resourceVersion, no watch event.
+        // The apiserver skips no-op writes (no new resourceVersion, no watch event); etcd3
+        // compares the whole stored object, so new managedFields alone (an apply by a manager
+        // not yet recorded, which changes nothing else) are a write.
+        let fields = |v: &Value| v.pointer("/metadata/managedFields").cloned();
+        let managed_changed = fields(&merged).is_some() && fields(&merged) != fields(&current);
+        if meta::same_content(&merged, &current) && !managed_changed {
             return Ok(current);
         }
         meta::canonical_order(&mut merged);
