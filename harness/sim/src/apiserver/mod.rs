@@ -560,6 +560,7 @@ impl ApiServer {
         self.require_namespace(rt, ns)?;
         self.admit_pod_service_account(rt, ns, &mut obj);
         self.protect_claim(rt, &mut obj);
+        self.taint_new_node(rt, &mut obj);
         let stored_rt = self.stored_type(rt);
         if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
             crd::prepare(&mut obj)?;
@@ -627,6 +628,29 @@ impl ApiServer {
             .ok()
             .and_then(|sart| self.store.get(&sart.key(), ns, &sa_name));
         admission::admit_service_account(obj, sa.as_deref());
+    }
+
+    /// The TaintNodesByCondition admission plugin (plugin/pkg/admission/nodetaint): a new
+    /// Node gets `node.kubernetes.io/not-ready:NoSchedule`, which the node lifecycle controller
+    /// removes once the node's conditions call for no taint.
+    fn taint_new_node(&self, rt: &ResourceType, obj: &mut Value) {
+        if !(rt.group.is_empty() && rt.plural == "nodes") {
+            return;
+        }
+        if !obj.get("spec").is_some_and(Value::is_object) {
+            obj["spec"] = json!({});
+        }
+        let taints = obj["spec"]
+            .as_object_mut()
+            .map(|s| s.entry("taints").or_insert_with(|| json!([])));
+        if let Some(Value::Array(ts)) = taints {
+            let present = ts
+                .iter()
+                .any(|t| t["key"] == "node.kubernetes.io/not-ready" && t["effect"] == "NoSchedule");
+            if !present {
+                ts.push(json!({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}));
+            }
+        }
     }
 
     /// The StorageObjectInUseProtection admission plugin (plugin/pkg/admission/storage/
@@ -1194,6 +1218,7 @@ impl ApiServer {
         self.require_namespace(rt, ns)?;
         self.admit_pod_service_account(rt, ns, &mut obj);
         self.protect_claim(rt, &mut obj);
+        self.taint_new_node(rt, &mut obj);
         if let Some(m) = managed {
             meta::metadata_mut(&mut obj).insert("managedFields".into(), m);
         }

@@ -285,6 +285,11 @@ impl Reconciler for JobController {
                 status.as_object_mut().map(|m| m.remove(f));
             }
         }
+        // Counted pods lose their finalizer before the status that counts them (and may finish
+        // the Job) is written, as trackJobStatusAndRemoveFinalizers orders it: a finished Job's
+        // pods are untracked. (Upstream records them in uncountedTerminatedPods first; the
+        // merge patch below does not fail on a conflict, so nothing is counted twice or lost.)
+        self.release(ns, &newly_counted);
         if Some(&status) != job.get("status") {
             let mut patch = status.clone();
             for f in ["active", "succeeded", "failed"] {
@@ -296,7 +301,6 @@ impl Reconciler for JobController {
                 .client
                 .merge_status("batch", "jobs", ns, name, &json!({"status": patch}));
         }
-        self.release(ns, &newly_counted);
         requeue
     }
 }

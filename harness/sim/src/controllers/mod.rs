@@ -26,11 +26,13 @@ pub mod persistentvolume;
 pub mod podgc;
 pub mod queue;
 pub mod replicaset;
+pub mod resourcequota;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
 pub mod servicecidrs;
 pub mod statefulset;
 pub mod storageprotection;
+pub mod ttl;
 pub mod util;
 
 use crate::apiserver::crd;
@@ -82,6 +84,8 @@ pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
         Box::new(cronjob::CronJobController::new(client(), timing.clone())),
         Box::new(persistentvolume::VolumeController::new(client())),
         Box::new(admissionpolicystatus::PolicyStatusController::new(client())),
+        Box::new(resourcequota::QuotaController::new(client())),
+        Box::new(ttl::TtlController::new(client())),
         Box::new(servicecidrs::ServiceCidrController::new(
             client(),
             timing.clone(),

@@ -455,6 +455,16 @@ pub fn canonical_quantity(s: &str) -> Option<String> {
     format_quantity(parse_quantity(s)?)
 }
 
+/// The canonical text of the sum of quantities, added in order as `quota.Add` and
+/// `Quantity.Add` do from a DecimalSI zero; `None` when one is not a quantity.
+pub fn sum_quantities<'a>(items: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let mut total = quantity::zero();
+    for q in items {
+        total = quantity::add(total, parse_quantity(q)?)?;
+    }
+    format_quantity(total)
+}
+
 /// One cell of a built-in printer.
 fn builtin_cell(cell: Cell, obj: &Value, now: DateTime<Utc>) -> Value {
     match cell {
