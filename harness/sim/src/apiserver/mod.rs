@@ -813,8 +813,9 @@ impl ApiServer {
             obj = next;
         }
         let main = scope == UpdateScope::Main && sub != Some("ephemeralcontainers");
-        if sub == Some("ephemeralcontainers") {
-            // The subresource's body is a Pod, decoded (defaulted) like any other.
+        if !main {
+            // A subresource's body is decoded (defaulted) like any other: a Node's status
+            // without allocatable gets its capacity, an ephemeral container its defaults.
             admission::apply_defaults(stored_rt, &mut obj);
         }
         // The field manager sees the decoded, defaulted body against the stored object, before

@@ -962,6 +962,13 @@ pub fn custom_resource_definition(obj: &mut Value) {
 /// `podCIDR` alone becomes `podCIDRs`, and wins when both are given and differ; `podCIDR` is
 /// written back as the first of `podCIDRs`.
 pub fn node(obj: &mut Value) {
+    // SetDefaults_NodeStatus: no allocatable means all of the capacity.
+    if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
+        let capacity = status.get("capacity").filter(|c| !c.is_null()).cloned();
+        if let (None | Some(Value::Null), Some(c)) = (status.get("allocatable"), capacity) {
+            status.insert("allocatable".into(), c);
+        }
+    }
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
