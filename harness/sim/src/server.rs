@@ -291,17 +291,57 @@ pub(crate) fn bootstrap(api: &ApiServer, nodes: &[String]) -> Result<()> {
     )
     .map_err(anyhow::Error::msg)?;
     crate::apiserver::auth::bootstrap::create_defaults(api)?;
+    // API Priority and Fairness's mandatory and suggested configuration, as kube-apiserver's
+    // config producer creates it at start (pkg/registry/flowcontrol/ensurer).
+    let apf = WriteOptions {
+        field_manager: Some("api-priority-and-fairness-config-producer-v1".into()),
+        ..Default::default()
+    };
+    for obj in crate::apiserver::apf_bootstrap_objects() {
+        let plural = match obj["kind"].as_str() {
+            Some("FlowSchema") => "flowschemas",
+            _ => "prioritylevelconfigurations",
+        };
+        let rt = api
+            .resource("flowcontrol.apiserver.k8s.io", "v1", plural)
+            .map_err(anyhow::Error::msg)?;
+        api.create(&rt, "", obj, &apf).map_err(anyhow::Error::msg)?;
+    }
     let node_rt = api
         .resource("", "v1", "nodes")
         .map_err(anyhow::Error::msg)?;
     for (i, name) in nodes.iter().enumerate() {
-        api.create(
-            &node_rt,
-            "",
-            crate::nodes::node_object(name, i, false),
-            &opts,
-        )
-        .map_err(anyhow::Error::msg)?;
+        let created = api
+            .create(
+                &node_rt,
+                "",
+                crate::nodes::node_object(name, i, false),
+                &opts,
+            )
+            .map_err(anyhow::Error::msg)?;
+        // These nodes stand for ones registered long ago and Ready: the node lifecycle
+        // controller's NoSchedule pass has taken off the not-ready taint admission gave them.
+        let mut node = (*created.object).clone();
+        if let Some(spec) = node
+            .get_mut("spec")
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            let kept: Vec<serde_json::Value> = spec
+                .get("taints")
+                .and_then(serde_json::Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|t| t["key"] != "node.kubernetes.io/not-ready")
+                .cloned()
+                .collect();
+            if kept.is_empty() {
+                spec.remove("taints");
+            } else {
+                spec.insert("taints".into(), json!(kept));
+            }
+        }
+        api.update_internal(&node_rt, node)
+            .map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }

@@ -1760,6 +1760,17 @@ impl ApiServer {
     }
 }
 
+/// The mandatory and suggested API Priority and Fairness objects of kube-apiserver 1.35
+/// (`apf_bootstrap.json`, written by `upstream/apfbootstrap` from
+/// k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap), PriorityLevelConfigurations first.
+pub fn apf_bootstrap_objects() -> Vec<Value> {
+    const APF: &str = include_str!("apf_bootstrap.json");
+    serde_json::from_str::<Value>(APF)
+        .ok()
+        .and_then(|v| v.get("objects").and_then(Value::as_array).cloned())
+        .unwrap_or_default()
+}
+
 /// Whether a write through `rt` is converted to another stored type (events.k8s.io Events,
 /// autoscaling/v1 HorizontalPodAutoscalers, a CRD's non-storage versions).
 fn converts(rt: &ResourceType, stored: &ResourceType) -> bool {

@@ -17,6 +17,7 @@ pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
 pub mod endpointslice;
+pub mod flowschemastatus;
 pub mod garbagecollector;
 pub mod gohash;
 pub mod job;
@@ -86,6 +87,7 @@ pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
         Box::new(admissionpolicystatus::PolicyStatusController::new(client())),
         Box::new(resourcequota::QuotaController::new(client())),
         Box::new(ttl::TtlController::new(client())),
+        Box::new(flowschemastatus::FlowSchemaStatusController::new(client())),
         Box::new(servicecidrs::ServiceCidrController::new(
             client(),
             timing.clone(),
