@@ -658,11 +658,10 @@ impl ApiServer {
     /// protection finalizer, which kube-controller-manager's protection loops remove once
     /// nothing uses the deleted object.
     fn protect_claim(&self, rt: &ResourceType, obj: &mut Value) {
-        if let Some(p) = crate::controllers::storageprotection::Protected::of(&rt.group, &rt.plural)
-        {
+        if let Some(finalizer) = admission::protection_finalizer(&rt.group, &rt.plural) {
             let mut fins = meta::finalizers(obj);
-            if !fins.iter().any(|f| f == p.finalizer()) {
-                fins.push(p.finalizer().into());
+            if !fins.iter().any(|f| f == finalizer) {
+                fins.push(finalizer.into());
                 meta::set_finalizers(obj, &fins);
             }
         }

@@ -12,9 +12,7 @@ use crate::internal::Internal;
 use serde_json::Value;
 use std::time::Duration;
 
-pub const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
-pub const PV_PROTECTION: &str = "kubernetes.io/pv-protection";
-pub const VAC_PROTECTION: &str = "kubernetes.io/vac-protection";
+pub use crate::apiserver::admission::{PVC_PROTECTION, PV_PROTECTION, VAC_PROTECTION};
 
 /// Which of the three loops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

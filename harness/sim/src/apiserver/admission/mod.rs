@@ -493,6 +493,21 @@ pub fn qos_class(pod: &Value) -> &'static str {
     }
 }
 
+/// The StorageObjectInUseProtection admission plugin's finalizers, by the (group, plural) they
+/// protect (plugin/pkg/admission/storage/storageobjectinuseprotection).
+pub const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
+pub const PV_PROTECTION: &str = "kubernetes.io/pv-protection";
+pub const VAC_PROTECTION: &str = "kubernetes.io/vac-protection";
+
+pub fn protection_finalizer(group: &str, plural: &str) -> Option<&'static str> {
+    match (group, plural) {
+        ("", "persistentvolumeclaims") => Some(PVC_PROTECTION),
+        ("", "persistentvolumes") => Some(PV_PROTECTION),
+        ("storage.k8s.io", "volumeattributesclasses") => Some(VAC_PROTECTION),
+        _ => None,
+    }
+}
+
 /// The CertificateSigningRequest strategy's PrepareForCreate: the requester recorded from the
 /// request's user (whatever the body said), no status (no pre-approved requests).
 pub fn csr_requester(obj: &mut Value, user: Option<&crate::apiserver::auth::UserInfo>) {
