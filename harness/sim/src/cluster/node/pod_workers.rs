@@ -23,11 +23,11 @@ use super::status_manager::StatusManager;
 use super::volumemanager::{VolumeManager, VolumesNotReady};
 use crate::apiserver::meta;
 use crate::events::EventRecorder;
-use crate::timing::{self, Timing};
+use crate::timing::SimInstant;
+use crate::timing::Timing;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use tokio::time::Instant;
 
 /// `PodWorkerState`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub enum PodWorkerState {
     /// The pod should be running.
     SyncPod,
     /// The pod was deleted; its containers stop at `stop_at` (their grace).
-    TerminatingPod { stop_at: Instant },
+    TerminatingPod { stop_at: SimInstant },
     /// No container runs; the pod's resources (its volumes) are being cleaned up.
     TerminatedPod,
 }
@@ -46,9 +46,9 @@ enum VolumeWait {
     /// Not waiting (volumes ready, or not synced yet).
     Idle,
     /// `WaitForAttachAndMount` has polled since then.
-    Since(Instant),
+    Since(SimInstant),
     /// The last wait timed out: the worker's sync is requeued until then.
-    Requeued(Instant),
+    Requeued(SimInstant),
 }
 
 /// One pod: the pod manager's copy, its worker's state, its containers in the runtime, and what
@@ -73,7 +73,7 @@ pub struct PodWorker {
     /// relist hangs on it.
     pub stale: bool,
     /// A settled pod is not synced again before this, unless something changes.
-    pub quiet_until: Option<Instant>,
+    pub quiet_until: Option<SimInstant>,
     /// Holds one of the bounded pool's workers (only with the pool option).
     slot: bool,
     volume_wait: VolumeWait,
@@ -242,7 +242,7 @@ impl PodWorkers {
     }
 
     fn sync(&mut self, uid: &str, ctx: &mut SyncContext<'_>) {
-        let now = Instant::now();
+        let now = ctx.timing.clock.instant();
         let Some(p) = self.pods.get(uid) else { return };
         if p.quiet_until.is_some_and(|t| now < t) {
             return;
@@ -258,7 +258,7 @@ impl PodWorkers {
     }
 
     /// `SyncPod`.
-    fn sync_pod(&mut self, uid: &str, ctx: &mut SyncContext<'_>, now: Instant) {
+    fn sync_pod(&mut self, uid: &str, ctx: &mut SyncContext<'_>, now: SimInstant) {
         if let Some(size) = self.pool {
             if !self.pods[uid].slot {
                 if self.busy_workers() >= size {
@@ -281,7 +281,7 @@ impl PodWorkers {
         if !p.synced {
             p.synced = true;
             p.status_dirty = true;
-            p.started_time = Some(timing::now_rfc3339());
+            p.started_time = Some(ctx.timing.clock.now_rfc3339());
             p.containers.waiting_to_start();
         }
         if let Err(VolumesNotReady {
@@ -348,7 +348,7 @@ impl PodWorkers {
     /// `SyncTerminatingPod`: Killing events for the running containers, which stop once their
     /// grace has passed; then the pod's phase is terminal (Succeeded when every container exited
     /// 0, else Failed: `getPhase` with `podIsTerminal`) and its worker moves to TerminatedPod.
-    fn sync_terminating_pod(&mut self, uid: &str, ctx: &mut SyncContext<'_>, now: Instant) {
+    fn sync_terminating_pod(&mut self, uid: &str, ctx: &mut SyncContext<'_>, now: SimInstant) {
         let p = self.pods.get_mut(uid).expect("listed");
         match p.state {
             PodWorkerState::SyncPod => {

@@ -17,8 +17,8 @@ use super::desired_state_of_world::VolumeToMount;
 use super::operation_executor::{CsiCallError, Operation, OperationContext};
 use super::{device_msg_detailed, CsiVolume};
 use crate::apiserver::meta;
+use crate::timing::SimInstant;
 use serde_json::json;
-use tokio::time::Instant;
 
 /// Does the controller's VolumeAttachment for `pv` on this node say attached? (The attacher's
 /// `WaitForAttach` and the node status check both come down to it here.)
@@ -65,7 +65,7 @@ pub fn mount_volume(
     v: &VolumeToMount,
     asw: &mut ActualStateOfWorld,
     ctx: &OperationContext<'_>,
-    now: Instant,
+    now: SimInstant,
 ) {
     let (pv, handle) = (&v.spec.pv, &v.spec.handle);
     ctx.log.info(
