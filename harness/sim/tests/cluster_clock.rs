@@ -149,7 +149,15 @@ async fn a_failed_mount_event_and_its_kubelet_line_read_one_clock() {
     // transition are not ahead of the cluster's now, nor far behind.
     let now = c.server.clock().now();
     let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
-    let renew = leases.get("worker-01").await.unwrap().spec.unwrap().renew_time.unwrap().0;
+    let renew = leases
+        .get("worker-01")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .renew_time
+        .unwrap()
+        .0;
     let renew = DateTime::<Utc>::from_timestamp_micros(renew.as_microsecond()).unwrap();
     let lag = seconds(now - renew);
     assert!(
@@ -157,7 +165,11 @@ async fn a_failed_mount_event_and_its_kubelet_line_read_one_clock() {
         "Lease renewed {lag} s before the clock's now"
     );
     let log_end = klog_time(
-        sim.nodes["worker-01"].kubelet_log.snapshot().last().unwrap(),
+        sim.nodes["worker-01"]
+            .kubelet_log
+            .snapshot()
+            .last()
+            .unwrap(),
         year,
     );
     assert!(
@@ -246,7 +258,10 @@ async fn a_frozen_cluster_writes_nothing_until_it_thaws() {
         "the failing pod as it was"
     );
     let late = pods.get("late").await.unwrap();
-    assert!(late.spec.unwrap().node_name.is_none(), "not scheduled while frozen");
+    assert!(
+        late.spec.unwrap().node_name.is_none(),
+        "not scheduled while frozen"
+    );
     c.server.thaw();
     eventually(10, "the late pod scheduled after the thaw", || {
         let pods = pods.clone();
