@@ -97,8 +97,15 @@ impl SimServer {
         if !is_loopback(opts.bind.ip()) {
             bail!("refusing to bind the simulated API server to {}: only loopback addresses are allowed", opts.bind.ip());
         }
-        // The cluster's one clock starts now, at the wall clock's time.
-        let clock = crate::timing::SimClock::new();
+        // The cluster's one clock starts now, reading what the given timing's clock reads: the
+        // wall clock's time unless a test set it (`SimClock::starting_at`). A clock of its own,
+        // so that clusters started from one `Timing` freeze apart.
+        let given = opts
+            .cluster
+            .as_ref()
+            .map(|c| c.timing.clock.now())
+            .unwrap_or_else(chrono::Utc::now);
+        let clock = crate::timing::SimClock::starting_at(given);
         let api = ApiServer::with_clock(opts.watch_history, clock.clone());
         let token = opts.token.clone().unwrap_or_else(random_token);
         let listener = TcpListener::bind(opts.bind)
