@@ -288,6 +288,10 @@ impl Reconciler for JobController {
                 status.as_object_mut().map(|m| m.remove(f));
             }
         }
+        // The counted pods' finalizers go before the counts and conditions are written, as
+        // upstream's trackJobStatusAndRemoveFinalizers orders it: a Job seen finished has no
+        // pod left with its tracking finalizer.
+        self.release(ns, &newly_counted);
         if Some(&status) != job.get("status") {
             let mut patch = status.clone();
             for f in ["active", "succeeded", "failed"] {
@@ -299,7 +303,6 @@ impl Reconciler for JobController {
                 .client
                 .merge_status("batch", "jobs", ns, name, &json!({"status": patch}));
         }
-        self.release(ns, &newly_counted);
         requeue
     }
 }
