@@ -4,8 +4,8 @@
 //!
 //! Modelled by a sweep rather than leases: an Event's last write is the latest of its own
 //! timestamps (creation, `lastTimestamp`, `eventTime`, `series.lastObservedTime`, which every
-//! recorder write sets), and the age is measured on the nominal clock, so at `timeScale: 0.05`
-//! an Event expires after 3 wall-clock minutes, as an hour-long incident would have it.
+//! recorder write sets), measured on the cluster's clock against the hour times `timeScale`, so
+//! at `timeScale: 0.05` an Event expires after 3 minutes, as in an hour-long incident.
 
 use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::store::DeleteOptions;

@@ -289,7 +289,7 @@ impl Reconciler for JobController {
             }
         }
         // The counted pods' finalizers go before the counts and conditions are written, as
-        // upstream's trackJobStatusAndRemoveFinalizers orders it: a Job seen finished has no
+        // job_controller.go's trackJobStatusAndRemoveFinalizers orders it: a Job seen finished has no
         // pod left with its tracking finalizer.
         self.release(ns, &newly_counted);
         if Some(&status) != job.get("status") {

@@ -183,7 +183,7 @@ impl SimNode {
     }
 }
 
-/// klog's header at `now` (the nominal clock): `I1202 14:00:00.123456    1234 file.go:123] `.
+/// klog's header at `now` (the cluster's clock): `I1202 14:00:00.123456    1234 file.go:123] `.
 pub fn klog(
     now: chrono::DateTime<chrono::Utc>,
     severity: char,

@@ -195,7 +195,7 @@ impl PendingOperations {
         self.failed_at(key, op, now, self.timing.now(), error)
     }
 
-    /// `failed`, with the nominal time the line is logged at.
+    /// `failed`, with the time (the cluster clock's) the line is logged at.
     pub fn failed_at(
         &mut self,
         key: &OperationKey,
