@@ -23,21 +23,12 @@ pub struct NodeStatusContext<'a> {
     pub runtime_error: Option<String>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct NodeStatus {
     /// When the Lease is renewed next (none yet: at once).
     next_lease: Option<SimInstant>,
     /// `volumesInUse` as last written.
     volumes_in_use: Vec<String>,
-}
-
-impl Default for NodeStatus {
-    fn default() -> Self {
-        NodeStatus {
-            next_lease: None,
-            volumes_in_use: Vec::new(),
-        }
-    }
 }
 
 impl NodeStatus {
