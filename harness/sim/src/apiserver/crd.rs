@@ -240,12 +240,14 @@ pub fn establish(registry: &Registry, store: &Store, crd: &Value) {
         return;
     };
     let mut next = crd.clone();
+    let now = store.clock.now_rfc3339();
     meta::set_condition(
         &mut next,
         "NamesAccepted",
         "True",
         Some("NoConflicts"),
         Some("no conflicts found for CRD names"),
+        &now,
     );
     meta::set_condition(
         &mut next,
@@ -253,6 +255,7 @@ pub fn establish(registry: &Registry, store: &Store, crd: &Value) {
         "True",
         Some("InitialNamesAccepted"),
         Some("the initial names have been accepted"),
+        &now,
     );
     next["status"]["acceptedNames"] = crd
         .pointer("/spec/names")

@@ -82,6 +82,8 @@ impl PatchType {
 
 /// Source of container logs for `pods/log` (the simulated kubelets provide it).
 pub trait PodLogSource: Send + Sync {
+    /// The container's log, each line led by its time (RFC 3339 with nanoseconds) as the
+    /// runtime's log file has it.
     fn logs(&self, pod: &Value, container: &str, previous: bool) -> ApiResult<String>;
 }
 
@@ -216,14 +218,24 @@ pub struct ApiServer {
 
 impl ApiServer {
     pub fn new(history: usize) -> Arc<Self> {
+        ApiServer::with_clock(history, timing::SimClock::new())
+    }
+
+    /// An API server whose timestamps come from `clock` (the cluster's one clock).
+    pub fn with_clock(history: usize, clock: timing::SimClock) -> Arc<Self> {
         Arc::new(ApiServer {
-            store: Store::new(history),
+            store: Store::with_clock(history, clock),
             registry: Registry::with_builtins(),
             log_source: Default::default(),
             storage_protection: Default::default(),
             service_allocation: Default::default(),
             openapi: Default::default(),
         })
+    }
+
+    /// The cluster's one clock: every timestamp the API server writes reads it.
+    pub fn clock(&self) -> &timing::SimClock {
+        &self.store.clock
     }
 
     pub fn set_log_source(&self, src: Arc<dyn PodLogSource>) {
@@ -456,7 +468,7 @@ impl ApiServer {
     ) -> ApiResult<Written> {
         let ns = if rt.namespaced { ns } else { "" };
         let warnings = validation::check_fields(rt, &obj, opts.field_validation.as_deref())?;
-        let mut obj = admission::prepare_create(rt, ns, obj)?;
+        let mut obj = admission::prepare_create(rt, ns, obj, &self.clock().now_rfc3339())?;
         self.require_namespace(rt, ns)?;
         self.admit_pod_service_account(rt, ns, &mut obj);
         self.protect_claim(rt, &mut obj);
@@ -476,7 +488,7 @@ impl ApiServer {
             None,
             &mut obj,
             &manager,
-            &timing::now_rfc3339(),
+            &self.clock().now_rfc3339(),
         );
         let created = self.store_new(&stored_rt, obj, opts.dry_run)?;
         if !opts.dry_run {
@@ -696,7 +708,7 @@ impl ApiServer {
                 Some(&current),
                 &mut obj,
                 &manager,
-                &timing::now_rfc3339(),
+                &self.clock().now_rfc3339(),
             );
         }
         if stored_rt.group == "apiextensions.k8s.io"
@@ -748,7 +760,7 @@ impl ApiServer {
                 .field_manager
                 .clone()
                 .unwrap_or_else(|| "unknown".into());
-            let now = timing::now_rfc3339();
+            let now = self.clock().now_rfc3339();
             let (next, created) = match (ptype, current.as_deref()) {
                 (PatchType::Apply, live) => {
                     // The applied configuration must be of the endpoint's own type, version
@@ -936,7 +948,7 @@ impl ApiServer {
         opts: &WriteOptions,
     ) -> ApiResult<Written> {
         let managed = obj.pointer("/metadata/managedFields").cloned();
-        let mut obj = admission::prepare_create(rt, ns, obj)?;
+        let mut obj = admission::prepare_create(rt, ns, obj, &self.clock().now_rfc3339())?;
         self.require_namespace(rt, ns)?;
         self.admit_pod_service_account(rt, ns, &mut obj);
         if let Some(m) = managed {
@@ -1007,7 +1019,7 @@ impl ApiServer {
             return Ok(DeleteOutcome::Pending(current));
         }
         let mut next = (*current).clone();
-        next["metadata"]["deletionTimestamp"] = json!(timing::now_rfc3339());
+        next["metadata"]["deletionTimestamp"] = json!(self.clock().now_rfc3339());
         next["metadata"]["deletionGracePeriodSeconds"] = json!(0);
         next["status"]["phase"] = json!("Terminating");
         let written = self
@@ -1105,7 +1117,14 @@ impl ApiServer {
             }
         }
         // Binding sets PodScheduled=True, as the real binding storage does.
-        meta::set_condition(&mut next, "PodScheduled", "True", None, None);
+        meta::set_condition(
+            &mut next,
+            "PodScheduled",
+            "True",
+            None,
+            None,
+            &self.clock().now_rfc3339(),
+        );
         self.store
             .update(&rt, ns, name, next, UpdateScope::Any, false)?;
         Ok(())
@@ -1117,6 +1136,7 @@ impl ApiServer {
         name: &str,
         container: Option<&str>,
         previous: bool,
+        timestamps: bool,
     ) -> ApiResult<String> {
         let rt = self.resource("", "v1", "pods")?;
         let pod = self
@@ -1145,7 +1165,15 @@ impl ApiServer {
         };
         let src = self.log_source.read().clone();
         match src {
-            Some(s) => s.logs(&pod, &container, previous),
+            // `timestamps=true` keeps each line's time, as the kubelet does.
+            Some(s) => s.logs(&pod, &container, previous).map(|text| {
+                if timestamps {
+                    return text;
+                }
+                text.lines()
+                    .map(|l| format!("{}\n", l.split_once(' ').map_or(l, |(_, rest)| rest)))
+                    .collect()
+            }),
             None => Err(ApiError::bad_request(format!(
                 "container {:?} in pod {:?} is waiting to start: ContainerCreating",
                 container, name

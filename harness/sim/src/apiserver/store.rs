@@ -276,6 +276,8 @@ pub struct Store {
     last_sent_rv: AtomicU64,
     /// In-process informers: every change, none dropped (see `informer`).
     informers: Mutex<Vec<InformerTx>>,
+    /// The cluster's clock: creation and deletion timestamps.
+    pub clock: timing::SimClock,
 }
 
 /// The store's end of an informer: its queue, how many changes wait in it, and who follows.
@@ -353,6 +355,10 @@ pub struct ListResult<T = Arc<Value>> {
 
 impl Store {
     pub fn new(history_capacity: usize) -> Self {
+        Store::with_clock(history_capacity, timing::SimClock::new())
+    }
+
+    pub fn with_clock(history_capacity: usize, clock: timing::SimClock) -> Self {
         // The live buffer is small (each slot keeps its event, object and previous object
         // alive until overwritten): a watcher that lags behind it catches up from the history.
         let (tx, _) = broadcast::channel(LIVE_BUFFER);
@@ -368,6 +374,7 @@ impl Store {
             tx,
             last_sent_rv: AtomicU64::new(1),
             informers: Mutex::new(Vec::new()),
+            clock,
         }
     }
 
@@ -527,7 +534,7 @@ impl Store {
                 md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
             }
             md.insert("resourceVersion".into(), json!(rv.to_string()));
-            md.insert("creationTimestamp".into(), json!(timing::now_rfc3339()));
+            md.insert("creationTimestamp".into(), json!(self.clock.now_rfc3339()));
             md.remove("deletionTimestamp");
             md.remove("deletionGracePeriodSeconds");
             md.remove("selfLink");
@@ -734,7 +741,7 @@ impl Store {
             return Ok(DeleteOutcome::Deleted(obj));
         }
         // Pending deletion. A second delete may only shorten a grace period.
-        let now = chrono::Utc::now();
+        let now = self.clock.now();
         {
             let md = meta::metadata_mut(&mut obj);
             let prev_grace = md.get("deletionGracePeriodSeconds").and_then(Value::as_i64);

@@ -50,7 +50,8 @@ pub fn check_type(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
 }
 
 /// Prepare an object for creation in namespace `ns` (empty for cluster-scoped).
-pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value) -> ApiResult<Value> {
+/// `now`: the cluster clock's time (`metav1.Time`), for the timestamps the strategies stamp.
+pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, now: &str) -> ApiResult<Value> {
     check_type(rt, &obj)?;
     obj["apiVersion"] = json!(rt.api_version());
     obj["kind"] = json!(rt.kind);
@@ -105,7 +106,7 @@ pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value) -> ApiResult<
     // create strategy and the mutating admission plugins.
     apply_defaults(rt, &mut obj);
     drop_disabled_fields(rt, &mut obj);
-    admit_create(rt, &mut obj);
+    admit_create(rt, &mut obj, now);
     if rt.group.is_empty() && rt.plural == "pods" {
         let qos = qos_class(&obj);
         let status = defaults::object_at(&mut obj, "status");
@@ -191,7 +192,7 @@ fn initial_status(rt: &ResourceType) -> Option<Value> {
 
 /// What the create strategies and mutating admission plugins do to a new, defaulted object
 /// (`PrepareForCreate`, ServiceAccount, Priority, DefaultTolerationSeconds).
-fn admit_create(rt: &ResourceType, obj: &mut Value) {
+fn admit_create(rt: &ResourceType, obj: &mut Value, now: &str) {
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Pod") => admit_pod(obj, None),
         ("", "Namespace") => {
@@ -233,10 +234,7 @@ fn admit_create(rt: &ResourceType, obj: &mut Value) {
         ("", "PersistentVolume") => {
             // The PV strategy stamps the first phase's transition time.
             let status = defaults::object_at(obj, "status");
-            status.insert(
-                "lastPhaseTransitionTime".into(),
-                json!(crate::timing::now_rfc3339()),
-            );
+            status.insert("lastPhaseTransitionTime".into(), json!(now));
         }
         _ => {}
     }
@@ -474,6 +472,7 @@ mod tests {
             &rt,
             "default",
             json!({"metadata": {"generateName": "cfg-"}}),
+            "2026-01-02T03:04:05Z",
         )
         .unwrap();
         let name = meta::name(&o);
@@ -490,6 +489,7 @@ mod tests {
             &rt,
             "default",
             json!({"metadata": {"generateName": prefix}}),
+            "2026-01-02T03:04:05Z",
         )
         .unwrap();
         assert_eq!(meta::name(&o).len(), 63);
@@ -503,6 +503,7 @@ mod tests {
             &rt,
             "ns1",
             json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}, {"name": "d", "image": "nginx:1.27"}]}}),
+            "2026-01-02T03:04:05Z",
         )
         .unwrap();
         assert_eq!(p["metadata"]["namespace"], "ns1");
@@ -525,6 +526,7 @@ mod tests {
             &rt,
             "a",
             json!({"metadata": {"name": "x", "namespace": "b"}}),
+            "2026-01-02T03:04:05Z",
         )
         .unwrap_err();
         assert_eq!(e.code, 400);

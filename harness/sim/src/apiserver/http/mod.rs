@@ -421,7 +421,7 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
                             "",
                             c.q("includeObject").unwrap_or("Metadata"),
                             true,
-                            chrono::Utc::now(),
+                            c.s.api.clock().now(),
                         );
                         Ok(json_response(StatusCode::OK, &t, &Output::Json, &warning))
                     }
@@ -442,7 +442,8 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
         (Method::GET, None, None) => list(c, &rt, p.namespace.as_deref()),
         (Method::GET, Some(name), Some("log")) => {
             let previous = is_true(c.query.get("previous"));
-            let mut text = api.pod_logs(&ns, name, c.q("container"), previous)?;
+            let timestamps = is_true(c.query.get("timestamps"));
+            let mut text = api.pod_logs(&ns, name, c.q("container"), previous, timestamps)?;
             if let Some(n) = c.q("tailLines").and_then(|n| n.parse::<usize>().ok()) {
                 let lines: Vec<&str> = text.lines().collect();
                 let start = lines.len().saturating_sub(n);
@@ -682,7 +683,7 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
                 meta::str_at(&page.metadata, "/resourceVersion").unwrap_or(""),
                 c.q("includeObject").unwrap_or("Metadata"),
                 true,
-                chrono::Utc::now(),
+                c.s.api.clock().now(),
             );
             if let Some(cont) = page.metadata.get("continue") {
                 t["metadata"]["continue"] = cont.clone();
@@ -774,7 +775,7 @@ fn object_response(
                 meta::resource_version(obj),
                 c.q("includeObject").unwrap_or("Metadata"),
                 true,
-                chrono::Utc::now(),
+                c.s.api.clock().now(),
             );
             Ok(json_response(code, &t, &Output::Json, warnings))
         }
