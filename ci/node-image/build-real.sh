@@ -7,7 +7,7 @@
 # are built here as OCI archives, put in /kind/images and imported into the node's containerd
 # at boot under the names `kubeadm config images list` prints: nothing is ever pulled.
 #
-# Tagged faultline-node:real-<hash>, the hash of this recipe (this script, real/, the runtime
+# Tagged faultline-node:<Kubernetes version>-real-<hash>, the hash of this recipe (this script, real/, the runtime
 # wrapper, the package list, the pause source, the CoreDNS pin, the Go version) and of the
 # upstream binaries' cache key (ci/upstream.sh); built
 # only when that tag is missing. Labelled dev.faultline.kubernetes-version. Prints the tag.
@@ -23,13 +23,15 @@ hash="$( (cd "$here" && cat build-real.sh runc-drop-sys-resource && echo "$packa
   && find real -type f | LC_ALL=C sort | xargs sha256sum \
   && cat "$repo/upstream/node/go.mod" "$repo/upstream/node/pause/main.go" \
   && cat "$repo/upstream/coredns/go.mod" "$repo/upstream/coredns/go.sum" && "$go_cmd" env GOVERSION) | sha256sum | cut -c1-16)"
-tag="faultline-node:real-$hash"
+k8s_version="$("$bin/kubeadm" version -o short)"
+# <version>-real-<hash>: the provider reads the Kubernetes version from the tag
+# (faultline_kind::versions::kubernetes_version_of_image) and prefers the newest such image.
+tag="faultline-node:$k8s_version-real-$hash"
 if docker image inspect "$tag" >/dev/null 2>&1; then
   echo "node image: $tag exists (same recipe and binaries), reused" >&2
   echo "$tag"
   exit 0
 fi
-k8s_version="$("$bin/kubeadm" version -o short)"
 work="$(mktemp -d /var/tmp/faultline-node-real.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 root="$work/root"

@@ -358,9 +358,9 @@ impl Kubelet {
             .find(|p| p.name.starts_with("longhorn-csi-plugin") && !meta::is_deleting(&p.pod))
             .map(|p| PluginPod {
                 // A registrar whose socket was removed (csiDriverUnregistered) registers nothing.
-                registration_socket: self.registrar_process().is_some_and(|id| {
-                    !self.node.state.lock().faults.registration_removed_for(&id)
-                }),
+                registration_socket: self
+                    .registrar_process()
+                    .is_some_and(|id| !self.node.state.lock().faults.registration_removed_for(&id)),
                 plugin_running: p.containers.running("longhorn-csi-plugin"),
             })
     }

@@ -38,7 +38,10 @@ impl DesiredStateOfWorldPopulator {
         pods: &[PodInfo<'_>],
         client: &Internal,
     ) {
-        debug_assert!(pods.windows(2).all(|w| w[0].uid < w[1].uid), "sorted by UID");
+        debug_assert!(
+            pods.windows(2).all(|w| w[0].uid < w[1].uid),
+            "sorted by UID"
+        );
         let known = |uid: &str| {
             pods.binary_search_by(|p| p.uid.cmp(uid))
                 .ok()

@@ -1,0 +1,204 @@
+//! The Docker-engine tier's real cluster (docs/kind.md "A real cluster here"): the real node
+//! image (`ci/node-image/build-real.sh`; FAULTLINE_KIND_REAL_NODE_IMAGE, else the newest local
+//! one), a control plane and two workers through the provider's whole bring-up (kubeadm init,
+//! the CNI, kubeadm join, an image built here loaded into every node's containerd), every node
+//! Ready, a pod of that image Running on a worker on the pod network, then teardown with nothing
+//! of the cluster left in the engine. Runs with FAULTLINE_DOCKER=1 (ci/docker-tier.sh).
+
+mod common;
+
+use common::{docker, TierEnv};
+use faultline_kind::exec::docker::TestcontainersExecutor;
+use faultline_kind::{ClusterPlanInput, KindCluster, KindOptions, KindProvider, NodeInput};
+use std::time::Instant;
+
+const APP_IMAGE: &str = "faultline-tier-app:1";
+
+async fn kubectl(c: &KindCluster, args: &[&str], stdin: Option<&str>) -> String {
+    let out = c
+        .kubectl(args, stdin)
+        .await
+        .unwrap_or_else(|e| panic!("kubectl {args:?}: {e:#}"));
+    assert!(
+        out.success(),
+        "kubectl {args:?}: exit {}: {}{}",
+        out.code,
+        out.stdout,
+        out.stderr
+    );
+    out.stdout
+}
+
+/// A small image of our own: Debian's static busybox out of the node image, on nothing
+/// (a local base: nothing is pulled).
+fn build_app_image(node_image: &str) {
+    let dockerfile = format!(
+        "FROM {node_image} AS src\nFROM scratch\nCOPY --from=src /bin/busybox /bin/busybox\nENTRYPOINT [\"/bin/busybox\"]\nCMD [\"sleep\", \"3600\"]\n"
+    );
+    let mut child = std::process::Command::new("docker")
+        .args(["build", "--quiet", "--tag", APP_IMAGE, "-"])
+        .env("DOCKER_BUILDKIT", "0")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("docker build");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(dockerfile.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "docker build {APP_IMAGE}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_cluster_forms_with_every_node_ready_and_a_local_image_running() {
+    if std::env::var("FAULTLINE_DOCKER").as_deref() != Ok("1") {
+        println!("SKIPPED: set FAULTLINE_DOCKER=1 (ci/docker-tier.sh does) to form a real cluster");
+        return;
+    }
+    let engine = TestcontainersExecutor::connect().expect("engine");
+    let node_image = match std::env::var("FAULTLINE_KIND_REAL_NODE_IMAGE")
+        .ok()
+        .filter(|i| !i.is_empty())
+    {
+        Some(i) => i,
+        None => engine
+            .local_real_node_image()
+            .await
+            .expect("listing images")
+            .expect(
+                "no real node image in the engine: `bash ci/node-image/build-real.sh` builds it",
+            ),
+    };
+    build_app_image(&node_image);
+    let tier = TierEnv {
+        label: "real".into(),
+        work: common::EvidenceDir::new("tier-real"),
+        state: tempfile::tempdir().unwrap(),
+    };
+    let provider = KindProvider::new(KindOptions {
+        reuse: false,
+        nodes_only: false,
+        state_dir: Some(tier.state.path().to_path_buf()),
+    });
+    let input = ClusterPlanInput::new(
+        "fl-tier-real",
+        vec![
+            NodeInput::control_plane("control-plane"),
+            NodeInput::worker("worker-01"),
+            NodeInput::worker("worker-02"),
+        ],
+    )
+    .with_node_image(Some(&node_image))
+    .with_images([APP_IMAGE]);
+    assert_eq!(
+        input.kubernetes_version, "v1.35.4",
+        "from the tag {node_image}"
+    );
+    let started = Instant::now();
+    let cluster = provider
+        .start(&input, tier.work.path())
+        .await
+        .unwrap_or_else(|e| panic!("bring-up: {e:#}"));
+    println!(
+        "real cluster {} (1 control plane, 2 workers) up in {:.1} s with {node_image}",
+        cluster.name(),
+        started.elapsed().as_secs_f64()
+    );
+
+    let nodes = kubectl(
+        &cluster,
+        &[
+            "get",
+            "nodes",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type==\"Ready\")].status} {.status.nodeInfo.kubeletVersion}{\"\\n\"}{end}",
+        ],
+        None,
+    )
+    .await;
+    let mut lines: Vec<&str> = nodes.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "control-plane=True v1.35.4",
+            "worker-01=True v1.35.4",
+            "worker-02=True v1.35.4"
+        ],
+        "{nodes}"
+    );
+
+    let pod = format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"app","namespace":"default"}},
+"spec":{{"nodeSelector":{{"kubernetes.io/hostname":"worker-02"}},
+"containers":[{{"name":"app","image":"{APP_IMAGE}","imagePullPolicy":"Never"}}]}}}}"#
+    );
+    kubectl(&cluster, &["apply", "-f", "-"], Some(&pod)).await;
+    kubectl(
+        &cluster,
+        &["wait", "--for=condition=Ready", "pod/app", "--timeout=180s"],
+        None,
+    )
+    .await;
+    let got = kubectl(
+        &cluster,
+        &[
+            "get",
+            "pod",
+            "app",
+            "-o",
+            "jsonpath={.status.phase} {.spec.nodeName} {.status.podIP}",
+        ],
+        None,
+    )
+    .await;
+    let fields: Vec<&str> = got.split_whitespace().collect();
+    assert_eq!(fields[..2], ["Running", "worker-02"], "{got}");
+    assert!(
+        fields.get(2).is_some_and(|ip| ip.starts_with("10.244.")),
+        "a pod network address: {got}"
+    );
+    // Nothing was pulled: every kube-system pod runs from an image built here.
+    let system = kubectl(
+        &cluster,
+        &[
+            "get",
+            "pods",
+            "-n",
+            "kube-system",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name}={.status.phase}{\"\\n\"}{end}",
+        ],
+        None,
+    )
+    .await;
+    for want in [
+        "etcd-control-plane",
+        "kube-apiserver-control-plane",
+        "kube-proxy-",
+        "faultline-cni-",
+        "coredns-",
+    ] {
+        assert!(
+            system
+                .lines()
+                .any(|l| l.starts_with(want) && l.ends_with("=Running")),
+            "no Running {want} in kube-system:\n{system}"
+        );
+    }
+
+    let name = cluster.name().to_string();
+    assert_eq!(cluster.release(false).await.expect("teardown"), None);
+    provider.shutdown().await.expect("shutdown");
+    docker(&["image", "rm", APP_IMAGE]);
+    tier.assert_nothing_left(&name);
+}
