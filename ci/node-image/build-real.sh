@@ -1,28 +1,39 @@
 #!/usr/bin/env bash
-# Builds the real kind node image (docs/kind.md "The real node image"): Debian bookworm
+# Builds the real kind node image (docs/kind.md "A real cluster here"): Debian bookworm
 # (debootstrap minbase) with Debian's containerd, runc and CNI plugins, conntrack, ethtool,
 # socat, jq, and the upstream kubelet, kubeadm and kubectl (ci/upstream.sh). The images kubeadm
 # deploys (kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kube-proxy from the
-# same binaries, pause from upstream/node, CoreDNS from upstream/coredns) and the CNI agent's
-# are built here as OCI archives, put in /kind/images and imported into the node's containerd
-# at boot under the names `kubeadm config images list` prints: nothing is ever pulled.
+# same binaries, pause from upstream/node, CoreDNS from upstream/coredns), the CSI stack's
+# (upstream/csi) and the CNI agent's are built here as OCI archives, put in /kind/images and
+# imported into the node's containerd at boot under the names `kubeadm config images list`
+# prints: nothing is ever pulled.
 #
-# Tagged faultline-node:<Kubernetes version>-real-<hash>, the hash of this recipe (this script, real/, the runtime
-# wrapper, the package list, the pause source, the CoreDNS pin, the Go version) and of the
-# upstream binaries' cache key (ci/upstream.sh); built
-# only when that tag is missing. Labelled dev.faultline.kubernetes-version. Prints the tag.
+# Tagged faultline-node:<Kubernetes version>-real-<hash>, the hash of this recipe (this script,
+# real/, the runtime wrapper, the package list, upstream/node, upstream/coredns, upstream/csi,
+# the Go version) and of the upstream binaries' cache key (ci/upstream.sh); built only when
+# that tag is missing. Labelled dev.faultline.kubernetes-version. Prints the tag. Exit 3 or 4:
+# as ci/upstream.sh's.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 mirror="${FAULTLINE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 packages="systemd,systemd-sysv,dbus,util-linux,mount,iproute2,iptables,procps,kmod,ca-certificates,containerd,runc,containernetworking-plugins,conntrack,ethtool,socat,jq,busybox-static"
-bin="$(bash "$repo/ci/upstream.sh" kubelet kubeadm kubectl kube-apiserver kube-controller-manager kube-scheduler etcd kube-proxy | tail -1)"
+# Its exit code is this script's when it fails (3: no Go; 4: a module the proxy refused).
+upstream_rc=0
+upstream_out="$(bash "$repo/ci/upstream.sh" kubelet kubeadm kubectl kube-apiserver kube-controller-manager kube-scheduler etcd kube-proxy)" || upstream_rc=$?
+if [ "$upstream_rc" != 0 ]; then
+  echo "node image: the upstream binaries are missing (ci/upstream.sh exit $upstream_rc)" >&2
+  exit "$upstream_rc"
+fi
+bin="$(tail -1 <<<"$upstream_out")"
 upstream_key="$(basename "$(dirname "$bin")")"
 go_cmd="$(command -v go || echo /usr/local/go/bin/go)"
 hash="$( (cd "$here" && cat build-real.sh runc-drop-sys-resource && echo "$packages $upstream_key" \
   && find real -type f | LC_ALL=C sort | xargs sha256sum \
   && cat "$repo/upstream/node/go.mod" "$repo/upstream/node/pause/main.go" \
-  && cat "$repo/upstream/coredns/go.mod" "$repo/upstream/coredns/go.sum" && "$go_cmd" env GOVERSION) | sha256sum | cut -c1-16)"
+  && cat "$repo/upstream/coredns/go.mod" "$repo/upstream/coredns/go.sum" \
+  && cat "$repo/upstream/csi/go.mod" "$repo/upstream/csi/go.sum" "$repo"/upstream/csi/*/main.go \
+  && "$go_cmd" env GOVERSION) | sha256sum | cut -c1-16)"
 k8s_version="$("$bin/kubeadm" version -o short)"
 # <version>-real-<hash>: the provider reads the Kubernetes version from the tag
 # (faultline_kind::versions::kubernetes_version_of_image) and prefers the newest such image.
@@ -110,6 +121,20 @@ for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tab
   ln -s xtables-nft-multi "$d/usr/sbin/$t"
 done
 oci_image "$(image_name kube-proxy)" "$root/kind/images/kube-proxy.tar" "$d" '["/usr/local/bin/kube-proxy"]'
+# The CSI stack (kind/manifests/default-storage.yaml), from upstream/csi: the real
+# external-provisioner and external-attacher, and faultline's hostpath driver and registrar.
+echo "node image: building the CSI stack (upstream/csi)" >&2
+for c in hostpath:localhost/faultline/csi-hostpath:1 registrar:localhost/faultline/csi-registrar:1 \
+  github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner:registry.k8s.io/sig-storage/csi-provisioner:v6.4.0 \
+  github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher:registry.k8s.io/sig-storage/csi-attacher:v4.13.0; do
+  pkg="${c%%:*}" name="${c#*:}"
+  case "$pkg" in */*) ;; *) pkg="./$pkg" ;; esac
+  prog="$(basename "$pkg")"
+  d="$work/img-$prog" && mkdir -p "$d/tmp" && chmod 1777 "$d/tmp"
+  gobuild "$repo/upstream/csi" "$d/$prog" "$pkg"
+  oci_image "$name" "$root/kind/images/csi-$prog.tar" "$d" "[\"/$prog\"]"
+  rm -rf "$d"
+done
 # The CNI agent (kind/manifests/default-cni.yaml): Debian's static busybox and the script.
 d="$work/img-cni" && mkdir -p "$d/bin" "$d/usr/local/bin" "$d/tmp" && chmod 1777 "$d/tmp"
 cp "$root/bin/busybox" "$d/bin/busybox"
@@ -127,6 +152,9 @@ done
 mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
 ln -sf /lib/systemd/system/containerd.service "$root/etc/systemd/system/multi-user.target.wants/containerd.service"
 ln -sf /etc/systemd/system/kubelet.service "$root/etc/systemd/system/multi-user.target.wants/kubelet.service"
+for u in faultline-dns-udp faultline-dns-tcp; do
+  ln -sf "/etc/systemd/system/$u.service" "$root/etc/systemd/system/multi-user.target.wants/$u.service"
+done
 ln -sf /lib/systemd/system/multi-user.target "$root/etc/systemd/system/default.target"
 : > "$root/etc/machine-id"
 rm -rf "$root/var/cache/apt/archives/"*.deb "$root/var/lib/apt/lists/"*

@@ -174,7 +174,21 @@ async fn a_real_cluster_forms_with_every_node_ready_and_a_local_image_running() 
         fields.get(2).is_some_and(|ip| ip.starts_with("10.244.")),
         "a pod network address: {got}"
     );
-    // Nothing was pulled: every kube-system pod runs from an image built here.
+    // Nothing was pulled: every kube-system pod runs, Ready, from an image built here.
+    kubectl(
+        &cluster,
+        &[
+            "wait",
+            "--for=condition=Ready",
+            "pods",
+            "--all",
+            "-n",
+            "kube-system",
+            "--timeout=180s",
+        ],
+        None,
+    )
+    .await;
     let system = kubectl(
         &cluster,
         &[
@@ -194,6 +208,8 @@ async fn a_real_cluster_forms_with_every_node_ready_and_a_local_image_running() 
         "kube-proxy-",
         "faultline-cni-",
         "coredns-",
+        "csi-hostpath-controller-",
+        "csi-hostpath-node-",
     ] {
         assert!(
             system
@@ -203,9 +219,131 @@ async fn a_real_cluster_forms_with_every_node_ready_and_a_local_image_running() 
         );
     }
 
+    csi_volume_on_a_real_kubelet(&cluster).await;
+
     let name = cluster.name().to_string();
     assert_eq!(cluster.release(false).await.expect("teardown"), None);
     provider.shutdown().await.expect("shutdown");
     docker(&["image", "rm", APP_IMAGE]);
     tier.assert_nothing_left(&name);
+}
+
+/// The CSI stack through the real kubelet: the registrar registers the driver with every node's
+/// plugin manager (CSINode), a PVC is provisioned by the real external-provisioner, attached
+/// through a VolumeAttachment by the real external-attacher, staged at the kubelet's
+/// `globalmount` and published into the pod; deleting the pod unpublishes and unstages.
+async fn csi_volume_on_a_real_kubelet(cluster: &KindCluster) {
+    const DRIVER: &str = "hostpath.csi.faultline.dev";
+    for node in ["control-plane", "worker-01", "worker-02"] {
+        let mut drivers = String::new();
+        for _ in 0..60 {
+            drivers = kubectl(
+                cluster,
+                &[
+                    "get",
+                    "csinode",
+                    node,
+                    "-o",
+                    "jsonpath={.spec.drivers[*].name}",
+                ],
+                None,
+            )
+            .await;
+            if drivers.split_whitespace().any(|d| d == DRIVER) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        }
+        assert!(
+            drivers.split_whitespace().any(|d| d == DRIVER),
+            "{node}'s CSINode lists {drivers:?}, not {DRIVER}"
+        );
+    }
+    let manifest = format!(
+        r#"{{"apiVersion":"v1","kind":"List","items":[
+{{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{{"name":"data","namespace":"default"}},
+ "spec":{{"accessModes":["ReadWriteOnce"],"resources":{{"requests":{{"storage":"1Mi"}}}}}}}},
+{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"writer","namespace":"default"}},
+ "spec":{{"nodeSelector":{{"kubernetes.io/hostname":"worker-01"}},
+  "containers":[{{"name":"w","image":"{APP_IMAGE}","imagePullPolicy":"Never",
+   "command":["/bin/busybox","sh","-c","echo written > /data/file && sleep 3600"],
+   "volumeMounts":[{{"name":"data","mountPath":"/data"}}]}}],
+  "volumes":[{{"name":"data","persistentVolumeClaim":{{"claimName":"data"}}}}]}}}}]}}"#
+    );
+    kubectl(cluster, &["apply", "-f", "-"], Some(&manifest)).await;
+    kubectl(
+        cluster,
+        &[
+            "wait",
+            "--for=condition=Ready",
+            "pod/writer",
+            "--timeout=180s",
+        ],
+        None,
+    )
+    .await;
+    let pv = kubectl(
+        cluster,
+        &["get", "pvc", "data", "-o", "jsonpath={.spec.volumeName}"],
+        None,
+    )
+    .await;
+    assert!(pv.starts_with("pvc-"), "provisioned: {pv:?}");
+    let attached = kubectl(
+        cluster,
+        &[
+            "get",
+            "volumeattachments",
+            "-o",
+            "jsonpath={range .items[*]}{.spec.source.persistentVolumeName} {.spec.nodeName} {.status.attached}{\"\\n\"}{end}",
+        ],
+        None,
+    )
+    .await;
+    assert!(
+        attached
+            .lines()
+            .any(|l| l == format!("{pv} worker-01 true")),
+        "a VolumeAttachment of {pv} to worker-01, attached:\n{attached}"
+    );
+    let globalmount = format!("/var/lib/kubelet/plugins/kubernetes.io/csi/{DRIVER}/");
+    let mounts = common::sh(cluster, "worker-01", "cat /proc/self/mounts").await;
+    assert!(
+        mounts
+            .lines()
+            .any(|l| l.contains(&globalmount) && l.contains("/globalmount ")),
+        "the kubelet staged the volume at its globalmount:\n{mounts}"
+    );
+    assert!(
+        mounts
+            .lines()
+            .any(|l| l.contains("/volumes/kubernetes.io~csi/") && l.contains(&pv)),
+        "and published it into the pod:\n{mounts}"
+    );
+    let data = common::sh(cluster, "worker-01", "cat /var/lib/csi-hostpath/*/file").await;
+    assert_eq!(data.trim(), "written");
+    kubectl(
+        cluster,
+        &["delete", "pod", "writer", "--wait=true", "--timeout=120s"],
+        None,
+    )
+    .await;
+    let mut left = String::new();
+    for _ in 0..60 {
+        left = common::sh(
+            cluster,
+            "worker-01",
+            "grep -c kubernetes.io/csi /proc/self/mounts || true",
+        )
+        .await;
+        if left.trim() == "0" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
+    assert_eq!(
+        left.trim(),
+        "0",
+        "unpublished and unstaged after the pod is gone"
+    );
 }
