@@ -8,6 +8,7 @@
 mod common;
 
 use common::{docker, TierEnv};
+use faultline_faults::{MountHolder, NodeOperation, StaleDeviceMount, VolumeRef};
 use faultline_kind::exec::docker::TestcontainersExecutor;
 use faultline_kind::{ClusterPlanInput, KindCluster, KindOptions, KindProvider, NodeInput};
 use std::time::Instant;
@@ -231,7 +232,9 @@ async fn a_real_cluster_forms_with_every_node_ready_and_a_local_image_running() 
 /// The CSI stack through the real kubelet: the registrar registers the driver with every node's
 /// plugin manager (CSINode), a PVC is provisioned by the real external-provisioner, attached
 /// through a VolumeAttachment by the real external-attacher, staged at the kubelet's
-/// `globalmount` and published into the pod; deleting the pod unpublishes and unstages.
+/// `globalmount` and published into the pod. Then the incident's staleDeviceMount: with another
+/// reference to the globalmount, deleting the pod unpublishes but the kubelet refuses to unstage
+/// and the volume stays attached; healed, it is unstaged and detached.
 async fn csi_volume_on_a_real_kubelet(cluster: &KindCluster) {
     const DRIVER: &str = "hostpath.csi.faultline.dev";
     for node in ["control-plane", "worker-01", "worker-02"] {
@@ -322,14 +325,60 @@ async fn csi_volume_on_a_real_kubelet(cluster: &KindCluster) {
     );
     let data = common::sh(cluster, "worker-01", "cat /var/lib/csi-hostpath/*/file").await;
     assert_eq!(data.trim(), "written");
+    // staleDeviceMount (the incident's fault) on a real kubelet: another reference to the
+    // globalmount, then the pod goes. The kubelet unpublishes, but its UnmountDevice finds the
+    // reference (GetDeviceMountRefs) and fails, so the volume stays in use and attached.
+    let stale = NodeOperation::StaleDeviceMount(StaleDeviceMount {
+        node: "worker-01".into(),
+        volume: VolumeRef::Pvc("default/data".into()),
+        held_by: MountHolder::Kubelet,
+        blocks_queue: false,
+    });
+    cluster.apply(&stale).await.expect("staleDeviceMount");
     kubectl(
         cluster,
         &["delete", "pod", "writer", "--wait=true", "--timeout=120s"],
         None,
     )
     .await;
-    let mut left = String::new();
+    let refused = "is still mounted by other references";
+    let mut log = String::new();
     for _ in 0..60 {
+        log = common::sh(
+            cluster,
+            "worker-01",
+            &format!("journalctl -u kubelet --no-pager | grep '{refused}' | tail -1"),
+        )
+        .await;
+        if !log.trim().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
+    assert!(
+        log.contains("GetDeviceMountRefs check failed"),
+        "the kubelet's UnmountDevice refused: {log:?}"
+    );
+    println!("kubelet with a stale device mount: {}", log.trim());
+    let attached_now = kubectl(
+        cluster,
+        &[
+            "get",
+            "volumeattachments",
+            "-o",
+            "jsonpath={range .items[*]}{.spec.source.persistentVolumeName} {.status.attached}{\"\\n\"}{end}",
+        ],
+        None,
+    )
+    .await;
+    assert!(
+        attached_now.lines().any(|l| l == format!("{pv} true")),
+        "still attached while the device mount is held:\n{attached_now}"
+    );
+    // Healed: the next UnmountDevice succeeds, the volume is unstaged and detached.
+    cluster.heal(&stale).await.expect("heal staleDeviceMount");
+    let mut left = String::new();
+    for _ in 0..90 {
         left = common::sh(
             cluster,
             "worker-01",
@@ -344,6 +393,25 @@ async fn csi_volume_on_a_real_kubelet(cluster: &KindCluster) {
     assert_eq!(
         left.trim(),
         "0",
-        "unpublished and unstaged after the pod is gone"
+        "unstaged once the stale reference is gone"
     );
+    let mut vas = String::new();
+    for _ in 0..60 {
+        vas = kubectl(
+            cluster,
+            &[
+                "get",
+                "volumeattachments",
+                "-o",
+                "jsonpath={.items[*].spec.source.persistentVolumeName}",
+            ],
+            None,
+        )
+        .await;
+        if !vas.contains(&pv) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
+    assert!(!vas.contains(&pv), "detached: VolumeAttachments {vas:?}");
 }

@@ -81,7 +81,10 @@ func (server) CreateVolume(_ context.Context, r *csi.CreateVolumeRequest) (*csi.
 		}
 	}
 	// The same name gives the same id: a retried CreateVolume is idempotent, as the spec asks.
-	id := "hp-" + unsafeChars.ReplaceAllString(r.GetName(), "-")
+	// The id is the name (the external-provisioner passes the PV's name, pvc-<uid>), so the
+	// volume handle is the PV's name, as Longhorn's is: the staleDeviceMount fault finds the
+	// kubelet's globalmount by it.
+	id := unsafeChars.ReplaceAllString(r.GetName(), "-")
 	log.Printf("CreateVolume %s -> %s (%d bytes)", r.GetName(), id, r.GetCapacityRange().GetRequiredBytes())
 	return &csi.CreateVolumeResponse{Volume: &csi.Volume{
 		VolumeId:      id,
