@@ -49,6 +49,14 @@ if [ "$real_rc" != 0 ]; then
   fi
 fi
 echo "docker tier: real node image $real_image ready in ${real_secs} s"
+# Real node images of other recipes are a gigabyte each: remove them (the engine refuses to
+# remove one a container still uses, which is then kept).
+if [ "$real_image" != off ]; then
+  docker images --format '{{.Repository}}:{{.Tag}}' faultline-node | grep -- '-real-' | grep -vxF "$real_image" |
+    while read -r old; do
+      docker image rm "$old" >/dev/null 2>&1 && echo "docker tier: removed the older real node image $old" || true
+    done
+fi
 export FAULTLINE_KIND_REAL_NODE_IMAGE="$real_image"
 
 export FAULTLINE_DOCKER=1
