@@ -101,7 +101,7 @@ impl ClusterPlanInput {
             }
         }
         if let Some(img) = get("FAULTLINE_KIND_NODE_IMAGE").filter(|s| !s.is_empty()) {
-            self.node_image = img;
+            self = self.with_node_image(Some(&img));
         }
         if let Some(v) = get("FAULTLINE_KIND_KUBERNETES_VERSION").filter(|s| !s.is_empty()) {
             self.kubernetes_version = v;
@@ -123,10 +123,15 @@ impl ClusterPlanInput {
         self
     }
     /// A node image chosen by the caller (`None` keeps the current one). Any tag, local or
-    /// pinned; the image is looked up locally before it is pulled.
+    /// pinned; the image is looked up locally before it is pulled. A tag that names a Kubernetes
+    /// version (`v1.35.4`, `v1.35.4-real-<hash>`) sets `kubernetes_version` too: kubeadm can
+    /// only install the version its node image ships.
     pub fn with_node_image(mut self, image: Option<&str>) -> Self {
         if let Some(i) = image {
             self.node_image = i.to_string();
+            if let Some(v) = crate::versions::kubernetes_version_of_image(i) {
+                self.kubernetes_version = v.to_string();
+            }
         }
         self
     }
