@@ -111,6 +111,24 @@ impl Internal {
         Ok(self.api.create(&rt, ns, obj, &self.opts())?.object)
     }
 
+    /// PUT of the main resource (client-go's Update): the object as read, changed; a
+    /// resourceVersion that moved on is a 409.
+    pub fn update(
+        &self,
+        group: &str,
+        plural: &str,
+        ns: &str,
+        name: &str,
+        obj: Value,
+    ) -> ApiResult<Arc<Value>> {
+        self.connect()?;
+        let rt = self.rt(group, plural)?;
+        Ok(self
+            .api
+            .update(&rt, ns, name, None, obj, &self.opts())?
+            .object)
+    }
+
     /// JSON merge patch of the main resource.
     pub fn merge(
         &self,
@@ -160,8 +178,11 @@ impl Internal {
     ) -> ApiResult<bool> {
         self.connect()?;
         let rt = self.rt(group, plural)?;
+        // The controllers name their propagation (background: the cronjob, job, replicaset and
+        // garbage collector controllers' deletes), so a kind's orphan default does not apply.
         let opts = DeleteOptions {
             grace_period_seconds: grace,
+            propagation: Some(crate::apiserver::store::Propagation::Background),
             ..Default::default()
         };
         match self.api.delete(&rt, ns, name, &opts)? {

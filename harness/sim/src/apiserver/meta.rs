@@ -290,9 +290,13 @@ pub fn identical(a: &Value, b: &Value) -> bool {
 /// decoding of more than its status.
 pub fn identical_outside_status(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            same_members(x, y, &["status"], Some(&["resourceVersion"]), true)
-        }
+        (Value::Object(x), Value::Object(y)) => same_members(
+            x,
+            y,
+            &["status"],
+            Some(&["resourceVersion", "managedFields"]),
+            true,
+        ),
         _ => false,
     }
 }
@@ -346,6 +350,21 @@ pub fn canonical_order(obj: &mut Value) {
     if let Some(s) = status {
         m.insert("status".into(), s);
     }
+}
+
+/// `APIObjectVersioner.ParseResourceVersion`: a resourceVersion is a decimal uint64; the error
+/// is the field error storage reports (`Invalid value: "abc": strconv.ParseUint: ...`).
+pub fn parse_resource_version(rv: &str) -> Result<u64, String> {
+    parse_uint(rv).map_err(|why| format!("Invalid value: {rv:?}: {why}"))
+}
+
+/// `strconv.ParseUint(s, 10, 64)` with Go's error text.
+pub fn parse_uint(s: &str) -> Result<u64, String> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("strconv.ParseUint: parsing {s:?}: invalid syntax"));
+    }
+    s.parse::<u64>()
+        .map_err(|_| format!("strconv.ParseUint: parsing {s:?}: value out of range"))
 }
 
 #[cfg(test)]

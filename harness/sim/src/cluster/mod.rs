@@ -125,8 +125,6 @@ impl SimCluster {
             timing.clone(),
         )));
         if opts.longhorn {
-            api.storage_protection
-                .store(true, std::sync::atomic::Ordering::Relaxed);
             longhorn::install(&Internal::new(api.clone(), "longhorn-manager"));
             tasks.push(tokio::spawn(longhorn::run(
                 Internal::new(api.clone(), "csi-provisioner"),

@@ -520,7 +520,9 @@ impl Reconciler for DeploymentController {
                 "/metadata/annotations/deployment.kubernetes.io~1revision",
             ) != Some(rev.to_string().as_str())
             {
-                let _ = self.client.merge(
+                // Through the status subresource, as the deployment controller's UpdateStatus
+                // writes its annotations (its status strategy keeps them).
+                let _ = self.client.merge_status(
                     "apps",
                     "deployments",
                     ns,

@@ -26,6 +26,7 @@ pub mod replicaset;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
 pub mod statefulset;
+pub mod storageprotection;
 pub mod util;
 
 use crate::apiserver::crd;
@@ -77,6 +78,18 @@ pub fn start(api: Arc<ApiServer>, mut timing: Timing) -> Vec<JoinHandle<()>> {
         Box::new(statefulset::StatefulSetController::new(client())),
         Box::new(endpointslice::EndpointSliceController::new(client())),
         Box::new(cronjob::CronJobController::new(client(), timing.clone())),
+        Box::new(storageprotection::ProtectionController::new(
+            client(),
+            storageprotection::Protected::Claim,
+        )),
+        Box::new(storageprotection::ProtectionController::new(
+            client(),
+            storageprotection::Protected::Volume,
+        )),
+        Box::new(storageprotection::ProtectionController::new(
+            client(),
+            storageprotection::Protected::AttributesClass,
+        )),
     ];
     let mut tasks = vec![
         tokio::spawn(run(api.clone())),

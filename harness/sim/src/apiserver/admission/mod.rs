@@ -102,6 +102,9 @@ pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, now: &str) ->
             }
         }
     }
+    if rt.group == "apiregistration.k8s.io" && rt.kind == "APIService" {
+        local_apiservice_status(&mut obj, now);
+    }
     // The decoder's defaulting (and the defaulting of what is read back from etcd), then the
     // create strategy and the mutating admission plugins.
     apply_defaults(rt, &mut obj);
@@ -127,6 +130,20 @@ pub fn prepare_update(rt: &ResourceType, current: &Value, obj: &mut Value) {
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Service") => crate::apiserver::validation::core::prepare_service_update(obj, current),
         ("", "Pod") => admit_pod(obj, Some(current)),
+        // The namespace strategy: finalizers change only through /finalize.
+        ("", "Namespace") => match current.pointer("/spec/finalizers") {
+            Some(f) => {
+                if !obj.get("spec").is_some_and(Value::is_object) {
+                    obj["spec"] = json!({});
+                }
+                obj["spec"]["finalizers"] = f.clone();
+            }
+            None => {
+                if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                    spec.shift_remove("finalizers");
+                }
+            }
+        },
         ("apps", "DaemonSet") => {
             // The DaemonSet strategy: a changed template is a new template generation.
             let generation = |v: &Value| {
@@ -188,6 +205,21 @@ fn initial_status(rt: &ResourceType) -> Option<Value> {
         ("networking.k8s.io", "Ingress") | ("", "Service") => json!({"loadBalancer": {}}),
         _ => return None,
     })
+}
+
+/// The APIService strategy marks a local API service (no `spec.service`) available on create
+/// (kube-aggregator pkg/registry/apiservice/strategy.go, `NewLocalAvailableAPIServiceCondition`).
+fn local_apiservice_status(obj: &mut Value, now: &str) {
+    let local = obj.pointer("/spec/service").is_none_or(Value::is_null);
+    if local {
+        obj["status"] = json!({"conditions": [{
+            "type": "Available",
+            "status": "True",
+            "lastTransitionTime": now,
+            "reason": "Local",
+            "message": "Local APIServices are always available",
+        }]});
+    }
 }
 
 /// What the create strategies and mutating admission plugins do to a new, defaulted object
@@ -457,6 +489,32 @@ pub fn qos_class(pod: &Value) -> &'static str {
     } else {
         "BestEffort"
     }
+}
+
+/// The CertificateSigningRequest strategy's PrepareForCreate: the requester recorded from the
+/// request's user (whatever the body said), no status (no pre-approved requests).
+pub fn csr_requester(obj: &mut Value, user: Option<&crate::apiserver::auth::UserInfo>) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for k in ["username", "uid", "groups", "extra"] {
+        spec.shift_remove(k);
+    }
+    if let Some(u) = user {
+        if !u.name.is_empty() {
+            spec.insert("username".into(), json!(u.name));
+        }
+        if !u.uid.is_empty() {
+            spec.insert("uid".into(), json!(u.uid));
+        }
+        if !u.groups.is_empty() {
+            spec.insert("groups".into(), json!(u.groups));
+        }
+        if !u.extra.is_empty() {
+            spec.insert("extra".into(), json!(u.extra));
+        }
+    }
+    obj["status"] = json!({});
 }
 
 #[cfg(test)]

@@ -65,9 +65,9 @@ struct Encoder {
 impl Encoder {
     fn object(&mut self, obj: &Value) -> Value {
         match self.out {
-            Output::Table => {
+            Output::Table(version) => {
                 let printer = self.printer.get_or_insert_with(|| printer_for(&self.rt));
-                let t = table::to_table(
+                let mut t = table::to_table(
                     printer,
                     &[obj],
                     meta::resource_version(obj),
@@ -76,6 +76,7 @@ impl Encoder {
                     self.clock.now(),
                 );
                 self.headers_sent = true;
+                table::set_version(&mut t, version);
                 t
             }
             Output::PartialMetadata { .. } => partial_metadata(obj),
@@ -175,30 +176,7 @@ pub fn serve(
         .map_err(ApiError::bad_request)?;
     let bookmarks = is_true(query.get("allowWatchBookmarks"));
     let send_initial = is_true(query.get("sendInitialEvents"));
-    let rv_match = query
-        .get("resourceVersionMatch")
-        .map(String::as_str)
-        .unwrap_or("");
-    if send_initial && rv_match != "NotOlderThan" {
-        return Err(ApiError::invalid(
-            "meta.k8s.io",
-            "ListOptions",
-            "",
-            vec![("sendInitialEvents".into(), "Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan".into(), "FieldValueForbidden")],
-        ));
-    }
-    if send_initial && !bookmarks {
-        return Err(ApiError::invalid(
-            "meta.k8s.io",
-            "ListOptions",
-            "",
-            vec![(
-                "allowWatchBookmarks".into(),
-                "Forbidden: allowWatchBookmarks required when sendInitialEvents is set".into(),
-                "FieldValueForbidden",
-            )],
-        ));
-    }
+    crate::apiserver::validation::options::validate_watch_options(query)?;
     let rv_param = query
         .get("resourceVersion")
         .map(String::as_str)
@@ -326,7 +304,8 @@ async fn run(
             return;
         }
     }
-    if send_initial && tx.send(enc.bookmark(snapshot_rv, true)).await.is_err() {
+    // The end of the initial events is a bookmark: sent only to a client that takes bookmarks.
+    if send_initial && bookmarks && tx.send(enc.bookmark(snapshot_rv, true)).await.is_err() {
         return;
     }
     if !replay.is_empty() {
@@ -442,7 +421,7 @@ mod tests {
         let mut table = Encoder {
             rt,
             clock: crate::timing::SimClock::new(),
-            out: Output::Table,
+            out: Output::Table("v1"),
             printer: None,
             headers_sent: false,
         };

@@ -8,7 +8,7 @@ use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::timing::SimInstant;
 use crate::timing::Timing;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::HashMap;
 
 fn default_class(client: &Internal) -> Option<String> {
@@ -118,65 +118,9 @@ pub(super) fn provision(
     }
 }
 
-fn pods_using_claim(client: &Internal, ns: &str, claim: &str) -> usize {
-    client
-        .list("", "pods", Some(ns), &|p| {
-            !matches!(
-                meta::str_at(p, "/status/phase"),
-                Some("Succeeded" | "Failed")
-            ) && p
-                .pointer("/spec/volumes")
-                .and_then(Value::as_array)
-                .map(|vs| {
-                    vs.iter().any(|v| {
-                        v.pointer("/persistentVolumeClaim/claimName")
-                            .and_then(Value::as_str)
-                            == Some(claim)
-                    })
-                })
-                .unwrap_or(false)
-        })
-        .len()
-}
-
-fn drop_finalizer(client: &Internal, plural: &str, ns: &str, obj: &Value, fin: &str) {
-    let fins: Vec<String> = meta::finalizers(obj)
-        .into_iter()
-        .filter(|f| f != fin)
-        .collect();
-    let v = if fins.is_empty() {
-        Value::Null
-    } else {
-        json!(fins)
-    };
-    let _ = client.merge(
-        "",
-        plural,
-        ns,
-        meta::name(obj),
-        &json!({"metadata": {"finalizers": v}}),
-    );
-}
-
-/// pvc-protection and pv-protection, and the Delete reclaim policy.
+/// The Delete reclaim policy (the protection finalizers are kube-controller-manager's:
+/// `controllers::storageprotection`).
 pub(super) fn protect_and_reclaim(client: &Internal) {
-    for pvc in client.list("", "persistentvolumeclaims", None, &|p| {
-        meta::is_deleting(p)
-    }) {
-        if meta::finalizers(&pvc)
-            .iter()
-            .any(|f| f == "kubernetes.io/pvc-protection")
-            && pods_using_claim(client, meta::namespace(&pvc), meta::name(&pvc)) == 0
-        {
-            drop_finalizer(
-                client,
-                "persistentvolumeclaims",
-                meta::namespace(&pvc),
-                &pvc,
-                "kubernetes.io/pvc-protection",
-            );
-        }
-    }
     for pv in client.list("", "persistentvolumes", None, &|_| true) {
         let claim_ns = meta::str_at(&pv, "/spec/claimRef/namespace")
             .unwrap_or("")
