@@ -646,8 +646,7 @@ impl ApiServer {
     /// protection finalizer, which kube-controller-manager's protection loops remove once
     /// nothing uses the deleted object.
     fn protect_claim(&self, rt: &ResourceType, obj: &mut Value) {
-        if let Some(p) = crate::controllers::storageprotection::Protected::of(&rt.group, &rt.plural)
-        {
+        if let Some(p) = admission::storage_protection::Protected::of(&rt.group, &rt.plural) {
             let mut fins = meta::finalizers(obj);
             if !fins.iter().any(|f| f == p.finalizer()) {
                 fins.push(p.finalizer().into());

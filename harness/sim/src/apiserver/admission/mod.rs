@@ -4,6 +4,7 @@
 //! clients read back (ServiceAccount, Priority, DefaultTolerationSeconds).
 
 pub mod defaults;
+pub mod storage_protection;
 
 use crate::apiserver::meta;
 use crate::apiserver::resources::ResourceType;
