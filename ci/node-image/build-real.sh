@@ -30,7 +30,7 @@ upstream_key="$(basename "$(dirname "$bin")")"
 go_cmd="$(command -v go || echo /usr/local/go/bin/go)"
 hash="$( (cd "$here" && cat build-real.sh runc-drop-sys-resource && echo "$packages $upstream_key" \
   && find real -type f | LC_ALL=C sort | xargs sha256sum \
-  && cat "$repo/upstream/node/go.mod" "$repo/upstream/node/pause/main.go" \
+  && cat "$repo/upstream/node/go.mod" "$repo/upstream/node/go.sum" "$repo/upstream/node/pause/main.go" \
   && cat "$repo/upstream/coredns/go.mod" "$repo/upstream/coredns/go.sum" \
   && cat "$repo/upstream/csi/go.mod" "$repo/upstream/csi/go.sum" "$repo"/upstream/csi/*/main.go \
   && "$go_cmd" env GOVERSION) | sha256sum | cut -c1-16)"
@@ -98,6 +98,9 @@ gobuild() { # DIR OUT PACKAGE: static, as ci/upstream.sh builds
   (cd "$1" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" "$go_cmd" build -trimpath -ldflags='-s -w' -o "$2" "$3")
 }
 gobuild "$repo/upstream/node" "$pause_bin" ./pause
+# crictl on the node (the provider's logs on failure list the containers with it).
+gobuild "$repo/upstream/node" "$root/usr/bin/crictl" sigs.k8s.io/cri-tools/cmd/crictl
+printf 'runtime-endpoint: unix:///run/containerd/containerd.sock\nimage-endpoint: unix:///run/containerd/containerd.sock\n' >"$root/etc/crictl.yaml"
 echo "node image: building CoreDNS (upstream/coredns)" >&2
 d="$work/img-coredns" && mkdir -p "$d/tmp" && chmod 1777 "$d/tmp"
 gobuild "$repo/upstream/coredns" "$d/coredns" github.com/coredns/coredns

@@ -233,6 +233,32 @@ mod tests {
     }
 
     #[test]
+    fn a_node_image_tag_that_names_a_version_sets_kubernetes_version() {
+        let cp = || vec![NodeInput::control_plane("cp")];
+        let real = ClusterPlanInput::new("x", cp())
+            .with_node_image(Some("faultline-node:v1.35.4-real-4b1cb1d73f078d9c"));
+        assert_eq!(real.kubernetes_version, "v1.35.4");
+        assert!(crate::plan::cluster::validate(&real).is_ok());
+        // A stand-in tag names no version: the pinned one stays.
+        let standin = ClusterPlanInput::new("x", cp())
+            .with_node_image(Some("faultline-node:9422687973dcbb2f"));
+        assert_eq!(
+            standin.kubernetes_version,
+            crate::versions::KUBERNETES_VERSION
+        );
+        // The environment's explicit version comes after its image, so it wins (and must match).
+        let env = |k: &str| match k {
+            "FAULTLINE_KIND_NODE_IMAGE" => Some("faultline-node:v1.35.4-real-abc".to_string()),
+            "FAULTLINE_KIND_KUBERNETES_VERSION" => Some("v1.35.5".to_string()),
+            _ => None,
+        };
+        let mismatched = ClusterPlanInput::new("x", cp()).with_env_from(env);
+        assert_eq!(mismatched.kubernetes_version, "v1.35.5");
+        let e = crate::plan::cluster::validate(&mismatched).unwrap_err();
+        assert!(e.0.contains("is Kubernetes v1.35.4"), "{e}");
+    }
+
+    #[test]
     fn reuse_key_ignores_the_name_only() {
         let a = ClusterPlanInput::new(
             "a",

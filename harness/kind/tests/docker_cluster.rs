@@ -175,6 +175,14 @@ async fn a_real_cluster_forms_with_every_node_ready_and_a_local_image_running() 
         fields.get(2).is_some_and(|ip| ip.starts_with("10.244.")),
         "a pod network address: {got}"
     );
+    // The node's crictl (the logs on failure use it) sees the container through the CRI.
+    let listed = common::sh(
+        &cluster,
+        "worker-02",
+        "crictl ps --name app --state running -q",
+    )
+    .await;
+    assert!(!listed.trim().is_empty(), "crictl lists the app container");
     // Nothing was pulled: every kube-system pod runs, Ready, from an image built here.
     kubectl(
         &cluster,
