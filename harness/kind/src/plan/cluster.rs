@@ -541,6 +541,22 @@ mod tests {
     use crate::input::NodeInput;
     use crate::plan::container::MountKind;
 
+    #[test]
+    fn a_node_image_whose_tag_names_another_version_than_asked_is_refused() {
+        let cp = || vec![NodeInput::control_plane("cp")];
+        let real = ClusterPlanInput::new("x", cp())
+            .with_node_image(Some("faultline-node:v1.35.4-real-4b1cb1d73f078d9c"));
+        assert!(validate(&real).is_ok());
+        let env = |k: &str| match k {
+            "FAULTLINE_KIND_NODE_IMAGE" => Some("faultline-node:v1.35.4-real-abc".to_string()),
+            "FAULTLINE_KIND_KUBERNETES_VERSION" => Some("v1.35.5".to_string()),
+            _ => None,
+        };
+        let mismatched = ClusterPlanInput::new("x", cp()).with_env_from(env);
+        let e = validate(&mismatched).unwrap_err();
+        assert!(e.0.contains("is Kubernetes v1.35.4"), "{e}");
+    }
+
     fn input() -> ClusterPlanInput {
         ClusterPlanInput::new(
             "stale-csi-mount",
