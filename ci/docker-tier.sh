@@ -55,7 +55,7 @@ if [ "$real_image" != off ]; then
   docker images --format '{{.Repository}}:{{.Tag}}' faultline-node | grep -- '-real-' | grep -vxF "$real_image" |
     while read -r old; do
       docker image rm "$old" >/dev/null 2>&1 && echo "docker tier: removed the older real node image $old" || true
-    done
+    done || true # grep finds no other image: nothing to remove (pipefail would end the tier here)
 fi
 export FAULTLINE_KIND_REAL_NODE_IMAGE="$real_image"
 
