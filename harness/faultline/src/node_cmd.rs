@@ -41,6 +41,10 @@ pub enum NodeAction {
     Reboot,
     /// Hard power cycle (IPMI/Redfish in real life).
     PowerCycle,
+    /// Power the node off and leave it off (the catalogue's `nodePowerOff`).
+    PowerOff,
+    /// Power a node that is off on again: it boots.
+    PowerOn,
     /// Apply a raw node primitive given as JSON, e.g. '{"op":"csiPluginDown"}'.
     Op { json: String },
 }
@@ -156,12 +160,19 @@ pub async fn run(args: NodeArgs) -> Result<ExitCode> {
                 .await
                 .map_err(explain)?,
         ),
-        NodeAction::PowerCycle => message(
-            &client
-                .request_text(op_request(node, serde_json::json!({"op": "powerCycle"}))?)
-                .await
-                .map_err(explain)?,
-        ),
+        NodeAction::PowerCycle | NodeAction::PowerOff | NodeAction::PowerOn => {
+            let op = match args.action {
+                NodeAction::PowerOff => "powerOff",
+                NodeAction::PowerOn => "powerOn",
+                _ => "powerCycle",
+            };
+            message(
+                &client
+                    .request_text(op_request(node, serde_json::json!({ "op": op }))?)
+                    .await
+                    .map_err(explain)?,
+            )
+        }
         NodeAction::Op { json } => {
             let body: serde_json::Value = serde_json::from_str(&json)
                 .with_context(|| format!("the operation is not valid JSON: {}", json))?;

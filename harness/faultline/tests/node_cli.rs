@@ -102,6 +102,15 @@ fn node_logs_mounts_service_and_reboot_through_the_control_endpoint() {
     assert!(ok && out.contains("worker-01 rebooting"), "{out}");
     let (ok, out, _) = node(&kc, &["worker-01", "power-cycle"]);
     assert!(ok && out.contains("power cycled"), "{out}");
+    let (ok, out, _) = node(&kc, &["worker-01", "power-off"]);
+    assert!(ok && out.contains("worker-01 powered off"), "{out}");
+    let (ok, out, _) = node(&kc, &["worker-01", "service", "kubelet", "status"]);
+    assert!(ok && out.trim() == "kubelet: Powered off", "{out}");
+    // A node that is off refuses what needs it running.
+    let (ok, _, err) = node(&kc, &["worker-01", "reboot"]);
+    assert!(!ok && err.contains("powered off"), "{err}");
+    let (ok, out, _) = node(&kc, &["worker-01", "power-on"]);
+    assert!(ok && out.contains("worker-01 powered on"), "{out}");
     let (ok, csi, _) = node(&kc, &["worker-02", "logs", "csi-plugin", "--tail", "1"]);
     assert!(ok && csi.lines().count() == 1, "{csi}");
     let (ok, _, err) = node(&kc, &["worker-99", "mounts"]);

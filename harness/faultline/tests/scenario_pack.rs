@@ -98,6 +98,11 @@ fn fixed_controller_passes_the_whole_pack() {
     "^false-pass-csi-unregistered$",
     "FAIL false-pass-csi-unregistered: expectation `db-running` failed: budget missed: within 30s after create-db"
 )]
+#[case::pod_readiness(
+    "pod-readiness",
+    "^false-pass-pleg-not-ready$",
+    "FAIL false-pass-pleg-not-ready: expectation `cordoned` failed: budget missed: within 8s after kubelet-not-ready"
+)]
 fn each_regression_fails_a_scenario(
     #[case] regression: &str,
     #[case] filter: &str,

@@ -310,7 +310,7 @@ catalog! {
         NodePowerCycle(NodeTarget) = "nodePowerCycle" | "powerCycle", "Hard power cycle (IPMI/Redfish): the node comes back clean, also from a stuck reboot or a power-off.";
         NodePowerOff(NodeTarget) = "nodePowerOff", "Power the node off and keep it off: no kubelet, no heartbeats, its containers and mounts gone. The node turns Unknown and is tainted; its pods stay Terminating after eviction and their volumes stay attached until the out-of-service taint (or 6 minutes after the pods are force-deleted). Healed: powered on, it boots clean.";
         NodeNetworkPartition(NodeTarget) = "nodeNetworkPartition", "The node loses its connection to the API server: it runs on with what it has, but its heartbeats and writes do not arrive.";
-        HungNfs(NodeTarget) = "hungNfs", "NFS servers stop answering the node, so its NFS mounts hang (on the sim no volume operation of the node starts); a reboot meanwhile hangs until power cycled.";
+        HungNfs(NodeTarget) = "hungNfs", "NFS servers stop answering the node, so what it mounts over NFS hangs (on the sim: Longhorn ReadWriteMany volumes; their volume operations end at the CSI deadline, their containers cannot be stopped and PLEG goes unhealthy); a reboot meanwhile hangs until power cycled.";
         IoErrors(NodeTarget) = "ioErrors", "The node's volume disks return I/O errors: mounts and unmounts fail with `input/output error`; a reboot meanwhile hangs until power cycled.";
         ApiErrors(ApiErrors) = "apiErrors", "The API server fails a fraction of matching requests (sim only).";
         ApiLatency(ApiLatency) = "apiLatency", "The API server answers matching requests late (sim only).";

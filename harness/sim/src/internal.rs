@@ -22,6 +22,11 @@ pub struct Internal {
 }
 
 impl Internal {
+    /// The cluster's one clock (the API server's).
+    pub fn clock(&self) -> &crate::timing::SimClock {
+        self.api.clock()
+    }
+
     pub fn new(api: Arc<ApiServer>, manager: &str) -> Self {
         Internal {
             api,

@@ -97,17 +97,29 @@ impl SimServer {
         if !is_loopback(opts.bind.ip()) {
             bail!("refusing to bind the simulated API server to {}: only loopback addresses are allowed", opts.bind.ip());
         }
-        let api = ApiServer::new(opts.watch_history);
+        // The cluster's one clock starts now, reading what the given timing's clock reads: the
+        // wall clock's time unless a test set it (`SimClock::starting_at`). A clock of its own,
+        // so that clusters started from one `Timing` freeze apart.
+        let given = opts
+            .cluster
+            .as_ref()
+            .map(|c| c.timing.clock.now())
+            .unwrap_or_else(chrono::Utc::now);
+        let clock = crate::timing::SimClock::starting_at(given);
+        let api = ApiServer::with_clock(opts.watch_history, clock.clone());
         let token = opts.token.clone().unwrap_or_else(random_token);
         let listener = TcpListener::bind(opts.bind)
             .await
             .with_context(|| format!("binding {}", opts.bind))?;
         let addr = listener.local_addr()?;
-        let timing = opts
-            .cluster
-            .as_ref()
-            .map(|c| c.timing.clone())
-            .unwrap_or_default();
+        let timing = Timing {
+            clock,
+            ..opts
+                .cluster
+                .as_ref()
+                .map(|c| c.timing.clone())
+                .unwrap_or_default()
+        };
         let mut tasks = controllers::start(api.clone(), timing.clone());
         tasks.push(tokio::spawn(crate::apiserver::event_ttl::run(
             api.clone(),
@@ -153,6 +165,24 @@ impl SimServer {
             tasks,
             router,
         })
+    }
+
+    /// The cluster's one clock (every timestamp it writes or prints reads it).
+    pub fn clock(&self) -> &crate::timing::SimClock {
+        self.api.clock()
+    }
+
+    /// Freeze the cluster: its clock stops and its loops (kubelets and their PLEG, the
+    /// scheduler, the controllers, the storage loops, the Event TTL) make no progress until
+    /// `thaw`; the API goes on serving, and what clients write is stored for the loops to act on
+    /// then. Returns once the passes under way have ended.
+    pub async fn freeze(&self) {
+        self.clock().freeze().await
+    }
+
+    /// Undo `freeze`: the clock goes on from where it stopped.
+    pub fn thaw(&self) {
+        self.clock().thaw()
     }
 
     pub fn url(&self) -> String {
@@ -315,7 +345,7 @@ pub(crate) fn bootstrap(api: &ApiServer, nodes: &[String]) -> Result<()> {
             .create(
                 &node_rt,
                 "",
-                crate::nodes::node_object(name, i, false),
+                crate::nodes::node_object(name, i, false, &api.clock().now_rfc3339()),
                 &opts,
             )
             .map_err(anyhow::Error::msg)?;

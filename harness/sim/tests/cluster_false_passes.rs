@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{eventually, TestCluster};
+use common::{events_for, eventually, TestCluster};
 use faultline_sim::cluster::nodeops::NodeOp;
 use faultline_sim::{SimCluster, SimOptions, Timing};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -26,6 +26,11 @@ async fn cluster(workers: usize) -> (TestCluster, Arc<SimCluster>, kube::Client)
 
 /// A one-replica StatefulSet with a Longhorn claim template, its pod pinned to `node`.
 async fn statefulset(client: &kube::Client, name: &str, node: &str) {
+    statefulset_with(client, name, node, "ReadWriteOnce").await
+}
+
+/// `statefulset` with the claim's access mode.
+async fn statefulset_with(client: &kube::Client, name: &str, node: &str, access: &str) {
     let sets: Api<k8s_openapi::api::apps::v1::StatefulSet> =
         Api::namespaced(client.clone(), "default");
     let set = serde_json::from_value(json!({
@@ -36,7 +41,7 @@ async fn statefulset(client: &kube::Client, name: &str, node: &str) {
             "template": {"metadata": {"labels": {"app": name}}, "spec": {
                 "nodeSelector": {"kubernetes.io/hostname": node},
                 "containers": [{"name": "db", "image": "postgres:17", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
-            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "longhorn", "resources": {"requests": {"storage": "1Gi"}}}}]
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": [access], "storageClassName": "longhorn", "resources": {"requests": {"storage": "1Gi"}}}}]
         }
     }))
     .unwrap();
@@ -776,14 +781,99 @@ async fn a_node_stuck_rebooting_has_a_silent_kubelet() {
         &during[before..]
     );
     sim.node_op("worker-01", &NodeOp::PowerCycle).unwrap();
-    eventually(20, "the booted kubelet's first line", || {
+    let booted = eventually(20, "the booted kubelet's pods", || {
         let log = kubelet_log(&sim, "worker-01");
         let new = log[during.len()..].to_vec();
         async move {
             new.iter()
-                .any(|l| message(l).starts_with("\"Kubelet version\""))
+                .any(|l| message(l).starts_with("\"SyncLoop ADD\""))
+                .then_some(new)
+        }
+    })
+    .await;
+    // Item 11: the new process logs its start, then gets every pod of the node as one ADD.
+    let version = booted
+        .iter()
+        .position(|l| message(l).starts_with("\"Kubelet version\""))
+        .expect("the kubelet's start");
+    let add = booted
+        .iter()
+        .position(|l| message(l).starts_with("\"SyncLoop ADD\" source=\"api\" pods=["))
+        .unwrap();
+    assert!(version < add, "{booted:#?}");
+    assert!(booted[add].contains("\"default/db-0\""), "{}", booted[add]);
+}
+
+/// Item 4: a hung NFS server reaches what is mounted over NFS (a Longhorn ReadWriteMany volume,
+/// served by its share-manager's NFS export) and nothing else. A container on it cannot be
+/// stopped: the pod stays Terminating, each StopContainer ends at its deadline with
+/// FailedKillPod, and the relist waiting behind the stop turns PLEG unhealthy, so the node goes
+/// Ready=False (kubernetes/kubernetes#74135). A ReadWriteOnce volume still mounts meanwhile.
+/// Healed, the pod goes and the node is Ready again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_nfs_server_hangs_what_is_mounted_over_nfs() {
+    let (_c, sim, client) = cluster(1).await;
+    statefulset_with(&client, "shared", "worker-01", "ReadWriteMany").await;
+    running(&client, "shared-0", 30).await;
+    sim.node_op("worker-01", &NodeOp::HungNfs).unwrap();
+    // Not node-wide: a new pod with a block volume mounts and runs.
+    statefulset(&client, "db", "worker-01").await;
+    running(&client, "db-0", 30).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    pods.delete("shared-0", &DeleteParams::default())
+        .await
+        .unwrap();
+    let deleted = tokio::time::Instant::now();
+    let want = "error killing pod: failed to \"KillContainer\" for \"db\" with KillContainerError: \"rpc error: code = DeadlineExceeded desc = context deadline exceeded\"";
+    eventually(20, "FailedKillPod", || {
+        let client = client.clone();
+        async move {
+            events_for(&client, "shared-0")
+                .await
+                .iter()
+                .any(|(r, m)| r == "FailedKillPod" && m == want)
                 .then_some(())
         }
     })
     .await;
+    // StopContainer's deadline: the runtime request timeout (2m) plus the grace period (30s).
+    assert!(deleted.elapsed() >= Duration::from_secs_f64(150.0 * SCALE));
+    let nodes: Api<Node> = Api::all(client.clone());
+    let not_ready = eventually(20, "worker-01 Ready=False", || {
+        let nodes = nodes.clone();
+        async move {
+            let n = nodes.get("worker-01").await.ok()?;
+            let c = n
+                .status?
+                .conditions?
+                .into_iter()
+                .find(|c| c.type_ == "Ready")?;
+            (c.status == "False").then_some(c.message)
+        }
+    })
+    .await;
+    assert!(
+        not_ready
+            .as_deref()
+            .is_some_and(|m| m.starts_with("PLEG is not healthy: pleg was last seen active 3m")),
+        "{not_ready:?}"
+    );
+    // The slow relist completes after 4 minutes: Ready again, until the retried stop hangs the
+    // next relist (the flapping of #74135).
+    wait_ready(&client, "worker-01", "True").await;
+    let p = pods.get("shared-0").await.unwrap();
+    assert!(p.metadata.deletion_timestamp.is_some(), "still Terminating");
+    wait_ready(&client, "worker-01", "False").await;
+    sim.node_op("worker-01", &NodeOp::ClearHungNfs).unwrap();
+    eventually(20, "shared-0 replaced", || {
+        let pods = pods.clone();
+        async move {
+            let p = pods.get("shared-0").await.ok()?;
+            (p.metadata.deletion_timestamp.is_none()
+                && p.status.as_ref()?.phase.as_deref() == Some("Running"))
+            .then_some(())
+        }
+    })
+    .await;
+    wait_ready(&client, "worker-01", "True").await;
 }

@@ -227,7 +227,7 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
 /// Serve a written CRD's versions, and the status its naming and establishing controllers (run
 /// by kube-apiserver, as `kube-apiserver` through the status subresource) give it: None when
 /// it already has it.
-pub fn establish(registry: &Registry, crd: &Value) -> Option<Value> {
+pub fn establish(registry: &Registry, crd: &Value, now: &str) -> Option<Value> {
     let group = meta::str_at(crd, "/spec/group").unwrap_or("").to_string();
     let plural = meta::str_at(crd, "/spec/names/plural")
         .unwrap_or("")
@@ -257,6 +257,7 @@ pub fn establish(registry: &Registry, crd: &Value) -> Option<Value> {
         "True",
         Some("NoConflicts"),
         Some("no conflicts found"),
+        now,
     );
     meta::set_condition(
         &mut next,
@@ -264,6 +265,7 @@ pub fn establish(registry: &Registry, crd: &Value) -> Option<Value> {
         "True",
         Some("InitialNamesAccepted"),
         Some("the initial names have been accepted"),
+        now,
     );
     next["status"]["acceptedNames"] = crd
         .pointer("/spec/names")

@@ -87,6 +87,8 @@ impl PatchType {
 
 /// Source of container logs for `pods/log` (the simulated kubelets provide it).
 pub trait PodLogSource: Send + Sync {
+    /// The container's log, each line led by its time (RFC 3339 with nanoseconds) as the
+    /// runtime's log file has it.
     fn logs(&self, pod: &Value, container: &str, previous: bool) -> ApiResult<String>;
 }
 
@@ -272,13 +274,23 @@ pub struct ApiServer {
 
 impl ApiServer {
     pub fn new(history: usize) -> Arc<Self> {
+        ApiServer::with_clock(history, timing::SimClock::new())
+    }
+
+    /// An API server whose timestamps come from `clock` (the cluster's one clock).
+    pub fn with_clock(history: usize, clock: timing::SimClock) -> Arc<Self> {
         Arc::new(ApiServer {
-            store: Store::new(history),
+            store: Store::with_clock(history, clock),
             registry: Registry::with_builtins(),
             log_source: Default::default(),
             service_allocation: Default::default(),
             openapi: Default::default(),
         })
+    }
+
+    /// The cluster's one clock: every timestamp the API server writes reads it.
+    pub fn clock(&self) -> &timing::SimClock {
+        &self.store.clock
     }
 
     pub fn set_log_source(&self, src: Arc<dyn PodLogSource>) {
@@ -552,8 +564,8 @@ impl ApiServer {
         // create strategy change it (handlers/create.go).
         let managed = admission::check_type(rt, &obj)
             .ok()
-            .map(|()| managed_fields_of(rt, None, None, &obj, opts));
-        let mut obj = admission::prepare_create(rt, ns, obj)?;
+            .map(|()| managed_fields_of(rt, None, None, &obj, opts, &self.clock().now_rfc3339()));
+        let mut obj = admission::prepare_create(rt, ns, obj, &self.clock().now_rfc3339())?;
         if rt.group == "certificates.k8s.io" && rt.plural == "certificatesigningrequests" {
             admission::csr_requester(&mut obj, opts.user.as_ref());
         }
@@ -658,10 +670,10 @@ impl ApiServer {
     /// protection finalizer, which kube-controller-manager's protection loops remove once
     /// nothing uses the deleted object.
     fn protect_claim(&self, rt: &ResourceType, obj: &mut Value) {
-        if let Some(finalizer) = admission::protection_finalizer(&rt.group, &rt.plural) {
+        if let Some(p) = admission::storage_protection::Protected::of(&rt.group, &rt.plural) {
             let mut fins = meta::finalizers(obj);
-            if !fins.iter().any(|f| f == finalizer) {
-                fins.push(finalizer.into());
+            if !fins.iter().any(|f| f == p.finalizer()) {
+                fins.push(p.finalizer().into());
                 meta::set_finalizers(obj, &fins);
             }
         }
@@ -714,7 +726,14 @@ impl ApiServer {
         if given.is_none() && converts(rt, &stored_rt) {
             if let Some(cur) = self.store.get(&stored_rt.key(), ns, name) {
                 let live = self.convert_out(rt, &cur);
-                if let Some(m) = managed_fields_of(rt, sub, Some(&live), &obj, opts) {
+                if let Some(m) = managed_fields_of(
+                    rt,
+                    sub,
+                    Some(&live),
+                    &obj,
+                    opts,
+                    &self.clock().now_rfc3339(),
+                ) {
                     set_managed_fields(&mut obj, Some(m));
                     given = Some(());
                 }
@@ -820,9 +839,16 @@ impl ApiServer {
         // The field manager sees the decoded, defaulted body against the stored object, before
         // admission and the update strategy (handlers/update.go, patch.go); an apply recorded
         // its own.
-        let managed = apply_result
-            .is_none()
-            .then(|| managed_fields_of(stored_rt, sub, Some(&current), &obj, opts));
+        let managed = apply_result.is_none().then(|| {
+            managed_fields_of(
+                stored_rt,
+                sub,
+                Some(&current),
+                &obj,
+                opts,
+                &self.clock().now_rfc3339(),
+            )
+        });
         // The Service storage allocates under its allocators' lock until the write is stored.
         let is_service = stored_rt.group.is_empty() && stored_rt.plural == "services";
         let _allocation = (main && is_service).then(|| self.service_allocation.lock());
@@ -915,7 +941,7 @@ impl ApiServer {
                 .field_manager
                 .clone()
                 .unwrap_or_else(|| "unknown".into());
-            let now = timing::now_rfc3339();
+            let now = self.clock().now_rfc3339();
             let (next, created) = match (ptype, current.as_deref()) {
                 (PatchType::Apply, live) => {
                     // The field manager's versionCheckManager: the applied configuration must
@@ -1006,7 +1032,14 @@ impl ApiServer {
             let mut is_apply = (ptype == PatchType::Apply).then_some(());
             if is_apply.is_none() && converts(rt, &stored_rt) {
                 // As for an update: managedFields in the version of the request.
-                if let Some(m) = managed_fields_of(rt, sub, current.as_deref(), &next, opts) {
+                if let Some(m) = managed_fields_of(
+                    rt,
+                    sub,
+                    current.as_deref(),
+                    &next,
+                    opts,
+                    &self.clock().now_rfc3339(),
+                ) {
                     set_managed_fields(&mut next, Some(m));
                     is_apply = Some(());
                 }
@@ -1082,7 +1115,7 @@ impl ApiServer {
             Some(&old_scale),
             &mut scale_obj,
             &opts.field_manager.clone().unwrap_or_default(),
-            &timing::now_rfc3339(),
+            &self.clock().now_rfc3339(),
         );
         set_managed_fields(
             &mut next,
@@ -1117,7 +1150,7 @@ impl ApiServer {
             let current = self.get(rt, ns, name)?;
             let view = self.scale_view(rt, &current, paths);
             let manager = opts.field_manager.clone().unwrap_or_default();
-            let now = timing::now_rfc3339();
+            let now = self.clock().now_rfc3339();
             let target = scale_target();
             let wanted = if ptype == PatchType::Apply {
                 patch::apply::server_side_apply(
@@ -1211,7 +1244,7 @@ impl ApiServer {
         opts: &WriteOptions,
     ) -> ApiResult<Written> {
         let managed = obj.pointer("/metadata/managedFields").cloned();
-        let mut obj = admission::prepare_create(rt, ns, obj)?;
+        let mut obj = admission::prepare_create(rt, ns, obj, &self.clock().now_rfc3339())?;
         if rt.group == "certificates.k8s.io" && rt.plural == "certificatesigningrequests" {
             admission::csr_requester(&mut obj, opts.user.as_ref());
         }
@@ -1313,7 +1346,7 @@ impl ApiServer {
             return Ok(None);
         }
         let mut next = (*current).clone();
-        next["metadata"]["deletionTimestamp"] = json!(timing::now_rfc3339());
+        next["metadata"]["deletionTimestamp"] = json!(self.clock().now_rfc3339());
         mark(&mut next);
         let written = self
             .store
@@ -1330,6 +1363,7 @@ impl ApiServer {
         name: &str,
         opts: &DeleteOptions,
     ) -> ApiResult<Option<Arc<Value>>> {
+        let now = self.clock().now_rfc3339();
         self.mark_deleting(rt, name, opts, |crd| {
             let mut fins = meta::finalizers(crd);
             if !fins.iter().any(|f| f == crd::CLEANUP_FINALIZER) {
@@ -1342,6 +1376,7 @@ impl ApiServer {
                 "True",
                 Some("InstanceDeletionPending"),
                 Some("CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"),
+                &now,
             );
         })
     }
@@ -1484,7 +1519,14 @@ impl ApiServer {
             }
         }
         // Binding sets PodScheduled=True, as the real binding storage does.
-        meta::set_condition(&mut next, "PodScheduled", "True", None, None);
+        meta::set_condition(
+            &mut next,
+            "PodScheduled",
+            "True",
+            None,
+            None,
+            &self.clock().now_rfc3339(),
+        );
         self.store
             .update(&rt, ns, name, next, UpdateScope::Storage, false)?;
         Ok(())
@@ -1496,6 +1538,7 @@ impl ApiServer {
         name: &str,
         container: Option<&str>,
         previous: bool,
+        timestamps: bool,
     ) -> ApiResult<String> {
         let rt = self.resource("", "v1", "pods")?;
         let pod = self
@@ -1546,7 +1589,15 @@ impl ApiServer {
         }
         let src = self.log_source.read().clone();
         match src {
-            Some(s) => s.logs(&pod, &container, previous),
+            // `timestamps=true` keeps each line's time, as the kubelet does.
+            Some(s) => s.logs(&pod, &container, previous).map(|text| {
+                if timestamps {
+                    return text;
+                }
+                text.lines()
+                    .map(|l| format!("{}\n", l.split_once(' ').map_or(l, |(_, rest)| rest)))
+                    .collect()
+            }),
             None => Err(ApiError::bad_request(format!(
                 "container {:?} in pod {:?} is waiting to start: ContainerCreating",
                 container, name
@@ -1561,7 +1612,7 @@ impl ApiServer {
             && rt.plural == "customresourcedefinitions"
             && !meta::is_deleting(obj)
         {
-            if let Some(next) = crd::establish(&self.registry, obj) {
+            if let Some(next) = crd::establish(&self.registry, obj, &self.clock().now_rfc3339()) {
                 // Failing to write it (a concurrent update) is retried on the CRD's next write.
                 let opts = WriteOptions {
                     field_manager: Some("kube-apiserver".into()),
@@ -1698,6 +1749,7 @@ fn managed_fields_of(
     live: Option<&Value>,
     body: &Value,
     opts: &WriteOptions,
+    now: &str,
 ) -> Option<Value> {
     let mut decoded = if rt.custom {
         strip_null_members(body)
@@ -1728,7 +1780,7 @@ fn managed_fields_of(
         live,
         &mut decoded,
         &manager,
-        &timing::now_rfc3339(),
+        now,
     );
     decoded.pointer("/metadata/managedFields").cloned()
 }
@@ -1755,7 +1807,14 @@ impl ApiServer {
             field_manager,
             ..Default::default()
         };
-        managed_fields_of(&rt, sub, None, body, &opts)
+        managed_fields_of(
+            &rt,
+            sub,
+            None,
+            body,
+            &opts,
+            &timing::SimClock::new().now_rfc3339(),
+        )
     }
 }
 

@@ -279,6 +279,8 @@ pub struct Store {
     last_sent_rv: AtomicU64,
     /// In-process informers: every change, none dropped (see `informer`).
     informers: Mutex<Vec<InformerTx>>,
+    /// The cluster's clock: creation and deletion timestamps.
+    pub clock: timing::SimClock,
 }
 
 /// The store's end of an informer: its queue, how many changes wait in it, and who follows.
@@ -356,6 +358,10 @@ pub struct ListResult<T = Arc<Value>> {
 
 impl Store {
     pub fn new(history_capacity: usize) -> Self {
+        Store::with_clock(history_capacity, timing::SimClock::new())
+    }
+
+    pub fn with_clock(history_capacity: usize, clock: timing::SimClock) -> Self {
         // The live buffer is small (each slot keeps its event, object and previous object
         // alive until overwritten): a watcher that lags behind it catches up from the history.
         let (tx, _) = broadcast::channel(LIVE_BUFFER);
@@ -371,6 +377,7 @@ impl Store {
             tx,
             last_sent_rv: AtomicU64::new(1),
             informers: Mutex::new(Vec::new()),
+            clock,
         }
     }
 
@@ -530,7 +537,7 @@ impl Store {
                 md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
             }
             md.insert("resourceVersion".into(), json!(rv.to_string()));
-            md.insert("creationTimestamp".into(), json!(timing::now_rfc3339()));
+            md.insert("creationTimestamp".into(), json!(self.clock.now_rfc3339()));
             md.remove("deletionTimestamp");
             md.remove("deletionGracePeriodSeconds");
             md.remove("selfLink");
@@ -733,10 +740,7 @@ impl Store {
             let is_pod = rt.group.is_empty() && rt.plural == "pods";
             if is_pod && (!already_deleting || prev_grace.is_some_and(|g| g > 0)) {
                 let md = meta::metadata_mut(&mut obj);
-                md.insert(
-                    "deletionTimestamp".into(),
-                    json!(timing::rfc3339(chrono::Utc::now())),
-                );
+                md.insert("deletionTimestamp".into(), json!(self.clock.now_rfc3339()));
                 md.insert("deletionGracePeriodSeconds".into(), json!(0));
                 if !already_deleting {
                     if let Some(g) = md
@@ -790,7 +794,7 @@ impl Store {
             return Ok(DeleteOutcome::Deleted(obj));
         }
         // Pending deletion. A second delete may only shorten a grace period.
-        let now = chrono::Utc::now();
+        let now = self.clock.now();
         {
             let md = meta::metadata_mut(&mut obj);
             // The first mark of deletion bumps a generation the object has (rest.BeforeDelete

@@ -35,6 +35,7 @@ pub async fn run(client: Internal, timing: Timing) {
         if !woke {
             return;
         }
+        let _pass = client.clock().pass().await;
         // A resync tick wakes the loop without an event: sync every DaemonSet then.
         let now = std::mem::replace(&mut dirty, Dirty::Some(HashSet::new()));
         reconcile(

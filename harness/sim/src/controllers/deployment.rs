@@ -168,8 +168,9 @@ fn set_condition(
     reason: &str,
     message: &str,
     force_update: bool,
+    now: &str,
 ) {
-    let now = json!(timing::now_rfc3339());
+    let now = json!(now);
     let conds = status["conditions"].as_array().cloned().unwrap_or_default();
     let current = conds.iter().find(|c| c["type"] == ctype).cloned();
     if let Some(c) = &current {
@@ -418,6 +419,7 @@ impl Reconciler for DeploymentController {
         }
         let replicas = i64_at(&d, "/spec/replicas").unwrap_or(1);
         let paused = d.pointer("/spec/paused") == Some(&json!(true));
+        let now = self.client.clock().now_rfc3339();
         let recreate = meta::str_at(&d, "/spec/strategy/type") == Some("Recreate");
         let (surge, max_unavailable) = fenceposts(&d);
         let rss = self.replica_sets(&d);
@@ -458,6 +460,7 @@ impl Reconciler for DeploymentController {
                         meta::name(new_rs.as_ref().unwrap())
                     ),
                     false,
+                    &now,
                 );
             }
         } else if let Some(rs) = &new_rs {
@@ -469,6 +472,7 @@ impl Reconciler for DeploymentController {
                     "FoundNewReplicaSet",
                     &format!("Found new replica set {:?}", meta::name(rs)),
                     false,
+                    &now,
                 );
             }
         }
@@ -557,6 +561,7 @@ impl Reconciler for DeploymentController {
                 "MinimumReplicasAvailable",
                 "Deployment has minimum availability.",
                 false,
+                &now,
             );
         } else {
             set_condition(
@@ -566,6 +571,7 @@ impl Reconciler for DeploymentController {
                 "MinimumReplicasUnavailable",
                 "Deployment does not have minimum availability.",
                 false,
+                &now,
             );
         }
         let mut requeue = None;
@@ -609,6 +615,7 @@ impl Reconciler for DeploymentController {
                             "NewReplicaSetAvailable",
                             &subject("has successfully progressed."),
                             false,
+                            &now,
                         );
                     } else if progressing || created {
                         set_condition(
@@ -618,6 +625,7 @@ impl Reconciler for DeploymentController {
                             "ReplicaSetUpdated",
                             &subject("is progressing."),
                             true,
+                            &now,
                         );
                         requeue = Some(self.timing.s(Duration::from_secs(secs as u64)));
                     } else if let Some(c) =
@@ -626,8 +634,10 @@ impl Reconciler for DeploymentController {
                         let since = c["lastUpdateTime"]
                             .as_str()
                             .and_then(timing::parse_time)
-                            .unwrap_or_else(chrono::Utc::now);
-                        let elapsed = (chrono::Utc::now() - since).to_std().unwrap_or_default();
+                            .unwrap_or_else(|| self.client.clock().now());
+                        let elapsed = (self.client.clock().now() - since)
+                            .to_std()
+                            .unwrap_or_default();
                         let limit = self.timing.s(Duration::from_secs(secs as u64));
                         if elapsed >= limit {
                             set_condition(
@@ -637,6 +647,7 @@ impl Reconciler for DeploymentController {
                                 "ProgressDeadlineExceeded",
                                 &subject("has timed out progressing."),
                                 false,
+                                &now,
                             );
                         } else {
                             requeue = Some(limit - elapsed + Duration::from_millis(10));
@@ -729,6 +740,7 @@ mod tests {
             "NewReplicaSetCreated",
             "Created new replica set \"a\"",
             false,
+            "2026-01-02T03:04:05Z",
         );
         set_condition(
             &mut st,
@@ -737,6 +749,7 @@ mod tests {
             "MinimumReplicasUnavailable",
             "m",
             false,
+            "2026-01-02T03:04:05Z",
         );
         let t0 = st["conditions"][0]["lastTransitionTime"].clone();
         set_condition(
@@ -746,6 +759,7 @@ mod tests {
             "NewReplicaSetAvailable",
             "ReplicaSet \"a\" has successfully progressed.",
             false,
+            "2026-01-02T03:04:05Z",
         );
         assert_eq!(st["conditions"][1]["type"], "Progressing");
         assert_eq!(st["conditions"][1]["lastTransitionTime"], t0);
@@ -757,6 +771,7 @@ mod tests {
             "MinimumReplicasUnavailable",
             "m",
             false,
+            "2026-01-02T03:04:05Z",
         );
         assert_eq!(st, before, "same status and reason: untouched");
     }

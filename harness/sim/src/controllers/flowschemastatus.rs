@@ -9,7 +9,7 @@ use super::queue::{key_of, Key, Reconciler, Watches};
 use crate::apiserver::meta;
 use crate::apiserver::store::StoreEvent;
 use crate::internal::Internal;
-use crate::timing;
+
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -102,7 +102,7 @@ impl Reconciler for FlowSchemaStatusController {
             "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
             "metadata": {"name": name},
             "status": {"conditions": [{"type": "Dangling", "status": status, "reason": reason,
-                "lastTransitionTime": timing::now_rfc3339(), "message": message}]},
+                "lastTransitionTime": self.client.clock().now_rfc3339(), "message": message}]},
         });
         let _ = self
             .client

@@ -49,7 +49,9 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 /// Start every loop; the handles stop them when aborted.
-pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
+pub fn start(api: Arc<ApiServer>, mut timing: Timing) -> Vec<JoinHandle<()>> {
+    // One clock: the API server's.
+    timing.clock = api.clock().clone();
     let client = || Internal::new(api.clone(), "kube-controller-manager");
     // Resync as a safety net only: changes and requeues drive the loops. Not below 5 s even on
     // a fast clock: a resync reconciles every object, which large clusters must not pay often.
@@ -119,6 +121,8 @@ pub async fn run(api: Arc<ApiServer>) {
     // Objects that existed before we subscribed (none at start-up, but keep it honest).
     resync(&api);
     while let Some(ev) = rx.recv().await {
+        // One pass per burst: none while the cluster is frozen.
+        let _pass = api.clock().pass().await;
         handle(&api, &ev);
         if rx.drain(|ev| handle(&api, ev)).is_err() {
             return;

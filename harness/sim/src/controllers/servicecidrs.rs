@@ -94,7 +94,7 @@ impl ServiceCidrController {
         }
         // The apply configuration names every member, an empty reason included.
         let condition = json!({"type": "Ready", "status": status, "reason": reason,
-            "message": message, "lastTransitionTime": timing::now_rfc3339()});
+            "message": message, "lastTransitionTime": self.client.clock().now_rfc3339()});
         let body = json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
             "metadata": {"name": meta::name(cidr)}, "status": {"conditions": [condition]}});
         let _ = self.client.apply_status(

@@ -12,51 +12,9 @@ use crate::internal::Internal;
 use serde_json::Value;
 use std::time::Duration;
 
-pub use crate::apiserver::admission::{PVC_PROTECTION, PV_PROTECTION, VAC_PROTECTION};
-
-/// Which of the three loops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protected {
-    Claim,
-    Volume,
-    AttributesClass,
-}
-
-impl Protected {
-    fn resource(self) -> (&'static str, &'static str, &'static str) {
-        match self {
-            Protected::Claim => ("", "persistentvolumeclaims", "PersistentVolumeClaim"),
-            Protected::Volume => ("", "persistentvolumes", "PersistentVolume"),
-            Protected::AttributesClass => (
-                "storage.k8s.io",
-                "volumeattributesclasses",
-                "VolumeAttributesClass",
-            ),
-        }
-    }
-
-    pub fn finalizer(self) -> &'static str {
-        match self {
-            Protected::Claim => PVC_PROTECTION,
-            Protected::Volume => PV_PROTECTION,
-            Protected::AttributesClass => VAC_PROTECTION,
-        }
-    }
-
-    /// The protected kind of a (group, plural), for the admission plugin.
-    pub fn of(group: &str, plural: &str) -> Option<Protected> {
-        [
-            Protected::Claim,
-            Protected::Volume,
-            Protected::AttributesClass,
-        ]
-        .into_iter()
-        .find(|p| {
-            let (g, r, _) = p.resource();
-            g == group && r == plural
-        })
-    }
-}
+pub use crate::apiserver::admission::storage_protection::{
+    Protected, PVC_PROTECTION, PV_PROTECTION, VAC_PROTECTION,
+};
 
 pub struct ProtectionController {
     client: Internal,

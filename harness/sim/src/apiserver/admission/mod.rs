@@ -4,6 +4,7 @@
 //! clients read back (ServiceAccount, Priority, DefaultTolerationSeconds).
 
 pub mod defaults;
+pub mod storage_protection;
 
 use crate::apiserver::meta;
 use crate::apiserver::resources::ResourceType;
@@ -50,7 +51,8 @@ pub fn check_type(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
 }
 
 /// Prepare an object for creation in namespace `ns` (empty for cluster-scoped).
-pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value) -> ApiResult<Value> {
+/// `now`: the cluster clock's time (`metav1.Time`), for the timestamps the strategies stamp.
+pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, now: &str) -> ApiResult<Value> {
     check_type(rt, &obj)?;
     obj["apiVersion"] = json!(rt.api_version());
     obj["kind"] = json!(rt.kind);
@@ -102,13 +104,13 @@ pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value) -> ApiResult<
         }
     }
     if rt.group == "apiregistration.k8s.io" && rt.kind == "APIService" {
-        local_apiservice_status(&mut obj);
+        local_apiservice_status(&mut obj, now);
     }
     // The decoder's defaulting (and the defaulting of what is read back from etcd), then the
     // create strategy and the mutating admission plugins.
     apply_defaults(rt, &mut obj);
     drop_disabled_fields(rt, &mut obj);
-    admit_create(rt, &mut obj);
+    admit_create(rt, &mut obj, now);
     if rt.group.is_empty() && rt.plural == "pods" {
         let qos = qos_class(&obj);
         let status = defaults::object_at(&mut obj, "status");
@@ -208,13 +210,13 @@ fn initial_status(rt: &ResourceType) -> Option<Value> {
 
 /// The APIService strategy marks a local API service (no `spec.service`) available on create
 /// (kube-aggregator pkg/registry/apiservice/strategy.go, `NewLocalAvailableAPIServiceCondition`).
-fn local_apiservice_status(obj: &mut Value) {
+fn local_apiservice_status(obj: &mut Value, now: &str) {
     let local = obj.pointer("/spec/service").is_none_or(Value::is_null);
     if local {
         obj["status"] = json!({"conditions": [{
             "type": "Available",
             "status": "True",
-            "lastTransitionTime": crate::timing::now_rfc3339(),
+            "lastTransitionTime": now,
             "reason": "Local",
             "message": "Local APIServices are always available",
         }]});
@@ -223,7 +225,7 @@ fn local_apiservice_status(obj: &mut Value) {
 
 /// What the create strategies and mutating admission plugins do to a new, defaulted object
 /// (`PrepareForCreate`, ServiceAccount, Priority, DefaultTolerationSeconds).
-fn admit_create(rt: &ResourceType, obj: &mut Value) {
+fn admit_create(rt: &ResourceType, obj: &mut Value, now: &str) {
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Pod") => admit_pod(obj, None),
         ("", "Namespace") => {
@@ -265,10 +267,7 @@ fn admit_create(rt: &ResourceType, obj: &mut Value) {
         ("", "PersistentVolume") => {
             // The PV strategy stamps the first phase's transition time.
             let status = defaults::object_at(obj, "status");
-            status.insert(
-                "lastPhaseTransitionTime".into(),
-                json!(crate::timing::now_rfc3339()),
-            );
+            status.insert("lastPhaseTransitionTime".into(), json!(now));
         }
         _ => {}
     }
@@ -493,21 +492,6 @@ pub fn qos_class(pod: &Value) -> &'static str {
     }
 }
 
-/// The StorageObjectInUseProtection admission plugin's finalizers, by the (group, plural) they
-/// protect (plugin/pkg/admission/storage/storageobjectinuseprotection).
-pub const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
-pub const PV_PROTECTION: &str = "kubernetes.io/pv-protection";
-pub const VAC_PROTECTION: &str = "kubernetes.io/vac-protection";
-
-pub fn protection_finalizer(group: &str, plural: &str) -> Option<&'static str> {
-    match (group, plural) {
-        ("", "persistentvolumeclaims") => Some(PVC_PROTECTION),
-        ("", "persistentvolumes") => Some(PV_PROTECTION),
-        ("storage.k8s.io", "volumeattributesclasses") => Some(VAC_PROTECTION),
-        _ => None,
-    }
-}
-
 /// The CertificateSigningRequest strategy's PrepareForCreate: the requester recorded from the
 /// request's user (whatever the body said), no status (no pre-approved requests).
 pub fn csr_requester(obj: &mut Value, user: Option<&crate::apiserver::auth::UserInfo>) {
@@ -547,6 +531,7 @@ mod tests {
             &rt,
             "default",
             json!({"metadata": {"generateName": "cfg-"}}),
+            "2026-01-02T03:04:05Z",
         )
         .unwrap();
         let name = meta::name(&o);
@@ -563,6 +548,7 @@ mod tests {
             &rt,
             "default",
             json!({"metadata": {"generateName": prefix}}),
+            "2026-01-02T03:04:05Z",
         )
         .unwrap();
         assert_eq!(meta::name(&o).len(), 63);
@@ -576,6 +562,7 @@ mod tests {
             &rt,
             "ns1",
             json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}, {"name": "d", "image": "nginx:1.27"}]}}),
+            "2026-01-02T03:04:05Z",
         )
         .unwrap();
         assert_eq!(p["metadata"]["namespace"], "ns1");
@@ -598,6 +585,7 @@ mod tests {
             &rt,
             "a",
             json!({"metadata": {"name": "x", "namespace": "b"}}),
+            "2026-01-02T03:04:05Z",
         )
         .unwrap_err();
         assert_eq!(e.code, 400);

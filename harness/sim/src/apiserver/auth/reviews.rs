@@ -42,7 +42,7 @@ pub fn create(
     let mut out =
         json!({"kind": kind_of(plural), "apiVersion": format!("{}/v1", group), "metadata": {}});
     if plural == "selfsubjectreviews" {
-        out["metadata"]["creationTimestamp"] = json!(crate::timing::now_rfc3339());
+        out["metadata"]["creationTimestamp"] = json!(api.clock().now_rfc3339());
     }
     if plural == "localsubjectaccessreviews" {
         out["metadata"]["namespace"] = json!(namespace);

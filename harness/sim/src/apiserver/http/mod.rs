@@ -590,7 +590,7 @@ async fn resource_of(
                             "",
                             include_object(c)?,
                             true,
-                            chrono::Utc::now(),
+                            c.s.api.clock().now(),
                         );
                         table::set_version(&mut t, v);
                         Ok(json_response(StatusCode::OK, &t, &Output::Json, &warning))
@@ -612,7 +612,8 @@ async fn resource_of(
         (Method::GET, None, None) => list(c, &rt, p.namespace.as_deref()),
         (Method::GET, Some(name), Some("log")) => {
             let previous = is_true(c.query.get("previous"));
-            let mut text = api.pod_logs(&ns, name, c.q("container"), previous)?;
+            let timestamps = is_true(c.query.get("timestamps"));
+            let mut text = api.pod_logs(&ns, name, c.q("container"), previous, timestamps)?;
             // A pod without a node has no log location: the streamer answers 204, no body.
             let unscheduled = api.get_stored(&rt, &ns, name).is_ok_and(|p| {
                 meta::str_at(&p.object(), "/spec/nodeName")
@@ -995,7 +996,7 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
                 meta::str_at(&page.metadata, "/resourceVersion").unwrap_or(""),
                 include_object(c)?,
                 true,
-                chrono::Utc::now(),
+                c.s.api.clock().now(),
             );
             if let Some(cont) = page.metadata.get("continue") {
                 t["metadata"]["continue"] = cont.clone();
@@ -1091,7 +1092,7 @@ fn object_response(
                 meta::resource_version(obj),
                 include_object(c)?,
                 true,
-                chrono::Utc::now(),
+                c.s.api.clock().now(),
             );
             table::set_version(&mut t, version);
             Ok(json_response(code, &t, &Output::Json, warnings))

@@ -55,6 +55,8 @@ impl Filter {
 
 struct Encoder {
     rt: Arc<ResourceType>,
+    /// The cluster's clock (tables print ages).
+    clock: crate::timing::SimClock,
     out: Output,
     printer: Option<table::Printer>,
     headers_sent: bool,
@@ -71,7 +73,7 @@ impl Encoder {
                     meta::resource_version(obj),
                     "Metadata",
                     !self.headers_sent,
-                    chrono::Utc::now(),
+                    self.clock.now(),
                 );
                 self.headers_sent = true;
                 table::set_version(&mut t, version);
@@ -210,6 +212,7 @@ pub fn serve(
         Err(e) if e.code == 410 => {
             let mut enc = Encoder {
                 rt: rt.clone(),
+                clock: api.clock().clone(),
                 out,
                 printer: None,
                 headers_sent: false,
@@ -224,6 +227,7 @@ pub fn serve(
     let (tx, rx) = mpsc::channel::<Bytes>(1024);
     let enc = Encoder {
         rt: rt.clone(),
+        clock: api.clock().clone(),
         out,
         printer: None,
         headers_sent: false,
@@ -399,6 +403,7 @@ mod tests {
         );
         let mut enc = Encoder {
             rt: rt.clone(),
+            clock: crate::timing::SimClock::new(),
             out: Output::Json,
             printer: None,
             headers_sent: false,
@@ -415,6 +420,7 @@ mod tests {
         // Table output never uses the JSON cache.
         let mut table = Encoder {
             rt,
+            clock: crate::timing::SimClock::new(),
             out: Output::Table("v1"),
             printer: None,
             headers_sent: false,

@@ -12,10 +12,10 @@
 //! Not modelled: the lifecycle events a relist sends the sync loop. The simulated runtime lives
 //! inside the kubelet, so the pod workers see container changes directly.
 
+use crate::timing::SimInstant;
 use crate::timing::{go_duration, Timing};
 use std::fmt;
 use std::time::Duration;
-use tokio::time::Instant;
 
 /// `genericPlegRelistPeriod`.
 pub const RELIST_PERIOD: Duration = Duration::from_secs(1);
@@ -24,10 +24,29 @@ pub const RELIST_PERIOD: Duration = Duration::from_secs(1);
 pub struct GenericPleg {
     timing: Timing,
     /// When the last relist completed (`relistTime`, the pod cache's timestamp).
-    relist_time: Instant,
+    relist_time: SimInstant,
     /// The current relist waits on the runtime.
     hung: bool,
+    /// The current relist ends at this instant: its inspections of a pod time out.
+    slow_until: Option<SimInstant>,
 }
+
+/// How the runtime answers a relist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeAnswer {
+    /// Every pod's status.
+    Answers,
+    /// Not at all while the cause lasts (sandboxes it cannot tear down).
+    Hangs,
+    /// A pod's status inspection waits behind a hung StopContainer and ends at the runtime
+    /// request timeout; the relist inspects the pod twice (kubernetes/kubernetes#94829), so it
+    /// completes after twice that, past the 3-minute threshold: the node flaps between
+    /// NotReady and Ready while the stop keeps hanging (#74135).
+    TimesOut,
+}
+
+/// The kubelet's `--runtime-request-timeout` (default 2m0s): the CRI client's deadline.
+pub const RUNTIME_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// `Healthy`'s error: the last completed relist is older than the threshold.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,17 +70,36 @@ impl fmt::Display for PlegUnhealthy {
 impl GenericPleg {
     pub fn new(timing: Timing) -> Self {
         GenericPleg {
+            relist_time: timing.clock.instant(),
             timing,
-            relist_time: Instant::now(),
             hung: false,
+            slow_until: None,
         }
     }
 
     /// One relist: it completes when the runtime answers for every pod.
-    pub fn relist(&mut self, runtime_answers: bool) {
-        self.hung = !runtime_answers;
-        if runtime_answers {
-            self.relist_time = Instant::now();
+    pub fn relist(&mut self, answer: RuntimeAnswer) {
+        let now = self.timing.clock.instant();
+        if let Some(until) = self.slow_until {
+            if now < until {
+                return;
+            }
+            // The slow relist completed; the next one starts at the next tick.
+            self.slow_until = None;
+            self.hung = false;
+            self.relist_time = until;
+            return;
+        }
+        match answer {
+            RuntimeAnswer::Answers => {
+                self.hung = false;
+                self.relist_time = now;
+            }
+            RuntimeAnswer::Hangs => self.hung = true,
+            RuntimeAnswer::TimesOut => {
+                self.hung = true;
+                self.slow_until = Some(now + self.timing.s(2 * RUNTIME_REQUEST_TIMEOUT));
+            }
         }
     }
 
@@ -73,7 +111,9 @@ impl GenericPleg {
     /// `Healthy`: unhealthy while a relist hangs and the last completed one is older than the
     /// threshold.
     pub fn healthy(&self) -> Result<(), PlegUnhealthy> {
-        let since = self.timing.to_nominal(self.relist_time.elapsed());
+        let since = self
+            .timing
+            .to_nominal(self.timing.clock.since(self.relist_time));
         let threshold = self.timing.pleg_relist_threshold;
         if self.hung && since > threshold {
             Err(PlegUnhealthy { since, threshold })
@@ -84,8 +124,9 @@ impl GenericPleg {
 
     /// A kubelet that starts again starts a new PLEG.
     pub fn restart(&mut self) {
-        self.relist_time = Instant::now();
+        self.relist_time = self.timing.clock.instant();
         self.hung = false;
+        self.slow_until = None;
     }
 }
 
@@ -97,13 +138,13 @@ mod tests {
     fn a_hanging_relist_turns_pleg_unhealthy_after_the_threshold() {
         // At 1/1000, the 3-minute threshold is 180 ms.
         let mut pleg = GenericPleg::new(Timing::scaled(0.001));
-        pleg.relist(true);
+        pleg.relist(RuntimeAnswer::Answers);
         assert!(pleg.healthy().is_ok() && !pleg.relist_hung());
         // A relist that only comes late is no hang.
         std::thread::sleep(Duration::from_millis(250));
         assert!(pleg.healthy().is_ok());
-        pleg.relist(true);
-        pleg.relist(false);
+        pleg.relist(RuntimeAnswer::Answers);
+        pleg.relist(RuntimeAnswer::Hangs);
         assert!(pleg.relist_hung());
         std::thread::sleep(Duration::from_millis(250));
         let err = pleg.healthy().unwrap_err();
@@ -114,7 +155,22 @@ mod tests {
             "{text}"
         );
         assert!(err.since > err.threshold);
-        pleg.relist(true);
+        pleg.relist(RuntimeAnswer::Answers);
+        assert!(pleg.healthy().is_ok() && !pleg.relist_hung());
+    }
+
+    #[test]
+    fn a_relist_whose_inspections_time_out_completes_after_four_minutes() {
+        // At 1/1000: the threshold is 180 ms, the slow relist 240 ms.
+        let mut pleg = GenericPleg::new(Timing::scaled(0.001));
+        pleg.relist(RuntimeAnswer::TimesOut);
+        assert!(pleg.relist_hung());
+        std::thread::sleep(Duration::from_millis(200));
+        // Asked again meanwhile, the runtime's answer changes nothing: one relist at a time.
+        pleg.relist(RuntimeAnswer::Answers);
+        assert!(pleg.healthy().is_err());
+        std::thread::sleep(Duration::from_millis(60));
+        pleg.relist(RuntimeAnswer::TimesOut);
         assert!(pleg.healthy().is_ok() && !pleg.relist_hung());
     }
 }

@@ -17,17 +17,19 @@
 use super::kubelet_pods::{get_phase, terminal_phase, PodPhase};
 use super::kuberuntime_manager::{PodContainers, RuntimeFaults};
 use super::log::KubeletLog;
+use super::pleg::{RuntimeAnswer, RUNTIME_REQUEST_TIMEOUT};
 use super::runtime::script;
 use super::state::{ResetKind, SimNode};
 use super::status_manager::StatusManager;
 use super::volumemanager::{VolumeManager, VolumesNotReady};
 use crate::apiserver::meta;
-use crate::events::EventRecorder;
-use crate::timing::{self, Timing};
+use crate::events::{EventKind, EventRecorder};
+use crate::timing::SimInstant;
+use crate::timing::Timing;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use tokio::time::Instant;
+use std::time::Duration;
 
 /// `PodWorkerState`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +37,7 @@ pub enum PodWorkerState {
     /// The pod should be running.
     SyncPod,
     /// The pod was deleted; its containers stop at `stop_at` (their grace).
-    TerminatingPod { stop_at: Instant },
+    TerminatingPod { stop_at: SimInstant },
     /// No container runs; the pod's resources (its volumes) are being cleaned up.
     TerminatedPod,
 }
@@ -46,9 +48,9 @@ enum VolumeWait {
     /// Not waiting (volumes ready, or not synced yet).
     Idle,
     /// `WaitForAttachAndMount` has polled since then.
-    Since(Instant),
+    Since(SimInstant),
     /// The last wait timed out: the worker's sync is requeued until then.
-    Requeued(Instant),
+    Requeued(SimInstant),
 }
 
 /// One pod: the pod manager's copy, its worker's state, its containers in the runtime, and what
@@ -73,10 +75,13 @@ pub struct PodWorker {
     /// relist hangs on it.
     pub stale: bool,
     /// A settled pod is not synced again before this, unless something changes.
-    pub quiet_until: Option<Instant>,
+    pub quiet_until: Option<SimInstant>,
     /// Holds one of the bounded pool's workers (only with the pool option).
     slot: bool,
     volume_wait: VolumeWait,
+    /// A StopContainer in flight that does not return before this: a container process in
+    /// uninterruptible sleep on a hung NFS mount outlives SIGKILL (`hungNfs`).
+    stop_hangs_until: Option<SimInstant>,
 }
 
 impl PodWorker {
@@ -173,6 +178,7 @@ impl PodWorkers {
             quiet_until: None,
             slot: false,
             volume_wait: VolumeWait::Idle,
+            stop_hangs_until: None,
         };
         self.pods.entry(uid).or_insert(worker)
     }
@@ -193,6 +199,36 @@ impl PodWorkers {
     /// the stale pods hold workers instead.
     pub fn sandboxes_stuck(&self) -> bool {
         self.pool.is_none() && self.pods.values().any(|p| p.stale)
+    }
+
+    /// How the runtime answers a relist now: not at all on stale sandboxes; with inspections
+    /// that time out while a container's stop hangs (kubernetes/kubernetes#74135, #94829).
+    pub fn runtime_answer(&self) -> RuntimeAnswer {
+        if self.sandboxes_stuck() {
+            RuntimeAnswer::Hangs
+        } else if self.pods.values().any(|p| p.stop_hangs_until.is_some()) {
+            RuntimeAnswer::TimesOut
+        } else {
+            RuntimeAnswer::Answers
+        }
+    }
+
+    /// StopContainer calls that reach their deadline return, whether or not the sync loop runs
+    /// pod workers meanwhile (the worker's goroutine is inside the call): killContainer fails
+    /// (`kuberuntime_container.go`) and SyncTerminatingPod records FailedKillPod (`kubelet.go`).
+    /// The worker tries again at its next sync, which hangs again while the cause lasts.
+    pub fn return_hung_stops(
+        &mut self,
+        now: SimInstant,
+        recorder: &EventRecorder,
+        log: &KubeletLog,
+    ) {
+        for p in self.pods.values_mut() {
+            if p.stop_hangs_until.is_some_and(|until| now >= until) {
+                p.stop_hangs_until = None;
+                stop_failed(p, recorder, log);
+            }
+        }
     }
 
     /// The kubelet started again: no worker runs; after a reboot every container died with the
@@ -242,7 +278,7 @@ impl PodWorkers {
     }
 
     fn sync(&mut self, uid: &str, ctx: &mut SyncContext<'_>) {
-        let now = Instant::now();
+        let now = ctx.timing.clock.instant();
         let Some(p) = self.pods.get(uid) else { return };
         if p.quiet_until.is_some_and(|t| now < t) {
             return;
@@ -258,7 +294,7 @@ impl PodWorkers {
     }
 
     /// `SyncPod`.
-    fn sync_pod(&mut self, uid: &str, ctx: &mut SyncContext<'_>, now: Instant) {
+    fn sync_pod(&mut self, uid: &str, ctx: &mut SyncContext<'_>, now: SimInstant) {
         if let Some(size) = self.pool {
             if !self.pods[uid].slot {
                 if self.busy_workers() >= size {
@@ -281,7 +317,7 @@ impl PodWorkers {
         if !p.synced {
             p.synced = true;
             p.status_dirty = true;
-            p.started_time = Some(timing::now_rfc3339());
+            p.started_time = Some(ctx.timing.clock.now_rfc3339());
             p.containers.waiting_to_start();
         }
         if let Err(VolumesNotReady {
@@ -348,7 +384,7 @@ impl PodWorkers {
     /// `SyncTerminatingPod`: Killing events for the running containers, which stop once their
     /// grace has passed; then the pod's phase is terminal (Succeeded when every container exited
     /// 0, else Failed: `getPhase` with `podIsTerminal`) and its worker moves to TerminatedPod.
-    fn sync_terminating_pod(&mut self, uid: &str, ctx: &mut SyncContext<'_>, now: Instant) {
+    fn sync_terminating_pod(&mut self, uid: &str, ctx: &mut SyncContext<'_>, now: SimInstant) {
         let p = self.pods.get_mut(uid).expect("listed");
         match p.state {
             PodWorkerState::SyncPod => {
@@ -361,6 +397,14 @@ impl PodWorkers {
             PodWorkerState::TerminatingPod { stop_at } if now < stop_at => return,
             PodWorkerState::TerminatingPod { .. } | PodWorkerState::TerminatedPod => {}
         }
+        if p.containers.any_running()
+            && ctx.node.state.lock().faults.hung_nfs
+            && ctx.volumes.pod_has_nfs_mount(uid)
+        {
+            stop_hangs(p, ctx, now);
+            return;
+        }
+        p.stop_hangs_until = None;
         p.status_dirty |= p.containers.stop_containers();
         p.slot = false;
         if let Some(phase) = terminal_phase(&p.containers) {
@@ -396,6 +440,54 @@ impl PodWorkers {
             ctx.status.terminate_pod(&p.pod);
         }
     }
+}
+
+/// The grace period a pod's containers are stopped with.
+fn grace_seconds(pod: &Value) -> u64 {
+    pod.pointer("/metadata/deletionGracePeriodSeconds")
+        .or_else(|| pod.pointer("/spec/terminationGracePeriodSeconds"))
+        .and_then(Value::as_u64)
+        .unwrap_or(30)
+}
+
+/// StopContainer of a process in uninterruptible sleep: SIGTERM and SIGKILL do not end it, so
+/// the CRI call returns only at its deadline, the runtime request timeout plus the grace period
+/// (cri-client `remote_runtime.go`).
+fn stop_hangs(p: &mut PodWorker, ctx: &mut SyncContext<'_>, now: SimInstant) {
+    if p.stop_hangs_until.is_none() {
+        let grace = Duration::from_secs(grace_seconds(&p.pod));
+        p.stop_hangs_until = Some(now + ctx.timing.s(RUNTIME_REQUEST_TIMEOUT + grace));
+    }
+}
+
+/// A hung StopContainer returned: the error line per container and the pod's FailedKillPod.
+fn stop_failed(p: &PodWorker, recorder: &EventRecorder, log: &KubeletLog) {
+    const ERR: &str = "rpc error: code = DeadlineExceeded desc = context deadline exceeded";
+    let grace = grace_seconds(&p.pod);
+    let mut failures = Vec::new();
+    for c in p.containers.running_containers() {
+        let line = format!(
+            "\"Container termination failed with gracePeriod\" err=\"{}\" pod=\"{}/{}\" podUID=\"{}\" containerName=\"{}\" containerID=\"containerd://{}\" gracePeriod={}",
+            ERR, p.ns, p.name, p.uid, c.name, c.container_id, grace
+        );
+        log.error("kuberuntime_container.go:895", &line);
+        failures.push(format!(
+            "failed to \"KillContainer\" for \"{}\" with KillContainerError: \"{}\"",
+            c.name, ERR
+        ));
+    }
+    // utilerrors.NewAggregate: one error as it is, several in brackets.
+    let err = if failures.len() == 1 {
+        failures.remove(0)
+    } else {
+        format!("[{}]", failures.join(", "))
+    };
+    recorder.record(
+        &p.pod,
+        EventKind::Warning,
+        "FailedKillPod",
+        &format!("error killing pod: {}", err),
+    );
 }
 
 #[cfg(test)]

@@ -3,11 +3,11 @@
 //! operation may not run again before its exponential backoff expires: 500 ms doubling to 2m2s,
 //! printed nominal; a different operation on that key starts afresh).
 
+use crate::timing::SimInstant;
 use crate::timing::{go_duration, Timing};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::time::Duration;
-use tokio::time::Instant;
 
 pub const DRIVER: &str = "driver.longhorn.io";
 
@@ -114,16 +114,26 @@ struct Backoff {
     failures: u32,
     /// The nominal durationBeforeRetry (what the log prints).
     last: Duration,
-    retry_at: Instant,
+    retry_at: SimInstant,
 }
 
 /// An operation whose call has not returned yet (a CSI call hanging until its timeout).
 #[derive(Debug, Clone)]
 pub struct Running {
     pub op: Op,
-    pub done_at: Instant,
-    /// The error the call ends with.
-    pub error: String,
+    pub done_at: SimInstant,
+    /// How the call ends.
+    pub failure: HungCall,
+}
+
+/// How a hanging call ends when it returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HungCall {
+    /// A mount stage (`MountVolume.MountDevice`, `MountVolume.SetUp`) fails with the call's error,
+    /// on the volume's first waiting pod (its FailedMount event).
+    Mount { stage: &'static str, error: String },
+    /// An unmount operation fails with this detailed message (unmounts record no event).
+    Unmount { detailed: String },
 }
 
 /// nestedpendingoperations: operations in flight and failed ones with their backoffs. Most
@@ -152,7 +162,7 @@ impl PendingOperations {
 
     /// May the operation start now? Not while a matching one runs, nor while the same
     /// operation on a matching key backs off.
-    pub fn may_run(&self, key: &OperationKey, op: Op, now: Instant) -> bool {
+    pub fn may_run(&self, key: &OperationKey, op: Op, now: SimInstant) -> bool {
         !self.running.keys().any(|k| Self::matches(k, key))
             && self
                 .failed
@@ -161,14 +171,26 @@ impl PendingOperations {
                 .all(|(_, b)| now >= b.retry_at)
     }
 
-    /// Start an operation whose call returns only at `done_at`, with `error`.
-    pub fn start_hanging(&mut self, key: &OperationKey, op: Op, done_at: Instant, error: String) {
-        self.running
-            .insert(key.clone(), Running { op, done_at, error });
+    /// Start an operation whose call returns only at `done_at`, ending as `failure` says.
+    pub fn start_hanging(
+        &mut self,
+        key: &OperationKey,
+        op: Op,
+        done_at: SimInstant,
+        failure: HungCall,
+    ) {
+        self.running.insert(
+            key.clone(),
+            Running {
+                op,
+                done_at,
+                failure,
+            },
+        );
     }
 
-    /// Operations whose hanging call has returned by `now`, with the error each ended with.
-    pub fn returned(&mut self, now: Instant) -> Vec<(OperationKey, Op, String)> {
+    /// Operations whose hanging call has returned by `now`, with how each ended.
+    pub fn returned(&mut self, now: SimInstant) -> Vec<(OperationKey, Op, HungCall)> {
         let done: Vec<OperationKey> = self
             .running
             .iter()
@@ -178,23 +200,23 @@ impl PendingOperations {
         done.into_iter()
             .map(|k| {
                 let r = self.running.remove(&k).expect("listed");
-                (k, r.op, r.error)
+                (k, r.op, r.failure)
             })
             .collect()
     }
 
     /// Record a failure: returns the log line nestedpendingoperations writes. The backoff is
     /// nominal (500ms doubling to 2m2s) in the line; the retry waits its scaled equivalent.
-    pub fn failed(&mut self, key: &OperationKey, op: Op, now: Instant, error: &str) -> String {
+    pub fn failed(&mut self, key: &OperationKey, op: Op, now: SimInstant, error: &str) -> String {
         self.failed_at(key, op, now, self.timing.now(), error)
     }
 
-    /// `failed`, with the nominal time the line is logged at.
+    /// `failed`, with the time (the cluster clock's) the line is logged at.
     pub fn failed_at(
         &mut self,
         key: &OperationKey,
         op: Op,
-        now: Instant,
+        now: SimInstant,
         logged: chrono::DateTime<chrono::Utc>,
         error: &str,
     ) -> String {
@@ -258,7 +280,7 @@ mod tests {
         let k = OperationKey::device(&unique_name("pvc-1"));
         let mut seen = Vec::new();
         for _ in 0..10 {
-            let line = ops.failed(&k, Op::MountVolume, Instant::now(), "boom");
+            let line = ops.failed(&k, Op::MountVolume, SimInstant::START, "boom");
             let d = line
                 .split("durationBeforeRetry ")
                 .nth(1)
@@ -273,20 +295,20 @@ mod tests {
             seen,
             vec!["500ms", "1s", "2s", "4s", "8s", "16s", "32s", "1m4s", "2m2s", "2m2s"]
         );
-        assert!(!ops.may_run(&k, Op::MountVolume, Instant::now()));
+        assert!(!ops.may_run(&k, Op::MountVolume, SimInstant::START));
         assert!(ops.may_run(
             &k,
             Op::MountVolume,
-            Instant::now() + Duration::from_millis(123)
+            SimInstant::START + Duration::from_millis(123)
         ));
         // The same operation for one pod of the volume waits on the volume-wide key.
         assert!(!ops.may_run(
             &OperationKey::pod(&k.volume, "uid"),
             Op::MountVolume,
-            Instant::now()
+            SimInstant::START
         ));
         ops.succeeded(&k);
-        assert!(ops.may_run(&k, Op::MountVolume, Instant::now()));
+        assert!(ops.may_run(&k, Op::MountVolume, SimInstant::START));
     }
 
     /// A failed operation holds back only itself: another operation on a matching key takes
@@ -299,7 +321,7 @@ mod tests {
         let volume = unique_name("pvc-1");
         let teardown = OperationKey::pod(&volume, "old-pod");
         let device = OperationKey::device(&volume);
-        let now = Instant::now();
+        let now = SimInstant::START;
         for _ in 0..6 {
             ops.failed(&teardown, Op::UnmountVolume, now, "input/output error");
         }
@@ -326,12 +348,15 @@ mod tests {
             OperationKey::device(&unique_name("pvc-a")),
             OperationKey::device(&unique_name("pvc-b")),
         );
-        let now = Instant::now();
+        let now = SimInstant::START;
         ops.start_hanging(
             &a,
             Op::MountVolume,
             now + Duration::from_millis(120),
-            "rpc error: code = DeadlineExceeded desc = context deadline exceeded".into(),
+            HungCall::Unmount {
+                detailed: "rpc error: code = DeadlineExceeded desc = context deadline exceeded"
+                    .into(),
+            },
         );
         assert!(
             !ops.may_run(&a, Op::MountVolume, now)
@@ -341,7 +366,9 @@ mod tests {
         assert!(ops.returned(now).is_empty());
         let done = ops.returned(now + Duration::from_millis(121));
         assert_eq!(done.len(), 1);
-        assert!(done[0].2.ends_with("context deadline exceeded"));
+        assert!(
+            matches!(&done[0].2, HungCall::Unmount { detailed } if detailed.ends_with("context deadline exceeded"))
+        );
         assert!(ops.may_run(&a, Op::MountVolume, now + Duration::from_millis(121)));
     }
 

@@ -6,10 +6,10 @@ use crate::apiserver::meta;
 use crate::cluster::node::volumes::DRIVER;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
+use crate::timing::SimInstant;
 use crate::timing::Timing;
 use serde_json::json;
 use std::collections::HashMap;
-use tokio::time::Instant;
 
 fn default_class(client: &Internal) -> Option<String> {
     client
@@ -28,7 +28,7 @@ pub(super) fn provision(
     provisioner: &EventRecorder,
     binder: &EventRecorder,
     timing: &Timing,
-    first_seen: &mut HashMap<String, Instant>,
+    first_seen: &mut HashMap<String, SimInstant>,
 ) {
     let default_sc = default_class(client);
     for pvc in client.list("", "persistentvolumeclaims", None, &|p| {
@@ -58,9 +58,9 @@ pub(super) fn provision(
             );
             binder.record(&pvc, EventKind::Normal, "ExternalProvisioning", &format!("Waiting for a volume to be created either by the external provisioner '{}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered.", DRIVER));
             provisioner.record(&pvc, EventKind::Normal, "Provisioning", &format!("External provisioner is provisioning volume for claim \"{}/{}\"", ns, name));
-            Instant::now()
+            timing.clock.instant()
         });
-        if seen.elapsed() < timing.s(timing.provision) {
+        if timing.clock.since(seen) < timing.s(timing.provision) {
             continue;
         }
         let pv_name = format!("pvc-{}", meta::uid(&pvc));

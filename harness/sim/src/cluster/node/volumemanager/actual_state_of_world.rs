@@ -216,6 +216,7 @@ mod tests {
         let spec = CsiVolume {
             pv: "pvc-1".into(),
             handle: "pvc-1".into(),
+            nfs: false,
         };
         let v = spec.unique_name();
         let pod = UniquePodName::new("u1");
@@ -234,6 +235,7 @@ mod tests {
         let other = CsiVolume {
             pv: "pvc-2".into(),
             handle: "pvc-2".into(),
+            nfs: false,
         };
         asw.mark_volume_as_attached(&other);
         asw.reconstruct();

@@ -209,6 +209,7 @@ mod tests {
         let spec = CsiVolume {
             pv: "pvc-1".into(),
             handle: "pvc-1".into(),
+            nfs: false,
         };
         let (a, b) = (UniquePodName::new("a"), UniquePodName::new("b"));
         let v = dsw.add_pod_to_volume(&a, &pod("a"), "data", spec.clone());
@@ -229,6 +230,7 @@ mod tests {
         let spec = CsiVolume {
             pv: "pvc-1".into(),
             handle: "h-1".into(),
+            nfs: false,
         };
         dsw.add_pod_to_volume(&UniquePodName::new("u1"), &pod("u1"), "data", spec);
         let v = &dsw.volumes_to_mount()[0];

@@ -77,11 +77,14 @@ impl fmt::Display for UniquePodName {
 }
 
 /// A CSI persistent volume as the kubelet's volume spec has it: the PV's name (the inner volume
-/// spec name messages print) and the driver's volume handle.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// spec name messages print), the driver's volume handle, and whether the node mounts it over
+/// NFS: Longhorn serves a ReadWriteMany volume through its share-manager's NFSv4 export, which
+/// the node plugin mounts at NodeStageVolume (so `hungNfs` reaches it).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CsiVolume {
     pub pv: String,
     pub handle: String,
+    pub nfs: bool,
 }
 
 impl CsiVolume {
@@ -195,6 +198,15 @@ impl VolumeManager {
     }
 
     /// `WaitForUnmount`'s check: no volume is mounted into the pod any more.
+    /// Does the pod have a volume mounted over NFS (where `hungNfs` makes its processes hang)?
+    pub fn pod_has_nfs_mount(&self, uid: &str) -> bool {
+        let pod = UniquePodName::new(uid);
+        self.asw
+            .mounted_volumes()
+            .iter()
+            .any(|v| v.pod_name == pod && v.spec.nfs)
+    }
+
     pub fn pod_volumes_unmounted(&self, uid: &str) -> bool {
         !self.asw.pod_has_mounted_volumes(&UniquePodName::new(uid))
     }

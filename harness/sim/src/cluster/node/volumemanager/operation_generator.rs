@@ -10,15 +10,19 @@
 
 use super::super::state::StaleMount;
 use super::super::volumes::{
-    attachment_name, global_mount_path, orphan_pod_uid, pod_mount_path, OperationKey,
+    attachment_name, global_mount_path, orphan_pod_uid, pod_mount_path, HungCall, OperationKey,
 };
 use super::actual_state_of_world::{ActualStateOfWorld, AttachedVolume, MountedVolume};
 use super::desired_state_of_world::VolumeToMount;
 use super::operation_executor::{CsiCallError, Operation, OperationContext};
 use super::{device_msg_detailed, CsiVolume};
 use crate::apiserver::meta;
+use crate::timing::SimInstant;
 use serde_json::json;
-use tokio::time::Instant;
+
+/// What a node call the kubelet gives up on ends with (its CSI deadline, `csiTimeout`).
+const DEADLINE_EXCEEDED: &str =
+    "rpc error: code = DeadlineExceeded desc = context deadline exceeded";
 
 /// Does the controller's VolumeAttachment for `pv` on this node say attached? (The attacher's
 /// `WaitForAttach` and the node status check both come down to it here.)
@@ -65,7 +69,7 @@ pub fn mount_volume(
     v: &VolumeToMount,
     asw: &mut ActualStateOfWorld,
     ctx: &OperationContext<'_>,
-    now: Instant,
+    now: SimInstant,
 ) {
     let (pv, handle) = (&v.spec.pv, &v.spec.handle);
     ctx.log.info(
@@ -127,11 +131,24 @@ pub fn mount_volume(
         );
         return;
     }
-    if !device_mounted && !ctx.faults.stale_mounts.is_empty() {
-        // NodeStageVolume does not return; the kubelet's call gives up at its deadline.
+    // A volume mounted over NFS whose server does not answer: mount.nfs (NodeStageVolume) or
+    // the bind mount over it (NodePublishVolume) waits in the kernel.
+    let nfs_hangs = ctx.faults.hung_nfs && v.spec.nfs;
+    let hanging_stage = if !device_mounted && (nfs_hangs || !ctx.faults.stale_mounts.is_empty()) {
+        Some("MountVolume.MountDevice failed")
+    } else if nfs_hangs {
+        Some("MountVolume.SetUp failed")
+    } else {
+        None
+    };
+    if let Some(stage) = hanging_stage {
+        // The call does not return; the kubelet's call gives up at its deadline.
         op.hangs(
             now + ctx.timing.s(ctx.timing.csi_call_timeout),
-            "rpc error: code = DeadlineExceeded desc = context deadline exceeded".into(),
+            HungCall::Mount {
+                stage,
+                error: DEADLINE_EXCEEDED.into(),
+            },
         );
         return;
     }
@@ -155,11 +172,13 @@ pub fn mount_volume(
     );
 }
 
-/// A MountDevice whose hanging call returned: it fails with the call's error, on the volume's
-/// first waiting pod if there still is one.
-pub fn mount_device_returned(
+/// A mount stage whose hanging call returned (`stage`: `MountVolume.MountDevice failed` or
+/// `MountVolume.SetUp failed`): it fails with the call's error, on the volume's first waiting
+/// pod if there still is one.
+pub fn mount_returned(
     op: Operation<'_>,
     waiting: Option<&VolumeToMount>,
+    stage: &str,
     error: &str,
     ctx: &OperationContext<'_>,
 ) {
@@ -169,11 +188,8 @@ pub fn mount_device_returned(
             let suffix = format!(": {}", error);
             op.failed(
                 ctx,
-                &v.msg_detailed("MountVolume.MountDevice failed", &suffix),
-                Some((
-                    &v.pod,
-                    v.msg_simple("MountVolume.MountDevice failed", &suffix),
-                )),
+                &v.msg_detailed(stage, &suffix),
+                Some((&v.pod, v.msg_simple(stage, &suffix))),
             );
         }
     }
@@ -185,6 +201,7 @@ pub fn unmount_volume(
     v: &MountedVolume,
     asw: &mut ActualStateOfWorld,
     ctx: &OperationContext<'_>,
+    now: SimInstant,
 ) {
     let err = match ctx
         .driver
@@ -206,6 +223,20 @@ pub fn unmount_volume(
         );
         return;
     }
+    if ctx.faults.hung_nfs && v.spec.nfs {
+        // NodeUnpublishVolume's umount waits on the NFS server (`csi_mounter.go` TearDownAt).
+        let e = format!(
+            ": kubernetes.io/csi: Unmounter.TearDownAt failed: {}",
+            DEADLINE_EXCEEDED
+        );
+        op.hangs(
+            now + ctx.timing.s(ctx.timing.csi_call_timeout),
+            HungCall::Unmount {
+                detailed: v.msg_detailed("UnmountVolume.TearDown failed", &e),
+            },
+        );
+        return;
+    }
     op.succeeded();
     asw.mark_volume_as_unmounted(&v.pod_name, &v.volume_name);
     // klog.Infof: a plain message, no OuterVolumeSpecName in 1.35.
@@ -219,6 +250,7 @@ pub fn unmount_device(
     v: &AttachedVolume,
     asw: &mut ActualStateOfWorld,
     ctx: &OperationContext<'_>,
+    now: SimInstant,
 ) {
     let err = match ctx
         .driver
@@ -238,6 +270,20 @@ pub fn unmount_device(
         );
         return;
     }
+    if ctx.faults.hung_nfs && v.spec.nfs {
+        // NodeUnstageVolume's umount of the NFS mount waits (`csi_attacher.go` UnmountDevice).
+        let e = format!(
+            ": kubernetes.io/csi: attacher.UnmountDevice failed: {}",
+            DEADLINE_EXCEEDED
+        );
+        op.hangs(
+            now + ctx.timing.s(ctx.timing.csi_call_timeout),
+            HungCall::Unmount {
+                detailed: v.msg_detailed("UnmountDevice failed", ctx.node_name, &e),
+            },
+        );
+        return;
+    }
     op.succeeded();
     asw.mark_device_as_unmounted(&v.volume_name);
     asw.mark_volume_as_detached(&v.volume_name);
@@ -254,6 +300,7 @@ pub fn unmount_leftover_device(op: Operation<'_>, m: &StaleMount, ctx: &Operatio
     let spec = CsiVolume {
         pv: m.pv.clone(),
         handle: m.pv.clone(),
+        nfs: false,
     };
     let err = format!(
         "{} : the device mount path \"{}\" is still mounted by other references [{}]",

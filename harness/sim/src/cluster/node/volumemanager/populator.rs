@@ -92,7 +92,11 @@ fn resolve_claim(client: &Internal, ns: &str, claim: &str) -> Option<CsiVolume> 
     let pv = meta::str_at(&pvc, "/spec/volumeName")?.to_string();
     let pv_obj = client.get("", "persistentvolumes", "", &pv)?;
     let handle = meta::str_at(&pv_obj, "/spec/csi/volumeHandle")?.to_string();
-    Some(CsiVolume { pv, handle })
+    let nfs = pv_obj
+        .pointer("/spec/accessModes")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|modes| modes.iter().any(|m| m == "ReadWriteMany"));
+    Some(CsiVolume { pv, handle, nfs })
 }
 
 #[cfg(test)]

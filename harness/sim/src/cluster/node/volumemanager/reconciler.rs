@@ -8,15 +8,16 @@
 //!
 //! Stale device mounts (a node fault) are globally mounted volumes the kubelet cannot unmount:
 //! their UnmountDevice runs in `unmountDetachDevices` like any other and fails. With the RCA's
-//! `blocksQueue` option, or an NFS mount that never answers, nothing else starts at all.
+//! `blocksQueue` option nothing else starts at all. A hung NFS server blocks only the operations
+//! of the volumes mounted over NFS (their calls hang, per volume, in the operation generator).
 
-use super::super::volumes::{Op, OperationKey};
+use super::super::volumes::{HungCall, Op, OperationKey};
 use super::actual_state_of_world::ActualStateOfWorld;
 use super::desired_state_of_world::DesiredStateOfWorld;
 use super::operation_executor::{OperationContext, OperationExecutor};
 use super::operation_generator::{self as generator, device_key};
 use super::{CsiVolume, UniqueVolumeName};
-use tokio::time::Instant;
+use crate::timing::SimInstant;
 
 /// One reconciler pass.
 pub fn reconcile(
@@ -25,19 +26,27 @@ pub fn reconcile(
     executor: &mut OperationExecutor,
     ctx: &OperationContext<'_>,
 ) {
-    let now = Instant::now();
+    let now = ctx.timing.clock.instant();
     // Hanging calls that have returned now fail.
-    for (key, op, error) in executor.returned(now) {
-        let waiting = dsw.first_volume_to_mount(&UniqueVolumeName::of_key(&key));
-        generator::mount_device_returned(
-            executor.resume(key, op, now),
-            waiting.as_ref(),
-            &error,
-            ctx,
-        );
+    for (key, op, failure) in executor.returned(now) {
+        match failure {
+            HungCall::Mount { stage, error } => {
+                let waiting = dsw.first_volume_to_mount(&UniqueVolumeName::of_key(&key));
+                generator::mount_returned(
+                    executor.resume(key, op, now),
+                    waiting.as_ref(),
+                    stage,
+                    &error,
+                    ctx,
+                );
+            }
+            HungCall::Unmount { detailed } => {
+                executor.resume(key, op, now).failed(ctx, &detailed, None)
+            }
+        }
     }
-    // The RCA's node-wide block (option), or an NFS mount that never answers.
-    let blocked = ctx.faults.stale_mounts.iter().any(|m| m.blocks_queue) || ctx.faults.hung_nfs;
+    // The RCA's node-wide block (an option of staleDeviceMount).
+    let blocked = ctx.faults.stale_mounts.iter().any(|m| m.blocks_queue);
     if !blocked {
         unmount_volumes(dsw, asw, executor, ctx, now);
         mount_or_attach_volumes(dsw, asw, executor, ctx, now);
@@ -56,7 +65,7 @@ fn unmount_volumes(
     asw: &mut ActualStateOfWorld,
     executor: &mut OperationExecutor,
     ctx: &OperationContext<'_>,
-    now: Instant,
+    now: SimInstant,
 ) {
     for v in asw.mounted_volumes() {
         if dsw.pod_exists_in_volume(&v.pod_name, &v.volume_name) {
@@ -70,7 +79,7 @@ fn unmount_volumes(
             "reconciler_common.go:163",
             &quoted(&v.msg_detailed("operationExecutor.UnmountVolume started", "")),
         );
-        generator::unmount_volume(op, &v, asw, ctx);
+        generator::unmount_volume(op, &v, asw, ctx, now);
     }
 }
 
@@ -82,7 +91,7 @@ fn mount_or_attach_volumes(
     asw: &mut ActualStateOfWorld,
     executor: &mut OperationExecutor,
     ctx: &OperationContext<'_>,
-    now: Instant,
+    now: SimInstant,
 ) {
     for v in dsw.volumes_to_mount() {
         if asw.pod_exists_in_volume(&v.pod_name, &v.volume_name) {
@@ -123,13 +132,14 @@ fn unmount_detach_devices(
     asw: &mut ActualStateOfWorld,
     executor: &mut OperationExecutor,
     ctx: &OperationContext<'_>,
-    now: Instant,
+    now: SimInstant,
     blocked: bool,
 ) {
     for m in &ctx.faults.stale_mounts {
         let spec = CsiVolume {
             pv: m.pv.clone(),
             handle: m.pv.clone(),
+            nfs: false,
         };
         let Some(op) = executor.start(device_key(&spec), Op::UnmountDevice, now) else {
             continue;
@@ -159,6 +169,6 @@ fn unmount_detach_devices(
             "reconciler_common.go:292",
             &quoted(&v.msg_detailed("operationExecutor.UnmountDevice started", ctx.node_name, "")),
         );
-        generator::unmount_device(op, &v, asw, ctx);
+        generator::unmount_device(op, &v, asw, ctx, now);
     }
 }
