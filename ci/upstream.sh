@@ -3,6 +3,7 @@
 #
 #   usage: ci/upstream.sh [NAME...|all]      (no NAME: all)
 #   NAME:  etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm kubectl
+#          kube-proxy (the kind node image's kubeadm addon; not part of `all`)
 #          kwok (sigs.k8s.io/kwok, its own module upstream/kwok/; not part of `all`)
 #
 # Each binary goes to $FAULTLINE_UPSTREAM_CACHE/<key>/bin/NAME (default cache
@@ -34,7 +35,7 @@ names=()
 for arg in "$@"; do
   case "$arg" in
     all) names+=("${all[@]}") ;;
-    etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kubeadm | kubectl | kwok)
+    etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kubeadm | kubectl | kube-proxy | kwok)
       names+=("$arg") ;;
     -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
     *) say "unknown binary '$arg' (one of: ${all[*]} kwok, all)"; exit 2 ;;

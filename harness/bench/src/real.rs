@@ -201,7 +201,12 @@ pub const KWOK_ANNOTATION: &str = "kwok.x-k8s.io/node";
 /// real apiserver validates it).
 pub fn kwok_node(i: usize) -> Value {
     let name = node_name(i);
-    let mut n = faultline_sim::nodes::node_object(&name, i, false);
+    let mut n = faultline_sim::nodes::node_object(
+        &name,
+        i,
+        false,
+        &faultline_sim::timing::SimClock::new().now_rfc3339(),
+    );
     if let Some(st) = n["status"].as_object_mut() {
         st.remove("conditions");
     }

@@ -560,11 +560,21 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
         .map(report::baseline::load)
         .transpose()?;
     let env_image = std::env::var("FAULTLINE_KIND_NODE_IMAGE").ok();
-    let node_image = provider::kind::choose_node_image(
+    let mut node_image = provider::kind::choose_node_image(
         a.node_image.as_deref(),
         env_image.as_deref(),
         suite.suite.kind_provider.node_image.as_deref(),
     );
+    // None named: a real node image built here (ci/node-image/build-real.sh) before the pinned
+    // kindest/node, which no registry this may run on serves. The dry run stays engine-free.
+    if a.provider == ProviderKind::Kind && node_image.is_none() && !a.dry_run {
+        if let Some(real) = faultline_kind::exec::local_real_node_image().await {
+            node_image = Some((
+                real,
+                "the newest local real node image, ci/node-image/build-real.sh",
+            ));
+        }
+    }
     if a.provider == ProviderKind::Kind && !a.quiet {
         if let Some((image, from)) = &node_image {
             eprintln!("faultline: node image {image} (from {from})");

@@ -1,6 +1,7 @@
-//! `--pause-on-failure` / `--pause-at`: the console side of a paused scenario. It prints where
-//! the cluster is (kubeconfig, `export KUBECONFIG=...`, the `faultline node` commands that work
-//! on this provider) and waits for a line on stdin - Enter - or for Ctrl-C, which the signal
+//! `--pause-on-failure` / `--pause-at`: the console side of a paused scenario. It prints the
+//! timeline up to the pause, whether the cluster is frozen (sim), where the cluster is
+//! (kubeconfig, `export KUBECONFIG=...`, the `faultline node` commands that work on this
+//! provider) and waits for a line on stdin - Enter - or for Ctrl-C, which the signal
 //! handler turns into "continue" while a scenario is paused (`resume_if_paused`). Stdin is read
 //! on a thread of its own, so nothing here assumes a terminal: a closed stdin continues at once.
 
@@ -58,10 +59,30 @@ pub fn render(info: &PauseInfo, faultline_bin: &std::path::Path) -> String {
         "\nfaultline: PAUSED scenario `{}`: {}\n",
         info.scenario, info.why
     );
+    // What led here, before anything else: the timeline up to the pause.
+    o += "  timeline:\n";
+    for e in &info.timeline {
+        let verdict = e
+            .verdict
+            .map(|v| format!(" [{}]", v.word()))
+            .unwrap_or_default();
+        o += &format!(
+            "    T+{:<8} {}{verdict}\n",
+            crate::report::model::ms(e.at_ms),
+            e.text.replace('\n', " ")
+        );
+    }
+    match info.frozen_at {
+        Some(at) => o += &format!(
+            "  the cluster is frozen: its clock stands at {} and its kubelets, scheduler and controllers wait; the API serves, and what you write is acted on when you continue; the controller under test is running\n",
+            at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        ),
+        None => o += "  the cluster goes on running (only the sim can be frozen); the controller under test is running\n",
+    }
     if info.active_faults.is_empty() {
-        o += "  no fault is active now; the controller is running\n";
+        o += "  no fault is active now\n";
     } else {
-        o += "  active faults (the controller is running):\n";
+        o += "  active faults:\n";
         for f in &info.active_faults {
             o += &format!("    {f}\n");
         }
@@ -154,9 +175,35 @@ mod tests {
                 "worker-02".into(),
             ],
             active_faults: vec!["hang: kubeletHang{node: worker-02}".into()],
+            timeline: vec![
+                crate::timeline::Entry {
+                    at_ms: 1200,
+                    kind: crate::timeline::EntryKind::Fault,
+                    text: "fault hang injected".into(),
+                    verdict: None,
+                },
+                crate::timeline::Entry {
+                    at_ms: 2500,
+                    kind: crate::timeline::EntryKind::Expect,
+                    text: "expect pod-running".into(),
+                    verdict: Some(crate::timeline::Verdict::Failed),
+                },
+            ],
+            frozen_at: Some(chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap()),
         };
         let t = render(&info, std::path::Path::new("/bin/faultline"));
         assert!(t.contains("export KUBECONFIG=/tmp/k/kubeconfig"), "{t}");
+        // The timeline comes first, the failing expectation's verdict with it.
+        let timeline = t.find("  timeline:\n    T+1.2s").expect("timeline");
+        assert!(
+            timeline < t.find("kubeconfig:").unwrap()
+                && t.contains("T+2.5s     expect pod-running [FAIL]"),
+            "{t}"
+        );
+        assert!(
+            t.contains("the cluster is frozen: its clock stands at 2027-01-15T08:00:00.000Z"),
+            "{t}"
+        );
         assert!(
             t.contains("/bin/faultline node worker-02 logs kubelet")
                 && !t.contains("node worker-01"),
@@ -165,6 +212,7 @@ mod tests {
         let kind = render(
             &PauseInfo {
                 provider: "kind",
+                frozen_at: None,
                 ..info
             },
             std::path::Path::new("/bin/faultline"),
@@ -173,5 +221,6 @@ mod tests {
             !kind.contains("/bin/faultline node") && kind.contains("docker"),
             "{kind}"
         );
+        assert!(kind.contains("the cluster goes on running"), "{kind}");
     }
 }

@@ -20,7 +20,8 @@ fn kubectl() -> PathBuf {
     venv
 }
 
-/// A pod bound to worker-01, whose kubelet hangs: it stays Pending.
+/// A pod bound to worker-01, whose kubelet hangs: it stays Pending. At 1/20, as the pack runs:
+/// a hung kubelet still renews its Lease, every 0.5 s.
 fn fixture(timeout: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -30,7 +31,7 @@ fn fixture(timeout: &str) -> tempfile::TempDir {
     .unwrap();
     std::fs::write(dir.path().join("pod.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: {name: stuck, namespace: default}\nspec:\n  nodeName: worker-01\n  containers: [{name: app, image: busybox}]\n").unwrap();
     std::fs::write(dir.path().join("s.yaml"), format!(
-        "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {{name: stuck-pod}}\nspec:\n  timeout: {timeout}\n  cluster:\n    nodes: [{{name: control-plane, role: control-plane}}, {{name: worker-01}}]\n    storage: none\n  steps:\n    - fault: {{name: hang, kubeletHang: {{node: worker-01}}}}\n    - apply: pod.yaml\n    - expect: {{name: pod-running, within: 1s, resource: {{apiVersion: v1, kind: Pod, namespace: default, name: stuck, condition: \"has(object.status.phase) && object.status.phase == 'Running'\"}}}}\n")).unwrap();
+        "apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {{name: stuck-pod}}\nspec:\n  timeout: {timeout}\n  cluster:\n    nodes: [{{name: control-plane, role: control-plane}}, {{name: worker-01}}]\n    storage: none\n    sim: {{timeScale: 0.05}}\n  steps:\n    - fault: {{name: hang, kubeletHang: {{node: worker-01}}}}\n    - apply: pod.yaml\n    - expect: {{name: pod-running, within: 1s, resource: {{apiVersion: v1, kind: Pod, namespace: default, name: stuck, condition: \"has(object.status.phase) && object.status.phase == 'Running'\"}}}}\n")).unwrap();
     dir
 }
 
@@ -170,11 +171,35 @@ fn pause_on_failure_holds_the_incident_until_enter() {
         all.contains(&format!("{BIN} node worker-01 logs kubelet")),
         "{all}"
     );
+    // The banner leads with the timeline, the failed expectation last, and says the sim is frozen.
+    let timeline = all.find("  timeline:").expect("the timeline in the banner");
+    assert!(
+        timeline < all.find("  kubeconfig:").unwrap()
+            && all.contains("expect pod-running")
+            && all.contains("[FAIL]")
+            && all.contains("the cluster is frozen: its clock stands at "),
+        "{all}"
+    );
     let kc = run.kubeconfig();
     // While paused: the cluster serves, the pod is stuck, the fault is active.
     let pod = kubectl_json(&kc, &["get", "pod", "stuck", "-n", "default"]);
     assert_eq!(pod["spec"]["nodeName"], "worker-01");
     assert_ne!(pod["status"]["phase"], "Running", "{pod}");
+    // Frozen: two seconds later no loop has written (no Lease renewal, which a hung kubelet
+    // still does every 0.5 s here, no status, no Event).
+    let leases = kubectl_json(&kc, &["get", "leases", "-n", "kube-node-lease"]);
+    std::thread::sleep(Duration::from_millis(2500));
+    let again = kubectl_json(&kc, &["get", "pod", "stuck", "-n", "default"]);
+    assert_eq!(
+        again["metadata"]["resourceVersion"], pod["metadata"]["resourceVersion"],
+        "the failing pod as it was"
+    );
+    assert_eq!(again["status"], pod["status"]);
+    let leases_again = kubectl_json(&kc, &["get", "leases", "-n", "kube-node-lease"]);
+    assert_eq!(
+        leases_again["items"], leases["items"],
+        "no Lease renewed while frozen"
+    );
     let node = Command::new(BIN)
         .args(["node", "worker-01", "service", "kubelet", "status"])
         .env("KUBECONFIG", &kc)

@@ -101,7 +101,7 @@ impl ClusterPlanInput {
             }
         }
         if let Some(img) = get("FAULTLINE_KIND_NODE_IMAGE").filter(|s| !s.is_empty()) {
-            self.node_image = img;
+            self = self.with_node_image(Some(&img));
         }
         if let Some(v) = get("FAULTLINE_KIND_KUBERNETES_VERSION").filter(|s| !s.is_empty()) {
             self.kubernetes_version = v;
@@ -123,10 +123,15 @@ impl ClusterPlanInput {
         self
     }
     /// A node image chosen by the caller (`None` keeps the current one). Any tag, local or
-    /// pinned; the image is looked up locally before it is pulled.
+    /// pinned; the image is looked up locally before it is pulled. A tag that names a Kubernetes
+    /// version (`v1.35.4`, `v1.35.4-real-<hash>`) sets `kubernetes_version` too: kubeadm can
+    /// only install the version its node image ships.
     pub fn with_node_image(mut self, image: Option<&str>) -> Self {
         if let Some(i) = image {
             self.node_image = i.to_string();
+            if let Some(v) = crate::versions::kubernetes_version_of_image(i) {
+                self.kubernetes_version = v.to_string();
+            }
         }
         self
     }
@@ -225,6 +230,30 @@ mod tests {
             });
         assert_eq!(local.api_server_address, "127.0.0.1");
         assert!(local.extra_cert_sans.is_empty());
+    }
+
+    #[test]
+    fn a_node_image_tag_that_names_a_version_sets_kubernetes_version() {
+        let cp = || vec![NodeInput::control_plane("cp")];
+        let real = ClusterPlanInput::new("x", cp())
+            .with_node_image(Some("faultline-node:v1.35.4-real-4b1cb1d73f078d9c"));
+        assert_eq!(real.kubernetes_version, "v1.35.4");
+        // A stand-in tag names no version: the pinned one stays.
+        let standin = ClusterPlanInput::new("x", cp())
+            .with_node_image(Some("faultline-node:9422687973dcbb2f"));
+        assert_eq!(
+            standin.kubernetes_version,
+            crate::versions::KUBERNETES_VERSION
+        );
+        // The environment's explicit version comes after its image, so it wins (and must match).
+        let env = |k: &str| match k {
+            "FAULTLINE_KIND_NODE_IMAGE" => Some("faultline-node:v1.35.4-real-abc".to_string()),
+            "FAULTLINE_KIND_KUBERNETES_VERSION" => Some("v1.35.5".to_string()),
+            _ => None,
+        };
+        let mismatched = ClusterPlanInput::new("x", cp()).with_env_from(env);
+        // (plan::cluster's tests check that validation refuses this mismatch.)
+        assert_eq!(mismatched.kubernetes_version, "v1.35.5");
     }
 
     #[test]

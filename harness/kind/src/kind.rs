@@ -211,6 +211,7 @@ impl KindProvider {
         // Before the first resource exists: a run killed during bring-up is cleaned up too.
         inner.journal(false);
         let mut vars = Vars::new();
+        let started = std::time::Instant::now();
         let steps = &inner.plan.bring_up;
         for (i, step) in steps.iter().enumerate() {
             if let Err(e) =
@@ -221,6 +222,15 @@ impl KindProvider {
         }
         if !exec.is_dry_run() && !self.opts.nodes_only {
             *inner.kubeconfig_text.lock() = std::fs::read_to_string(&kubeconfig)?;
+        }
+        if !exec.is_dry_run() {
+            exec.note(&format!(
+                "# cluster {} up in {:.1} s ({} nodes, {})",
+                inner.plan.names.cluster,
+                started.elapsed().as_secs_f64(),
+                inner.input.nodes.len(),
+                inner.input.node_image
+            ));
         }
         Ok(KindCluster {
             inner,

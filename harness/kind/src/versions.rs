@@ -15,6 +15,23 @@ pub const KUBERNETES_VERSION: &str = "v1.35.5";
 pub const NODE_IMAGE: &str =
     "kindest/node:v1.35.5@sha256:ce977ae6d65918d0b58a5f8b5e940429c2ce42fa3a5619ec2bbc60b949c0ac95";
 
+/// Repository of the node images `ci/node-image/build-real.sh` builds here: Debian's containerd
+/// and the upstream binaries of `upstream/` (docs/kind.md "The real node image"), tagged
+/// `<Kubernetes version><REAL_NODE_IMAGE_TAG_MARK><recipe hash>`, e.g. `v1.35.4-real-2397449ce51649a3`.
+pub const REAL_NODE_IMAGE_REPO: &str = "faultline-node";
+pub const REAL_NODE_IMAGE_TAG_MARK: &str = "-real-";
+
+/// The Kubernetes version a node image's tag names: kind's `vX.Y.Z`, or the real node image's
+/// `vX.Y.Z-real-<hash>`. None for a tag that names no version (a stand-in, `latest`).
+pub fn kubernetes_version_of_image(image: &str) -> Option<&str> {
+    let (_, tag) = split_image(image);
+    let tag = tag.split('@').next().unwrap_or(tag);
+    let version = tag
+        .split_once(REAL_NODE_IMAGE_TAG_MARK)
+        .map_or(tag, |(v, _)| v);
+    version.starts_with('v').then_some(version)
+}
+
 /// Longhorn release installed on kind (the sim models the same version's components).
 pub const LONGHORN_VERSION: &str = "v1.9.1";
 
@@ -79,6 +96,19 @@ mod tests {
             longhorn_manifest_url(),
             "https://raw.githubusercontent.com/longhorn/longhorn/v1.9.1/deploy/longhorn.yaml"
         );
+    }
+
+    #[rstest]
+    #[case(NODE_IMAGE, Some(KUBERNETES_VERSION))]
+    #[case("faultline-node:v1.35.4-real-2397449ce51649a3", Some("v1.35.4"))]
+    #[case("kindest/node:v1.35.5", Some("v1.35.5"))]
+    #[case("faultline-node:9422687973dcbb2f", None)]
+    #[case("busybox", None)]
+    fn node_image_tags_name_their_kubernetes_version(
+        #[case] image: &str,
+        #[case] version: Option<&str>,
+    ) {
+        assert_eq!(kubernetes_version_of_image(image), version);
     }
 
     #[rstest]

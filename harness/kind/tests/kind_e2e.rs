@@ -1,9 +1,9 @@
 //! One scenario end to end on a real kind cluster: bring-up (2 nodes), kubelet stopped on the
 //! worker -> node NotReady -> healed -> Ready, a reboot -> Ready again, logs collected,
 //! teardown. Ignored unless built with FAULTLINE_KIND=1; then it also needs a Docker engine
-//! (`docker info`), and skips with a printed reason without one. Never run on the machines it
-//! was written on (they have a Docker engine but no kindest/node image and no registry:
-//! `ci/docker-tier.sh` runs everything below kubeadm there instead).
+//! (`docker info`), and skips with a printed reason without one. Its node image:
+//! FAULTLINE_KIND_NODE_IMAGE, else the newest real node image built here
+//! (`ci/node-image/build-real.sh`), else the pinned kindest/node.
 //!
 //!     FAULTLINE_KIND=1 cargo test -p faultline-kind --test kind_e2e -- --nocapture
 //!     FAULTLINE_KIND_LONGHORN=1 ... also installs Longhorn and waits for it to be healthy.
@@ -89,6 +89,15 @@ async fn kubelet_stop_and_reboot_on_a_real_kind_cluster() {
     )
     .with_longhorn(longhorn)
     .with_env_from(|k| std::env::var(k).ok());
+    // None named: the real node image built here (ci/node-image/build-real.sh), if any.
+    let input = match std::env::var("FAULTLINE_KIND_NODE_IMAGE") {
+        Ok(i) if !i.is_empty() => input,
+        _ => {
+            let real = faultline_kind::exec::local_real_node_image().await;
+            input.with_node_image(real.as_deref())
+        }
+    };
+    println!("kind end-to-end test: node image {}", input.node_image);
     let provider = KindProvider::new(KindOptions {
         reuse: false,
         ..Default::default()

@@ -68,7 +68,8 @@ impl EventRecorder {
             n => n.to_string(),
         };
         let uid = meta::uid(obj).to_string();
-        let now = timing::now_rfc3339();
+        let at = self.client.clock().now();
+        let now = timing::rfc3339(at);
         let key = (
             format!("{}{}", uid, field_path.unwrap_or("")),
             reason.to_string(),
@@ -93,7 +94,7 @@ impl EventRecorder {
                 }
             }
         }
-        let nanos = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0);
+        let nanos = at.timestamp_nanos_opt().unwrap_or(0);
         let name = format!("{}.{:x}", meta::name(obj), nanos);
         let mut involved = json!({
             "kind": obj.get("kind").cloned().unwrap_or(Value::Null),

@@ -22,6 +22,11 @@ pub struct Internal {
 }
 
 impl Internal {
+    /// The cluster's one clock (the API server's).
+    pub fn clock(&self) -> &crate::timing::SimClock {
+        self.api.clock()
+    }
+
     pub fn new(api: Arc<ApiServer>, manager: &str) -> Self {
         Internal {
             api,
@@ -106,6 +111,90 @@ impl Internal {
         Ok(self.api.create(&rt, ns, obj, &self.opts())?.object)
     }
 
+    /// PUT of the main resource (client-go's Update): the object as read, changed; a
+    /// resourceVersion that moved on is a 409.
+    pub fn update(
+        &self,
+        group: &str,
+        plural: &str,
+        ns: &str,
+        name: &str,
+        obj: Value,
+    ) -> ApiResult<Arc<Value>> {
+        self.connect()?;
+        let rt = self.rt(group, plural)?;
+        Ok(self
+            .api
+            .update(&rt, ns, name, None, obj, &self.opts())?
+            .object)
+    }
+
+    /// PUT of the status subresource (client-go's UpdateStatus).
+    pub fn update_status(
+        &self,
+        group: &str,
+        plural: &str,
+        ns: &str,
+        name: &str,
+        obj: Value,
+    ) -> ApiResult<Arc<Value>> {
+        self.connect()?;
+        let rt = self.rt(group, plural)?;
+        Ok(self
+            .api
+            .update(&rt, ns, name, Some("status"), obj, &self.opts())?
+            .object)
+    }
+
+    /// Strategic merge patch of the main resource.
+    pub fn strategic(
+        &self,
+        group: &str,
+        plural: &str,
+        ns: &str,
+        name: &str,
+        patch: &Value,
+    ) -> ApiResult<Arc<Value>> {
+        self.connect()?;
+        let rt = self.rt(group, plural)?;
+        Ok(self
+            .api
+            .patch(
+                &rt,
+                ns,
+                name,
+                None,
+                PatchType::Strategic,
+                patch,
+                &self.opts(),
+            )?
+            .object)
+    }
+
+    /// Server-side apply of the status subresource by `manager`, forced (client-go's
+    /// ApplyStatus with `Force: true`).
+    pub fn apply_status(
+        &self,
+        group: &str,
+        plural: &str,
+        ns: &str,
+        name: &str,
+        body: &Value,
+        manager: &str,
+    ) -> ApiResult<Arc<Value>> {
+        self.connect()?;
+        let rt = self.rt(group, plural)?;
+        let opts = WriteOptions {
+            field_manager: Some(manager.to_string()),
+            force: true,
+            ..Default::default()
+        };
+        Ok(self
+            .api
+            .patch(&rt, ns, name, Some("status"), PatchType::Apply, body, &opts)?
+            .object)
+    }
+
     /// JSON merge patch of the main resource.
     pub fn merge(
         &self,
@@ -155,8 +244,11 @@ impl Internal {
     ) -> ApiResult<bool> {
         self.connect()?;
         let rt = self.rt(group, plural)?;
+        // The controllers name their propagation (background: the cronjob, job, replicaset and
+        // garbage collector controllers' deletes), so a kind's orphan default does not apply.
         let opts = DeleteOptions {
             grace_period_seconds: grace,
+            propagation: Some(crate::apiserver::store::Propagation::Background),
             ..Default::default()
         };
         match self.api.delete(&rt, ns, name, &opts)? {

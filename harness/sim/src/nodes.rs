@@ -1,14 +1,13 @@
 //! The Node objects a simulated node registers, shaped like a kubelet's registration.
 
-use crate::timing;
 use serde_json::{json, Value};
 
 /// Kubelet version the simulated nodes report.
 pub const KUBELET_VERSION: &str = "v1.35.0";
 
-/// A Ready node as a kubelet registers it. `index` makes addresses unique.
-pub fn node_object(name: &str, index: usize, control_plane: bool) -> Value {
-    let now = timing::now_rfc3339();
+/// A Ready node as a kubelet registers it. `index` makes addresses unique; `now` is the
+/// cluster clock's time (the conditions' heartbeat and transition).
+pub fn node_object(name: &str, index: usize, control_plane: bool, now: &str) -> Value {
     let mut labels = json!({
         "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
         "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",

@@ -117,21 +117,33 @@ impl SimServer {
         if !is_loopback(opts.bind.ip()) {
             bail!("refusing to bind the simulated API server to {}: only loopback addresses are allowed", opts.bind.ip());
         }
-        let api = ApiServer::with_options(opts.watch_history, opts.api.clone());
+        // The cluster's one clock starts now, reading what the given timing's clock reads: the
+        // wall clock's time unless a test set it (`SimClock::starting_at`). A clock of its own,
+        // so that clusters started from one `Timing` freeze apart.
+        let given = opts
+            .cluster
+            .as_ref()
+            .map(|c| c.timing.clock.now())
+            .unwrap_or_else(chrono::Utc::now);
+        let clock = crate::timing::SimClock::starting_at(given);
+        let api = ApiServer::with_options(opts.watch_history, clock.clone(), opts.api.clone());
         let token = opts.token.clone().unwrap_or_else(random_token);
         let listener = TcpListener::bind(opts.bind)
             .await
             .with_context(|| format!("binding {}", opts.bind))?;
         let addr = listener.local_addr()?;
-        let timing = opts
-            .cluster
-            .as_ref()
-            .map(|c| c.timing.clone())
-            .unwrap_or_default();
+        let timing = Timing {
+            clock,
+            ..opts
+                .cluster
+                .as_ref()
+                .map(|c| c.timing.clone())
+                .unwrap_or_default()
+        };
         let mut tasks = if opts.controller_manager {
             controllers::start(api.clone(), timing.clone())
         } else {
-            vec![tokio::spawn(controllers::run_apiserver_loops(api.clone()))]
+            controllers::start_apiserver_only(api.clone(), timing.clone())
         };
         tasks.push(tokio::spawn(crate::apiserver::event_ttl::run(
             api.clone(),
@@ -189,6 +201,24 @@ impl SimServer {
             tasks,
             router,
         })
+    }
+
+    /// The cluster's one clock (every timestamp it writes or prints reads it).
+    pub fn clock(&self) -> &crate::timing::SimClock {
+        self.api.clock()
+    }
+
+    /// Freeze the cluster: its clock stops and its loops (kubelets and their PLEG, the
+    /// scheduler, the controllers, the storage loops, the Event TTL) make no progress until
+    /// `thaw`; the API goes on serving, and what clients write is stored for the loops to act on
+    /// then. Returns once the passes under way have ended.
+    pub async fn freeze(&self) {
+        self.clock().freeze().await
+    }
+
+    /// Undo `freeze`: the clock goes on from where it stopped.
+    pub fn thaw(&self) {
+        self.clock().thaw()
     }
 
     pub fn url(&self) -> String {
@@ -335,17 +365,57 @@ pub(crate) fn bootstrap(api: &ApiServer, nodes: &[String]) -> Result<()> {
     )
     .map_err(anyhow::Error::msg)?;
     crate::apiserver::auth::bootstrap::create_defaults(api)?;
+    // API Priority and Fairness's mandatory and suggested configuration, as kube-apiserver's
+    // config producer creates it at start (pkg/registry/flowcontrol/ensurer).
+    let apf = WriteOptions {
+        field_manager: Some("api-priority-and-fairness-config-producer-v1".into()),
+        ..Default::default()
+    };
+    for obj in crate::apiserver::apf_bootstrap_objects() {
+        let plural = match obj["kind"].as_str() {
+            Some("FlowSchema") => "flowschemas",
+            _ => "prioritylevelconfigurations",
+        };
+        let rt = api
+            .resource("flowcontrol.apiserver.k8s.io", "v1", plural)
+            .map_err(anyhow::Error::msg)?;
+        api.create(&rt, "", obj, &apf).map_err(anyhow::Error::msg)?;
+    }
     let node_rt = api
         .resource("", "v1", "nodes")
         .map_err(anyhow::Error::msg)?;
     for (i, name) in nodes.iter().enumerate() {
-        api.create(
-            &node_rt,
-            "",
-            crate::nodes::node_object(name, i, false),
-            &opts,
-        )
-        .map_err(anyhow::Error::msg)?;
+        let created = api
+            .create(
+                &node_rt,
+                "",
+                crate::nodes::node_object(name, i, false, &api.clock().now_rfc3339()),
+                &opts,
+            )
+            .map_err(anyhow::Error::msg)?;
+        // These nodes stand for ones registered long ago and Ready: the node lifecycle
+        // controller's NoSchedule pass has taken off the not-ready taint admission gave them.
+        let mut node = (*created.object).clone();
+        if let Some(spec) = node
+            .get_mut("spec")
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            let kept: Vec<serde_json::Value> = spec
+                .get("taints")
+                .and_then(serde_json::Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|t| t["key"] != "node.kubernetes.io/not-ready")
+                .cloned()
+                .collect();
+            if kept.is_empty() {
+                spec.remove("taints");
+            } else {
+                spec.insert("taints".into(), json!(kept));
+            }
+        }
+        api.update_internal(&node_rt, node)
+            .map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }

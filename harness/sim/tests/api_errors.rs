@@ -116,15 +116,7 @@ async fn bad_requests_get_status_and_change_nothing() {
     .await;
     assert_status(&unknown_group, 404, "NotFound");
 
-    let not_acceptable = send(
-        &client,
-        Method::GET,
-        cms,
-        None,
-        Some("application/vnd.kubernetes.protobuf"),
-        b"",
-    )
-    .await;
+    let not_acceptable = send(&client, Method::GET, cms, None, Some("text/html"), b"").await;
     assert_status(&not_acceptable, 406, "NotAcceptable");
 
     let stale = send(&client, Method::PUT, &format!("{cms}/keep"), Some("application/json"), None, br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"keep","resourceVersion":"1"},"data":{"a":"2"}}"#).await;

@@ -352,24 +352,46 @@ async fn a_deployment_rolls_out_and_its_service_gets_endpoints() {
     .await;
 }
 
+/// A CronJob schedules on the cluster's clock, a calendar that `timeScale` does not speed up
+/// (a schedule is no duration): the clock is set two seconds before a minute, as upstream's tests
+/// set a fake clock, so `* * * * *` fires at once. Three older complete Jobs of the CronJob
+/// make its history exceed the limit of two.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cronjob_runs_on_the_sim_clock_and_keeps_its_history_limit() {
+async fn a_cronjob_runs_on_the_cluster_clock_and_keeps_its_history_limit() {
     use k8s_openapi::api::batch::v1::CronJob;
-    let (_c, client) = full_cluster(1).await;
+    let minute = (chrono::Utc::now().timestamp() / 60 + 1) * 60;
+    let timing = Timing {
+        clock: faultline_sim::timing::SimClock::starting_at(
+            chrono::DateTime::from_timestamp(minute - 2, 0).unwrap(),
+        ),
+        ..Timing::scaled(SCALE)
+    };
+    let c = TestCluster::start_with(SimOptions::full(1, timing)).await;
+    let client = c.client().await;
     let cjs: Api<CronJob> = Api::namespaced(client.clone(), "default");
-    // Every minute of simulated time is 1.2 s here.
+    let template = json!({"spec": {"template": {
+        "metadata": {"annotations": {"sim.faultline.dev/exit-after": "1s"}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "tick", "image": "busybox:1.36"}]}}}});
     let cj: CronJob = serde_json::from_value(json!({
         "metadata": {"name": "tick"},
-        "spec": {"schedule": "* * * * *", "successfulJobsHistoryLimit": 2, "jobTemplate": {"spec": {"template": {
-            "metadata": {"annotations": {"sim.faultline.dev/exit-after": "1s"}},
-            "spec": {"restartPolicy": "Never", "containers": [{"name": "tick", "image": "busybox:1.36"}]}}}}}
+        "spec": {"schedule": "* * * * *", "successfulJobsHistoryLimit": 2, "jobTemplate": template}
     }))
     .unwrap();
-    cjs.create(&PostParams::default(), &cj).await.unwrap();
+    let cj = cjs.create(&PostParams::default(), &cj).await.unwrap();
     let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    for i in 1..=3 {
+        let old: Job = serde_json::from_value(json!({
+            "metadata": {"name": format!("tick-old-{i}"), "ownerReferences": [{
+                "apiVersion": "batch/v1", "kind": "CronJob", "name": "tick",
+                "uid": cj.metadata.uid.clone().unwrap(), "controller": true}]},
+            "spec": template["spec"].clone()
+        }))
+        .unwrap();
+        jobs.create(&PostParams::default(), &old).await.unwrap();
+    }
     eventually(
-        60,
-        "four jobs scheduled and the history trimmed",
+        30,
+        "a job scheduled at the minute and the history trimmed",
         || async {
             let events = events_for(&client, "tick").await;
             let created = events
@@ -378,16 +400,24 @@ async fn a_cronjob_runs_on_the_sim_clock_and_keeps_its_history_limit() {
                 .count();
             let deleted = events
                 .iter()
-                .filter(|(r, m)| r == "SuccessfulDelete" && m.starts_with("Deleted job tick-"))
+                .filter(|(r, m)| r == "SuccessfulDelete" && m.starts_with("Deleted job tick-old-"))
                 .count();
-            (created >= 4 && deleted >= 1).then_some(())
+            (created >= 1 && deleted >= 2).then_some(())
         },
     )
     .await;
     let cj = cjs.get("tick").await.unwrap();
     let st = cj.status.unwrap();
-    assert!(st.last_schedule_time.is_some() && st.last_successful_time.is_some());
-    // A job that has just completed is trimmed on the controller's next pass.
+    assert_eq!(
+        st.last_schedule_time.map(|t| t.0.as_second()),
+        Some(minute),
+        "scheduled at the minute of the cluster's clock"
+    );
+    let cj_created = cj.metadata.creation_timestamp.unwrap().0.as_second();
+    assert!(
+        (minute - 3..minute).contains(&cj_created),
+        "the CronJob was created on the same clock, just before the minute: {cj_created}"
+    );
     let left = eventually(
         20,
         "at most successfulJobsHistoryLimit (2) complete jobs",
@@ -404,22 +434,35 @@ async fn a_cronjob_runs_on_the_sim_clock_and_keeps_its_history_limit() {
         },
     )
     .await;
-    for j in &left {
+    let scheduled: Vec<&Job> = left
+        .iter()
+        .filter(|j| {
+            j.annotations()
+                .contains_key("batch.kubernetes.io/cronjob-scheduled-timestamp")
+        })
+        .collect();
+    assert!(!scheduled.is_empty(), "the scheduled job is kept");
+    for j in scheduled {
         let name = j.metadata.name.clone().unwrap();
         let minutes: i64 = name.strip_prefix("tick-").unwrap().parse().unwrap();
-        let scheduled = j
+        let at = j
             .annotations()
             .get("batch.kubernetes.io/cronjob-scheduled-timestamp")
             .unwrap();
         assert_eq!(
-            chrono::DateTime::parse_from_rfc3339(scheduled)
+            chrono::DateTime::parse_from_rfc3339(at)
                 .unwrap()
-                .timestamp()
-                / 60,
-            minutes,
+                .timestamp(),
+            minute,
             "{name}"
         );
+        assert_eq!(minutes, minute / 60, "{name}");
     }
+    eventually(20, "the scheduled job seen complete", || async {
+        let st = cjs.get("tick").await.ok()?.status?;
+        st.last_successful_time.map(|_| ())
+    })
+    .await;
     let events = events_for(&client, "tick").await;
     assert!(
         events

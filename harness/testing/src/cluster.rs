@@ -110,6 +110,11 @@ impl ClusterBuilder {
             server.api.clone(),
             server.faults.clone(),
         );
+        // The cluster's one clock is the server's (started with it).
+        let timing = Timing {
+            clock: server.clock().clone(),
+            ..timing
+        };
         Ok(Cluster {
             server,
             operations,
@@ -197,7 +202,7 @@ impl Cluster {
         self.seed
     }
 
-    /// The durations of the simulated components and the nominal clock.
+    /// The durations of the simulated components and the cluster's clock (`timing().clock`).
     pub fn timing(&self) -> &Timing {
         &self.timing
     }

@@ -22,7 +22,7 @@ pub struct Measured<T> {
     pub value: T,
     /// Wall-clock time the wait took.
     pub wall: Duration,
-    /// The same span on the cluster's nominal clock (`wall / time_scale`): what a real cluster
+    /// The same span in nominal time (`wall / time_scale`): what a real cluster
     /// would have taken.
     pub nominal: Duration,
 }

@@ -371,11 +371,13 @@ async fn start_in(opts: &Options, bin_dir: &Path) -> Result<ControlPlane> {
     let admin = certs::token();
     let kcm = certs::token();
     let sched = certs::token();
-    // --token-auth-file: token,user,uid,"group,..."
+    // --token-auth-file: token,user,uid,"group,..."; the admin is the sim's (kubeadm's admin
+    // name, no uid, system:masters), so what the apiserver records of the requester (a
+    // CertificateSigningRequest's spec.username, groups) is the same on both sides.
     write(
         &p("tokens.csv"),
         &format!(
-            "{admin},faultline-admin,faultline-admin,\"system:masters\"\n\
+            "{admin},kubernetes-admin,,\"system:masters\"\n\
              {kcm},system:kube-controller-manager,system:kube-controller-manager\n\
              {sched},system:kube-scheduler,system:kube-scheduler\n"
         ),

@@ -46,7 +46,6 @@ pub fn sim_options(f: &flags::ApiServerFlags, extras: &Extras) -> SimOptions {
         api: ApiServerOptions {
             service_cidr: f.service_cidr.clone(),
             service_account_admission: f.service_account_admission,
-            taint_nodes_by_condition: true,
         },
         tls: Some(f.tls.clone()),
         controller_manager: extras.controllers,

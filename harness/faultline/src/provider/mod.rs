@@ -63,8 +63,22 @@ pub enum ControllerMode {
     InCluster,
 }
 
+/// A cluster that can be held still while a scenario is paused: its clock and every loop of
+/// it stop (the API goes on serving). Only the in-process sim can.
+pub trait Freeze: Send + Sync {
+    /// Stop the cluster; returns once what was under way has ended.
+    fn freeze(&self) -> BoxFuture<'_, ()>;
+    fn thaw(&self);
+    /// The cluster's clock now (a frozen one stands), as its timestamps and logs show it.
+    fn now(&self) -> chrono::DateTime<chrono::Utc>;
+}
+
 pub trait Cluster: Send + Sync {
     fn kubeconfig(&self) -> &Path;
+    /// How to freeze this cluster while paused, if it can be.
+    fn freezer(&self) -> Option<Arc<dyn Freeze>> {
+        None
+    }
     fn node_ops(&self) -> Arc<dyn NodeOps>;
     fn controller_mode(&self) -> ControllerMode;
     /// Tear the cluster down. `keep`: leave it running for inspection (`--keep-cluster`); a

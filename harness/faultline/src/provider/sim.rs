@@ -103,9 +103,27 @@ pub struct SimProviderCluster {
     node_ops: Arc<dyn NodeOps>,
 }
 
+/// The sim's one clock: freezing it stops the whole simulated cluster.
+impl Freeze for faultline_sim::timing::SimClock {
+    fn freeze(&self) -> BoxFuture<'_, ()> {
+        Box::pin(faultline_sim::timing::SimClock::freeze(self))
+    }
+    fn thaw(&self) {
+        faultline_sim::timing::SimClock::thaw(self)
+    }
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        faultline_sim::timing::SimClock::now(self)
+    }
+}
+
 impl Cluster for SimProviderCluster {
     fn kubeconfig(&self) -> &Path {
         &self.kubeconfig
+    }
+    fn freezer(&self) -> Option<Arc<dyn Freeze>> {
+        self.server
+            .as_ref()
+            .map(|s| Arc::new(s.clock().clone()) as Arc<dyn Freeze>)
     }
     fn node_ops(&self) -> Arc<dyn NodeOps> {
         self.node_ops.clone()

@@ -40,6 +40,8 @@ pub(super) struct Place {
     pub seed: u64,
     /// The faultline binary, exported to scripts as $FAULTLINE.
     pub faultline_bin: PathBuf,
+    /// How to freeze the cluster while paused (sim only).
+    pub freezer: Option<Arc<dyn crate::provider::Freeze>>,
 }
 
 /// What expectations observe.
@@ -192,6 +194,8 @@ impl StepRunner {
     }
 
     /// Hold here (the cluster, controller and faults stay as they are) until the user continues.
+    /// A cluster that can be frozen is, so that what failed is still there when looked at: its
+    /// clock and loops stand until the hold ends (however it ends).
     pub async fn pause(&self, why: String) {
         let Some(p) = &self.pausing.policy.pauser else {
             return;
@@ -199,6 +203,21 @@ impl StepRunner {
         self.observed
             .timeline
             .record(EntryKind::Step, format!("paused: {why}"));
+        /// Thaws the cluster when the hold ends, also when it is dropped (a scenario stopped
+        /// while paused), so that its clean-up runs on a live cluster.
+        struct Frozen(Arc<dyn crate::provider::Freeze>);
+        impl Drop for Frozen {
+            fn drop(&mut self) {
+                self.0.thaw();
+            }
+        }
+        let frozen = match &self.place.freezer {
+            Some(f) => {
+                f.freeze().await;
+                Some(Frozen(f.clone()))
+            }
+            None => None,
+        };
         let info = PauseInfo {
             scenario: self.place.scenario.clone(),
             why,
@@ -206,10 +225,13 @@ impl StepRunner {
             kubeconfig: self.place.kubeconfig.clone(),
             nodes: self.place.nodes.clone(),
             active_faults: self.faults.active_summaries(),
+            timeline: self.observed.timeline.entries(),
+            frozen_at: frozen.as_ref().map(|f| f.0.now()),
         };
         let began = Instant::now();
         self.pausing.paused.send_replace(true);
         p.hold(info).await;
+        drop(frozen);
         *self.pausing.paused_total.lock() += began.elapsed();
         self.pausing.paused.send_replace(false);
         self.observed.timeline.record(EntryKind::Step, "resumed");

@@ -46,10 +46,15 @@ pub struct PauseInfo {
     pub nodes: Vec<String>,
     /// Faults injected and not healed yet, as the timeline shows them.
     pub active_faults: Vec<String>,
+    /// The scenario's timeline up to the pause (the failing expectation's verdict last).
+    pub timeline: Vec<crate::timeline::Entry>,
+    /// When the cluster is frozen while paused (sim): its clock, which stands at this time.
+    pub frozen_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-/// Holds a scenario in place (`--pause-on-failure`, `--pause-at`) until the user continues;
-/// everything else - the cluster, the controller, the faults, watches - goes on meanwhile.
+/// Holds a scenario in place (`--pause-on-failure`, `--pause-at`) until the user continues.
+/// A cluster that can be frozen (sim: `provider::Freeze`) is frozen meanwhile; on the others
+/// the cluster goes on. The controller under test goes on running in both.
 pub trait Pauser: Send + Sync {
     fn hold<'a>(&'a self, info: PauseInfo) -> BoxFuture<'a, ()>;
 }

@@ -207,7 +207,7 @@ impl<'a> ScenarioRun<'a> {
             Some(e) => StepsEnd::NotRun(e),
             None => self.steps(&runner, steps, abort_rx).await,
         };
-        // Pause at the failing moment: faults active, controller running.
+        // Pause at the failing moment: faults active, controller running, a sim frozen.
         if self.options.pause.on_failure {
             if let Some(why) = end.pause_reason() {
                 runner.pause(why).await;
@@ -608,6 +608,7 @@ impl<'a> ScenarioRun<'a> {
                 .collect(),
             seed: self.options.seed,
             faultline_bin: self.options.faultline_bin.clone(),
+            freezer: up.cluster.freezer(),
         }
     }
 }

@@ -26,9 +26,9 @@ use testcontainers::bollard::models::{
 };
 use testcontainers::bollard::query_parameters::{
     CreateImageOptionsBuilder, InspectContainerOptions, InspectNetworkOptions,
-    KillContainerOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
-    RemoveVolumeOptionsBuilder, RestartContainerOptionsBuilder, StartContainerOptions,
-    StopContainerOptionsBuilder,
+    KillContainerOptionsBuilder, ListImagesOptionsBuilder, LogsOptionsBuilder,
+    RemoveContainerOptionsBuilder, RemoveVolumeOptionsBuilder, RestartContainerOptionsBuilder,
+    StartContainerOptions, StopContainerOptionsBuilder,
 };
 use testcontainers::bollard::Docker;
 use testcontainers::core::{AccessMode, CgroupnsMode, IntoContainerPort, Mount};
@@ -127,6 +127,35 @@ impl TestcontainersExecutor {
             .await
             .map(|_| ())
             .with_context(|| format!("the Docker engine at {} does not answer", self.endpoint))
+    }
+
+    /// The newest real node image in the engine's store (`ci/node-image/build-real.sh` builds
+    /// it: `faultline-node:<version>-real-<hash>`), or None. The default node image of a run
+    /// that names none: one built here is preferred to pulling kindest/node.
+    pub async fn local_real_node_image(&self) -> Result<Option<String>> {
+        use crate::versions::{REAL_NODE_IMAGE_REPO, REAL_NODE_IMAGE_TAG_MARK};
+        let filters = HashMap::from([("reference", vec![format!("{REAL_NODE_IMAGE_REPO}:*")])]);
+        let images = self
+            .docker
+            .list_images(Some(
+                ListImagesOptionsBuilder::new().filters(&filters).build(),
+            ))
+            .await
+            .with_context(|| {
+                format!("listing the Docker engine's {REAL_NODE_IMAGE_REPO} images")
+            })?;
+        Ok(images
+            .into_iter()
+            .flat_map(|i| i.repo_tags.into_iter().map(move |t| (i.created, t)))
+            .filter(|(_, t)| {
+                t.strip_prefix(REAL_NODE_IMAGE_REPO)
+                    .and_then(|r| r.strip_prefix(':'))
+                    .is_some_and(|tag| {
+                        tag.starts_with('v') && tag.contains(REAL_NODE_IMAGE_TAG_MARK)
+                    })
+            })
+            .max()
+            .map(|(_, t)| t))
     }
 
     async fn is_connected(&self, network: &str, container: &str) -> Result<bool> {

@@ -30,6 +30,26 @@ pub fn connect_engine() -> Result<std::sync::Arc<dyn Executor>> {
     bail!("{NO_ENGINE_CLIENT}")
 }
 
+/// The newest real node image in the engine's store
+/// ([`docker::TestcontainersExecutor::local_real_node_image`]): a run's default node image when
+/// it names none. None without an engine client, without an engine, or without such an image
+/// (then the pinned kindest/node is the default, as before).
+pub async fn local_real_node_image() -> Option<String> {
+    #[cfg(feature = "docker")]
+    {
+        docker::TestcontainersExecutor::connect()
+            .ok()?
+            .local_real_node_image()
+            .await
+            .ok()
+            .flatten()
+    }
+    #[cfg(not(feature = "docker"))]
+    {
+        None
+    }
+}
+
 /// What a build without the `docker` feature answers when a Docker engine is needed.
 pub const NO_ENGINE_CLIENT: &str = "this faultline binary was built without the Docker engine client (the `docker` feature, which `bash ci/pack.sh` leaves out to build faster); build it with `cargo build -p faultline` (default features) to use the kind provider or `faultline cleanup`";
 

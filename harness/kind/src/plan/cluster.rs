@@ -186,9 +186,8 @@ pub fn validate(input: &ClusterPlanInput) -> Result<(), PlanError> {
             input.cluster_name
         )));
     }
-    let (_, tag) = crate::versions::split_image(&input.node_image);
-    let image_version = tag.split('@').next().unwrap_or(tag);
-    if image_version.starts_with('v') && image_version != input.kubernetes_version {
+    let image_version = crate::versions::kubernetes_version_of_image(&input.node_image);
+    if let Some(image_version) = image_version.filter(|v| *v != input.kubernetes_version) {
         return Err(PlanError(format!(
             "node image {} is Kubernetes {image_version}, but kubernetesVersion is {}: kubeadm can only install the version its node image ships",
             input.node_image, input.kubernetes_version
@@ -269,9 +268,12 @@ pub fn cluster_plan(
     }
     let kubeadm_init = up.len();
     up.push(Step::node(
-        "kubeadm init on the control plane (preflight skipped: its kernel and swap checks do not apply in a container)",
+        "kubeadm init on the control plane",
         &cp.name,
-        format!("kubeadm init --config={KUBEADM_CONFIG_PATH} --skip-phases=preflight --skip-token-print --v=6"),
+        format!(
+            "kubeadm init --config={KUBEADM_CONFIG_PATH} {} --skip-token-print --v=6",
+            kubeadm::IGNORE_PREFLIGHT
+        ),
     ));
     up.push(Step::node(
         "CNI: the node image's kindnet manifest with this cluster's pod subnet",
@@ -293,7 +295,10 @@ pub fn cluster_plan(
         up.push(Step::node(
             format!("kubeadm join {}", w.name),
             &w.name,
-            format!("kubeadm join --config={KUBEADM_CONFIG_PATH} --skip-phases=preflight --v=6"),
+            format!(
+                "kubeadm join --config={KUBEADM_CONFIG_PATH} {} --v=6",
+                kubeadm::IGNORE_PREFLIGHT
+            ),
         ));
     }
     if input.workers().count() == 0 {
@@ -536,6 +541,22 @@ mod tests {
     use crate::input::NodeInput;
     use crate::plan::container::MountKind;
 
+    #[test]
+    fn a_node_image_whose_tag_names_another_version_than_asked_is_refused() {
+        let cp = || vec![NodeInput::control_plane("cp")];
+        let real = ClusterPlanInput::new("x", cp())
+            .with_node_image(Some("faultline-node:v1.35.4-real-4b1cb1d73f078d9c"));
+        assert!(validate(&real).is_ok());
+        let env = |k: &str| match k {
+            "FAULTLINE_KIND_NODE_IMAGE" => Some("faultline-node:v1.35.4-real-abc".to_string()),
+            "FAULTLINE_KIND_KUBERNETES_VERSION" => Some("v1.35.5".to_string()),
+            _ => None,
+        };
+        let mismatched = ClusterPlanInput::new("x", cp()).with_env_from(env);
+        let e = validate(&mismatched).unwrap_err();
+        assert!(e.0.contains("is Kubernetes v1.35.4"), "{e}");
+    }
+
     fn input() -> ClusterPlanInput {
         ClusterPlanInput::new(
             "stale-csi-mount",
@@ -677,7 +698,7 @@ mod tests {
             "docker save --output /tmp/fl/images/workspace-controller_ci.tar workspace-controller:ci",
             "docker network create",
             "docker run --detach",
-            "kubeadm init --config=/kind/kubeadm.conf --skip-phases=preflight",
+            "kubeadm init --config=/kind/kubeadm.conf --ignore-preflight-errors=SystemVerification",
             "/kind/manifests/default-cni.yaml",
             "docker exec stale-csi-mount-worker-01 sh -c 'kubeadm join --config=/kind/kubeadm.conf",
             "wait --for=condition=Ready nodes --all",

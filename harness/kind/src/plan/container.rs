@@ -23,6 +23,10 @@ pub const KUBEADM_CONFIG_PATH: &str = "/kind/kubeadm.conf";
 /// files would not).
 pub const IMAGES_DIR: &str = "/faultline/images";
 
+/// The CSI driver of the real node image's default storage (`ci/node-image/build-real.sh`,
+/// `/kind/manifests/default-storage.yaml`): the driver faults name on clusters without Longhorn.
+pub const NODE_IMAGE_CSI_DRIVER: &str = "hostpath.csi.faultline.dev";
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub enum MountKind {
     Bind,

@@ -269,7 +269,13 @@ pub fn plan_fault(op: &NodeOperation, ctx: &FaultContext) -> Result<FaultPlan, U
     };
     Ok(match op {
         NodeOperation::StaleDeviceMount(s) => {
-            needs_longhorn()?;
+            // Longhorn's driver, else the real node image's CSI driver (its volume handles are
+            // PV names too); a cluster with neither has no globalmount and the inject says so.
+            let driver = if ctx.longhorn {
+                DRIVER
+            } else {
+                crate::plan::container::NODE_IMAGE_CSI_DRIVER
+            };
             let n = &s.node;
             let mut inject = vec![];
             let pv_expr = match &s.volume {
@@ -301,7 +307,7 @@ pub fn plan_fault(op: &NodeOperation, ctx: &FaultContext) -> Result<FaultPlan, U
             };
             let key = stale_key(&s.volume);
             let hold = format!("{STALE_DIR}/{key}");
-            let root = format!("/var/lib/kubelet/plugins/kubernetes.io/csi/{DRIVER}");
+            let root = format!("/var/lib/kubelet/plugins/kubernetes.io/csi/{driver}");
             inject.push(Step::node(
                 format!("bind-mount the globalmount of {pv_expr} on {n}, so UnmountDevice finds another reference"),
                 n,
@@ -985,6 +991,29 @@ mod tests {
         .unwrap();
         assert!(scripts(&p.inject).contains("docker stop --time 30 fl-w"));
         assert!(!scripts(&p.inject).contains("docker start"));
+    }
+
+    #[test]
+    fn a_stale_device_mount_without_longhorn_holds_the_node_images_csi_globalmount() {
+        let op = NodeOperation::StaleDeviceMount(stale("w", VolumeRef::Pv("pvc-1".into())));
+        let plain = plan_fault(
+            &op,
+            &FaultContext {
+                longhorn: false,
+                ..kind_ctx()
+            },
+        )
+        .unwrap();
+        assert!(
+            scripts(&plain.inject).contains(
+                "root=/var/lib/kubelet/plugins/kubernetes.io/csi/hostpath.csi.faultline.dev"
+            ),
+            "{:?}",
+            plain.inject
+        );
+        let longhorn = plan_fault(&op, &kind_ctx()).unwrap();
+        assert!(scripts(&longhorn.inject)
+            .contains("root=/var/lib/kubelet/plugins/kubernetes.io/csi/driver.longhorn.io"));
     }
 
     #[test]

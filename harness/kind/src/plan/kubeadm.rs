@@ -10,6 +10,14 @@ use serde::{Deserialize, Serialize};
 pub const KUBEADM_API: &str = "kubeadm.k8s.io/v1beta4";
 pub const CRI_SOCKET: &str = "unix:///run/containerd/containerd.sock";
 
+/// The one preflight check `kubeadm init`/`join` may fail: SystemVerification, on a host that
+/// mounts cgroup v1 (this sandbox's). kubeadm v1.35 makes that an error ("cgroups v1 support is
+/// deprecated ... To explicitly enable cgroups v1 support for kubelet v1.35 or newer, you must
+/// set the kubelet configuration option 'FailCgroupV1' to 'false'. You must also explicitly
+/// skip this validation."), with [`KubeletConfiguration::fail_cgroup_v1`] false beside it. Every
+/// other check runs (image presence, ports, swap, containerd's CRI).
+pub const IGNORE_PREFLIGHT: &str = "--ignore-preflight-errors=SystemVerification";
+
 /// v1beta4 spells extra arguments as a list of name/value pairs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Arg {
@@ -87,6 +95,11 @@ pub struct KubeletConfiguration {
     pub cgroup_driver: String,
     pub cgroup_root: String,
     pub fail_swap_on: bool,
+    /// false: run on a cgroup v1 host too. Kubelet v1.35 refuses cgroup v1 by default (KEP-5573,
+    /// `failCgroupV1` defaults to true); kind nodes inherit the host's cgroup version, and this
+    /// sandbox's host mounts v1. Has no effect on a cgroup v2 host.
+    #[serde(rename = "failCgroupV1")]
+    pub fail_cgroup_v1: bool,
     #[serde(rename = "imageGCHighThresholdPercent")]
     pub image_gc_high_threshold_percent: u8,
     /// Thresholds at 0%: a developer's nearly full disk must not evict the scenario's pods.
@@ -205,6 +218,7 @@ pub fn control_plane_docs(
         cgroup_driver: "systemd".into(),
         cgroup_root: "/kubelet".into(),
         fail_swap_on: false,
+        fail_cgroup_v1: false,
         image_gc_high_threshold_percent: 100,
         eviction_hard: [
             ("imagefs.available", "0%"),
@@ -352,6 +366,7 @@ mod tests {
             "controlPlaneEndpoint:",
             "imageGCHighThresholdPercent: 100",
             "cgroupDriver: systemd",
+            "failCgroupV1: false",
             "maxPerCore: 0",
             "criSocket:",
             "podSubnet:",

@@ -220,13 +220,13 @@ pub const EXTRAS: &[Extra] = extras![
     "" "Event" short &["ev"], cat &[], subs &[];
     "" "LimitRange" short &["limits"], cat &[], subs &[];
     "" "Namespace" short &["ns"], cat &[], subs &["status", "finalize"];
-    "" "Node" short &["no"], cat &[], subs STATUS;
+    "" "Node" short &["no"], cat &[], subs &["status", "proxy"];
     "" "PersistentVolume" short &["pv"], cat &[], subs STATUS;
     "" "PersistentVolumeClaim" short &["pvc"], cat &[], subs STATUS;
-    "" "Pod" short &["po"], cat ALL, subs &["status", "log", "eviction", "binding", "ephemeralcontainers", "exec", "attach", "portforward"];
+    "" "Pod" short &["po"], cat ALL, subs &["status", "log", "eviction", "binding", "ephemeralcontainers", "exec", "attach", "portforward", "proxy", "resize"];
     "" "ReplicationController" short &["rc"], cat ALL, subs STATUS_SCALE;
     "" "ResourceQuota" short &["quota"], cat &[], subs STATUS;
-    "" "Service" short &["svc"], cat ALL, subs STATUS;
+    "" "Service" short &["svc"], cat ALL, subs &["status", "proxy"];
     "" "ServiceAccount" short &["sa"], cat &[], subs &["token"];
     "admissionregistration.k8s.io" "MutatingWebhookConfiguration" short &[], cat EXT, subs &[];
     "admissionregistration.k8s.io" "ValidatingAdmissionPolicy" short &[], cat EXT, subs STATUS;
@@ -276,23 +276,36 @@ pub fn verbs(group: &str, plural: &str, listable: bool) -> Option<&'static [&'st
     }
 }
 
-/// Whether DELETE answers with the deleted object rather than a success Status: the registries
-/// upstream that set `ReturnDeletedObject` (custom resources and all others answer a Status).
+/// Whether DELETE answers with the deleted object rather than a success Status: the 1.35
+/// registries that set `ReturnDeletedObject` (pkg/registry/*/*/storage/storage.go; custom
+/// resources and all others answer a Status).
 pub fn delete_returns_object(group: &str, plural: &str) -> bool {
     matches!(
         (group, plural),
         (
             "",
             "pods"
+                | "podtemplates"
                 | "services"
                 | "serviceaccounts"
                 | "namespaces"
-                | "nodes"
                 | "persistentvolumes"
                 | "persistentvolumeclaims"
+                | "resourcequotas"
         ) | (
             "storage.k8s.io",
-            "storageclasses" | "csidrivers" | "csinodes" | "volumeattachments"
+            "storageclasses"
+                | "csidrivers"
+                | "csinodes"
+                | "volumeattachments"
+                | "volumeattributesclasses"
+        ) | (
+            "resource.k8s.io",
+            "deviceclasses"
+                | "resourceclaims"
+                | "resourceclaimtemplates"
+                | "resourceslices"
+                | "devicetaintrules"
         )
     )
 }
@@ -320,6 +333,7 @@ pub fn subresource_verbs(sub: &str) -> &'static [&'static str] {
         "eviction" | "binding" | "token" => &["create"],
         "finalize" => &["update"],
         "exec" | "attach" | "portforward" => &["create", "get"],
+        "proxy" => &["create", "delete", "get", "patch", "update"],
         _ => &["get", "patch", "update"],
     }
 }

@@ -4,7 +4,6 @@
 use crate::apiserver::meta;
 use crate::apiserver::resources::{Registry, ResourceType};
 use crate::apiserver::status::{ApiError, ApiResult};
-use crate::apiserver::store::{Store, UpdateScope};
 use serde_json::{json, Value};
 
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
@@ -111,14 +110,25 @@ pub fn prepare(crd: &mut Value) -> ApiResult<()> {
             causes,
         ));
     }
-    if crd.pointer("/metadata/uid").is_none() {
-        let mut fins = meta::finalizers(crd);
-        if !fins.iter().any(|f| f == CLEANUP_FINALIZER) {
-            fins.push(CLEANUP_FINALIZER.into());
-            meta::set_finalizers(crd, &fins);
-        }
-    }
     Ok(())
+}
+
+/// The status a new CRD is stored with (the CRD strategy's `PrepareForCreate`): only its stored
+/// version; the naming and establishing controllers fill in the rest right after.
+pub fn initial_status(crd: &mut Value) {
+    crd["status"] = json!({"storedVersions": stored_versions(crd)});
+}
+
+fn stored_versions(crd: &Value) -> Vec<Value> {
+    crd.pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter(|v| v["storage"] == true)
+                .map(|v| v["name"].clone())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The resource types a CRD defines, one per served version.
@@ -214,7 +224,10 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
 }
 
 /// Serve the CRD's resources and report it Established (as the apiextensions controllers do).
-pub fn establish(registry: &Registry, store: &Store, crd: &Value) {
+/// Serve a written CRD's versions, and the status its naming and establishing controllers (run
+/// by kube-apiserver, as `kube-apiserver` through the status subresource) give it: None when
+/// it already has it.
+pub fn establish(registry: &Registry, crd: &Value, now: &str) -> Option<Value> {
     let group = meta::str_at(crd, "/spec/group").unwrap_or("").to_string();
     let plural = meta::str_at(crd, "/spec/names/plural")
         .unwrap_or("")
@@ -234,18 +247,17 @@ pub fn establish(registry: &Registry, store: &Store, crd: &Value) {
         .unwrap_or(false);
     let accepted_same = crd.pointer("/status/acceptedNames") == crd.pointer("/spec/names");
     if established && accepted_same {
-        return;
+        return None;
     }
-    let Some(rt) = registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else {
-        return;
-    };
     let mut next = crd.clone();
+    // apiextensions-apiserver's naming controller (status/naming_controller.go).
     meta::set_condition(
         &mut next,
         "NamesAccepted",
         "True",
         Some("NoConflicts"),
-        Some("no conflicts found for CRD names"),
+        Some("no conflicts found"),
+        now,
     );
     meta::set_condition(
         &mut next,
@@ -253,25 +265,14 @@ pub fn establish(registry: &Registry, store: &Store, crd: &Value) {
         "True",
         Some("InitialNamesAccepted"),
         Some("the initial names have been accepted"),
+        now,
     );
     next["status"]["acceptedNames"] = crd
         .pointer("/spec/names")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    let stored: Vec<Value> = crd
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter(|v| v["storage"] == true)
-                .map(|v| v["name"].clone())
-                .collect()
-        })
-        .unwrap_or_default();
-    next["status"]["storedVersions"] = json!(stored);
-    // The conditions come from a controller in the real server; failing to write them (a
-    // concurrent update) is retried on the next write of the CRD.
-    let _ = store.update(&rt, "", meta::name(crd), next, UpdateScope::Status, false);
+    next["status"]["storedVersions"] = json!(stored_versions(crd));
+    Some(next)
 }
 
 pub fn withdraw(registry: &Registry, crd: &Value) {
@@ -296,10 +297,10 @@ mod tests {
     }
 
     #[test]
-    fn valid_crd_gets_cleanup_finalizer_and_types() {
+    fn valid_crd_gets_types_and_no_finalizer_before_its_delete() {
         let mut c = workspace_crd();
         prepare(&mut c).unwrap();
-        assert_eq!(meta::finalizers(&c), vec![CLEANUP_FINALIZER.to_string()]);
+        assert!(meta::finalizers(&c).is_empty());
         let types = resource_types(&c);
         assert_eq!(types.len(), 1);
         assert!(types[0].has_status() && types[0].namespaced && types[0].custom);

@@ -4,8 +4,8 @@
 //!
 //! Modelled by a sweep rather than leases: an Event's last write is the latest of its own
 //! timestamps (creation, `lastTimestamp`, `eventTime`, `series.lastObservedTime`, which every
-//! recorder write sets), and the age is measured on the nominal clock, so at `timeScale: 0.05`
-//! an Event expires after 3 wall-clock minutes, as an hour-long incident would have it.
+//! recorder write sets), measured on the cluster's clock against the hour times `timeScale`, so
+//! at `timeScale: 0.05` an Event expires after 3 minutes, as in an hour-long incident.
 
 use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::store::DeleteOptions;
@@ -28,14 +28,16 @@ pub async fn run(api: Arc<ApiServer>, timing: Timing) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
+        let _pass = api.clock().pass().await;
         expire(&api, &timing, EVENT_TTL);
     }
 }
 
-/// Delete every Event last written more than `ttl` (nominal) ago; returns how many went.
+/// Delete every Event last written more than `ttl` (nominal, so `ttl * scale` on the cluster's
+/// clock) ago; returns how many went.
 pub fn expire(api: &ApiServer, timing: &Timing, ttl: Duration) -> usize {
-    let now = timing.now();
-    let Ok(ttl) = chrono::Duration::from_std(ttl) else {
+    let now = api.clock().now();
+    let Ok(ttl) = chrono::Duration::from_std(timing.s(ttl)) else {
         return 0;
     };
     let Some(rt) = api.registry.storage_type(&ResourceKey::new("", "events")) else {
@@ -45,11 +47,7 @@ pub fn expire(api: &ApiServer, timing: &Timing, ttl: Duration) -> usize {
     api.store
         .encodings(&ResourceKey::new("", "events"))
         .into_iter()
-        .filter(|(_, json)| {
-            last_write(json)
-                .map(|t| now - timing.on_nominal_clock(t) >= ttl)
-                .unwrap_or(false)
-        })
+        .filter(|(_, json)| last_write(json).map(|t| now - t >= ttl).unwrap_or(false))
         .filter(|((ns, name), _)| {
             api.delete_internal(&rt, ns, name, &DeleteOptions::default())
                 .is_ok()
@@ -102,8 +100,7 @@ mod tests {
     use crate::apiserver::{PatchType, WriteOptions};
     use serde_json::{json, Value};
 
-    fn event(name: &str) -> Value {
-        let now = timing::now_rfc3339();
+    fn event(name: &str, now: &str) -> Value {
         json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
                "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
                "reason": "Started", "message": "m", "type": "Normal", "count": 1, "firstTimestamp": now, "lastTimestamp": now})
@@ -125,9 +122,10 @@ mod tests {
         let stored = |name: &str| api.store.get(&events.key(), "default", name);
         // At scale 0.001 an hour is 3.6 wall-clock seconds (timestamps have 1 s resolution).
         let timing = Timing::scaled(0.001);
-        api.create(&events, "default", event("quiet"), &opts)
+        let now = || api.clock().now_rfc3339();
+        api.create(&events, "default", event("quiet", &now()), &opts)
             .unwrap();
-        api.create(&events, "default", event("repeated"), &opts)
+        api.create(&events, "default", event("repeated", &now()), &opts)
             .unwrap();
         assert_eq!(
             expire(&api, &timing, EVENT_TTL),
@@ -142,7 +140,7 @@ mod tests {
             "repeated",
             None,
             PatchType::Merge,
-            &json!({"count": 2, "lastTimestamp": timing::now_rfc3339()}),
+            &json!({"count": 2, "lastTimestamp": now()}),
             &opts,
         )
         .unwrap();

@@ -9,7 +9,6 @@ use super::selectors::LabelSelector;
 use super::status::{ApiError, ApiResult};
 use super::store::{DeleteOptions, DeleteOutcome, UpdateScope};
 use super::ApiServer;
-use crate::timing;
 use serde_json::{json, Value};
 
 impl ApiServer {
@@ -31,7 +30,7 @@ impl ApiServer {
                 return Err(ApiError::new(500, "InternalError", "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."));
             }
             if let Some(pdb) = pdbs.first() {
-                if let Some(status) = check_eviction(pdb, &pod)? {
+                if let Some(status) = check_eviction(pdb, &pod, &self.clock().now_rfc3339())? {
                     let prt = self.resource("policy", "v1", "poddisruptionbudgets")?;
                     let mut next = pdb.clone();
                     next["status"] = status;
@@ -48,6 +47,7 @@ impl ApiServer {
                 "True",
                 Some("EvictionByEvictionAPI"),
                 Some("Eviction API: evicting"),
+                &self.clock().now_rfc3339(),
             );
             self.store
                 .update(&rt, ns, name, next, UpdateScope::Any, false)?;
@@ -85,7 +85,7 @@ impl ApiServer {
 }
 
 /// DisruptionAllowed: True/SufficientPods when a disruption is allowed, else False/InsufficientPods.
-pub fn update_disruption_allowed_condition(status: &mut Value, generation: i64) {
+pub fn update_disruption_allowed_condition(status: &mut Value, generation: i64, now: &str) {
     let allowed = status["disruptionsAllowed"].as_i64().unwrap_or(0) > 0;
     let (s, reason) = if allowed {
         ("True", "SufficientPods")
@@ -99,6 +99,7 @@ pub fn update_disruption_allowed_condition(status: &mut Value, generation: i64) 
         reason,
         "",
         &[("observedGeneration", json!(generation))],
+        now,
     );
     // metav1.Condition field order: lastTransitionTime, message, observedGeneration, reason, status, type.
     if let Some(c) = status["conditions"]
@@ -123,7 +124,8 @@ pub fn update_disruption_allowed_condition(status: &mut Value, generation: i64) 
 /// What an eviction of `pod` does to the budget `pdb` (the one PDB covering it): Ok(Some(new
 /// status)) to write before deleting, Ok(None) to delete without touching the budget, Err(429)
 /// when it would violate the budget.
-pub fn check_eviction(pdb: &Value, pod: &Value) -> Result<Option<Value>, ApiError> {
+/// `now`: the cluster clock's time (disruptedPods, the condition).
+pub fn check_eviction(pdb: &Value, pod: &Value, now: &str) -> Result<Option<Value>, ApiError> {
     let name = meta::name(pdb);
     let st = |f: &str| {
         meta::at(pdb, &format!("/status/{f}"))
@@ -164,12 +166,12 @@ pub fn check_eviction(pdb: &Value, pod: &Value) -> Result<Option<Value>, ApiErro
     let allowed = st("disruptionsAllowed") - 1;
     status["disruptionsAllowed"] = json!(allowed);
     if allowed == 0 {
-        update_disruption_allowed_condition(&mut status, st("observedGeneration"));
+        update_disruption_allowed_condition(&mut status, st("observedGeneration"), now);
     }
     if !status["disruptedPods"].is_object() {
         status["disruptedPods"] = json!({});
     }
-    status["disruptedPods"][meta::name(pod)] = json!(timing::now_rfc3339());
+    status["disruptedPods"][meta::name(pod)] = json!(now);
     Ok(Some(status))
 }
 
@@ -190,7 +192,7 @@ mod tests {
             json!({"minAvailable": 2}),
             json!({"observedGeneration": 1, "currentHealthy": 2, "desiredHealthy": 2, "disruptionsAllowed": 0}),
         );
-        let e = check_eviction(&blocked, &pod(true)).unwrap_err();
+        let e = check_eviction(&blocked, &pod(true), "2026-01-02T03:04:05Z").unwrap_err();
         assert_eq!((e.code, e.reason), (429, "TooManyRequests"));
         assert_eq!(
             e.message,
@@ -204,13 +206,16 @@ mod tests {
             json!({"minAvailable": 2}),
             json!({"observedGeneration": 1, "currentHealthy": 3, "desiredHealthy": 2, "disruptionsAllowed": 1}),
         );
-        let st = check_eviction(&open, &pod(true))
+        let st = check_eviction(&open, &pod(true), "2026-01-02T03:04:05Z")
             .unwrap()
             .expect("budget decremented");
         assert_eq!(st["disruptionsAllowed"], 0);
         assert!(st["disruptedPods"]["p"].is_string());
         assert_eq!(st["conditions"][0]["reason"], "InsufficientPods");
         // An unready pod goes without spending the budget while the budget is met.
-        assert_eq!(check_eviction(&blocked, &pod(false)).unwrap(), None);
+        assert_eq!(
+            check_eviction(&blocked, &pod(false), "2026-01-02T03:04:05Z").unwrap(),
+            None
+        );
     }
 }

@@ -1,6 +1,5 @@
 //! Small helpers for reading and writing `metadata` on untyped objects.
 
-use crate::timing::now_rfc3339;
 use serde_json::{json, Map, Value};
 
 /// `Value::pointer` without its per-token allocations (it unescapes every token into a new
@@ -99,12 +98,14 @@ pub fn condition_status<'a>(obj: &'a Value, ctype: &str) -> Option<&'a str> {
 }
 
 /// Set (or replace) a condition by type, keeping lastTransitionTime when the status is unchanged.
+/// `now`: the cluster clock's time (`SimClock::now_rfc3339`).
 pub fn set_condition(
     obj: &mut Value,
     ctype: &str,
     status: &str,
     reason: Option<&str>,
     message: Option<&str>,
+    now: &str,
 ) {
     if !obj.get("status").map(Value::is_object).unwrap_or(false) {
         obj["status"] = json!({});
@@ -118,7 +119,6 @@ pub fn set_condition(
         *conds = json!([]);
     }
     let arr = conds.as_array_mut().expect("array");
-    let now = now_rfc3339();
     let mut c =
         json!({"type": ctype, "status": status, "lastProbeTime": null, "lastTransitionTime": now});
     if let Some(r) = reason {
@@ -153,11 +153,11 @@ pub fn set_status_condition(
     reason: &str,
     message: &str,
     extra: &[(&str, Value)],
+    now: &str,
 ) {
     if !status.is_object() {
         *status = json!({});
     }
-    let now = now_rfc3339();
     let conds = status
         .as_object_mut()
         .expect("object")
@@ -290,9 +290,13 @@ pub fn identical(a: &Value, b: &Value) -> bool {
 /// decoding of more than its status.
 pub fn identical_outside_status(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            same_members(x, y, &["status"], Some(&["resourceVersion"]), true)
-        }
+        (Value::Object(x), Value::Object(y)) => same_members(
+            x,
+            y,
+            &["status"],
+            Some(&["resourceVersion", "managedFields"]),
+            true,
+        ),
         _ => false,
     }
 }
@@ -348,6 +352,21 @@ pub fn canonical_order(obj: &mut Value) {
     }
 }
 
+/// `APIObjectVersioner.ParseResourceVersion`: a resourceVersion is a decimal uint64; the error
+/// is the field error storage reports (`Invalid value: "abc": strconv.ParseUint: ...`).
+pub fn parse_resource_version(rv: &str) -> Result<u64, String> {
+    parse_uint(rv).map_err(|why| format!("Invalid value: {rv:?}: {why}"))
+}
+
+/// `strconv.ParseUint(s, 10, 64)` with Go's error text.
+pub fn parse_uint(s: &str) -> Result<u64, String> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("strconv.ParseUint: parsing {s:?}: invalid syntax"));
+    }
+    s.parse::<u64>()
+        .map_err(|_| format!("strconv.ParseUint: parsing {s:?}: value out of range"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,18 +374,42 @@ mod tests {
     #[test]
     fn conditions_keep_transition_time_while_status_holds() {
         let mut st = json!({"conditions": [{"type": "Available", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z", "reason": "A", "message": "m"}]});
-        set_status_condition(&mut st, "Available", "True", "B", "n", &[]);
+        set_status_condition(
+            &mut st,
+            "Available",
+            "True",
+            "B",
+            "n",
+            &[],
+            "2026-01-02T03:04:05Z",
+        );
         assert_eq!(
             st["conditions"][0]["lastTransitionTime"],
             "2020-01-01T00:00:00Z"
         );
         assert_eq!(st["conditions"][0]["reason"], "B");
-        set_status_condition(&mut st, "Available", "False", "C", "o", &[]);
+        set_status_condition(
+            &mut st,
+            "Available",
+            "False",
+            "C",
+            "o",
+            &[],
+            "2026-01-02T03:04:05Z",
+        );
         assert_ne!(
             st["conditions"][0]["lastTransitionTime"],
             "2020-01-01T00:00:00Z"
         );
-        set_status_condition(&mut st, "Progressing", "True", "D", "p", &[]);
+        set_status_condition(
+            &mut st,
+            "Progressing",
+            "True",
+            "D",
+            "p",
+            &[],
+            "2026-01-02T03:04:05Z",
+        );
         assert_eq!(st["conditions"].as_array().unwrap().len(), 2);
     }
 

@@ -11,6 +11,8 @@ pub mod crd;
 pub mod event_convert;
 pub mod event_ttl;
 pub mod eviction;
+pub mod gojson;
+pub mod hpa_convert;
 pub mod http;
 pub mod meta;
 pub mod openapi;
@@ -33,7 +35,7 @@ use selectors::{FieldSelector, LabelSelector};
 use serde_json::{json, Value};
 use status::{ApiError, ApiResult};
 use std::sync::Arc;
-use store::{DeleteOptions, DeleteOutcome, Store, Stored, UpdateScope};
+use store::{DeleteOptions, DeleteOutcome, Propagation, Store, Stored, UpdateScope};
 
 /// The Kubernetes version the simulated server reports (`/version`, the OpenAPI documents).
 pub const GIT_VERSION: &str = "v1.35.0-faultline-sim";
@@ -46,7 +48,8 @@ pub struct WriteOptions {
     /// `Strict`, `Warn` (default) or `Ignore`.
     pub field_validation: Option<String>,
     pub force: bool,
-    /// Who asks (what admission webhooks are told); `None` for the sim's own components.
+    /// The requesting user, for the strategies that record it (a CertificateSigningRequest's
+    /// spec.username, uid, groups, extra). None for the sim's own writers.
     pub user: Option<auth::UserInfo>,
 }
 
@@ -85,6 +88,8 @@ impl PatchType {
 
 /// Source of container logs for `pods/log` (the simulated kubelets provide it).
 pub trait PodLogSource: Send + Sync {
+    /// The container's log, each line led by its time (RFC 3339 with nanoseconds) as the
+    /// runtime's log file has it.
     fn logs(&self, pod: &Value, container: &str, previous: bool) -> ApiResult<String>;
 }
 
@@ -102,10 +107,9 @@ pub struct ListPage {
     pub metadata: Value,
     /// Shared with the store (encodings included) unless converted for the served version.
     pub items: Vec<Stored>,
-    /// Whether items keep `kind` and `apiVersion`. Over HTTP the apiserver writes them for
-    /// custom resources only: a built-in list's items are encoded from typed objects whose
-    /// TypeMeta is empty (`kubectl get --raw /api/v1/namespaces` shows items without them).
-    pub items_type_meta: bool,
+    /// Items are written without `kind` and `apiVersion`, as a typed list of a built-in kind
+    /// is (its items' TypeMeta is empty); a custom resource's unstructured items keep them.
+    pub untyped_items: bool,
 }
 
 /// Lists with more items than this are streamed (`ListPage::into_json_chunks`), as the
@@ -125,14 +129,14 @@ impl ListPage {
                 self.items
                     .into_iter()
                     .map(|i| {
-                        let mut v = Arc::try_unwrap(i.object()).unwrap_or_else(|a| (*a).clone());
-                        if !self.items_type_meta {
-                            if let Some(m) = v.as_object_mut() {
+                        let mut o = Arc::try_unwrap(i.object()).unwrap_or_else(|a| (*a).clone());
+                        if self.untyped_items {
+                            if let Some(m) = o.as_object_mut() {
                                 m.shift_remove("kind");
                                 m.shift_remove("apiVersion");
                             }
                         }
-                        v
+                        o
                     })
                     .collect(),
             ),
@@ -171,7 +175,11 @@ impl ListPage {
             if n > 0 {
                 out.push(b',');
             }
-            append_item(&mut out, item, self.items_type_meta);
+            if self.untyped_items {
+                append_untyped(item, &mut out);
+            } else {
+                out.extend_from_slice(item);
+            }
         }
         out.extend_from_slice(b"]}");
         out
@@ -183,7 +191,7 @@ impl ListPage {
     pub fn into_json_chunks(self) -> impl Iterator<Item = bytes::Bytes> + Send {
         const CHUNK: usize = 64 * 1024;
         let mut head = Some(self.head());
-        let type_meta = self.items_type_meta;
+        let untyped = self.untyped_items;
         let mut items = self.items.into_iter().enumerate().peekable();
         let mut closed = false;
         std::iter::from_fn(move || {
@@ -200,12 +208,10 @@ impl ListPage {
                 if n > 0 {
                     buf.push(b',');
                 }
-                if type_meta {
-                    item.append_json(&mut buf);
+                if untyped {
+                    append_untyped(item.json(), &mut buf);
                 } else {
-                    let mut one = Vec::new();
-                    item.append_json(&mut one);
-                    append_item(&mut buf, &one, false);
+                    item.append_json(&mut buf);
                 }
             }
             if items.peek().is_none() {
@@ -217,38 +223,37 @@ impl ListPage {
     }
 }
 
-/// Append one list item's encoding, without its leading `kind` and `apiVersion` members unless
-/// `type_meta` (stored objects are in canonical order: those two come first).
-fn append_item(out: &mut Vec<u8>, item: &[u8], type_meta: bool) {
-    if type_meta {
-        out.extend_from_slice(item);
-        return;
+/// An item's encoding without its `kind` and `apiVersion`: the leading members a stored object
+/// starts with (`meta::canonical_order`) are skipped without parsing; otherwise it is re-encoded.
+fn append_untyped(item: &[u8], out: &mut Vec<u8>) {
+    /// `"name":"value",` at the start of `b`, the value free of escapes: its length.
+    fn member(b: &[u8], name: &[u8]) -> Option<usize> {
+        let rest = b
+            .strip_prefix(b"\"")?
+            .strip_prefix(name)?
+            .strip_prefix(b"\":\"")?;
+        let end = rest.iter().position(|c| *c == b'"' || *c == b'\\')?;
+        (rest[end] == b'"' && rest.get(end + 1) == Some(&b',')).then_some(name.len() + 5 + end + 1)
     }
-    match strip_type_meta(item) {
-        Some(rest) => {
-            out.push(b'{');
-            out.extend_from_slice(rest);
+    if let Some(body) = item.strip_prefix(b"{") {
+        if let Some(k) = member(body, b"kind") {
+            if let Some(a) = member(&body[k..], b"apiVersion") {
+                out.push(b'{');
+                out.extend_from_slice(&body[k + a..]);
+                return;
+            }
         }
-        None => {
-            // Not in canonical order: take the long way.
-            let mut v: Value = serde_json::from_slice(item).unwrap_or(Value::Null);
+    }
+    match serde_json::from_slice::<Value>(item) {
+        Ok(mut v) => {
             if let Some(m) = v.as_object_mut() {
                 m.shift_remove("kind");
                 m.shift_remove("apiVersion");
             }
             let _ = serde_json::to_writer(&mut *out, &v);
         }
+        Err(_) => out.extend_from_slice(item),
     }
-}
-
-/// What follows `{"kind":"…","apiVersion":"…",` in an encoding that starts so (kind and version
-/// strings hold no escapes); `None` otherwise.
-fn strip_type_meta(item: &[u8]) -> Option<&[u8]> {
-    let rest = item.strip_prefix(br#"{"kind":""#)?;
-    let end = rest.iter().position(|b| *b == b'"' || *b == b'\\')?;
-    let rest = rest[end..].strip_prefix(br#"","apiVersion":""#)?;
-    let end = rest.iter().position(|b| *b == b'"' || *b == b'\\')?;
-    rest[end..].strip_prefix(br#"","#)
 }
 
 /// Subresources whose writes change one field of the stored object: (subresource, parent, field).
@@ -262,9 +267,6 @@ pub struct ApiServer {
     pub store: Store,
     pub registry: Registry,
     log_source: parking_lot::RwLock<Option<Arc<dyn PodLogSource>>>,
-    /// Set when the storage controllers run: PVCs get `kubernetes.io/pvc-protection` on create
-    /// (the StorageObjectInUseProtection admission plugin), which those controllers remove.
-    pub storage_protection: std::sync::atomic::AtomicBool,
     /// Held while a Service's addresses are chosen and stored.
     service_allocation: parking_lot::Mutex<()>,
     /// The OpenAPI documents, rendered on first request and kept until the catalogue changes.
@@ -282,9 +284,6 @@ pub struct ApiServerOptions {
     /// it off, as envtest does: then pods keep an empty `serviceAccountName` and get no token
     /// volume).
     pub service_account_admission: bool,
-    /// The TaintNodesByCondition admission plugin (on in kube-apiserver; off in the sim's own
-    /// clusters, whose kubelets register their nodes Ready and whose scenarios expect no taint).
-    pub taint_nodes_by_condition: bool,
 }
 
 impl Default for ApiServerOptions {
@@ -292,26 +291,39 @@ impl Default for ApiServerOptions {
         ApiServerOptions {
             service_cidr: Default::default(),
             service_account_admission: true,
-            taint_nodes_by_condition: false,
         }
     }
 }
 
 impl ApiServer {
     pub fn new(history: usize) -> Arc<Self> {
-        Self::with_options(history, ApiServerOptions::default())
+        ApiServer::with_clock(history, timing::SimClock::new())
     }
 
-    pub fn with_options(history: usize, options: ApiServerOptions) -> Arc<Self> {
+    /// An API server whose timestamps come from `clock` (the cluster's one clock).
+    pub fn with_clock(history: usize, clock: timing::SimClock) -> Arc<Self> {
+        ApiServer::with_options(history, clock, ApiServerOptions::default())
+    }
+
+    /// An API server with kube-apiserver flags beyond the defaults (envtest's).
+    pub fn with_options(
+        history: usize,
+        clock: timing::SimClock,
+        options: ApiServerOptions,
+    ) -> Arc<Self> {
         Arc::new(ApiServer {
-            store: Store::new(history),
+            store: Store::with_clock(history, clock),
             registry: Registry::with_builtins(),
             log_source: Default::default(),
-            storage_protection: Default::default(),
             service_allocation: Default::default(),
             openapi: Default::default(),
             options,
         })
+    }
+
+    /// The cluster's one clock: every timestamp the API server writes reads it.
+    pub fn clock(&self) -> &timing::SimClock {
+        &self.store.clock
     }
 
     pub fn set_log_source(&self, src: Arc<dyn PodLogSource>) {
@@ -324,19 +336,23 @@ impl ApiServer {
         version: &str,
         plural: &str,
     ) -> ApiResult<Arc<ResourceType>> {
-        self.registry.get(group, version, plural).ok_or_else(|| {
-            ApiError::new(
-                404,
-                "NotFound",
-                "the server could not find the requested resource",
-            )
-        })
+        self.registry
+            .get(group, version, plural)
+            .ok_or_else(ApiError::not_found_path)
     }
 
     /// The stored form of `obj` converted to the version `rt` serves.
     pub fn convert_out(&self, rt: &ResourceType, obj: &Value) -> Value {
         if rt.group == "events.k8s.io" {
-            return event_convert::core_to_events_v1(obj);
+            let mut e = event_convert::core_to_events_v1(obj);
+            go_round_trip(rt, &mut e);
+            return e;
+        }
+        if is_hpa_v1(rt) && obj.get("apiVersion").and_then(Value::as_str) != Some("autoscaling/v1")
+        {
+            let mut h = hpa_convert::v2_to_v1(obj);
+            go_round_trip(rt, &mut h);
+            return h;
         }
         let mut o = obj.clone();
         if o.get("apiVersion").and_then(Value::as_str) != Some(rt.api_version().as_str()) {
@@ -349,6 +365,9 @@ impl ApiServer {
     fn convert_in(&self, rt: &ResourceType, obj: Value) -> Value {
         if rt.group == "events.k8s.io" {
             return event_convert::events_v1_to_core(&obj);
+        }
+        if is_hpa_v1(rt) {
+            return hpa_convert::v1_to_v2(&obj);
         }
         match self
             .registry
@@ -411,7 +430,7 @@ impl ApiServer {
             .map_err(ApiError::bad_request)?;
         let key = resources::storage_key(&rt.group, &rt.plural);
         let start_after = match q.continue_token {
-            Some(t) if !t.is_empty() => Some(decode_continue(t)?),
+            Some(t) if !t.is_empty() => Some(decode_continue(t, ns.filter(|_| rt.namespaced))?),
             _ => None,
         };
         // Field selectors are evaluated on the served form (events.k8s.io names fields differently).
@@ -435,22 +454,46 @@ impl ApiServer {
         } else {
             None
         };
-        let res = self.store.list_stored(
-            &key,
-            ns,
-            start_after.as_ref().map(|(_, k)| k),
-            q.limit,
-            &filter,
-            on_node,
-        );
+        let res = match &start_after {
+            // A later page reads the snapshot of the first (etcd serves the token's revision).
+            Some((rv, after)) if *rv < self.store.current_rv() => {
+                let snapshot = self.store.snapshot_at(&key, ns, *rv).map_err(|e| {
+                    if e.code == 410 {
+                        continue_too_old()
+                    } else {
+                        e
+                    }
+                })?;
+                page_of(snapshot, after, q.limit, &filter, *rv)
+            }
+            _ => self.store.list_stored(
+                &key,
+                ns,
+                start_after.as_ref().map(|(_, k)| k),
+                q.limit,
+                &filter,
+                on_node,
+            ),
+        };
         let list_rv = start_after
             .as_ref()
             .map(|(rv, _)| *rv)
             .unwrap_or(res.resource_version);
         let mut md = json!({"resourceVersion": list_rv.to_string()});
+        // The watch cache answers a cluster-wide list selecting one namespace from that
+        // namespace's index: its continue key is relative to the namespace.
+        let within_namespace = ns.is_some()
+            || (rt.namespaced
+                && q.fields
+                    .requires_exact_match("metadata.namespace")
+                    .is_some_and(|n| !n.is_empty()));
         if let Some(after) = &res.continue_after {
-            md["continue"] = json!(encode_continue(list_rv, after));
-            md["remainingItemCount"] = json!(res.remaining);
+            md["continue"] = json!(encode_continue(list_rv, after, within_namespace));
+            // Storage counts what a selector would filter out too, so it gives no count then
+            // (etcd3 store GetList: only for an empty predicate).
+            if q.labels.is_empty() && q.fields.is_empty() {
+                md["remainingItemCount"] = json!(res.remaining);
+            }
         }
         let items = res
             .items
@@ -458,11 +501,11 @@ impl ApiServer {
             .map(|o| self.convert_out_stored(rt, o))
             .collect();
         Ok(ListPage {
+            untyped_items: false,
             kind: format!("{}List", rt.kind),
             api_version: rt.api_version(),
             metadata: md,
             items,
-            items_type_meta: true,
         })
     }
 
@@ -491,11 +534,11 @@ impl ApiServer {
             })
             .collect();
         Ok(ListPage {
+            untyped_items: false,
             kind: format!("{}List", rt.kind),
             api_version: rt.api_version(),
             metadata: json!({"resourceVersion": rv.to_string()}),
             items,
-            items_type_meta: true,
         })
     }
 
@@ -546,13 +589,23 @@ impl ApiServer {
     ) -> ApiResult<Written> {
         let ns = if rt.namespaced { ns } else { "" };
         let mut warnings = validation::check_fields(rt, &obj, opts.field_validation.as_deref())?;
-        let mut obj = admission::prepare_create(rt, ns, obj)?;
+        let mut obj = obj;
+        if rt.custom {
+            validation::customresource::prune_and_default(rt, &mut obj);
+        }
+        // The field manager records the decoded, defaulted body before admission and the
+        // create strategy change it (handlers/create.go).
+        let managed = admission::check_type(rt, &obj)
+            .ok()
+            .map(|()| managed_fields_of(rt, None, None, &obj, opts, &self.clock().now_rfc3339()));
+        let mut obj = admission::prepare_create(rt, ns, obj, &self.clock().now_rfc3339())?;
+        if rt.group == "certificates.k8s.io" && rt.plural == "certificatesigningrequests" {
+            admission::csr_requester(&mut obj, opts.user.as_ref());
+        }
         self.require_namespace(rt, ns)?;
         self.admit_pod_service_account(rt, ns, &mut obj);
         self.protect_claim(rt, &mut obj);
-        if self.options.taint_nodes_by_condition && rt.group.is_empty() && rt.plural == "nodes" {
-            admission::taint_new_node(&mut obj);
-        }
+        self.taint_new_node(rt, &mut obj);
         warnings.extend(self.mutating_webhooks(
             webhook::Operation::Create,
             rt,
@@ -565,10 +618,12 @@ impl ApiServer {
         let stored_rt = self.stored_type(rt);
         if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
             crd::prepare(&mut obj)?;
+            crd::initial_status(&mut obj);
         }
         let obj = self.convert_in(rt, obj);
         validation::validate_create(&stored_rt, &obj)?;
         let mut obj = validation::prune_typed(&stored_rt, obj)?;
+        go_round_trip(&stored_rt, &mut obj);
         warnings.extend(self.validating_webhooks(
             webhook::Operation::Create,
             rt,
@@ -579,22 +634,19 @@ impl ApiServer {
             None,
             opts,
         )?);
-        let manager = opts
-            .field_manager
-            .clone()
-            .unwrap_or_else(|| "unknown".into());
-        patch::apply::record_update(
-            &stored_rt.kind,
-            None,
-            &mut obj,
-            &manager,
-            &timing::now_rfc3339(),
-        );
+        set_managed_fields(&mut obj, managed.flatten());
+        // etcd3 storage refuses a create that names a resourceVersion (a plain error: 500).
+        if meta::parse_uint(meta::resource_version(&obj)).is_ok_and(|v| v != 0) {
+            return Err(ApiError::new(
+                500,
+                "",
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
         let created = self.store_new(&stored_rt, obj, opts.dry_run)?;
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);
         }
-        let created = self.after_create_status(&stored_rt, created);
         Ok(Written {
             object: self.convert_out_shared(rt, created),
             warnings,
@@ -623,19 +675,6 @@ impl ApiServer {
             &service_allocation::InUse::from_services(services.items.iter().map(|s| s.as_ref())),
         )?;
         self.store.create(stored_rt, obj, dry_run)
-    }
-
-    /// A new CRD is answered as established (acceptedNames, storedVersions, conditions): the
-    /// sim's CRD controllers run synchronously within the create.
-    fn after_create_status(&self, stored_rt: &ResourceType, created: Arc<Value>) -> Arc<Value> {
-        if stored_rt.group != "apiextensions.k8s.io"
-            || stored_rt.plural != "customresourcedefinitions"
-        {
-            return created;
-        }
-        self.store
-            .get(&stored_rt.key(), "", meta::name(&created))
-            .unwrap_or(created)
     }
 
     /// The mutating admission webhooks over `obj` (in `rt`'s version); their warnings.
@@ -719,16 +758,24 @@ impl ApiServer {
         admission::admit_service_account(obj, sa.as_deref());
     }
 
+    /// The TaintNodesByCondition admission plugin (plugin/pkg/admission/nodetaint): a new
+    /// Node gets `node.kubernetes.io/not-ready:NoSchedule`, which the node lifecycle controller
+    /// removes once the node's conditions call for no taint.
+    fn taint_new_node(&self, rt: &ResourceType, obj: &mut Value) {
+        if rt.group.is_empty() && rt.plural == "nodes" {
+            admission::taint_new_node(obj);
+        }
+    }
+
+    /// The StorageObjectInUseProtection admission plugin (plugin/pkg/admission/storage/
+    /// storageobjectinuseprotection): a new claim, volume or attributes class gets its
+    /// protection finalizer, which kube-controller-manager's protection loops remove once
+    /// nothing uses the deleted object.
     fn protect_claim(&self, rt: &ResourceType, obj: &mut Value) {
-        if rt.group.is_empty()
-            && rt.plural == "persistentvolumeclaims"
-            && self
-                .storage_protection
-                .load(std::sync::atomic::Ordering::Relaxed)
-        {
+        if let Some(p) = admission::storage_protection::Protected::of(&rt.group, &rt.plural) {
             let mut fins = meta::finalizers(obj);
-            if !fins.iter().any(|f| f == "kubernetes.io/pvc-protection") {
-                fins.push("kubernetes.io/pvc-protection".into());
+            if !fins.iter().any(|f| f == p.finalizer()) {
+                fins.push(p.finalizer().into());
                 meta::set_finalizers(obj, &fins);
             }
         }
@@ -744,6 +791,22 @@ impl ApiServer {
         obj: Value,
         opts: &WriteOptions,
     ) -> ApiResult<Written> {
+        self.update_tracked(rt, ns, name, sub, obj, opts, None)
+    }
+
+    /// `update`; with `given`, the object carries the managedFields another field manager
+    /// already computed (a scale write's, mapped back to the workload).
+    #[allow(clippy::too_many_arguments)]
+    fn update_tracked(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        sub: Option<&str>,
+        obj: Value,
+        opts: &WriteOptions,
+        given: Option<()>,
+    ) -> ApiResult<Written> {
         let ns = if rt.namespaced { ns } else { "" };
         admission::check_type(rt, &obj)?;
         if meta::name(&obj) != name && !meta::name(&obj).is_empty() {
@@ -754,11 +817,34 @@ impl ApiServer {
             )));
         }
         let warnings = validation::check_fields(rt, &obj, opts.field_validation.as_deref())?;
-        let mut obj = self.convert_in(rt, obj);
-        obj["apiVersion"] = json!(self.stored_type(rt).api_version());
-        obj["kind"] = json!(self.stored_type(rt).kind);
+        let mut obj = obj;
+        if rt.custom {
+            validation::customresource::prune_and_default(rt, &mut obj);
+        }
         let stored_rt = self.stored_type(rt);
-        let written = self.write_existing(&stored_rt, ns, name, sub, obj, opts, None)?;
+        // The field manager works in the version of the request: a converted write records
+        // its managedFields before the object goes to the stored version.
+        let mut given = given;
+        if given.is_none() && converts(rt, &stored_rt) {
+            if let Some(cur) = self.store.get(&stored_rt.key(), ns, name) {
+                let live = self.convert_out(rt, &cur);
+                if let Some(m) = managed_fields_of(
+                    rt,
+                    sub,
+                    Some(&live),
+                    &obj,
+                    opts,
+                    &self.clock().now_rfc3339(),
+                ) {
+                    set_managed_fields(&mut obj, Some(m));
+                    given = Some(());
+                }
+            }
+        }
+        let mut obj = self.convert_in(rt, obj);
+        obj["apiVersion"] = json!(stored_rt.api_version());
+        obj["kind"] = json!(stored_rt.kind);
+        let written = self.write_existing(&stored_rt, ns, name, sub, obj, opts, given)?;
         Ok(Written {
             object: self.convert_out_shared(rt, written),
             warnings,
@@ -799,6 +885,12 @@ impl ApiServer {
         opts: &WriteOptions,
         apply_result: Option<()>,
     ) -> ApiResult<Arc<Value>> {
+        // The registry reads the new object's resourceVersion as a number before anything else
+        // (`ObjectResourceVersion`); its error is not an API status (500).
+        let rv = meta::resource_version(&obj);
+        if !rv.is_empty() {
+            meta::parse_uint(rv).map_err(|e| ApiError::new(500, "", e))?;
+        }
         let scope = match sub {
             None => UpdateScope::Main,
             Some("status") if stored_rt.has_status() => UpdateScope::Status,
@@ -841,8 +933,44 @@ impl ApiServer {
             obj = next;
         }
         let main = scope == UpdateScope::Main && sub != Some("ephemeralcontainers");
+        if !main {
+            // A subresource's body is decoded (defaulted) like any other: a Node's status
+            // without allocatable gets its capacity, an ephemeral container its defaults.
+            admission::apply_defaults(stored_rt, &mut obj);
+        }
+        // The field manager sees the decoded, defaulted body against the stored object, before
+        // admission and the update strategy (handlers/update.go, patch.go); an apply recorded
+        // its own.
+        let managed = apply_result.is_none().then(|| {
+            managed_fields_of(
+                stored_rt,
+                sub,
+                Some(&current),
+                &obj,
+                opts,
+                &self.clock().now_rfc3339(),
+            )
+        });
+        // The Service storage allocates under its allocators' lock until the write is stored.
+        let is_service = stored_rt.group.is_empty() && stored_rt.plural == "services";
+        let _allocation = (main && is_service).then(|| self.service_allocation.lock());
         if main {
             admission::prepare_update(stored_rt, &current, &mut obj);
+            if is_service {
+                let services = self
+                    .store
+                    .list(&stored_rt.key(), None, None, None, &|_| true);
+                let others = services
+                    .items
+                    .iter()
+                    .map(|s| s.as_ref())
+                    .filter(|s| !(meta::name(s) == name && meta::namespace(s) == ns));
+                service_allocation::allocate_update(
+                    &mut obj,
+                    &self.options.service_cidr,
+                    &service_allocation::InUse::from_services(others),
+                )?;
+            }
         }
         let sub_name = sub.unwrap_or("");
         self.mutating_webhooks(
@@ -856,12 +984,16 @@ impl ApiServer {
         )?;
         // Validation reads the decoded body as the apiserver's typed object has it (an absent
         // optional member stays absent); a body that does not decode is a 400 first.
+        if stored_rt.custom && scope == UpdateScope::Status {
+            validation::validate_custom_status(stored_rt, &obj)?;
+        }
         let unpruned = main.then(|| obj.clone());
         let mut obj = if scope == UpdateScope::Status {
             validation::prune_typed_status(stored_rt, &current, obj)?
         } else {
             validation::prune_typed(stored_rt, obj)?
         };
+        go_round_trip(stored_rt, &mut obj);
         if let Some(raw) = unpruned {
             // A stale resourceVersion is a conflict before anything is validated.
             let rv = meta::resource_version(&obj);
@@ -870,20 +1002,8 @@ impl ApiServer {
                 validation::validate_update(stored_rt, &current, &next)?;
             }
         }
-        // A status write keeps the stored metadata (UpdateScope::Status), so the managedFields
-        // it would record are dropped anyway: not computed (docs/fidelity.md).
-        if apply_result.is_none() && scope != UpdateScope::Status {
-            let manager = opts
-                .field_manager
-                .clone()
-                .unwrap_or_else(|| "unknown".into());
-            patch::apply::record_update(
-                &stored_rt.kind,
-                Some(&current),
-                &mut obj,
-                &manager,
-                &timing::now_rfc3339(),
-            );
+        if let Some(m) = managed {
+            set_managed_fields(&mut obj, m);
         }
         if stored_rt.group == "apiextensions.k8s.io"
             && stored_rt.plural == "customresourcedefinitions"
@@ -944,12 +1064,13 @@ impl ApiServer {
                 .field_manager
                 .clone()
                 .unwrap_or_else(|| "unknown".into());
-            let now = timing::now_rfc3339();
+            let now = self.clock().now_rfc3339();
             let (next, created) = match (ptype, current.as_deref()) {
                 (PatchType::Apply, live) => {
-                    // The applied configuration must be of the endpoint's own type, version
-                    // included (any other: 400 naming its GroupVersionKind as Go prints one,
-                    // `invalid object type: /v1, Kind=ConfigMap`; seen on kube-apiserver 1.35).
+                    // The field manager's versionCheckManager: the applied configuration must
+                    // be of the endpoint's own type, version included (any other: 400 naming
+                    // its GroupVersionKind as `schema.GroupVersionKind.String()` prints it,
+                    // `invalid object type: /v1, Kind=ConfigMap`).
                     let given = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
                     let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
                     if given != rt.api_version() || kind != rt.kind {
@@ -981,19 +1102,44 @@ impl ApiServer {
                             name
                         )));
                     }
+                    let api_version = rt.api_version();
+                    let target = field_target(rt, &api_version, sub);
                     let applied = patch::apply::server_side_apply(
-                        &rt.kind, live, body, &manager, opts.force, &now,
+                        &target, live, body, &manager, opts.force, &now,
                     )
-                    .map_err(|e| patch_error(rt, name, e))?;
+                    .map_err(apply_error)?;
                     (applied, live.is_none())
                 }
                 (_, None) => return Err(ApiError::not_found(&rt.group, &rt.plural, name)),
                 (_, Some(cur)) => {
-                    let next = patched(rt, &rt.kind, name, cur, ptype, body)?;
+                    let mut next = patched(&rt.kind, cur, ptype, body)?;
                     // The patched object is decoded like a body: its unknown fields are warned
-                    // about or, with fieldValidation=Strict, refused (patcher.applyPatch).
+                    // about or, with fieldValidation=Strict, refused (patcher.applyPatch); a
+                    // custom resource's is pruned and defaulted too.
                     warnings =
                         validation::check_fields(rt, &next, opts.field_validation.as_deref())?;
+                    if rt.custom {
+                        validation::customresource::prune_and_default(rt, &mut next);
+                    }
+                    // `checkName` (handlers/patch.go): the patched object keeps its name and
+                    // namespace.
+                    if meta::name(&next) != name {
+                        return Err(ApiError::bad_request(format!(
+                            "the name of the object ({}) does not match the name on the URL ({})",
+                            meta::name(&next),
+                            name
+                        )));
+                    }
+                    if rt.namespaced
+                        && !meta::namespace(&next).is_empty()
+                        && meta::namespace(&next) != ns
+                    {
+                        return Err(ApiError::bad_request(format!(
+                            "the namespace of the object ({}) does not match the namespace on the URL ({})",
+                            meta::namespace(&next),
+                            ns
+                        )));
+                    }
                     (next, false)
                 }
             };
@@ -1008,6 +1154,22 @@ impl ApiServer {
                 return Ok(w);
             }
             let pinned = body.pointer("/metadata/resourceVersion").is_some();
+            let mut next = next;
+            let mut is_apply = (ptype == PatchType::Apply).then_some(());
+            if is_apply.is_none() && converts(rt, &stored_rt) {
+                // As for an update: managedFields in the version of the request.
+                if let Some(m) = managed_fields_of(
+                    rt,
+                    sub,
+                    current.as_deref(),
+                    &next,
+                    opts,
+                    &self.clock().now_rfc3339(),
+                ) {
+                    set_managed_fields(&mut next, Some(m));
+                    is_apply = Some(());
+                }
+            }
             let mut next = self.convert_in(rt, next);
             if !pinned {
                 // Patch against the version we read, so a concurrent write is detected and retried.
@@ -1015,11 +1177,6 @@ impl ApiServer {
                     next["metadata"]["resourceVersion"] = json!(meta::resource_version(cur));
                 }
             }
-            let is_apply = if ptype == PatchType::Apply {
-                Some(())
-            } else {
-                None
-            };
             match self.write_existing(&stored_rt, ns, name, sub, next, opts, is_apply) {
                 Err(e) if e.code == 409 && e.reason == "Conflict" && !pinned => continue,
                 Err(e) => return Err(e),
@@ -1075,8 +1232,22 @@ impl ApiServer {
             .as_ref()
             .ok_or_else(|| ApiError::not_found(&rt.group, &format!("{}/scale", rt.plural), name))?;
         let current = self.get(rt, ns, name)?;
-        let next = scale::apply_scale(&current, body, paths, name)?;
-        let w = self.update(rt, ns, name, None, next, opts)?;
+        let mut next = scale::apply_scale(&current, body, paths, name)?;
+        let mut scale_obj = body.clone();
+        let old_scale = self.scale_view(rt, &current, paths);
+        let target = scale_target();
+        patch::apply::record_update(
+            &target,
+            Some(&old_scale),
+            &mut scale_obj,
+            &opts.field_manager.clone().unwrap_or_default(),
+            &self.clock().now_rfc3339(),
+        );
+        set_managed_fields(
+            &mut next,
+            self.scale_to_parent(rt, &current, &scale_obj, paths),
+        );
+        let w = self.update_tracked(rt, ns, name, None, next, opts, Some(()))?;
         Ok(Written {
             object: Arc::new(scale::scale_of(&w.object, paths)),
             warnings: w.warnings,
@@ -1103,15 +1274,31 @@ impl ApiServer {
         let pinned = body.pointer("/metadata/resourceVersion").is_some();
         for _attempt in 0..5 {
             let current = self.get(rt, ns, name)?;
-            let view = scale::scale_of(&current, paths);
-            let ptype = if ptype == PatchType::Apply {
-                PatchType::Merge
+            let view = self.scale_view(rt, &current, paths);
+            let manager = opts.field_manager.clone().unwrap_or_default();
+            let now = self.clock().now_rfc3339();
+            let target = scale_target();
+            let wanted = if ptype == PatchType::Apply {
+                patch::apply::server_side_apply(
+                    &target,
+                    Some(&view),
+                    body,
+                    &manager,
+                    opts.force,
+                    &now,
+                )
+                .map_err(apply_error)?
             } else {
-                ptype
+                let mut wanted = patched("Scale", &view, ptype, body)?;
+                patch::apply::record_update(&target, Some(&view), &mut wanted, &manager, &now);
+                wanted
             };
-            let wanted = patched(rt, "Scale", name, &view, ptype, body)?;
-            let next = scale::apply_scale(&current, &wanted, paths, name)?;
-            match self.update(rt, ns, name, None, next, opts) {
+            let mut next = scale::apply_scale(&current, &wanted, paths, name)?;
+            set_managed_fields(
+                &mut next,
+                self.scale_to_parent(rt, &current, &wanted, paths),
+            );
+            match self.update_tracked(rt, ns, name, None, next, opts, Some(())) {
                 Err(e) if e.code == 409 && e.reason == "Conflict" && !pinned => continue,
                 Err(e) => return Err(e),
                 Ok(w) => {
@@ -1131,6 +1318,49 @@ impl ApiServer {
         ))
     }
 
+    /// The Scale a scale write starts from: the workload's, with the managers of its replicas
+    /// (`ScaleHandler.ToSubresource`).
+    fn scale_view(&self, rt: &ResourceType, current: &Value, paths: &scale::ScalePaths) -> Value {
+        let mut view = scale::scale_of(current, paths);
+        let parent = current
+            .pointer("/metadata/managedFields")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let replicas = scale_replicas_path(paths);
+        let entries =
+            patch::smd::managed::scale_to_subresource(parent, (&rt.api_version(), &replicas))
+                .filter(|e| !e.is_empty())
+                .map(Value::Array);
+        set_managed_fields(&mut view, entries);
+        view
+    }
+
+    /// `ScaleHandler.ToParent`: the workload's managedFields after a scale write recorded as
+    /// `scale`'s.
+    fn scale_to_parent(
+        &self,
+        rt: &ResourceType,
+        current: &Value,
+        scale: &Value,
+        paths: &scale::ScalePaths,
+    ) -> Option<Value> {
+        let entries = |v: &Value| {
+            v.pointer("/metadata/managedFields")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let replicas = scale_replicas_path(paths);
+        patch::smd::managed::scale_to_parent(
+            &entries(current),
+            &entries(scale),
+            (&rt.api_version(), &replicas),
+        )
+        .filter(|e| !e.is_empty())
+        .map(Value::Array)
+    }
+
     /// Create through server-side apply: managed fields come from the apply, not an Update entry.
     fn create_applied(
         &self,
@@ -1140,9 +1370,14 @@ impl ApiServer {
         opts: &WriteOptions,
     ) -> ApiResult<Written> {
         let managed = obj.pointer("/metadata/managedFields").cloned();
-        let mut obj = admission::prepare_create(rt, ns, obj)?;
+        let mut obj = admission::prepare_create(rt, ns, obj, &self.clock().now_rfc3339())?;
+        if rt.group == "certificates.k8s.io" && rt.plural == "certificatesigningrequests" {
+            admission::csr_requester(&mut obj, opts.user.as_ref());
+        }
         self.require_namespace(rt, ns)?;
         self.admit_pod_service_account(rt, ns, &mut obj);
+        self.protect_claim(rt, &mut obj);
+        self.taint_new_node(rt, &mut obj);
         let mut warnings =
             self.mutating_webhooks(webhook::Operation::Create, rt, "", ns, &mut obj, None, opts)?;
         if let Some(m) = managed {
@@ -1150,11 +1385,13 @@ impl ApiServer {
         }
         if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
             crd::prepare(&mut obj)?;
+            crd::initial_status(&mut obj);
         }
         let stored_rt = self.stored_type(rt);
         let obj = self.convert_in(rt, obj);
         validation::validate_create(&stored_rt, &obj)?;
-        let obj = validation::prune_typed(&stored_rt, obj)?;
+        let mut obj = validation::prune_typed(&stored_rt, obj)?;
+        go_round_trip(&stored_rt, &mut obj);
         warnings.extend(self.validating_webhooks(
             webhook::Operation::Create,
             rt,
@@ -1219,6 +1456,13 @@ impl ApiServer {
         if stored_rt.group.is_empty() && stored_rt.plural == "namespaces" {
             return self.delete_namespace(&stored_rt, name, opts);
         }
+        if stored_rt.group == "apiextensions.k8s.io"
+            && stored_rt.plural == "customresourcedefinitions"
+        {
+            if let Some(marked) = self.mark_crd_deleting(&stored_rt, name, opts)? {
+                return Ok(DeleteOutcome::Pending(marked));
+            }
+        }
         let out = self.store.delete(&stored_rt, ns, name, opts)?;
         Ok(match out {
             DeleteOutcome::Deleted(o) => {
@@ -1231,13 +1475,113 @@ impl ApiServer {
         })
     }
 
-    /// Namespaces are held by `spec.finalizers` until the namespace controller empties them.
+    /// The first delete of a namespace or CRD marks it (their REST storages' `Delete`): the
+    /// UID and resourceVersion preconditions as those storages word them, then `mark` on the
+    /// stored object, written (or not, for a dry run) and returned. `None`: already deleting.
+    fn mark_deleting(
+        &self,
+        rt: &ResourceType,
+        name: &str,
+        opts: &DeleteOptions,
+        mark: impl FnOnce(&mut Value),
+    ) -> ApiResult<Option<Arc<Value>>> {
+        let current = self
+            .store
+            .get(&rt.key(), "", name)
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+        let precondition = |what: &str, given: &str, have: &str| {
+            ApiError::conflict(
+                &rt.group,
+                &rt.plural,
+                name,
+                &format!("Precondition failed: {what} in precondition: {given}, {what} in object meta: {have}"),
+            )
+        };
+        if let Some(uid) = opts.precondition_uid.as_deref() {
+            if uid != meta::uid(&current) {
+                return Err(precondition("UID", uid, meta::uid(&current)));
+            }
+        }
+        if let Some(rv) = opts.precondition_rv.as_deref() {
+            if rv != meta::resource_version(&current) {
+                return Err(precondition(
+                    "ResourceVersion",
+                    rv,
+                    meta::resource_version(&current),
+                ));
+            }
+        }
+        if meta::is_deleting(&current) {
+            return Ok(None);
+        }
+        let mut next = (*current).clone();
+        next["metadata"]["deletionTimestamp"] = json!(self.clock().now_rfc3339());
+        mark(&mut next);
+        let written = self
+            .store
+            .update(rt, "", name, next, UpdateScope::Any, opts.dry_run)?;
+        Ok(Some(written))
+    }
+
+    /// apiextensions-apiserver's customresourcedefinition/etcd.go `Delete`: the first delete
+    /// adds the cleanup finalizer and the Terminating condition; the CRD finalizer then removes
+    /// the custom resources and the finalizer.
+    fn mark_crd_deleting(
+        &self,
+        rt: &ResourceType,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> ApiResult<Option<Arc<Value>>> {
+        let now = self.clock().now_rfc3339();
+        self.mark_deleting(rt, name, opts, |crd| {
+            let mut fins = meta::finalizers(crd);
+            if !fins.iter().any(|f| f == crd::CLEANUP_FINALIZER) {
+                fins.push(crd::CLEANUP_FINALIZER.into());
+                meta::set_finalizers(crd, &fins);
+            }
+            meta::set_condition(
+                crd,
+                "Terminating",
+                "True",
+                Some("InstanceDeletionPending"),
+                Some("CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"),
+                &now,
+            );
+        })
+    }
+
+    /// pkg/registry/core/namespace/storage/storage.go `Delete`: the first delete marks the
+    /// namespace Terminating (with the orphan or foregroundDeletion finalizer the options ask
+    /// for); the namespace controller empties it and finalizes it, and the delete after that
+    /// removes it once `spec.finalizers` is empty.
     fn delete_namespace(
         &self,
         rt: &ResourceType,
         name: &str,
         opts: &DeleteOptions,
     ) -> ApiResult<DeleteOutcome> {
+        let marked = self.mark_deleting(rt, name, opts, |ns| {
+            ns["status"]["phase"] = json!("Terminating");
+            let mut fins = meta::finalizers(ns);
+            let want = |f: &str, have: bool| match opts.propagation {
+                Some(Propagation::Orphan) => f == store::ORPHAN,
+                Some(Propagation::Foreground) => f == store::FOREGROUND,
+                Some(Propagation::Background) => false,
+                None => have,
+            };
+            for f in [store::ORPHAN, store::FOREGROUND] {
+                let have = fins.iter().any(|x| x == f);
+                match (have, want(f, have)) {
+                    (false, true) => fins.push(f.into()),
+                    (true, false) => fins.retain(|x| x != f),
+                    _ => {}
+                }
+            }
+            meta::set_finalizers(ns, &fins);
+        })?;
+        if let Some(m) = marked {
+            return Ok(DeleteOutcome::Pending(m));
+        }
         let current = self
             .store
             .get(&rt.key(), "", name)
@@ -1245,22 +1589,11 @@ impl ApiServer {
         let spec_fins = current
             .pointer("/spec/finalizers")
             .and_then(Value::as_array)
-            .map(|a| !a.is_empty())
-            .unwrap_or(false);
-        if !spec_fins {
-            return self.store.delete(rt, "", name, opts);
-        }
-        if meta::is_deleting(&current) {
+            .is_some_and(|a| !a.is_empty());
+        if spec_fins {
             return Ok(DeleteOutcome::Pending(current));
         }
-        let mut next = (*current).clone();
-        next["metadata"]["deletionTimestamp"] = json!(timing::now_rfc3339());
-        next["metadata"]["deletionGracePeriodSeconds"] = json!(0);
-        next["status"]["phase"] = json!("Terminating");
-        let written = self
-            .store
-            .update(rt, "", name, next, UpdateScope::Any, opts.dry_run)?;
-        Ok(DeleteOutcome::Pending(written))
+        self.store.delete(rt, "", name, opts)
     }
 
     pub fn delete_collection(
@@ -1292,18 +1625,21 @@ impl ApiServer {
                 continue_token: None,
             },
         )?;
-        let mut items = Vec::new();
-        for item in list["items"].as_array().cloned().unwrap_or_default() {
-            match self.delete_as(rt, meta::namespace(&item), meta::name(&item), opts, user) {
-                Ok(DeleteOutcome::Deleted(o)) | Ok(DeleteOutcome::Pending(o)) => {
-                    items.push((*o).clone())
-                }
+        // The store's DeleteCollection answers with the list it read, not what the deletes
+        // left (items at their listed resourceVersions, the list's own resourceVersion).
+        let listed = list["items"].as_array().cloned().unwrap_or_default();
+        for item in &listed {
+            match self.delete_as(rt, meta::namespace(item), meta::name(item), opts, user) {
+                Ok(_) => {}
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),
             }
         }
+        let rv = meta::str_at(&list, "/metadata/resourceVersion")
+            .map(String::from)
+            .unwrap_or_else(|| self.store.current_rv().to_string());
         Ok(
-            json!({"kind": format!("{}List", rt.kind), "apiVersion": rt.api_version(), "metadata": {"resourceVersion": self.store.current_rv().to_string()}, "items": items}),
+            json!({"kind": format!("{}List", rt.kind), "apiVersion": rt.api_version(), "metadata": {"resourceVersion": rv}, "items": listed}),
         )
     }
 
@@ -1364,9 +1700,16 @@ impl ApiServer {
             }
         }
         // Binding sets PodScheduled=True, as the real binding storage does.
-        meta::set_condition(&mut next, "PodScheduled", "True", None, None);
+        meta::set_condition(
+            &mut next,
+            "PodScheduled",
+            "True",
+            None,
+            None,
+            &self.clock().now_rfc3339(),
+        );
         self.store
-            .update(&rt, ns, name, next, UpdateScope::Any, false)?;
+            .update(&rt, ns, name, next, UpdateScope::Storage, false)?;
         Ok(())
     }
 
@@ -1376,6 +1719,7 @@ impl ApiServer {
         name: &str,
         container: Option<&str>,
         previous: bool,
+        timestamps: bool,
     ) -> ApiResult<String> {
         let rt = self.resource("", "v1", "pods")?;
         let pod = self
@@ -1402,9 +1746,39 @@ impl ApiServer {
                 )))
             }
         };
+        // podHasContainerWithName: any container, init or ephemeral container of the pod.
+        let known = ["containers", "initContainers", "ephemeralContainers"]
+            .iter()
+            .filter_map(|k| {
+                pod.get("spec")
+                    .and_then(|s| s.get(*k))
+                    .and_then(Value::as_array)
+            })
+            .flatten()
+            .any(|c| c.get("name").and_then(Value::as_str) == Some(container.as_str()));
+        if !known {
+            return Err(ApiError::bad_request(format!(
+                "container {container} is not valid for pod {name}"
+            )));
+        }
+        // LogLocation: a pod not assigned to a node has no location: nothing to stream.
+        if meta::str_at(&pod, "/spec/nodeName")
+            .unwrap_or("")
+            .is_empty()
+        {
+            return Ok(String::new());
+        }
         let src = self.log_source.read().clone();
         match src {
-            Some(s) => s.logs(&pod, &container, previous),
+            // `timestamps=true` keeps each line's time, as the kubelet does.
+            Some(s) => s.logs(&pod, &container, previous).map(|text| {
+                if timestamps {
+                    return text;
+                }
+                text.lines()
+                    .map(|l| format!("{}\n", l.split_once(' ').map_or(l, |(_, rest)| rest)))
+                    .collect()
+            }),
             None => Err(ApiError::bad_request(format!(
                 "container {:?} in pod {:?} is waiting to start: ContainerCreating",
                 container, name
@@ -1419,7 +1793,16 @@ impl ApiServer {
             && rt.plural == "customresourcedefinitions"
             && !meta::is_deleting(obj)
         {
-            crd::establish(&self.registry, &self.store, obj);
+            if let Some(next) = crd::establish(&self.registry, obj, &self.clock().now_rfc3339()) {
+                // Failing to write it (a concurrent update) is retried on the CRD's next write.
+                let opts = WriteOptions {
+                    field_manager: Some("kube-apiserver".into()),
+                    ..Default::default()
+                };
+                let mut next = next;
+                meta::metadata_mut(&mut next).remove("resourceVersion");
+                let _ = self.update(rt, "", meta::name(obj), Some("status"), next, &opts);
+            }
         }
     }
 
@@ -1458,25 +1841,19 @@ fn with_name(obj: &Value, name: &str) -> Value {
 }
 
 /// `cur` after a merge, JSON or strategic merge patch (`kind` picks the strategic merge keys).
-fn patched(
-    rt: &ResourceType,
-    kind: &str,
-    name: &str,
-    cur: &Value,
-    ptype: PatchType,
-    body: &Value,
-) -> ApiResult<Value> {
+fn patched(kind: &str, cur: &Value, ptype: PatchType, body: &Value) -> ApiResult<Value> {
     match ptype {
         PatchType::Merge | PatchType::Apply => Ok(patch::merge_patch(cur, body)),
-        PatchType::Json => patch::json_patch(cur, body).map_err(|e| patch_error(rt, name, e)),
-        PatchType::Strategic => patch::strategic::strategic_merge_patch(kind, cur, body)
-            .map_err(|e| patch_error(rt, name, e)),
+        PatchType::Json => patch::json_patch(cur, body).map_err(patch_error),
+        PatchType::Strategic => {
+            patch::strategic::strategic_merge_patch(kind, cur, body).map_err(patch_error)
+        }
     }
 }
 
-fn patch_error(rt: &ResourceType, name: &str, e: PatchError) -> ApiError {
+fn patch_error(e: PatchError) -> ApiError {
     match e {
-        PatchError::Invalid(m) => ApiError::new(422, "Invalid", m),
+        PatchError::Internal(m) => ApiError::new(500, "", m),
         PatchError::BadRequest(m) => ApiError::bad_request(m),
         PatchError::Rejected(_) => {
             let mut err = ApiError::new(
@@ -1487,41 +1864,334 @@ fn patch_error(rt: &ResourceType, name: &str, e: PatchError) -> ApiError {
             err.details = Some(json!({}));
             err
         }
-        PatchError::Conflict { message, fields } => {
-            let mut err = ApiError::new(409, "Conflict", message);
+    }
+}
+
+/// An apply's failure as the apiserver answers it: a conflict is `NewApplyConflict` (409, the
+/// causes only), a configuration that does not fit the schema the handler's plain error (500,
+/// no reason).
+fn apply_error(e: patch::apply::ApplyError) -> ApiError {
+    use patch::apply::ApplyError;
+    match e {
+        ApplyError::Conflicts(c) => {
+            let mut err = ApiError::new(409, "Conflict", c.message);
             err.details = Some(json!({
-                "name": name, "kind": rt.plural, "group": rt.group,
-                "causes": fields.iter().map(|f| json!({"reason": "FieldManagerConflict", "message": format!("conflict with field {}", f), "field": f})).collect::<Vec<_>>()
+                "causes": c.causes.iter().map(|(manager, field)| json!({
+                    "reason": "FieldManagerConflict",
+                    "message": format!("conflict with {manager}"),
+                    "field": field,
+                })).collect::<Vec<_>>()
             }));
             err
+        }
+        ApplyError::BadRequest(m) => ApiError::bad_request(m),
+        ApplyError::Internal(m) => ApiError::new(500, "", m),
+    }
+}
+
+/// The scale subresource's field manager: autoscaling/v1 Scale objects.
+fn scale_target() -> patch::apply::Target<'static> {
+    patch::apply::Target {
+        group: "autoscaling",
+        api_version: "autoscaling/v1",
+        kind: "Scale",
+        subresource: Some("scale"),
+        custom_with_status: false,
+    }
+}
+
+/// The workload's replicas path as a field set (`/spec/replicas` -> `.spec.replicas`).
+fn scale_replicas_path(paths: &scale::ScalePaths) -> patch::smd::fieldpath::Set {
+    let names: Vec<&str> = paths.spec_replicas.split('/').skip(1).collect();
+    [patch::smd::fieldpath::path(&names)].into_iter().collect()
+}
+
+/// The REST endpoint of a write, as the field manager knows it.
+fn field_target<'a>(
+    rt: &'a ResourceType,
+    api_version: &'a str,
+    sub: Option<&'a str>,
+) -> patch::apply::Target<'a> {
+    patch::apply::Target {
+        group: &rt.group,
+        api_version,
+        kind: &rt.kind,
+        subresource: sub,
+        custom_with_status: rt.custom && rt.has_status(),
+    }
+}
+
+/// The managedFields a non-apply write of `body` over `live` (None: a create) gets: the body as
+/// decoded (defaulted; members that are null are absent in the typed object) compared with the
+/// live object by the field manager. None: the object carries none.
+fn managed_fields_of(
+    rt: &ResourceType,
+    sub: Option<&str>,
+    live: Option<&Value>,
+    body: &Value,
+    opts: &WriteOptions,
+    now: &str,
+) -> Option<Value> {
+    let mut decoded = if rt.custom {
+        strip_null_members(body)
+    } else {
+        body.clone()
+    };
+    decoded["apiVersion"] = json!(rt.api_version());
+    decoded["kind"] = json!(rt.kind);
+    admission::apply_defaults(rt, &mut decoded);
+    if !rt.custom {
+        patch::smd::goencoding::round_trip(&rt.api_version(), &rt.kind, &mut decoded, false);
+    }
+    if rt.group == "apps" && rt.kind == "DaemonSet" {
+        // The field manager reads the internal object converted to apps/v1, and that conversion
+        // always writes the template generation annotation, "0" before the strategy sets it
+        // (pkg/apis/apps/v1/conversion.go): the writer owns it.
+        let md = meta::metadata_mut(&mut decoded);
+        let annotations = md.entry("annotations").or_insert_with(|| json!({}));
+        if let Some(a) = annotations.as_object_mut() {
+            a.entry("deprecated.daemonset.template.generation")
+                .or_insert_with(|| json!("0"));
+        }
+    }
+    let api_version = rt.api_version();
+    let manager = opts.field_manager.clone().unwrap_or_default();
+    patch::apply::record_update(
+        &field_target(rt, &api_version, sub),
+        live,
+        &mut decoded,
+        &manager,
+        now,
+    );
+    decoded.pointer("/metadata/managedFields").cloned()
+}
+
+impl ApiServer {
+    /// The managedFields of a create that stores nothing (a review, a TokenRequest): the create
+    /// handler's field manager records the request body before the REST storage answers, and
+    /// the storages that answer with the request object keep them.
+    pub fn unstored_create_managed_fields(
+        &self,
+        group: &str,
+        kind: &str,
+        sub: Option<&str>,
+        body: &Value,
+        field_manager: Option<String>,
+    ) -> Option<Value> {
+        let base = self.registry.all().into_iter().next()?;
+        let mut rt = (*base).clone();
+        rt.group = group.to_string();
+        rt.version = "v1".into();
+        rt.kind = kind.to_string();
+        rt.custom = false;
+        let opts = WriteOptions {
+            field_manager,
+            ..Default::default()
+        };
+        managed_fields_of(
+            &rt,
+            sub,
+            None,
+            body,
+            &opts,
+            &timing::SimClock::new().now_rfc3339(),
+        )
+    }
+}
+
+/// The mandatory and suggested API Priority and Fairness objects of kube-apiserver 1.35
+/// (`apf_bootstrap.json`, written by `upstream/apfbootstrap` from
+/// k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap), PriorityLevelConfigurations first.
+pub fn apf_bootstrap_objects() -> Vec<Value> {
+    const APF: &str = include_str!("apf_bootstrap.json");
+    serde_json::from_str::<Value>(APF)
+        .ok()
+        .and_then(|v| v.get("objects").and_then(Value::as_array).cloned())
+        .unwrap_or_default()
+}
+
+/// Whether a write through `rt` is converted to another stored type (events.k8s.io Events,
+/// autoscaling/v1 HorizontalPodAutoscalers, a CRD's non-storage versions).
+fn converts(rt: &ResourceType, stored: &ResourceType) -> bool {
+    rt.group != stored.group || rt.version != stored.version
+}
+
+/// autoscaling/v1 HorizontalPodAutoscalers are converted to and from the stored autoscaling/v2.
+fn is_hpa_v1(rt: &ResourceType) -> bool {
+    rt.group == "autoscaling" && rt.plural == "horizontalpodautoscalers" && rt.version == "v1"
+}
+
+/// A built-in object as the apiserver's Go types write it back (zero `omitempty` members gone,
+/// members without it present): what is stored and served.
+fn go_round_trip(rt: &ResourceType, obj: &mut Value) {
+    if !rt.custom {
+        patch::smd::goencoding::round_trip(&rt.api_version(), &rt.kind, obj, true);
+    }
+}
+
+fn strip_null_members(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), strip_null_members(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(strip_null_members).collect()),
+        other => other.clone(),
+    }
+}
+
+fn set_managed_fields(obj: &mut Value, managed: Option<Value>) {
+    let md = meta::metadata_mut(obj);
+    match managed {
+        Some(m) => {
+            md.insert("managedFields".into(), m);
+        }
+        None => {
+            md.remove("managedFields");
         }
     }
 }
 
 /// Continue tokens carry the list's resourceVersion and the last key, base64-encoded JSON.
-fn encode_continue(rv: u64, after: &(String, String)) -> String {
+/// One page of a snapshot's objects (in key order) after `after`.
+fn page_of(
+    snapshot: Vec<Stored>,
+    after: &(String, String),
+    limit: Option<usize>,
+    filter: &dyn Fn(&Value) -> bool,
+    rv: u64,
+) -> store::ListResult<Stored> {
+    let mut items = Vec::new();
+    let mut continue_after = None;
+    let mut remaining = 0;
+    for s in snapshot {
+        let o = s.object();
+        let k = (meta::namespace(&o).to_string(), meta::name(&o).to_string());
+        if k <= *after || !filter(&o) {
+            continue;
+        }
+        if limit.is_some_and(|l| items.len() >= l) {
+            remaining += 1;
+            continue;
+        }
+        items.push(s);
+        if limit == Some(items.len()) {
+            continue_after = Some(k);
+        }
+    }
+    if remaining == 0 {
+        continue_after = None;
+    }
+    store::ListResult {
+        items,
+        resource_version: rv,
+        continue_after,
+        remaining,
+    }
+}
+
+/// The 410 of a continue token whose revision storage has compacted away (etcd3 store).
+fn continue_too_old() -> ApiError {
+    ApiError::gone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+}
+
+/// Continue tokens as the apiserver's storage writes them (`storage.EncodeContinue`):
+/// base64url JSON `{"v":"meta.k8s.io/v1","rv":N,"start":KEY}`, KEY the next storage key after
+/// the list's prefix (`name\u0000` within a namespace, `ns/name\u0000` across namespaces).
+fn encode_continue(rv: u64, after: &(String, String), within_namespace: bool) -> String {
     use base64::Engine;
-    let raw = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": [after.0, after.1]}).to_string();
+    let start = if within_namespace || after.0.is_empty() {
+        format!("{}\u{0}", after.1)
+    } else {
+        format!("{}/{}\u{0}", after.0, after.1)
+    };
+    let raw = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start}).to_string();
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
 }
 
-fn decode_continue(token: &str) -> ApiResult<(u64, (String, String))> {
+/// `storage.DecodeContinue` with the apiserver's errors (400, `invalid continue token: ...`):
+/// the list's resourceVersion and the (namespace, name) the next page starts after.
+pub(crate) fn decode_continue(
+    token: &str,
+    namespace: Option<&str>,
+) -> ApiResult<(u64, (String, String))> {
     use base64::Engine;
-    let bad = || ApiError::bad_request(format!("invalid continue token: {:?}", token));
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token.trim_end_matches('='))
-        .map_err(|_| bad())?;
-    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
-    let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
-    let ns = v
-        .pointer("/start/0")
-        .and_then(Value::as_str)
-        .ok_or_else(bad)?;
-    let name = v
-        .pointer("/start/1")
-        .and_then(Value::as_str)
-        .ok_or_else(bad)?;
-    Ok((rv, (ns.to_string(), name.to_string())))
+    let bad = |why: String| ApiError::bad_request(format!("invalid continue token: {why}"));
+    let generic = "continue key is not valid";
+    if let Some(i) = token
+        .bytes()
+        .position(|b| !(b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+    {
+        return Err(bad(format!(
+            "{generic}: illegal base64 data at input byte {i}"
+        )));
+    }
+    // Go's RawURLEncoding, which ignores stray trailing bits.
+    let engine = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::URL_SAFE,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::RequireNone)
+            .with_decode_allow_trailing_bits(true),
+    );
+    let raw = engine.decode(token).map_err(|_| {
+        bad(format!(
+            "{generic}: illegal base64 data at input byte {}",
+            token.len().saturating_sub(1)
+        ))
+    })?;
+    let v: Value = serde_json::from_slice(&raw)
+        .map_err(|e| bad(format!("{generic}: {}", go_json_error(&raw, &e))))?;
+    let version = v.get("v").and_then(Value::as_str).unwrap_or("");
+    if version != "meta.k8s.io/v1" {
+        return Err(bad(format!(
+            "{generic}: server does not recognize this encoded version {version}"
+        )));
+    }
+    let rv = v.get("rv").and_then(Value::as_u64).unwrap_or(0);
+    if rv == 0 {
+        return Err(bad(format!(
+            "{generic}: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+        )));
+    }
+    let start = v.get("start").and_then(Value::as_str).unwrap_or("");
+    if start.is_empty() {
+        return Err(bad(format!(
+            "{generic}: encoded start key empty (version meta.k8s.io/v1)"
+        )));
+    }
+    let key = start.trim_end_matches('\u{0}');
+    let (ns, name) = match (namespace, key.split_once('/')) {
+        (Some(ns), _) => (ns.to_string(), key.to_string()),
+        (None, Some((ns, name))) => (ns.to_string(), name.to_string()),
+        (None, None) => (String::new(), key.to_string()),
+    };
+    Ok((rv, (ns, name)))
+}
+
+/// encoding/json's text for the first problem of `raw` (what `json.Unmarshal` answers).
+fn go_json_error(raw: &[u8], e: &serde_json::Error) -> String {
+    let first = raw.iter().position(|b| !b" \t\r\n".contains(b));
+    match first.map(|i| raw[i]) {
+        None => "unexpected end of JSON input".into(),
+        Some(c)
+            if !matches!(
+                c,
+                b'{' | b'[' | b'"' | b't' | b'f' | b'n' | b'-' | b'0'..=b'9'
+            ) =>
+        {
+            let shown = match c {
+                b'\'' => "'\\''".to_string(),
+                b'"' => "'\"'".to_string(),
+                0x20..=0x7e => format!("'{}'", c as char),
+                _ => format!("'\\u{:04x}'", c),
+            };
+            format!("invalid character {shown} looking for beginning of value")
+        }
+        Some(_) if e.is_eof() => "unexpected end of JSON input".into(),
+        Some(_) => e.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -1530,6 +2200,7 @@ mod tests {
 
     fn page(items: Vec<Value>, metadata: Value) -> ListPage {
         ListPage {
+            untyped_items: false,
             kind: "ConfigMapList".into(),
             api_version: "v1".into(),
             metadata,
@@ -1537,33 +2208,6 @@ mod tests {
                 .into_iter()
                 .map(|i| Stored::new(Arc::new(i)))
                 .collect(),
-            items_type_meta: true,
-        }
-    }
-
-    #[test]
-    fn built_in_list_items_lose_their_type_meta_in_every_encoding() {
-        // Canonical order (kind first), the other order, and an item with nothing else.
-        let items = vec![
-            json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "a"}, "data": {"kind": "x"}}),
-            json!({"metadata": {"name": "b"}, "apiVersion": "v1", "kind": "ConfigMap"}),
-            json!({"kind": "ConfigMap", "apiVersion": "v1"}),
-        ];
-        let mut p = page(items.clone(), json!({"resourceVersion": "7"}));
-        p.items_type_meta = false;
-        let joined: Value = serde_json::from_slice(&p.to_json()).unwrap();
-        let streamed: Vec<u8> = {
-            let mut q = page(items, json!({"resourceVersion": "7"}));
-            q.items_type_meta = false;
-            q.into_json_chunks().flat_map(|b| b.to_vec()).collect()
-        };
-        let value = p.into_value();
-        for list in [&joined, &serde_json::from_slice(&streamed).unwrap(), &value] {
-            assert_eq!(list["kind"], "ConfigMapList");
-            assert_eq!(
-                list["items"],
-                json!([{"metadata": {"name": "a"}, "data": {"kind": "x"}}, {"metadata": {"name": "b"}}, {}])
-            );
         }
     }
 
@@ -1683,11 +2327,20 @@ mod tests {
 
     #[test]
     fn continue_tokens_round_trip_and_reject_garbage() {
-        let t = encode_continue(42, &("ns".into(), "name".into()));
+        let t = encode_continue(42, &("ns".into(), "name".into()), false);
         assert_eq!(
-            decode_continue(&t).unwrap(),
+            decode_continue(&t, None).unwrap(),
             (42, ("ns".into(), "name".into()))
         );
-        assert_eq!(decode_continue("!!!").unwrap_err().code, 400);
+        assert_eq!(decode_continue("!!!", None).unwrap_err().code, 400);
+        assert_eq!(
+            decode_continue("garbage", None).unwrap_err().message,
+            "invalid continue token: continue key is not valid: invalid character '\\u0081' looking for beginning of value"
+        );
+        let within = encode_continue(7, &("ns".into(), "c2".into()), true);
+        assert_eq!(
+            decode_continue(&within, Some("ns")).unwrap(),
+            (7, ("ns".into(), "c2".into()))
+        );
     }
 }

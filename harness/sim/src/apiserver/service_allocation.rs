@@ -209,12 +209,109 @@ pub fn allocate(svc: &mut Value, cidr: &ServiceCidr, in_use: &InUse) -> ApiResul
     Ok(())
 }
 
+/// What the Service REST storage's update does after `patchAllocatedValues`
+/// (`allocateUpdate`): the IP family fields inferred (`initIPFamilyFields`: SingleStack, the
+/// families of the cluster IPs), a cluster IP for a Service that newly needs one, node ports for
+/// the ports of a NodePort or LoadBalancer Service that have none. `in_use` excludes the
+/// Service itself.
+pub fn allocate_update(svc: &mut Value, cidr: &ServiceCidr, in_use: &InUse) -> ApiResult<()> {
+    let stype = svc
+        .pointer("/spec/type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP")
+        .to_string();
+    if stype == "ExternalName" {
+        return Ok(());
+    }
+    let has_ip = svc
+        .pointer("/spec/clusterIP")
+        .and_then(Value::as_str)
+        .is_some_and(|ip| !ip.is_empty());
+    if !has_ip {
+        // A Service that had no cluster IP (an ExternalName one) gets one as on create.
+        return allocate(svc, cidr, in_use);
+    }
+    let name = crate::apiserver::meta::name(svc).to_string();
+    let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) else {
+        return Ok(());
+    };
+    let ips: Vec<String> = spec
+        .get("clusterIPs")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let families = spec
+        .get("ipFamilies")
+        .and_then(Value::as_array)
+        .map(Vec::len)
+        .unwrap_or(0);
+    if spec.get("ipFamilyPolicy").is_none_or(Value::is_null) {
+        let policy = if ips.len() <= 1 && families <= 1 {
+            "SingleStack"
+        } else {
+            "RequireDualStack"
+        };
+        spec.insert("ipFamilyPolicy".into(), json!(policy));
+    }
+    if families == 0 {
+        spec.insert("ipFamilies".into(), json!(["IPv4"]));
+    }
+    if stype == "NodePort" || stype == "LoadBalancer" {
+        let mut taken = in_use.node_ports.clone();
+        let ports = spec.get_mut("ports").and_then(Value::as_array_mut);
+        let ports: Vec<&mut Value> = ports.into_iter().flatten().collect();
+        for (i, p) in ports.iter().enumerate() {
+            if let Some(n) = p.get("nodePort").and_then(Value::as_i64) {
+                if !taken.insert(n) {
+                    return Err(invalid(
+                        &name,
+                        &format!("spec.ports[{i}].nodePort"),
+                        format!("Invalid value: {n}: provided port is already allocated"),
+                    ));
+                }
+            }
+        }
+        for p in ports.into_iter().filter(|p| p.get("nodePort").is_none()) {
+            let n = NODE_PORTS
+                .clone()
+                .find(|n| !taken.contains(n))
+                .ok_or_else(|| {
+                    ApiError::internal("failed to allocate a nodePort: range is full")
+                })?;
+            taken.insert(n);
+            p["nodePort"] = json!(n);
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn svc(spec: Value) -> Value {
         json!({"metadata": {"name": "s"}, "spec": spec})
+    }
+
+    #[test]
+    fn updates_infer_families_and_allocate_new_node_ports() {
+        // A PUT that leaves the families out, then a change to NodePort.
+        let in_use = InUse::from_services(std::iter::empty());
+        let mut s = svc(
+            json!({"clusterIP": "10.96.0.2", "clusterIPs": ["10.96.0.2"], "ports": [{"port": 80}]}),
+        );
+        allocate_update(&mut s, &ServiceCidr::default(), &in_use).unwrap();
+        assert_eq!(s["spec"]["ipFamilies"], json!(["IPv4"]));
+        assert_eq!(s["spec"]["ipFamilyPolicy"], "SingleStack");
+        assert!(s["spec"]["ports"][0].get("nodePort").is_none());
+        s["spec"]["type"] = json!("NodePort");
+        allocate_update(&mut s, &ServiceCidr::default(), &in_use).unwrap();
+        assert_eq!(s["spec"]["ports"][0]["nodePort"], 30000);
     }
 
     #[test]

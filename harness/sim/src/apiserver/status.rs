@@ -63,6 +63,17 @@ impl ApiError {
             "the object has been modified; please apply your changes to the latest version and try again",
         )
     }
+    /// The 404 of a path no registered resource serves (`NewNotFound` of the API's not-found
+    /// handler): empty details.
+    pub fn not_found_path() -> Self {
+        let mut e = Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        );
+        e.details = Some(json!({}));
+        e
+    }
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }
@@ -100,11 +111,16 @@ impl ApiError {
         e.details = Some(d);
         e
     }
+    /// go-restful's 405 for a route without that method, as the apiserver's service error
+    /// handler writes it (`NewGenericServerResponse`: its details present and empty).
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
-        Self::new(405, "MethodNotAllowed", message)
+        let mut e = Self::new(405, "MethodNotAllowed", message);
+        e.details = Some(json!({}));
+        e
     }
-    pub fn unsupported_media_type(content_type: &str) -> Self {
-        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {:?})", content_type))
+    /// The serializer's 415 for a body no built-in decoder reads (`NewUnsupportedMediaTypeError`).
+    pub fn unsupported_media_type() -> Self {
+        Self::new(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf")
     }
     pub fn not_acceptable() -> Self {
         Self::new(
@@ -148,8 +164,11 @@ impl ApiError {
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         });
+        // `reason` is omitempty: errors that are no API status (a 500 from storage) have none.
+        if !self.reason.is_empty() {
+            s["reason"] = json!(self.reason);
+        }
         if let Some(d) = &self.details {
             s["details"] = d.clone();
         }
@@ -166,13 +185,19 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
-/// `StatusDetails` in Go field order: name, group (omitted when empty), kind (the resource).
+/// `StatusDetails` in Go field order: name, group, kind (the resource), each omitted when empty.
 pub fn details(group: &str, kind: &str, name: &str) -> Value {
-    let mut d = json!({ "name": name });
+    // Every StatusDetails member is omitempty.
+    let mut d = json!({});
+    if !name.is_empty() {
+        d["name"] = json!(name);
+    }
     if !group.is_empty() {
         d["group"] = json!(group);
     }
-    d["kind"] = json!(kind);
+    if !kind.is_empty() {
+        d["kind"] = json!(kind);
+    }
     d
 }
 

@@ -209,6 +209,9 @@ pub enum UpdateScope {
     Status,
     /// Internal writers (garbage collector, namespace controller) that may change anything.
     Any,
+    /// As `Any`, for a write that goes to storage without any strategy seeing it (the pod
+    /// binding's GuaranteedUpdate): no generation bump.
+    Storage,
     /// A subresource that writes one field (parent, field), such as `namespaces/finalize` and
     /// `pods/ephemeralcontainers`: the stored object with that field and the managedFields of
     /// the write, merged under the store's lock so that concurrent writes of other parts do not
@@ -276,6 +279,8 @@ pub struct Store {
     last_sent_rv: AtomicU64,
     /// In-process informers: every change, none dropped (see `informer`).
     informers: Mutex<Vec<InformerTx>>,
+    /// The cluster's clock: creation and deletion timestamps.
+    pub clock: timing::SimClock,
 }
 
 /// The store's end of an informer: its queue, how many changes wait in it, and who follows.
@@ -353,6 +358,10 @@ pub struct ListResult<T = Arc<Value>> {
 
 impl Store {
     pub fn new(history_capacity: usize) -> Self {
+        Store::with_clock(history_capacity, timing::SimClock::new())
+    }
+
+    pub fn with_clock(history_capacity: usize, clock: timing::SimClock) -> Self {
         // The live buffer is small (each slot keeps its event, object and previous object
         // alive until overwritten): a watcher that lags behind it catches up from the history.
         let (tx, _) = broadcast::channel(LIVE_BUFFER);
@@ -368,6 +377,7 @@ impl Store {
             tx,
             last_sent_rv: AtomicU64::new(1),
             informers: Mutex::new(Vec::new()),
+            clock,
         }
     }
 
@@ -527,7 +537,7 @@ impl Store {
                 md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
             }
             md.insert("resourceVersion".into(), json!(rv.to_string()));
-            md.insert("creationTimestamp".into(), json!(timing::now_rfc3339()));
+            md.insert("creationTimestamp".into(), json!(self.clock.now_rfc3339()));
             md.remove("deletionTimestamp");
             md.remove("deletionGracePeriodSeconds");
             md.remove("selfLink");
@@ -593,12 +603,14 @@ impl Store {
         }
         let wanted_uid = meta::uid(&new);
         if !wanted_uid.is_empty() && wanted_uid != meta::uid(&current) {
+            // etcd3's GuaranteedUpdate checks the precondition: a StorageError naming the key.
             return Err(ApiError::conflict(
                 &rt.group,
                 &rt.plural,
                 name,
                 &format!(
-                    "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                    "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                    etcd_key(rt, ns, name),
                     wanted_uid,
                     meta::uid(&current)
                 ),
@@ -606,8 +618,12 @@ impl Store {
         }
         let merged = merge_for_scope(rt, &current, new, scope);
         let mut merged = carry_server_metadata(rt, &current, merged, scope);
-        if meta::same_content(&merged, &current) {
-            // The apiserver skips no-op writes: no new resourceVersion, no watch event.
+        // The apiserver skips no-op writes (no new resourceVersion, no watch event); etcd3
+        // compares the whole stored object, so new managedFields alone (an apply by a manager
+        // not yet recorded, which changes nothing else) are a write.
+        let fields = |v: &Value| v.pointer("/metadata/managedFields").cloned();
+        let managed_changed = fields(&merged).is_some() && fields(&merged) != fields(&current);
+        if meta::same_content(&merged, &current) && !managed_changed {
             return Ok(current);
         }
         meta::canonical_order(&mut merged);
@@ -680,14 +696,15 @@ impl Store {
             .and_then(|b| b.get(&okey))
             .map(|s| s.object())
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+        // rest.BeforeDelete checks the preconditions first, naming the kind (not the resource).
         if let Some(uid) = &opts.precondition_uid {
             if uid != meta::uid(&current) {
                 return Err(ApiError::conflict(
                     &rt.group,
-                    &rt.plural,
+                    &rt.kind,
                     name,
                     &format!(
-                        "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                        "the UID in the precondition ({}) does not match the UID in record ({}). The object might have been deleted and then recreated",
                         uid,
                         meta::uid(&current)
                     ),
@@ -696,23 +713,66 @@ impl Store {
         }
         if let Some(rv) = &opts.precondition_rv {
             if rv != meta::resource_version(&current) {
-                return Err(ApiError::conflict(&rt.group, &rt.plural, name, &format!("Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}", rv, meta::resource_version(&current))));
+                return Err(ApiError::conflict(
+                    &rt.group,
+                    &rt.kind,
+                    name,
+                    &format!(
+                        "the ResourceVersion in the precondition ({}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                        rv,
+                        meta::resource_version(&current)
+                    ),
+                ));
             }
         }
         let mut obj: Value = (*current).clone();
-        let mut fins = meta::finalizers(&obj);
-        match opts.propagation {
-            Some(Propagation::Foreground) if !fins.iter().any(|f| f == FOREGROUND) => {
-                fins.push(FOREGROUND.into())
-            }
-            Some(Propagation::Orphan) if !fins.iter().any(|f| f == ORPHAN) => {
-                fins.push(ORPHAN.into())
-            }
-            _ => {}
-        }
+        let fins = gc_finalizers(rt, &meta::finalizers(&obj), opts.propagation);
         let grace = effective_grace_period(rt, &obj, opts.grace_period_seconds);
         let already_deleting = meta::is_deleting(&obj);
         if fins.is_empty() && grace == 0 {
+            // Pods delete gracefully even with a grace period of 0 (the pod strategy's
+            // CheckGracefulDelete): rest.BeforeDelete marks the pod deleting now, with a grace
+            // period of 0 (bumping its generation the first time), the store writes that, then
+            // deletes it. A pod already terminating with a grace period of 0 goes at once.
+            let prev_grace = obj
+                .pointer("/metadata/deletionGracePeriodSeconds")
+                .and_then(Value::as_i64);
+            let is_pod = rt.group.is_empty() && rt.plural == "pods";
+            if is_pod && (!already_deleting || prev_grace.is_some_and(|g| g > 0)) {
+                let md = meta::metadata_mut(&mut obj);
+                md.insert("deletionTimestamp".into(), json!(self.clock.now_rfc3339()));
+                md.insert("deletionGracePeriodSeconds".into(), json!(0));
+                if !already_deleting {
+                    if let Some(g) = md
+                        .get("generation")
+                        .and_then(Value::as_i64)
+                        .filter(|g| *g > 0)
+                    {
+                        md.insert("generation".into(), json!(g + 1));
+                    }
+                }
+                if !opts.dry_run {
+                    let rv = inner.rv + 1;
+                    meta::metadata_mut(&mut obj)
+                        .insert("resourceVersion".into(), json!(rv.to_string()));
+                    inner.rv = rv;
+                    let marked = Arc::new(obj.clone());
+                    let stored = Stored::of(&key, &marked);
+                    inner
+                        .buckets
+                        .entry(key.clone())
+                        .or_default()
+                        .insert(okey.clone(), stored.clone());
+                    self.emit(
+                        &mut inner,
+                        key.clone(),
+                        EventType::Modified,
+                        marked.clone(),
+                        stored,
+                        Some(current.clone()),
+                    );
+                }
+            }
             if opts.dry_run {
                 return Ok(DeleteOutcome::Deleted(Arc::new(obj)));
             }
@@ -734,19 +794,30 @@ impl Store {
             return Ok(DeleteOutcome::Deleted(obj));
         }
         // Pending deletion. A second delete may only shorten a grace period.
-        let now = chrono::Utc::now();
+        let now = self.clock.now();
         {
             let md = meta::metadata_mut(&mut obj);
+            // The first mark of deletion bumps a generation the object has (rest.BeforeDelete
+            // for graceful deletion, the store's markAsDeleting for finalizers).
+            if !already_deleting {
+                if let Some(g) = md
+                    .get("generation")
+                    .and_then(Value::as_i64)
+                    .filter(|g| *g > 0)
+                {
+                    md.insert("generation".into(), json!(g + 1));
+                }
+            }
             let prev_grace = md.get("deletionGracePeriodSeconds").and_then(Value::as_i64);
-            let shorten = grace > 0 && prev_grace.map(|p| grace < p).unwrap_or(true);
+            let shorten = prev_grace.map(|p| grace < p).unwrap_or(true);
             if !already_deleting || shorten {
                 md.insert(
                     "deletionTimestamp".into(),
                     json!(timing::rfc3339(now + chrono::Duration::seconds(grace))),
                 );
-                if grace > 0 || rt.plural == "pods" {
-                    md.insert("deletionGracePeriodSeconds".into(), json!(grace));
-                }
+                // A kind without graceful deletion held by finalizers gets a grace period of 0
+                // (`updateForGracefulDeletionAndFinalizers`).
+                md.insert("deletionGracePeriodSeconds".into(), json!(grace));
             }
         }
         meta::set_finalizers(&mut obj, &fins);
@@ -1041,6 +1112,78 @@ impl Store {
 pub const FOREGROUND: &str = "foregroundDeletion";
 pub const ORPHAN: &str = "orphan";
 
+/// The garbage collection a kind's delete strategy defaults to
+/// (`rest.GarbageCollectionDeleteStrategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GcPolicy {
+    /// Events: no GC finalizers at all, whatever the options say.
+    Unsupported,
+    /// batch/v1 Jobs and v1 ReplicationControllers, for compatibility.
+    OrphanDependents,
+    /// Everything else: dependents are deleted in the background.
+    DeleteDependents,
+}
+
+fn default_gc_policy(rt: &ResourceType) -> GcPolicy {
+    match (rt.group.as_str(), rt.plural.as_str()) {
+        ("" | "events.k8s.io", "events") => GcPolicy::Unsupported,
+        ("batch", "jobs") | ("", "replicationcontrollers") => GcPolicy::OrphanDependents,
+        _ => GcPolicy::DeleteDependents,
+    }
+}
+
+/// The finalizers a delete leaves on the object, as the generic store's
+/// `deletionFinalizersForGarbageCollection` computes them (apiserver
+/// pkg/registry/generic/registry/store.go): the options' propagation, else a GC finalizer the
+/// object already has, else the kind's default decide between `orphan` and `foregroundDeletion`;
+/// the other finalizers stay in their order, a GC finalizer goes last.
+fn gc_finalizers(
+    rt: &ResourceType,
+    current: &[String],
+    propagation: Option<Propagation>,
+) -> Vec<String> {
+    let policy = default_gc_policy(rt);
+    if policy == GcPolicy::Unsupported {
+        return current.to_vec();
+    }
+    let has = |f: &str| {
+        current
+            .iter()
+            .find(|c| *c == ORPHAN || *c == FOREGROUND)
+            .map(String::as_str)
+            == Some(f)
+    };
+    let (orphan, foreground) = match propagation {
+        Some(Propagation::Orphan) => (true, false),
+        Some(Propagation::Foreground) => (false, true),
+        Some(Propagation::Background) => (false, false),
+        None if has(ORPHAN) => (true, false),
+        None if has(FOREGROUND) => (false, true),
+        None => (policy == GcPolicy::OrphanDependents, false),
+    };
+    let mut next: Vec<String> = current
+        .iter()
+        .filter(|f| *f != ORPHAN && *f != FOREGROUND)
+        .cloned()
+        .collect();
+    if orphan {
+        next.push(ORPHAN.into());
+    }
+    if foreground {
+        next.push(FOREGROUND.into());
+    }
+    let same = |a: &[String], b: &[String]| {
+        let a: BTreeSet<&String> = a.iter().collect();
+        let b: BTreeSet<&String> = b.iter().collect();
+        a == b
+    };
+    if same(&next, current) {
+        current.to_vec()
+    } else {
+        next
+    }
+}
+
 /// Finalizers keep a deleting object stored: `metadata.finalizers`, and for namespaces also
 /// `spec.finalizers` (emptied by the namespace controller through `namespaces/finalize`).
 fn held_by_finalizers(rt: &ResourceType, obj: &Value) -> bool {
@@ -1066,8 +1209,17 @@ fn no_grace_period(existing: &Value) -> bool {
 
 /// Which resources carry `metadata.generation` (those with a spec the apiserver versions).
 pub fn tracks_generation(rt: &ResourceType) -> bool {
+    // The kinds whose strategies set `Generation = 1` on create (pkg/registry/*/*/strategy.go,
+    // apiextensions-apiserver's CRD and custom resource strategies).
     rt.custom
-        || rt.group == "apps"
+        || (rt.group == "apps" && rt.plural != "controllerrevisions")
+        || rt.group == "admissionregistration.k8s.io"
+        || rt.group == "flowcontrol.apiserver.k8s.io"
+        || (rt.group == "resource.k8s.io"
+            && matches!(
+                rt.plural.as_str(),
+                "deviceclasses" | "devicetaintrules" | "resourceslices"
+            ))
         || rt.group == "policy"
         || rt.group == "batch"
         || rt.group == "apiextensions.k8s.io"
@@ -1122,7 +1274,7 @@ fn merge_for_scope(
     scope: UpdateScope,
 ) -> Value {
     match scope {
-        UpdateScope::Any => new,
+        UpdateScope::Any | UpdateScope::Storage => new,
         UpdateScope::Main => {
             if rt.has_status() {
                 match current.get("status") {
@@ -1147,36 +1299,46 @@ fn merge_for_scope(
             new
         }
         UpdateScope::Status if !rt.custom => {
-            // A built-in type's status strategy (PrepareForUpdate): the written object with the
-            // stored spec (every member but metadata and status), and the metadata its
-            // GetResetFields name reset; other metadata changes are kept (annotations,
-            // finalizers, ...). Server-owned metadata is carried over afterwards.
+            // A built-in status strategy keeps what the request sent except its reset fields
+            // (the spec; for some kinds parts of metadata or all of it), which stay as stored:
+            // a Deployment's annotations change through /status, its labels do not.
+            let reset = crate::apiserver::patch::smd::reset::reset_fields(
+                &rt.group,
+                &rt.kind,
+                Some("status"),
+                false,
+            );
             let mut out = new;
-            if let (Some(o), Some(c)) = (out.as_object_mut(), current.as_object()) {
-                let mine = |k: &str| matches!(k, "metadata" | "status" | "apiVersion" | "kind");
-                o.retain(|k, _| mine(k) || c.contains_key(k));
-                for (k, v) in c.iter().filter(|(k, _)| !mine(k)) {
-                    o.insert(k.clone(), v.clone());
-                }
+            for path in reset.iter().flat_map(|s| s.iter()) {
+                let names: Vec<&str> = path
+                    .iter()
+                    .filter_map(|e| match e {
+                        crate::apiserver::patch::smd::fieldpath::PathElement::Field(n) => {
+                            Some(n.as_str())
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                restore(&mut out, current, &names);
             }
-            let reset: &[&str] = match (rt.group.as_str(), rt.plural.as_str()) {
-                ("apps", "deployments") => &["labels"],
-                ("", "pods") => &["ownerReferences"],
-                _ => &[],
-            };
-            let cur_md = current.get("metadata").and_then(Value::as_object);
-            let md = meta::metadata_mut(&mut out);
-            for k in reset {
-                match cur_md.and_then(|m| m.get(*k)) {
-                    Some(v) => {
-                        md.insert(k.to_string(), v.clone());
-                    }
+            if reset.is_none() {
+                let status = out.get_mut("status").map(std::mem::take);
+                let managed = out
+                    .pointer_mut("/metadata/managedFields")
+                    .map(std::mem::take);
+                out = current.clone();
+                match status {
+                    Some(s) => out["status"] = s,
                     None => {
-                        md.remove(*k);
+                        if let Some(m) = out.as_object_mut() {
+                            m.remove("status");
+                        }
                     }
                 }
+                if let Some(mf) = managed {
+                    meta::metadata_mut(&mut out).insert("managedFields".into(), mf);
+                }
             }
-            meta::canonical_order(&mut out);
             out
         }
         UpdateScope::Status => {
@@ -1188,6 +1350,18 @@ fn merge_for_scope(
                     if let Some(m) = out.as_object_mut() {
                         m.remove("status");
                     }
+                }
+            }
+            // The status endpoint's field manager records the write (`subresource: status`).
+            match new
+                .pointer_mut("/metadata/managedFields")
+                .map(std::mem::take)
+            {
+                Some(mf) => {
+                    meta::metadata_mut(&mut out).insert("managedFields".into(), mf);
+                }
+                None => {
+                    meta::metadata_mut(&mut out).remove("managedFields");
                 }
             }
             // Status writers may still carry the resourceVersion precondition; keep the rest of metadata.
@@ -1218,6 +1392,44 @@ fn merge_for_scope(
     }
 }
 
+/// Put `current`'s value at `path` (field names) into `out`, or remove it there when `current`
+/// has none. A restored `metadata` keeps the request's managedFields (its field manager's).
+fn restore(out: &mut Value, current: &Value, path: &[&str]) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let from = parents
+        .iter()
+        .try_fold(current, |v, k| v.get(*k))
+        .and_then(|v| v.get(*last))
+        .cloned();
+    let mut slot = &mut *out;
+    for k in parents {
+        if !slot.get(*k).is_some_and(Value::is_object) {
+            if from.is_none() {
+                return;
+            }
+            slot[*k] = json!({});
+        }
+        slot = slot.get_mut(*k).expect("object");
+    }
+    let managed = (path == ["metadata"])
+        .then(|| slot.pointer("/metadata/managedFields").cloned())
+        .flatten();
+    match (from, slot.as_object_mut()) {
+        (Some(v), Some(m)) => {
+            m.insert((*last).to_string(), v);
+        }
+        (None, Some(m)) => {
+            m.remove(*last);
+        }
+        _ => {}
+    }
+    if let Some(mf) = managed {
+        meta::metadata_mut(slot).insert("managedFields".into(), mf);
+    }
+}
+
 /// Keep the metadata the server owns, bump generation on spec changes.
 fn carry_server_metadata(
     rt: &ResourceType,
@@ -1230,7 +1442,10 @@ fn carry_server_metadata(
         .get("metadata")
         .and_then(Value::as_object)
         .unwrap_or(&empty);
-    let spec_changed = !meta::same_spec_part(&new, current);
+    // The EndpointSlice strategy counts a change of its labels too.
+    let labels_count = rt.group == "discovery.k8s.io" && rt.plural == "endpointslices";
+    let spec_changed = !meta::same_spec_part(&new, current)
+        || (labels_count && new.pointer("/metadata/labels") != current.pointer("/metadata/labels"));
     let md = meta::metadata_mut(&mut new);
     for k in ["uid", "creationTimestamp", "name", "namespace"] {
         match cur_md.get(k) {
@@ -1243,7 +1458,7 @@ fn carry_server_metadata(
         }
     }
     md.remove("selfLink");
-    if scope != UpdateScope::Any {
+    if !matches!(scope, UpdateScope::Any | UpdateScope::Storage) {
         // Clients cannot set or clear deletion state through an update.
         for k in ["deletionTimestamp", "deletionGracePeriodSeconds"] {
             match cur_md.get(k) {
@@ -1261,10 +1476,8 @@ fn carry_server_metadata(
             .get("generation")
             .and_then(Value::as_i64)
             .unwrap_or(1);
-        md.insert(
-            "generation".into(),
-            json!(if spec_changed { g + 1 } else { g }),
-        );
+        let bump = spec_changed && scope != UpdateScope::Storage;
+        md.insert("generation".into(), json!(if bump { g + 1 } else { g }));
     } else {
         md.remove("generation");
     }
@@ -1301,6 +1514,27 @@ fn unindex_owners(inner: &mut Inner, key: &ResourceKey, okey: &ObjectKey, obj: &
                 inner.dependents.remove(&uid);
             }
         }
+    }
+}
+
+/// The etcd key kube-apiserver stores an object under: `/registry/<prefix>/[<namespace>/]<name>`,
+/// the prefix the resource's plural but for the prefixes compiled in
+/// (`SpecialDefaultResourcePrefixes`) and the apiextensions/aggregator stores (group/plural).
+pub fn etcd_key(rt: &ResourceType, ns: &str, name: &str) -> String {
+    let prefix = match (rt.group.as_str(), rt.plural.as_str()) {
+        ("", "replicationcontrollers") => "controllers".to_string(),
+        ("", "endpoints") => "services/endpoints".to_string(),
+        ("", "nodes") => "minions".to_string(),
+        ("", "services") => "services/specs".to_string(),
+        ("networking.k8s.io", "ingresses") => "ingress".to_string(),
+        ("apiextensions.k8s.io" | "apiregistration.k8s.io", p) => format!("{}/{p}", rt.group),
+        (g, p) if rt.custom => format!("{g}/{p}"),
+        (_, p) => p.to_string(),
+    };
+    if ns.is_empty() {
+        format!("/registry/{prefix}/{name}")
+    } else {
+        format!("/registry/{prefix}/{ns}/{name}")
     }
 }
 

@@ -67,7 +67,11 @@ impl SimCluster {
         node_names: &[String],
         opts: ClusterOptions,
     ) -> Arc<SimCluster> {
-        let timing = opts.timing.clone();
+        // One clock: the API server's.
+        let timing = Timing {
+            clock: api.clock().clone(),
+            ..opts.timing.clone()
+        };
         let mut nodes = BTreeMap::new();
         let mut kubelets = BTreeMap::new();
         let mut senders = BTreeMap::new();
@@ -121,8 +125,6 @@ impl SimCluster {
             timing.clone(),
         )));
         if opts.longhorn {
-            api.storage_protection
-                .store(true, std::sync::atomic::Ordering::Relaxed);
             longhorn::install(&Internal::new(api.clone(), "longhorn-manager"));
             tasks.push(tokio::spawn(longhorn::run(
                 Internal::new(api.clone(), "csi-provisioner"),
@@ -186,6 +188,8 @@ async fn run_kubelet(k: Arc<Mutex<Kubelet>>, node: Arc<SimNode>, timing: Timing)
             _ = interval.tick() => {}
             _ = node.wake.notified() => {}
         }
+        // One pass of the sync loop: none while the cluster is frozen.
+        let _pass = timing.clock.pass().await;
         if !k.lock().step() {
             return;
         }
@@ -202,6 +206,7 @@ async fn run_pleg(k: Arc<Mutex<Kubelet>>, timing: Timing) {
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         interval.tick().await;
+        let _pass = timing.clock.pass().await;
         k.lock().relist_pleg();
     }
 }

@@ -1,4 +1,4 @@
-//! The CronJob controller on the cluster's nominal clock (`Timing::now`): at each scheduled
+//! The CronJob controller on the cluster's one clock (`SimClock::now`): at each scheduled
 //! time a Job `<cronjob>-<minutes since epoch>` from the jobTemplate, concurrencyPolicy
 //! (Allow/Forbid/Replace), startingDeadlineSeconds, suspend, `status.active`,
 //! lastScheduleTime/lastSuccessfulTime and the successful/failed job history limits.
@@ -9,7 +9,7 @@ use crate::apiserver::meta;
 use crate::apiserver::resources::ResourceKey;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::timing::{self, Timing};
+use crate::timing::{self, SimClock, Timing};
 use chrono::{DateTime, Utc};
 use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
@@ -22,8 +22,9 @@ const SCHEDULED_TIMESTAMP: &str = "batch.kubernetes.io/cronjob-scheduled-timesta
 pub struct CronJobController {
     client: Internal,
     recorder: EventRecorder,
-    /// The cluster's nominal clock: schedules are read on it.
-    clock: Timing,
+    /// The cluster's clock: schedules are read on it. A calendar is not a duration: `timeScale`
+    /// does not make it run faster (docs/fidelity.md, "Time").
+    clock: SimClock,
 }
 
 impl CronJobController {
@@ -32,7 +33,7 @@ impl CronJobController {
         CronJobController {
             client,
             recorder,
-            clock: timing,
+            clock: timing.clock,
         }
     }
 }
@@ -149,7 +150,6 @@ impl Reconciler for CronJobController {
                 let now = self.clock.now();
                 let created = meta::str_at(&cj, "/metadata/creationTimestamp")
                     .and_then(timing::parse_time)
-                    .map(|t| self.clock.on_nominal_clock(t))
                     .unwrap_or(now);
                 let after = status
                     .get("lastScheduleTime")
@@ -215,9 +215,8 @@ impl Reconciler for CronJobController {
                     }
                     status["lastScheduleTime"] = json!(timing::rfc3339(t));
                 }
-                requeue = next.map(|n| {
-                    self.clock.s((n - now).to_std().unwrap_or_default()) + Duration::from_millis(5)
-                });
+                requeue =
+                    next.map(|n| (n - now).to_std().unwrap_or_default() + Duration::from_millis(5));
             }
             Ok(_) => {}
         }

@@ -35,6 +35,7 @@ pub async fn run(client: Internal, timing: Timing) {
         if !woke {
             return;
         }
+        let _pass = client.clock().pass().await;
         // A resync tick wakes the loop without an event: sync every DaemonSet then.
         let now = std::mem::replace(&mut dirty, Dirty::Some(HashSet::new()));
         reconcile(
@@ -223,12 +224,29 @@ fn reconcile(client: &Internal, only: Option<&HashSet<String>>) {
             "numberUnavailable": if desired > ready { Value::from(desired - ready) } else { Value::Null },
             "observedGeneration": ds.pointer("/metadata/generation").cloned().unwrap_or(json!(1)),
         }});
-        if ds.pointer("/status/numberReady") != status.pointer("/status/numberReady")
-            || ds.pointer("/status/desiredNumberScheduled")
-                != status.pointer("/status/desiredNumberScheduled")
-            || ds.pointer("/status/currentNumberScheduled")
-                != status.pointer("/status/currentNumberScheduled")
-        {
+        // `storeDaemonSetStatus` (pkg/controller/daemon/daemon_controller.go): written when a
+        // count differs or the generation is unobserved (a new DaemonSet on no nodes included).
+        let count = |v: &Value, f: &str| {
+            v.pointer(&format!("/status/{f}"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+        };
+        let counts_differ = [
+            "desiredNumberScheduled",
+            "currentNumberScheduled",
+            "numberMisscheduled",
+            "numberReady",
+            "updatedNumberScheduled",
+            "numberAvailable",
+            "numberUnavailable",
+        ]
+        .iter()
+        .any(|f| count(&ds, f) != count(&status, f));
+        let unobserved = count(&ds, "observedGeneration")
+            < ds.pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+        if counts_differ || unobserved {
             let _ = client.merge_status("apps", "daemonsets", &ns, meta::name(&ds), &status);
         }
     }
@@ -247,13 +265,11 @@ fn create_pod(client: &Internal, ds: &Value, node: &str) {
         .pointer("/metadata/labels")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    labels["controller-revision-hash"] = json!(format!(
-        "{:x}",
-        meta::uid(ds)
-            .bytes()
-            .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64))
-            % 0xffffffffff
-    ));
+    // The revision's hash: controller.ComputeHash of the template and the collision count
+    // (daemon_controller.go constructHistory).
+    let collisions = ds.pointer("/status/collisionCount").and_then(Value::as_i64);
+    labels["controller-revision-hash"] = json!(super::gohash::compute_hash(&template, collisions)
+        .unwrap_or_else(|| super::util::template_hash(&template)));
     labels["pod-template-generation"] = json!(ds
         .pointer("/metadata/generation")
         .and_then(Value::as_i64)

@@ -168,8 +168,9 @@ fn set_condition(
     reason: &str,
     message: &str,
     force_update: bool,
+    now: &str,
 ) {
-    let now = json!(timing::now_rfc3339());
+    let now = json!(now);
     let conds = status["conditions"].as_array().cloned().unwrap_or_default();
     let current = conds.iter().find(|c| c["type"] == ctype).cloned();
     if let Some(c) = &current {
@@ -246,7 +247,11 @@ impl DeploymentController {
             .pointer("/spec/template")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let hash = util::template_hash(&template_without_hash(&template));
+        // controller.ComputeHash of the template and the collision count, as upstream names
+        // the ReplicaSet; the sim's own hash only where the Go dump is out of reach.
+        let collisions = d.pointer("/status/collisionCount").and_then(Value::as_i64);
+        let hash = super::gohash::compute_hash(&template, collisions)
+            .unwrap_or_else(|| util::template_hash(&template_without_hash(&template)));
         let wanted = template_without_hash(&template);
         let max_old = rss.iter().map(|r| revision(r)).max().unwrap_or(0);
         let found = rss.iter().find(|r| {
@@ -414,6 +419,7 @@ impl Reconciler for DeploymentController {
         }
         let replicas = i64_at(&d, "/spec/replicas").unwrap_or(1);
         let paused = d.pointer("/spec/paused") == Some(&json!(true));
+        let now = self.client.clock().now_rfc3339();
         let recreate = meta::str_at(&d, "/spec/strategy/type") == Some("Recreate");
         let (surge, max_unavailable) = fenceposts(&d);
         let rss = self.replica_sets(&d);
@@ -454,6 +460,7 @@ impl Reconciler for DeploymentController {
                         meta::name(new_rs.as_ref().unwrap())
                     ),
                     false,
+                    &now,
                 );
             }
         } else if let Some(rs) = &new_rs {
@@ -465,6 +472,7 @@ impl Reconciler for DeploymentController {
                     "FoundNewReplicaSet",
                     &format!("Found new replica set {:?}", meta::name(rs)),
                     false,
+                    &now,
                 );
             }
         }
@@ -516,7 +524,9 @@ impl Reconciler for DeploymentController {
                 "/metadata/annotations/deployment.kubernetes.io~1revision",
             ) != Some(rev.to_string().as_str())
             {
-                let _ = self.client.merge(
+                // Through the status subresource, as the deployment controller's UpdateStatus
+                // writes its annotations (its status strategy keeps them).
+                let _ = self.client.merge_status(
                     "apps",
                     "deployments",
                     ns,
@@ -551,6 +561,7 @@ impl Reconciler for DeploymentController {
                 "MinimumReplicasAvailable",
                 "Deployment has minimum availability.",
                 false,
+                &now,
             );
         } else {
             set_condition(
@@ -560,6 +571,7 @@ impl Reconciler for DeploymentController {
                 "MinimumReplicasUnavailable",
                 "Deployment does not have minimum availability.",
                 false,
+                &now,
             );
         }
         let mut requeue = None;
@@ -603,6 +615,7 @@ impl Reconciler for DeploymentController {
                             "NewReplicaSetAvailable",
                             &subject("has successfully progressed."),
                             false,
+                            &now,
                         );
                     } else if progressing || created {
                         set_condition(
@@ -612,6 +625,7 @@ impl Reconciler for DeploymentController {
                             "ReplicaSetUpdated",
                             &subject("is progressing."),
                             true,
+                            &now,
                         );
                         requeue = Some(self.timing.s(Duration::from_secs(secs as u64)));
                     } else if let Some(c) =
@@ -620,8 +634,10 @@ impl Reconciler for DeploymentController {
                         let since = c["lastUpdateTime"]
                             .as_str()
                             .and_then(timing::parse_time)
-                            .unwrap_or_else(chrono::Utc::now);
-                        let elapsed = (chrono::Utc::now() - since).to_std().unwrap_or_default();
+                            .unwrap_or_else(|| self.client.clock().now());
+                        let elapsed = (self.client.clock().now() - since)
+                            .to_std()
+                            .unwrap_or_default();
                         let limit = self.timing.s(Duration::from_secs(secs as u64));
                         if elapsed >= limit {
                             set_condition(
@@ -631,6 +647,7 @@ impl Reconciler for DeploymentController {
                                 "ProgressDeadlineExceeded",
                                 &subject("has timed out progressing."),
                                 false,
+                                &now,
                             );
                         } else {
                             requeue = Some(limit - elapsed + Duration::from_millis(10));
@@ -723,6 +740,7 @@ mod tests {
             "NewReplicaSetCreated",
             "Created new replica set \"a\"",
             false,
+            "2026-01-02T03:04:05Z",
         );
         set_condition(
             &mut st,
@@ -731,6 +749,7 @@ mod tests {
             "MinimumReplicasUnavailable",
             "m",
             false,
+            "2026-01-02T03:04:05Z",
         );
         let t0 = st["conditions"][0]["lastTransitionTime"].clone();
         set_condition(
@@ -740,6 +759,7 @@ mod tests {
             "NewReplicaSetAvailable",
             "ReplicaSet \"a\" has successfully progressed.",
             false,
+            "2026-01-02T03:04:05Z",
         );
         assert_eq!(st["conditions"][1]["type"], "Progressing");
         assert_eq!(st["conditions"][1]["lastTransitionTime"], t0);
@@ -751,6 +771,7 @@ mod tests {
             "MinimumReplicasUnavailable",
             "m",
             false,
+            "2026-01-02T03:04:05Z",
         );
         assert_eq!(st, before, "same status and reason: untouched");
     }

@@ -117,7 +117,7 @@ impl Reconciler for DisruptionController {
         };
         // Evicted pods not yet deleted are not healthy; entries expire after the timeout.
         let timeout = self.timing.s(DELETION_TIMEOUT);
-        let now = chrono::Utc::now();
+        let now = self.client.clock().now();
         let mut disrupted = serde_json::Map::new();
         let mut recheck = None;
         for (pod, at) in pdb
@@ -158,7 +158,11 @@ impl Reconciler for DisruptionController {
         if !disrupted.is_empty() {
             status["disruptedPods"] = Value::Object(disrupted);
         }
-        eviction::update_disruption_allowed_condition(&mut status, generation);
+        eviction::update_disruption_allowed_condition(
+            &mut status,
+            generation,
+            &self.client.clock().now_rfc3339(),
+        );
         let current = pdb.get("status").cloned().unwrap_or_else(|| json!({}));
         if current != status {
             // Merge patch: a removed disruptedPods map must be deleted explicitly.

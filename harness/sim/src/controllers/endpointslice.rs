@@ -9,7 +9,7 @@ use crate::apiserver::meta;
 use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::selectors::LabelSelector;
 use crate::internal::Internal;
-use crate::timing;
+
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -138,7 +138,7 @@ impl Reconciler for EndpointSliceController {
                     || slice.get("ports").unwrap_or(&json!([])) != &body["ports"]
                 {
                     let mut patch = body.clone();
-                    patch["metadata"] = json!({"annotations": {"endpoints.kubernetes.io/last-change-trigger-time": timing::now_rfc3339()}});
+                    patch["metadata"] = json!({"annotations": {"endpoints.kubernetes.io/last-change-trigger-time": self.client.clock().now_rfc3339()}});
                     let _ = self.client.merge(
                         "discovery.k8s.io",
                         "endpointslices",
@@ -152,7 +152,7 @@ impl Reconciler for EndpointSliceController {
                 let slice = json!({
                     "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
                     "metadata": {"generateName": format!("{name}-"), "namespace": ns, "labels": labels, "ownerReferences": owner,
-                                 "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": timing::now_rfc3339()}},
+                                 "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": self.client.clock().now_rfc3339()}},
                     "addressType": "IPv4", "endpoints": body["endpoints"], "ports": body["ports"],
                 });
                 let _ = self

@@ -45,7 +45,10 @@ pub fn handle(api: &ApiServer, ev: &StoreEvent) {
                         &rt,
                         meta::namespace(obj),
                         meta::name(obj),
-                        &DeleteOptions::default(),
+                        &DeleteOptions {
+                            propagation: Some(Propagation::Background),
+                            ..Default::default()
+                        },
                     );
                 }
             }

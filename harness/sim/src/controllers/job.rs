@@ -54,15 +54,15 @@ fn finished(job: &Value) -> bool {
 }
 
 /// Job conditions carry lastProbeTime = lastTransitionTime.
-fn set_job_condition(status: &mut Value, ctype: &str, reason: &str, message: &str) {
-    let now = json!(timing::now_rfc3339());
+fn set_job_condition(status: &mut Value, ctype: &str, reason: &str, message: &str, now: &str) {
     meta::set_status_condition(
         status,
         ctype,
         "True",
         reason,
         message,
-        &[("lastProbeTime", now)],
+        &[("lastProbeTime", json!(now))],
+        now,
     );
 }
 
@@ -108,7 +108,8 @@ impl Reconciler for JobController {
             self.release(ns, &pods);
             return self.expire(&job);
         }
-        let now = chrono::Utc::now();
+        let now = self.client.clock().now();
+        let now_text = timing::rfc3339(now);
         if status.get("startTime").is_none() {
             status["startTime"] = json!(timing::rfc3339(now));
         }
@@ -184,12 +185,12 @@ impl Reconciler for JobController {
                 + Duration::from_millis(10)
         });
         if let Some((reason, message)) = failure {
-            set_job_condition(&mut status, "FailureTarget", reason, message);
+            set_job_condition(&mut status, "FailureTarget", reason, message, &now_text);
             for p in &active {
                 let _ = self.client.delete("", "pods", ns, meta::name(p), None);
             }
             if active.is_empty() {
-                set_job_condition(&mut status, "Failed", reason, message);
+                set_job_condition(&mut status, "Failed", reason, message, &now_text);
                 self.recorder
                     .record(&job, EventKind::Warning, reason, message);
             }
@@ -199,6 +200,7 @@ impl Reconciler for JobController {
                 "SuccessCriteriaMet",
                 "CompletionsReached",
                 "Reached expected number of succeeded pods",
+                &now_text,
             );
             for p in &active {
                 let _ = self.client.delete("", "pods", ns, meta::name(p), None);
@@ -209,6 +211,7 @@ impl Reconciler for JobController {
                     "Complete",
                     "CompletionsReached",
                     "Reached expected number of succeeded pods",
+                    &now_text,
                 );
                 status["completionTime"] = json!(timing::rfc3339(now));
                 self.recorder
@@ -285,6 +288,10 @@ impl Reconciler for JobController {
                 status.as_object_mut().map(|m| m.remove(f));
             }
         }
+        // The counted pods' finalizers go before the counts and conditions are written, as
+        // job_controller.go's trackJobStatusAndRemoveFinalizers orders it: a Job seen finished has no
+        // pod left with its tracking finalizer.
+        self.release(ns, &newly_counted);
         if Some(&status) != job.get("status") {
             let mut patch = status.clone();
             for f in ["active", "succeeded", "failed"] {
@@ -296,7 +303,6 @@ impl Reconciler for JobController {
                 .client
                 .merge_status("batch", "jobs", ns, name, &json!({"status": patch}));
         }
-        self.release(ns, &newly_counted);
         requeue
     }
 }
@@ -327,7 +333,9 @@ impl JobController {
             .as_ref()
             .and_then(Value::as_str)
             .and_then(timing::parse_time)?;
-        let age = (chrono::Utc::now() - at).to_std().unwrap_or_default();
+        let age = (self.client.clock().now() - at)
+            .to_std()
+            .unwrap_or_default();
         let ttl = self.timing.s(Duration::from_secs(ttl.max(0) as u64));
         if age >= ttl {
             let _ =

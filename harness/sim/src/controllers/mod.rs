@@ -9,6 +9,7 @@
 //! there, pods they create stay Pending (no scheduler, no kubelets); in a full cluster the
 //! scheduler and kubelets make them Running and Ready, so rollouts complete.
 
+pub mod admissionpolicystatus;
 pub mod changes;
 pub mod crdfinalizer;
 pub mod cronjob;
@@ -16,16 +17,23 @@ pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
 pub mod endpointslice;
+pub mod flowschemastatus;
 pub mod garbagecollector;
+pub mod gohash;
 pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;
+pub mod persistentvolume;
 pub mod podgc;
 pub mod queue;
 pub mod replicaset;
+pub mod resourcequota;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+pub mod servicecidrs;
 pub mod statefulset;
+pub mod storageprotection;
+pub mod ttl;
 pub mod util;
 
 use crate::apiserver::crd;
@@ -41,7 +49,9 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 /// Start every loop; the handles stop them when aborted.
-pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
+pub fn start(api: Arc<ApiServer>, mut timing: Timing) -> Vec<JoinHandle<()>> {
+    // One clock: the API server's.
+    timing.clock = api.clock().clone();
     let client = || Internal::new(api.clone(), "kube-controller-manager");
     // Resync as a safety net only: changes and requeues drive the loops. Not below 5 s even on
     // a fast clock: a resync reconciles every object, which large clusters must not pay often.
@@ -75,6 +85,27 @@ pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
         Box::new(statefulset::StatefulSetController::new(client())),
         Box::new(endpointslice::EndpointSliceController::new(client())),
         Box::new(cronjob::CronJobController::new(client(), timing.clone())),
+        Box::new(persistentvolume::VolumeController::new(client())),
+        Box::new(admissionpolicystatus::PolicyStatusController::new(client())),
+        Box::new(resourcequota::QuotaController::new(client())),
+        Box::new(ttl::TtlController::new(client())),
+        Box::new(flowschemastatus::FlowSchemaStatusController::new(client())),
+        Box::new(servicecidrs::ServiceCidrController::new(
+            client(),
+            timing.clone(),
+        )),
+        Box::new(storageprotection::ProtectionController::new(
+            client(),
+            storageprotection::Protected::Claim,
+        )),
+        Box::new(storageprotection::ProtectionController::new(
+            client(),
+            storageprotection::Protected::Volume,
+        )),
+        Box::new(storageprotection::ProtectionController::new(
+            client(),
+            storageprotection::Protected::AttributesClass,
+        )),
     ];
     let mut tasks = vec![
         tokio::spawn(run(api.clone())),
@@ -82,6 +113,25 @@ pub fn start(api: Arc<ApiServer>, timing: Timing) -> Vec<JoinHandle<()>> {
     ];
     tasks.extend(loops.into_iter().map(spawn));
     tasks
+}
+
+/// Only what kube-apiserver runs itself, for an API server without kube-controller-manager
+/// (envtest's): the CRD loops (`run_apiserver_loops`) and API Priority and Fairness' config
+/// consumer, which writes the FlowSchemas' Dangling condition.
+pub fn start_apiserver_only(api: Arc<ApiServer>, mut timing: Timing) -> Vec<JoinHandle<()>> {
+    timing.clock = api.clock().clone();
+    let resync = timing
+        .s(Duration::from_secs(30))
+        .max(Duration::from_secs(5));
+    let flowschemas: Box<dyn Reconciler> =
+        Box::new(flowschemastatus::FlowSchemaStatusController::new(
+            Internal::new(api.clone(), "api-priority-and-fairness-config-consumer-v1"),
+        ));
+    let store_api = api.clone();
+    vec![
+        tokio::spawn(run_apiserver_loops(api)),
+        tokio::spawn(async move { queue::drive(flowschemas, &store_api.store, resync).await }),
+    ]
 }
 
 /// Run the event-by-event loops until the store closes.
@@ -101,6 +151,8 @@ async fn run_with(api: Arc<ApiServer>, handle: fn(&ApiServer, &StoreEvent)) {
     // Objects that existed before we subscribed (none at start-up, but keep it honest).
     resync(&api, handle);
     while let Some(ev) = rx.recv().await {
+        // One pass per burst: none while the cluster is frozen.
+        let _pass = api.clock().pass().await;
         handle(&api, &ev);
         if rx.drain(|ev| handle(&api, ev)).is_err() {
             return;

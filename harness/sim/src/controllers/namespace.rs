@@ -1,7 +1,7 @@
 //! The namespace lifecycle controller: a terminating namespace is emptied, then finalized.
 
 use crate::apiserver::meta;
-use crate::apiserver::store::{DeleteOptions, UpdateScope};
+use crate::apiserver::store::{DeleteOptions, Propagation, UpdateScope};
 use crate::apiserver::ApiServer;
 use serde_json::{json, Value};
 
@@ -24,8 +24,12 @@ pub fn drain_namespace(api: &ApiServer, ns: &Value) {
         remaining += items.len();
         for obj in items {
             if !meta::is_deleting(&obj) {
-                let _ =
-                    api.delete_internal(&rt, &name, meta::name(&obj), &DeleteOptions::default());
+                // The namespace deleter deletes in the background (namespaced_resources_deleter.go).
+                let background = DeleteOptions {
+                    propagation: Some(Propagation::Background),
+                    ..Default::default()
+                };
+                let _ = api.delete_internal(&rt, &name, meta::name(&obj), &background);
             }
         }
     }

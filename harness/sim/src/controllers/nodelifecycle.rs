@@ -13,11 +13,11 @@
 use crate::apiserver::meta;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
+use crate::timing::SimInstant;
 use crate::timing::{self, Timing};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::time::Duration;
-use tokio::time::Instant;
 
 const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
@@ -31,11 +31,13 @@ pub async fn run(client: Internal, timing: Timing) {
     let grace = timing.s(timing.node_monitor_grace);
     let period = (grace / 5).max(Duration::from_millis(20));
     let mut ticker = tokio::time::interval(period);
-    // When each NoExecute taint (node, key) arrived, on this controller's clock.
-    let mut taint_since: HashMap<(String, String), Instant> = HashMap::new();
+    // When each NoExecute taint (node, key) arrived, on the cluster's clock.
+    let mut taint_since: HashMap<(String, String), SimInstant> = HashMap::new();
+    let clock = client.clock().clone();
     loop {
         ticker.tick().await;
-        let now = chrono::Utc::now();
+        let _pass = clock.pass().await;
+        let now = clock.now();
         for node in client.list("", "nodes", None, &|_| true) {
             let name = meta::name(&node).to_string();
             let renew = client
@@ -73,7 +75,7 @@ fn ready_status(node: &Value) -> Option<String> {
 }
 
 fn mark_unknown(client: &Internal, node: &Value) {
-    let now = timing::now_rfc3339();
+    let now = client.clock().now_rfc3339();
     let conds: Vec<Value> = node
         .pointer("/status/conditions")
         .and_then(Value::as_array)
@@ -103,7 +105,7 @@ fn mark_pod_not_ready(client: &Internal, recorder: &EventRecorder, pod: &Value) 
     let Some(conds) = pod.pointer("/status/conditions").and_then(Value::as_array) else {
         return;
     };
-    let now = timing::now_rfc3339();
+    let now = client.clock().now_rfc3339();
     let mut changed = false;
     let next: Vec<Value> = conds
         .iter()
@@ -150,7 +152,7 @@ fn sync_taints(
     client: &Internal,
     node: &Value,
     ready: Option<&str>,
-    since: &mut HashMap<(String, String), Instant>,
+    since: &mut HashMap<(String, String), SimInstant>,
 ) {
     let name = meta::name(node).to_string();
     let current: Vec<Value> = node
@@ -185,13 +187,14 @@ fn sync_taints(
         )
         .collect();
     since.retain(|(n, key), _| n != &name || no_execute.contains(key));
+    let arrived = client.clock().instant();
     for k in no_execute {
-        since.entry((name.clone(), k)).or_insert_with(Instant::now);
+        since.entry((name.clone(), k)).or_insert(arrived);
     }
     if !stale && !missing {
         return;
     }
-    let now = timing::now_rfc3339();
+    let now = client.clock().now_rfc3339();
     let mut taints: Vec<Value> = current.iter().filter(|t| !is_managed(t)).cloned().collect();
     for (k, e) in &wanted {
         let kept = current
@@ -231,10 +234,10 @@ fn evict_expired(
     client: &Internal,
     recorder: &EventRecorder,
     node: &str,
-    since: &HashMap<(String, String), Instant>,
+    since: &HashMap<(String, String), SimInstant>,
     timing: &Timing,
 ) {
-    let taints: Vec<(&str, Instant)> = since
+    let taints: Vec<(&str, SimInstant)> = since
         .iter()
         .filter(|((n, _), _)| n == node)
         .map(|((_, k), t)| (k.as_str(), *t))
@@ -260,7 +263,7 @@ fn evict_expired(
                     None => return false, // tolerates for ever (DaemonSet pods)
                 },
             };
-            arrived.elapsed() >= limit
+            timing.clock.since(*arrived) >= limit
         });
         if !expired {
             continue;
@@ -276,6 +279,7 @@ fn evict_expired(
             "True",
             Some("DeletionByTaintManager"),
             Some("Taint manager: deleting due to NoExecute taint"),
+            &timing.clock.now_rfc3339(),
         );
         let _ = client.merge_status(
             "",

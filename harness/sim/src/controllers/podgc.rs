@@ -21,6 +21,7 @@ pub async fn run(client: Internal, timing: Timing) {
     let mut ticker = tokio::time::interval(period);
     loop {
         ticker.tick().await;
+        let _pass = client.clock().pass().await;
         gc_terminating(&client);
     }
 }

@@ -9,10 +9,11 @@ use crate::apiserver::meta;
 use crate::apiserver::selectors::LabelSelector;
 use crate::apiserver::store::{Informer, Store, StoreEvent};
 use crate::internal::Internal;
+use crate::timing::{SimClock, SimInstant};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
-use tokio::time::{Instant, Interval, MissedTickBehavior};
+use tokio::time::{Interval, MissedTickBehavior};
 
 /// (namespace, name) of the object a loop reconciles.
 pub type Key = (String, String);
@@ -118,7 +119,9 @@ pub trait Reconciler: Send + Sync {
 pub struct Queue {
     rx: Informer,
     ticker: Interval,
-    delayed: BTreeSet<(Instant, Key)>,
+    /// Requeued keys by when they are due, on the cluster's clock (a freeze delays them).
+    delayed: BTreeSet<(SimInstant, Key)>,
+    clock: SimClock,
 }
 
 impl Queue {
@@ -130,18 +133,20 @@ impl Queue {
             rx: store.informer(),
             ticker,
             delayed: BTreeSet::new(),
+            clock: store.clock.clone(),
         }
     }
 
     pub fn requeue_after(&mut self, key: Key, after: Duration) {
+        let at = self.clock.instant() + after;
         // Keep only the earliest wake-up per key.
         if let Some(existing) = self.delayed.iter().find(|(_, k)| *k == key).cloned() {
-            if existing.0 <= Instant::now() + after {
+            if existing.0 <= at {
                 return;
             }
             self.delayed.remove(&existing);
         }
-        self.delayed.insert((Instant::now() + after, key));
+        self.delayed.insert((at, key));
     }
 
     /// Wait for work; None when the store has closed.
@@ -151,7 +156,7 @@ impl Queue {
             let first_due = self.delayed.iter().next().map(|(t, _)| *t);
             let all = tokio::select! {
                 _ = self.ticker.tick() => true,
-                _ = sleep_until(first_due) => false,
+                _ = sleep_until(&self.clock, first_due) => false,
                 r = self.rx.recv() => match r {
                     Some(ev) => { keys_of(&ev, &mut keys); false }
                     None => return None,
@@ -161,7 +166,7 @@ impl Queue {
             if self.rx.drain(|ev| keys_of(ev, &mut keys)).is_err() {
                 return None;
             }
-            let now = Instant::now();
+            let now = self.clock.instant();
             while let Some(first) = self.delayed.iter().next().cloned() {
                 if first.0 > now {
                     break;
@@ -179,9 +184,9 @@ impl Queue {
     }
 }
 
-async fn sleep_until(t: Option<Instant>) {
+async fn sleep_until(clock: &SimClock, t: Option<SimInstant>) {
     match t {
-        Some(t) => tokio::time::sleep_until(t).await,
+        Some(t) => clock.sleep_until(t).await,
         None => std::future::pending().await,
     }
 }
@@ -212,6 +217,8 @@ pub async fn drive(mut r: impl Reconciler, store: &Store, resync: Duration) {
             Work::All => r.all_keys(),
             Work::Keys(k) => k.into_iter().collect(),
         };
+        // One pass: none while the cluster is frozen.
+        let _pass = store.clock.pass().await;
         for key in keys {
             if let Some(after) = r.reconcile(&key) {
                 queue.requeue_after(key, after);

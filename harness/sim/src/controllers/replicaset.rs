@@ -70,7 +70,7 @@ pub fn availability(pod: &Value, min_ready: i64, timing: &Timing) -> (bool, Opti
         .and_then(|c| c["lastTransitionTime"].as_str())
         .and_then(timing::parse_time);
     let elapsed = since
-        .map(|t| (chrono::Utc::now() - t).to_std().unwrap_or_default())
+        .map(|t| (timing.now() - t).to_std().unwrap_or_default())
         .unwrap_or_default();
     if elapsed >= need {
         (true, None)
@@ -258,7 +258,7 @@ mod tests {
     #[test]
     fn availability_waits_for_min_ready_seconds() {
         let timing = Timing::default();
-        let now = timing::now_rfc3339();
+        let now = timing.clock.now_rfc3339();
         let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}]}});
         assert_eq!(availability(&ready, 0, &timing), (true, None));
         let (ok, wait) = availability(&ready, 30, &timing);

@@ -13,6 +13,12 @@ pub fn namespace_added(api: &ApiServer, ns: &Value) {
             "metadata": {"name": "kube-root-ca.crt", "namespace": name, "annotations": {"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}},
             "data": {"ca.crt": "-----BEGIN CERTIFICATE-----\n(faultline-sim serves plain HTTP on loopback; no CA)\n-----END CERTIFICATE-----\n"}
         });
-        let _ = api.store.create(&rt, cm, false);
+        // Through the API as kube-controller-manager's publisher does, so the write is
+        // validated and its managedFields recorded.
+        let opts = crate::apiserver::WriteOptions {
+            field_manager: Some("kube-controller-manager".into()),
+            ..Default::default()
+        };
+        let _ = api.create(&rt, name, cm, &opts);
     }
 }

@@ -55,7 +55,20 @@ impl StatefulSetController {
             .pointer("/spec/template")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let name = format!("{}-{}", meta::name(set), util::template_hash(&template));
+        // The revision's data is the patch that replaces the template (`getPatch`); its name
+        // hashes that patch and the collision count (`newRevision`, `HashControllerRevision`).
+        let mut data_template = template.clone();
+        data_template["$patch"] = json!("replace");
+        let data = json!({"spec": {"template": data_template}});
+        let collisions = set
+            .pointer("/status/collisionCount")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let name = format!(
+            "{}-{}",
+            meta::name(set),
+            util::controller_revision_hash(&data, Some(collisions))
+        );
         if existing.iter().any(|r| meta::name(r) == name) {
             return name;
         }
@@ -65,8 +78,6 @@ impl StatefulSetController {
             .max()
             .unwrap_or(0)
             + 1;
-        let mut data_template = template.clone();
-        data_template["$patch"] = json!("replace");
         let mut labels = set
             .pointer("/spec/selector/matchLabels")
             .cloned()
@@ -75,7 +86,7 @@ impl StatefulSetController {
         let rev = json!({
             "apiVersion": "apps/v1", "kind": "ControllerRevision",
             "metadata": {"name": name, "namespace": meta::namespace(set), "labels": labels, "ownerReferences": [util::controller_ref(set, "apps/v1", "StatefulSet")]},
-            "data": {"spec": {"template": data_template}},
+            "data": data,
             "revision": number,
         });
         let _ = self

@@ -91,19 +91,119 @@ pub fn i64_at(obj: &Value, pointer: &str) -> Option<i64> {
 }
 
 /// A short, stable hash of a value (FNV-1a over its JSON), printed as Kubernetes' safe
-/// alphabet: what `pod-template-hash` and `controller-revision-hash` look like.
+/// alphabet: what `pod-template-hash` looks like. **Simplified**: upstream hashes the Go dump of
+/// the template (`controller.ComputeHash`), so the values differ from a real cluster's.
 pub fn template_hash(v: &Value) -> String {
     let mut h: u32 = 0x811c9dc5;
     for b in serde_json::to_vec(v).unwrap_or_default() {
         h ^= b as u32;
         h = h.wrapping_mul(0x01000193);
     }
-    // rand.SafeEncodeString's alphabet: no vowels, no 0/1/3 look-alikes.
+    safe_encode(&h.to_string())
+}
+
+/// `rand.SafeEncodeString` (apimachinery pkg/util/rand): each character's code point picks a
+/// letter of an alphabet without vowels or look-alikes.
+pub fn safe_encode(s: &str) -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    h.to_string()
-        .bytes()
-        .map(|d| ALPHABET[(d - b'0') as usize % ALPHABET.len()] as char)
+    s.chars()
+        .map(|c| ALPHABET[c as usize % ALPHABET.len()] as char)
         .collect()
+}
+
+/// `history.HashControllerRevision` (pkg/controller/history/controller_history.go): 32-bit
+/// FNV-1 over the revision's raw data (the patch as `json.Marshal` writes a decoded map: keys
+/// sorted, HTML-safe escapes), then the collision count in decimal, safe-encoded.
+pub fn controller_revision_hash(data: &Value, collision_count: Option<i64>) -> String {
+    let mut raw = String::new();
+    go_marshal_sorted(data, &mut raw);
+    if let Some(n) = collision_count {
+        raw.push_str(&n.to_string());
+    }
+    let mut h: u32 = 0x811c9dc5;
+    for b in raw.bytes() {
+        h = h.wrapping_mul(0x01000193);
+        h ^= b as u32;
+    }
+    safe_encode(&h.to_string())
+}
+
+/// `encoding/json.Marshal` of a value decoded into `map[string]interface{}`: objects with sorted
+/// keys, no spaces, Go's string escapes (HTML-safe `<`, `>`, `&`, and U+2028/U+2029).
+pub fn go_marshal_sorted(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&go_number(n)),
+        Value::String(s) => go_string(s, out),
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                go_marshal_sorted(x, out);
+            }
+            out.push(']');
+        }
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                go_string(k, out);
+                out.push(':');
+                go_marshal_sorted(&m[k], out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// A number as Go writes the float64 it was decoded into: integers plainly, others in the
+/// shortest form (exponent notation below 1e-6 or from 1e21, as `strconv.FormatFloat` 'e').
+fn go_number(n: &serde_json::Number) -> String {
+    if let Some(i) = n.as_i64().filter(|i| i.unsigned_abs() < 1 << 53) {
+        return i.to_string();
+    }
+    let f = n.as_f64().unwrap_or(0.0);
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        // Go: mantissa, 'e', sign, at least two exponent digits.
+        let s = format!("{f:e}");
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let e: i32 = e.parse().unwrap_or(0);
+        let sign = if e < 0 { '-' } else { '+' };
+        format!("{m}e{sign}{:02}", e.abs())
+    } else if f.fract() == 0.0 && abs < 1e21 {
+        format!("{f:.0}")
+    } else {
+        format!("{f}")
+    }
+}
+
+fn go_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 #[cfg(test)]
@@ -132,5 +232,21 @@ mod tests {
             template_hash(&json!({"spec": {"containers": [{"image": "b"}]}}))
         );
         assert!(a.chars().all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
+    }
+
+    #[test]
+    fn controller_revision_hash_is_upstreams() {
+        // A StatefulSet's first revision on kube-apiserver/kube-controller-manager 1.35.4:
+        // `ss1-6df89c6f7d`.
+        let data = json!({"spec": {"template": {"$patch": "replace", "metadata": {"labels": {"app": "ss"}},
+            "spec": {"containers": [{"image": "busybox:1.36", "imagePullPolicy": "IfNotPresent", "name": "c", "resources": {},
+                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}],
+                "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "schedulerName": "default-scheduler",
+                "securityContext": {}, "terminationGracePeriodSeconds": 30}}}});
+        assert_eq!(controller_revision_hash(&data, Some(0)), "6df89c6f7d");
+        let mut s = String::new();
+        go_marshal_sorted(&json!({"b": "<&>", "a": [1, 2.5, "x\ny"]}), &mut s);
+        assert_eq!(s, r#"{"a":[1,2.5,"x\ny"],"b":"\u003c\u0026\u003e"}"#);
+        assert_eq!(safe_encode("0123456789"), "456789bcdf");
     }
 }

@@ -796,8 +796,268 @@ pub fn endpoint_slice(obj: &mut Value) {
 }
 
 /// The defaults of one built-in kind (`group`, `kind`), if it has any.
+/// `SetDefaults_Rule` (admissionregistration/v1): a rule's scope is `*`.
+fn admission_rule(rule: &mut Value) {
+    if let Some(m) = rule.as_object_mut() {
+        set_if_absent(m, "scope", json!("*"));
+    }
+}
+
+/// `SetDefaults_ValidatingWebhook` / `SetDefaults_MutatingWebhook` with the generated
+/// defaulter's calls for the webhook's service and rules.
+fn webhook(w: &mut Value, mutating: bool) {
+    let Some(m) = w.as_object_mut() else { return };
+    set_if_absent(m, "failurePolicy", json!("Fail"));
+    set_if_absent(m, "matchPolicy", json!("Equivalent"));
+    set_if_absent(m, "namespaceSelector", json!({}));
+    set_if_absent(m, "objectSelector", json!({}));
+    set_if_absent(m, "timeoutSeconds", json!(10));
+    if mutating {
+        set_if_absent(m, "reinvocationPolicy", json!("Never"));
+    }
+    if let Some(svc) = w
+        .pointer_mut("/clientConfig/service")
+        .and_then(Value::as_object_mut)
+    {
+        set_if_absent(svc, "port", json!(443));
+    }
+    for r in each_mut(w, "rules") {
+        admission_rule(r);
+    }
+}
+
+/// `SetDefaults_MatchResources` and its rules' scope.
+fn match_resources(mr: Option<&mut Value>) {
+    let Some(mr) = mr.filter(|v| v.is_object()) else {
+        return;
+    };
+    if let Some(m) = mr.as_object_mut() {
+        set_if_absent(m, "matchPolicy", json!("Equivalent"));
+        set_if_absent(m, "namespaceSelector", json!({}));
+        set_if_absent(m, "objectSelector", json!({}));
+    }
+    for key in ["resourceRules", "excludeResourceRules"] {
+        for r in each_mut(mr, key) {
+            admission_rule(r);
+        }
+    }
+}
+
+/// admissionregistration/v1 (`pkg/apis/admissionregistration/v1/defaults.go` and its generated
+/// defaulter).
+pub fn admission_registration(kind: &str, obj: &mut Value) {
+    match kind {
+        "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => {
+            let mutating = kind == "MutatingWebhookConfiguration";
+            for w in each_mut(obj, "webhooks") {
+                webhook(w, mutating);
+            }
+        }
+        "ValidatingAdmissionPolicy" => {
+            let spec = object_at(obj, "spec");
+            set_if_absent(spec, "failurePolicy", json!("Fail"));
+            match_resources(obj.pointer_mut("/spec/matchConstraints"));
+        }
+        "ValidatingAdmissionPolicyBinding" => {
+            match_resources(obj.pointer_mut("/spec/matchResources"));
+        }
+        _ => {}
+    }
+}
+
+/// flowcontrol/v1 (`pkg/apis/flowcontrol/v1/defaults.go`).
+pub fn flow_control(kind: &str, obj: &mut Value) {
+    match kind {
+        "FlowSchema" => {
+            let spec = object_at(obj, "spec");
+            if spec
+                .get("matchingPrecedence")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                == 0
+            {
+                spec.insert("matchingPrecedence".into(), json!(1000));
+            }
+        }
+        "PriorityLevelConfiguration" => {
+            if let Some(l) = obj
+                .pointer_mut("/spec/limited")
+                .and_then(Value::as_object_mut)
+            {
+                set_if_absent(l, "nominalConcurrencyShares", json!(30));
+                set_if_absent(l, "lendablePercent", json!(0));
+            }
+            if let Some(q) = obj
+                .pointer_mut("/spec/limited/limitResponse/queuing")
+                .and_then(Value::as_object_mut)
+            {
+                for (k, d) in [("handSize", 8), ("queues", 64), ("queueLengthLimit", 50)] {
+                    if q.get(k).and_then(Value::as_i64).unwrap_or(0) == 0 {
+                        q.insert(k.into(), json!(d));
+                    }
+                }
+            }
+            if let Some(e) = obj
+                .pointer_mut("/spec/exempt")
+                .and_then(Value::as_object_mut)
+            {
+                set_if_absent(e, "nominalConcurrencyShares", json!(0));
+                set_if_absent(e, "lendablePercent", json!(0));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `SetDefaults_ExactDeviceRequest` / `SetDefaults_DeviceSubRequest` (resource/v1).
+fn device_request(r: &mut Value) {
+    let Some(m) = r.as_object_mut() else { return };
+    set_if_empty_str(m, "allocationMode", "ExactCount");
+    if m.get("allocationMode").and_then(Value::as_str) == Some("ExactCount")
+        && m.get("count").and_then(Value::as_i64).unwrap_or(0) == 0
+    {
+        m.insert("count".into(), json!(1));
+    }
+}
+
+/// The device requests of a claim spec: `exactly` and each `firstAvailable` sub-request.
+fn device_claim(spec: Option<&mut Value>) {
+    let Some(spec) = spec else { return };
+    let Some(devices) = spec.get_mut("devices") else {
+        return;
+    };
+    for req in each_mut(devices, "requests") {
+        if let Some(e) = req.get_mut("exactly").filter(|v| v.is_object()) {
+            device_request(e);
+        }
+        for sub in each_mut(req, "firstAvailable") {
+            device_request(sub);
+        }
+    }
+}
+
+/// resource.k8s.io/v1 (`pkg/apis/resource/v1/defaults.go` and its generated defaulter).
+pub fn resource(kind: &str, obj: &mut Value) {
+    match kind {
+        "ResourceClaim" => device_claim(obj.get_mut("spec")),
+        "ResourceClaimTemplate" => device_claim(obj.pointer_mut("/spec/spec")),
+        _ => {}
+    }
+}
+
+/// apiextensions.k8s.io/v1 `SetDefaults_CustomResourceDefinitionSpec`: no conversion is
+/// `None`; a webhook service's port is 443.
+pub fn custom_resource_definition(obj: &mut Value) {
+    let spec = object_at(obj, "spec");
+    set_if_absent(spec, "conversion", json!({"strategy": "None"}));
+    if let Some(svc) = obj
+        .pointer_mut("/spec/conversion/webhook/clientConfig/service")
+        .and_then(Value::as_object_mut)
+    {
+        set_if_absent(svc, "port", json!(443));
+    }
+}
+
+/// A Node's pod CIDRs through the v1 <-> internal conversion (pkg/apis/core/v1/conversion.go):
+/// `podCIDR` alone becomes `podCIDRs`, and wins when both are given and differ; `podCIDR` is
+/// written back as the first of `podCIDRs`.
+pub fn node(obj: &mut Value) {
+    // SetDefaults_NodeStatus: no allocatable means all of the capacity.
+    if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
+        let capacity = status.get("capacity").filter(|c| !c.is_null()).cloned();
+        if let (None | Some(Value::Null), Some(c)) = (status.get("allocatable"), capacity) {
+            status.insert("allocatable".into(), c);
+        }
+    }
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let single = spec
+        .get("podCIDR")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let first = spec
+        .get("podCIDRs")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    match first {
+        None if !single.is_empty() => {
+            spec.insert("podCIDRs".into(), json!([single]));
+        }
+        Some(f) if !single.is_empty() && f != single => {
+            spec.insert("podCIDRs".into(), json!([single]));
+        }
+        Some(f) if single.is_empty() => {
+            spec.insert("podCIDR".into(), json!(f));
+        }
+        _ => {}
+    }
+}
+
+/// autoscaling/v1 and v2 `SetDefaults_HorizontalPodAutoscaler`: minReplicas 1; in v2 also the
+/// CPU utilization target (80 %) when no metric is given and the scaling rules' defaults when a
+/// behavior is (`GenerateHPAScaleUpRules` / `GenerateHPAScaleDownRules`). v1's CPU target is
+/// its conversion's business.
+fn horizontal_pod_autoscaler(obj: &mut Value) {
+    let v1 = obj.get("apiVersion").and_then(Value::as_str) == Some("autoscaling/v1");
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if spec.get("minReplicas").is_none_or(Value::is_null) {
+        spec.insert("minReplicas".into(), json!(1));
+    }
+    if v1 {
+        return;
+    }
+    if spec
+        .get("metrics")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+    {
+        spec.insert(
+            "metrics".into(),
+            json!([{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]),
+        );
+    }
+    if let Some(b) = spec.get_mut("behavior").and_then(Value::as_object_mut) {
+        let rules = |given: Option<&Value>, up: bool| -> Value {
+            let mut r = if up {
+                json!({"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+                       "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15}, {"type": "Percent", "value": 100, "periodSeconds": 15}]})
+            } else {
+                json!({"selectPolicy": "Max", "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]})
+            };
+            if let Some(g) = given.and_then(Value::as_object) {
+                for k in [
+                    "selectPolicy",
+                    "stabilizationWindowSeconds",
+                    "policies",
+                    "tolerance",
+                ] {
+                    if let Some(v) = g.get(k).filter(|v| !v.is_null()) {
+                        r[k] = v.clone();
+                    }
+                }
+            }
+            r
+        };
+        let up = rules(b.get("scaleUp"), true);
+        let down = rules(b.get("scaleDown"), false);
+        b.insert("scaleUp".into(), up);
+        b.insert("scaleDown".into(), down);
+    }
+}
+
 pub fn apply(group: &str, kind: &str, obj: &mut Value) {
     match (group, kind) {
+        ("", "Node") => node(obj),
+        ("admissionregistration.k8s.io", k) => admission_registration(k, obj),
+        ("flowcontrol.apiserver.k8s.io", k) => flow_control(k, obj),
+        ("resource.k8s.io", k) => resource(k, obj),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => custom_resource_definition(obj),
         ("", "Pod") => pod(obj),
         ("", "PodTemplate") => pod_template(obj.get_mut("template")),
         ("", "Service") => service(obj),
@@ -816,6 +1076,7 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("apps", "ReplicaSet") => replica_set(obj),
         ("batch", "Job") => job(obj),
         ("batch", "CronJob") => cron_job(obj),
+        ("autoscaling", "HorizontalPodAutoscaler") => horizontal_pod_autoscaler(obj),
         ("networking.k8s.io", "NetworkPolicy") => network_policy(obj),
         ("networking.k8s.io", "IngressClass") => ingress_class(obj),
         ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => role_binding(obj),

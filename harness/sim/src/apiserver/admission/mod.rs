@@ -4,6 +4,7 @@
 //! clients read back (ServiceAccount, Priority, DefaultTolerationSeconds).
 
 pub mod defaults;
+pub mod storage_protection;
 pub mod webhook;
 
 use crate::apiserver::meta;
@@ -51,7 +52,8 @@ pub fn check_type(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
 }
 
 /// Prepare an object for creation in namespace `ns` (empty for cluster-scoped).
-pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value) -> ApiResult<Value> {
+/// `now`: the cluster clock's time (`metav1.Time`), for the timestamps the strategies stamp.
+pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, now: &str) -> ApiResult<Value> {
     check_type(rt, &obj)?;
     obj["apiVersion"] = json!(rt.api_version());
     obj["kind"] = json!(rt.kind);
@@ -102,11 +104,14 @@ pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value) -> ApiResult<
             }
         }
     }
+    if rt.group == "apiregistration.k8s.io" && rt.kind == "APIService" {
+        local_apiservice_status(&mut obj, now);
+    }
     // The decoder's defaulting (and the defaulting of what is read back from etcd), then the
     // create strategy and the mutating admission plugins.
     apply_defaults(rt, &mut obj);
     drop_disabled_fields(rt, &mut obj);
-    admit_create(rt, &mut obj);
+    admit_create(rt, &mut obj, now);
     if rt.group.is_empty() && rt.plural == "pods" {
         let qos = qos_class(&obj);
         let status = defaults::object_at(&mut obj, "status");
@@ -127,6 +132,20 @@ pub fn prepare_update(rt: &ResourceType, current: &Value, obj: &mut Value) {
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Service") => crate::apiserver::validation::core::prepare_service_update(obj, current),
         ("", "Pod") => admit_pod(obj, Some(current)),
+        // The namespace strategy: finalizers change only through /finalize.
+        ("", "Namespace") => match current.pointer("/spec/finalizers") {
+            Some(f) => {
+                if !obj.get("spec").is_some_and(Value::is_object) {
+                    obj["spec"] = json!({});
+                }
+                obj["spec"]["finalizers"] = f.clone();
+            }
+            None => {
+                if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                    spec.shift_remove("finalizers");
+                }
+            }
+        },
         ("apps", "DaemonSet") => {
             // The DaemonSet strategy: a changed template is a new template generation.
             let generation = |v: &Value| {
@@ -190,9 +209,24 @@ fn initial_status(rt: &ResourceType) -> Option<Value> {
     })
 }
 
+/// The APIService strategy marks a local API service (no `spec.service`) available on create
+/// (kube-aggregator pkg/registry/apiservice/strategy.go, `NewLocalAvailableAPIServiceCondition`).
+fn local_apiservice_status(obj: &mut Value, now: &str) {
+    let local = obj.pointer("/spec/service").is_none_or(Value::is_null);
+    if local {
+        obj["status"] = json!({"conditions": [{
+            "type": "Available",
+            "status": "True",
+            "lastTransitionTime": now,
+            "reason": "Local",
+            "message": "Local APIServices are always available",
+        }]});
+    }
+}
+
 /// What the create strategies and mutating admission plugins do to a new, defaulted object
 /// (`PrepareForCreate`, ServiceAccount, Priority, DefaultTolerationSeconds).
-fn admit_create(rt: &ResourceType, obj: &mut Value) {
+fn admit_create(rt: &ResourceType, obj: &mut Value, now: &str) {
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Pod") => admit_pod(obj, None),
         ("", "Namespace") => {
@@ -234,10 +268,7 @@ fn admit_create(rt: &ResourceType, obj: &mut Value) {
         ("", "PersistentVolume") => {
             // The PV strategy stamps the first phase's transition time.
             let status = defaults::object_at(obj, "status");
-            status.insert(
-                "lastPhaseTransitionTime".into(),
-                json!(crate::timing::now_rfc3339()),
-            );
+            status.insert("lastPhaseTransitionTime".into(), json!(now));
         }
         _ => {}
     }
@@ -501,6 +532,32 @@ pub fn qos_class(pod: &Value) -> &'static str {
     }
 }
 
+/// The CertificateSigningRequest strategy's PrepareForCreate: the requester recorded from the
+/// request's user (whatever the body said), no status (no pre-approved requests).
+pub fn csr_requester(obj: &mut Value, user: Option<&crate::apiserver::auth::UserInfo>) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for k in ["username", "uid", "groups", "extra"] {
+        spec.shift_remove(k);
+    }
+    if let Some(u) = user {
+        if !u.name.is_empty() {
+            spec.insert("username".into(), json!(u.name));
+        }
+        if !u.uid.is_empty() {
+            spec.insert("uid".into(), json!(u.uid));
+        }
+        if !u.groups.is_empty() {
+            spec.insert("groups".into(), json!(u.groups));
+        }
+        if !u.extra.is_empty() {
+            spec.insert("extra".into(), json!(u.extra));
+        }
+    }
+    obj["status"] = json!({});
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -514,6 +571,7 @@ mod tests {
             &rt,
             "default",
             json!({"metadata": {"generateName": "cfg-"}}),
+            "2026-01-02T03:04:05Z",
         )
         .unwrap();
         let name = meta::name(&o);
@@ -530,6 +588,7 @@ mod tests {
             &rt,
             "default",
             json!({"metadata": {"generateName": prefix}}),
+            "2026-01-02T03:04:05Z",
         )
         .unwrap();
         assert_eq!(meta::name(&o).len(), 63);
@@ -543,6 +602,7 @@ mod tests {
             &rt,
             "ns1",
             json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}, {"name": "d", "image": "nginx:1.27"}]}}),
+            "2026-01-02T03:04:05Z",
         )
         .unwrap();
         assert_eq!(p["metadata"]["namespace"], "ns1");
@@ -580,6 +640,7 @@ mod tests {
             &rt,
             "a",
             json!({"metadata": {"name": "x", "namespace": "b"}}),
+            "2026-01-02T03:04:05Z",
         )
         .unwrap_err();
         assert_eq!(e.code, 400);

@@ -508,8 +508,7 @@ fn call_mutating(
     let mut next = crate::apiserver::patch::json_patch(object, &patch).map_err(|e| {
         use crate::apiserver::patch::PatchError;
         let why = match e {
-            PatchError::Invalid(m) | PatchError::BadRequest(m) | PatchError::Rejected(m) => m,
-            other => format!("{other:?}"),
+            PatchError::Internal(m) | PatchError::BadRequest(m) | PatchError::Rejected(m) => m,
         };
         failed(&h.name, &format!("JSONPatch: {why}"))
     })?;

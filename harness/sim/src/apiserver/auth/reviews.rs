@@ -36,7 +36,14 @@ pub fn create(
     namespace: &str,
     body: &Value,
 ) -> ApiResult<Value> {
-    let mut out = json!({"kind": kind_of(plural), "apiVersion": format!("{}/v1", group), "metadata": {"creationTimestamp": null}});
+    // A review is never stored: its metadata stays empty (creationTimestamp is `omitzero`),
+    // but a SelfSubjectReview's REST stamps its creation time (pkg/registry/authentication/
+    // selfsubjectreview/rest.go).
+    let mut out =
+        json!({"kind": kind_of(plural), "apiVersion": format!("{}/v1", group), "metadata": {}});
+    if plural == "selfsubjectreviews" {
+        out["metadata"]["creationTimestamp"] = json!(api.clock().now_rfc3339());
+    }
     if plural == "localsubjectaccessreviews" {
         out["metadata"]["namespace"] = json!(namespace);
     }
@@ -84,22 +91,19 @@ pub fn create(
         ),
         "selfsubjectreviews" => json!({"userInfo": caller.to_json()}),
         "tokenreviews" => token_status(auth, api, &spec)?,
-        _ => {
-            return Err(ApiError::new(
-                404,
-                "NotFound",
-                "the server could not find the requested resource",
-            ))
-        }
+        _ => return Err(ApiError::not_found_path()),
     };
-    if plural != "selfsubjectreviews" {
-        out["spec"] = spec;
+    match plural {
+        "selfsubjectreviews" => {}
+        // The rules review answers with a new object: its status only.
+        "selfsubjectrulesreviews" => out["spec"] = json!({}),
+        _ => out["spec"] = spec,
     }
     out["status"] = status;
     Ok(out)
 }
 
-fn kind_of(plural: &str) -> &'static str {
+pub fn kind_of(plural: &str) -> &'static str {
     match plural {
         "selfsubjectaccessreviews" => "SelfSubjectAccessReview",
         "subjectaccessreviews" => "SubjectAccessReview",
@@ -116,9 +120,16 @@ fn invalid(plural: &str, field: &str, message: &str) -> ApiError {
     } else {
         AUTHORIZATION
     };
+    // The access reviews' REST storage names the kind from the decoded object's TypeMeta,
+    // which decoding has cleared: `authorizationapi.Kind("")`.
+    let kind = if plural.ends_with("subjectaccessreviews") {
+        ""
+    } else {
+        kind_of(plural)
+    };
     ApiError::invalid(
         group,
-        kind_of(plural),
+        kind,
         "",
         vec![(field.to_string(), message.to_string(), "FieldValueInvalid")],
     )
@@ -220,6 +231,9 @@ fn token_status(auth: &Auth, api: &ApiServer, spec: &Value) -> ApiResult<Value> 
             Ok((user, audiences)) => {
                 json!({"authenticated": true, "user": user.to_json(), "audiences": audiences})
             }
+            // A token no authenticator recognises is just invalid; one the service account
+            // authenticator rejects adds its reason to the aggregate.
+            Err(e) if e == "invalid bearer token" => json!({"user": {}, "error": e}),
             Err(e) => json!({"user": {}, "error": format!("[invalid bearer token, {}]", e)}),
         },
     )

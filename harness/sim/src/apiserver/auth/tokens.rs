@@ -230,10 +230,11 @@ pub fn token_request(
         Some(s) => s,
     };
     if seconds < MIN_EXPIRATION_SECONDS {
+        // ValidateTokenRequest's errors name no object (`NewInvalid(kind, "", errs)`).
         return Err(ApiError::invalid(
             "authentication.k8s.io",
             "TokenRequest",
-            name,
+            "",
             vec![(
                 "spec.expirationSeconds".into(),
                 format!(
@@ -266,7 +267,7 @@ pub fn token_request(
     let expires = now + chrono::Duration::seconds(seconds);
     Ok(json!({
         "kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
-        "metadata": {"name": name, "namespace": ns, "creationTimestamp": timing::rfc3339(now)},
+        "metadata": {"name": name, "namespace": ns, "uid": crate::apiserver::meta::uid(&sa), "creationTimestamp": timing::rfc3339(now)},
         "spec": {"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": bound.cloned().unwrap_or(Value::Null)},
         "status": {"token": token, "expirationTimestamp": timing::rfc3339(expires)},
     }))

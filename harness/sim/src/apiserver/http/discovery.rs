@@ -55,6 +55,14 @@ pub fn group(reg: &Registry, group: &str) -> Option<Value> {
 
 /// responseKind of a subresource, as the real server advertises it.
 fn sub_kind(t: &ResourceType, sub: &str) -> (String, String, String) {
+    if sub == "proxy" {
+        // NodeProxyOptions, PodProxyOptions, ServiceProxyOptions.
+        return (
+            String::new(),
+            "v1".into(),
+            format!("{}ProxyOptions", t.kind),
+        );
+    }
     match builtins::subresource_kind(sub) {
         Some((g, v, k)) => (g.into(), v.into(), k.into()),
         None => (t.group.clone(), t.version.clone(), t.kind.clone()),
@@ -63,6 +71,40 @@ fn sub_kind(t: &ResourceType, sub: &str) -> (String, String, String) {
 
 fn sub_verbs(sub: &str) -> &'static [&'static str] {
     builtins::subresource_verbs(sub)
+}
+
+/// `storageVersionHash` as `discovery.StorageVersionHash` computes it: the first 8 bytes of the
+/// SHA-256 of "group/version/kind" of the version the resource is stored in, base64. Resources
+/// without storage (bindings, reviews, componentstatuses) have none.
+fn storage_version_hash(reg: &Registry, t: &ResourceType) -> Option<String> {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    if t.create_only() || (t.group.is_empty() && t.plural == "componentstatuses") {
+        return None;
+    }
+    // The storage versions 1.35 configures apart from the preferred one
+    // (pkg/kubeapiserver/default_storage_factory_builder.go, apiextensions' v1beta1 storage).
+    let (g, v, k) = match (t.group.as_str(), t.plural.as_str()) {
+        ("events.k8s.io", "events") => (String::new(), "v1".to_string(), "Event".to_string()),
+        ("autoscaling", "horizontalpodautoscalers") => {
+            ("autoscaling".into(), "v2".into(), t.kind.clone())
+        }
+        ("storage.k8s.io", "volumeattributesclasses") => {
+            ("storage.k8s.io".into(), "v1beta1".into(), t.kind.clone())
+        }
+        ("apiextensions.k8s.io", "customresourcedefinitions") => (
+            "apiextensions.k8s.io".into(),
+            "v1beta1".into(),
+            t.kind.clone(),
+        ),
+        _ => {
+            let stored = reg.storage_type(&t.key());
+            let s = stored.as_deref().unwrap_or(t);
+            (s.group.clone(), s.version.clone(), s.kind.clone())
+        }
+    };
+    let digest = sha2::Sha256::digest(format!("{}/{}/{}", g, v, k).as_bytes());
+    Some(base64::engine::general_purpose::STANDARD.encode(&digest[..8]))
 }
 
 fn sorted(mut types: Vec<std::sync::Arc<ResourceType>>) -> Vec<std::sync::Arc<ResourceType>> {
@@ -86,6 +128,9 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
         if !t.categories.is_empty() {
             r["categories"] = json!(t.categories);
         }
+        if let Some(h) = storage_version_hash(reg, t) {
+            r["storageVersionHash"] = json!(h);
+        }
         resources.push(r);
         for sub in &t.subresources {
             let (g, v, k) = sub_kind(t, sub);
@@ -105,6 +150,16 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
     Some(
         json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
     )
+}
+
+/// An aggregated discovery responseKind's group and version: the built-in handlers leave them
+/// empty when they are the resource's own (the legacy list's rule); apiextensions fills them in.
+fn response_gv(t: &ResourceType, g: String, v: String) -> (String, String) {
+    if !t.custom && g == t.group && v == t.version {
+        (String::new(), String::new())
+    } else {
+        (g, v)
+    }
 }
 
 /// Aggregated discovery for `/api` (core only) or `/apis` (every named group).
@@ -129,12 +184,14 @@ pub fn aggregated(reg: &Registry, core: bool, api_version: &str) -> Value {
                                 .iter()
                                 .map(|s| {
                                     let (sg, sv, sk) = sub_kind(t, s);
+                                    let (sg, sv) = response_gv(t, sg, sv);
                                     json!({"subresource": s, "responseKind": {"group": sg, "version": sv, "kind": sk}, "verbs": sub_verbs(s)})
                                 })
                                 .collect();
+                            let (rg, rv) = response_gv(t, t.group.clone(), t.version.clone());
                             let mut r = json!({
                                 "resource": t.plural,
-                                "responseKind": {"group": t.group, "version": t.version, "kind": t.kind},
+                                "responseKind": {"group": rg, "version": rv, "kind": t.kind},
                                 "scope": if t.namespaced { "Namespaced" } else { "Cluster" },
                                 "singularResource": t.singular,
                                 "verbs": t.verbs,
@@ -198,6 +255,41 @@ mod tests {
     }
 
     #[test]
+    fn storage_version_hashes_are_upstreams() {
+        // The values kube-apiserver 1.35 publishes.
+        let reg = Registry::with_builtins();
+        let hash = |g: &str, v: &str, name: &str| {
+            resource_list(&reg, g, v).unwrap()["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["name"] == name)
+                .unwrap()
+                .get("storageVersionHash")
+                .cloned()
+        };
+        assert_eq!(hash("", "v1", "configmaps"), Some(json!("qFsyl6wFWjQ=")));
+        assert_eq!(
+            hash("events.k8s.io", "v1", "events"),
+            Some(json!("r2yiGXH7wu8="))
+        );
+        assert_eq!(
+            hash("autoscaling", "v1", "horizontalpodautoscalers"),
+            Some(json!("qwQve8ut294="))
+        );
+        assert_eq!(
+            hash("storage.k8s.io", "v1", "volumeattributesclasses"),
+            Some(json!("Bl3MtjZ/n/s="))
+        );
+        assert_eq!(
+            hash("apps", "v1", "controllerrevisions"),
+            Some(json!("85nkx63pcBU="))
+        );
+        assert_eq!(hash("", "v1", "bindings"), None);
+        assert_eq!(hash("", "v1", "pods/status"), None);
+    }
+
+    #[test]
     fn aggregated_lists_every_group() {
         let reg = Registry::with_builtins();
         let a = aggregated(&reg, false, "v2");
@@ -212,5 +304,32 @@ mod tests {
         );
         let core = aggregated(&reg, true, "v2");
         assert_eq!(core["items"][0]["versions"][0]["version"], "v1");
+        // a built-in's own group and version are left empty, a subresource's other kind is not
+        let apps = a["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["metadata"]["name"] == "apps")
+            .unwrap();
+        let deploy = apps["versions"][0]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource"] == "deployments")
+            .unwrap();
+        assert_eq!(
+            deploy["responseKind"],
+            json!({"group": "", "version": "", "kind": "Deployment"})
+        );
+        let scale = deploy["subresources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["subresource"] == "scale")
+            .unwrap();
+        assert_eq!(
+            scale["responseKind"],
+            json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+        );
     }
 }

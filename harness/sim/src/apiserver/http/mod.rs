@@ -21,7 +21,7 @@ use crate::apiserver::table;
 use crate::apiserver::{ApiServer, ListQuery, PatchType, WriteOptions};
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use negotiate::Output;
 use route::{is_true, ResourcePath, Route};
@@ -119,22 +119,35 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
         .map(String::from);
     let route = route::parse(parts.uri.path());
     if let Route::Resource(p) = &route {
-        if let Some(r) = serve_auth(
-            &s.auth,
-            &s.api,
-            &user,
-            parts.method.as_str(),
-            p,
-            content_type.as_deref(),
-            &body,
-        ) {
-            return r
-                .map(|v| json_response(StatusCode::CREATED, &v, &Output::Json, &[]))
-                .unwrap_or_else(|e| error_response(&e));
+        let manager = query
+            .get("fieldManager")
+            .cloned()
+            .or_else(|| default_manager(&user_agent));
+        let sent = AuthBody {
+            content_type: content_type.as_deref(),
+            body: &body,
+            manager,
+        };
+        if let Some(r) = serve_auth(&s.auth, &s.api, &user, parts.method.as_str(), p, sent) {
+            // Negotiated like any create: protobuf for clients that prefer it.
+            let out = match negotiate::choose(accept.as_deref(), false) {
+                Ok(Output::Protobuf) => Output::Protobuf,
+                _ => Output::Json,
+            };
+            return match r {
+                Ok(v) => json_response(StatusCode::CREATED, &v, &out, &[]),
+                Err(e) if out == Output::Json => error_response(&e),
+                Err(e) => {
+                    let code =
+                        StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                    json_response(code, &e.to_status(), &out, &[])
+                }
+            };
         }
     }
     let ctx = RequestContext {
         s: &s,
+        user: user.clone(),
         method: parts.method.clone(),
         query,
         accept,
@@ -142,16 +155,64 @@ async fn handle(State(s): State<HttpState>, req: Request) -> Response {
         body: &body,
         user_agent,
         if_none_match,
-        user: user.clone(),
     };
-    match dispatch(&ctx, route).await {
-        Ok(r) => r,
-        Err(e) => error_response(&e),
+    let unacceptable = not_acceptable_for(&route);
+    let protobuf_errors = matches!(route, Route::Resource(_))
+        && negotiate::choose(ctx.accept.as_deref(), false) == Ok(Output::Protobuf);
+    let e = match dispatch(&ctx, route).await {
+        Ok(r) => return r,
+        // The negotiator's 406 (no media type fits) is the endpoint's own text; a 406 for the
+        // answer's shape (a list asked for as one PartialObjectMetadata) keeps its message.
+        Err(e)
+            if e.reason == "NotAcceptable" && e.message == ApiError::not_acceptable().message =>
+        {
+            unacceptable.unwrap_or(e)
+        }
+        Err(e) => e,
+    };
+    if protobuf_errors {
+        // The error is negotiated as the object would have been: a protobuf Status.
+        let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return json_response(code, &e.to_status(), &Output::Protobuf, &[]);
     }
+    error_response(&e)
+}
+
+/// The 406 each handler gives: the aggregated-discovery handlers (`/apis`, `/apis/<group>`) their
+/// own text, the others go-restful's / the endpoint negotiator's list of what the endpoint serves.
+fn not_acceptable_for(route: &Route) -> Option<ApiError> {
+    const SERIALIZERS: &str =
+        "application/json, application/yaml, application/vnd.kubernetes.protobuf";
+    let representations = match route {
+        Route::Groups | Route::Group(_) => {
+            return Some(ApiError::new(
+                406,
+                "NotAcceptable",
+                format!("only the following media types are accepted: {SERIALIZERS}"),
+            ))
+        }
+        Route::CoreVersions | Route::GroupVersion { .. } => SERIALIZERS.to_string(),
+        Route::Resource(p) if p.sub.as_deref() == Some("log") => {
+            format!("text/plain, {SERIALIZERS}")
+        }
+        Route::Resource(p) if p.name.is_none() || p.watch_prefix => format!(
+            "{SERIALIZERS}, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+        ),
+        Route::Resource(_) => SERIALIZERS.to_string(),
+        _ => return None,
+    };
+    let mut e = ApiError::new(
+        406,
+        "NotAcceptable",
+        format!("406: Not Acceptable\n\nAvailable representations: {representations}"),
+    );
+    e.details = Some(json!({}));
+    Some(e)
 }
 
 struct RequestContext<'a> {
     s: &'a HttpState,
+    user: UserInfo,
     method: Method,
     query: HashMap<String, String>,
     accept: Option<String>,
@@ -159,7 +220,6 @@ struct RequestContext<'a> {
     body: &'a [u8],
     user_agent: String,
     if_none_match: Option<String>,
-    user: UserInfo,
 }
 
 impl RequestContext<'_> {
@@ -168,6 +228,14 @@ impl RequestContext<'_> {
     }
     fn output(&self, discovery: bool) -> ApiResult<Output> {
         negotiate::choose(self.accept.as_deref(), discovery)
+    }
+    /// A watch's representation: the sim streams no protobuf watch frames; a client that asks
+    /// for them gets JSON frames, which client-go decodes by the response's Content-Type.
+    fn watch_output(&self) -> ApiResult<Output> {
+        match self.output(false)? {
+            Output::Protobuf => Ok(Output::Json),
+            o => Ok(o),
+        }
     }
     fn write_options(&self) -> WriteOptions {
         WriteOptions {
@@ -183,10 +251,22 @@ impl RequestContext<'_> {
     }
 }
 
-/// Without `fieldManager`, the apiserver names the manager after the user agent's program name.
+/// The Table's `includeObject` (`ValidateTableOptions`): Metadata by default.
+fn include_object<'a>(c: &'a RequestContext<'_>) -> ApiResult<&'a str> {
+    match c.q("includeObject").unwrap_or("") {
+        "" => Ok("Metadata"),
+        v @ ("Metadata" | "Object" | "None") => Ok(v),
+        other => Err(ApiError::bad_request(format!(
+            "Unable to convert to Table as requested: includeObject: Invalid value: {other:?}: must be 'Metadata', 'Object', 'None', or empty"
+        ))),
+    }
+}
+
+/// Without `fieldManager`, the apiserver names the manager after the user agent's program name
+/// (`prefixFromUserAgent`).
 fn default_manager(ua: &str) -> Option<String> {
-    let prog = ua.split('/').next().unwrap_or("").trim();
-    (!prog.is_empty()).then(|| prog.to_string())
+    let prog = crate::apiserver::patch::apply::manager_or_user_agent(None, ua);
+    (!prog.is_empty()).then_some(prog)
 }
 
 async fn dispatch(c: &RequestContext<'_>, route: Route) -> ApiResult<Response> {
@@ -248,14 +328,21 @@ async fn dispatch(c: &RequestContext<'_>, route: Route) -> ApiResult<Response> {
         }
         Route::Group(g) => {
             get_only()?;
-            let doc = discovery::group(&api.registry, &g).ok_or_else(not_found_path)?;
-            Ok(json_response(StatusCode::OK, &doc, &c.output(false)?, &[]))
+            match discovery::group(&api.registry, &g) {
+                Some(doc) => Ok(json_response(StatusCode::OK, &doc, &c.output(false)?, &[])),
+                // No group handles it: the apiserver's last handler answers.
+                None => Ok(page_not_found()),
+            }
         }
         Route::GroupVersion { group, version } => {
             get_only()?;
-            let doc = discovery::resource_list(&api.registry, &group, &version)
-                .ok_or_else(not_found_path)?;
-            Ok(json_response(StatusCode::OK, &doc, &c.output(false)?, &[]))
+            match discovery::resource_list(&api.registry, &group, &version) {
+                Some(doc) => Ok(json_response(StatusCode::OK, &doc, &c.output(false)?, &[])),
+                None if !group.is_empty() && discovery::group(&api.registry, &group).is_none() => {
+                    Ok(page_not_found())
+                }
+                None => Err(ApiError::not_found_path()),
+            }
         }
         Route::OpenApiV2 => {
             get_only()?;
@@ -271,8 +358,11 @@ async fn dispatch(c: &RequestContext<'_>, route: Route) -> ApiResult<Response> {
         }
         Route::OpenApiV3(p) => {
             get_only()?;
-            openapi::v3_group_version(api, &p, c.q("hash"), c.if_none_match.as_deref())
-                .ok_or_else(not_found_path)
+            // kube-openapi's v3 handler answers a group-version it does not know with a bare 404.
+            Ok(
+                openapi::v3_group_version(api, &p, c.q("hash"), c.if_none_match.as_deref())
+                    .unwrap_or_else(|| StatusCode::NOT_FOUND.into_response()),
+            )
         }
         Route::Resource(p) => resource(c, p).await,
         Route::Control(path) => {
@@ -285,21 +375,45 @@ async fn dispatch(c: &RequestContext<'_>, route: Route) -> ApiResult<Response> {
             })?;
             control.handle(&c.method, &path, &c.query, c.body)
         }
-        Route::NotFound => Err(not_found_path()),
+        Route::NotFound => Ok(page_not_found()),
     }
+}
+
+/// What a path no handler serves gets: Go's `http.NotFound`, a text body.
+fn page_not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (HeaderName::from_static("x-content-type-options"), "nosniff"),
+        ],
+        "404 page not found\n",
+    )
+        .into_response()
 }
 
 /// The requests `auth` answers rather than the store: the reviews and TokenRequest. `None`
 /// when `p` is neither; otherwise the object to answer with 201 Created, or the error.
+/// What a review or TokenRequest sent: its body, that body's type and the field manager.
+struct AuthBody<'a> {
+    content_type: Option<&'a str>,
+    body: &'a [u8],
+    manager: Option<String>,
+}
+
 fn serve_auth(
     auth: &Auth,
     api: &ApiServer,
     user: &UserInfo,
     method: &str,
     p: &ResourcePath,
-    content_type: Option<&str>,
-    body: &[u8],
+    sent: AuthBody<'_>,
 ) -> Option<ApiResult<Value>> {
+    let AuthBody {
+        content_type,
+        body,
+        manager,
+    } = sent;
     let token_request = p.group.is_empty()
         && p.plural == "serviceaccounts"
         && p.sub.as_deref() == Some("token")
@@ -310,11 +424,7 @@ fn serve_auth(
         return None;
     }
     if review && (p.namespace.is_some() != (p.plural == "localsubjectaccessreviews")) {
-        return Some(Err(ApiError::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        )));
+        return Some(Err(ApiError::not_found_path()));
     }
     if method != "POST" {
         return Some(Err(ApiError::method_not_allowed(
@@ -322,23 +432,42 @@ fn serve_auth(
         )));
     }
     let ns = p.namespace.as_deref().unwrap_or("");
-    Some(negotiate::decode_body(content_type, body).and_then(|b| {
-        if token_request {
-            auth::tokens::token_request(&auth.signer, api, ns, p.name.as_deref().unwrap_or(""), &b)
-        } else {
-            auth::reviews::create(auth, api, user, &p.group, &p.plural, ns, &b)
-        }
-    }))
-}
-
-fn not_found_path() -> ApiError {
-    ApiError::new(
-        404,
-        "NotFound",
-        "the server could not find the requested resource",
+    let kind = if token_request {
+        "TokenRequest"
+    } else {
+        auth::reviews::kind_of(&p.plural)
+    };
+    Some(
+        negotiate::decode_object(content_type, body, kind).and_then(|b| {
+            let (mut out, group, sub) = if token_request {
+                let out = auth::tokens::token_request(
+                    &auth.signer,
+                    api,
+                    ns,
+                    p.name.as_deref().unwrap_or(""),
+                    &b,
+                )?;
+                (out, auth::reviews::AUTHENTICATION, Some("token"))
+            } else {
+                let out = auth::reviews::create(auth, api, user, &p.group, &p.plural, ns, &b)?;
+                (out, p.group.as_str(), None)
+            };
+            // The rules review and SelfSubjectReview answer with new objects: no managedFields.
+            if !matches!(
+                p.plural.as_str(),
+                "selfsubjectrulesreviews" | "selfsubjectreviews"
+            ) {
+                if let Some(m) = api.unstored_create_managed_fields(group, kind, sub, &b, manager) {
+                    meta::metadata_mut(&mut out).insert("managedFields".into(), m);
+                }
+            }
+            Ok(out)
+        }),
     )
 }
 
+/// A path under a served group-version that names nothing there: `NewGenericServerResponse`'s
+/// 404 (its details empty).
 /// The verb of a resource request, as audit logs and RBAC name it.
 fn verb(method: &Method, p: &ResourcePath, watch: bool) -> &'static str {
     match (method.clone(), p.name.is_some()) {
@@ -371,17 +500,54 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
         return Err(e);
     }
     let rt = api.resource(&p.group, &p.version, &p.plural)?;
+    let events_v1 = rt.group == "events.k8s.io";
+    let out = resource_of(c, p, rt).await;
+    if events_v1 {
+        out.map_err(requalify_events)
+    } else {
+        out
+    }
+}
+
+/// events.k8s.io Events share core Events' storage, but their REST storage names its own
+/// resource in its errors (`events.events.k8s.io "x" not found`).
+fn requalify_events(mut e: ApiError) -> ApiError {
+    let Some(d) = e.details.as_mut().and_then(Value::as_object_mut) else {
+        return e;
+    };
+    if d.get("kind").and_then(Value::as_str) != Some("events") || d.contains_key("group") {
+        return e;
+    }
+    let name = d.shift_remove("name");
+    let rest: Vec<(String, Value)> = std::mem::take(d).into_iter().collect();
+    if let Some(n) = name {
+        d.insert("name".into(), n);
+    }
+    d.insert("group".into(), json!("events.k8s.io"));
+    d.extend(rest);
+    e.message = e
+        .message
+        .replacen("events \"", "events.events.k8s.io \"", 1);
+    e
+}
+
+async fn resource_of(
+    c: &RequestContext<'_>,
+    p: ResourcePath,
+    rt: Arc<ResourceType>,
+) -> ApiResult<Response> {
+    let api = &c.s.api;
     // Cluster-scoped resources have no namespaced paths; namespaced ones are reachable without a
     // namespace only to list or watch across all namespaces.
     let cross_namespace_read = c.method == Method::GET && p.name.is_none();
     if (!rt.namespaced && p.namespace.is_some())
         || (rt.namespaced && p.namespace.is_none() && !cross_namespace_read)
     {
-        return Err(not_found_path());
+        return Err(ApiError::not_found_path());
     }
     if let Some(sub) = &p.sub {
         if !rt.has_subresource(sub) {
-            return Err(not_found_path());
+            return Err(ApiError::not_found_path());
         }
     } else if !rt.verbs.contains(&verb(
         &c.method,
@@ -400,7 +566,7 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             rt,
             p.namespace.clone(),
             &c.query,
-            c.output(false)?,
+            c.watch_output()?,
             None,
         ),
         (Method::GET, Some(name), None) if is_watch => watch::serve(
@@ -408,7 +574,7 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             rt,
             p.namespace.clone(),
             &c.query,
-            c.output(false)?,
+            c.watch_output()?,
             Some(name.to_string()),
         ),
         (Method::GET, name, None) if rt.group.is_empty() && rt.plural == "componentstatuses" => {
@@ -416,16 +582,17 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             let items = api.component_statuses();
             match name {
                 None => match c.output(false)? {
-                    Output::Table => {
+                    Output::Table(v) => {
                         let refs: Vec<&Value> = items.iter().collect();
-                        let t = table::to_table(
+                        let mut t = table::to_table(
                             &printer_for(&rt),
                             &refs,
                             "",
-                            c.q("includeObject").unwrap_or("Metadata"),
+                            include_object(c)?,
                             true,
-                            chrono::Utc::now(),
+                            c.s.api.clock().now(),
                         );
+                        table::set_version(&mut t, v);
                         Ok(json_response(StatusCode::OK, &t, &Output::Json, &warning))
                     }
                     o => {
@@ -445,7 +612,17 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
         (Method::GET, None, None) => list(c, &rt, p.namespace.as_deref()),
         (Method::GET, Some(name), Some("log")) => {
             let previous = is_true(c.query.get("previous"));
-            let mut text = api.pod_logs(&ns, name, c.q("container"), previous)?;
+            let timestamps = is_true(c.query.get("timestamps"));
+            let mut text = api.pod_logs(&ns, name, c.q("container"), previous, timestamps)?;
+            // A pod without a node has no log location: the streamer answers 204, no body.
+            let unscheduled = api.get_stored(&rt, &ns, name).is_ok_and(|p| {
+                meta::str_at(&p.object(), "/spec/nodeName")
+                    .unwrap_or("")
+                    .is_empty()
+            });
+            if unscheduled {
+                return Ok(StatusCode::NO_CONTENT.into_response());
+            }
             if let Some(n) = c.q("tailLines").and_then(|n| n.parse::<usize>().ok()) {
                 let lines: Vec<&str> = text.lines().collect();
                 let start = lines.len().saturating_sub(n);
@@ -472,7 +649,12 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             None | Some("status") | Some("ephemeralcontainers") | Some("approval"),
         ) => {
             if p.sub.as_deref() == Some("approval") && !rt.has_subresource("approval") {
-                return Err(not_found_path());
+                return Err(ApiError::not_found_path());
+            }
+            // Storage parses the resourceVersion of a GET; its error is not an API status (500).
+            if let Some(rv) = c.q("resourceVersion").filter(|r| !r.is_empty()) {
+                crate::apiserver::meta::parse_resource_version(rv)
+                    .map_err(|e| ApiError::new(500, "", format!("resourceVersion: {e}")))?;
             }
             let obj = api.get_stored(&rt, &ns, name)?;
             match c.output(false)? {
@@ -486,11 +668,14 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
             }
         }
         (Method::POST, None, None) if rt.group.is_empty() && rt.plural == "bindings" => {
-            let b = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
+            let b = negotiate::decode_object(c.content_type.as_deref(), c.body, "Binding")?;
+            if meta::name(&b).is_empty() {
+                return Err(ApiError::bad_request("Name parameter required."));
+            }
             api.bind_pod(&ns, meta::name(&b), &b)?;
             Ok(json_response(
                 StatusCode::CREATED,
-                &success_status(None),
+                &created_status(),
                 &Output::Json,
                 &[],
             ))
@@ -501,26 +686,32 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
                 "CreateOptions",
                 &c.query,
             )?;
-            let obj = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
+            let obj = negotiate::decode_object(c.content_type.as_deref(), c.body, &rt.kind)?;
             let w = api.create(&rt, &ns, obj, &c.write_options())?;
             object_response(c, &rt, StatusCode::CREATED, &w.object, &w.warnings)
         }
         (Method::POST, Some(name), Some("binding")) => {
-            let b = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
+            let b = negotiate::decode_object(c.content_type.as_deref(), c.body, "Binding")?;
             api.bind_pod(&ns, name, &b)?;
             Ok(json_response(
                 StatusCode::CREATED,
-                &success_status(None),
+                &created_status(),
                 &Output::Json,
                 &[],
             ))
         }
         (Method::POST, Some(name), Some("eviction")) => {
-            let e = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
+            let e = negotiate::decode_object(c.content_type.as_deref(), c.body, "Eviction")?;
+            // pkg/registry/core/pod/storage/eviction.go: the body names the pod of the URL.
+            if meta::name(&e) != name {
+                return Err(ApiError::bad_request(
+                    "name in URL does not match name in Eviction object",
+                ));
+            }
             api.evict_pod(&ns, name, &e)?;
             Ok(json_response(
                 StatusCode::CREATED,
-                &success_status(None),
+                &created_status(),
                 &Output::Json,
                 &[],
             ))
@@ -538,7 +729,7 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
                 "UpdateOptions",
                 &c.query,
             )?;
-            let obj = negotiate::decode_body(c.content_type.as_deref(), c.body)?;
+            let obj = negotiate::decode_object(c.content_type.as_deref(), c.body, &rt.kind)?;
             let w = api.update(&rt, &ns, name, sub, obj, &c.write_options())?;
             object_response(c, &rt, StatusCode::OK, &w.object, &w.warnings)
         }
@@ -604,6 +795,26 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
                 &opts,
                 Some(&c.user),
             )?;
+            let mut out = out;
+            if rt.custom {
+                if let Some(md) = out.get_mut("metadata") {
+                    unstructured_list_meta(md);
+                }
+            }
+            if !rt.custom {
+                // A typed list: its items carry no TypeMeta.
+                for item in out
+                    .get_mut("items")
+                    .and_then(Value::as_array_mut)
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(m) = item.as_object_mut() {
+                        m.shift_remove("kind");
+                        m.shift_remove("apiVersion");
+                    }
+                }
+            }
             Ok(json_response(StatusCode::OK, &out, &Output::Json, &[]))
         }
         _ => Err(ApiError::method_not_allowed(
@@ -615,15 +826,89 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
 /// The patch type from Content-Type and the decoded patch body.
 fn patch_body(c: &RequestContext<'_>) -> ApiResult<(PatchType, Value)> {
     let ct = c.content_type.clone().unwrap_or_default();
+    // go-restful refuses a Content-Type the PATCH route does not consume before any handler.
     let ptype = PatchType::from_content_type(&ct).ok_or_else(|| {
-        ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {:?})", ct))
+        let mut e = ApiError::new(415, "UnsupportedMediaType", "415: Unsupported Media Type");
+        e.details = Some(json!({}));
+        e
     })?;
-    let body = if ptype == PatchType::Apply {
-        negotiate::decode_yaml(c.body)?
-    } else {
-        negotiate::decode_json(c.body)?
+    if ptype == PatchType::Apply {
+        return Ok((ptype, negotiate::decode_yaml(c.body)?));
+    }
+    let body = negotiate::decode_json(c.body);
+    // `fieldValidation` Strict or Warn (the default): the JSON and merge patchers first decode
+    // the patch strictly into their Go types, and report that error as theirs.
+    let strict = c.q("fieldValidation") != Some("Ignore");
+    let decoding = |e: String| ApiError::bad_request(format!("error decoding patch: {e}"));
+    match ptype {
+        PatchType::Json | PatchType::Merge if strict => {
+            let body = body.map_err(|e| decoding(e.message))?;
+            if let Some(e) = strict_patch_shape(ptype, &body) {
+                return Err(decoding(e));
+            }
+            Ok((ptype, body))
+        }
+        _ => Ok((ptype, body?)),
+    }
+}
+
+/// What `json.Unmarshal` of a patch into `[]handlers.jsonPatchOp` (a JSON patch) or
+/// `map[string]interface{}` (a merge patch) says about a body of the wrong shape.
+fn strict_patch_shape(ptype: PatchType, body: &Value) -> Option<String> {
+    let kind = |v: &Value| match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
     };
-    Ok((ptype, body))
+    match (ptype, body) {
+        (_, Value::Null) => None,
+        (PatchType::Merge, Value::Object(_)) => None,
+        (PatchType::Merge, v) => Some(format!(
+            "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            kind(v)
+        )),
+        (_, Value::Array(ops)) => ops.iter().find_map(|op| match op {
+            Value::Null => None,
+            Value::Object(m) => ["op", "path", "from"].iter().find_map(|f| match m.get(*f) {
+                None | Some(Value::Null) | Some(Value::String(_)) => None,
+                Some(v) => Some(format!(
+                    "json: cannot unmarshal {} into Go struct field jsonPatchOp.{f} of type string",
+                    kind(v)
+                )),
+            }),
+            v => Some(format!(
+                "json: cannot unmarshal {} into Go value of type handlers.jsonPatchOp",
+                kind(v)
+            )),
+        }),
+        (_, v) => Some(format!(
+            "json: cannot unmarshal {} into Go value of type []handlers.jsonPatchOp",
+            kind(v)
+        )),
+    }
+}
+
+/// An unstructured list's metadata (custom resources) always has `continue`, empty on the last
+/// page (`UnstructuredList`'s ListMeta is a map the list handler sets it in).
+fn unstructured_list_meta(md: &mut Value) {
+    if let Some(m) = md.as_object_mut() {
+        if !m.contains_key("continue") {
+            let rest = std::mem::take(m);
+            m.insert("continue".into(), json!(""));
+            m.extend(rest);
+        }
+    }
+}
+
+/// The Status a create that makes no object answers with (a binding, an eviction): Success, and
+/// the create handler fills in the response's code when the Status has none.
+fn created_status() -> Value {
+    let mut s = success_status(None);
+    s["code"] = json!(201);
+    s
 }
 
 fn label_selector(c: &RequestContext<'_>) -> ApiResult<LabelSelector> {
@@ -651,9 +936,31 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
         None => None,
     }
     .filter(|l| *l > 0)
-    .map(|l| l as usize);
+    .map(|l| l as usize)
+    // resourceVersion=0 is answered from the watch cache, which does not page (the cacher's
+    // `shouldDelegateList`).
+    .filter(|_| {
+        c.q("resourceVersion") != Some("0") || c.q("continue").is_some_and(|t| !t.is_empty())
+    });
     let out = c.output(false)?;
     crate::apiserver::validation::options::validate_list_options(&c.query)?;
+    // `storage.ValidateListOptions`: a continue token carries its own resourceVersion; any
+    // other resourceVersion has to parse.
+    let rv = c.q("resourceVersion").unwrap_or("");
+    match c.q("continue").filter(|t| !t.is_empty()) {
+        Some(token) if !rv.is_empty() && rv != "0" => {
+            crate::apiserver::decode_continue(token, ns)?;
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        None if !rv.is_empty() => {
+            crate::apiserver::meta::parse_resource_version(rv).map_err(|e| {
+                ApiError::bad_request(format!("invalid resource version: resourceVersion: {e}"))
+            })?;
+        }
+        _ => {}
+    }
     let mut page = match (
         c.q("resourceVersionMatch").unwrap_or(""),
         c.q("resourceVersion").unwrap_or(""),
@@ -675,9 +982,12 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
             },
         )?,
     };
-    page.items_type_meta = rt.custom;
+    page.untyped_items = !rt.custom;
+    if rt.custom && matches!(out, Output::Json | Output::Yaml | Output::Protobuf) {
+        unstructured_list_meta(&mut page.metadata);
+    }
     match out {
-        Output::Table => {
+        Output::Table(version) => {
             let printer = printer_for(rt);
             let objects: Vec<Arc<Value>> = page.items.iter().map(|i| i.object()).collect();
             let items: Vec<&Value> = objects.iter().map(|o| o.as_ref()).collect();
@@ -685,13 +995,17 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
                 &printer,
                 &items,
                 meta::str_at(&page.metadata, "/resourceVersion").unwrap_or(""),
-                c.q("includeObject").unwrap_or("Metadata"),
+                include_object(c)?,
                 true,
-                chrono::Utc::now(),
+                c.s.api.clock().now(),
             );
             if let Some(cont) = page.metadata.get("continue") {
                 t["metadata"]["continue"] = cont.clone();
             }
+            if let Some(n) = page.metadata.get("remainingItemCount") {
+                t["metadata"]["remainingItemCount"] = n.clone();
+            }
+            table::set_version(&mut t, version);
             Ok(json_response(StatusCode::OK, &t, &Output::Json, &[]))
         }
         Output::PartialMetadata { list: false } => Err(ApiError::not_acceptable_because(format!(
@@ -760,7 +1074,7 @@ fn internal_type_name(rt: &ResourceType) -> String {
 }
 
 pub fn partial_metadata(obj: &Value) -> Value {
-    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({}))})
+    table::partial_object_metadata(obj)
 }
 
 fn object_response(
@@ -771,16 +1085,17 @@ fn object_response(
     warnings: &[String],
 ) -> ApiResult<Response> {
     match c.output(false)? {
-        Output::Table => {
+        Output::Table(version) => {
             let printer = printer_for(rt);
-            let t = table::to_table(
+            let mut t = table::to_table(
                 &printer,
                 &[obj],
                 meta::resource_version(obj),
-                c.q("includeObject").unwrap_or("Metadata"),
+                include_object(c)?,
                 true,
-                chrono::Utc::now(),
+                c.s.api.clock().now(),
             );
+            table::set_version(&mut t, version);
             Ok(json_response(code, &t, &Output::Json, warnings))
         }
         Output::PartialMetadata { list: true } => Err(ApiError::not_acceptable_because(format!(
@@ -824,10 +1139,19 @@ fn delete_options(c: &RequestContext<'_>) -> ApiResult<DeleteOptions> {
         (Some("Background"), _) => Some(Propagation::Background),
         (Some("Orphan"), _) => Some(Propagation::Orphan),
         (Some(other), _) => {
-            return Err(ApiError::bad_request(format!(
-                "propagationPolicy: Unsupported value: {:?}: supported values: \"Foreground\", \"Background\", \"Orphan\"",
-                other
-            )))
+            // `ValidateDeleteOptions` (pkg/apis/meta/internalversion/validation).
+            use crate::apiserver::validation::field;
+            let errs = vec![field::not_supported(
+                &field::Path::new("propagationPolicy"),
+                field::BadValue::named(other),
+                &["Foreground", "Background", "Orphan", "nil"],
+            )];
+            return Err(field::invalid_status(
+                "meta.k8s.io",
+                "DeleteOptions",
+                "",
+                &errs,
+            ));
         }
         (None, Some(true)) => Some(Propagation::Orphan),
         (None, Some(false)) => Some(Propagation::Background),
@@ -855,6 +1179,16 @@ fn delete_options(c: &RequestContext<'_>) -> ApiResult<DeleteOptions> {
 }
 
 pub fn json_response(code: StatusCode, v: &Value, out: &Output, warnings: &[String]) -> Response {
+    if *out == Output::Protobuf {
+        if let Some(body) = crate::apiserver::protobuf::encode(v) {
+            return bytes_response(
+                code,
+                crate::apiserver::protobuf::CONTENT_TYPE,
+                body,
+                warnings,
+            );
+        }
+    }
     let (ct, body) = match out {
         Output::Yaml => (
             "application/yaml",

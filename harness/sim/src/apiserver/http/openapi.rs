@@ -10,9 +10,9 @@ use axum::response::{IntoResponse, Response};
 
 /// The media type client-go before 1.27 requests `/openapi/v2` in.
 pub const PROTO_V2: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
-/// What the answer is labelled: Go's media-type parser rejects the `@` of `PROTO_V2`, so the
-/// apiserver (kube-openapi) labels the protobuf body as plain bytes.
-const PROTO_V2_LABEL: &str = "application/octet-stream";
+/// What the answer is labelled: the media type with `.` for `@` (kube-openapi's handler; checked
+/// against kube-apiserver 1.35).
+const PROTO_V2_LABEL: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
 fn respond(
     r: &Rendered,
@@ -51,9 +51,10 @@ pub fn v2(api: &ApiServer, accept: Option<&str>, if_none_match: Option<&str>) ->
 
 pub fn v3_root(api: &ApiServer, if_none_match: Option<&str>) -> Response {
     let docs = api.openapi.docs(&api.registry);
+    // kube-openapi writes the index without a Content-Type: Go's sniffing labels it text.
     respond(
         &docs.v3(&api.registry).root,
-        "application/json",
+        "text/plain; charset=utf-8",
         if_none_match,
         "no-cache, private",
     )

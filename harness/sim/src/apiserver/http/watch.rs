@@ -55,6 +55,8 @@ impl Filter {
 
 struct Encoder {
     rt: Arc<ResourceType>,
+    /// The cluster's clock (tables print ages).
+    clock: crate::timing::SimClock,
     out: Output,
     printer: Option<table::Printer>,
     headers_sent: bool,
@@ -63,17 +65,18 @@ struct Encoder {
 impl Encoder {
     fn object(&mut self, obj: &Value) -> Value {
         match self.out {
-            Output::Table => {
+            Output::Table(version) => {
                 let printer = self.printer.get_or_insert_with(|| printer_for(&self.rt));
-                let t = table::to_table(
+                let mut t = table::to_table(
                     printer,
                     &[obj],
                     meta::resource_version(obj),
                     "Metadata",
                     !self.headers_sent,
-                    chrono::Utc::now(),
+                    self.clock.now(),
                 );
                 self.headers_sent = true;
+                table::set_version(&mut t, version);
                 t
             }
             Output::PartialMetadata { .. } => partial_metadata(obj),
@@ -173,30 +176,7 @@ pub fn serve(
         .map_err(ApiError::bad_request)?;
     let bookmarks = is_true(query.get("allowWatchBookmarks"));
     let send_initial = is_true(query.get("sendInitialEvents"));
-    let rv_match = query
-        .get("resourceVersionMatch")
-        .map(String::as_str)
-        .unwrap_or("");
-    if send_initial && rv_match != "NotOlderThan" {
-        return Err(ApiError::invalid(
-            "meta.k8s.io",
-            "ListOptions",
-            "",
-            vec![("sendInitialEvents".into(), "Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan".into(), "FieldValueForbidden")],
-        ));
-    }
-    if send_initial && !bookmarks {
-        return Err(ApiError::invalid(
-            "meta.k8s.io",
-            "ListOptions",
-            "",
-            vec![(
-                "allowWatchBookmarks".into(),
-                "Forbidden: allowWatchBookmarks required when sendInitialEvents is set".into(),
-                "FieldValueForbidden",
-            )],
-        ));
-    }
+    crate::apiserver::validation::options::validate_watch_options(query)?;
     let rv_param = query
         .get("resourceVersion")
         .map(String::as_str)
@@ -232,6 +212,7 @@ pub fn serve(
         Err(e) if e.code == 410 => {
             let mut enc = Encoder {
                 rt: rt.clone(),
+                clock: api.clock().clone(),
                 out,
                 printer: None,
                 headers_sent: false,
@@ -246,6 +227,7 @@ pub fn serve(
     let (tx, rx) = mpsc::channel::<Bytes>(1024);
     let enc = Encoder {
         rt: rt.clone(),
+        clock: api.clock().clone(),
         out,
         printer: None,
         headers_sent: false,
@@ -322,7 +304,8 @@ async fn run(
             return;
         }
     }
-    if send_initial && tx.send(enc.bookmark(snapshot_rv, true)).await.is_err() {
+    // The end of the initial events is a bookmark: sent only to a client that takes bookmarks.
+    if send_initial && bookmarks && tx.send(enc.bookmark(snapshot_rv, true)).await.is_err() {
         return;
     }
     if !replay.is_empty() {
@@ -420,6 +403,7 @@ mod tests {
         );
         let mut enc = Encoder {
             rt: rt.clone(),
+            clock: crate::timing::SimClock::new(),
             out: Output::Json,
             printer: None,
             headers_sent: false,
@@ -436,7 +420,8 @@ mod tests {
         // Table output never uses the JSON cache.
         let mut table = Encoder {
             rt,
-            out: Output::Table,
+            clock: crate::timing::SimClock::new(),
+            out: Output::Table("v1"),
             printer: None,
             headers_sent: false,
         };

@@ -19,6 +19,8 @@ pub struct Document {
     pub paths: Option<Paths>,
     #[prost(message, optional, tag = "9")]
     pub definitions: Option<Definitions>,
+    #[prost(message, optional, tag = "10")]
+    pub parameters: Option<ParameterDefinitions>,
     #[prost(message, repeated, tag = "12")]
     pub security: Vec<SecurityRequirement>,
     #[prost(message, optional, tag = "13")]
@@ -98,11 +100,35 @@ pub struct Operation {
     pub vendor_extension: Vec<NamedAny>,
 }
 
-/// `ParametersItem.parameter` (field 1) -> `Parameter`, a oneof of body and non-body parameters.
+/// `ParametersItem`: a oneof of `parameter` (field 1) -> `Parameter` (body or non-body) and
+/// `json_reference` (field 2), a reference to one of the document's shared parameters.
 #[derive(Clone, PartialEq, Message)]
 pub struct ParametersItem {
     #[prost(message, optional, tag = "1")]
     pub parameter: Option<Parameter>,
+    #[prost(message, optional, tag = "2")]
+    pub json_reference: Option<JsonReference>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct JsonReference {
+    #[prost(string, tag = "1")]
+    pub r#ref: String,
+}
+
+/// The document's shared `parameters` (field 10).
+#[derive(Clone, PartialEq, Message)]
+pub struct ParameterDefinitions {
+    #[prost(message, repeated, tag = "1")]
+    pub additional_properties: Vec<NamedParameter>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct NamedParameter {
+    #[prost(string, tag = "1")]
+    pub name: String,
+    #[prost(message, optional, tag = "2")]
+    pub value: Option<Parameter>,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -470,6 +496,19 @@ fn schema(v: &Value) -> Schema {
 }
 
 fn parameter(p: &Value) -> ParametersItem {
+    if let Some(r) = p.get("$ref").and_then(Value::as_str) {
+        return ParametersItem {
+            parameter: None,
+            json_reference: Some(JsonReference { r#ref: r.into() }),
+        };
+    }
+    ParametersItem {
+        parameter: Some(parameter_value(p)),
+        json_reference: None,
+    }
+}
+
+fn parameter_value(p: &Value) -> Parameter {
     let required = p.get("required") == Some(&Value::Bool(true));
     let unique_items = p.get("uniqueItems") == Some(&Value::Bool(true));
     let parameter = match p.get("in").and_then(Value::as_str) {
@@ -509,9 +548,7 @@ fn parameter(p: &Value) -> ParametersItem {
             }),
         },
     };
-    ParametersItem {
-        parameter: Some(parameter),
-    }
+    parameter
 }
 
 fn parameters(v: &Value) -> Vec<ParametersItem> {
@@ -621,6 +658,17 @@ pub fn encode(doc: &Value) -> Vec<u8> {
         paths: Some(Paths { path }),
         definitions: Some(Definitions {
             additional_properties: named_schemas(doc.get("definitions").and_then(Value::as_object)),
+        }),
+        parameters: doc.get("parameters").and_then(Value::as_object).map(|m| {
+            ParameterDefinitions {
+                additional_properties: m
+                    .iter()
+                    .map(|(name, p)| NamedParameter {
+                        name: name.clone(),
+                        value: Some(parameter_value(p)),
+                    })
+                    .collect(),
+            }
         }),
         security,
         security_definitions,

@@ -306,7 +306,12 @@ pub fn of(t: &ResourceType) -> Vec<PathItem> {
         });
     }
     let scale_def = definitions::builtin_name("autoscaling", "v1", "Scale").unwrap_or_default();
-    for (sub, def) in [("status", &kind_def), ("scale", &scale_def)] {
+    // A CertificateSigningRequest's approval is documented as its status is.
+    for (sub, def) in [
+        ("status", &kind_def),
+        ("scale", &scale_def),
+        ("approval", &kind_def),
+    ] {
         if !t.has_subresource(sub) {
             continue;
         }
@@ -361,7 +366,254 @@ pub fn of(t: &ResourceType) -> Vec<PathItem> {
             operations: ops,
         });
     }
+    out.extend(watch_paths(t, &gvk));
+    out.extend(core_subresources(t, &gvk));
     out
+}
+
+/// A GET that answers `def` (or a plain string when `def` is empty) and is no resource
+/// operation: discovery documents, version, the service account issuer's documents.
+fn plain_get(path: String, id: String, def: &str) -> PathItem {
+    PathItem {
+        path,
+        params: vec![],
+        operations: vec![Operation {
+            method: "get",
+            action: "",
+            id,
+            params: READ,
+            body: None,
+            responses: vec![(200, def.to_string())],
+            consumes: JSON_BODIES,
+            gvk: Value::Null,
+        }],
+    }
+}
+
+/// The discovery document of a group-version (`/apis/apps/v1/`): an APIResourceList.
+pub fn discovery(group: &str, version: &str) -> PathItem {
+    plain_get(
+        format!("{}/", base_path(group, version)),
+        format!("get{}APIResources", id_stem(group, version)),
+        "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList",
+    )
+}
+
+/// The paths outside any group-version the apiserver documents: `/api/`, `/apis/`, each
+/// group's `/apis/<group>/`, `/version/` and the service account issuer's two documents.
+pub fn non_resource(groups: &[String]) -> Vec<PathItem> {
+    let meta = "io.k8s.apimachinery.pkg.apis.meta.v1.";
+    let mut out = vec![
+        plain_get(
+            "/api/".into(),
+            "getCoreAPIVersions".into(),
+            &format!("{meta}APIVersions"),
+        ),
+        plain_get(
+            "/apis/".into(),
+            "getAPIVersions".into(),
+            &format!("{meta}APIGroupList"),
+        ),
+        plain_get(
+            "/version/".into(),
+            "getCodeVersion".into(),
+            "io.k8s.apimachinery.pkg.version.Info",
+        ),
+        plain_get(
+            "/.well-known/openid-configuration/".into(),
+            "getServiceAccountIssuerOpenIDConfiguration".into(),
+            "",
+        ),
+        plain_get(
+            "/openid/v1/jwks/".into(),
+            "getServiceAccountIssuerOpenIDKeyset".into(),
+            "",
+        ),
+    ];
+    for g in groups.iter().filter(|g| !g.is_empty()) {
+        let stem = id_stem(g, "");
+        out.push(plain_get(
+            format!("/apis/{g}/"),
+            format!("get{stem}APIGroup"),
+            &format!("{meta}APIGroup"),
+        ));
+    }
+    out
+}
+
+/// The deprecated `watch` paths of a built-in watchable resource (upstream still documents
+/// them): the collection across namespaces, in a namespace, and one object.
+fn watch_paths(t: &ResourceType, kind_gvk: &Value) -> Vec<PathItem> {
+    if t.custom || !t.verbs.contains(&"watch") {
+        return vec![];
+    }
+    let base = base_path(&t.group, &t.version);
+    let stem = id_stem(&t.group, &t.version);
+    let event = WATCH_EVENT_DEF.to_string();
+    let op = |action: &'static str, id: String| Operation {
+        method: "get",
+        action,
+        id,
+        params: LIST,
+        body: None,
+        responses: vec![(200, event.clone())],
+        consumes: &[][..],
+        gvk: kind_gvk.clone(),
+    };
+    let item = |path: String, o: Operation| PathItem {
+        path,
+        params: vec![PRETTY],
+        operations: vec![o],
+    };
+    let mut out = Vec::new();
+    if t.namespaced {
+        out.push(item(
+            format!("{base}/watch/{}", t.plural),
+            op(
+                "watchlist",
+                format!("watch{stem}{}ListForAllNamespaces", t.kind),
+            ),
+        ));
+        out.push(item(
+            format!("{base}/watch/namespaces/{{namespace}}/{}", t.plural),
+            op("watchlist", format!("watch{stem}Namespaced{}List", t.kind)),
+        ));
+        out.push(item(
+            format!(
+                "{base}/watch/namespaces/{{namespace}}/{}/{{name}}",
+                t.plural
+            ),
+            op("watch", format!("watch{stem}Namespaced{}", t.kind)),
+        ));
+    } else {
+        out.push(item(
+            format!("{base}/watch/{}", t.plural),
+            op("watchlist", format!("watch{stem}{}List", t.kind)),
+        ));
+        out.push(item(
+            format!("{base}/watch/{}/{{name}}", t.plural),
+            op("watch", format!("watch{stem}{}", t.kind)),
+        ));
+    }
+    out
+}
+
+const WATCH_EVENT_DEF: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent";
+
+/// The core subresources that are no status or scale: each path with its methods and what they
+/// take and answer (empty: a plain string or stream), as kube-apiserver 1.35 documents them.
+const CORE_SUBRESOURCES: &[(&str, &str, &[&str], &str)] = &[
+    ("pods", "attach", &["get", "post"], ""),
+    ("pods", "binding", &["post"], "io.k8s.api.core.v1.Binding"),
+    (
+        "pods",
+        "ephemeralcontainers",
+        &["get", "patch", "put"],
+        "io.k8s.api.core.v1.Pod",
+    ),
+    (
+        "pods",
+        "eviction",
+        &["post"],
+        "io.k8s.api.policy.v1.Eviction",
+    ),
+    ("pods", "exec", &["get", "post"], ""),
+    ("pods", "log", &["get"], ""),
+    ("pods", "portforward", &["get", "post"], ""),
+    ("pods", "proxy", PROXY_METHODS, ""),
+    ("pods", "proxy/{path}", PROXY_METHODS, ""),
+    (
+        "pods",
+        "resize",
+        &["get", "patch", "put"],
+        "io.k8s.api.core.v1.Pod",
+    ),
+    (
+        "serviceaccounts",
+        "token",
+        &["post"],
+        "io.k8s.api.authentication.v1.TokenRequest",
+    ),
+    ("services", "proxy", PROXY_METHODS, ""),
+    ("services", "proxy/{path}", PROXY_METHODS, ""),
+    ("nodes", "proxy", PROXY_METHODS, ""),
+    ("nodes", "proxy/{path}", PROXY_METHODS, ""),
+    (
+        "namespaces",
+        "finalize",
+        &["put"],
+        "io.k8s.api.core.v1.Namespace",
+    ),
+];
+
+const PROXY_METHODS: &[&str] = &["delete", "get", "head", "options", "patch", "post", "put"];
+
+fn core_subresources(t: &ResourceType, kind_gvk: &Value) -> Vec<PathItem> {
+    if !t.group.is_empty() || t.custom {
+        return vec![];
+    }
+    let base = base_path(&t.group, &t.version);
+    let stem = id_stem(&t.group, &t.version);
+    let scope = if t.namespaced { "Namespaced" } else { "" };
+    CORE_SUBRESOURCES
+        .iter()
+        .filter(|(plural, ..)| *plural == t.plural)
+        .map(|(_, sub, methods, def)| {
+            let path = if t.namespaced {
+                format!(
+                    "{base}/namespaces/{{namespace}}/{}/{{name}}/{sub}",
+                    t.plural
+                )
+            } else {
+                format!("{base}/{}/{{name}}/{sub}", t.plural)
+            };
+            let suffix: String = sub
+                .split(['/', '{', '}'])
+                .filter(|p| !p.is_empty())
+                .map(capitalize)
+                .collect();
+            let operations = methods
+                .iter()
+                .map(|m| {
+                    let (action, verb) = match *m {
+                        "get" => ("get", "connectGet"),
+                        "post" => ("post", "create"),
+                        "put" => ("put", "replace"),
+                        "patch" => ("patch", "patch"),
+                        "delete" => ("delete", "connectDelete"),
+                        "head" => ("head", "connectHead"),
+                        _ => ("options", "connectOptions"),
+                    };
+                    let takes_body = !def.is_empty() && matches!(*m, "post" | "put" | "patch");
+                    Operation {
+                        method: m,
+                        action,
+                        id: format!("{verb}{stem}{scope}{}{suffix}", t.kind),
+                        params: READ,
+                        body: takes_body.then(|| {
+                            if *m == "patch" {
+                                PATCH.to_string()
+                            } else {
+                                def.to_string()
+                            }
+                        }),
+                        responses: vec![(200, def.to_string())],
+                        consumes: if *m == "patch" {
+                            PATCH_BODIES
+                        } else {
+                            JSON_BODIES
+                        },
+                        gvk: kind_gvk.clone(),
+                    }
+                })
+                .collect();
+            PathItem {
+                path,
+                params: vec![],
+                operations,
+            }
+        })
+        .collect()
 }
 
 /// The description of a response code, as upstream's documents give it.
@@ -378,7 +630,12 @@ pub fn named_definitions(items: &[PathItem]) -> Vec<String> {
     let mut out = vec![];
     for o in items.iter().flat_map(|p| &p.operations) {
         out.extend(o.body.iter().cloned());
-        out.extend(o.responses.iter().map(|(_, d)| d.clone()));
+        out.extend(
+            o.responses
+                .iter()
+                .filter(|(_, d)| !d.is_empty())
+                .map(|(_, d)| d.clone()),
+        );
     }
     out
 }

@@ -29,9 +29,14 @@ fn operation(o: &Operation, tag: &str) -> Value {
     let mut responses = Map::new();
     for (code, def) in &o.responses {
         let description = paths::response_description(*code);
+        let schema = if def.is_empty() {
+            json!({"type": "string"})
+        } else {
+            json!({"$ref": format!("{REF_PREFIX}{def}")})
+        };
         responses.insert(
             code.to_string(),
-            json!({"description": description, "schema": {"$ref": format!("{REF_PREFIX}{def}")}}),
+            json!({"description": description, "schema": schema}),
         );
     }
     responses.insert("401".into(), json!({"description": "Unauthorized"}));
@@ -41,9 +46,14 @@ fn operation(o: &Operation, tag: &str) -> Value {
         "schemes": ["https"],
         "tags": [tag],
         "responses": responses,
-        "x-kubernetes-action": o.action,
-        "x-kubernetes-group-version-kind": o.gvk,
     });
+    // Discovery and other non-resource operations carry neither.
+    if !o.action.is_empty() {
+        op["x-kubernetes-action"] = json!(o.action);
+    }
+    if !o.gvk.is_null() {
+        op["x-kubernetes-group-version-kind"] = o.gvk.clone();
+    }
     if !o.consumes.is_empty() {
         op["consumes"] = json!(o.consumes);
     }
@@ -82,6 +92,147 @@ pub fn path_item(item: &PathItem, tag: &str) -> Value {
         json!(item.params.iter().map(param).collect::<Vec<_>>()),
     );
     Value::Object(v)
+}
+
+/// The members of go-openapi's `spec.Parameter` in the order its MarshalJSON writes them
+/// (CommonValidations, SimpleSchema, Refable, then ParamProps; vendor extensions between).
+const PARAMETER_KEYS: &[&str] = &[
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "multipleOf",
+    "enum",
+    "type",
+    "format",
+    "items",
+    "collectionFormat",
+    "default",
+    "example",
+    "$ref",
+    "description",
+    "name",
+    "in",
+    "required",
+    "schema",
+    "allowEmptyValue",
+];
+
+/// `json.Marshal` of a parameter: its members in Go's order, compact, HTML characters escaped.
+fn go_parameter_json(p: &Value) -> String {
+    let Some(m) = p.as_object() else {
+        return p.to_string();
+    };
+    let mut out = Map::new();
+    for k in PARAMETER_KEYS {
+        if *k == "description" {
+            for (ek, ev) in m.iter().filter(|(ek, _)| ek.starts_with("x-")) {
+                out.insert(ek.clone(), ev.clone());
+            }
+        }
+        if let Some(v) = m.get(*k) {
+            out.insert((*k).to_string(), v.clone());
+        }
+    }
+    Value::Object(out)
+        .to_string()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+}
+
+/// kube-openapi's `base64Hash`: FNV-1 (64 bit) of the text, the first 6 bytes of its big-endian
+/// sum in URL-safe base64 (8 characters).
+fn base64_hash(s: &str) -> String {
+    use base64::Engine as _;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        h ^= u64::from(b);
+    }
+    base64::engine::general_purpose::URL_SAFE.encode(&h.to_be_bytes()[..6])
+}
+
+/// The parameter lists of a path item: its own and each operation's.
+fn for_each_parameter_list(item: &mut Value, f: &mut dyn FnMut(&mut Vec<Value>)) {
+    let Some(m) = item.as_object_mut() else {
+        return;
+    };
+    for (k, v) in m.iter_mut() {
+        let list = if k == "parameters" {
+            v.as_array_mut()
+        } else {
+            v.get_mut("parameters").and_then(Value::as_array_mut)
+        };
+        if let Some(l) = list {
+            f(l);
+        }
+    }
+}
+
+/// kube-openapi's `deduplicateParameters` (pkg/builder/parameters.go): every parameter but the
+/// endpoint-specific ones (`name`, `fieldValidation`, `dryRun`, bodies of the kind's own
+/// schema) moves to the document's `parameters`, named `<name>-<hash of its JSON>`, and the
+/// operations and paths refer to it.
+fn deduplicate_parameters(paths: &mut Map<String, Value>) -> Map<String, Value> {
+    let shared = |p: &Value| -> Option<String> {
+        let name = p.get("name").and_then(Value::as_str).unwrap_or("");
+        let location = p.get("in").and_then(Value::as_str).unwrap_or("");
+        if p.get("$ref").is_some()
+            || (matches!(location, "query" | "path") && name == "name")
+            || (location == "query" && matches!(name, "fieldValidation" | "dryRun"))
+        {
+            return None;
+        }
+        if let Some(r) = p.pointer("/schema/$ref").and_then(Value::as_str) {
+            if location == "body"
+                && name == "body"
+                && !r.starts_with("#/definitions/io.k8s.apimachinery")
+            {
+                return None;
+            }
+        }
+        Some(go_parameter_json(p))
+    };
+    let mut by_json: std::collections::BTreeMap<String, Value> = Default::default();
+    for item in paths.values_mut() {
+        for_each_parameter_list(item, &mut |list| {
+            for p in list.iter() {
+                if let Some(k) = shared(p) {
+                    by_json.entry(k).or_insert_with(|| p.clone());
+                }
+            }
+        });
+    }
+    let mut names: std::collections::HashMap<String, String> = Default::default();
+    let mut params: std::collections::BTreeMap<String, Value> = Default::default();
+    for (k, p) in &by_json {
+        let base = p.get("name").and_then(Value::as_str).unwrap_or("param");
+        let mut name = format!("{base}-{}", base64_hash(k));
+        let mut i = 0;
+        while params.contains_key(&name) {
+            i += 1;
+            name = format!("{base}-{i}");
+        }
+        params.insert(name.clone(), p.clone());
+        names.insert(k.clone(), name);
+    }
+    for item in paths.values_mut() {
+        for_each_parameter_list(item, &mut |list| {
+            for p in list.iter_mut() {
+                if let Some(n) = shared(p).and_then(|k| names.get(&k)) {
+                    *p = json!({"$ref": format!("#/parameters/{n}")});
+                }
+            }
+        });
+    }
+    params.into_iter().collect()
 }
 
 /// Reduce a structural v3 schema to what kubectl's v2 validation copes with: no `nullable`,
@@ -170,12 +321,27 @@ pub fn document(reg: &Registry) -> Value {
         for item in paths::of(t) {
             paths.insert(item.path.clone(), path_item(&item, &tag));
         }
+        let discovery = paths::discovery(&t.group, &t.version);
+        paths
+            .entry(discovery.path.clone())
+            .or_insert_with(|| path_item(&discovery, &tag));
     }
+    let groups: Vec<String> = types
+        .iter()
+        .map(|t| t.group.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    for item in paths::non_resource(&groups) {
+        paths.insert(item.path.clone(), path_item(&item, "core"));
+    }
+    let parameters = deduplicate_parameters(&mut paths);
     json!({
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": crate::apiserver::GIT_VERSION},
         "paths": paths,
         "definitions": defs,
+        "parameters": parameters,
         "securityDefinitions": {"BearerToken": {"description": "Bearer Token authentication", "type": "apiKey", "name": "authorization", "in": "header"}},
         "security": [{"BearerToken": []}],
     })

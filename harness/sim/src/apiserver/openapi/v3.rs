@@ -51,7 +51,14 @@ fn operation(o: &Operation, tag: &str) -> Value {
         let description = paths::response_description(*code);
         let content: Map<String, Value> = super::v2::PRODUCES
             .iter()
-            .map(|m| (m.to_string(), json!({"schema": schema_ref(def)})))
+            .map(|m| {
+                let schema = if def.is_empty() {
+                    json!({"type": "string"})
+                } else {
+                    schema_ref(def)
+                };
+                (m.to_string(), json!({"schema": schema}))
+            })
             .collect();
         responses.insert(
             code.to_string(),
@@ -63,9 +70,14 @@ fn operation(o: &Operation, tag: &str) -> Value {
         "operationId": o.id,
         "tags": [tag],
         "responses": responses,
-        "x-kubernetes-action": o.action,
-        "x-kubernetes-group-version-kind": o.gvk,
     });
+    // Discovery and other non-resource operations carry neither.
+    if !o.action.is_empty() {
+        op["x-kubernetes-action"] = json!(o.action);
+    }
+    if !o.gvk.is_null() {
+        op["x-kubernetes-group-version-kind"] = o.gvk.clone();
+    }
     if !o.params.is_empty() {
         op["parameters"] = json!(o.params.iter().map(param).collect::<Vec<_>>());
     }
@@ -119,8 +131,23 @@ fn group_version_doc(types: &[std::sync::Arc<ResourceType>]) -> Value {
             items.push(item);
         }
     }
+    // The group-version's own discovery document.
+    if let Some(t) = types.first() {
+        let item = paths::discovery(&t.group, &t.version);
+        out_paths.insert(item.path.clone(), path_item(&item, &super::v2::tag(t)));
+        items.push(item);
+    }
+    document_of(out_paths, &items, &custom)
+}
+
+/// A document of some paths with the schemas they reach.
+fn document_of(
+    out_paths: Map<String, Value>,
+    items: &[PathItem],
+    custom: &BTreeMap<String, Value>,
+) -> Value {
     let builtin = definitions::builtin();
-    let roots = paths::named_definitions(&items)
+    let roots = paths::named_definitions(items)
         .into_iter()
         .chain([STATUS, DELETE_OPTIONS, WATCH_EVENT].map(String::from));
     let schemas = definitions::closure(roots, |n| custom.get(n).or_else(|| builtin.get(n)));
@@ -147,10 +174,36 @@ pub fn documents(reg: &Registry) -> BTreeMap<String, Value> {
             .or_default()
             .push(t);
     }
-    by_gv
+    let groups: Vec<String> = by_gv
+        .values()
+        .filter_map(|ts| ts.first())
+        .map(|t| t.group.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut docs: BTreeMap<String, Value> = by_gv
         .into_iter()
         .map(|(k, types)| (k, group_version_doc(&types)))
-        .collect()
+        .collect();
+    // The documents of the paths outside group-versions, keyed by their path as upstream's
+    // index names them (`api`, `apis`, `apis/apps`, `version`, ...).
+    for item in paths::non_resource(&groups) {
+        let key = item.path.trim_matches('/').to_string();
+        let tag = match key.as_str() {
+            "api" => "core".to_string(),
+            "apis" => "apis".to_string(),
+            "version" => "version".to_string(),
+            k if k.starts_with("apis/") => k.trim_start_matches("apis/").to_string(),
+            _ => "WellKnown".to_string(),
+        };
+        let mut p = Map::new();
+        p.insert(item.path.clone(), path_item(&item, &tag));
+        docs.insert(
+            key,
+            document_of(p, std::slice::from_ref(&item), &BTreeMap::new()),
+        );
+    }
+    docs
 }
 
 #[cfg(test)]

@@ -8,12 +8,12 @@
 //!   [`strategic::strategic_merge_patch`].
 //! * `application/apply-patch+yaml`: [`apply::server_side_apply`], and
 //!   [`apply::record_update`] for the `metadata.managedFields` bookkeeping of
-//!   every other write.
+//!   every other write, both by structured-merge-diff's mechanism (`smd`).
 
 pub mod apply;
-mod fieldset;
 mod jsonpatch;
 pub(crate) mod schema;
+pub(crate) mod smd;
 pub mod strategic;
 
 use serde_json::Value;
@@ -21,30 +21,24 @@ use std::fmt;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum PatchError {
-    /// The patch cannot be applied (malformed, failed test, missing path, …).
-    /// The message is the one the real apiserver puts in its Status.
-    Invalid(String),
+    /// A strategic merge patch the library cannot apply: the apiserver passes the error on as
+    /// is, a 500 without reason carrying this message.
+    Internal(String),
     /// The patch does not decode (HTTP 400, reason BadRequest, the message as given).
     BadRequest(String),
-    /// A JSON patch that decodes but does not apply: the apiserver answers its generic 422
+    /// A JSON patch that decodes but does not apply (or a strategic merge patch with a list of
+    /// lists): the apiserver answers its generic 422
     /// (`NewGenericServerResponse`: "the server rejected our request due to an error in our
     /// request", empty details) and drops this message, kept here for logs and tests.
     Rejected(String),
-    /// Server-side apply conflict (HTTP 409, reason `Conflict`). `fields` are
-    /// the conflicting paths in the apiserver's notation (`.spec.replicas`).
-    Conflict {
-        message: String,
-        fields: Vec<String>,
-    },
 }
 
 impl fmt::Display for PatchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PatchError::Invalid(msg) | PatchError::BadRequest(msg) | PatchError::Rejected(msg) => {
+            PatchError::Internal(msg) | PatchError::BadRequest(msg) | PatchError::Rejected(msg) => {
                 f.write_str(msg)
             }
-            PatchError::Conflict { message, .. } => f.write_str(message),
         }
     }
 }
@@ -132,17 +126,30 @@ mod tests {
             json!([{"op": "copy", "from": "/spec", "path": "/spec/containers/-1"}, {"op": "remove", "path": "/spec/containers/-9"}]),
             json!([{"op": "test", "path": "/spec/containers/0/name"}, {"op": "replace", "path": "/spec/containers/99999999999999999999"}]),
         ];
-        for kind in ["Pod", "Service", "Deployment", "Node", "Unknown"] {
+        for (api_version, kind) in [
+            ("v1", "Pod"),
+            ("v1", "Service"),
+            ("apps/v1", "Deployment"),
+            ("v1", "Node"),
+            ("x/v1", "Unknown"),
+        ] {
+            let t = apply::Target {
+                group: "",
+                api_version,
+                kind,
+                subresource: None,
+                custom_with_status: false,
+            };
             for a in &values {
                 for b in &values {
                     let _ = merge_patch(a, b);
                     let _ = json_patch(a, b);
                     let _ = strategic::strategic_merge_patch(kind, a, b);
-                    let _ = apply::server_side_apply(kind, Some(a), b, "m", false, "t");
-                    let _ = apply::server_side_apply(kind, Some(a), b, "m", true, "t");
-                    let _ = apply::server_side_apply(kind, None, b, "m", false, "t");
+                    let _ = apply::server_side_apply(&t, Some(a), b, "m", false, "t");
+                    let _ = apply::server_side_apply(&t, Some(a), b, "m", true, "t");
+                    let _ = apply::server_side_apply(&t, None, b, "m", false, "t");
                     let mut new = b.clone();
-                    apply::record_update(kind, Some(a), &mut new, "m", "t");
+                    apply::record_update(&t, Some(a), &mut new, "m", "t");
                 }
             }
         }

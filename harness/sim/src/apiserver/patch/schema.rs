@@ -107,10 +107,6 @@ pub(crate) struct Field {
 }
 
 impl Field {
-    /// A non-list field holding a value of type `ty`.
-    pub(crate) const fn of(ty: GoType) -> Field {
-        Field::plain(ty)
-    }
     const fn plain(ty: GoType) -> Field {
         Field {
             ty,
@@ -231,15 +227,6 @@ fn root_field(root: Shape, name: &str) -> Field {
         (Shape::ServiceAccount, "secrets") => Field::keyed(Unknown, "name", &["name"]),
         (_, "status") => Field::plain(GenericStatus),
         _ => UNKNOWN,
-    }
-}
-
-/// Default value of an associative-list key field when the element omits it
-/// (server-side apply defaults list-map keys from the schema).
-pub(crate) fn key_default(field: &str) -> Option<serde_json::Value> {
-    match field {
-        "protocol" => Some(serde_json::Value::String("TCP".to_owned())),
-        _ => None,
     }
 }
 

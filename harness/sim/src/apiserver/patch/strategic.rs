@@ -52,7 +52,7 @@ pub fn strategic_merge_patch(
         // `null` decodes to an empty map: nothing to do.
         Value::Null => return Ok(original.clone()),
         other => {
-            return Err(invalid(format!(
+            return Err(PatchError::BadRequest(format!(
                 "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
                 json_kind(other)
             )))
@@ -66,8 +66,55 @@ pub fn strategic_merge_patch(
     merge_map(original, patch, GoType::root(kind)).map(Value::Object)
 }
 
+/// A patch the strategic merge cannot apply: the apiserver passes the library's error through
+/// unconverted (`interpretStrategicMergePatchError`), so clients get a 500 with its text.
 fn invalid(msg: impl Into<String>) -> PatchError {
-    PatchError::Invalid(msg.into())
+    PatchError::Internal(msg.into())
+}
+
+/// The library's format errors the apiserver answers with 400.
+fn bad_format(msg: &str) -> PatchError {
+    PatchError::BadRequest(msg.into())
+}
+
+/// Go's `%v` of a decoded JSON value (`map[k:v]`, `[a b]`, floats as `%g`), as the library's
+/// messages print maps.
+fn go_fmt(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Number(n) => go_float(n.as_f64().unwrap_or(0.0)),
+        Value::Array(a) => format!("[{}]", a.iter().map(go_fmt).collect::<Vec<_>>().join(" ")),
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{k}:{}", go_fmt(&m[k])))
+                .collect();
+            format!("map[{}]", parts.join(" "))
+        }
+    }
+}
+
+/// Go's `%v` of a float64 (`%g`, shortest digits): exponent form below 1e-4 and from 1e6 on.
+fn go_float(f: f64) -> String {
+    if f == 0.0 {
+        return "0".into();
+    }
+    let sci = format!("{f:e}"); // shortest digits: `1.234567e6`
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..6).contains(&exp) {
+        format!(
+            "{mantissa}e{}{:02}",
+            if exp < 0 { '-' } else { '+' },
+            exp.abs()
+        )
+    } else {
+        format!("{f}")
+    }
 }
 
 fn json_kind(v: &Value) -> &'static str {
@@ -88,14 +135,14 @@ fn bad_patch_type(directive: &Value, map: &Object) -> PatchError {
         .unwrap_or_else(|| directive.to_string());
     invalid(format!(
         "unknown patch type: {name} in map: {}",
-        Value::Object(map.clone())
+        go_fmt(&Value::Object(map.clone()))
     ))
 }
 
 fn no_merge_key(map: &Object, key: &str) -> PatchError {
     invalid(format!(
         "map: {} does not contain declared merge key: {key}",
-        Value::Object(map.clone())
+        go_fmt(&Value::Object(map.clone()))
     ))
 }
 
@@ -126,12 +173,12 @@ fn merge_map(mut out: Object, patch: &Object, ty: GoType) -> Result<Object, Patc
     if let Some(keys) = patch.get(RETAIN_KEYS) {
         let keys = keys
             .as_array()
-            .ok_or_else(|| invalid("invalid patch format of retainKeys"))?;
+            .ok_or_else(|| bad_format("invalid patch format of retainKeys"))?;
         let mut retained = Vec::with_capacity(keys.len());
         for k in keys {
             retained.push(
                 k.as_str()
-                    .ok_or_else(|| invalid("invalid patch format of retainKeys"))?,
+                    .ok_or_else(|| bad_format("invalid patch format of retainKeys"))?,
             );
         }
         out.retain(|k, _| retained.contains(&k.as_str()));
@@ -144,7 +191,7 @@ fn merge_map(mut out: Object, patch: &Object, ty: GoType) -> Result<Object, Patc
         if let Some(field) = k.strip_prefix(SET_ELEMENT_ORDER) {
             let order = v
                 .as_array()
-                .ok_or_else(|| invalid("invalid patch format of setElementOrder list"))?;
+                .ok_or_else(|| bad_format("invalid patch format of setElementOrder list"))?;
             let server = out
                 .get(field)
                 .and_then(Value::as_array)
@@ -158,7 +205,7 @@ fn merge_map(mut out: Object, patch: &Object, ty: GoType) -> Result<Object, Patc
         if let Some(field) = k.strip_prefix(DELETE_FROM_PRIMITIVE_LIST) {
             let remove = v
                 .as_array()
-                .ok_or_else(|| invalid("invalid patch format of primitive list"))?;
+                .ok_or_else(|| bad_format("invalid patch format of primitive list"))?;
             if let Some(Value::Array(list)) = out.get_mut(field) {
                 list.retain(|item| !remove.contains(item));
             }
@@ -255,7 +302,9 @@ fn element_kind(a: &[Value], b: &[Value]) -> Result<Option<ElementKind>, PatchEr
     let mut seen: Option<&Value> = None;
     for v in a.iter().chain(b) {
         if v.is_array() {
-            return Err(invalid("lists of lists are not supported"));
+            return Err(PatchError::Rejected(
+                "lists of lists are not supported".into(),
+            ));
         }
         if v.is_null() {
             continue;
@@ -265,7 +314,10 @@ fn element_kind(a: &[Value], b: &[Value]) -> Result<Option<ElementKind>, PatchEr
             Some(first) if std::mem::discriminant(first) != std::mem::discriminant(v) => {
                 return Err(invalid(format!(
                     "list element types are not identical: {}",
-                    Value::Array(vec![Value::Array(a.to_vec()), Value::Array(b.to_vec())])
+                    go_fmt(&Value::Array(vec![
+                        Value::Array(a.to_vec()),
+                        Value::Array(b.to_vec())
+                    ]))
                 )))
             }
             Some(_) => {}
@@ -689,7 +741,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             err,
-            PatchError::Invalid("invalid patch format of retainKeys".into())
+            PatchError::BadRequest("invalid patch format of retainKeys".into())
         );
     }
 
@@ -853,7 +905,7 @@ mod tests {
         );
         assert_eq!(
             err,
-            Err(PatchError::Invalid(
+            Err(PatchError::BadRequest(
                 "invalid patch format of primitive list".into()
             ))
         );
@@ -907,8 +959,8 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             err,
-            PatchError::Invalid(
-                r#"map: {"$patch":"delete"} does not contain declared merge key: name"#.into()
+            PatchError::Internal(
+                "map: map[$patch:delete] does not contain declared merge key: name".into()
             )
         );
     }
@@ -941,9 +993,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             err,
-            PatchError::Invalid(
-                r#"unknown patch type: explode in map: {"$patch":"explode"}"#.into()
-            )
+            PatchError::Internal("unknown patch type: explode in map: map[$patch:explode]".into())
         );
         let err = strategic_merge_patch(
             "Pod",
@@ -953,7 +1003,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             err,
-            PatchError::Invalid("merging lists cannot yet be specified in the patch".into())
+            PatchError::Internal("merging lists cannot yet be specified in the patch".into())
         );
         let err = strategic_merge_patch(
             "Pod",
@@ -963,14 +1013,14 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             err,
-            PatchError::Invalid(
-                r#"map: {"image":"x"} does not contain declared merge key: name"#.into()
+            PatchError::Internal(
+                "map: map[image:x] does not contain declared merge key: name".into()
             )
         );
         let err = strategic_merge_patch("Pod", &pod(), &json!([1])).unwrap_err();
         assert_eq!(
             err,
-            PatchError::Invalid(
+            PatchError::BadRequest(
                 "json: cannot unmarshal array into Go value of type map[string]interface {}".into()
             )
         );
@@ -980,14 +1030,15 @@ mod tests {
             &json!({"metadata": {"finalizers": [{"a": 1}]}}),
         )
         .unwrap_err();
-        assert!(
-            matches!(err, PatchError::Invalid(m) if m.starts_with("list element types are not identical"))
+        assert_eq!(
+            err,
+            PatchError::Internal("list element types are not identical: [[a b] [map[a:1]]]".into())
         );
         let err = strategic_merge_patch("Pod", &pod(), &json!({"spec": {"containers": [[1]]}}))
             .unwrap_err();
         assert_eq!(
             err,
-            PatchError::Invalid("lists of lists are not supported".into())
+            PatchError::Rejected("lists of lists are not supported".into())
         );
     }
 

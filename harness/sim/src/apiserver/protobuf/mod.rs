@@ -30,6 +30,9 @@
 //! The decoder never panics: truncated input, bad lengths, wrong wire types and nesting deeper
 //! than [`MAX_DEPTH`] all come back as `Err` with a message naming the field and message.
 
+mod encode;
+pub use encode::encode;
+
 use crate::timing;
 use std::collections::HashMap;
 use std::sync::OnceLock;

@@ -436,13 +436,6 @@ pub(super) fn csi_modes(d: &Value, _: DateTime<Utc>) -> Value {
     })
 }
 
-pub(super) fn csi_storage_capacity(c: &Value, _: DateTime<Utc>) -> Value {
-    match present(c, &["capacity"]) {
-        Some(q) => Value::String(quantity_string(Some(q))),
-        None => s("<unset>"),
-    }
-}
-
 // ----- Event (core/v1 and events.k8s.io/v1: one object, two sets of field names) ---------
 
 /// Field names of the two Event versions.
@@ -1237,4 +1230,157 @@ pub(super) fn admission_binding_param_ref(b: &Value, _: DateTime<Utc>) -> Value 
         (name, "") => format!("*/{}", name),
         (name, ns) => format!("{}/{}", ns, name),
     })
+}
+
+// ----- ResourceQuota, APF, networking and DRA kinds (1.35 printers) ---------------------------
+
+/// `printResourceQuota`: `name: used/hard` of each hard limit, sorted; `limits.*` in the Limit
+/// column, the others in the Request column.
+fn quota_column(rq: &Value, limits: bool) -> Value {
+    let hard = at(rq, &["status", "hard"]).and_then(Value::as_object);
+    let mut names: Vec<&String> = hard.map(|h| h.keys().collect()).unwrap_or_default();
+    names.sort();
+    let parts: Vec<String> = names
+        .into_iter()
+        .filter(|n| {
+            let pieces: Vec<&str> = n.split('.').collect();
+            (pieces.len() > 1 && pieces[0] == "limits") == limits
+        })
+        .map(|n| {
+            let used = at(rq, &["status", "used", n.as_str()]).filter(|v| !v.is_null());
+            let used = match used {
+                Some(u) => quantity_string(Some(u)),
+                None => "0".to_string(),
+            };
+            let hard = quantity_string(hard.and_then(|h| h.get(n.as_str())));
+            format!("{n}: {used}/{hard}")
+        })
+        .collect();
+    Value::String(parts.join(", "))
+}
+
+pub(super) fn quota_requests(rq: &Value, _: DateTime<Utc>) -> Value {
+    quota_column(rq, false)
+}
+
+pub(super) fn quota_limits(rq: &Value, _: DateTime<Utc>) -> Value {
+    quota_column(rq, true)
+}
+
+/// `printFlowSchema`: the distinguisher's type, `<none>` without one.
+pub(super) fn flow_schema_distinguisher(fs: &Value, _: DateTime<Utc>) -> Value {
+    match str_at(fs, &["spec", "distinguisherMethod", "type"]) {
+        "" => s("<none>"),
+        t => s(t),
+    }
+}
+
+/// `printFlowSchema`'s MissingPL: the Dangling condition's status, `?` without one.
+pub(super) fn flow_schema_missing_pl(fs: &Value, _: DateTime<Utc>) -> Value {
+    let status = at(fs, &["status", "conditions"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some("Dangling"))
+        .and_then(|c| c.get("status").and_then(Value::as_str));
+    s(status.unwrap_or("?"))
+}
+
+/// `printPriorityLevelConfiguration`: a number of the limited configuration, `<none>` when the
+/// level is not limited (or does not queue).
+fn plc_number(plc: &Value, path: &[&str]) -> Value {
+    match present(plc, path) {
+        Some(v) if v.is_number() => v.clone(),
+        _ => s("<none>"),
+    }
+}
+
+pub(super) fn plc_shares(plc: &Value, _: DateTime<Utc>) -> Value {
+    if present(plc, &["spec", "limited"]).is_none() {
+        return s("<none>");
+    }
+    match present(plc, &["spec", "limited", "nominalConcurrencyShares"]) {
+        Some(v) => v.clone(),
+        None => Value::from(0),
+    }
+}
+
+pub(super) fn plc_queues(plc: &Value, _: DateTime<Utc>) -> Value {
+    plc_number(
+        plc,
+        &["spec", "limited", "limitResponse", "queuing", "queues"],
+    )
+}
+
+pub(super) fn plc_hand_size(plc: &Value, _: DateTime<Utc>) -> Value {
+    plc_number(
+        plc,
+        &["spec", "limited", "limitResponse", "queuing", "handSize"],
+    )
+}
+
+pub(super) fn plc_queue_length(plc: &Value, _: DateTime<Utc>) -> Value {
+    plc_number(
+        plc,
+        &[
+            "spec",
+            "limited",
+            "limitResponse",
+            "queuing",
+            "queueLengthLimit",
+        ],
+    )
+}
+
+/// `printIPAddress`: `resource[.group][/namespace]/name` of the parent, lower case.
+pub(super) fn ip_address_parent(ip: &Value, _: DateTime<Utc>) -> Value {
+    let Some(parent) = present(ip, &["spec", "parentRef"]) else {
+        return s("<none>");
+    };
+    let text = |k: &str| parent.get(k).and_then(Value::as_str).unwrap_or("");
+    let mut out = match text("group") {
+        "" => text("resource").to_string(),
+        g => format!("{}.{g}", text("resource")),
+    }
+    .to_lowercase();
+    if !text("namespace").is_empty() {
+        out = format!("{out}/{}", text("namespace"));
+    }
+    s(&format!("{out}/{}", text("name")))
+}
+
+/// `printServiceCIDR`: the CIDRs, comma separated.
+pub(super) fn service_cidrs(sc: &Value, _: DateTime<Utc>) -> Value {
+    let cidrs: Vec<&str> = at(sc, &["spec", "cidrs"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    s(&cidrs.join(","))
+}
+
+/// `resourceClaimState`: deleted, pending or allocated (and reserved or deallocating).
+pub(super) fn resource_claim_state(c: &Value, _: DateTime<Utc>) -> Value {
+    let deleted = present(c, &["metadata", "deletionTimestamp"]).is_some();
+    let mut states = Vec::new();
+    if deleted {
+        states.push("deleted");
+    }
+    if present(c, &["status", "allocation"]).is_none() {
+        if !deleted {
+            states.push("pending");
+        }
+    } else {
+        states.push("allocated");
+        let reserved = at(c, &["status", "reservedFor"])
+            .and_then(Value::as_array)
+            .is_some_and(|r| !r.is_empty());
+        if reserved {
+            states.push("reserved");
+        } else if deleted {
+            states.push("deallocating");
+        }
+    }
+    s(&states.join(","))
 }

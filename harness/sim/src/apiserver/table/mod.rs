@@ -102,7 +102,11 @@ pub struct Printer {
 #[derive(Clone)]
 enum PrinterKind {
     /// A built-in kind's definition (`printers::PRINTERS`), or the default table.
-    Builtin(&'static [ColumnDef], Option<fn(&Value) -> Option<Value>>),
+    Builtin(
+        &'static [ColumnDef],
+        Option<fn(&Value) -> Option<Value>>,
+        Option<printers::CellFn>,
+    ),
     /// Custom resource printed from `additionalPrinterColumns`.
     Custom(Vec<CustomColumn>),
 }
@@ -110,7 +114,7 @@ enum PrinterKind {
 impl std::fmt::Debug for PrinterKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PrinterKind::Builtin(cols, _) => write!(f, "Builtin({} columns)", cols.len()),
+            PrinterKind::Builtin(cols, ..) => write!(f, "Builtin({} columns)", cols.len()),
             PrinterKind::Custom(cols) => write!(f, "Custom({:?})", cols),
         }
     }
@@ -137,7 +141,7 @@ impl Printer {
     fn from_def(def: &'static PrinterDef) -> Printer {
         Printer {
             columns: def.columns.iter().map(Column::from_def).collect(),
-            kind: PrinterKind::Builtin(def.columns, def.row_conditions),
+            kind: PrinterKind::Builtin(def.columns, def.row_conditions, def.extra_cell),
         }
     }
 
@@ -149,7 +153,7 @@ impl Printer {
                 .iter()
                 .map(Column::from_def)
                 .collect(),
-            kind: PrinterKind::Builtin(printers::DEFAULT_COLUMNS, None),
+            kind: PrinterKind::Builtin(printers::DEFAULT_COLUMNS, None, None),
         }
     }
 
@@ -233,9 +237,10 @@ impl Printer {
     /// being the reference time for ages.
     pub fn cells(&self, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         match &self.kind {
-            PrinterKind::Builtin(cols, _) => cols
+            PrinterKind::Builtin(cols, _, extra) => cols
                 .iter()
                 .map(|c| builtin_cell(c.cell, obj, now))
+                .chain(extra.map(|f| f(obj, now)))
                 .collect(),
             PrinterKind::Custom(cols) => custom_cells(cols, obj, now),
         }
@@ -245,7 +250,7 @@ impl Printer {
     /// Succeeded / Failed pods, which kubectl uses to dim finished pods).
     pub fn row_conditions(&self, obj: &Value) -> Option<Value> {
         match self.kind {
-            PrinterKind::Builtin(_, Some(f)) => f(obj),
+            PrinterKind::Builtin(_, Some(f), _) => f(obj),
             _ => None,
         }
     }
@@ -282,10 +287,26 @@ pub fn is_valid_include_object(s: &str) -> bool {
 /// `PartialObjectMetadata` for an object, as put into `rows[].object` with
 /// `includeObject=Metadata` (the default).
 pub fn partial_object_metadata(obj: &Value) -> Value {
-    let metadata = match at(obj, &["metadata"]) {
+    let mut metadata = match at(obj, &["metadata"]) {
         Some(m @ Value::Object(_)) => m.clone(),
         _ => Value::Object(Map::new()),
     };
+    // The apiserver takes the metadata from the internal object, before conversion to the
+    // request's version: a DaemonSet's template generation is `spec.templateGeneration` there,
+    // its annotation only written by the conversion to apps/v1 (pkg/apis/apps/v1/conversion.go).
+    if obj.get("kind").and_then(Value::as_str) == Some("DaemonSet") {
+        if let Some(a) = metadata
+            .get_mut("annotations")
+            .and_then(Value::as_object_mut)
+        {
+            a.shift_remove("deprecated.daemonset.template.generation");
+            if a.is_empty() {
+                metadata
+                    .as_object_mut()
+                    .map(|m| m.shift_remove("annotations"));
+            }
+        }
+    }
     let mut m = Map::new();
     m.insert("kind".into(), Value::String("PartialObjectMetadata".into()));
     m.insert("apiVersion".into(), Value::String("meta.k8s.io/v1".into()));
@@ -293,11 +314,34 @@ pub fn partial_object_metadata(obj: &Value) -> Value {
     Value::Object(m)
 }
 
+/// A Table asked for as `meta.k8s.io/<version>` (v1beta1 has the same fields): its apiVersion
+/// and that of the PartialObjectMetadata of its rows.
+pub fn set_version(table: &mut Value, version: &str) {
+    if version == "v1" {
+        return;
+    }
+    let api_version = Value::String(format!("meta.k8s.io/{version}"));
+    table["apiVersion"] = api_version.clone();
+    for row in table
+        .get_mut("rows")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(o) = row
+            .get_mut("object")
+            .filter(|o| o["kind"] == "PartialObjectMetadata")
+        {
+            o["apiVersion"] = api_version.clone();
+        }
+    }
+}
+
 /// Build the full Table object:
 /// `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":rv},
 ///   "columnDefinitions":[...],"rows":[{"cells":[...],"object":...}]}`.
 ///
-/// * `include_headers == false` gives an empty `columnDefinitions` array
+/// * `include_headers == false` leaves `columnDefinitions` nil, written as null
 ///   (what watch events after the first one carry).
 /// * `include_object`: `"None"` (`object: null`), `"Metadata"` / `""` /
 ///   anything else (PartialObjectMetadata), `"Object"` (the full object).
@@ -338,7 +382,7 @@ pub fn to_table_with_list_meta(
     let defs = if include_headers {
         printer.column_definitions()
     } else {
-        Value::Array(Vec::new())
+        Value::Null
     };
     table.insert("columnDefinitions".into(), defs);
     let rows = objects
@@ -409,6 +453,16 @@ pub fn human_duration(d: Duration) -> String {
 /// `"0.5"` -> `"500m"`.  Returns `None` when `s` is not a valid quantity.
 pub fn canonical_quantity(s: &str) -> Option<String> {
     format_quantity(parse_quantity(s)?)
+}
+
+/// The canonical text of the sum of quantities, added in order as `quota.Add` and
+/// `Quantity.Add` do from a DecimalSI zero; `None` when one is not a quantity.
+pub fn sum_quantities<'a>(items: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let mut total = quantity::zero();
+    for q in items {
+        total = quantity::add(total, parse_quantity(q)?)?;
+    }
+    format_quantity(total)
 }
 
 /// One cell of a built-in printer.

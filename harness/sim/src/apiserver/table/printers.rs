@@ -51,6 +51,8 @@ pub(super) struct PrinterDef {
     pub columns: &'static [ColumnDef],
     /// Row-level conditions (pods only).
     pub row_conditions: Option<fn(&Value) -> Option<Value>>,
+    /// A cell after the last column's (IPAddress: its printer appends an age no column names).
+    pub extra_cell: Option<CellFn>,
 }
 
 const fn col(
@@ -117,6 +119,7 @@ const fn printer(
         kind,
         columns,
         row_conditions: None,
+        extra_cell: None,
     }
 }
 
@@ -184,6 +187,7 @@ pub(super) static PRINTERS: &[PrinterDef] = &[
             wide("Readiness Gates", "string", D_POD_READINESS_GATES, Cell::Fn(pod_readiness_gates)),
         ],
         row_conditions: Some(pod_row_conditions),
+        extra_cell: None,
     },
     printer("", "PodTemplate", &[
         NAME,
@@ -237,7 +241,46 @@ pub(super) static PRINTERS: &[PrinterDef] = &[
         col("Data", "string", D_SECRET_DATA, Cell::Fn(secret_data)),
         AGE,
     ]),
-    printer("", "ServiceAccount", &[NAME, col("Secrets", "string", D_SA_SECRETS, Cell::Len(&["secrets"])), AGE]),
+    printer("", "ServiceAccount", &[NAME, AGE]),
+    printer("", "ResourceQuota", &[
+        NAME,
+        col("Request", "string", D_RQ_REQUEST, Cell::Fn(quota_requests)),
+        col("Limit", "string", D_RQ_LIMIT, Cell::Fn(quota_limits)),
+        AGE,
+    ]),
+    printer("flowcontrol.apiserver.k8s.io", "FlowSchema", &[
+        NAME,
+        col("PriorityLevel", "string", D_FS_PRIORITY_LEVEL, Cell::Str(&["spec", "priorityLevelConfiguration", "name"])),
+        col("MatchingPrecedence", "string", D_FS_PRECEDENCE, Cell::Int(&["spec", "matchingPrecedence"])),
+        col("DistinguisherMethod", "string", D_FS_DISTINGUISHER, Cell::Fn(flow_schema_distinguisher)),
+        AGE,
+        col("MissingPL", "string", D_FS_MISSING_PL, Cell::Fn(flow_schema_missing_pl)),
+    ]),
+    printer("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration", &[
+        NAME,
+        col("Type", "string", D_PLC_TYPE, Cell::Str(&["spec", "type"])),
+        col("NominalConcurrencyShares", "string", D_PLC_NCS, Cell::Fn(plc_shares)),
+        col("Queues", "string", D_PLC_QUEUES, Cell::Fn(plc_queues)),
+        col("HandSize", "string", D_PLC_HAND_SIZE, Cell::Fn(plc_hand_size)),
+        col("QueueLengthLimit", "string", D_PLC_QUEUE_LENGTH, Cell::Fn(plc_queue_length)),
+        AGE,
+    ]),
+    PrinterDef {
+        group: "networking.k8s.io",
+        kind: "IPAddress",
+        columns: &[NAME, col("ParentRef", "string", D_IPADDRESS_PARENT, Cell::Fn(ip_address_parent))],
+        row_conditions: None,
+        extra_cell: Some(crate::apiserver::table::access::age),
+    },
+    printer("networking.k8s.io", "ServiceCIDR", &[NAME, col("CIDRs", "string", D_SERVICECIDR_CIDRS, Cell::Fn(service_cidrs)), AGE]),
+    printer("resource.k8s.io", "ResourceClaim", &[NAME, col("State", "string", D_CLAIM_STATE, Cell::Fn(resource_claim_state)), AGE]),
+    printer("resource.k8s.io", "ResourceSlice", &[
+        NAME,
+        col("Node", "string", D_SLICE_NODE, Cell::Str(&["spec", "nodeName"])),
+        col("Driver", "string", D_SLICE_DRIVER, Cell::Str(&["spec", "driver"])),
+        col("Pool", "string", D_SLICE_POOL, Cell::Str(&["spec", "pool", "name"])),
+        AGE,
+    ]),
     printer("", "Service", &[
         NAME,
         col("Type", "string", D_SVC_TYPE, Cell::Fn(svc_type)),
@@ -395,11 +438,6 @@ pub(super) static PRINTERS: &[PrinterDef] = &[
         AGE,
     ]),
     printer("storage.k8s.io", "CSINode", &[NAME, col("Drivers", "integer", "Drivers indicates the number of CSI drivers registered on the node", Cell::Len(&["spec", "drivers"])), AGE]),
-    printer("storage.k8s.io", "CSIStorageCapacity", &[
-        NAME,
-        col("StorageClassName", "string", D_CSC_CLASS, Cell::Str(&["storageClassName"])),
-        col("Capacity", "string", D_CSC_CAPACITY, Cell::Fn(csi_storage_capacity)),
-    ]),
     printer("storage.k8s.io", "VolumeAttributesClass", &[NAME, col("DriverName", "string", D_VAC_DRIVER, Cell::Str(&["driverName"])), AGE]),
     printer("coordination.k8s.io", "Lease", &[NAME, col("Holder", "string", D_LEASE_HOLDER, Cell::Str(&["spec", "holderIdentity"])), AGE]),
     printer("scheduling.k8s.io", "PriorityClass", &[
@@ -447,7 +485,7 @@ pub(super) static PRINTERS: &[PrinterDef] = &[
     printer("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding", &[
         NAME,
         col("PolicyName", "string", "PolicyName indicates the policy definition which the policy binding binded to", Cell::Str(&["spec", "policyName"])),
-        col("ParamRef", "string", "ParamRef indicates the param resource which sets the configration param", Cell::Fn(admission_binding_param_ref)),
+        col("ParamRef", "string", "ParamRef indicates the param resource which sets the configuration param", Cell::Fn(admission_binding_param_ref)),
         AGE,
     ]),
     printer("resource.k8s.io", "DeviceClass", &[NAME, AGE]),

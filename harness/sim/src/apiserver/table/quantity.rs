@@ -126,6 +126,28 @@ pub(super) fn parse_quantity(text: &str) -> Option<Quantity> {
     })
 }
 
+/// `Quantity.Add`: exact sum; a zero left operand takes the right one's format.
+pub(super) fn add(a: Quantity, b: Quantity) -> Option<Quantity> {
+    let exp10 = a.exp10.min(b.exp10);
+    let scale = |q: Quantity| {
+        pow10(u32::try_from(q.exp10 - exp10).ok()?).and_then(|p| q.mantissa.checked_mul(p))
+    };
+    Some(Quantity {
+        mantissa: scale(a)?.checked_add(scale(b)?)?,
+        exp10,
+        format: if a.mantissa == 0 { b.format } else { a.format },
+    })
+}
+
+/// `resource.Quantity{Format: resource.DecimalSI}`: the zero the quota evaluators start from.
+pub(super) fn zero() -> Quantity {
+    Quantity {
+        mantissa: 0,
+        exp10: 0,
+        format: QuantityFormat::DecimalSI,
+    }
+}
+
 /// Canonical text of a parsed quantity (`None` only on arithmetic overflow).
 pub(super) fn format_quantity(q: Quantity) -> Option<String> {
     if q.mantissa == 0 {

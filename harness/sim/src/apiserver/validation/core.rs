@@ -433,6 +433,61 @@ pub fn validate_service_update(svc: &Value, old: &Value) -> ErrorList {
 /// `clusterIPs` moves `clusterIPs` with it (and validation then refuses the change).
 pub fn prepare_service_update(svc: &mut Value, old: &Value) {
     let needs_ip = |v: &Value| s(v, "spec.type") != "ExternalName";
+    let needs_node_port = |v: &Value| matches!(s(v, "spec.type"), "NodePort" | "LoadBalancer");
+    if needs_node_port(old) && needs_node_port(svc) {
+        // Node ports the body leaves out keep the old port of the same name, unless another
+        // port of the new Service already uses it.
+        let used = |v: &Value| -> std::collections::BTreeSet<i64> {
+            arr(v, "spec.ports")
+                .iter()
+                .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
+                .collect()
+        };
+        let both: std::collections::BTreeSet<i64> =
+            used(old).intersection(&used(svc)).copied().collect();
+        let by_name: std::collections::HashMap<String, i64> = arr(old, "spec.ports")
+            .iter()
+            .filter_map(|p| {
+                let n = p.get("nodePort").and_then(Value::as_i64)?;
+                Some((
+                    p.get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    n,
+                ))
+            })
+            .collect();
+        if let Some(ports) = svc.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
+            for p in ports {
+                if p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) == 0 {
+                    let name = p
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
+                    if let Some(n) = by_name.get(&name).filter(|n| !both.contains(n)) {
+                        p["nodePort"] = json!(n);
+                    }
+                }
+            }
+        }
+    }
+    let needs_hc = |v: &Value| {
+        s(v, "spec.type") == "LoadBalancer" && s(v, "spec.externalTrafficPolicy") == "Local"
+    };
+    if needs_hc(old)
+        && needs_hc(svc)
+        && svc
+            .pointer("/spec/healthCheckNodePort")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            == 0
+    {
+        if let Some(n) = old.pointer("/spec/healthCheckNodePort") {
+            svc["spec"]["healthCheckNodePort"] = n.clone();
+        }
+    }
     if needs_ip(old) && needs_ip(svc) {
         if s(svc, "spec.clusterIP").is_empty() && has(old, "spec.clusterIP") {
             svc["spec"]["clusterIP"] = old["spec"]["clusterIP"].clone();

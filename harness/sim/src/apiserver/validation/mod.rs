@@ -11,6 +11,7 @@ pub mod batch;
 pub mod content;
 pub mod coordination;
 pub mod core;
+pub mod customresource;
 pub mod field;
 pub mod networking;
 pub mod objectmeta;
@@ -42,10 +43,12 @@ pub fn prune_typed(rt: &ResourceType, mut obj: Value) -> ApiResult<Value> {
         return Ok(obj);
     }
     match typed_round_trip(rt, &obj) {
-        Some(Err(e)) => Err(ApiError::bad_request(format!(
-            "error decoding {}: {}",
-            rt.kind, e
-        ))),
+        Some(Err(e)) => Err(cannot_handle(
+            rt,
+            &rt.kind,
+            &rt.version,
+            &go_decode_error(&e),
+        )),
         Some(Ok(pruned)) => Ok(pruned),
         None => Ok(obj),
     }
@@ -97,6 +100,80 @@ pub fn prune_typed_status(rt: &ResourceType, current: &Value, mut obj: Value) ->
     }
 }
 
+/// The decoder's 400 (`transformDecodeError` with the body's kind): `<Kind> in version "<v>"
+/// cannot be handled as a <resource's Kind>: <why>`.
+fn cannot_handle(rt: &ResourceType, kind: &str, version: &str, why: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "{kind} in version {version:?} cannot be handled as a {}: {why}",
+        rt.kind
+    ))
+}
+
+/// What Go's decoding says where the typed (serde) decoding failed, as far as the two speak of
+/// the same thing: base64 of `[]byte` fields (`illegal base64 data at input byte N`).
+fn go_decode_error(e: &str) -> String {
+    if let Some(rest) = e.strip_prefix("Invalid symbol ") {
+        if let Some(offset) = rest.split("offset ").nth(1) {
+            return format!(
+                "illegal base64 data at input byte {}",
+                offset.trim_end_matches('.')
+            );
+        }
+    }
+    e.to_string()
+}
+
+/// The serializer's view of a built-in body's kind: a kind its apiVersion does not register,
+/// or another kind than the resource's (no conversion between them). Missing parts are the
+/// resource's own (the decoder's defaults).
+fn check_body_kind(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+    let kind = obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .filter(|k| !k.is_empty())
+        .unwrap_or(&rt.kind);
+    let api_version = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .filter(|v| !v.is_empty())
+        .map(String::from)
+        .unwrap_or_else(|| rt.api_version());
+    if kind == rt.kind && api_version == rt.api_version() {
+        return Ok(());
+    }
+    let version = api_version.rsplit('/').next().unwrap_or("");
+    let registered = crate::apiserver::patch::smd::schema::Schema::builtins()
+        .kind(&api_version, kind)
+        .is_some();
+    if !registered {
+        return Err(cannot_handle(
+            rt,
+            kind,
+            version,
+            &format!(
+                "no kind {kind:?} is registered for version {api_version:?} in scheme \"pkg/runtime/scheme.go:111\""
+            ),
+        ));
+    }
+    if kind != rt.kind {
+        // The internal package of the resource's group (core for the legacy group and events).
+        let internal = match rt.group.as_str() {
+            "" | "events.k8s.io" => "core",
+            g => g.split('.').next().unwrap_or(g),
+        };
+        return Err(cannot_handle(
+            rt,
+            kind,
+            version,
+            &format!(
+                "converting ({version}.{kind}) to ({internal}.{}): unknown conversion",
+                rt.kind
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Unknown-field handling per `fieldValidation`. Returns warnings for `Warn`.
 /// An applied configuration of a built-in type with fields the type does not have: server-side
 /// apply cannot make a typed object of it, whatever `fieldValidation` says (the field manager's
@@ -125,7 +202,32 @@ pub fn check_applied_fields(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
     )))
 }
 
+/// A custom resource status write: the schema and the scale status replicas
+/// (`ValidateStatusUpdate`'s custom resource checks).
+pub fn validate_custom_status(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+    let errs = customresource::validate(rt, obj, true);
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(rt, obj, &errs))
+    }
+}
+
 pub fn check_fields(rt: &ResourceType, obj: &Value, mode: Option<&str>) -> ApiResult<Vec<String>> {
+    if !rt.custom && obj.is_object() {
+        check_body_kind(rt, obj)?;
+    }
+    if !rt.custom {
+        if let Some(e) =
+            crate::apiserver::patch::smd::goencoding::decode_error(&rt.api_version(), &rt.kind, obj)
+        {
+            return Err(ApiError::bad_request(format!(
+                "{kind} in version {version:?} cannot be handled as a {kind}: {e}",
+                kind = rt.kind,
+                version = rt.version
+            )));
+        }
+    }
     let mode = mode.unwrap_or("Warn");
     if !matches!(mode, "Strict" | "Warn" | "Ignore") {
         return Err(ApiError::bad_request(format!(
@@ -136,25 +238,37 @@ pub fn check_fields(rt: &ResourceType, obj: &Value, mode: Option<&str>) -> ApiRe
     if mode == "Ignore" {
         return Ok(vec![]);
     }
-    let unknown = match (rt.custom, rt.schema.as_ref()) {
-        // Custom resources: what their structural schema prunes.
-        (true, Some(schema)) => structural::prune(&mut obj.clone(), schema),
-        _ => {
-            let known = match typed_round_trip(rt, obj) {
-                Some(Ok(v)) => v,
-                Some(Err(e)) => {
-                    return Err(ApiError::bad_request(format!(
-                        "error decoding {}: {}",
-                        rt.kind, e
-                    )))
-                }
-                None => return Ok(vec![]),
-            };
-            let mut unknown = Vec::new();
-            unknown_fields(obj, &known, String::new(), &mut unknown);
-            unknown
+    if rt.custom {
+        // The custom resource decoder reports what its schema prunes.
+        let unknown = customresource::prune_and_default(rt, &mut obj.clone());
+        let list: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field {:?}", f))
+            .collect();
+        if mode == "Strict" && !list.is_empty() {
+            return Err(cannot_handle(
+                rt,
+                &rt.kind,
+                &rt.version,
+                &format!("strict decoding error: {}", list.join(", ")),
+            ));
         }
+        return Ok(list);
+    }
+    let known = match typed_round_trip(rt, obj) {
+        Some(Ok(v)) => v,
+        Some(Err(e)) => {
+            return Err(cannot_handle(
+                rt,
+                &rt.kind,
+                &rt.version,
+                &go_decode_error(&e),
+            ))
+        }
+        None => return Ok(vec![]),
     };
+    let mut unknown = Vec::new();
+    unknown_fields(obj, &known, String::new(), &mut unknown);
     if unknown.is_empty() {
         return Ok(vec![]);
     }
@@ -163,10 +277,12 @@ pub fn check_fields(rt: &ResourceType, obj: &Value, mode: Option<&str>) -> ApiRe
             .iter()
             .map(|f| format!("unknown field {:?}", f))
             .collect();
-        return Err(ApiError::bad_request(format!(
-            "strict decoding error: {}",
-            list.join(", ")
-        )));
+        return Err(cannot_handle(
+            rt,
+            &rt.kind,
+            &rt.version,
+            &format!("strict decoding error: {}", list.join(", ")),
+        ));
     }
     Ok(unknown
         .iter()
@@ -301,6 +417,9 @@ pub fn validate_create(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
         Some(k) => (k.create)(obj),
         None => objectmeta::validate_object_meta(obj, rt.namespaced, default_name_rule(rt)),
     };
+    if rt.custom {
+        errs.extend(customresource::validate(rt, obj, false));
+    }
     if errs.is_empty() {
         // Then BeforeCreate's own ObjectMeta checks (names as path segments): what kinds whose
         // strategy checks no metadata (PodDisruptionBudget) get.
@@ -327,6 +446,9 @@ pub fn validate_update(rt: &ResourceType, current: &Value, next: &Value) -> ApiR
                 default_name_rule(rt),
             ));
         }
+    }
+    if rt.custom {
+        errs.extend(customresource::validate(rt, next, false));
     }
     if errs.is_empty() {
         Ok(())
@@ -388,7 +510,10 @@ mod tests {
             vec!["unknown field \"bogus\"".to_string()]
         );
         let e = check_fields(&rt, &cm, Some("Strict")).unwrap_err();
-        assert_eq!(e.message, "strict decoding error: unknown field \"bogus\"");
+        assert_eq!(
+            e.message,
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"bogus\""
+        );
         assert!(check_fields(&rt, &cm, Some("Ignore")).unwrap().is_empty());
     }
 

@@ -15,6 +15,45 @@ fn options_error(kind: &str, errs: ErrorList) -> ApiResult<()> {
     }
 }
 
+/// `validateWatchOptions` (ValidateListOptions of a watch, the WatchList feature on):
+/// `sendInitialEvents` needs `resourceVersionMatch=NotOlderThan`, which is only allowed with it
+/// and without `continue`.
+pub fn validate_watch_options(query: &HashMap<String, String>) -> ApiResult<()> {
+    let q = |k: &str| query.get(k).map(String::as_str).unwrap_or("");
+    let mut errs = ErrorList::new();
+    let path = Path::new("resourceVersionMatch");
+    let m = q("resourceVersionMatch");
+    let send_initial = query.contains_key("sendInitialEvents");
+    if send_initial && m != "NotOlderThan" {
+        errs.push(field::forbidden(
+            &path,
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ));
+    }
+    if !m.is_empty() {
+        if !send_initial {
+            errs.push(field::forbidden(
+                &path,
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
+        }
+        if m != "NotOlderThan" {
+            errs.push(field::not_supported(
+                &path,
+                BadValue::named(m),
+                &["NotOlderThan"],
+            ));
+        }
+        if !q("continue").is_empty() {
+            errs.push(field::forbidden(
+                &path,
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+    }
+    options_error("ListOptions", errs)
+}
+
 /// `ValidateListOptions` of a LIST (not a watch): `resourceVersionMatch` needs a
 /// `resourceVersion`, no `continue`, a known value, and not Exact at "0"; no
 /// `sendInitialEvents`.

@@ -27,13 +27,13 @@ use super::volumemanager::VolumeManager;
 use crate::apiserver::meta;
 use crate::events::EventRecorder;
 use crate::internal::Internal;
+use crate::timing::SimInstant;
 use crate::timing::Timing;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 
 /// How many stale pods `saturateWorkers` leaves by default (the incident's backlog).
 pub const DEFAULT_STALE_PODS: usize = 8;
@@ -62,7 +62,7 @@ pub struct Kubelet {
     /// The runtime's image cache.
     images: HashSet<String>,
     /// When the sync loop next logs "Skipping pod synchronization", and its backoff (nominal).
-    skip_log: (Instant, Duration),
+    skip_log: (SimInstant, Duration),
     /// The node's faults at the last iteration: a change wakes every settled pod.
     faults_seen: NodeFaults,
 }
@@ -100,7 +100,7 @@ impl Kubelet {
             plugin_manager: PluginManager::default(),
             node_status: NodeStatus::default(),
             images: HashSet::new(),
-            skip_log: (Instant::now(), Duration::ZERO),
+            skip_log: (SimInstant::START, Duration::ZERO),
             faults_seen: NodeFaults::default(),
             node,
             client,
@@ -194,7 +194,7 @@ impl Kubelet {
 
     /// Handle process state changes and resets; returns the process state for this tick.
     fn process_state(&mut self) -> KubeletProcess {
-        let now = Instant::now();
+        let now = self.timing.clock.instant();
         let (process, reset) = {
             let mut st = self.node.state.lock();
             if let KubeletProcess::Restarting { until } = st.kubelet {
@@ -305,8 +305,9 @@ impl Kubelet {
             &self.klog,
         );
         self.sync_volumes();
+        let now = self.timing.clock.instant();
         self.pod_workers
-            .return_hung_stops(&self.recorder, &self.klog);
+            .return_hung_stops(now, &self.recorder, &self.klog);
         // syncLoop skips every iteration while the runtime is unhealthy; pod workers wait for
         // a pod cache newer than their last sync, which a hanging relist does not bring.
         if let Err(unhealthy) = self.pleg.healthy() {
@@ -346,7 +347,7 @@ impl Kubelet {
     /// The sync loop skips every iteration while the runtime is unhealthy (backoff 100ms
     /// doubling to 5s between the error lines).
     fn log_skipping_sync(&mut self, err: &str) {
-        let now = Instant::now();
+        let now = self.timing.clock.instant();
         if now < self.skip_log.0 {
             return;
         }
@@ -488,6 +489,7 @@ impl Kubelet {
     /// cache (`generateAPIPodStatus`, `SetPodStatus`), then it syncs.
     fn sync_statuses(&mut self) {
         let host_ip = self.node.internal_ip();
+        let now = self.timing.clock.now_rfc3339();
         for p in self.pod_workers.iter_mut() {
             if !(p.status_dirty && p.synced && !p.stale) {
                 continue;
@@ -498,6 +500,7 @@ impl Kubelet {
                 phase: p.phase,
                 started_time: p.started_time.as_deref(),
                 pod_ip: p.pod_ip.as_deref(),
+                now: &now,
             };
             let status = generate_api_pod_status(&input, &host_ip);
             self.status_manager.set_pod_status(&p.pod, status);

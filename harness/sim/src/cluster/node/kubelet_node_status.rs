@@ -9,9 +9,8 @@ use super::state::SimNode;
 use crate::apiserver::meta;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::timing::{self, Timing};
+use crate::timing::{SimInstant, Timing};
 use serde_json::{json, Value};
-use tokio::time::Instant;
 
 /// What the node status side uses of the kubelet.
 pub struct NodeStatusContext<'a> {
@@ -24,20 +23,12 @@ pub struct NodeStatusContext<'a> {
     pub runtime_error: Option<String>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct NodeStatus {
-    next_lease: Instant,
+    /// When the Lease is renewed next (none yet: at once).
+    next_lease: Option<SimInstant>,
     /// `volumesInUse` as last written.
     volumes_in_use: Vec<String>,
-}
-
-impl Default for NodeStatus {
-    fn default() -> Self {
-        NodeStatus {
-            next_lease: Instant::now(),
-            volumes_in_use: Vec::new(),
-        }
-    }
 }
 
 impl NodeStatus {
@@ -50,8 +41,12 @@ impl NodeStatus {
                 crate::nodes::KUBELET_VERSION
             ),
         );
-        let mut node_obj =
-            crate::nodes::node_object(&ctx.node.name, ctx.node.index, ctx.node.control_plane);
+        let mut node_obj = crate::nodes::node_object(
+            &ctx.node.name,
+            ctx.node.index,
+            ctx.node.control_plane,
+            &ctx.timing.clock.now_rfc3339(),
+        );
         node_obj["status"]["nodeInfo"]["bootID"] = json!(ctx.node.state.lock().boot_id.clone());
         if ctx.client.get("", "nodes", "", &ctx.node.name).is_none() {
             let _ = ctx.client.create("", "nodes", "", node_obj);
@@ -94,17 +89,20 @@ impl NodeStatus {
     /// The node lease controller and node status updater: both run every 10 s (nominal) in
     /// goroutines of their own, so a kubelet whose sync loop hangs keeps both going.
     pub fn heartbeat(&mut self, ctx: &NodeStatusContext<'_>) {
-        if Instant::now() >= self.next_lease {
+        if self
+            .next_lease
+            .is_none_or(|at| ctx.timing.clock.instant() >= at)
+        {
             self.renew_lease(ctx, false);
         }
     }
 
     pub fn renew_lease(&mut self, ctx: &NodeStatusContext<'_>, force_ready: bool) {
-        self.next_lease = Instant::now() + ctx.timing.s(ctx.timing.lease_renew);
+        self.next_lease = Some(ctx.timing.clock.instant() + ctx.timing.s(ctx.timing.lease_renew));
         if ctx.node.state.lock().faults.partitioned {
             return;
         }
-        let now = timing::rfc3339_micro(chrono::Utc::now());
+        let now = ctx.timing.clock.now_micro();
         let name = ctx.node.name.clone();
         match ctx
             .client
@@ -172,7 +170,12 @@ impl NodeStatus {
         {
             return;
         }
-        let mut fresh = crate::nodes::node_object(&name, ctx.node.index, ctx.node.control_plane);
+        let mut fresh = crate::nodes::node_object(
+            &name,
+            ctx.node.index,
+            ctx.node.control_plane,
+            &ctx.timing.clock.now_rfc3339(),
+        );
         fresh["status"]["nodeInfo"]["bootID"] = json!(boot_id);
         if let Some(conds) = fresh["status"]["conditions"].as_array_mut() {
             for c in conds.iter_mut() {

@@ -4,7 +4,7 @@
 use super::kuberuntime_manager::PodContainers;
 use super::runtime::{container_status, ContainerState};
 use crate::apiserver::meta;
-use crate::timing;
+
 use serde_json::{json, Value};
 
 /// A pod's phase.
@@ -79,10 +79,12 @@ pub struct PodStatusInput<'a> {
     pub phase: PodPhase,
     pub started_time: Option<&'a str>,
     pub pod_ip: Option<&'a str>,
+    /// The cluster clock's time (`metav1.Time`): a condition that changes transitions now.
+    pub now: &'a str,
 }
 
-fn cond(t: &str, ok: bool, reason: Option<&str>, msg: Option<String>) -> Value {
-    let mut c = json!({"type": t, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": timing::now_rfc3339()});
+fn cond(t: &str, ok: bool, reason: Option<&str>, msg: Option<String>, now: &str) -> Value {
+    let mut c = json!({"type": t, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": now});
     if !ok {
         if let Some(r) = reason {
             c["reason"] = json!(r);
@@ -115,7 +117,7 @@ pub fn generate_api_pod_status(p: &PodStatusInput<'_>, host_ip: &str) -> Value {
     let ready = unready.is_empty() && !main.is_empty() && !meta::is_deleting(p.pod);
     let sandbox = p.pod_ip.is_some();
     let mut conds = vec![
-        cond("PodReadyToStartContainers", sandbox, None, None),
+        cond("PodReadyToStartContainers", sandbox, None, None, p.now),
         cond(
             "Initialized",
             init_ok,
@@ -124,6 +126,7 @@ pub fn generate_api_pod_status(p: &PodStatusInput<'_>, host_ip: &str) -> Value {
                 "containers with incomplete status: [{}]",
                 pending_init.join(" ")
             )),
+            p.now,
         ),
         cond(
             "Ready",
@@ -133,6 +136,7 @@ pub fn generate_api_pod_status(p: &PodStatusInput<'_>, host_ip: &str) -> Value {
                 "containers with unready status: [{}]",
                 unready.join(" ")
             )),
+            p.now,
         ),
         cond(
             "ContainersReady",
@@ -142,6 +146,7 @@ pub fn generate_api_pod_status(p: &PodStatusInput<'_>, host_ip: &str) -> Value {
                 "containers with unready status: [{}]",
                 unready.join(" ")
             )),
+            p.now,
         ),
     ];
     // Keep the scheduler's PodScheduled condition as the API has it.
@@ -150,7 +155,7 @@ pub fn generate_api_pod_status(p: &PodStatusInput<'_>, host_ip: &str) -> Value {
         .pointer("/status/conditions")
         .and_then(Value::as_array)
         .and_then(|cs| cs.iter().find(|c| c["type"] == "PodScheduled").cloned())
-        .unwrap_or_else(|| cond("PodScheduled", true, None, None));
+        .unwrap_or_else(|| cond("PodScheduled", true, None, None, p.now));
     conds.push(scheduled);
     // Conditions other components own (DisruptionTarget, readiness gates) are kept.
     const OWN: [&str; 5] = [

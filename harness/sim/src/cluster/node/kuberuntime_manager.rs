@@ -9,16 +9,18 @@ use super::runtime::{lines, script, step_container, Container, ContainerState, S
 use crate::apiserver::meta;
 use crate::events::{EventKind, EventRecorder};
 use crate::timing::{self, go_duration, Timing};
+use crate::timing::{SimClock, SimInstant};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::time::Duration;
-use tokio::time::Instant;
 
 /// A pod's containers as the runtime has them.
 #[derive(Debug, Clone, Default)]
 pub struct PodContainers {
     pub(super) init: Vec<Container>,
     pub(super) main: Vec<Container>,
+    /// The cluster's clock: container start and finish times.
+    clock: SimClock,
 }
 
 /// The node's faults the runtime and the prober see.
@@ -73,6 +75,7 @@ impl PodContainers {
         PodContainers {
             init: ctrs("initContainers"),
             main: ctrs("containers"),
+            clock: timing.clock.clone(),
         }
     }
 
@@ -124,13 +127,14 @@ impl PodContainers {
 
     /// A reboot killed every running container; they start again (restartCount + 1).
     pub fn node_rebooted(&mut self) {
+        let clock = self.clock.clone();
         for c in self.all_mut() {
             if let ContainerState::Running { ref started, .. } = c.state {
                 c.last = Some(ContainerState::Terminated {
                     exit: 255,
                     reason: "Unknown".into(),
                     started: started.clone(),
-                    finished: timing::now_rfc3339(),
+                    finished: clock.now_rfc3339(),
                 });
                 c.restarts += 1;
             }
@@ -156,7 +160,7 @@ impl PodContainers {
             exit: 137,
             reason: "Error".into(),
             started: started.clone(),
-            finished: timing::now_rfc3339(),
+            finished: self.clock.now_rfc3339(),
         });
         c.restarts += 1;
         c.ready = false;
@@ -190,13 +194,14 @@ impl PodContainers {
     /// `KillPod`, second half: the running containers exit 0. Returns whether any did.
     pub fn stop_containers(&mut self) -> bool {
         let mut changed = false;
+        let clock = self.clock.clone();
         for c in self.all_mut() {
             if let ContainerState::Running { ref started, .. } = c.state {
                 c.state = ContainerState::Terminated {
                     exit: 0,
                     reason: "Completed".into(),
                     started: started.clone(),
-                    finished: timing::now_rfc3339(),
+                    finished: clock.now_rfc3339(),
                 };
                 c.ready = false;
                 changed = true;
@@ -251,12 +256,13 @@ impl PodContainers {
     pub fn sync_pod(
         &mut self,
         pod: &Value,
-        now: Instant,
+        now: SimInstant,
         timing: &Timing,
         images: &mut HashSet<String>,
         faults: RuntimeFaults,
         recorder: &EventRecorder,
     ) -> SyncResult {
+        let clock = self.clock.clone();
         let scaled = |key: &str| {
             annotation(pod, key)
                 .and_then(timing::parse_duration)
@@ -301,6 +307,7 @@ impl PodContainers {
             changed |= step_container(
                 c,
                 now,
+                &clock,
                 &policy,
                 images,
                 pull,
@@ -315,7 +322,7 @@ impl PodContainers {
                         exit: 0,
                         reason: "Completed".into(),
                         started: started.clone(),
-                        finished: timing::now_rfc3339(),
+                        finished: self.clock.now_rfc3339(),
                     };
                     changed = true;
                 }
@@ -339,6 +346,7 @@ impl PodContainers {
                 if step_container(
                     c,
                     now,
+                    &clock,
                     &policy,
                     images,
                     pull,
@@ -349,8 +357,11 @@ impl PodContainers {
                 ) {
                     changed = true;
                     if matches!(c.state, ContainerState::Running { .. }) {
+                        // As the runtime's log file has them: each line with its time, which
+                        // `pods/log` shows with `timestamps=true` only.
+                        let at = timing::rfc3339_nano(clock.now());
                         c.prev_logs = std::mem::take(&mut c.logs);
-                        c.logs = log_lines.clone();
+                        c.logs = log_lines.iter().map(|l| format!("{at} {l}")).collect();
                     }
                 }
                 let ContainerState::Running { since, ref started } = c.state else {
@@ -382,7 +393,7 @@ impl PodContainers {
                     exit,
                     reason: reason.into(),
                     started,
-                    finished: timing::now_rfc3339(),
+                    finished: self.clock.now_rfc3339(),
                 };
                 c.ready = false;
                 changed = true;

@@ -1,4 +1,4 @@
-//! The kubelet's and the CSI node plugin's logs as klog writes them, on the nominal clock: what
+//! The kubelet's and the CSI node plugin's logs as klog writes them, on the cluster's clock: what
 //! every part of the kubelet writes through (upstream each part calls klog directly).
 
 use super::state::{klog, SimNode};
@@ -30,7 +30,7 @@ impl KubeletLog {
         self.log_at(self.timing.now(), severity, file, msg);
     }
 
-    /// A line logged at a given nominal time (one whose message names that time too).
+    /// A line logged at a time already read (one whose message names that time too).
     pub fn log_at(&self, at: chrono::DateTime<chrono::Utc>, severity: char, file: &str, msg: &str) {
         self.node
             .kubelet_log

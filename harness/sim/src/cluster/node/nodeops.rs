@@ -8,10 +8,8 @@ use crate::apiserver::meta;
 use crate::apiserver::status::{ApiError, ApiResult};
 use crate::cluster::SimCluster;
 use crate::internal::Internal;
-use crate::timing;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tokio::time::Instant;
 
 /// One operation on one node. Serialized as `{"op": "...", ...}` on the control endpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -161,7 +159,7 @@ impl SimCluster {
     pub fn node_op(&self, node_name_or_ip: &str, op: &NodeOp) -> ApiResult<String> {
         let node = self.node(node_name_or_ip)?.clone();
         let node_name = node.name.as_str();
-        let now = Instant::now();
+        let now = self.timing.clock.instant();
         let t = &self.timing;
         // Read before the node's state is locked: the kubelet locks it under its own lock.
         let registrar = match op {
@@ -404,7 +402,7 @@ impl SimCluster {
                 Ok(_) | Err(ApiError { code: 409, .. }) => {}
                 Err(e) => return Err(e),
             }
-            let now = timing::now_rfc3339();
+            let now = client.clock().now_rfc3339();
             client.merge_status(
                 "",
                 "pods",

@@ -12,10 +12,10 @@
 //! Not modelled: the lifecycle events a relist sends the sync loop. The simulated runtime lives
 //! inside the kubelet, so the pod workers see container changes directly.
 
+use crate::timing::SimInstant;
 use crate::timing::{go_duration, Timing};
 use std::fmt;
 use std::time::Duration;
-use tokio::time::Instant;
 
 /// `genericPlegRelistPeriod`.
 pub const RELIST_PERIOD: Duration = Duration::from_secs(1);
@@ -24,11 +24,11 @@ pub const RELIST_PERIOD: Duration = Duration::from_secs(1);
 pub struct GenericPleg {
     timing: Timing,
     /// When the last relist completed (`relistTime`, the pod cache's timestamp).
-    relist_time: Instant,
+    relist_time: SimInstant,
     /// The current relist waits on the runtime.
     hung: bool,
     /// The current relist ends at this instant: its inspections of a pod time out.
-    slow_until: Option<Instant>,
+    slow_until: Option<SimInstant>,
 }
 
 /// How the runtime answers a relist.
@@ -70,8 +70,8 @@ impl fmt::Display for PlegUnhealthy {
 impl GenericPleg {
     pub fn new(timing: Timing) -> Self {
         GenericPleg {
+            relist_time: timing.clock.instant(),
             timing,
-            relist_time: Instant::now(),
             hung: false,
             slow_until: None,
         }
@@ -79,7 +79,7 @@ impl GenericPleg {
 
     /// One relist: it completes when the runtime answers for every pod.
     pub fn relist(&mut self, answer: RuntimeAnswer) {
-        let now = Instant::now();
+        let now = self.timing.clock.instant();
         if let Some(until) = self.slow_until {
             if now < until {
                 return;
@@ -111,7 +111,9 @@ impl GenericPleg {
     /// `Healthy`: unhealthy while a relist hangs and the last completed one is older than the
     /// threshold.
     pub fn healthy(&self) -> Result<(), PlegUnhealthy> {
-        let since = self.timing.to_nominal(self.relist_time.elapsed());
+        let since = self
+            .timing
+            .to_nominal(self.timing.clock.since(self.relist_time));
         let threshold = self.timing.pleg_relist_threshold;
         if self.hung && since > threshold {
             Err(PlegUnhealthy { since, threshold })
@@ -122,7 +124,7 @@ impl GenericPleg {
 
     /// A kubelet that starts again starts a new PLEG.
     pub fn restart(&mut self) {
-        self.relist_time = Instant::now();
+        self.relist_time = self.timing.clock.instant();
         self.hung = false;
         self.slow_until = None;
     }

@@ -24,12 +24,12 @@ use super::status_manager::StatusManager;
 use super::volumemanager::{VolumeManager, VolumesNotReady};
 use crate::apiserver::meta;
 use crate::events::{EventKind, EventRecorder};
-use crate::timing::{self, Timing};
+use crate::timing::SimInstant;
+use crate::timing::Timing;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::Instant;
 
 /// `PodWorkerState`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +37,7 @@ pub enum PodWorkerState {
     /// The pod should be running.
     SyncPod,
     /// The pod was deleted; its containers stop at `stop_at` (their grace).
-    TerminatingPod { stop_at: Instant },
+    TerminatingPod { stop_at: SimInstant },
     /// No container runs; the pod's resources (its volumes) are being cleaned up.
     TerminatedPod,
 }
@@ -48,9 +48,9 @@ enum VolumeWait {
     /// Not waiting (volumes ready, or not synced yet).
     Idle,
     /// `WaitForAttachAndMount` has polled since then.
-    Since(Instant),
+    Since(SimInstant),
     /// The last wait timed out: the worker's sync is requeued until then.
-    Requeued(Instant),
+    Requeued(SimInstant),
 }
 
 /// One pod: the pod manager's copy, its worker's state, its containers in the runtime, and what
@@ -75,13 +75,13 @@ pub struct PodWorker {
     /// relist hangs on it.
     pub stale: bool,
     /// A settled pod is not synced again before this, unless something changes.
-    pub quiet_until: Option<Instant>,
+    pub quiet_until: Option<SimInstant>,
     /// Holds one of the bounded pool's workers (only with the pool option).
     slot: bool,
     volume_wait: VolumeWait,
     /// A StopContainer in flight that does not return before this: a container process in
     /// uninterruptible sleep on a hung NFS mount outlives SIGKILL (`hungNfs`).
-    stop_hangs_until: Option<Instant>,
+    stop_hangs_until: Option<SimInstant>,
 }
 
 impl PodWorker {
@@ -217,8 +217,12 @@ impl PodWorkers {
     /// pod workers meanwhile (the worker's goroutine is inside the call): killContainer fails
     /// (`kuberuntime_container.go`) and SyncTerminatingPod records FailedKillPod (`kubelet.go`).
     /// The worker tries again at its next sync, which hangs again while the cause lasts.
-    pub fn return_hung_stops(&mut self, recorder: &EventRecorder, log: &KubeletLog) {
-        let now = Instant::now();
+    pub fn return_hung_stops(
+        &mut self,
+        now: SimInstant,
+        recorder: &EventRecorder,
+        log: &KubeletLog,
+    ) {
         for p in self.pods.values_mut() {
             if p.stop_hangs_until.is_some_and(|until| now >= until) {
                 p.stop_hangs_until = None;
@@ -274,7 +278,7 @@ impl PodWorkers {
     }
 
     fn sync(&mut self, uid: &str, ctx: &mut SyncContext<'_>) {
-        let now = Instant::now();
+        let now = ctx.timing.clock.instant();
         let Some(p) = self.pods.get(uid) else { return };
         if p.quiet_until.is_some_and(|t| now < t) {
             return;
@@ -290,7 +294,7 @@ impl PodWorkers {
     }
 
     /// `SyncPod`.
-    fn sync_pod(&mut self, uid: &str, ctx: &mut SyncContext<'_>, now: Instant) {
+    fn sync_pod(&mut self, uid: &str, ctx: &mut SyncContext<'_>, now: SimInstant) {
         if let Some(size) = self.pool {
             if !self.pods[uid].slot {
                 if self.busy_workers() >= size {
@@ -313,7 +317,7 @@ impl PodWorkers {
         if !p.synced {
             p.synced = true;
             p.status_dirty = true;
-            p.started_time = Some(timing::now_rfc3339());
+            p.started_time = Some(ctx.timing.clock.now_rfc3339());
             p.containers.waiting_to_start();
         }
         if let Err(VolumesNotReady {
@@ -380,7 +384,7 @@ impl PodWorkers {
     /// `SyncTerminatingPod`: Killing events for the running containers, which stop once their
     /// grace has passed; then the pod's phase is terminal (Succeeded when every container exited
     /// 0, else Failed: `getPhase` with `podIsTerminal`) and its worker moves to TerminatedPod.
-    fn sync_terminating_pod(&mut self, uid: &str, ctx: &mut SyncContext<'_>, now: Instant) {
+    fn sync_terminating_pod(&mut self, uid: &str, ctx: &mut SyncContext<'_>, now: SimInstant) {
         let p = self.pods.get_mut(uid).expect("listed");
         match p.state {
             PodWorkerState::SyncPod => {
@@ -449,7 +453,7 @@ fn grace_seconds(pod: &Value) -> u64 {
 /// StopContainer of a process in uninterruptible sleep: SIGTERM and SIGKILL do not end it, so
 /// the CRI call returns only at its deadline, the runtime request timeout plus the grace period
 /// (cri-client `remote_runtime.go`).
-fn stop_hangs(p: &mut PodWorker, ctx: &mut SyncContext<'_>, now: Instant) {
+fn stop_hangs(p: &mut PodWorker, ctx: &mut SyncContext<'_>, now: SimInstant) {
     if p.stop_hangs_until.is_none() {
         let grace = Duration::from_secs(grace_seconds(&p.pod));
         p.stop_hangs_until = Some(now + ctx.timing.s(RUNTIME_REQUEST_TIMEOUT + grace));

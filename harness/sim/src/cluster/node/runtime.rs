@@ -4,11 +4,11 @@
 //! script it.
 
 use crate::events::EventKind;
-use crate::timing::{self, go_duration};
+use crate::timing::go_duration;
+use crate::timing::{SimClock, SimInstant};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::time::Duration;
-use tokio::time::Instant;
 
 /// Pod annotations that script the simulated container runtime.
 pub mod script {
@@ -34,7 +34,7 @@ pub(super) enum ContainerState {
     Waiting(String, Option<String>),
     Running {
         started: String,
-        since: Instant,
+        since: SimInstant,
     },
     Terminated {
         exit: i32,
@@ -54,7 +54,7 @@ pub(super) struct Container {
     pub(super) started_once: bool,
     pub(super) restarts: u32,
     /// When the next step (pull done, start, restart after backoff) may happen.
-    pub(super) next: Option<Instant>,
+    pub(super) next: Option<SimInstant>,
     pub(super) step: Step,
     /// The next CrashLoopBackOff delay, nominal (what the messages print).
     pub(super) crash_backoff: Duration,
@@ -80,7 +80,8 @@ pub(super) fn lines(l: &[String]) -> String {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn step_container(
     c: &mut Container,
-    now: Instant,
+    now: SimInstant,
+    clock: &SimClock,
     policy: &str,
     images: &mut HashSet<String>,
     // (scaled wait, nominal duration the Pulled event prints)
@@ -162,7 +163,7 @@ pub(super) fn step_container(
                 format!("Started container {}", c.name),
             ));
             c.state = ContainerState::Running {
-                started: timing::now_rfc3339(),
+                started: clock.now_rfc3339(),
                 since: now,
             };
             c.started_once = true;

@@ -1,11 +1,11 @@
 //! The state of one simulated node that lives outside the API: its kubelet process, its CSI
 //! plugin registration, its mount table, injected faults, and its kubelet and CSI plugin logs.
 
+use crate::timing::SimInstant;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::sync::{broadcast, Notify};
-use tokio::time::Instant;
 
 /// The kubelet process as `systemctl status kubelet` would describe it.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,11 +17,11 @@ pub enum KubeletProcess {
     Hung,
     /// Restarting: back at `until`.
     Restarting {
-        until: Instant,
+        until: SimInstant,
     },
     /// The node is rebooting; `until: None` means stuck (hung NFS, I/O errors) until power cycled.
     Rebooting {
-        until: Option<Instant>,
+        until: Option<SimInstant>,
     },
     /// The machine is off (`nodePowerOff`): nothing runs until it is powered on, and then it
     /// boots like after a power cycle.
@@ -79,7 +79,7 @@ pub struct NodeState {
     pub boot_id: String,
     /// Bumped each kubelet start (klog prints a pid).
     pub pid: u32,
-    pub started_at: Instant,
+    pub started_at: SimInstant,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,7 +152,7 @@ impl SimNode {
                 reset: None,
                 boot_id: uuid::Uuid::new_v4().to_string(),
                 pid: 1000 + (index as u32 * 7919) % 8000,
-                started_at: Instant::now(),
+                started_at: SimInstant::START,
             }),
             kubelet_log: LogBuffer::new(20_000),
             csi_log: LogBuffer::new(5_000),
@@ -183,7 +183,7 @@ impl SimNode {
     }
 }
 
-/// klog's header at `now` (the nominal clock): `I1202 14:00:00.123456    1234 file.go:123] `.
+/// klog's header at `now` (the cluster's clock): `I1202 14:00:00.123456    1234 file.go:123] `.
 pub fn klog(
     now: chrono::DateTime<chrono::Utc>,
     severity: char,

@@ -3,11 +3,11 @@
 //! operation may not run again before its exponential backoff expires: 500 ms doubling to 2m2s,
 //! printed nominal; a different operation on that key starts afresh).
 
+use crate::timing::SimInstant;
 use crate::timing::{go_duration, Timing};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::time::Duration;
-use tokio::time::Instant;
 
 pub const DRIVER: &str = "driver.longhorn.io";
 
@@ -114,14 +114,14 @@ struct Backoff {
     failures: u32,
     /// The nominal durationBeforeRetry (what the log prints).
     last: Duration,
-    retry_at: Instant,
+    retry_at: SimInstant,
 }
 
 /// An operation whose call has not returned yet (a CSI call hanging until its timeout).
 #[derive(Debug, Clone)]
 pub struct Running {
     pub op: Op,
-    pub done_at: Instant,
+    pub done_at: SimInstant,
     /// How the call ends.
     pub failure: HungCall,
 }
@@ -162,7 +162,7 @@ impl PendingOperations {
 
     /// May the operation start now? Not while a matching one runs, nor while the same
     /// operation on a matching key backs off.
-    pub fn may_run(&self, key: &OperationKey, op: Op, now: Instant) -> bool {
+    pub fn may_run(&self, key: &OperationKey, op: Op, now: SimInstant) -> bool {
         !self.running.keys().any(|k| Self::matches(k, key))
             && self
                 .failed
@@ -176,7 +176,7 @@ impl PendingOperations {
         &mut self,
         key: &OperationKey,
         op: Op,
-        done_at: Instant,
+        done_at: SimInstant,
         failure: HungCall,
     ) {
         self.running.insert(
@@ -190,7 +190,7 @@ impl PendingOperations {
     }
 
     /// Operations whose hanging call has returned by `now`, with how each ended.
-    pub fn returned(&mut self, now: Instant) -> Vec<(OperationKey, Op, HungCall)> {
+    pub fn returned(&mut self, now: SimInstant) -> Vec<(OperationKey, Op, HungCall)> {
         let done: Vec<OperationKey> = self
             .running
             .iter()
@@ -207,16 +207,16 @@ impl PendingOperations {
 
     /// Record a failure: returns the log line nestedpendingoperations writes. The backoff is
     /// nominal (500ms doubling to 2m2s) in the line; the retry waits its scaled equivalent.
-    pub fn failed(&mut self, key: &OperationKey, op: Op, now: Instant, error: &str) -> String {
+    pub fn failed(&mut self, key: &OperationKey, op: Op, now: SimInstant, error: &str) -> String {
         self.failed_at(key, op, now, self.timing.now(), error)
     }
 
-    /// `failed`, with the nominal time the line is logged at.
+    /// `failed`, with the time (the cluster clock's) the line is logged at.
     pub fn failed_at(
         &mut self,
         key: &OperationKey,
         op: Op,
-        now: Instant,
+        now: SimInstant,
         logged: chrono::DateTime<chrono::Utc>,
         error: &str,
     ) -> String {
@@ -280,7 +280,7 @@ mod tests {
         let k = OperationKey::device(&unique_name("pvc-1"));
         let mut seen = Vec::new();
         for _ in 0..10 {
-            let line = ops.failed(&k, Op::MountVolume, Instant::now(), "boom");
+            let line = ops.failed(&k, Op::MountVolume, SimInstant::START, "boom");
             let d = line
                 .split("durationBeforeRetry ")
                 .nth(1)
@@ -295,20 +295,20 @@ mod tests {
             seen,
             vec!["500ms", "1s", "2s", "4s", "8s", "16s", "32s", "1m4s", "2m2s", "2m2s"]
         );
-        assert!(!ops.may_run(&k, Op::MountVolume, Instant::now()));
+        assert!(!ops.may_run(&k, Op::MountVolume, SimInstant::START));
         assert!(ops.may_run(
             &k,
             Op::MountVolume,
-            Instant::now() + Duration::from_millis(123)
+            SimInstant::START + Duration::from_millis(123)
         ));
         // The same operation for one pod of the volume waits on the volume-wide key.
         assert!(!ops.may_run(
             &OperationKey::pod(&k.volume, "uid"),
             Op::MountVolume,
-            Instant::now()
+            SimInstant::START
         ));
         ops.succeeded(&k);
-        assert!(ops.may_run(&k, Op::MountVolume, Instant::now()));
+        assert!(ops.may_run(&k, Op::MountVolume, SimInstant::START));
     }
 
     /// A failed operation holds back only itself: another operation on a matching key takes
@@ -321,7 +321,7 @@ mod tests {
         let volume = unique_name("pvc-1");
         let teardown = OperationKey::pod(&volume, "old-pod");
         let device = OperationKey::device(&volume);
-        let now = Instant::now();
+        let now = SimInstant::START;
         for _ in 0..6 {
             ops.failed(&teardown, Op::UnmountVolume, now, "input/output error");
         }
@@ -348,7 +348,7 @@ mod tests {
             OperationKey::device(&unique_name("pvc-a")),
             OperationKey::device(&unique_name("pvc-b")),
         );
-        let now = Instant::now();
+        let now = SimInstant::START;
         ops.start_hanging(
             &a,
             Op::MountVolume,

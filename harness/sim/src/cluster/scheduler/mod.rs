@@ -26,11 +26,16 @@ pub async fn run(client: Internal, timing: Timing) {
     let mut changes = Changes::new(&client.api.store, retry);
     let mut cache = SchedulerCache::listed(&client.api.store);
     let mut next_start = 0;
+    let clock = client.clock().clone();
     while changes.wait(|ev| cache.apply(ev)).await {
         // A large backlog is scheduled a batch at a time, yielding in between, so one pass does
         // not hold a runtime thread while thousands of pods wait (the real scheduler binds
         // asynchronously, one pod per scheduling cycle). Each batch sees the last one's writes.
-        while schedule_batch(&client, &recorder, &mut cache, &mut next_start) {
+        // Each batch is a pass: none runs while the cluster is frozen.
+        while {
+            let _pass = clock.pass().await;
+            schedule_batch(&client, &recorder, &mut cache, &mut next_start)
+        } {
             tokio::task::yield_now().await;
             if changes.drain(|ev| cache.apply(ev)).is_none() {
                 return;
@@ -153,6 +158,7 @@ fn schedule_batch(
                         "False",
                         Some("Unschedulable"),
                         Some(&msg),
+                        &client.clock().now_rfc3339(),
                     );
                     let conds = next["status"]["conditions"].clone();
                     let _ = client.merge_status(

@@ -9,11 +9,11 @@ use crate::cluster::node::volumes::{unique_name, DRIVER};
 use crate::controllers::podgc::OUT_OF_SERVICE;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
-use crate::timing::{self, Timing};
+use crate::timing::SimInstant;
+use crate::timing::Timing;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use tokio::time::Instant;
 
 /// The pods that name a PersistentVolumeClaim, by namespace and name (store order): the attach/detach controller's view of
 /// the pod informer (upstream's desired-state-of-world populator), kept from the store's events
@@ -71,7 +71,7 @@ impl ClaimPods {
 pub(super) struct AttachState {
     /// When each VolumeAttachment (by name) was first found no longer desired: its
     /// detachRequestedTime, cleared when it is desired again.
-    detach_requested: HashMap<String, Instant>,
+    detach_requested: HashMap<String, SimInstant>,
     /// (pv, node) whose Multi-Attach error was reported (MultiAttachErrorReported), while the
     /// node still wants the volume.
     multi_attach_reported: HashSet<(String, String)>,
@@ -239,7 +239,7 @@ pub(super) fn attach_detach(
     adc: &EventRecorder,
     timing: &Timing,
     claim_pods: &mut ClaimPods,
-    first_seen: &mut HashMap<String, Instant>,
+    first_seen: &mut HashMap<String, SimInstant>,
     attach_errors: &mut HashSet<String>,
     state: &mut AttachState,
 ) {
@@ -305,12 +305,13 @@ pub(super) fn attach_detach(
         let requested = *state
             .detach_requested
             .entry(name.clone())
-            .or_insert_with(Instant::now);
+            .or_insert_with(|| timing.clock.instant());
         let view = nodes.get(node);
         let mounted = view.is_some_and(|n| n.in_use.contains(pv));
         let healthy = view.is_some_and(|n| n.ready);
         let out_of_service = view.is_some_and(|n| n.out_of_service);
-        let force = !healthy && requested.elapsed() > timing.s(timing.max_wait_for_unmount);
+        let force =
+            !healthy && timing.clock.since(requested) > timing.s(timing.max_wait_for_unmount);
         if mounted && !force && !out_of_service {
             return true;
         }
@@ -402,7 +403,7 @@ pub(super) fn attach_detach(
                 .and_then(Value::as_str)
                 != Some(msg.as_str())
             {
-                let _ = client.merge_status("storage.k8s.io", "volumeattachments", "", &name, &json!({"status": {"attached": false, "attachError": {"time": timing::now_rfc3339(), "message": msg}}}));
+                let _ = client.merge_status("storage.k8s.io", "volumeattachments", "", &name, &json!({"status": {"attached": false, "attachError": {"time": timing.clock.now_rfc3339(), "message": msg}}}));
             }
             if attach_errors.insert(name.clone()) {
                 for pod in desired
@@ -423,8 +424,8 @@ pub(super) fn attach_detach(
         }
         let seen = *first_seen
             .entry(format!("va/{}", name))
-            .or_insert_with(Instant::now);
-        if seen.elapsed() < timing.s(timing.attach) {
+            .or_insert_with(|| timing.clock.instant());
+        if timing.clock.since(seen) < timing.s(timing.attach) {
             continue;
         }
         attach_errors.remove(&name);

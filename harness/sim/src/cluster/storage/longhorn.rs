@@ -8,11 +8,11 @@ use super::{attacher, provisioner};
 use crate::cluster::node::volumes::DRIVER;
 use crate::events::EventRecorder;
 use crate::internal::Internal;
+use crate::timing::SimInstant;
 use crate::timing::Timing;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
-use tokio::time::Instant;
 
 pub const NAMESPACE: &str = "longhorn-system";
 pub const VERSION: &str = "v1.9.1";
@@ -110,12 +110,13 @@ pub async fn run(client: Internal, timing: Timing) {
         .s(Duration::from_millis(500))
         .max(Duration::from_millis(20));
     let mut ticker = tokio::time::interval(tick);
-    let mut first_seen: HashMap<String, Instant> = HashMap::new();
+    let mut first_seen: HashMap<String, SimInstant> = HashMap::new();
     let mut attach_errors: HashSet<String> = HashSet::new();
     let mut claim_pods = attacher::ClaimPods::new(&client);
     let mut attach_state = attacher::AttachState::default();
     loop {
         ticker.tick().await;
+        let _pass = timing.clock.pass().await;
         provisioner::provision(&client, &provisioner, &binder, &timing, &mut first_seen);
         provisioner::protect_and_reclaim(&client);
         attacher::attach_detach(

@@ -6,10 +6,10 @@ use crate::apiserver::meta;
 use crate::cluster::node::volumes::DRIVER;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
+use crate::timing::SimInstant;
 use crate::timing::Timing;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::HashMap;
-use tokio::time::Instant;
 
 fn default_class(client: &Internal) -> Option<String> {
     client
@@ -28,7 +28,7 @@ pub(super) fn provision(
     provisioner: &EventRecorder,
     binder: &EventRecorder,
     timing: &Timing,
-    first_seen: &mut HashMap<String, Instant>,
+    first_seen: &mut HashMap<String, SimInstant>,
 ) {
     let default_sc = default_class(client);
     for pvc in client.list("", "persistentvolumeclaims", None, &|p| {
@@ -58,9 +58,9 @@ pub(super) fn provision(
             );
             binder.record(&pvc, EventKind::Normal, "ExternalProvisioning", &format!("Waiting for a volume to be created either by the external provisioner '{}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered.", DRIVER));
             provisioner.record(&pvc, EventKind::Normal, "Provisioning", &format!("External provisioner is provisioning volume for claim \"{}/{}\"", ns, name));
-            Instant::now()
+            timing.clock.instant()
         });
-        if seen.elapsed() < timing.s(timing.provision) {
+        if timing.clock.since(seen) < timing.s(timing.provision) {
             continue;
         }
         let pv_name = format!("pvc-{}", meta::uid(&pvc));
@@ -118,65 +118,9 @@ pub(super) fn provision(
     }
 }
 
-fn pods_using_claim(client: &Internal, ns: &str, claim: &str) -> usize {
-    client
-        .list("", "pods", Some(ns), &|p| {
-            !matches!(
-                meta::str_at(p, "/status/phase"),
-                Some("Succeeded" | "Failed")
-            ) && p
-                .pointer("/spec/volumes")
-                .and_then(Value::as_array)
-                .map(|vs| {
-                    vs.iter().any(|v| {
-                        v.pointer("/persistentVolumeClaim/claimName")
-                            .and_then(Value::as_str)
-                            == Some(claim)
-                    })
-                })
-                .unwrap_or(false)
-        })
-        .len()
-}
-
-fn drop_finalizer(client: &Internal, plural: &str, ns: &str, obj: &Value, fin: &str) {
-    let fins: Vec<String> = meta::finalizers(obj)
-        .into_iter()
-        .filter(|f| f != fin)
-        .collect();
-    let v = if fins.is_empty() {
-        Value::Null
-    } else {
-        json!(fins)
-    };
-    let _ = client.merge(
-        "",
-        plural,
-        ns,
-        meta::name(obj),
-        &json!({"metadata": {"finalizers": v}}),
-    );
-}
-
-/// pvc-protection and pv-protection, and the Delete reclaim policy.
+/// The Delete reclaim policy (the protection finalizers are kube-controller-manager's:
+/// `controllers::storageprotection`).
 pub(super) fn protect_and_reclaim(client: &Internal) {
-    for pvc in client.list("", "persistentvolumeclaims", None, &|p| {
-        meta::is_deleting(p)
-    }) {
-        if meta::finalizers(&pvc)
-            .iter()
-            .any(|f| f == "kubernetes.io/pvc-protection")
-            && pods_using_claim(client, meta::namespace(&pvc), meta::name(&pvc)) == 0
-        {
-            drop_finalizer(
-                client,
-                "persistentvolumeclaims",
-                meta::namespace(&pvc),
-                &pvc,
-                "kubernetes.io/pvc-protection",
-            );
-        }
-    }
     for pv in client.list("", "persistentvolumes", None, &|_| true) {
         let claim_ns = meta::str_at(&pv, "/spec/claimRef/namespace")
             .unwrap_or("")

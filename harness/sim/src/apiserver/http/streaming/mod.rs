@@ -242,7 +242,7 @@ fn prepare(s: &HttpState, parts: &mut Parts, p: &ResourcePath) -> Result<Respons
         let api = s.api.clone();
         let instance = container_id(&pod, &container);
         let mut seen = api
-            .pod_logs(&ns, &name, Some(&container), false)
+            .pod_logs(&ns, &name, Some(&container), false, false)
             .map(|l| l.len())
             .unwrap_or(0);
         let poll = move || {
@@ -256,7 +256,7 @@ fn prepare(s: &HttpState, parts: &mut Parts, p: &ResourcePath) -> Result<Respons
                         && container_id(&pod, &container) == instance =>
                 {
                     let text = api
-                        .pod_logs(&ns, &name, Some(&container), false)
+                        .pod_logs(&ns, &name, Some(&container), false, false)
                         .unwrap_or_default();
                     let new = text.as_bytes().get(seen..).unwrap_or_default().to_vec();
                     seen = seen.max(text.len());

@@ -9,6 +9,8 @@
 
 mod list_merge;
 
+mod align;
+
 use crate::apiserver::builtins;
 use crate::apiserver::resources::ResourceType;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
@@ -157,6 +159,12 @@ fn generate_builtin() -> Definitions {
     generator
         .subschema_for::<meta::WatchEvent<k8s_openapi::apimachinery::pkg::runtime::RawExtension>>();
     generator.subschema_for::<meta::Patch>();
+    // The discovery documents' types, which the discovery paths answer with.
+    generator.subschema_for::<meta::APIGroup>();
+    generator.subschema_for::<meta::APIGroupList>();
+    generator.subschema_for::<meta::APIResourceList>();
+    generator.subschema_for::<meta::APIVersions>();
+    generator.subschema_for::<k8s_openapi::apimachinery::pkg::version::Info>();
     let mut defs: Definitions = generator.take_definitions(true).into_iter().collect();
     let mut group_versions = BTreeSet::new();
     for t in &types {
@@ -197,6 +205,7 @@ fn generate_builtin() -> Definitions {
     if let Some(Value::Object(s)) = defs.get_mut(ANY_JSON) {
         s.remove("type");
     }
+    align::to_1_35(&mut defs);
     defs
 }
 

@@ -11,10 +11,10 @@ use super::super::state::NodeFaults;
 use super::super::volumes::{HungCall, Op, OperationKey, PendingOperations, CSI_SOCKET, DRIVER};
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
+use crate::timing::SimInstant;
 use crate::timing::Timing;
 use serde_json::Value;
 use std::fmt;
-use tokio::time::Instant;
 
 /// What operations need from outside the volume manager.
 pub struct OperationContext<'a> {
@@ -87,7 +87,7 @@ pub struct Operation<'e> {
     pending: &'e mut PendingOperations,
     key: OperationKey,
     op: Op,
-    now: Instant,
+    now: SimInstant,
 }
 
 impl OperationExecutor {
@@ -99,7 +99,7 @@ impl OperationExecutor {
 
     /// Start `op` on `key`, unless nestedpendingoperations holds it back (then nothing is
     /// logged: upstream's reconciler drops the `AlreadyExists` and backoff errors silently).
-    pub fn start(&mut self, key: OperationKey, op: Op, now: Instant) -> Option<Operation<'_>> {
+    pub fn start(&mut self, key: OperationKey, op: Op, now: SimInstant) -> Option<Operation<'_>> {
         if !self.pending.may_run(&key, op, now) {
             return None;
         }
@@ -112,12 +112,12 @@ impl OperationExecutor {
     }
 
     /// Operations whose hanging call has returned by `now`, with the error it ended with.
-    pub fn returned(&mut self, now: Instant) -> Vec<(OperationKey, Op, HungCall)> {
+    pub fn returned(&mut self, now: SimInstant) -> Vec<(OperationKey, Op, HungCall)> {
         self.pending.returned(now)
     }
 
     /// The in-flight operation whose call returned (from `returned`), to end it.
-    pub fn resume(&mut self, key: OperationKey, op: Op, now: Instant) -> Operation<'_> {
+    pub fn resume(&mut self, key: OperationKey, op: Op, now: SimInstant) -> Operation<'_> {
         Operation {
             pending: &mut self.pending,
             key,
@@ -164,7 +164,7 @@ impl Operation<'_> {
     }
 
     /// The call does not return before `until`, when it ends as `failure` says.
-    pub fn hangs(self, until: Instant, failure: HungCall) {
+    pub fn hangs(self, until: SimInstant, failure: HungCall) {
         self.pending
             .start_hanging(&self.key, self.op, until, failure);
     }
@@ -205,7 +205,7 @@ mod tests {
     fn an_operation_held_back_does_not_start() {
         let mut ex = OperationExecutor::new(Timing::scaled(0.001));
         let key = OperationKey::device("v");
-        let now = Instant::now();
+        let now = SimInstant::START;
         let op = ex.start(key.clone(), Op::MountVolume, now).expect("free");
         op.hangs(
             now + std::time::Duration::from_secs(60),

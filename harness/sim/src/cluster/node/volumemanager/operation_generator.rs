@@ -17,8 +17,8 @@ use super::desired_state_of_world::VolumeToMount;
 use super::operation_executor::{CsiCallError, Operation, OperationContext};
 use super::{device_msg_detailed, CsiVolume};
 use crate::apiserver::meta;
+use crate::timing::SimInstant;
 use serde_json::json;
-use tokio::time::Instant;
 
 /// What a node call the kubelet gives up on ends with (its CSI deadline, `csiTimeout`).
 const DEADLINE_EXCEEDED: &str =
@@ -69,7 +69,7 @@ pub fn mount_volume(
     v: &VolumeToMount,
     asw: &mut ActualStateOfWorld,
     ctx: &OperationContext<'_>,
-    now: Instant,
+    now: SimInstant,
 ) {
     let (pv, handle) = (&v.spec.pv, &v.spec.handle);
     ctx.log.info(
@@ -201,7 +201,7 @@ pub fn unmount_volume(
     v: &MountedVolume,
     asw: &mut ActualStateOfWorld,
     ctx: &OperationContext<'_>,
-    now: Instant,
+    now: SimInstant,
 ) {
     let err = match ctx
         .driver
@@ -250,7 +250,7 @@ pub fn unmount_device(
     v: &AttachedVolume,
     asw: &mut ActualStateOfWorld,
     ctx: &OperationContext<'_>,
-    now: Instant,
+    now: SimInstant,
 ) {
     let err = match ctx
         .driver

@@ -17,7 +17,7 @@ use super::desired_state_of_world::DesiredStateOfWorld;
 use super::operation_executor::{OperationContext, OperationExecutor};
 use super::operation_generator::{self as generator, device_key};
 use super::{CsiVolume, UniqueVolumeName};
-use tokio::time::Instant;
+use crate::timing::SimInstant;
 
 /// One reconciler pass.
 pub fn reconcile(
@@ -26,7 +26,7 @@ pub fn reconcile(
     executor: &mut OperationExecutor,
     ctx: &OperationContext<'_>,
 ) {
-    let now = Instant::now();
+    let now = ctx.timing.clock.instant();
     // Hanging calls that have returned now fail.
     for (key, op, failure) in executor.returned(now) {
         match failure {
@@ -65,7 +65,7 @@ fn unmount_volumes(
     asw: &mut ActualStateOfWorld,
     executor: &mut OperationExecutor,
     ctx: &OperationContext<'_>,
-    now: Instant,
+    now: SimInstant,
 ) {
     for v in asw.mounted_volumes() {
         if dsw.pod_exists_in_volume(&v.pod_name, &v.volume_name) {
@@ -91,7 +91,7 @@ fn mount_or_attach_volumes(
     asw: &mut ActualStateOfWorld,
     executor: &mut OperationExecutor,
     ctx: &OperationContext<'_>,
-    now: Instant,
+    now: SimInstant,
 ) {
     for v in dsw.volumes_to_mount() {
         if asw.pod_exists_in_volume(&v.pod_name, &v.volume_name) {
@@ -132,7 +132,7 @@ fn unmount_detach_devices(
     asw: &mut ActualStateOfWorld,
     executor: &mut OperationExecutor,
     ctx: &OperationContext<'_>,
-    now: Instant,
+    now: SimInstant,
     blocked: bool,
 ) {
     for m in &ctx.faults.stale_mounts {
