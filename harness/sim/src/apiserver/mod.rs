@@ -1083,7 +1083,6 @@ impl ApiServer {
                             "invalid object type: {group_version}, Kind={kind}"
                         )));
                     }
-                    validation::check_applied_fields(rt, body)?;
                     warnings =
                         validation::check_fields(rt, body, opts.field_validation.as_deref())?;
                     admission::check_type(rt, body)?;

@@ -174,34 +174,6 @@ fn check_body_kind(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
     Ok(())
 }
 
-/// Unknown-field handling per `fieldValidation`. Returns warnings for `Warn`.
-/// An applied configuration of a built-in type with fields the type does not have: server-side
-/// apply cannot make a typed object of it, whatever `fieldValidation` says (the field manager's
-/// `ObjectToTyped`, a plain error the handler answers with 500).
-pub fn check_applied_fields(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
-    let Some(Ok(known)) = typed_round_trip(rt, obj) else {
-        return Ok(());
-    };
-    let mut unknown = Vec::new();
-    unknown_fields(obj, &known, String::new(), &mut unknown);
-    if unknown.is_empty() {
-        return Ok(());
-    }
-    let errs: Vec<String> = unknown
-        .iter()
-        .map(|f| format!(".{f}: field not declared in schema"))
-        .collect();
-    let gvk = match rt.group.as_str() {
-        "" => format!("/{}, Kind={}", rt.version, rt.kind),
-        g => format!("{g}/{}, Kind={}", rt.version, rt.kind),
-    };
-    Err(ApiError::internal(format!(
-        "failed to create typed patch object ({gvk}) {}: {}",
-        crate::apiserver::meta::name(obj),
-        errs.join("\n")
-    )))
-}
-
 /// A custom resource status write: the schema and the scale status replicas
 /// (`ValidateStatusUpdate`'s custom resource checks).
 pub fn validate_custom_status(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
@@ -213,6 +185,7 @@ pub fn validate_custom_status(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
     }
 }
 
+/// Unknown-field handling per `fieldValidation`. Returns warnings for `Warn`.
 pub fn check_fields(rt: &ResourceType, obj: &Value, mode: Option<&str>) -> ApiResult<Vec<String>> {
     if !rt.custom && obj.is_object() {
         check_body_kind(rt, obj)?;
