@@ -6,7 +6,7 @@
 mod common;
 
 use common::{eventually, TestCluster};
-use faultline_sim::cluster::nodeops::{Holder, NodeOp};
+use faultline_sim::cluster::nodeops::{Holder, NodeOp, OtherVolumes};
 use faultline_sim::{SimCluster, SimOptions, Timing};
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::{CSINode, VolumeAttachment};
@@ -93,11 +93,15 @@ async fn wait_running(client: &kube::Client, name: &str, secs: u64) -> Pod {
 }
 
 fn stale_mount(pv: &str, holder: Holder) -> NodeOp {
+    stale_mount_with(pv, holder, OtherVolumes::Unaffected)
+}
+
+fn stale_mount_with(pv: &str, holder: Holder, other_volumes: OtherVolumes) -> NodeOp {
     NodeOp::StaleDeviceMount {
         pv: pv.into(),
         deleted_pv: true,
         holder,
-        blocks_queue: false,
+        other_volumes,
     }
 }
 
@@ -137,11 +141,17 @@ fn backoffs(sim: &SimCluster, node: &str, pv: &str) -> Vec<String> {
         .collect()
 }
 
+/// The option `otherVolumes: pluginHangs` (not upstream's default: see
+/// `a_stale_mount_holds_back_only_its_own_volume`): the node plugin's calls hang behind the stale
+/// device, so another volume's MountDevice on the node runs to the CSI deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stale_mount_blocks_the_node_and_kubelet_restart_recovers() {
+async fn stale_mount_with_hanging_plugin_calls_blocks_the_node_and_kubelet_restart_recovers() {
     let (_c, sim, client) = cluster().await;
-    sim.node_op("worker-04", &stale_mount("pvc-81b676e6", Holder::Kubelet))
-        .unwrap();
+    sim.node_op(
+        "worker-04",
+        &stale_mount_with("pvc-81b676e6", Holder::Kubelet, OtherVolumes::PluginHangs),
+    )
+    .unwrap();
     workspace(&client, "ws-stuck", "worker-04").await;
     workspace(&client, "ws-fine", "worker-01").await;
     // The same pod on another node runs.
@@ -260,8 +270,8 @@ async fn stale_mount_blocks_the_node_and_kubelet_restart_recovers() {
     assert!(log.iter().any(|l| l.contains("reconciler_common.go") && l.contains("\"operationExecutor.UnmountDevice started for volume \\\"pvc-81b676e6\\\" (UniqueName: \\\"kubernetes.io/csi/driver.longhorn.io^pvc-81b676e6\\\") on node \\\"worker-04\\\" \"")));
     assert!(log.iter().any(|l| l.contains(&format!("\"operationExecutor.MountVolume started for volume \\\"{pv}\\\" (UniqueName: \\\"kubernetes.io/csi/driver.longhorn.io^{pv}\\\") pod \\\"ws-stuck\\\""))));
     // The new volume is not blocked by a node-wide lock: its own MountDevice runs, keyed with an
-    // empty pod name, and the node plugin's call hangs behind the stale device until the kubelet's
-    // 2 min CSI deadline.
+    // empty pod name, and (this option) the node plugin's call hangs behind the stale device
+    // until the kubelet's 2 min CSI deadline.
     let mount_fail = log
         .iter()
         .find(|l| {
@@ -329,6 +339,79 @@ async fn stale_mount_blocks_the_node_and_kubelet_restart_recovers() {
         .unwrap()
         .iter()
         .any(|m| m.contains("pvc-81b676e6")));
+}
+
+/// Upstream's default (issue #33 item 7; observed on a real 1.35.4 kubelet, docs/kind.md): the
+/// stale volume's UnmountDevice keeps failing on GetDeviceMountRefs and backing off, while another
+/// volume's pod on the same node is staged, published and Running: nestedpendingoperations keys
+/// operations per volume, and nothing hangs in the node plugin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_mount_holds_back_only_its_own_volume() {
+    let (_c, sim, client) = cluster().await;
+    sim.node_op("worker-04", &stale_mount("pvc-81b676e6", Holder::Kubelet))
+        .unwrap();
+    let refused = |l: &String| {
+        l.contains("GetDeviceMountRefs check failed for volume \"pvc-81b676e6\"")
+            && l.contains("nestedpendingoperations.go:348]")
+    };
+    eventually(10, "the stale volume's UnmountDevice fails", || {
+        let log = kubelet_log(&sim, "worker-04");
+        async move { log.iter().any(refused).then_some(()) }
+    })
+    .await;
+    workspace(&client, "ws-beside", "worker-04").await;
+    // Well within the scaled 2 min CSI deadline (1.2 s) plus podAttachAndMountTimeout.
+    let p = wait_running(&client, "ws-beside", 20).await;
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let pv = pvcs
+        .get("workspace-ws-beside")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .volume_name
+        .unwrap();
+    // The stale volume is still refused after the other volume has mounted: its UnmountDevice
+    // retries (backoff doubling from 500ms, at 1/100: a few seconds cover it) and fails again.
+    let mounted_at = |log: &[String]| {
+        log.iter()
+            .position(|l| l.contains("MountVolume.MountDevice succeeded") && l.contains(&pv))
+    };
+    let log = eventually(10, "a refusal after the other volume mounted", || {
+        let log = kubelet_log(&sim, "worker-04");
+        let pv = pv.clone();
+        async move {
+            let at = log
+                .iter()
+                .position(|l| l.contains("MountVolume.MountDevice succeeded") && l.contains(&pv))?;
+            log[at..].iter().any(refused).then_some(log)
+        }
+    })
+    .await;
+    let at = mounted_at(&log).expect("MountDevice succeeded");
+    assert!(log[..at].iter().any(refused), "refused before too");
+    assert!(
+        log.iter()
+            .any(|l| l.contains("MountVolume.SetUp succeeded") && l.contains(&pv)),
+        "SetUp of {pv}"
+    );
+    assert!(
+        !log.iter().any(|l| l.contains("DeadlineExceeded")),
+        "no call ran to the CSI deadline: {log:#?}"
+    );
+    let events = common::events_for(&client, "ws-beside").await;
+    assert!(
+        !events.iter().any(|(r, _)| r == "FailedMount"),
+        "{events:?}"
+    );
+    assert!(events.iter().any(|(r, _)| r == "Started"), "{events:?}");
+    assert_eq!(p.spec.unwrap().node_name.as_deref(), Some("worker-04"));
+    // The stale device mount is still there, and still attached in the node's view.
+    assert!(sim
+        .mounts("worker-04")
+        .unwrap()
+        .iter()
+        .any(|m| m.contains("pvc-81b676e6") && m.contains("globalmount")));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
