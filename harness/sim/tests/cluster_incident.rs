@@ -1367,3 +1367,70 @@ async fn the_kubelet_log_keeps_the_runbook_lines_for_a_whole_saturated_scenario(
     );
     assert!(log.len() < 20_000, "{} lines", log.len());
 }
+
+/// "No retries permitted until <date> +0000 UTC m=+<seconds>": the time and Go's monotonic
+/// reading in it.
+fn retry_until(line: &str) -> (chrono::DateTime<chrono::Utc>, f64) {
+    let until = line.split("No retries permitted until ").nth(1).unwrap();
+    let (date, rest) = until.split_once(" +0000 UTC m=+").expect("Go time format");
+    let mono = rest.split_whitespace().next().unwrap().parse().unwrap();
+    let at = chrono::NaiveDateTime::parse_from_str(date, "%Y-%m-%d %H:%M:%S%.9f")
+        .unwrap()
+        .and_utc();
+    (at, mono)
+}
+
+/// Issue #33 item 11: Go prints a `time.Now()` value with its monotonic reading, `m=+<seconds>`
+/// since the process started (src/time/time.go `Time.String`), so a kubelet's readings count from
+/// its own start and begin again near 0 after a restart (docs/kind.md: m=+55.9 about 56 s after
+/// the real kubelet started). Exact: the printed time minus the reading is the process's start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monotonic_readings_count_from_the_kubelet_process_start() {
+    let (_c, sim, _client) = cluster().await;
+    let node = "worker-02";
+    sim.node_op(node, &stale_mount("pvc-mono", Holder::External))
+        .unwrap();
+    let refused =
+        |l: &&String| l.contains("nestedpendingoperations.go:348]") && l.contains("pvc-mono");
+    // Two nominal minutes and more of the cluster's life (1.2 s at 1/100) before the restart.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let log = kubelet_log(&sim, node);
+    let first = log
+        .iter()
+        .find(refused)
+        .expect("a refusal before the restart");
+    let (at, mono) = retry_until(first);
+    let start = sim
+        .timing
+        .clock
+        .at(faultline_sim::timing::SimInstant::START);
+    let off = (at - chrono::Duration::nanoseconds((mono * 1e9).round() as i64) - start)
+        .num_microseconds()
+        .unwrap();
+    assert!(
+        off.abs() <= 1,
+        "the first kubelet started with the cluster: {off} µs: {first}"
+    );
+    let seen = log.len();
+    sim.node_op(node, &NodeOp::KubeletRestart).unwrap();
+    let line = eventually(10, "a refusal by the restarted kubelet", || {
+        let log = kubelet_log(&sim, node);
+        async move { log[seen..].iter().find(refused).cloned() }
+    })
+    .await;
+    let started = sim.nodes[node].state.lock().started_at;
+    let started = sim.timing.clock.at(started);
+    let since_cluster_start = (started - start).num_milliseconds() as f64 / 1000.0;
+    assert!(since_cluster_start > 1.5, "{since_cluster_start}");
+    let (at, mono) = retry_until(&line);
+    let off = (at - chrono::Duration::nanoseconds((mono * 1e9).round() as i64) - started)
+        .num_microseconds()
+        .unwrap();
+    assert!(
+        off.abs() <= 1,
+        "counted from the new process's start: {off} µs: {line}"
+    );
+    // Small: its first failure plus 500ms (scaled) after the start, not the cluster's age.
+    assert!(mono < 0.5, "m=+{mono} after the restart: {line}");
+    assert!(line.contains("(durationBeforeRetry 500ms)"), "{line}");
+}
