@@ -68,11 +68,11 @@ struct StaleDeviceMountInput {
     #[serde(default)]
     held_by: MountHolder,
     /// Sim only: what the stale device does to the node's other volumes. `unaffected` (the
-    /// default, as upstream and a real 1.35 kubelet: operations are keyed per volume, only this
-    /// volume's wait), `pluginHangs` (the node plugin's calls hang behind the stuck device: every
-    /// other MountDevice on the node runs to the 2m CSI deadline, `FailedMount ...
-    /// DeadlineExceeded`), `queueBlocked` (the incident RCA's node-wide block: no other volume
-    /// operation of the node starts, no MountDevice events).
+    /// default, as upstream and a real 1.35 kubelet: operations are keyed per volume, so only
+    /// this volume's operations wait), `pluginHangs` (the node plugin's calls hang behind the
+    /// stuck device: every other MountDevice on the node runs to the 2m CSI deadline,
+    /// `FailedMount ... DeadlineExceeded`), `queueBlocked` (the incident RCA's node-wide block:
+    /// no other volume operation of the node starts, no MountDevice events).
     #[serde(default)]
     other_volumes: Option<OtherVolumes>,
     /// Older spelling of `otherVolumes: queueBlocked` (true); false changes nothing.
