@@ -414,11 +414,17 @@ async fn a_stale_mount_holds_back_only_its_own_volume() {
         .any(|m| m.contains("pvc-81b676e6") && m.contains("globalmount")));
 }
 
+/// The plugin-held account (`otherVolumes: pluginHangs`, as
+/// scenarios/remediation-csi-plugin-restart.yaml): the plugin's calls hang behind the device it
+/// holds, so a new pod on the node stays Pending until a fresh plugin process releases it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn csi_held_mount_needs_the_plugin_pod_deleted() {
     let (_c, sim, client) = cluster().await;
-    sim.node_op("worker-04", &stale_mount("pvc-dead", Holder::CsiPlugin))
-        .unwrap();
+    sim.node_op(
+        "worker-04",
+        &stale_mount_with("pvc-dead", Holder::CsiPlugin, OtherVolumes::PluginHangs),
+    )
+    .unwrap();
     workspace(&client, "ws-csi", "worker-04").await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     // Option 1 is not enough when the plugin holds the device.
