@@ -231,8 +231,11 @@ impl Kubelet {
     /// what is mounted stays mounted (reconstructed from disk). A reboot also loses every mount
     /// and container.
     fn reset(&mut self, kind: ResetKind) {
-        let pid = self.node.state.lock().pid;
-        self.klog.set_pid(pid);
+        let (pid, started_at) = {
+            let st = self.node.state.lock();
+            (st.pid, st.started_at)
+        };
+        self.klog.set_process(pid, started_at);
         self.volume_manager.restart(kind);
         self.status_manager = StatusManager::default();
         self.plugin_manager.restart();
