@@ -2279,7 +2279,7 @@ mod tests {
         let e = api
             .create(&cms, "default", cm.clone(), &WriteOptions::default())
             .unwrap_err();
-        assert_eq!((e.code, &*e.reason), (500, ""));
+        assert_eq!((e.code, e.reason), (500, ""));
         let dry = WriteOptions {
             dry_run: true,
             ..Default::default()
