@@ -434,11 +434,37 @@ fn parse_shard(s: &str) -> Result<(usize, usize)> {
     Ok((i, n))
 }
 
+/// Where a run is when a signal comes: what the first SIGINT/SIGTERM will do then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SignalPhase {
+    /// Scenarios running: heal, stop the controller, then tear down (or keep, --keep-cluster).
+    Running { keep_cluster: bool },
+    /// After the run, holding the kept clusters that live in this process (sim).
+    HoldingKept,
+}
+
+/// What the first signal prints: what will happen, and nothing more (a kept kind cluster is
+/// not torn down by a signal, so the message must not say so).
+fn signal_notice(name: &str, phase: SignalPhase) -> String {
+    match phase {
+        SignalPhase::Running { keep_cluster: false } => format!(
+            "faultline: {name}: healing active faults, stopping the controller, tearing down (repeat to exit at once)"
+        ),
+        SignalPhase::Running { keep_cluster: true } => format!(
+            "faultline: {name}: healing active faults, stopping the controller, keeping the cluster (--keep-cluster; repeat to exit at once)"
+        ),
+        SignalPhase::HoldingKept => {
+            format!("faultline: {name}: stopping the kept in-process cluster(s)")
+        }
+    }
+}
+
 /// Wait for SIGINT/SIGTERM; the first cancels the run, the second exits at once. While a
-/// scenario is paused, SIGINT continues it instead.
-fn install_signals(
+/// scenario is paused, SIGINT continues it instead. `phase`: what the first signal does now.
+pub(crate) fn install_signals(
     tx: tokio::sync::watch::Sender<Option<String>>,
     pauser: Option<Arc<faultline::pause::ConsolePauser>>,
+    phase: Arc<parking_lot::Mutex<SignalPhase>>,
 ) -> Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut int = signal(SignalKind::interrupt())?;
@@ -455,7 +481,7 @@ fn install_signals(
             }
             count += 1;
             if count == 1 {
-                eprintln!("faultline: {name}: healing active faults, stopping the controller, tearing down (repeat to exit at once)");
+                eprintln!("{}", signal_notice(name, *phase.lock()));
                 let _ = tx.send(Some(name.to_string()));
             } else {
                 eprintln!("faultline: {name} again: exiting without finishing the clean-up; faults may be left active");
@@ -591,7 +617,10 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
     let pauser = (a.pause_on_failure || !a.pause_at.is_empty())
         .then(|| Arc::new(faultline::pause::ConsolePauser::new(faultline_bin.clone())));
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(None);
-    install_signals(cancel_tx, pauser.clone())?;
+    let phase = Arc::new(parking_lot::Mutex::new(SignalPhase::Running {
+        keep_cluster: a.keep_cluster,
+    }));
+    install_signals(cancel_tx, pauser.clone(), phase.clone())?;
     if scenarios.is_empty() {
         eprintln!("faultline: no scenario selected");
     }
@@ -706,18 +735,31 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
     }
     write_outputs(&rep, &outputs)?;
     let kept: Vec<_> = std::mem::take(&mut *kept.lock());
-    if !kept.is_empty() && interrupted.is_none() {
+    // Clusters that outlive this process (kind) are left as they are: the description says how
+    // to remove them. Only in-process ones (sim) need it running, until a signal stops them.
+    let (held, outliving): (Vec<_>, Vec<_>) = kept.into_iter().partition(|k| k.guard.is_some());
+    if !outliving.is_empty() {
         println!(
-            "faultline: --keep-cluster: {} cluster(s) kept; press Ctrl-C to stop them",
-            kept.len()
+            "faultline: --keep-cluster: {} cluster(s) kept; they outlive this process",
+            outliving.len()
         );
-        for k in &kept {
+        for k in &outliving {
             println!("  {}", k.description);
         }
+    }
+    if !held.is_empty() && interrupted.is_none() {
+        println!(
+            "faultline: --keep-cluster: {} in-process cluster(s) kept; press Ctrl-C to stop them",
+            held.len()
+        );
+        for k in &held {
+            println!("  {}", k.description);
+        }
+        *phase.lock() = SignalPhase::HoldingKept;
         let mut rx = cancel_rx.clone();
         let _ = rx.wait_for(|c| c.is_some()).await;
     }
-    drop(kept);
+    drop(held);
     let code = rep.exit_code();
     Ok(match interrupted.as_deref() {
         Some(_) if code == 2 => 2,
@@ -798,4 +840,32 @@ async fn wait_for_shutdown_signal() -> Result<()> {
         _ = term.recv() => {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_signal_notice_says_what_happens_to_the_clusters() {
+        let run = signal_notice(
+            "SIGTERM",
+            SignalPhase::Running {
+                keep_cluster: false,
+            },
+        );
+        assert!(run.contains("tearing down"), "{run}");
+        let keep = signal_notice("SIGTERM", SignalPhase::Running { keep_cluster: true });
+        assert!(!keep.contains("tearing down"), "{keep}");
+        assert!(keep.contains("keeping the cluster"), "{keep}");
+        let held = signal_notice("SIGINT", SignalPhase::HoldingKept);
+        assert!(
+            !held.contains("healing") && !held.contains("tearing down"),
+            "{held}"
+        );
+        assert!(
+            held.starts_with("faultline: SIGINT: stopping the kept in-process"),
+            "{held}"
+        );
+    }
 }
