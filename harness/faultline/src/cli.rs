@@ -36,6 +36,10 @@ struct Cli {
 enum Command {
     /// Run scenarios: inject faults, judge expectations against their budgets, report.
     Run(Box<RunArgs>),
+    /// Run one scenario on the sim and on kind (real kubelets) and print what each showed side
+    /// by side (events, the runbook's kubelet log lines, pod and VolumeAttachment states), with
+    /// how many observations agree. Exit code: the kind run's.
+    Diff(Box<crate::diff_cmd::DiffArgs>),
     /// Check scenario files and the suite config; report errors as file:line:col.
     Validate {
         /// Scenario files or directories (default: scenarios).
@@ -296,6 +300,7 @@ async fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Command::Run(args) => run_cmd(*args).await,
+        Command::Diff(args) => crate::diff_cmd::run(*args).await,
         Command::Cleanup(args) => cleanup_cmd(args).await,
         Command::Kube { command } => kube_cmd(command).await,
         Command::Report {

@@ -10,6 +10,7 @@ pub mod controller;
 pub mod events;
 pub mod expect;
 pub mod faults;
+pub mod fidelity;
 pub mod init;
 pub mod journal;
 pub mod k8s;
@@ -18,6 +19,7 @@ pub mod pause;
 pub mod provider;
 pub mod report;
 pub mod runner;
+pub mod states;
 pub mod timeline;
 
 pub use faultline_scenario::{celx, fuzzing, loader, model, spans};

@@ -6,6 +6,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod cli;
+mod diff_cmd;
 mod node_cmd;
 
 use std::process::ExitCode;
