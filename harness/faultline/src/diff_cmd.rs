@@ -3,7 +3,7 @@
 //! (`faultline::fidelity`) and its figure. Exit code: the kind run's (0 passed, 1 failed, 2
 //! error), so CI holds the real cluster to the scenario; the sim's verdict is printed.
 
-use crate::cli::{install_signals, SignalPhase};
+use crate::signals::{install_signals, SignalPhase};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use faultline::fidelity::{self, collect};

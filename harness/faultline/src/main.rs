@@ -8,6 +8,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod cli;
 mod diff_cmd;
 mod node_cmd;
+mod signals;
 
 use std::process::ExitCode;
 
