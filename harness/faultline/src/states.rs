@@ -14,12 +14,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// An object: (kind, namespace, name).
+type ObjectKey = (String, String, String);
+
 #[derive(Clone)]
 pub struct StateRecorder {
     started: Instant,
     changes: Arc<Mutex<Vec<StateChange>>>,
     /// The last state per (kind, namespace, name), so only changes are kept.
-    last: Arc<Mutex<HashMap<(String, String, String), String>>>,
+    last: Arc<Mutex<HashMap<ObjectKey, String>>>,
 }
 
 impl Default for StateRecorder {
