@@ -12,6 +12,7 @@ pub mod envtest;
 pub mod events;
 pub mod expect;
 pub mod faults;
+pub mod fidelity;
 pub mod init;
 pub mod journal;
 pub mod k8s;
@@ -20,6 +21,7 @@ pub mod pause;
 pub mod provider;
 pub mod report;
 pub mod runner;
+pub mod states;
 pub mod timeline;
 
 pub use faultline_scenario::{celx, fuzzing, loader, model, spans};
