@@ -371,3 +371,41 @@ fn a_blank_kind_node_image_is_located() {
         Some("faultline-node:abc")
     );
 }
+
+/// `spec.perturb`: each error names the file, the line and the field.
+#[rstest]
+#[case::crash_from_zero(
+    "  controller: {ref: sa}\n  perturb:\n    - crashAfterMutation: 0\n",
+    "7:27: error: spec.perturb[0].crashAfterMutation: requests are counted from 1"
+)]
+#[case::stale_window_too_long(
+    "  controller: {ref: sa}\n  perturb:\n    - staleRead: {read: 2, window: 5m}\n",
+    "7:39: error: spec.perturb[0].staleRead.window: 5m out of range: 0 < window <= 1m"
+)]
+#[case::no_kind(
+    "  controller: {ref: sa}\n  perturb:\n    - {}\n",
+    "7:7: error: spec.perturb[0]: a perturbation needs exactly one of `crashAfterMutation`, `staleRead`")]
+#[case::unknown_field(
+    "  controller: {ref: sa}\n  perturb:\n    - crashAfter: 3\n",
+    "7:7: error: spec.perturb[0]: unknown field `crashAfter`, expected `crashAfterMutation` or `staleRead`")]
+#[case::controller_without_service_account(
+    "  controller: {ref: ctl}\n  perturb:\n    - crashAfterMutation: 3\n",
+    "6:3: error: spec.perturb: perturbations need a controller with a `serviceAccount` in the suite config (the sim tells its requests apart by that identity)")]
+fn perturbations_get_their_precise_error(#[case] body: &str, #[case] expected: &str) {
+    let dir = suite_dir();
+    std::fs::write(dir.path().join("faultline.yaml"), "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrollers:\n  ctl: {command: [sh, -c, 'sleep 1000']}\n  sa: {command: [sh, -c, 'sleep 1000'], serviceAccount: ns/sa}\n").unwrap();
+    let (file, diags) = diagnose(
+        dir.path(),
+        &format!("{HEAD}spec:\n{body}  steps:\n    - sleep: 1s\n"),
+    );
+    let want = format!("{}:{expected}", file.display());
+    assert_eq!(
+        diags.first().map(String::as_str),
+        Some(want.as_str()),
+        "all diagnostics: {diags:#?}"
+    );
+    // The same perturbation with a controller that has a ServiceAccount is valid.
+    let ok = "spec:\n  controller: {ref: sa}\n  perturb:\n    - crashAfterMutation: 3\n    - staleRead: {read: 2}\n  steps:\n    - sleep: 1s\n";
+    let (_, diags) = diagnose(dir.path(), &format!("{HEAD}{ok}"));
+    assert!(diags.is_empty(), "{diags:#?}");
+}

@@ -100,6 +100,8 @@ pub struct SimServer {
     pub cluster: Option<Arc<SimCluster>>,
     /// API-level faults (errors, latency) applied to resource requests.
     pub faults: ApiFaults,
+    /// The controller's API trace and the perturbations of what it sees (`faultline explore`).
+    pub trace: crate::apiserver::http::trace::Tracer,
     pub addr: SocketAddr,
     pub token: String,
     /// PEM of the cluster CA that signed the serving certificate.
@@ -160,6 +162,7 @@ impl SimServer {
             .clone()
             .map(|c| SimCluster::start(api.clone(), &opts.nodes, c));
         let faults = ApiFaults::seeded(opts.seed);
+        let trace = crate::apiserver::http::trace::Tracer::default();
         let state = HttpState {
             api: api.clone(),
             auth: Arc::new({
@@ -176,6 +179,7 @@ impl SimServer {
             address: Arc::new(addr.to_string()),
             control: cluster.clone().map(|c| c as Arc<dyn http::ControlEndpoint>),
             faults: faults.clone(),
+            trace: trace.clone(),
         };
         let certs = match &opts.tls {
             Some(files) => tls::from_files(files)?,
@@ -193,6 +197,7 @@ impl SimServer {
             api,
             cluster,
             faults,
+            trace,
             addr,
             token,
             ca_pem: certs.ca_pem,

@@ -81,6 +81,11 @@ pub trait Cluster: Send + Sync {
     }
     fn node_ops(&self) -> Arc<dyn NodeOps>;
     fn controller_mode(&self) -> ControllerMode;
+    /// The API trace of the controller and the perturbations of what it sees, where the
+    /// provider serves the API itself (sim); `faultline explore` and `perturb:` need it.
+    fn tracer(&self) -> Option<faultline_sim::http::trace::Tracer> {
+        None
+    }
     /// Tear the cluster down. `keep`: leave it running for inspection (`--keep-cluster`); a
     /// provider that cannot outlive the process (sim) returns a description of what to do.
     fn teardown(

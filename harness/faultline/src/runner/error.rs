@@ -92,6 +92,11 @@ pub enum RunError {
     /// The controller's manifests could not be deployed in the cluster.
     #[error("deploying the controller in the cluster: {0}")]
     ControllerDeploy(Explained),
+    /// The controller's requests cannot be traced or perturbed here (a provider without a
+    /// tracer, or a controller without a `serviceAccount`, whose requests the sim cannot tell
+    /// from the harness's own).
+    #[error("cannot trace or perturb the controller: {0}")]
+    Untraceable(String),
     /// A step that is not exactly one step kind (the loader rejects these).
     #[error("step `{step}`: {problem}")]
     InvalidStep { step: String, problem: String },

@@ -55,6 +55,79 @@ pub struct ScenarioSpec {
     /// conditions and log rates). A violation fails the scenario at once.
     #[serde(default)]
     pub invariants: Vec<Expect>,
+    /// Perturbations of what the controller observes (sim only, and only for a controller with
+    /// a `serviceAccount`, whose requests the sim tells apart): `faultline explore` writes the
+    /// one that broke a variant here, so the scenario reproduces it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub perturb: Vec<Perturb>,
+}
+
+/// One perturbation; exactly one field set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Perturb {
+    /// Kill the controller right after the sim answered its k-th (1-based) mutating request
+    /// (create, update, patch, delete), then start it again as the scenario started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash_after_mutation: Option<u64>,
+    /// Answer one of the controller's GETs or LISTs from an earlier state of the store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_read: Option<StaleRead>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StaleRead {
+    /// Which read (1-based, counting the controller's GETs and LISTs).
+    pub read: u64,
+    /// It is served as it was before the latest change to what it reads, if that change is
+    /// younger than this (how far a watch cache may lag; default 3s, at most 1m).
+    #[serde(default = "stale_window")]
+    pub window: Dur,
+}
+fn stale_window() -> Dur {
+    Dur::secs(3)
+}
+
+/// A perturbation as one typed value (`Perturb` with its one field).
+#[derive(Clone, Debug, PartialEq)]
+pub enum PerturbKind {
+    CrashAfterMutation(u64),
+    StaleRead(StaleRead),
+}
+
+impl Perturb {
+    /// The kind set, when exactly one is (the loader reports the others).
+    pub fn kind(&self) -> Option<PerturbKind> {
+        match (&self.crash_after_mutation, &self.stale_read) {
+            (Some(k), None) => Some(PerturbKind::CrashAfterMutation(*k)),
+            (None, Some(s)) => Some(PerturbKind::StaleRead(s.clone())),
+            _ => None,
+        }
+    }
+    pub fn from_kind(k: PerturbKind) -> Perturb {
+        match k {
+            PerturbKind::CrashAfterMutation(k) => Perturb {
+                crash_after_mutation: Some(k),
+                ..Default::default()
+            },
+            PerturbKind::StaleRead(s) => Perturb {
+                stale_read: Some(s),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+impl fmt::Display for PerturbKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PerturbKind::CrashAfterMutation(k) => {
+                write!(f, "crash after mutating request {k}")
+            }
+            PerturbKind::StaleRead(s) => write!(f, "stale read {} (window {})", s.read, s.window),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, Default)]

@@ -162,6 +162,7 @@ pub fn serve(
     query: &HashMap<String, String>,
     out: Output,
     name: Option<String>,
+    trace: Option<super::trace::Tracer>,
 ) -> ApiResult<Response> {
     let labels = match query.get("labelSelector") {
         Some(s) if !s.is_empty() => LabelSelector::parse(s).map_err(ApiError::bad_request)?,
@@ -242,6 +243,7 @@ pub fn serve(
         bookmarks,
         send_initial,
         timeout,
+        trace,
     ));
     Ok(stream_response(
         tokio_stream::wrappers::ReceiverStream::new(rx).map_ok(),
@@ -283,7 +285,20 @@ async fn run(
     bookmarks: bool,
     send_initial: bool,
     timeout: Option<Duration>,
+    trace: Option<super::trace::Tracer>,
 ) {
+    // Every event this watch delivers to a traced client goes into its trace.
+    let note = |t: &str, o: &Value| {
+        if let Some(tr) = &trace {
+            tr.record_event(super::trace::TraceKind::WatchEvent {
+                resource: rt.plural.clone(),
+                event: t.to_string(),
+                namespace: Some(meta::namespace(o).to_string()).filter(|n| !n.is_empty()),
+                name: meta::name(o).to_string(),
+                resource_version: meta::resource_version(o).to_string(),
+            });
+        }
+    };
     let crate::apiserver::store::WatchStart {
         replay,
         snapshot,
@@ -295,11 +310,14 @@ async fn run(
     for stored in &snapshot {
         let source = stored.object();
         let o = api.convert_out_shared(&rt, source.clone());
-        if filter.matches(&o)
-            && tx
-                .send(enc.stored_line("ADDED", &o, &source, stored))
-                .await
-                .is_err()
+        if !filter.matches(&o) {
+            continue;
+        }
+        note("ADDED", &o);
+        if tx
+            .send(enc.stored_line("ADDED", &o, &source, stored))
+            .await
+            .is_err()
         {
             return;
         }
@@ -314,6 +332,7 @@ async fn run(
     for ev in &replay {
         consumed_rv = consumed_rv.max(ev.rv);
         if let Some((t, o)) = view(ev, &filter, &api, &rt) {
+            note(t, &o);
             if tx.send(enc.event_line(t, &o, ev)).await.is_err() {
                 return;
             }
@@ -347,6 +366,7 @@ async fn run(
                     }
                     consumed_rv = consumed_rv.max(ev.rv);
                     if let Some((t, o)) = view(&ev, &filter, &api, &rt) {
+                        note(t, &o);
                         if tx.send(enc.event_line(t, &o, &ev)).await.is_err() {
                             return;
                         }
@@ -363,6 +383,7 @@ async fn run(
                             for ev in &again.replay {
                                 consumed_rv = consumed_rv.max(ev.rv);
                                 if let Some((t, o)) = view(ev, &filter, &api, &rt) {
+                                    note(t, &o);
                                     if tx.send(enc.event_line(t, &o, ev)).await.is_err() {
                                         return;
                                     }
