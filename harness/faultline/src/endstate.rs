@@ -29,6 +29,9 @@ const SYSTEM_NAMESPACES: &[&str] = &[
     "longhorn-system",
 ];
 
+/// Objects the cluster's own controllers keep in every namespace (the root CA publisher's).
+const SYSTEM_OBJECTS: &[(&str, &str)] = &[("ConfigMap", "kube-root-ca.crt")];
+
 /// JSON pointers (`*` matches any one segment) removed from every object before comparing.
 pub const DEFAULT_IGNORE: &[&str] = &[
     "/metadata/uid",
@@ -103,7 +106,12 @@ pub async fn capture(kube: &Kube, kinds: &[(String, String)]) -> Result<Vec<Valu
                 .pointer("/metadata/namespace")
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            if !SYSTEM_NAMESPACES.contains(&ns) {
+            let name = v
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let system = SYSTEM_OBJECTS.contains(&(kind.as_str(), name));
+            if !SYSTEM_NAMESPACES.contains(&ns) && !system {
                 out.push(v);
             }
         }
@@ -135,6 +143,13 @@ pub fn normalise(objects: &[Value], ignore: &[String]) -> EndState {
             (uid.len() >= 8).then(|| (uid, format!("<uid:{kind}/{ns}/{name}>")))
         })
         .collect();
+    // Names generated from a `generateName` differ from run to run: wherever they are
+    // referred to (a status naming its pod), the prefix stands for them.
+    uids.extend(objects.iter().filter_map(|o| {
+        let g = o.pointer("/metadata/generateName")?.as_str()?;
+        let name = o.pointer("/metadata/name")?.as_str()?;
+        (!g.is_empty() && name.len() > g.len()).then(|| (name.to_string(), format!("{g}*")))
+    }));
     // Longest first: a full uid is replaced before its prefix.
     uids.sort_by_key(|(u, _)| std::cmp::Reverse(u.len()));
     // A name derived from another object's uid (a pod named after its owner's) names its own
@@ -212,12 +227,27 @@ fn scrub_str(s: &mut String, uids: &[(String, String)]) {
         if s.contains(uid.as_str()) {
             *s = s.replace(uid.as_str(), name);
         }
-        let short = &uid[..8];
-        if s.contains(short) {
+        // A uid's 8-character prefix (names derive from it); a generated name is whole.
+        let short = &uid[..8.min(uid.len())];
+        if looks_like_uid(uid) && s.contains(short) {
             *s = s.replace(short, name);
         }
     }
+    if let Some(m) = GENERATED.find(s) {
+        let generated = format!("{}<generated>", &m.as_str()[..m.as_str().len() - 5]);
+        *s = s.replace(m.as_str(), &generated);
+    }
 }
+
+fn looks_like_uid(s: &str) -> bool {
+    s.len() == 36 && s.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+}
+
+/// Names the apiserver generates that are no object's (utilrand.String(5) suffixes): the
+/// projected ServiceAccount token volume `kube-api-access-xxxxx` of every pod.
+static GENERATED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}").expect("valid regex")
+});
 
 /// Remove what a pointer with `*` segments names.
 fn remove_pointer(v: &mut Value, pointer: &str) {
@@ -345,11 +375,21 @@ mod tests {
     #[test]
     fn two_runs_that_differ_only_in_identities_and_times_compare_equal() {
         let a = normalise(
-            &run("aaaaaaaa-1111", "pppppppp-1", "10.0.0.1", 1),
+            &run(
+                "aaaaaaaa-1111-4111-8111-111111111111",
+                "pppppppp-1",
+                "10.0.0.1",
+                1,
+            ),
             &ignore(),
         );
         let b = normalise(
-            &run("bbbbbbbb-2222", "qqqqqqqq-2", "10.0.0.9", 1),
+            &run(
+                "bbbbbbbb-2222-4222-8222-222222222222",
+                "qqqqqqqq-2",
+                "10.0.0.9",
+                1,
+            ),
             &ignore(),
         );
         assert_eq!(diff(&a, &b), vec![]);
@@ -363,10 +403,20 @@ mod tests {
     #[test]
     fn an_extra_object_and_a_changed_field_are_differences() {
         let a = normalise(
-            &run("aaaaaaaa-1111", "pppppppp-1", "10.0.0.1", 1),
+            &run(
+                "aaaaaaaa-1111-4111-8111-111111111111",
+                "pppppppp-1",
+                "10.0.0.1",
+                1,
+            ),
             &ignore(),
         );
-        let mut objs = run("bbbbbbbb-2222", "qqqqqqqq-2", "10.0.0.1", 1);
+        let mut objs = run(
+            "bbbbbbbb-2222-4222-8222-222222222222",
+            "qqqqqqqq-2",
+            "10.0.0.1",
+            1,
+        );
         objs[0]["status"]["phase"] = json!("Creating");
         let mut extra = objs[1].clone();
         extra["metadata"]["name"] = json!("ws-x7k2p");
@@ -383,6 +433,22 @@ mod tests {
         assert!(d[1]
             .to_string()
             .contains(r#"/status/phase: "Active" -> "Creating""#));
+    }
+
+    #[test]
+    fn generated_names_compare_equal_wherever_they_are_named() {
+        let objs = |pod: &str, token: &str| {
+            vec![
+                json!({"apiVersion": "x/v1", "kind": "Workspace", "metadata": {"name": "ws", "namespace": "d"},
+                       "status": {"podName": pod}}),
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "generateName": "ws-", "namespace": "d"},
+                       "spec": {"volumes": [{"name": token}]}}),
+            ]
+        };
+        let a = normalise(&objs("ws-bn6xd", "kube-api-access-v7fk5"), &ignore());
+        let b = normalise(&objs("ws-n9787", "kube-api-access-rdhdx"), &ignore());
+        assert_eq!(diff(&a, &b), vec![]);
+        assert_eq!(a.objects["Workspace d/ws"][0]["status"]["podName"], "ws-*");
     }
 
     #[test]

@@ -386,7 +386,7 @@ async fn variant(
                 )
             },
             6,
-            8,
+            12,
         )
         .to_vec();
     let mut v = VariantResult {
@@ -402,8 +402,9 @@ async fn variant(
         duration_ms: run.duration_ms,
         artifacts: run.artifacts,
     };
-    if v.failed() {
-        v.repro = write_repro(loaded, &ps, &opts.out.join("repro")).ok();
+    // A replay's scenario is its own repro.
+    if v.failed() && loaded.scenario.spec.perturb.is_empty() {
+        v.repro = write_repro(loaded, suite, &ps, &opts.out.join("repro")).ok();
     }
     Some(v)
 }
@@ -411,7 +412,12 @@ async fn variant(
 /// The scenario with its `perturb:` section, named after the perturbation; paths of its
 /// steps' manifests made absolute so that it loads from where it is written (run it with
 /// `faultline explore FILE --config <the suite>`).
-pub fn write_repro(loaded: &LoadedScenario, ps: &[Perturbation], dir: &Path) -> Result<PathBuf> {
+pub fn write_repro(
+    loaded: &LoadedScenario,
+    suite: &LoadedSuite,
+    ps: &[Perturbation],
+    dir: &Path,
+) -> Result<PathBuf> {
     let text = std::fs::read_to_string(&loaded.path)
         .with_context(|| format!("reading {}", loaded.path.display()))?;
     let mut doc: serde_yaml::Value = serde_yaml::from_str(&text)?;
@@ -426,8 +432,14 @@ pub fn write_repro(loaded: &LoadedScenario, ps: &[Perturbation], dir: &Path) -> 
     }
     std::fs::create_dir_all(dir)?;
     let file = dir.join(format!("{name}.yaml"));
+    let config = suite
+        .path
+        .as_deref()
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "<the suite's faultline.yaml>".into());
     let head = format!(
-        "# Written by `faultline explore` from {}: the unperturbed run passes, this one did not.\n# Replay: faultline explore {} --config <the suite's faultline.yaml>\n",
+        "# Written by `faultline explore` from {}: the unperturbed run passes, this one did not.\n# Replay (the unperturbed run, then this one, judged alike):\n#   faultline explore {} --config {config} [the same --controller-arg]\n",
         loaded.path.display(),
         file.display()
     );
@@ -449,7 +461,7 @@ fn absolute_paths(v: &mut serde_yaml::Value, dir: &Path) {
                             && Path::new(p.as_str()).is_relative()
                             && dir.join(p.as_str()).exists() =>
                     {
-                        let abs = std::path::absolute(dir.join(p.as_str()))
+                        let abs = std::fs::canonicalize(dir.join(p.as_str()))
                             .unwrap_or_else(|_| dir.join(p.as_str()));
                         *p = abs.display().to_string();
                     }

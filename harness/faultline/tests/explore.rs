@@ -10,7 +10,7 @@ mod common;
 use common::{controller, json, repo, text, BIN};
 
 const SEED: &str = "7";
-const BUDGET: &str = "150s";
+const BUDGET: &str = "60s";
 
 /// A copy of the pack's layout (as tests/controller_rbac.rs) to run in.
 fn pack() -> tempfile::TempDir {

@@ -230,7 +230,10 @@ impl<'a> ScenarioRun<'a> {
         let interrupted = matches!(end, StepsEnd::Cancelled(_));
         let expectations = self.expectations(&runner, steps_over, interrupted).await;
         let end_state = match self.tracing() {
-            true => Some(self.end_state(&up.kube).await),
+            true => {
+                settle(up.cluster.tracer()).await;
+                Some(self.end_state(&up.kube).await)
+            }
             false => None,
         };
         let heal_errors = self.clean_up(&runner, &faults, controller, &watchers).await;
@@ -777,6 +780,16 @@ async fn crash_and_restart(
             );
             return;
         }
+    }
+}
+
+/// Before the end state is captured: until the controller has made no request and seen no
+/// watch event for a second (it has settled), at most five seconds (a hot loop never does).
+async fn settle(tracer: Option<faultline_sim::http::trace::Tracer>) {
+    let Some(t) = tracer else { return };
+    let until = Instant::now() + Duration::from_secs(5);
+    while t.quiet_for() < Duration::from_secs(1) && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

@@ -578,14 +578,27 @@ fn traced_request(
         .map(String::from)
         .or_else(|| from_body("resourceVersion"));
     let (mut read, mut stale_from, mut stale) = (None, None, None);
-    // Reads of the object or its status, and LISTs: what a watch cache serves.
+    // Reads of the object or its status, and LISTs. Only those the watch cache answers can be
+    // stale (cacher.go): resourceVersion=0, or a resourceVersion the answer must not be older
+    // than (NotOlderThan). Without one, GET is a quorum read from etcd and LIST a consistent
+    // read (ConsistentListFromCache waits for the cache to catch up): never stale.
     let plain = matches!(p.sub.as_deref(), None | Some("status"));
     if verb.is_read() && plain {
         let ticket = c.s.trace.next_read();
         read = Some(ticket.ordinal);
+        let rv = c.q("resourceVersion").unwrap_or("");
+        let cached = !rv.is_empty()
+            && c.q("resourceVersionMatch") != Some("Exact")
+            && c.q("continue").is_none_or(str::is_empty);
+        let floor = rv.parse::<u64>().unwrap_or(0);
         let key = crate::apiserver::resources::storage_key(&rt.group, &rt.plural);
         let ns = p.namespace.as_deref().filter(|_| rt.namespaced);
-        let at = |w| c.s.api.store.stale_rv(&key, ns, p.name.as_deref(), w);
+        let at = |w| {
+            c.s.api
+                .store
+                .stale_rv(&key, ns, p.name.as_deref(), w)
+                .filter(|at| cached && *at >= floor)
+        };
         stale_from = at(trace::DEFAULT_STALE_WINDOW);
         stale = ticket.stale_window.and_then(at);
         if stale.is_some() {

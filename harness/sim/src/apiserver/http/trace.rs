@@ -10,9 +10,10 @@
 //!   k-th write.
 //! - `StaleRead { n, window }`: the client's n-th GET or LIST is answered from the store's state
 //!   just before the latest change to what it reads, when that change is younger than `window`
-//!   (what a lagging watch cache of an HA apiserver could serve: the cacher of
-//!   `staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go` answers reads without a
-//!   resourceVersion from its own, possibly lagging, state); otherwise the read is served fresh.
+//!   and the watch cache answers that read (what a lagging watch cache of an HA apiserver could
+//!   serve: the cacher of `staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go` answers
+//!   reads with resourceVersion=0 or a NotOlderThan resourceVersion from its own, possibly
+//!   lagging, state; reads without one are consistent); otherwise the read is served fresh.
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -371,6 +372,17 @@ impl Tracer {
         });
     }
 
+    /// How long since the traced client's last request or watch event (since tracing began
+    /// when there was none): whether it has settled.
+    pub fn quiet_for(&self) -> Duration {
+        let s = self.state.lock();
+        let Some(start) = s.start else {
+            return Duration::ZERO;
+        };
+        let last = s.entries.last().map(|e| e.at_ms).unwrap_or(0);
+        start.elapsed().saturating_sub(Duration::from_millis(last))
+    }
+
     pub fn snapshot(&self) -> Trace {
         let s = self.state.lock();
         Trace {
@@ -450,6 +462,7 @@ mod tests {
         assert!(t.snapshot().fired.is_empty(), "not served yet");
         t.stale_served(2);
         assert_eq!(t.snapshot().fired.len(), 1);
+        assert!(t.quiet_for() < Duration::from_secs(5));
     }
 
     #[test]
