@@ -380,7 +380,7 @@ fn a_blank_kind_node_image_is_located() {
 )]
 #[case::stale_window_too_long(
     "  controller: {ref: sa}\n  perturb:\n    - staleRead: {read: 2, window: 5m}\n",
-    "7:39: error: spec.perturb[0].staleRead.window: 5m out of range: 0 < window <= 1m"
+    "7:36: error: spec.perturb[0].staleRead.window: 5m out of range: 0 < window <= 1m"
 )]
 #[case::no_kind(
     "  controller: {ref: sa}\n  perturb:\n    - {}\n",
@@ -390,7 +390,7 @@ fn a_blank_kind_node_image_is_located() {
     "7:7: error: spec.perturb[0]: unknown field `crashAfter`, expected `crashAfterMutation` or `staleRead`")]
 #[case::controller_without_service_account(
     "  controller: {ref: ctl}\n  perturb:\n    - crashAfterMutation: 3\n",
-    "6:3: error: spec.perturb: perturbations need a controller with a `serviceAccount` in the suite config (the sim tells its requests apart by that identity)")]
+    "7:5: error: spec.perturb: perturbations need a controller with a `serviceAccount` in the suite config (the sim tells its requests apart by that identity)")]
 fn perturbations_get_their_precise_error(#[case] body: &str, #[case] expected: &str) {
     let dir = suite_dir();
     std::fs::write(dir.path().join("faultline.yaml"), "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrollers:\n  ctl: {command: [sh, -c, 'sleep 1000']}\n  sa: {command: [sh, -c, 'sleep 1000'], serviceAccount: ns/sa}\n").unwrap();
