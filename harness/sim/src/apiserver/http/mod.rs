@@ -600,7 +600,10 @@ fn traced_request(
                 .filter(|at| cached && *at >= floor)
         };
         stale_from = at(trace::DEFAULT_STALE_WINDOW);
-        stale = ticket.stale_window.and_then(at);
+        stale = match ticket.stale_window {
+            Some(w) => at(w),
+            None => None,
+        };
         if stale.is_some() {
             c.s.trace.stale_served(ticket.ordinal);
         }
