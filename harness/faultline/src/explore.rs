@@ -138,7 +138,7 @@ pub struct ExploreReport {
 
 /// The points of a baseline trace, in the seed's order: crashes after each write and stale
 /// answers to the reads that had something younger than the window to hide, shuffled per kind
-/// and interleaved so that a small budget samples both.
+/// and interleaved so that a small budget samples every kind; a relist of each watch event.
 pub fn points(trace: &Trace, seed: u64, stale_window: Duration) -> Vec<Perturbation> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut crashes: Vec<Perturbation> = (1..=trace.mutations())
@@ -152,14 +152,18 @@ pub fn points(trace: &Trace, seed: u64, stale_window: Duration) -> Vec<Perturbat
             window: stale_window,
         })
         .collect();
+    let mut relists: Vec<Perturbation> = (1..=trace.watch_events())
+        .map(|n| Perturbation::WatchRelist { n })
+        .collect();
     crashes.shuffle(&mut rng);
     stale.shuffle(&mut rng);
+    relists.shuffle(&mut rng);
     let mut out = vec![];
-    let (mut a, mut b) = (crashes.into_iter(), stale.into_iter());
+    let (mut a, mut b, mut c) = (crashes.into_iter(), stale.into_iter(), relists.into_iter());
     loop {
-        match (a.next(), b.next()) {
-            (None, None) => return out,
-            (x, y) => out.extend(x.into_iter().chain(y)),
+        match (a.next(), b.next(), c.next()) {
+            (None, None, None) => return out,
+            (x, y, z) => out.extend(x.into_iter().chain(y).chain(z)),
         }
     }
 }
@@ -175,6 +179,7 @@ fn slug(p: &Perturbation) -> String {
     match p {
         Perturbation::CrashAfterMutation { k } => format!("crash-after-{k}"),
         Perturbation::StaleRead { n, .. } => format!("stale-read-{n}"),
+        Perturbation::WatchRelist { n } => format!("watch-relist-{n}"),
     }
 }
 
@@ -382,7 +387,7 @@ async fn variant(
                     TraceKind::Request {
                         perturbed: Some(_),
                         ..
-                    }
+                    } | TraceKind::WatchEvent { withheld: true, .. }
                 )
             },
             6,
@@ -543,12 +548,19 @@ fn render_entry(e: &TraceEntry) -> String {
             namespace,
             name,
             resource_version,
+            withheld,
+            ..
         } => {
             let ns = namespace
                 .as_deref()
                 .map(|n| format!("{n}/"))
                 .unwrap_or_default();
-            format!("{at} watch {event} {resource} {ns}{name} rv={resource_version}")
+            let p = if *withheld {
+                "  <== withheld, the watch closed with 410 Expired"
+            } else {
+                ""
+            };
+            format!("{at} watch {event} {resource} {ns}{name} rv={resource_version}{p}")
         }
     }
 }
@@ -576,8 +588,23 @@ mod tests {
                 perturbed: None,
             },
         };
+        let ev = |n| TraceEntry {
+            seq: 0,
+            at_ms: 0,
+            what: TraceKind::WatchEvent {
+                resource: "pods".into(),
+                event: "ADDED".into(),
+                namespace: None,
+                name: "p".into(),
+                resource_version: "1".into(),
+                ordinal: Some(n),
+                withheld: false,
+            },
+        };
         Trace {
             entries: vec![
+                ev(1),
+                ev(2),
                 req(Verb::Get, None, Some(1), Some(3)),
                 req(Verb::Create, Some(1), None, None),
                 req(Verb::Get, None, Some(2), None),
@@ -593,7 +620,8 @@ mod tests {
     fn points_cover_every_write_and_stale_candidate_in_the_seeds_order() {
         let w = Duration::from_secs(3);
         let a = points(&trace(), 1, w);
-        assert_eq!(a.len(), 5, "{a:?}");
+        assert_eq!(a.len(), 7, "{a:?}");
+        assert!(matches!(a[2], Perturbation::WatchRelist { .. }));
         assert_eq!(a, points(&trace(), 1, w), "same seed, same order");
         assert!(matches!(a[0], Perturbation::CrashAfterMutation { .. }));
         assert!(

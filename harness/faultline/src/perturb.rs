@@ -12,6 +12,7 @@ pub fn to_sim(p: PerturbKind) -> Perturbation {
             n: s.read,
             window: s.window.get(),
         },
+        PerturbKind::WatchRelist(n) => Perturbation::WatchRelist { n },
     }
 }
 
@@ -22,6 +23,7 @@ pub fn to_model(p: &Perturbation) -> Perturb {
             read: *n,
             window: Dur(*window),
         }),
+        Perturbation::WatchRelist { n } => PerturbKind::WatchRelist(*n),
     })
 }
 
@@ -38,6 +40,7 @@ mod tests {
                 n: 9,
                 window: Duration::from_secs(2),
             },
+            Perturbation::WatchRelist { n: 5 },
         ] {
             let m = to_model(&p);
             assert_eq!(to_sim(m.kind().expect("one kind")), p);

@@ -384,10 +384,10 @@ fn a_blank_kind_node_image_is_located() {
 )]
 #[case::no_kind(
     "  controller: {ref: sa}\n  perturb:\n    - {}\n",
-    "7:7: error: spec.perturb[0]: a perturbation needs exactly one of `crashAfterMutation`, `staleRead`")]
+    "7:7: error: spec.perturb[0]: a perturbation needs exactly one of `crashAfterMutation`, `staleRead`, `watchRelist`")]
 #[case::unknown_field(
     "  controller: {ref: sa}\n  perturb:\n    - crashAfter: 3\n",
-    "7:7: error: spec.perturb[0]: unknown field `crashAfter`, expected `crashAfterMutation` or `staleRead`")]
+    "7:7: error: spec.perturb[0]: unknown field `crashAfter`, expected one of `crashAfterMutation`, `staleRead`, `watchRelist`")]
 #[case::controller_without_service_account(
     "  controller: {ref: ctl}\n  perturb:\n    - crashAfterMutation: 3\n",
     "7:5: error: spec.perturb: perturbations need a controller with a `serviceAccount` in the suite config (the sim tells its requests apart by that identity)")]
@@ -405,7 +405,7 @@ fn perturbations_get_their_precise_error(#[case] body: &str, #[case] expected: &
         "all diagnostics: {diags:#?}"
     );
     // The same perturbation with a controller that has a ServiceAccount is valid.
-    let ok = "spec:\n  controller: {ref: sa}\n  perturb:\n    - crashAfterMutation: 3\n    - staleRead: {read: 2}\n  steps:\n    - sleep: 1s\n";
+    let ok = "spec:\n  controller: {ref: sa}\n  perturb:\n    - crashAfterMutation: 3\n    - staleRead: {read: 2}\n    - watchRelist: 4\n  steps:\n    - sleep: 1s\n";
     let (_, diags) = diagnose(dir.path(), &format!("{HEAD}{ok}"));
     assert!(diags.is_empty(), "{diags:#?}");
 }

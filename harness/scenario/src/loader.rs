@@ -696,7 +696,7 @@ impl<'a> Validator<'a> {
             match p.kind() {
                 None => self.err_value(
                     &at,
-                    "a perturbation needs exactly one of `crashAfterMutation`, `staleRead`",
+                    "a perturbation needs exactly one of `crashAfterMutation`, `staleRead`, `watchRelist`",
                 ),
                 Some(PerturbKind::CrashAfterMutation(0)) => self.err_value(
                     &format!("{at}.crashAfterMutation"),
@@ -714,7 +714,11 @@ impl<'a> Validator<'a> {
                         );
                     }
                 }
-                Some(PerturbKind::CrashAfterMutation(_)) => {}
+                Some(PerturbKind::WatchRelist(0)) => self.err_value(
+                    &format!("{at}.watchRelist"),
+                    "watch events are counted from 1",
+                ),
+                Some(PerturbKind::CrashAfterMutation(_) | PerturbKind::WatchRelist(_)) => {}
             }
         }
         if s.spec.perturb.is_empty() || self.suite.broken {

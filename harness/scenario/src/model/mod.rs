@@ -73,6 +73,10 @@ pub struct Perturb {
     /// Answer one of the controller's GETs or LISTs from an earlier state of the store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_read: Option<StaleRead>,
+    /// Withhold the N-th (1-based) watch event meant for the controller and close that watch
+    /// with 410 Expired instead: it relists and never observes that intermediate state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch_relist: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -94,14 +98,20 @@ fn stale_window() -> Dur {
 pub enum PerturbKind {
     CrashAfterMutation(u64),
     StaleRead(StaleRead),
+    WatchRelist(u64),
 }
 
 impl Perturb {
     /// The kind set, when exactly one is (the loader reports the others).
     pub fn kind(&self) -> Option<PerturbKind> {
-        match (&self.crash_after_mutation, &self.stale_read) {
-            (Some(k), None) => Some(PerturbKind::CrashAfterMutation(*k)),
-            (None, Some(s)) => Some(PerturbKind::StaleRead(s.clone())),
+        match (
+            &self.crash_after_mutation,
+            &self.stale_read,
+            &self.watch_relist,
+        ) {
+            (Some(k), None, None) => Some(PerturbKind::CrashAfterMutation(*k)),
+            (None, Some(s), None) => Some(PerturbKind::StaleRead(s.clone())),
+            (None, None, Some(n)) => Some(PerturbKind::WatchRelist(*n)),
             _ => None,
         }
     }
@@ -115,6 +125,10 @@ impl Perturb {
                 stale_read: Some(s),
                 ..Default::default()
             },
+            PerturbKind::WatchRelist(n) => Perturb {
+                watch_relist: Some(n),
+                ..Default::default()
+            },
         }
     }
 }
@@ -126,6 +140,7 @@ impl fmt::Display for PerturbKind {
                 write!(f, "crash after mutating request {k}")
             }
             PerturbKind::StaleRead(s) => write!(f, "stale read {} (window {})", s.read, s.window),
+            PerturbKind::WatchRelist(n) => write!(f, "watch event {n} withheld, relist"),
         }
     }
 }

@@ -8,6 +8,10 @@
 //!   held when the gate is released belong to the dead process and are refused (they were sent
 //!   after the crash point), so the restarted process starts from exactly the state after the
 //!   k-th write.
+//! - `WatchRelist { n }`: the n-th watch event meant for the client is withheld and its watch
+//!   ends with a 410 Expired ERROR event, as when the apiserver's watch cache has compacted
+//!   past the watcher (`cacher/watch_cache.go`'s "too old resource version"): the client
+//!   relists and never observes that intermediate state.
 //! - `StaleRead { n, window }`: the client's n-th GET or LIST is answered from the store's state
 //!   just before the latest change to what it reads, when that change is younger than `window`
 //!   and the watch cache answers that read (what a lagging watch cache of an HA apiserver could
@@ -64,7 +68,7 @@ impl Verb {
 
 /// One perturbation of what the traced client observes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", tag = "kind")]
+#[serde(rename_all = "camelCase", rename_all_fields = "camelCase", tag = "kind")]
 pub enum Perturbation {
     /// Kill the client right after the sim answered its k-th (1-based) mutating request.
     CrashAfterMutation { k: u64 },
@@ -75,6 +79,9 @@ pub enum Perturbation {
         #[serde(with = "millis")]
         window: Duration,
     },
+    /// Withhold the n-th (1-based) watch event delivered to it and close that watch with
+    /// 410 Expired instead, so that it relists and never sees that intermediate state.
+    WatchRelist { n: u64 },
 }
 
 mod millis {
@@ -90,7 +97,7 @@ mod millis {
 
 /// What one trace entry records.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", tag = "type")]
+#[serde(rename_all = "camelCase", rename_all_fields = "camelCase", tag = "type")]
 pub enum TraceKind {
     Request {
         verb: Verb,
@@ -126,6 +133,12 @@ pub enum TraceKind {
         namespace: Option<String>,
         name: String,
         resource_version: String,
+        /// 1-based ordinal among the watch events meant for the client.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ordinal: Option<u64>,
+        /// Not delivered: the watch was closed with 410 instead (`WatchRelist`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        withheld: bool,
     },
 }
 
@@ -161,6 +174,17 @@ impl Trace {
         self.requests()
             .filter_map(|e| match e.what {
                 TraceKind::Request { mutation, .. } => mutation,
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+    /// How many watch events were meant for the client.
+    pub fn watch_events(&self) -> u64 {
+        self.entries
+            .iter()
+            .filter_map(|e| match e.what {
+                TraceKind::WatchEvent { ordinal, .. } => ordinal,
                 _ => None,
             })
             .max()
@@ -224,6 +248,7 @@ struct State {
     entries: Vec<TraceEntry>,
     mutations: u64,
     reads: u64,
+    events: u64,
     armed: Vec<Armed>,
 }
 
@@ -347,9 +372,28 @@ impl Tracer {
         ordinal
     }
 
-    /// Record a watch event delivered to the traced client.
-    pub fn record_event(&self, what: TraceKind) {
-        Self::push(&mut self.state.lock(), what);
+    /// Record a watch event meant for the traced client. True: a relist is armed for it, so
+    /// it is withheld and the watch is to end with 410 Expired.
+    pub fn record_event(&self, mut what: TraceKind) -> bool {
+        let mut s = self.state.lock();
+        s.events += 1;
+        let n = s.events;
+        let mut relist = false;
+        for a in s.armed.iter_mut() {
+            if a.p == (Perturbation::WatchRelist { n }) {
+                a.fired = true;
+                relist = true;
+            }
+        }
+        if let TraceKind::WatchEvent {
+            ordinal, withheld, ..
+        } = &mut what
+        {
+            *ordinal = Some(n);
+            *withheld = relist;
+        }
+        Self::push(&mut s, what);
+        relist
     }
 
     fn push(s: &mut State, what: TraceKind) {
@@ -466,6 +510,34 @@ mod tests {
     }
 
     #[test]
+    fn a_relist_withholds_the_nth_watch_event() {
+        let t = Tracer::default();
+        t.follow("sa", vec![Perturbation::WatchRelist { n: 2 }]);
+        let ev = |name: &str| TraceKind::WatchEvent {
+            resource: "pods".into(),
+            event: "MODIFIED".into(),
+            namespace: None,
+            name: name.into(),
+            resource_version: "1".into(),
+            ordinal: None,
+            withheld: false,
+        };
+        assert!(!t.record_event(ev("a")));
+        assert!(t.record_event(ev("b")), "the second is withheld");
+        assert!(!t.record_event(ev("c")));
+        let trace = t.snapshot();
+        assert_eq!(trace.fired, vec![Perturbation::WatchRelist { n: 2 }]);
+        assert!(matches!(
+            &trace.entries[1].what,
+            TraceKind::WatchEvent {
+                ordinal: Some(2),
+                withheld: true,
+                ..
+            }
+        ));
+    }
+
+    #[test]
     fn the_trace_round_trips_and_measures_peaks_and_candidates() {
         let t = Tracer::default();
         t.follow("sa", vec![]);
@@ -480,16 +552,20 @@ mod tests {
             }
             t.record_request(r);
         }
-        t.record_event(TraceKind::WatchEvent {
+        assert!(!t.record_event(TraceKind::WatchEvent {
             resource: "pods".into(),
             event: "ADDED".into(),
             namespace: Some("d".into()),
             name: "p0".into(),
             resource_version: "3".into(),
-        });
+            ordinal: None,
+            withheld: false,
+        }));
         let trace = t.snapshot();
+        assert_eq!(trace.watch_events(), 1);
         let text = serde_json::to_string(&trace).unwrap();
         assert!(text.contains(r#""type":"watchEvent""#), "{text}");
+        assert!(text.contains(r#""resourceVersion":"3""#), "{text}");
         let back: Trace = serde_json::from_str(&text).unwrap();
         assert_eq!(back, trace);
         assert_eq!(trace.stale_candidates(), vec![(1, 10), (3, 12), (5, 14)]);

@@ -287,17 +287,25 @@ async fn run(
     timeout: Option<Duration>,
     trace: Option<super::trace::Tracer>,
 ) {
-    // Every event this watch delivers to a traced client goes into its trace.
-    let note = |t: &str, o: &Value| {
-        if let Some(tr) = &trace {
-            tr.record_event(super::trace::TraceKind::WatchEvent {
-                resource: rt.plural.clone(),
-                event: t.to_string(),
-                namespace: Some(meta::namespace(o).to_string()).filter(|n| !n.is_empty()),
-                name: meta::name(o).to_string(),
-                resource_version: meta::resource_version(o).to_string(),
-            });
-        }
+    // Every event this watch delivers to a traced client goes into its trace; one a relist is
+    // armed for is not delivered: the watch ends with 410 Expired instead (`true`).
+    let note = |t: &str, o: &Value| -> bool {
+        let Some(tr) = &trace else { return false };
+        tr.record_event(super::trace::TraceKind::WatchEvent {
+            resource: rt.plural.clone(),
+            event: t.to_string(),
+            namespace: Some(meta::namespace(o).to_string()).filter(|n| !n.is_empty()),
+            name: meta::name(o).to_string(),
+            resource_version: meta::resource_version(o).to_string(),
+            ordinal: None,
+            withheld: false,
+        })
+    };
+    let expired = || {
+        ApiError::gone(
+            "too old resource version: the watch was closed to force a relist (faultline explore)",
+        )
+        .to_status()
     };
     let crate::apiserver::store::WatchStart {
         replay,
@@ -313,7 +321,10 @@ async fn run(
         if !filter.matches(&o) {
             continue;
         }
-        note("ADDED", &o);
+        if note("ADDED", &o) {
+            let _ = tx.send(enc.line("ERROR", &expired())).await;
+            return;
+        }
         if tx
             .send(enc.stored_line("ADDED", &o, &source, stored))
             .await
@@ -332,7 +343,10 @@ async fn run(
     for ev in &replay {
         consumed_rv = consumed_rv.max(ev.rv);
         if let Some((t, o)) = view(ev, &filter, &api, &rt) {
-            note(t, &o);
+            if note(t, &o) {
+                let _ = tx.send(enc.line("ERROR", &expired())).await;
+                return;
+            }
             if tx.send(enc.event_line(t, &o, ev)).await.is_err() {
                 return;
             }
@@ -366,7 +380,10 @@ async fn run(
                     }
                     consumed_rv = consumed_rv.max(ev.rv);
                     if let Some((t, o)) = view(&ev, &filter, &api, &rt) {
-                        note(t, &o);
+                        if note(t, &o) {
+                            let _ = tx.send(enc.line("ERROR", &expired())).await;
+                            return;
+                        }
                         if tx.send(enc.event_line(t, &o, &ev)).await.is_err() {
                             return;
                         }
@@ -383,7 +400,10 @@ async fn run(
                             for ev in &again.replay {
                                 consumed_rv = consumed_rv.max(ev.rv);
                                 if let Some((t, o)) = view(ev, &filter, &api, &rt) {
-                                    note(t, &o);
+                                    if note(t, &o) {
+                                        let _ = tx.send(enc.line("ERROR", &expired())).await;
+                                        return;
+                                    }
                                     if tx.send(enc.event_line(t, &o, ev)).await.is_err() {
                                         return;
                                     }
