@@ -68,7 +68,11 @@ impl Verb {
 
 /// One perturbation of what the traced client observes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", rename_all_fields = "camelCase", tag = "kind")]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    tag = "kind"
+)]
 pub enum Perturbation {
     /// Kill the client right after the sim answered its k-th (1-based) mutating request.
     CrashAfterMutation { k: u64 },
@@ -97,7 +101,11 @@ mod millis {
 
 /// What one trace entry records.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", rename_all_fields = "camelCase", tag = "type")]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    tag = "type"
+)]
 pub enum TraceKind {
     Request {
         verb: Verb,
