@@ -12,6 +12,7 @@ pub mod envtest;
 pub mod events;
 pub mod expect;
 pub mod faults;
+pub mod gobuild;
 pub mod init;
 pub mod journal;
 pub mod k8s;
