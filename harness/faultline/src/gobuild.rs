@@ -276,7 +276,14 @@ mod tests {
         let other = exe(d.path(), "go-1.26");
         let path = Some(OsString::from(format!("/nonexistent:{}", bin.display())));
         let none = Path::new("/nonexistent/go");
-        let cases: Vec<(Option<&str>, Option<OsString>, &Path, Result<PathBuf, &str>)> = vec![
+        // (GO, PATH, the install location, the go command found or the error's text)
+        type Case<'a> = (
+            Option<&'a str>,
+            Option<OsString>,
+            &'a Path,
+            Result<PathBuf, &'a str>,
+        );
+        let cases: Vec<Case> = vec![
             (None, path.clone(), none, Ok(go.clone())),
             (Some(""), path.clone(), none, Ok(go.clone())),
             (

@@ -92,7 +92,8 @@ pub enum RunError {
         controller: String,
         /// The module as the suite names it (`build.go.module`).
         module: String,
-        source: crate::gobuild::GoBuildError,
+        /// Boxed: the rest of RunError is small, and it travels in every step's Result.
+        source: Box<crate::gobuild::GoBuildError>,
     },
     /// The controller process did not start (or not become ready).
     #[error("{0}")]

@@ -260,7 +260,7 @@ impl<'a> ScenarioRun<'a> {
             .map_err(|source| RunError::ControllerBuild {
                 controller: c.reference.clone(),
                 module: go.module.clone(),
-                source,
+                source: Box::new(source),
             })?;
         let how = match built.took {
             Some(t) => format!("built in {}", format_duration(t)),
