@@ -7,6 +7,7 @@
 //! down (2 instead when healing failed). A second SIGINT/SIGTERM during the clean-up exits at
 //! once with 130/143, leaving whatever was not healed yet (listed in the message).
 
+use crate::signals::{install_signals, SignalPhase};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use faultline::loader::{self, Diagnostic};
@@ -36,6 +37,10 @@ struct Cli {
 enum Command {
     /// Run scenarios: inject faults, judge expectations against their budgets, report.
     Run(Box<RunArgs>),
+    /// Run one scenario on the sim and on kind (real kubelets) and print what each showed side
+    /// by side (events, the runbook's kubelet log lines, pod and VolumeAttachment states), with
+    /// how many observations agree. Exit code: the kind run's.
+    Diff(Box<crate::diff_cmd::DiffArgs>),
     /// Check scenario files and the suite config; report errors as file:line:col.
     Validate {
         /// Scenario files or directories (default: scenarios).
@@ -335,6 +340,7 @@ async fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Command::Run(args) => run_cmd(*args).await,
+        Command::Diff(args) => crate::diff_cmd::run(*args).await,
         Command::Cleanup(args) => cleanup_cmd(args).await,
         Command::Kube { command } => kube_cmd(command).await,
         Command::Report {
@@ -473,38 +479,6 @@ fn parse_shard(s: &str) -> Result<(usize, usize)> {
     Ok((i, n))
 }
 
-/// Wait for SIGINT/SIGTERM; the first cancels the run, the second exits at once. While a
-/// scenario is paused, SIGINT continues it instead.
-fn install_signals(
-    tx: tokio::sync::watch::Sender<Option<String>>,
-    pauser: Option<Arc<faultline::pause::ConsolePauser>>,
-) -> Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut term = signal(SignalKind::terminate())?;
-    tokio::spawn(async move {
-        let mut count = 0;
-        loop {
-            let name = tokio::select! {
-                _ = int.recv() => "SIGINT",
-                _ = term.recv() => "SIGTERM",
-            };
-            if name == "SIGINT" && pauser.as_ref().is_some_and(|p| p.resume_if_paused()) {
-                continue;
-            }
-            count += 1;
-            if count == 1 {
-                eprintln!("faultline: {name}: healing active faults, stopping the controller, tearing down (repeat to exit at once)");
-                let _ = tx.send(Some(name.to_string()));
-            } else {
-                eprintln!("faultline: {name} again: exiting without finishing the clean-up; faults may be left active");
-                std::process::exit(if name == "SIGINT" { 130 } else { 143 });
-            }
-        }
-    });
-    Ok(())
-}
-
 async fn cleanup_cmd(a: CleanupArgs) -> Result<u8> {
     let (suite, _, diags) = loader::load_all(&default_paths(a.paths.clone()), a.config.as_deref());
     if !diags.is_empty() {
@@ -630,7 +604,10 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
     let pauser = (a.pause_on_failure || !a.pause_at.is_empty())
         .then(|| Arc::new(faultline::pause::ConsolePauser::new(faultline_bin.clone())));
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(None);
-    install_signals(cancel_tx, pauser.clone())?;
+    let phase = Arc::new(parking_lot::Mutex::new(SignalPhase::Running {
+        keep_cluster: a.keep_cluster,
+    }));
+    install_signals(cancel_tx, pauser.clone(), phase.clone())?;
     if scenarios.is_empty() {
         eprintln!("faultline: no scenario selected");
     }
@@ -745,18 +722,31 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
     }
     write_outputs(&rep, &outputs)?;
     let kept: Vec<_> = std::mem::take(&mut *kept.lock());
-    if !kept.is_empty() && interrupted.is_none() {
+    // Clusters that outlive this process (kind) are left as they are: the description says how
+    // to remove them. Only in-process ones (sim) need it running, until a signal stops them.
+    let (held, outliving): (Vec<_>, Vec<_>) = kept.into_iter().partition(|k| k.guard.is_some());
+    if !outliving.is_empty() {
         println!(
-            "faultline: --keep-cluster: {} cluster(s) kept; press Ctrl-C to stop them",
-            kept.len()
+            "faultline: --keep-cluster: {} cluster(s) kept; they outlive this process",
+            outliving.len()
         );
-        for k in &kept {
+        for k in &outliving {
             println!("  {}", k.description);
         }
+    }
+    if !held.is_empty() && interrupted.is_none() {
+        println!(
+            "faultline: --keep-cluster: {} in-process cluster(s) kept; press Ctrl-C to stop them",
+            held.len()
+        );
+        for k in &held {
+            println!("  {}", k.description);
+        }
+        *phase.lock() = SignalPhase::HoldingKept;
         let mut rx = cancel_rx.clone();
         let _ = rx.wait_for(|c| c.is_some()).await;
     }
-    drop(kept);
+    drop(held);
     let code = rep.exit_code();
     Ok(match interrupted.as_deref() {
         Some(_) if code == 2 => 2,

@@ -12,6 +12,7 @@ pub mod envtest;
 pub mod events;
 pub mod expect;
 pub mod faults;
+pub mod fidelity;
 pub mod gobuild;
 pub mod init;
 pub mod journal;
@@ -21,6 +22,7 @@ pub mod pause;
 pub mod provider;
 pub mod report;
 pub mod runner;
+pub mod states;
 pub mod timeline;
 
 pub use faultline_scenario::{celx, fuzzing, loader, model, spans};

@@ -6,7 +6,9 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod cli;
+mod diff_cmd;
 mod node_cmd;
+mod signals;
 
 use std::process::ExitCode;
 

@@ -91,6 +91,11 @@ fn fixed_controller_passes_the_whole_pack() {
     "^false-pass-stuck-terminating$",
     "FAIL false-pass-stuck-terminating: expectation `replacement-scheduled` failed: budget missed: within 12s after previous"
 )]
+#[case::no_stuck_terminating_hung_nfs(
+    "no-stuck-terminating",
+    "^false-pass-hung-nfs$",
+    "FAIL false-pass-hung-nfs: expectation `replacement-scheduled` failed: budget missed: within 12s after previous"
+)]
 #[case::await_kubelet_kill(
     "await-kubelet-kill",
     "^false-pass-partitioned-kill$",

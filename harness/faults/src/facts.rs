@@ -169,7 +169,7 @@ impl NodeOperation {
                 node: node.into(),
                 volume: VolumeRef::DeletedPv("pvc-81b676e6".into()),
                 held_by: MountHolder::Kubelet,
-                blocks_queue: false,
+                other_volumes: OtherVolumes::Unaffected,
             }),
             NodeOperation::CsiPluginDown(t()),
             NodeOperation::CsiPluginRestart(t()),

@@ -15,6 +15,6 @@ pub use facts::{Inverse, Lifetime, Phase, Provider, Support};
 pub use ops::{
     ApiErrors, ApiLatency, ControllerCrash, CsiDriverUnregistered, DeletePod, Drain,
     KubeletWorkersSaturated, MountHolder, NodeOperation, NodeReboot, NodeTarget, Operation,
-    OutOfServiceTaint, RunnerOperation, StaleDeviceMount, TaintEffect, VolumeRef,
+    OtherVolumes, OutOfServiceTaint, RunnerOperation, StaleDeviceMount, TaintEffect, VolumeRef,
     LONGHORN_CSI_DRIVER, OPERATION_KEYS, OUT_OF_SERVICE_TAINT,
 };

@@ -38,29 +38,101 @@ pub enum VolumeRef {
     DeletedPv(String),
 }
 
+/// A stale device mount as scenarios spell it; read through `StaleDeviceMountInput`, which also
+/// takes the older `blocksQueue: true` for `otherVolumes: queueBlocked`.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", try_from = "StaleDeviceMountInput")]
 pub struct StaleDeviceMount {
     pub node: String,
     #[serde(with = "serde_yaml::with::singleton_map")]
     #[schemars(with = "VolumeRef")]
     pub volume: VolumeRef,
+    #[serde(default)]
+    pub held_by: MountHolder,
+    #[serde(default, skip_serializing_if = "OtherVolumes::is_upstream")]
+    pub other_volumes: OtherVolumes,
+}
+
+/// The fields of `staleDeviceMount` (its schema and its reading).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct StaleDeviceMountInput {
+    node: String,
+    #[serde(with = "serde_yaml::with::singleton_map")]
+    #[schemars(with = "VolumeRef")]
+    volume: VolumeRef,
     /// What keeps the device busy, which decides the remediation that releases it: `kubelet`
     /// (its own stale state: a kubelet restart cleans it up; the default), `csiPlugin` (the node
     /// plugin process: restart or delete the plugin pod), `external` (another reference: only a
     /// reboot or power cycle).
     #[serde(default)]
-    pub held_by: MountHolder,
-    /// Sim only, off by default: the incident RCA's reading, where no other volume operation of
-    /// the node starts while the unmount fails. By default (as upstream, which keys operations per
-    /// volume) only this volume's operations wait, and the node plugin's calls hang behind the
-    /// stale device (docs/fidelity.md).
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub blocks_queue: bool,
+    held_by: MountHolder,
+    /// Sim only: what the stale device does to the node's other volumes. `unaffected` (the
+    /// default, as upstream and a real 1.35 kubelet: operations are keyed per volume, so only
+    /// this volume's operations wait), `pluginHangs` (the node plugin's calls hang behind the
+    /// stuck device: every other MountDevice on the node runs to the 2m CSI deadline,
+    /// `FailedMount ... DeadlineExceeded`), `queueBlocked` (the incident RCA's node-wide block:
+    /// no other volume operation of the node starts, no MountDevice events).
+    #[serde(default)]
+    other_volumes: Option<OtherVolumes>,
+    /// Older spelling of `otherVolumes: queueBlocked` (true); false changes nothing.
+    #[serde(default)]
+    blocks_queue: bool,
 }
 
-fn is_false(b: &bool) -> bool {
-    !*b
+impl TryFrom<StaleDeviceMountInput> for StaleDeviceMount {
+    type Error = String;
+
+    fn try_from(i: StaleDeviceMountInput) -> Result<Self, String> {
+        let other_volumes = match (i.other_volumes, i.blocks_queue) {
+            (None, false) => OtherVolumes::default(),
+            (None, true) | (Some(OtherVolumes::QueueBlocked), true) => OtherVolumes::QueueBlocked,
+            (Some(o), false) => o,
+            (Some(o), true) => {
+                return Err(format!(
+                    "`blocksQueue: true` is `otherVolumes: queueBlocked`, which contradicts `otherVolumes: {}`",
+                    o.name()
+                ))
+            }
+        };
+        Ok(StaleDeviceMount {
+            node: i.node,
+            volume: i.volume,
+            held_by: i.held_by,
+            other_volumes,
+        })
+    }
+}
+
+// What a stale device mount does to the node's other volumes (`staleDeviceMount.otherVolumes`,
+// documented there). A plain comment: a doc comment would change the schema.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase")]
+pub enum OtherVolumes {
+    // Upstream: nestedpendingoperations keys operations per volume, so only this volume's wait.
+    #[default]
+    Unaffected,
+    // The node plugin's calls hang behind the stuck device: other volumes' MountDevice on the
+    // node runs to the CSI deadline.
+    PluginHangs,
+    // The incident RCA's reading: a node-wide lock (upstream has none) keeps every other volume
+    // operation of the node from starting.
+    QueueBlocked,
+}
+
+impl OtherVolumes {
+    pub fn is_upstream(&self) -> bool {
+        *self == OtherVolumes::Unaffected
+    }
+
+    /// As scenarios spell it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            OtherVolumes::Unaffected => "unaffected",
+            OtherVolumes::PluginHangs => "pluginHangs",
+            OtherVolumes::QueueBlocked => "queueBlocked",
+        }
+    }
 }
 
 // What keeps a stale device mount busy (`staleDeviceMount.heldBy`, documented there); the sim's
@@ -297,7 +369,7 @@ catalog! {
     /// docs/scenarios.md repeats; it says what happens on every provider that does it, naming
     /// a provider where they differ (docs/fidelity.md for the sim's mechanisms).
     NodeOperation {
-        StaleDeviceMount(StaleDeviceMount) = "staleDeviceMount", "A volume's device mount on the node keeps another reference, so its UnmountDevice fails (`is still mounted by other references`) and retries with backoff; only that volume's operations wait. On the sim the node plugin's calls hang behind it, so other volumes' MountDevice on the node times out after 2m (`blocksQueue`: the incident RCA's node-wide block instead). `heldBy` decides what releases it.";
+        StaleDeviceMount(StaleDeviceMount) = "staleDeviceMount", "A volume's device mount on the node keeps another reference, so its UnmountDevice fails (`is still mounted by other references`) and retries with backoff; only that volume's operations wait, other volumes of the node mount normally (as a real 1.35 kubelet does). `heldBy` decides what releases it. On the sim `otherVolumes` can reproduce other accounts instead: `pluginHangs` (other volumes' MountDevice on the node times out after 2m) or `queueBlocked` (the incident RCA's node-wide block, also `blocksQueue: true`).";
         CsiPluginDown(NodeTarget) = "csiPluginDown", "The CSI node plugin (Longhorn's) on the node stops serving, so volume calls on the node fail. On the sim its container crash-loops and the driver stays registered (`connection refused` on its socket); on kind and existing clusters its pod is kept off the node, so the driver is unregistered too.";
         CsiPluginRestart(NodeTarget) = "csiPluginRestart", "Restart the CSI node plugin on the node (sim: its container; kind, existing: its pod is deleted and recreated), releasing what the plugin process held.";
         CsiDriverUnregistered(CsiDriverUnregistered) = "csiDriverUnregistered", "The kubelet's plugin manager loses the CSI driver's registration (its registration socket is removed) while the plugin keeps running: the driver leaves the node's CSINode and volume operations on the node fail with `driver name ... not found in the list of registered CSI drivers`. A registrar that starts again (a new plugin pod, a reboot) registers it again, as the heal does.";

@@ -242,7 +242,8 @@ async fn a_real_cluster_forms_with_every_node_ready_and_a_local_image_running() 
 /// through a VolumeAttachment by the real external-attacher, staged at the kubelet's
 /// `globalmount` and published into the pod. Then the incident's staleDeviceMount: with another
 /// reference to the globalmount, deleting the pod unpublishes but the kubelet refuses to unstage
-/// and the volume stays attached; healed, it is unstaged and detached.
+/// and the volume stays attached; meanwhile a second PVC's pod on the same node mounts and runs;
+/// healed, the first volume is unstaged and detached.
 async fn csi_volume_on_a_real_kubelet(cluster: &KindCluster) {
     const DRIVER: &str = "hostpath.csi.faultline.dev";
     for node in ["control-plane", "worker-01", "worker-02"] {
@@ -340,7 +341,7 @@ async fn csi_volume_on_a_real_kubelet(cluster: &KindCluster) {
         node: "worker-01".into(),
         volume: VolumeRef::Pvc("default/data".into()),
         held_by: MountHolder::Kubelet,
-        blocks_queue: false,
+        other_volumes: Default::default(),
     });
     cluster.apply(&stale).await.expect("staleDeviceMount");
     kubectl(
@@ -383,6 +384,7 @@ async fn csi_volume_on_a_real_kubelet(cluster: &KindCluster) {
         attached_now.lines().any(|l| l == format!("{pv} true")),
         "still attached while the device mount is held:\n{attached_now}"
     );
+    another_volume_mounts_beside_the_stale_one(cluster, &pv).await;
     // Healed: the next UnmountDevice succeeds, the volume is unstaged and detached.
     cluster.heal(&stale).await.expect("heal staleDeviceMount");
     let mut left = String::new();
@@ -422,4 +424,202 @@ async fn csi_volume_on_a_real_kubelet(cluster: &KindCluster) {
         tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     }
     assert!(!vas.contains(&pv), "detached: VolumeAttachments {vas:?}");
+}
+
+/// Issue #33 item 7, settled on the real kubelet: while `stale_pv`'s UnmountDevice keeps failing
+/// (GetDeviceMountRefs), a second PVC's pod pinned to the same node is staged, published and
+/// Running well within the kubelet's 2 min CSI deadline, with no FailedMount event: upstream keys
+/// volume operations per volume (nestedpendingoperations.go), so the stale device holds back only
+/// its own volume. Deleted again, the second volume is unstaged while the stale one stays.
+async fn another_volume_mounts_beside_the_stale_one(cluster: &KindCluster, stale_pv: &str) {
+    // Under the 2 min a MountDevice hanging to the CSI deadline would take (the sim's old
+    // default), with room for provisioning and attaching on a loaded 2-core machine.
+    const BOUND_S: u64 = 100;
+    let manifest = format!(
+        r#"{{"apiVersion":"v1","kind":"List","items":[
+{{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{{"name":"data2","namespace":"default"}},
+ "spec":{{"accessModes":["ReadWriteOnce"],"resources":{{"requests":{{"storage":"1Mi"}}}}}}}},
+{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"writer2","namespace":"default"}},
+ "spec":{{"nodeSelector":{{"kubernetes.io/hostname":"worker-01"}},
+  "containers":[{{"name":"w","image":"{APP_IMAGE}","imagePullPolicy":"Never",
+   "command":["/bin/busybox","sh","-c","echo second > /data/file && sleep 3600"],
+   "volumeMounts":[{{"name":"data","mountPath":"/data"}}]}}],
+  "volumes":[{{"name":"data","persistentVolumeClaim":{{"claimName":"data2"}}}}]}}}}]}}"#
+    );
+    let started = Instant::now();
+    kubectl(cluster, &["apply", "-f", "-"], Some(&manifest)).await;
+    kubectl(
+        cluster,
+        &[
+            "wait",
+            "--for=condition=Ready",
+            "pod/writer2",
+            &format!("--timeout={BOUND_S}s"),
+        ],
+        None,
+    )
+    .await;
+    let ready_s = started.elapsed().as_secs_f64();
+    println!("second volume's pod on the stale mount's node Ready in {ready_s:.1} s");
+    assert!(ready_s < BOUND_S as f64, "Ready in {ready_s:.1} s");
+    let pv2 = kubectl(
+        cluster,
+        &["get", "pvc", "data2", "-o", "jsonpath={.spec.volumeName}"],
+        None,
+    )
+    .await;
+    assert!(
+        pv2.starts_with("pvc-") && pv2 != stale_pv,
+        "provisioned: {pv2:?}"
+    );
+    // The kubelet's own account: the second volume's stage and publish succeeded, and the
+    // stale volume's UnmountDevice failed around them.
+    let journal = common::sh(
+        cluster,
+        "worker-01",
+        &format!(
+            "journalctl -u kubelet --no-pager -o short-precise | grep -E '{pv2}|GetDeviceMountRefs' | grep -E 'MountDevice|SetUp|GetDeviceMountRefs|FailedMount' || true"
+        ),
+    )
+    .await;
+    println!("kubelet lines of both volumes:\n{journal}");
+    assert!(
+        journal
+            .lines()
+            .any(|l| l.contains("MountVolume.MountDevice succeeded") && l.contains(&pv2)),
+        "the second volume's MountDevice succeeded:\n{journal}"
+    );
+    assert!(
+        !journal
+            .lines()
+            .any(|l| l.contains(&pv2) && l.contains("DeadlineExceeded")),
+        "no call of the second volume ran to the CSI deadline:\n{journal}"
+    );
+    // And the stale volume's UnmountDevice fails again after that MountDevice: it retries on
+    // its own backoff (at most 2m2s) whatever the other volume does.
+    let mut after = String::new();
+    for _ in 0..70 {
+        after = common::sh(
+            cluster,
+            "worker-01",
+            &format!(
+                "journalctl -u kubelet --no-pager -o short-precise | grep -E 'MountDevice succeeded.*{pv2}|GetDeviceMountRefs' | sed -n '/MountDevice succeeded/,$p' | grep GetDeviceMountRefs | head -1 || true"
+            ),
+        )
+        .await;
+        if !after.trim().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
+    println!(
+        "the stale volume refused again after the second one mounted: {}",
+        after.trim()
+    );
+    assert!(
+        after.contains("GetDeviceMountRefs check failed") && after.contains(stale_pv),
+        "a refusal after the second volume's MountDevice: {after:?}"
+    );
+    let events = kubectl(
+        cluster,
+        &[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=writer2",
+            "-o",
+            "jsonpath={range .items[*]}{.reason}{\"\\n\"}{end}",
+        ],
+        None,
+    )
+    .await;
+    assert!(
+        !events.lines().any(|r| r == "FailedMount"),
+        "no FailedMount for the second pod: {events:?}"
+    );
+    let data = common::sh(
+        cluster,
+        "worker-01",
+        &format!("cat /var/lib/csi-hostpath/{pv2}/file"),
+    )
+    .await;
+    assert_eq!(data.trim(), "second");
+    // The stale volume is still refused meanwhile: staged and attached.
+    let mounts = common::sh(cluster, "worker-01", "cat /proc/self/mounts").await;
+    // The kubelet's globalmount directory is named by the SHA-256 of the volume handle (the PV
+    // name for this driver).
+    let stale_dir = common::sh(
+        cluster,
+        "worker-01",
+        &format!("printf %s {stale_pv} | sha256sum | cut -d' ' -f1"),
+    )
+    .await;
+    let globalmounts: Vec<&str> = mounts
+        .lines()
+        .filter(|l| l.contains("/globalmount "))
+        .collect();
+    assert_eq!(globalmounts.len(), 2, "both volumes staged:\n{mounts}");
+    assert!(
+        globalmounts
+            .iter()
+            .any(|l| l.contains(&format!("/{}/globalmount ", stale_dir.trim()))),
+        "the stale volume {stale_pv} still staged:\n{mounts}"
+    );
+    let attached = kubectl(
+        cluster,
+        &[
+            "get",
+            "volumeattachments",
+            "-o",
+            "jsonpath={range .items[*]}{.spec.source.persistentVolumeName} {.status.attached}{\"\\n\"}{end}",
+        ],
+        None,
+    )
+    .await;
+    for pv in [stale_pv, pv2.as_str()] {
+        assert!(
+            attached.lines().any(|l| l == format!("{pv} true")),
+            "{pv} attached:\n{attached}"
+        );
+    }
+    // Its pod deleted, the second volume is unstaged (its UnmountDevice is not held back by the
+    // stale one's), and only the stale globalmount is left.
+    kubectl(
+        cluster,
+        &["delete", "pod", "writer2", "--wait=true", "--timeout=120s"],
+        None,
+    )
+    .await;
+    let mut left = String::new();
+    for _ in 0..60 {
+        left = common::sh(
+            cluster,
+            "worker-01",
+            "grep -c '/globalmount ' /proc/self/mounts || true",
+        )
+        .await;
+        if left.trim() == "1" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
+    assert_eq!(
+        left.trim(),
+        "1",
+        "the second volume unstaged, the stale one not"
+    );
+    let unstaged = common::sh(
+        cluster,
+        "worker-01",
+        &format!(
+            "journalctl -u kubelet --no-pager -o short-precise | grep -E 'UnmountDevice succeeded' | grep '{pv2}' || true"
+        ),
+    )
+    .await;
+    println!("second volume unstaged: {}", unstaged.trim());
+    assert!(
+        !unstaged.trim().is_empty(),
+        "UnmountDevice succeeded for {pv2}"
+    );
+    kubectl(cluster, &["delete", "pvc", "data2", "--wait=false"], None).await;
 }

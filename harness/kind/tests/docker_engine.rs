@@ -204,7 +204,7 @@ async fn bring_up_reaches_kubeadm_and_every_node_fault_shows_inside_the_node_the
         node: WORKER.into(),
         volume: VolumeRef::DeletedPv(pv.into()),
         held_by: MountHolder::Kubelet,
-        blocks_queue: false,
+        other_volumes: Default::default(),
     });
     c.apply(&stale).await.unwrap();
     let refs = format!("grep -c '^{pv} ' /proc/self/mounts || true");

@@ -360,19 +360,17 @@ impl Timing {
         self.clock.now()
     }
 
-    /// Go's `time.Time.String()` of the time when a nominal duration `d` started now will have
-    /// passed, with its monotonic reading, as nestedpendingoperations prints "No retries
-    /// permitted until ...": the time of the clock when the retry is allowed.
-    pub fn go_time_after(&self, d: Duration) -> String {
-        self.go_time_at(self.now(), d)
-    }
-
-    /// Like `go_time_after`, from a time already read (so that a line's header and its text
-    /// use the same reading).
-    pub fn go_time_at(&self, now: DateTime<Utc>, d: Duration) -> String {
+    /// Go's `time.Time.String()` of the time when a nominal duration `d` started at `now` (a
+    /// time already read, so that a line's header and its text agree) will have passed, as
+    /// nestedpendingoperations prints "No retries permitted until ...": the time of the clock
+    /// when the retry is allowed. A `time.Now()` value carries a monotonic reading, which
+    /// `String` prints as `m=+<seconds>` (Go's src/time/time.go `Time.String`; src/time/
+    /// format.go), counted from the process's start (the runtime's `startNano`): `process_start`
+    /// is when the printing process (the kubelet) started.
+    pub fn go_time(&self, process_start: DateTime<Utc>, now: DateTime<Utc>, d: Duration) -> String {
         let d = self.s(d);
         let at = now + chrono::Duration::from_std(d).unwrap_or_default();
-        let mono = (now - self.clock.epoch()).to_std().unwrap_or_default() + d;
+        let mono = (now - process_start).to_std().unwrap_or_default() + d;
         format!(
             "{} m=+{:.9}",
             at.format("%Y-%m-%d %H:%M:%S%.9f +0000 UTC"),
@@ -568,7 +566,7 @@ mod tests {
             "the clock is the wall clock's from its start: {now} vs {wall}"
         );
         // "<date> +0000 UTC m=+<seconds>": the time the 2m2s backoff ends, 1.22 s from now at 1/100.
-        let line = t.go_time_at(now, Duration::from_secs(122));
+        let line = t.go_time(t.clock.epoch(), now, Duration::from_secs(122));
         let (date, mono) = line.split_once(" +0000 UTC m=+").expect("Go time format");
         let mono: f64 = mono.parse().unwrap();
         assert!((1.22..1.5).contains(&mono), "{line}");
@@ -581,6 +579,10 @@ mod tests {
             (ahead - mono).abs() < 0.001,
             "{line}: date {ahead} s after the start, monotonic {mono}"
         );
+        // A process started 40 ms ago (a restarted kubelet) counts from its own start.
+        let started = now - chrono::Duration::milliseconds(40);
+        let line = t.go_time(started, now, Duration::from_secs(122));
+        assert!(line.ends_with(" m=+1.260000000"), "{line}");
     }
 
     #[tokio::test]

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{eventually, TestCluster};
-use faultline_sim::cluster::nodeops::{Holder, NodeOp};
+use faultline_sim::cluster::nodeops::{Holder, NodeOp, OtherVolumes};
 use faultline_sim::{SimCluster, SimOptions, Timing};
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::{CSINode, VolumeAttachment};
@@ -93,11 +93,15 @@ async fn wait_running(client: &kube::Client, name: &str, secs: u64) -> Pod {
 }
 
 fn stale_mount(pv: &str, holder: Holder) -> NodeOp {
+    stale_mount_with(pv, holder, OtherVolumes::Unaffected)
+}
+
+fn stale_mount_with(pv: &str, holder: Holder, other_volumes: OtherVolumes) -> NodeOp {
     NodeOp::StaleDeviceMount {
         pv: pv.into(),
         deleted_pv: true,
         holder,
-        blocks_queue: false,
+        other_volumes,
     }
 }
 
@@ -137,11 +141,17 @@ fn backoffs(sim: &SimCluster, node: &str, pv: &str) -> Vec<String> {
         .collect()
 }
 
+/// The option `otherVolumes: pluginHangs` (not upstream's default: see
+/// `a_stale_mount_holds_back_only_its_own_volume`): the node plugin's calls hang behind the stale
+/// device, so another volume's MountDevice on the node runs to the CSI deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stale_mount_blocks_the_node_and_kubelet_restart_recovers() {
+async fn stale_mount_with_hanging_plugin_calls_blocks_the_node_and_kubelet_restart_recovers() {
     let (_c, sim, client) = cluster().await;
-    sim.node_op("worker-04", &stale_mount("pvc-81b676e6", Holder::Kubelet))
-        .unwrap();
+    sim.node_op(
+        "worker-04",
+        &stale_mount_with("pvc-81b676e6", Holder::Kubelet, OtherVolumes::PluginHangs),
+    )
+    .unwrap();
     workspace(&client, "ws-stuck", "worker-04").await;
     workspace(&client, "ws-fine", "worker-01").await;
     // The same pod on another node runs.
@@ -260,8 +270,8 @@ async fn stale_mount_blocks_the_node_and_kubelet_restart_recovers() {
     assert!(log.iter().any(|l| l.contains("reconciler_common.go") && l.contains("\"operationExecutor.UnmountDevice started for volume \\\"pvc-81b676e6\\\" (UniqueName: \\\"kubernetes.io/csi/driver.longhorn.io^pvc-81b676e6\\\") on node \\\"worker-04\\\" \"")));
     assert!(log.iter().any(|l| l.contains(&format!("\"operationExecutor.MountVolume started for volume \\\"{pv}\\\" (UniqueName: \\\"kubernetes.io/csi/driver.longhorn.io^{pv}\\\") pod \\\"ws-stuck\\\""))));
     // The new volume is not blocked by a node-wide lock: its own MountDevice runs, keyed with an
-    // empty pod name, and the node plugin's call hangs behind the stale device until the kubelet's
-    // 2 min CSI deadline.
+    // empty pod name, and (this option) the node plugin's call hangs behind the stale device
+    // until the kubelet's 2 min CSI deadline.
     let mount_fail = log
         .iter()
         .find(|l| {
@@ -331,11 +341,90 @@ async fn stale_mount_blocks_the_node_and_kubelet_restart_recovers() {
         .any(|m| m.contains("pvc-81b676e6")));
 }
 
+/// Upstream's default (issue #33 item 7; observed on a real 1.35.4 kubelet, docs/kind.md): the
+/// stale volume's UnmountDevice keeps failing on GetDeviceMountRefs and backing off, while another
+/// volume's pod on the same node is staged, published and Running: nestedpendingoperations keys
+/// operations per volume, and nothing hangs in the node plugin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_mount_holds_back_only_its_own_volume() {
+    let (_c, sim, client) = cluster().await;
+    sim.node_op("worker-04", &stale_mount("pvc-81b676e6", Holder::Kubelet))
+        .unwrap();
+    let refused = |l: &String| {
+        l.contains("GetDeviceMountRefs check failed for volume \"pvc-81b676e6\"")
+            && l.contains("nestedpendingoperations.go:348]")
+    };
+    eventually(10, "the stale volume's UnmountDevice fails", || {
+        let log = kubelet_log(&sim, "worker-04");
+        async move { log.iter().any(refused).then_some(()) }
+    })
+    .await;
+    workspace(&client, "ws-beside", "worker-04").await;
+    // Well within the scaled 2 min CSI deadline (1.2 s) plus podAttachAndMountTimeout.
+    let p = wait_running(&client, "ws-beside", 20).await;
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let pv = pvcs
+        .get("workspace-ws-beside")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .volume_name
+        .unwrap();
+    // The stale volume is still refused after the other volume has mounted: its UnmountDevice
+    // retries (backoff doubling from 500ms, at 1/100: a few seconds cover it) and fails again.
+    let mounted_at = |log: &[String]| {
+        log.iter()
+            .position(|l| l.contains("MountVolume.MountDevice succeeded") && l.contains(&pv))
+    };
+    let log = eventually(10, "a refusal after the other volume mounted", || {
+        let log = kubelet_log(&sim, "worker-04");
+        let pv = pv.clone();
+        async move {
+            let at = log
+                .iter()
+                .position(|l| l.contains("MountVolume.MountDevice succeeded") && l.contains(&pv))?;
+            log[at..].iter().any(refused).then_some(log)
+        }
+    })
+    .await;
+    let at = mounted_at(&log).expect("MountDevice succeeded");
+    assert!(log[..at].iter().any(refused), "refused before too");
+    assert!(
+        log.iter()
+            .any(|l| l.contains("MountVolume.SetUp succeeded") && l.contains(&pv)),
+        "SetUp of {pv}"
+    );
+    assert!(
+        !log.iter().any(|l| l.contains("DeadlineExceeded")),
+        "no call ran to the CSI deadline: {log:#?}"
+    );
+    let events = common::events_for(&client, "ws-beside").await;
+    assert!(
+        !events.iter().any(|(r, _)| r == "FailedMount"),
+        "{events:?}"
+    );
+    assert!(events.iter().any(|(r, _)| r == "Started"), "{events:?}");
+    assert_eq!(p.spec.unwrap().node_name.as_deref(), Some("worker-04"));
+    // The stale device mount is still there, and still attached in the node's view.
+    assert!(sim
+        .mounts("worker-04")
+        .unwrap()
+        .iter()
+        .any(|m| m.contains("pvc-81b676e6") && m.contains("globalmount")));
+}
+
+/// The plugin-held account (`otherVolumes: pluginHangs`, as
+/// scenarios/remediation-csi-plugin-restart.yaml): the plugin's calls hang behind the device it
+/// holds, so a new pod on the node stays Pending until a fresh plugin process releases it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn csi_held_mount_needs_the_plugin_pod_deleted() {
     let (_c, sim, client) = cluster().await;
-    sim.node_op("worker-04", &stale_mount("pvc-dead", Holder::CsiPlugin))
-        .unwrap();
+    sim.node_op(
+        "worker-04",
+        &stale_mount_with("pvc-dead", Holder::CsiPlugin, OtherVolumes::PluginHangs),
+    )
+    .unwrap();
     workspace(&client, "ws-csi", "worker-04").await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     // Option 1 is not enough when the plugin holds the device.
@@ -1283,4 +1372,71 @@ async fn the_kubelet_log_keeps_the_runbook_lines_for_a_whole_saturated_scenario(
         &grep[..grep.len().min(3)]
     );
     assert!(log.len() < 20_000, "{} lines", log.len());
+}
+
+/// "No retries permitted until <date> +0000 UTC m=+<seconds>": the time and Go's monotonic
+/// reading in it.
+fn retry_until(line: &str) -> (chrono::DateTime<chrono::Utc>, f64) {
+    let until = line.split("No retries permitted until ").nth(1).unwrap();
+    let (date, rest) = until.split_once(" +0000 UTC m=+").expect("Go time format");
+    let mono = rest.split_whitespace().next().unwrap().parse().unwrap();
+    let at = chrono::NaiveDateTime::parse_from_str(date, "%Y-%m-%d %H:%M:%S%.9f")
+        .unwrap()
+        .and_utc();
+    (at, mono)
+}
+
+/// Issue #33 item 11: Go prints a `time.Now()` value with its monotonic reading, `m=+<seconds>`
+/// since the process started (src/time/time.go `Time.String`), so a kubelet's readings count from
+/// its own start and begin again near 0 after a restart (docs/kind.md: m=+55.9 about 56 s after
+/// the real kubelet started). Exact: the printed time minus the reading is the process's start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monotonic_readings_count_from_the_kubelet_process_start() {
+    let (_c, sim, _client) = cluster().await;
+    let node = "worker-02";
+    sim.node_op(node, &stale_mount("pvc-mono", Holder::External))
+        .unwrap();
+    let refused =
+        |l: &&String| l.contains("nestedpendingoperations.go:348]") && l.contains("pvc-mono");
+    // Two nominal minutes and more of the cluster's life (1.2 s at 1/100) before the restart.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let log = kubelet_log(&sim, node);
+    let first = log
+        .iter()
+        .find(refused)
+        .expect("a refusal before the restart");
+    let (at, mono) = retry_until(first);
+    let start = sim
+        .timing
+        .clock
+        .at(faultline_sim::timing::SimInstant::START);
+    let off = (at - chrono::Duration::nanoseconds((mono * 1e9).round() as i64) - start)
+        .num_microseconds()
+        .unwrap();
+    assert!(
+        off.abs() <= 1,
+        "the first kubelet started with the cluster: {off} µs: {first}"
+    );
+    let seen = log.len();
+    sim.node_op(node, &NodeOp::KubeletRestart).unwrap();
+    let line = eventually(10, "a refusal by the restarted kubelet", || {
+        let log = kubelet_log(&sim, node);
+        async move { log[seen..].iter().find(refused).cloned() }
+    })
+    .await;
+    let started = sim.nodes[node].state.lock().started_at;
+    let started = sim.timing.clock.at(started);
+    let since_cluster_start = (started - start).num_milliseconds() as f64 / 1000.0;
+    assert!(since_cluster_start > 1.5, "{since_cluster_start}");
+    let (at, mono) = retry_until(&line);
+    let off = (at - chrono::Duration::nanoseconds((mono * 1e9).round() as i64) - started)
+        .num_microseconds()
+        .unwrap();
+    assert!(
+        off.abs() <= 1,
+        "counted from the new process's start: {off} µs: {line}"
+    );
+    // Small: its first failure plus 500ms (scaled) after the start, not the cluster's age.
+    assert!(mono < 0.5, "m=+{mono} after the restart: {line}");
+    assert!(line.contains("(durationBeforeRetry 500ms)"), "{line}");
 }

@@ -126,6 +126,10 @@ SPECIAL = {
     META + ".Duration": "duration",
     META + ".FieldsV1": "rawjson",
     META + ".Verbs": "verbs",
+    # ExtraValue is `[]string` in Go: its JSON is the bare array, as Verbs'.
+    "k8s.io.api.authentication.v1.ExtraValue": "verbs",
+    "k8s.io.api.authorization.v1.ExtraValue": "verbs",
+    "k8s.io.api.certificates.v1.ExtraValue": "verbs",
     "k8s.io.apimachinery.pkg.runtime.RawExtension": "rawjson",
     "k8s.io.apimachinery.pkg.api.resource.Quantity": "quantity",
     "k8s.io.apimachinery.pkg.api.resource.QuantityValue": "quantity",

@@ -116,7 +116,7 @@ mod tests {
                 pv: "pvc-1".into(),
                 deleted_pv: true,
                 holder: faultline_sim::cluster::nodeops::Holder::Kubelet,
-                blocks_queue: false,
+                other_volumes: Default::default(),
             },
             NodeOp::CsiPluginDown,
             NodeOp::SaturateWorkers {
@@ -143,7 +143,7 @@ mod tests {
                 pv: "pvc-9".into(),
                 deleted_pv: false,
                 holder: faultline_sim::cluster::nodeops::Holder::External,
-                blocks_queue: true
+                other_volumes: crate::OtherVolumes::QueueBlocked,
             }),
             Some(NodeOp::ClearStaleDeviceMount { pv: "pvc-9".into() })
         );

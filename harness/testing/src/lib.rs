@@ -43,6 +43,6 @@ pub use faults::{inverse, ApiFaultId, Fault, InjectedOperation};
 pub use service::InProcess;
 pub use wait::Measured;
 
-pub use faultline_sim::cluster::nodeops::{Holder, NodeOp};
+pub use faultline_sim::cluster::nodeops::{Holder, NodeOp, OtherVolumes};
 pub use faultline_sim::http::faults::{ApiFault, ApiFaultKind};
 pub use faultline_sim::Timing;

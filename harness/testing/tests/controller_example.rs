@@ -4,7 +4,7 @@
 //! injects a fault on worker-01, keeps worker-02 healthy, and checks that only worker-01 gets
 //! cordoned, all in under 2 s of wall-clock time at 1/100 of real time.
 
-use faultline_testing::{Cluster, Holder, LogSource, NodeOp};
+use faultline_testing::{Cluster, Holder, LogSource, NodeOp, OtherVolumes};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -186,11 +186,13 @@ async fn dead_csi_plugin_gets_the_node_cordoned() {
 #[tokio::test]
 async fn stale_device_mount_gets_the_node_cordoned() {
     let t = Instant::now();
+    // The incident as its RCA tells it: the node's volume operations wait behind the stale
+    // device (by default, as upstream, only the stale volume waits and the new pod would run).
     let stale = NodeOp::StaleDeviceMount {
         pv: "pvc-81b676e6".into(),
         deleted_pv: true,
         holder: Holder::Kubelet,
-        blocks_queue: false,
+        other_volumes: OtherVolumes::QueueBlocked,
     };
     let cluster = cordons_only_the_faulty_node(stale).await;
     let mounts = cluster.mounts("worker-01").unwrap();

@@ -19,6 +19,7 @@ use crate::model::duration::format_duration;
 use crate::model::{ControllerBuild, LogSourceKind};
 use crate::provider::{Cluster, ClusterSpec, ControllerMode};
 use crate::report::{ExpectationResult, FaultResult, HealedBy, ScenarioReport, StepResult};
+use crate::states::StateRecorder;
 use crate::timeline::{Anchors, EntryKind, Timeline, Verdict};
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -55,6 +56,8 @@ struct Watchers {
     log_tasks: Vec<JoinHandle<()>>,
     events: EventStore,
     event_task: JoinHandle<()>,
+    /// Pods' and VolumeAttachments' states (with --report-dir: states.json, for `faultline diff`).
+    states: Option<(StateRecorder, Vec<JoinHandle<()>>)>,
 }
 
 /// The controller under test (when it runs as a host process), and why it could not be set up.
@@ -333,11 +336,17 @@ impl<'a> ScenarioRun<'a> {
         let events = EventStore::new();
         let event_task = events.start(up.kube.client.clone(), self.timeline.clone());
         events.wait_ready(Duration::from_secs(5)).await;
+        let states = self.options.report_dir.is_some().then(|| {
+            let rec = StateRecorder::new();
+            let tasks = rec.start(up.kube.client.clone());
+            (rec, tasks)
+        });
         Watchers {
             logs,
             log_tasks,
             events,
             event_task,
+            states,
         }
     }
 
@@ -528,6 +537,9 @@ impl<'a> ScenarioRun<'a> {
             c.stop().await;
         }
         watchers.event_task.abort();
+        for t in watchers.states.iter().flat_map(|(_, t)| t) {
+            t.abort();
+        }
         heal_errors
     }
 
@@ -601,7 +613,8 @@ impl<'a> ScenarioRun<'a> {
         // Artifacts, the timeline complete.
         if self.options.report_dir.is_some() {
             report.artifacts = Some(self.workdir.display().to_string());
-            let _ = write_artifacts(&self.workdir, report, &watchers.events);
+            let states = watchers.states.as_ref().map(|(r, _)| r.all());
+            let _ = write_artifacts(&self.workdir, report, &watchers.events, states);
         }
         for t in watchers.log_tasks {
             t.abort();
@@ -739,8 +752,15 @@ fn write_artifacts(
     dir: &std::path::Path,
     report: &ScenarioReport,
     events: &EventStore,
+    states: Option<Vec<crate::fidelity::collect::StateChange>>,
 ) -> Result<()> {
     std::fs::create_dir_all(dir)?;
+    if let Some(states) = states {
+        std::fs::write(
+            dir.join("states.json"),
+            serde_json::to_string_pretty(&states)?,
+        )?;
+    }
     std::fs::write(
         dir.join("events.json"),
         serde_json::to_string_pretty(&events.all())?,

@@ -326,12 +326,18 @@ pub fn plan_fault(op: &NodeOperation, ctx: &FaultContext) -> Result<FaultPlan, U
                 n,
                 format!("if mountpoint -q {hold}; then umount {hold}; fi\nrmdir {hold} 2>/dev/null || true"),
             )];
-            plan(
-                inject,
-                heal,
-                "real kubelet behaviour: the globalmount has another mount reference, so GetDeviceMountRefs fails UnmountDevice \
-                 (for deletedPV the mount is made while the PV exists; deleting the workload and PV is the scenario's steps)",
-            )
+            let mut fidelity = "real kubelet behaviour: the globalmount has another mount reference, so GetDeviceMountRefs fails UnmountDevice \
+                 (for deletedPV the mount is made while the PV exists; deleting the workload and PV is the scenario's steps)"
+                .to_string();
+            // The sim-only accounts of the effect on other volumes: a real kubelet keys its
+            // operations per volume, so here the node's other volumes mount normally.
+            if !s.other_volumes.is_upstream() {
+                fidelity.push_str(&format!(
+                    "; `otherVolumes: {}` is sim only: the real kubelet holds back only this volume's operations",
+                    s.other_volumes.name()
+                ));
+            }
+            plan(inject, heal, &fidelity)
         }
         NodeOperation::CsiPluginDown(t) => {
             needs_longhorn()?;
@@ -784,7 +790,7 @@ mod tests {
             node: node.into(),
             volume,
             held_by: MountHolder::Kubelet,
-            blocks_queue: false,
+            other_volumes: Default::default(),
         }
     }
 
@@ -991,6 +997,30 @@ mod tests {
         .unwrap();
         assert!(scripts(&p.inject).contains("docker stop --time 30 fl-w"));
         assert!(!scripts(&p.inject).contains("docker start"));
+    }
+
+    #[test]
+    fn a_sim_only_account_of_other_volumes_is_named_in_the_fidelity_note() {
+        let plain = plan_fault(
+            &NodeOperation::StaleDeviceMount(stale("w", VolumeRef::Pv("pvc-1".into()))),
+            &kind_ctx(),
+        )
+        .unwrap();
+        assert!(!plain.fidelity.contains("sim only"), "{}", plain.fidelity);
+        let rca = plan_fault(
+            &NodeOperation::StaleDeviceMount(StaleDeviceMount {
+                other_volumes: faultline_faults::OtherVolumes::QueueBlocked,
+                ..stale("w", VolumeRef::Pv("pvc-1".into()))
+            }),
+            &kind_ctx(),
+        )
+        .unwrap();
+        assert!(
+            rca.fidelity.ends_with("; `otherVolumes: queueBlocked` is sim only: the real kubelet holds back only this volume's operations"),
+            "{}",
+            rca.fidelity
+        );
+        assert_eq!(rca.inject, plain.inject);
     }
 
     #[test]

@@ -635,8 +635,9 @@ impl ApiServer {
             opts,
         )?);
         set_managed_fields(&mut obj, managed.flatten());
-        // etcd3 storage refuses a create that names a resourceVersion (a plain error: 500).
-        if meta::parse_uint(meta::resource_version(&obj)).is_ok_and(|v| v != 0) {
+        // etcd3 storage refuses a create that names a resourceVersion (a plain error: 500); a
+        // dry run never reaches it (DryRunnableStorage.Create only checks the key is free).
+        if !opts.dry_run && meta::parse_uint(meta::resource_version(&obj)).is_ok_and(|v| v != 0) {
             return Err(ApiError::new(
                 500,
                 "",
@@ -2263,6 +2264,28 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_create_naming_a_resource_version_is_refused_unless_it_is_a_dry_run() {
+        let api = ApiServer::new(100);
+        let ns_rt = api.registry.get("", "v1", "namespaces").unwrap();
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+        api.create(&ns_rt, "", ns, &WriteOptions::default())
+            .unwrap();
+        let cms = api.registry.get("", "v1", "configmaps").unwrap();
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "resourceVersion": "5"}});
+        let e = api
+            .create(&cms, "default", cm.clone(), &WriteOptions::default())
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (500, ""));
+        let dry = WriteOptions {
+            dry_run: true,
+            ..Default::default()
+        };
+        assert!(api.create(&cms, "default", cm, &dry).is_ok());
+        assert!(api.store.get(&cms.key(), "default", "c").is_none());
     }
 
     #[test]

@@ -81,7 +81,7 @@ fn inject(op: &NodeOperation, pv: Option<(String, bool)>) -> Effect {
                 pv,
                 deleted_pv,
                 holder: s.held_by,
-                blocks_queue: s.blocks_queue,
+                other_volumes: s.other_volumes,
             }])
         }
         N::CsiPluginDown(_) => Effect::Node(vec![NodeOp::CsiPluginDown]),
@@ -349,28 +349,53 @@ mod tests {
     }
 
     #[test]
-    fn a_stale_mount_blocks_only_its_volume_unless_told_otherwise() {
+    fn a_stale_mount_holds_back_only_its_volume_unless_told_otherwise() {
+        use faultline_faults::{MountHolder, OtherVolumes};
         let pv = Some(("pvc-1".to_string(), true));
-        let blocks = |e: Effect| match e {
+        let read = |fields: &str| match effect(
+            &op(&format!(
+                "staleDeviceMount: {{node: w, volume: {{deletedPV: pvc-1}}{fields}}}"
+            )),
+            Phase::Inject,
+            pv.clone(),
+        ) {
             Effect::Node(ops) => match &ops[..] {
                 [NodeOp::StaleDeviceMount {
-                    blocks_queue,
+                    other_volumes,
                     holder,
                     ..
-                }] => (*blocks_queue, *holder),
+                }] => (*other_volumes, *holder),
                 other => panic!("{other:?}"),
             },
             other => panic!("{other:?}"),
         };
-        let default = blocks(effect(
-            &op("staleDeviceMount: {node: w, volume: {deletedPV: pvc-1}}"),
-            Phase::Inject,
-            pv.clone(),
-        ));
-        // The faithful default: nestedpendingoperations blocks the same volume only.
-        assert_eq!(default, (false, faultline_faults::MountHolder::Kubelet));
-        // The RCA's node-wide block is an explicit option.
-        let node_wide = blocks(effect(&op("staleDeviceMount: {node: w, volume: {deletedPV: pvc-1}, heldBy: external, blocksQueue: true}"), Phase::Inject, pv));
-        assert_eq!(node_wide, (true, faultline_faults::MountHolder::External));
+        // The faithful default: nestedpendingoperations holds back the same volume only.
+        assert_eq!(read(""), (OtherVolumes::Unaffected, MountHolder::Kubelet));
+        assert_eq!(
+            read(", otherVolumes: pluginHangs"),
+            (OtherVolumes::PluginHangs, MountHolder::Kubelet)
+        );
+        // The RCA's node-wide block is an explicit option, in either spelling.
+        for spelling in [
+            ", heldBy: external, blocksQueue: true",
+            ", heldBy: external, otherVolumes: queueBlocked",
+            ", heldBy: external, otherVolumes: queueBlocked, blocksQueue: true",
+        ] {
+            assert_eq!(
+                read(spelling),
+                (OtherVolumes::QueueBlocked, MountHolder::External),
+                "{spelling}"
+            );
+        }
+        assert_eq!(
+            read(", otherVolumes: unaffected, blocksQueue: false").0,
+            OtherVolumes::Unaffected
+        );
+        let e = serde_yaml::from_str::<faultline_faults::Operation>(
+            "staleDeviceMount: {node: w, volume: {pv: p}, otherVolumes: pluginHangs, blocksQueue: true}",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("contradicts `otherVolumes: pluginHangs`"), "{e}");
     }
 }

@@ -472,6 +472,19 @@ mod tests {
     }
 
     #[test]
+    fn extra_values_are_bare_string_arrays() {
+        // `ExtraValue` is `[]string` in Go: a CSR's spec.extra (which the x509 authenticator's
+        // credential id fills) is a map of arrays on the wire's JSON side, as client-go sends
+        // it in protobuf when controller-runtime approves a CSR.
+        let csr = json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+            "metadata": {"name": "c"},
+            "spec": {"request": "eA==", "signerName": "kubernetes.io/kube-apiserver-client",
+                     "extra": {"authentication.kubernetes.io/credential-id": ["X509SHA256=ab", "x"]}}});
+        let back = super::super::decode(&encode(&csr).unwrap()).unwrap();
+        assert_eq!(back["spec"]["extra"], csr["spec"]["extra"]);
+    }
+
+    #[test]
     fn value_members_are_written_when_the_json_leaves_them_out() {
         // A 500 has no reason in JSON; gogo writes the empty string (kube-apiserver's
         // protobuf Status has fields 1, 2, 3, 4 and 6).

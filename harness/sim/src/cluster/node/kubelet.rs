@@ -35,6 +35,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+/// The pod sandbox image of a 1.35 node (kubeadm's `registry.k8s.io/pause:3.10.1`).
+pub const SANDBOX_IMAGE: &str = "registry.k8s.io/pause:3.10.1";
+
 /// How many stale pods `saturateWorkers` leaves by default (the incident's backlog).
 pub const DEFAULT_STALE_PODS: usize = 8;
 
@@ -99,7 +102,9 @@ impl Kubelet {
             status_manager: StatusManager::default(),
             plugin_manager: PluginManager::default(),
             node_status: NodeStatus::default(),
-            images: HashSet::new(),
+            // The sandbox image is on every node before any pod runs (the runtime pulls or
+            // preloads it; kind's node images ship it): a pod of that image pulls nothing.
+            images: HashSet::from([SANDBOX_IMAGE.to_string()]),
             skip_log: (SimInstant::START, Duration::ZERO),
             faults_seen: NodeFaults::default(),
             node,
@@ -231,8 +236,11 @@ impl Kubelet {
     /// what is mounted stays mounted (reconstructed from disk). A reboot also loses every mount
     /// and container.
     fn reset(&mut self, kind: ResetKind) {
-        let pid = self.node.state.lock().pid;
-        self.klog.set_pid(pid);
+        let (pid, started_at) = {
+            let st = self.node.state.lock();
+            (st.pid, st.started_at)
+        };
+        self.klog.set_process(pid, started_at);
         self.volume_manager.restart(kind);
         self.status_manager = StatusManager::default();
         self.plugin_manager.restart();

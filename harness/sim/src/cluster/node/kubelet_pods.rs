@@ -115,39 +115,44 @@ pub fn generate_api_pod_status(p: &PodStatusInput<'_>, host_ip: &str) -> Value {
         .map(|c| c.name.as_str())
         .collect();
     let ready = unready.is_empty() && !main.is_empty() && !meta::is_deleting(p.pod);
-    let sandbox = p.pod_ip.is_some();
+    // status/generate.go: a terminal pod's readiness says why it ended (PodCompleted,
+    // PodFailed; no message), and its sandbox is gone (killed with the pod), so
+    // PodReadyToStartContainers is False; a Succeeded pod's Initialized is True, PodCompleted.
+    let terminal = match p.phase {
+        PodPhase::Succeeded => Some("PodCompleted"),
+        PodPhase::Failed => Some("PodFailed"),
+        _ => None,
+    };
+    let sandbox = p.pod_ip.is_some() && terminal.is_none();
+    let unready_msg = || {
+        Some(format!(
+            "containers with unready status: [{}]",
+            unready.join(" ")
+        ))
+    };
+    let readiness = |t: &str| match terminal {
+        Some(reason) => cond(t, false, Some(reason), None, p.now),
+        None => cond(t, ready, Some("ContainersNotReady"), unready_msg(), p.now),
+    };
+    let mut initialized = cond(
+        "Initialized",
+        init_ok,
+        Some("ContainersNotInitialized"),
+        Some(format!(
+            "containers with incomplete status: [{}]",
+            pending_init.join(" ")
+        )),
+        p.now,
+    );
+    if p.phase == PodPhase::Succeeded {
+        initialized = cond("Initialized", true, None, None, p.now);
+        initialized["reason"] = json!("PodCompleted");
+    }
     let mut conds = vec![
         cond("PodReadyToStartContainers", sandbox, None, None, p.now),
-        cond(
-            "Initialized",
-            init_ok,
-            Some("ContainersNotInitialized"),
-            Some(format!(
-                "containers with incomplete status: [{}]",
-                pending_init.join(" ")
-            )),
-            p.now,
-        ),
-        cond(
-            "Ready",
-            ready,
-            Some("ContainersNotReady"),
-            Some(format!(
-                "containers with unready status: [{}]",
-                unready.join(" ")
-            )),
-            p.now,
-        ),
-        cond(
-            "ContainersReady",
-            ready,
-            Some("ContainersNotReady"),
-            Some(format!(
-                "containers with unready status: [{}]",
-                unready.join(" ")
-            )),
-            p.now,
-        ),
+        initialized,
+        readiness("Ready"),
+        readiness("ContainersReady"),
     ];
     // Keep the scheduler's PodScheduled condition as the API has it.
     let scheduled = p
@@ -208,4 +213,65 @@ pub fn generate_api_pod_status(p: &PodStatusInput<'_>, host_ip: &str) -> Value {
         s["podIPs"] = json!([{"ip": ip}]);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timing::Timing;
+
+    fn conditions(phase: PodPhase) -> Value {
+        let pod = json!({"metadata": {"name": "p", "namespace": "d"},
+                         "spec": {"containers": [{"name": "app", "image": "x"}]}});
+        let containers = PodContainers::from_spec(&pod, &Timing::default());
+        let input = PodStatusInput {
+            pod: &pod,
+            containers: &containers,
+            phase,
+            started_time: None,
+            pod_ip: Some("10.244.1.2"),
+            now: "2026-01-01T00:00:00Z",
+        };
+        generate_api_pod_status(&input, "172.18.0.2")["conditions"].clone()
+    }
+
+    fn find(conds: &Value, t: &str) -> (String, String) {
+        let c = conds
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == t)
+            .unwrap();
+        (
+            c["status"].as_str().unwrap().into(),
+            c["reason"].as_str().unwrap_or("").into(),
+        )
+    }
+
+    /// As a 1.35 kubelet wrote them for a deleted pod on kind (docs/fidelity.md, faultline diff).
+    #[test]
+    fn a_terminal_pods_readiness_says_why_it_ended_and_its_sandbox_is_gone() {
+        let done = conditions(PodPhase::Succeeded);
+        assert_eq!(
+            find(&done, "Ready"),
+            ("False".into(), "PodCompleted".into())
+        );
+        assert_eq!(
+            find(&done, "ContainersReady"),
+            ("False".into(), "PodCompleted".into())
+        );
+        assert_eq!(
+            find(&done, "Initialized"),
+            ("True".into(), "PodCompleted".into())
+        );
+        assert_eq!(find(&done, "PodReadyToStartContainers").0, "False");
+        let failed = conditions(PodPhase::Failed);
+        assert_eq!(find(&failed, "Ready"), ("False".into(), "PodFailed".into()));
+        let pending = conditions(PodPhase::Pending);
+        assert_eq!(
+            find(&pending, "Ready"),
+            ("False".into(), "ContainersNotReady".into())
+        );
+        assert_eq!(find(&pending, "PodReadyToStartContainers").0, "True");
+    }
 }

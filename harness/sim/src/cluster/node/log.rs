@@ -2,7 +2,8 @@
 //! every part of the kubelet writes through (upstream each part calls klog directly).
 
 use super::state::{klog, SimNode};
-use crate::timing::Timing;
+use crate::timing::{SimInstant, Timing};
+use chrono::{DateTime, Utc};
 use std::sync::Arc;
 
 /// The kubelet's `--v`: klog V(n) lines with n above it are not written.
@@ -13,17 +14,35 @@ pub struct KubeletLog {
     timing: Timing,
     /// The kubelet process's pid (klog prints it; a restart changes it).
     pid: u32,
+    /// When the kubelet process started: Go's monotonic readings (`m=+<seconds>` in printed
+    /// times) count from it, so they start again from about 0 after a restart or reboot.
+    started: DateTime<Utc>,
 }
 
 impl KubeletLog {
     pub fn new(node: Arc<SimNode>, timing: Timing) -> Self {
-        let pid = node.state.lock().pid;
-        KubeletLog { node, timing, pid }
+        let (pid, started_at) = {
+            let st = node.state.lock();
+            (st.pid, st.started_at)
+        };
+        let started = timing.clock.at(started_at);
+        KubeletLog {
+            node,
+            timing,
+            pid,
+            started,
+        }
     }
 
-    /// A kubelet that starts again logs under its new pid.
-    pub fn set_pid(&mut self, pid: u32) {
+    /// A kubelet that starts again logs under its new pid, and its monotonic clock starts anew.
+    pub fn set_process(&mut self, pid: u32, started_at: SimInstant) {
         self.pid = pid;
+        self.started = self.timing.clock.at(started_at);
+    }
+
+    /// When the kubelet process started (for Go's `m=+` monotonic readings).
+    pub fn process_start(&self) -> DateTime<Utc> {
+        self.started
     }
 
     pub fn log(&self, severity: char, file: &str, msg: &str) {

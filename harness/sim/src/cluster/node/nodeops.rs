@@ -15,8 +15,9 @@ use serde_json::json;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "camelCase")]
 pub enum NodeOp {
-    /// Leave a device mount of `pv` behind that UnmountDevice cannot clean up. `blocksQueue`
-    /// (off by default) is the incident RCA's node-wide block of volume operations.
+    /// Leave a device mount of `pv` behind that UnmountDevice cannot clean up. `otherVolumes`
+    /// says what that does to the node's other volumes: nothing by default (upstream), or one of
+    /// the accounts a scenario may reproduce (`pluginHangs`, the RCA's `queueBlocked`).
     #[serde(rename_all = "camelCase")]
     StaleDeviceMount {
         pv: String,
@@ -25,7 +26,7 @@ pub enum NodeOp {
         #[serde(default)]
         holder: Holder,
         #[serde(default)]
-        blocks_queue: bool,
+        other_volumes: OtherVolumes,
     },
     #[serde(rename_all = "camelCase")]
     ClearStaleDeviceMount {
@@ -90,6 +91,7 @@ pub enum NodeOp {
 /// What keeps a stale device mount busy: the fault catalogue's type, under the name the sim's
 /// users know.
 pub use faultline_faults::MountHolder as Holder;
+pub use faultline_faults::OtherVolumes;
 
 impl NodeOp {
     /// The primitive that undoes this one; None for one-shot primitives (restarts, a power
@@ -182,7 +184,7 @@ impl SimCluster {
                     pv,
                     deleted_pv,
                     holder,
-                    blocks_queue,
+                    other_volumes,
                 } => {
                     st.faults.stale_mounts.retain(|m| &m.pv != pv);
                     let holder = *holder;
@@ -190,7 +192,7 @@ impl SimCluster {
                         pv: pv.clone(),
                         deleted_pv: *deleted_pv,
                         holder,
-                        blocks_queue: *blocks_queue,
+                        other_volumes: *other_volumes,
                     });
                     format!("stale device mount of {} left on {}", pv, node_name)
                 }

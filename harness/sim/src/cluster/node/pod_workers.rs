@@ -341,10 +341,13 @@ impl PodWorkers {
             return;
         }
         p.volume_wait = VolumeWait::Idle;
+        // The sandbox alone changes no status: kuberuntime_manager.go SyncPod creates it and
+        // starts the containers in one call, so the first status that shows it (its IP,
+        // PodReadyToStartContainers) also shows what became of the containers (as a real
+        // 1.35 kubelet shows it: faultline diff, docs/fidelity.md).
         if p.pod_ip.is_none() {
             p.pod_ip = Some(format!("10.244.{}.{}", ctx.node.index, self.next_ip));
             self.next_ip += 1;
-            p.status_dirty = true;
         }
         let faults = {
             let st = ctx.node.state.lock();

@@ -105,7 +105,12 @@ pub(super) fn step_container(
                     Some(field.into()),
                     EventKind::Normal,
                     "Pulled".into(),
-                    format!("Container image {:?} already present on machine", c.image),
+                    // images/image_manager.go: with KubeletEnsureSecretPulledImages (on in 1.35)
+                    // the kubelet also says the pod may use it.
+                    format!(
+                        "Container image {:?} already present on machine and can be accessed by the pod",
+                        c.image
+                    ),
                 ));
                 c.step = Step::Creating;
                 c.next = Some(now + start);
@@ -154,13 +159,14 @@ pub(super) fn step_container(
                 Some(field.into()),
                 EventKind::Normal,
                 "Created".into(),
-                format!("Created container: {}", c.name),
+                // kuberuntime/kuberuntime_container.go (1.35): no container name in these.
+                "Container created".to_string(),
             ));
             events.push((
                 Some(field.into()),
                 EventKind::Normal,
                 "Started".into(),
-                format!("Started container {}", c.name),
+                "Container started".to_string(),
             ));
             c.state = ContainerState::Running {
                 started: clock.now_rfc3339(),

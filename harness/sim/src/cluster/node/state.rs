@@ -30,7 +30,7 @@ pub enum KubeletProcess {
 
 /// Who still holds a stale device mount (the catalogue's one enum): decides which remediation
 /// releases it.
-pub use faultline_faults::MountHolder;
+pub use faultline_faults::{MountHolder, OtherVolumes};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct StaleMount {
@@ -39,11 +39,11 @@ pub struct StaleMount {
     /// True when the PV no longer exists in the API (the incident's case).
     pub deleted_pv: bool,
     pub holder: MountHolder,
-    /// The incident RCA's reading, off by default: the stuck UnmountDevice keeps every other
-    /// volume operation of the node waiting (a node-wide lock upstream does not have). When false
-    /// (upstream), its own operations back off, and the node plugin's calls hang behind the stale
-    /// device instead (see `volumemanager::operation_generator`).
-    pub blocks_queue: bool,
+    /// What the stuck device does to the node's other volumes: nothing (upstream, the default:
+    /// only its own operations back off), the node plugin's calls hanging behind it
+    /// (`volumemanager::operation_generator`), or the incident RCA's node-wide block
+    /// (`volumemanager::reconciler`).
+    pub other_volumes: OtherVolumes,
 }
 
 /// Faults and node-level conditions the node primitives set and clear.

@@ -207,17 +207,26 @@ impl PendingOperations {
 
     /// Record a failure: returns the log line nestedpendingoperations writes. The backoff is
     /// nominal (500ms doubling to 2m2s) in the line; the retry waits its scaled equivalent.
+    /// (For tests: the process started with the cluster.)
     pub fn failed(&mut self, key: &OperationKey, op: Op, now: SimInstant, error: &str) -> String {
-        self.failed_at(key, op, now, self.timing.now(), error)
+        self.failed_at(
+            key,
+            op,
+            now,
+            (self.timing.now(), self.timing.clock.epoch()),
+            error,
+        )
     }
 
-    /// `failed`, with the time (the cluster clock's) the line is logged at.
+    /// `failed`, with the time (the cluster clock's) the line is logged at and when the logging
+    /// process started (its "No retries permitted until" prints Go's monotonic reading, counted
+    /// from there).
     pub fn failed_at(
         &mut self,
         key: &OperationKey,
         op: Op,
         now: SimInstant,
-        logged: chrono::DateTime<chrono::Utc>,
+        (logged, process_start): (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>),
         error: &str,
     ) -> String {
         // The entry this run took over: the same operation's keeps doubling, another's starts
@@ -246,7 +255,7 @@ impl PendingOperations {
         format!(
             "Operation for \"{}\" failed. No retries permitted until {} (durationBeforeRetry {}). Error: {}",
             key.describe(),
-            self.timing.go_time_at(logged, next),
+            self.timing.go_time(process_start, logged, next),
             go_duration(next),
             error
         )

@@ -23,6 +23,10 @@ pub(super) struct ClaimPods {
     pods: BTreeMap<(String, String), Arc<Value>>,
 }
 
+/// The external attacher's finalizer on what it attached: `external-attacher/` and the driver's
+/// name with every non-alphanumeric character a `-` (external-attacher's GetFinalizerName).
+const ATTACHER_FINALIZER: &str = "external-attacher/driver-longhorn-io";
+
 fn key_of(pod: &Value) -> (String, String) {
     (
         meta::namespace(pod).to_string(),
@@ -154,12 +158,14 @@ fn node_views(client: &Internal) -> HashMap<String, NodeView> {
 }
 
 /// `node.status.volumesAttached` as the node status updater writes it: the node's attached
-/// VolumeAttachments.
+/// VolumeAttachments, without those being detached (the controller stops reporting a volume
+/// when it starts its detach: RemoveVolumeFromReportAsAttached).
 fn report_attached(client: &Internal, node: &str) {
     let attached: Vec<Value> = client
         .list("storage.k8s.io", "volumeattachments", None, &|v| {
             meta::str_at(v, "/spec/nodeName") == Some(node)
                 && v.pointer("/status/attached") == Some(&json!(true))
+                && !meta::is_deleting(v)
         })
         .iter()
         .map(|v| json!({"name": unique_name(meta::str_at(v, "/spec/source/persistentVolumeName").unwrap_or("")), "devicePath": ""}))
@@ -298,6 +304,21 @@ pub(super) fn attach_detach(
         let pv = meta::str_at(va, "/spec/source/persistentVolumeName").unwrap_or("");
         let node = meta::str_at(va, "/spec/nodeName").unwrap_or("");
         let name = meta::name(va).to_string();
+        if meta::is_deleting(va) {
+            // The external attacher's detach (csi_handler.go): ControllerUnpublishVolume done,
+            // its finalizer goes and the object with it, a pass after the delete. Until then
+            // the attachment stays (`attached`, deleting, as on a real cluster) and counts.
+            let _ = client.merge(
+                "storage.k8s.io",
+                "volumeattachments",
+                "",
+                &name,
+                &json!({"metadata": {"finalizers": null}}),
+            );
+            state.detach_requested.remove(&name);
+            first_seen.remove(&format!("va/{}", name));
+            return false;
+        }
         if desired.contains_key(&(pv.to_string(), node.to_string())) {
             state.detach_requested.remove(&name);
             return true;
@@ -315,11 +336,16 @@ pub(super) fn attach_detach(
         if mounted && !force && !out_of_service {
             return true;
         }
-        let _ = client.delete("storage.k8s.io", "volumeattachments", "", &name, None);
-        state.detach_requested.remove(&name);
-        first_seen.remove(&format!("va/{}", name));
+        // Marked for deletion; held by the external attacher's finalizer until the next pass.
+        let gone = client
+            .delete("storage.k8s.io", "volumeattachments", "", &name, None)
+            .unwrap_or(true);
         detached_from.insert(node.to_string());
-        false
+        if gone {
+            state.detach_requested.remove(&name);
+            first_seen.remove(&format!("va/{}", name));
+        }
+        !gone
     });
     for node in &detached_from {
         report_attached(client, node);
@@ -383,7 +409,7 @@ pub(super) fn attach_detach(
             .unwrap_or("")
             .to_string();
         let name = meta::name(&va).to_string();
-        if va.pointer("/status/attached") == Some(&json!(true)) {
+        if va.pointer("/status/attached") == Some(&json!(true)) || meta::is_deleting(&va) {
             continue;
         }
 
@@ -429,6 +455,14 @@ pub(super) fn attach_detach(
             continue;
         }
         attach_errors.remove(&name);
+        // The external attacher holds what it attached until it has detached it.
+        let _ = client.merge(
+            "storage.k8s.io",
+            "volumeattachments",
+            "",
+            &name,
+            &json!({"metadata": {"finalizers": [ATTACHER_FINALIZER]}}),
+        );
         let _ = client.merge_status(
             "storage.k8s.io",
             "volumeattachments",

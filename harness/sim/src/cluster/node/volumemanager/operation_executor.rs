@@ -152,9 +152,13 @@ impl Operation<'_> {
         event: Option<(&Value, String)>,
     ) {
         let at = ctx.timing.now();
-        let line = self
-            .pending
-            .failed_at(&self.key, self.op, self.now, at, detailed);
+        let line = self.pending.failed_at(
+            &self.key,
+            self.op,
+            self.now,
+            (at, ctx.log.process_start()),
+            detailed,
+        );
         ctx.log
             .log_at(at, 'E', "nestedpendingoperations.go:348", &line);
         if let Some((pod, msg)) = event {

@@ -4,11 +4,12 @@
 //! UnmountVolume (TearDown) and UnmountDevice. Each ends its `Operation` and records what it did
 //! in the actual state of world.
 //!
-//! A stale device mount's effect on other volumes goes through the node plugin: its node calls
-//! hang behind the stuck device, so a MountDevice on that node ends at the kubelet's CSI deadline
+//! A stale device mount holds back only its own volume (upstream, and a real 1.35 kubelet:
+//! docs/kind.md). With the option `otherVolumes: pluginHangs` the node plugin's calls hang behind
+//! the stuck device instead, so any MountDevice on that node ends at the kubelet's CSI deadline
 //! (2 min) in "context deadline exceeded".
 
-use super::super::state::StaleMount;
+use super::super::state::{OtherVolumes, StaleMount};
 use super::super::volumes::{
     attachment_name, global_mount_path, orphan_pod_uid, pod_mount_path, HungCall, OperationKey,
 };
@@ -134,7 +135,12 @@ pub fn mount_volume(
     // A volume mounted over NFS whose server does not answer: mount.nfs (NodeStageVolume) or
     // the bind mount over it (NodePublishVolume) waits in the kernel.
     let nfs_hangs = ctx.faults.hung_nfs && v.spec.nfs;
-    let hanging_stage = if !device_mounted && (nfs_hangs || !ctx.faults.stale_mounts.is_empty()) {
+    let plugin_hangs = ctx
+        .faults
+        .stale_mounts
+        .iter()
+        .any(|m| m.other_volumes == OtherVolumes::PluginHangs);
+    let hanging_stage = if !device_mounted && (nfs_hangs || plugin_hangs) {
         Some("MountVolume.MountDevice failed")
     } else if nfs_hangs {
         Some("MountVolume.SetUp failed")

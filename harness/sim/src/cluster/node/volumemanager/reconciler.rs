@@ -7,10 +7,12 @@
 //! holds back logs nothing.
 //!
 //! Stale device mounts (a node fault) are globally mounted volumes the kubelet cannot unmount:
-//! their UnmountDevice runs in `unmountDetachDevices` like any other and fails. With the RCA's
-//! `blocksQueue` option nothing else starts at all. A hung NFS server blocks only the operations
+//! their UnmountDevice runs in `unmountDetachDevices` like any other and fails, and by default
+//! (upstream: operations keyed per volume) nothing else waits for it. With the RCA's
+//! `otherVolumes: queueBlocked` option nothing else starts at all. A hung NFS server blocks only the operations
 //! of the volumes mounted over NFS (their calls hang, per volume, in the operation generator).
 
+use super::super::state::OtherVolumes;
 use super::super::volumes::{HungCall, Op, OperationKey};
 use super::actual_state_of_world::ActualStateOfWorld;
 use super::desired_state_of_world::DesiredStateOfWorld;
@@ -45,8 +47,12 @@ pub fn reconcile(
             }
         }
     }
-    // The RCA's node-wide block (an option of staleDeviceMount).
-    let blocked = ctx.faults.stale_mounts.iter().any(|m| m.blocks_queue);
+    // The RCA's node-wide block (an option of staleDeviceMount; upstream has no such lock).
+    let blocked = ctx
+        .faults
+        .stale_mounts
+        .iter()
+        .any(|m| m.other_volumes == OtherVolumes::QueueBlocked);
     if !blocked {
         unmount_volumes(dsw, asw, executor, ctx, now);
         mount_or_attach_volumes(dsw, asw, executor, ctx, now);
