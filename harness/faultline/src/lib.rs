@@ -15,6 +15,7 @@ pub mod expect;
 pub mod explore;
 pub mod faults;
 pub mod fidelity;
+pub mod gobuild;
 pub mod init;
 pub mod journal;
 pub mod k8s;

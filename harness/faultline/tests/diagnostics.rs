@@ -409,3 +409,40 @@ fn perturbations_get_their_precise_error(#[case] body: &str, #[case] expected: &
     let (_, diags) = diagnose(dir.path(), &format!("{HEAD}{ok}"));
     assert!(diags.is_empty(), "{diags:#?}");
 }
+
+#[test]
+fn a_controller_names_its_program_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("faultline.yaml");
+    std::fs::create_dir_all(dir.path().join("op")).unwrap();
+    std::fs::write(dir.path().join("op/go.mod"), "module op\n").unwrap();
+    let cases = [
+        ("  a: {readyPattern: x}\n", "4:3: error: controllers.a: no program: give `command` (a program and its arguments) or `build`"),
+        ("  a: {command: []}\n", "4:16: error: controllers.a.command: the command is empty"),
+        ("  a: {command: [x], build: {go: {module: op}}}\n", "4:16: error: controllers.a.command: `command` and `build` both name the program: keep one (with `build`, put the arguments in `args`)"),
+        ("  a: {build: {go: {module: op}}}\n", "4:28: error: controllers.a.build.go.module: no go.sum in `op`"),
+        ("  a: {build: {go: {module: nowhere, package: ../x}}}\n", "4:28: error: controllers.a.build.go.module: no go.mod in `nowhere`"),
+        ("  a: {build: {rust: {crate: x}}}\n", "unknown field `rust`, expected `go`"),
+    ];
+    for (controller, wanted) in cases {
+        std::fs::write(
+            &f,
+            format!("apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrollers:\n{controller}"),
+        )
+        .unwrap();
+        let d: Vec<String> = load_suite(&f)
+            .unwrap_err()
+            .into_iter()
+            .map(|d| d.to_string())
+            .collect();
+        assert!(d[0].contains(wanted), "{controller}: {d:?}");
+    }
+    std::fs::write(dir.path().join("op/go.sum"), "").unwrap();
+    std::fs::write(&f, "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrollers:\n  a: {build: {go: {module: op}}, args: [--x]}\n").unwrap();
+    let s = load_suite(&f).unwrap();
+    let a = &s.suite.controllers["a"];
+    assert_eq!(a.args, ["--x"]);
+    assert!(
+        matches!(&a.build, Some(faultline::model::ControllerBuild { go: g }) if g.module == "op" && g.package == ".")
+    );
+}

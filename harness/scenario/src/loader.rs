@@ -357,12 +357,42 @@ pub fn load_suite_str(file: &Path, src: &str) -> Result<LoadedSuite, Vec<Diagnos
     }
     for (name, c) in &suite.controllers {
         let path = format!("controllers.{name}");
-        if c.command.is_empty() {
-            d.push(Diagnostic::at(
+        match (&c.build, c.command.is_empty()) {
+            (None, true) if spans.has(&format!("{path}.command")) => d.push(Diagnostic::at(
                 file,
                 spans.value(&format!("{path}.command")),
                 format!("{path}.command: the command is empty"),
-            ));
+            )),
+            (None, true) => d.push(Diagnostic::at(
+                file,
+                spans.key(&path),
+                format!("{path}: no program: give `command` (a program and its arguments) or `build`"),
+            )),
+            (Some(_), false) => d.push(Diagnostic::at(
+                file,
+                spans.value(&format!("{path}.command")),
+                format!("{path}.command: `command` and `build` both name the program: keep one (with `build`, put the arguments in `args`)"),
+            )),
+            (Some(ControllerBuild { go: g }), true) => {
+                let module = parent_dir(file).join(&g.module);
+                for need in ["go.mod", "go.sum"] {
+                    if !module.join(need).is_file() {
+                        d.push(Diagnostic::at(
+                            file,
+                            spans.value(&format!("{path}.build.go.module")),
+                            format!("{path}.build.go.module: no {need} in `{}`", g.module),
+                        ));
+                    }
+                }
+                if Path::new(&g.package).is_absolute() || g.package.split('/').any(|p| p == "..") {
+                    d.push(Diagnostic::at(
+                        file,
+                        spans.value(&format!("{path}.build.go.package")),
+                        format!("{path}.build.go.package: `{}` is not a package inside the module (`.` or `./cmd/x`)", g.package),
+                    ));
+                }
+            }
+            (None, false) => {}
         }
         if let Some(sa) = &c.service_account {
             if sa

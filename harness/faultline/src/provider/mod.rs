@@ -119,6 +119,12 @@ pub trait Provider: Send + Sync {
     fn start_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_secs(120)
     }
+    /// How the controller under test runs on this provider's clusters (as
+    /// [`Cluster::controller_mode`] says once one is up): known before any starts, so that a
+    /// controller's `build` runs only where a host process will run it.
+    fn controller_mode(&self) -> ControllerMode {
+        ControllerMode::HostProcess
+    }
     /// End of the run: release what the provider still holds (kind: the idle clusters it kept
     /// for reuse). Called once, after the last scenario.
     fn shutdown(&self) -> BoxFuture<'_, anyhow::Result<()>> {

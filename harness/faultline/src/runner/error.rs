@@ -86,6 +86,15 @@ pub enum RunError {
     /// The controller's ServiceAccount, its RBAC or its token could not be set up.
     #[error("running the controller as its ServiceAccount: {0:#}")]
     ControllerServiceAccount(anyhow::Error),
+    /// The controller's `build` failed (before the cluster started).
+    #[error("building controller `{controller}` ({module}): {source}")]
+    ControllerBuild {
+        controller: String,
+        /// The module as the suite names it (`build.go.module`).
+        module: String,
+        /// Boxed: the rest of RunError is small, and it travels in every step's Result.
+        source: Box<crate::gobuild::GoBuildError>,
+    },
     /// The controller process did not start (or not become ready).
     #[error("{0}")]
     ControllerStart(Explained),

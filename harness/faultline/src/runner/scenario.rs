@@ -16,7 +16,7 @@ use crate::k8s::{self, Explained, Kube};
 use crate::loader::{LoadedScenario, LoadedSuite};
 use crate::logs::LogStore;
 use crate::model::duration::format_duration;
-use crate::model::LogSourceKind;
+use crate::model::{ControllerBuild, LogSourceKind};
 use crate::provider::{Cluster, ClusterSpec, ControllerMode};
 use crate::report::{ExpectationResult, FaultResult, HealedBy, ScenarioReport, StepResult};
 use crate::states::StateRecorder;
@@ -180,6 +180,10 @@ impl<'a> ScenarioRun<'a> {
 
     /// Every phase in order; whatever happens in the steps, the clean-up runs.
     pub async fn run(self, kept: &Kept) -> ScenarioReport {
+        let built = match self.build().await {
+            Ok(b) => b,
+            Err(e) => return self.finish_error(e),
+        };
         let up = match self.cluster().await {
             Ok(up) => up,
             Err(e) => return self.finish_error(e),
@@ -188,7 +192,7 @@ impl<'a> ScenarioRun<'a> {
         let ControllerUp {
             process: controller,
             error: mut harness_error,
-        } = self.controller(&up, &mut watchers).await;
+        } = self.controller(&up, &mut watchers, built.as_deref()).await;
         let faults = self.faults(&up, &controller);
         let steps = match PlannedStep::plan(&self.loaded.scenario.spec.steps) {
             Ok(steps) => steps,
@@ -255,6 +259,44 @@ impl<'a> ScenarioRun<'a> {
             kept,
         )
         .await
+    }
+
+    /// Phase 0: the controller's `build`, when it has one and will run as a host process
+    /// (before the cluster starts: a cold build takes a while, and a failed one needs no cluster).
+    async fn build(&self) -> Result<Option<PathBuf>, RunError> {
+        let Some(c) = &self.loaded.scenario.spec.controller else {
+            return Ok(None);
+        };
+        let Some(def) = self.suite.suite.controllers.get(&c.reference) else {
+            return Ok(None);
+        };
+        let Some(ControllerBuild { go }) = &def.build else {
+            return Ok(None);
+        };
+        if self.options.provider.controller_mode() != ControllerMode::HostProcess {
+            return Ok(None);
+        }
+        let module = self.suite.dir.join(&go.module);
+        let built = crate::gobuild::build(&module, &go.package, &crate::gobuild::cache_root())
+            .await
+            .map_err(|source| RunError::ControllerBuild {
+                controller: c.reference.clone(),
+                module: go.module.clone(),
+                source: Box::new(source),
+            })?;
+        let how = match built.took {
+            Some(t) => format!("built in {}", format_duration(t)),
+            None => "cached".into(),
+        };
+        self.timeline.record(
+            EntryKind::Controller,
+            format!(
+                "controller {} {how}: {}",
+                c.reference,
+                built.binary.display()
+            ),
+        );
+        Ok(Some(built.binary))
     }
 
     /// Phase 1: the cluster started (bounded by the provider's start timeout), its client, the
@@ -330,7 +372,12 @@ impl<'a> ScenarioRun<'a> {
     /// Phase 3: the controller under test, as a host process (as its ServiceAccount when it has
     /// one) or deployed in the cluster. A process is kept even when it did not start (the
     /// clean-up stops it).
-    async fn controller(&self, up: &ClusterUp, watchers: &mut Watchers) -> ControllerUp {
+    async fn controller(
+        &self,
+        up: &ClusterUp,
+        watchers: &mut Watchers,
+        built: Option<&std::path::Path>,
+    ) -> ControllerUp {
         let up_with = |process, error| ControllerUp { process, error };
         let Some(c) = &self.loaded.scenario.spec.controller else {
             return up_with(None, None);
@@ -355,7 +402,7 @@ impl<'a> ScenarioRun<'a> {
             .chain(self.options.controller_args.iter())
             .cloned()
             .collect();
-        let spec = ControllerSpec::resolve(&c.reference, def, &suite.dir, &args, &c.env);
+        let spec = ControllerSpec::resolve(&c.reference, def, built, &suite.dir, &args, &c.env);
         let extra_env = [
             ("FAULTLINE_SEED".to_string(), self.options.seed.to_string()),
             ("FAULTLINE_SCENARIO".to_string(), self.name.clone()),

@@ -701,8 +701,16 @@ pub struct ExistingConfig {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ControllerDef {
     /// For sim/existing: the command (program and arguments), run with KUBECONFIG set. Relative
-    /// program paths are resolved against the suite file's directory.
+    /// program paths are resolved against the suite file's directory. Give either this or `build`.
+    #[serde(default)]
     pub command: Vec<String>,
+    /// For sim/existing: build the controller from source before its scenario's cluster starts;
+    /// the built binary is the program. Give either this or `command`.
+    #[serde(default)]
+    pub build: Option<ControllerBuild>,
+    /// Arguments after the program (of `command` or `build`), before the scenario's `args`.
+    #[serde(default)]
+    pub args: Vec<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Working directory (default: the suite file's directory).
@@ -722,6 +730,28 @@ pub struct ControllerDef {
     /// ClusterRole and binding (relative to the suite file).
     #[serde(default)]
     pub rbac: Vec<String>,
+}
+
+/// How a controller is built from source (`build:` of a suite's controller).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ControllerBuild {
+    /// `go build` of a package of a Go module, into a cache keyed by the module's sources (the
+    /// one builder so far).
+    pub go: GoBuild,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GoBuild {
+    /// The module's directory (holding go.mod and go.sum), relative to the suite file.
+    pub module: String,
+    /// The main package to build, relative to the module (default `.`).
+    #[serde(default = "d_package")]
+    pub package: String,
+}
+fn d_package() -> String {
+    ".".into()
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]

@@ -368,6 +368,10 @@ async fn dispatch(c: &RequestContext<'_>, route: Route) -> ApiResult<Response> {
             )
         }
         Route::Resource(p) => resource(c, p).await,
+        Route::Control(path) if path.first().map(String::as_str) == Some("apifaults") => {
+            let rest: Vec<&str> = path[1..].iter().map(String::as_str).collect();
+            faults::control(&c.s.faults, &c.method, &rest, c.body)
+        }
         Route::Control(path) => {
             let control = c.s.control.as_ref().ok_or_else(|| {
                 ApiError::new(
