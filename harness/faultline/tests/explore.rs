@@ -22,6 +22,7 @@ fn pack() -> tempfile::TempDir {
         "fixtures/manifests",
         "fixtures/rbac",
         "fixtures/kind",
+        "fixtures/go-operator",
     ] {
         std::fs::create_dir_all(root.path().join(dir)).unwrap();
     }
@@ -32,6 +33,10 @@ fn pack() -> tempfile::TempDir {
         "fixtures/manifests/workspace-1.yaml",
         "fixtures/kind/workspace-controller.yaml",
         "fixtures/rbac/workspace-controller.yaml",
+        "fixtures/crds/store.yaml",
+        // The Go operator is not run here; validation reads its module's go.mod and go.sum.
+        "fixtures/go-operator/go.mod",
+        "fixtures/go-operator/go.sum",
     ] {
         std::fs::copy(repo().join(f), root.path().join(f)).unwrap();
     }
