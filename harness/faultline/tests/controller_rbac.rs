@@ -2,50 +2,15 @@
 //! token, so the scenario pack's `controller-rbac` passes with the fixture's ClusterRole and
 //! fails (exit 1) for a release whose ClusterRole misses a permission the controller uses.
 
-use std::path::Path;
 use std::process::Command;
 
 mod common;
-use common::{controller, repo, BIN};
+use common::{controller_rbac_pack, BIN};
 
 /// A copy of the pack's layout (scenarios/, fixtures/, target -> the build) in which `edit`
 /// may change the RBAC manifest; runs `controller-rbac` and returns (exit code, output).
 fn run_controller_rbac(edit: impl Fn(String) -> String) -> (i32, String) {
-    controller();
-    let root = tempfile::tempdir().unwrap();
-    for dir in [
-        "scenarios",
-        "fixtures/crds",
-        "fixtures/manifests",
-        "fixtures/rbac",
-        "fixtures/kind",
-        "fixtures/go-operator",
-    ] {
-        std::fs::create_dir_all(root.path().join(dir)).unwrap();
-    }
-    // Every manifest the suite references must exist: validate reads them before the run.
-    for f in [
-        "scenarios/faultline.yaml",
-        "scenarios/controller-rbac.yaml",
-        "fixtures/crds/workspace.yaml",
-        "fixtures/crds/store.yaml",
-        // The Go operator is not run here; validation reads its module's go.mod and go.sum.
-        "fixtures/go-operator/go.mod",
-        "fixtures/go-operator/go.sum",
-        "fixtures/manifests/workspace-1.yaml",
-        "fixtures/kind/workspace-controller.yaml",
-    ] {
-        std::fs::copy(repo().join(f), root.path().join(f)).unwrap();
-    }
-    let rbac = "fixtures/rbac/workspace-controller.yaml";
-    std::fs::write(
-        root.path().join(rbac),
-        edit(std::fs::read_to_string(repo().join(rbac)).unwrap()),
-    )
-    .unwrap();
-    // The suite names the controller binary relative to the repository: `../target/debug/...`.
-    let target = Path::new(BIN).parent().unwrap().parent().unwrap();
-    std::os::unix::fs::symlink(target, root.path().join("target")).unwrap();
+    let root = controller_rbac_pack(edit);
     let out = Command::new(BIN)
         .args([
             "run",

@@ -7,42 +7,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::{controller, json, repo, text, BIN};
+use common::{controller_rbac_pack, json, text, BIN};
 
 const SEED: &str = "7";
 const BUDGET: &str = "60s";
 
-/// A copy of the pack's layout (as tests/controller_rbac.rs) to run in.
+/// A copy of the pack's layout to run in, the RBAC manifest as it is.
 fn pack() -> tempfile::TempDir {
-    controller();
-    let root = tempfile::tempdir().unwrap();
-    for dir in [
-        "scenarios",
-        "fixtures/crds",
-        "fixtures/manifests",
-        "fixtures/rbac",
-        "fixtures/kind",
-        "fixtures/go-operator",
-    ] {
-        std::fs::create_dir_all(root.path().join(dir)).unwrap();
-    }
-    for f in [
-        "scenarios/faultline.yaml",
-        "scenarios/controller-rbac.yaml",
-        "fixtures/crds/workspace.yaml",
-        "fixtures/manifests/workspace-1.yaml",
-        "fixtures/kind/workspace-controller.yaml",
-        "fixtures/rbac/workspace-controller.yaml",
-        "fixtures/crds/store.yaml",
-        // The Go operator is not run here; validation reads its module's go.mod and go.sum.
-        "fixtures/go-operator/go.mod",
-        "fixtures/go-operator/go.sum",
-    ] {
-        std::fs::copy(repo().join(f), root.path().join(f)).unwrap();
-    }
-    let target = Path::new(BIN).parent().unwrap().parent().unwrap();
-    std::os::unix::fs::symlink(target, root.path().join("target")).unwrap();
-    root
+    controller_rbac_pack(|rbac| rbac)
 }
 
 fn explore(root: &Path, scenario: &str, out: &str, extra: &[&str]) -> (i32, String, PathBuf) {

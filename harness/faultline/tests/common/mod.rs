@@ -47,3 +47,43 @@ pub fn controller() -> PathBuf {
     }
     bin
 }
+
+/// A copy of the pack's layout to run `controller-rbac` in: the suite config, that scenario and
+/// every file the suite's validation reads (the Go operator is not run; its go.mod and go.sum
+/// are read), and `target` linked to this build (the suite names `../target/debug/...`).
+/// `rbac` gives the controller's RBAC manifest its content.
+pub fn controller_rbac_pack(rbac: impl FnOnce(String) -> String) -> tempfile::TempDir {
+    controller();
+    let root = tempfile::tempdir().unwrap();
+    for dir in [
+        "scenarios",
+        "fixtures/crds",
+        "fixtures/manifests",
+        "fixtures/rbac",
+        "fixtures/kind",
+        "fixtures/go-operator",
+    ] {
+        std::fs::create_dir_all(root.path().join(dir)).unwrap();
+    }
+    for f in [
+        "scenarios/faultline.yaml",
+        "scenarios/controller-rbac.yaml",
+        "fixtures/crds/workspace.yaml",
+        "fixtures/crds/store.yaml",
+        "fixtures/go-operator/go.mod",
+        "fixtures/go-operator/go.sum",
+        "fixtures/manifests/workspace-1.yaml",
+        "fixtures/kind/workspace-controller.yaml",
+    ] {
+        std::fs::copy(repo().join(f), root.path().join(f)).unwrap();
+    }
+    let manifest = "fixtures/rbac/workspace-controller.yaml";
+    std::fs::write(
+        root.path().join(manifest),
+        rbac(std::fs::read_to_string(repo().join(manifest)).unwrap()),
+    )
+    .unwrap();
+    let target = Path::new(BIN).parent().unwrap().parent().unwrap();
+    std::os::unix::fs::symlink(target, root.path().join("target")).unwrap();
+    root
+}
