@@ -13,7 +13,49 @@ engine_answers() {
   docker info >/dev/null 2>&1
 }
 
+# A machine restored from a snapshot keeps /var/run but not its processes: dockerd trusts
+# containerd.pid if any process has that pid (a kernel worker, say) and then waits forever for
+# a socket nobody serves ("timeout waiting for containerd to start"). With no dockerd running,
+# a pid file whose process is not containerd is stale, and a containerd left by a killed
+# dockerd has no owner: clear both so dockerd starts its own.
+clear_stale_engine_state() {
+  local pidfile=/var/run/docker/containerd/containerd.pid pid
+  # A killed dockerd can linger as a zombie when nothing reaps it: it does not count.
+  pid="$(cat /var/run/docker.pid 2>/dev/null || true)"
+  if [ -n "$pid" ] && running_as "$pid" dockerd; then
+    return 0
+  fi
+  rm -f /var/run/docker.pid
+  [ -f "$pidfile" ] || return 0
+  pid="$(cat "$pidfile" 2>/dev/null || true)"
+  if running_as "$pid" containerd; then
+    echo "docker tier: stopping containerd (pid $pid) left by a dockerd that is gone"
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 10); do
+      running_as "$pid" containerd || break
+      sleep 1
+    done
+  else
+    echo "docker tier: $pidfile names pid $pid, which is not a running containerd: removing it"
+  fi
+  rm -f "$pidfile"
+}
+
+# running_as PID NAME: PID is a live (not zombie) process whose command name is NAME.
+running_as() {
+  local stat
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+  # /proc/PID/stat: "pid (comm) state ..."; comm may hold spaces, so split at the last ')'.
+  [ "${stat#*(}" != "$stat" ] || return 1
+  local comm="${stat#*(}"
+  comm="${comm%)*}"
+  local state="${stat##*) }"
+  state="${state%% *}"
+  [ "$comm" = "$2" ] && [ "$state" != Z ]
+}
+
 start_dockerd() {
+  clear_stale_engine_state
   echo "docker tier: starting dockerd (log: $FAULTLINE_DOCKERD_LOG)"
   # setsid: dockerd outlives this script (later CI steps and runs reuse it).
   setsid dockerd >>"$FAULTLINE_DOCKERD_LOG" 2>&1 < /dev/null &
