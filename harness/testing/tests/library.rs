@@ -4,6 +4,7 @@
 
 use faultline_testing::fixtures::{api_cluster, full_cluster};
 use faultline_testing::{ApiFault, ApiFaultKind, Cluster, Error, LogSource, NodeOp};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Node, Pod};
 use kube::api::{Api, ListParams, PostParams};
 use rstest::rstest;
@@ -190,10 +191,33 @@ async fn inject_and_heal_a_kubelet_stop(#[future(awt)] full_cluster: Cluster) {
         )
         .await
         .unwrap();
-    // Not before the grace period (the upper bound is the budget: CI load only adds wall time).
+    // Not before the grace period. The node lifecycle controller counts it from the last
+    // Lease renewal (node_lifecycle_controller.go, tryUpdateNodeHealth), which can be up to a
+    // renew interval (10 s) before the stop and further under CI load, as timer lag at
+    // timeScale 0.01 is nominal time: so the bound is from the Lease, not from the injection.
+    // The sim's timestamps are wall-clock times (lastTransitionTime has whole seconds, too
+    // coarse at this scale), so the span is from the renewal to when the wait saw Unknown.
+    let seen_unknown = k8s_openapi::jiff::Timestamp::now();
+    let leases: Api<Lease> = Api::namespaced(c.client(), "kube-node-lease");
+    let renewed = leases
+        .get("worker-01")
+        .await
+        .unwrap()
+        .spec
+        .and_then(|s| s.renew_time)
+        .expect("the kubelet's Lease has a renewTime")
+        .0;
+    let since_renewal = c.timing().to_nominal(
+        seen_unknown
+            .duration_since(renewed)
+            .try_into()
+            .unwrap_or_default(),
+    );
+    // 1 s (10 ms of wall time) of slack below the 50 s grace period, for clock reads.
     assert!(
-        down.nominal >= Duration::from_secs(40),
-        "{:?} nominal, {:?} wall",
+        since_renewal >= Duration::from_secs(49),
+        "Ready was Unknown {since_renewal:?} (nominal) after the last Lease renewal at {renewed}; \
+         {:?} nominal, {:?} wall after the stop",
         down.nominal,
         down.wall
     );
