@@ -1153,7 +1153,16 @@ impl ApiServer {
                 w.warnings = warnings;
                 return Ok(w);
             }
-            let pinned = body.pointer("/metadata/resourceVersion").is_some();
+            // The patched object's resourceVersion is the update's precondition (the registry's
+            // Update in staging/.../registry/generic/registry/store.go compares it with the
+            // stored one): a patch that sets it (a merge patch's metadata, a JSON patch
+            // `replace /metadata/resourceVersion`, kubectl diff's) is not retried, and a stale
+            // one is a 409.
+            let pinned = body.pointer("/metadata/resourceVersion").is_some()
+                || current.as_deref().is_some_and(|cur| {
+                    let rv = meta::resource_version(&next);
+                    !rv.is_empty() && rv != meta::resource_version(cur)
+                });
             let mut next = next;
             let mut is_apply = (ptype == PatchType::Apply).then_some(());
             if is_apply.is_none() && converts(rt, &stored_rt) {
@@ -2264,6 +2273,58 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_json_patch_that_sets_a_stale_resource_version_is_a_conflict() {
+        // kubectl diff sends `replace /metadata/resourceVersion` with the version it read.
+        let api = ApiServer::new(100);
+        let ns_rt = api.registry.get("", "v1", "namespaces").unwrap();
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+        api.create(&ns_rt, "", ns, &WriteOptions::default())
+            .unwrap();
+        let cms = api.registry.get("", "v1", "configmaps").unwrap();
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        let made = api
+            .create(&cms, "default", cm, &WriteOptions::default())
+            .unwrap();
+        let rv = meta::resource_version(&made.object).to_string();
+        let patch = |rv: &str| {
+            json!([{"op": "add", "path": "/data", "value": {"k": "v"}},
+                   {"op": "replace", "path": "/metadata/resourceVersion", "value": rv}])
+        };
+        let stale = format!("{}", rv.parse::<u64>().unwrap() + 1000);
+        let e = api
+            .patch(
+                &cms,
+                "default",
+                "c",
+                None,
+                PatchType::Json,
+                &patch(&stale),
+                &WriteOptions::default(),
+            )
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (409, "Conflict"), "{}", e.message);
+        assert!(api
+            .store
+            .get(&cms.key(), "default", "c")
+            .unwrap()
+            .get("data")
+            .is_none());
+        // The current version is a plain precondition that holds.
+        let ok = api
+            .patch(
+                &cms,
+                "default",
+                "c",
+                None,
+                PatchType::Json,
+                &patch(&rv),
+                &WriteOptions::default(),
+            )
+            .unwrap();
+        assert_eq!(ok.object["data"]["k"], "v");
     }
 
     #[test]
