@@ -112,6 +112,14 @@ fn spec_replicas(rs: &Value) -> i64 {
     i64_at(rs, "/spec/replicas").unwrap_or(0)
 }
 
+/// `calculateStatus` (pkg/controller/deployment/sync.go): the ReplicaSets' desired replicas
+/// (`spec.replicas`, a surge included) less the available ones, not below 0.
+fn unavailable_replicas(rss: &[Arc<Value>]) -> i64 {
+    let total: i64 = rss.iter().map(|r| spec_replicas(r)).sum();
+    let available: i64 = rss.iter().map(|r| status_of(r, "availableReplicas")).sum();
+    (total - available).max(0)
+}
+
 fn status_of(rs: &Value, field: &str) -> i64 {
     i64_at(rs, &format!("/status/{field}")).unwrap_or(0)
 }
@@ -551,7 +559,7 @@ impl Reconciler for DeploymentController {
         status["updatedReplicas"] = json!(updated);
         status["readyReplicas"] = json!(sum("readyReplicas"));
         status["availableReplicas"] = json!(available);
-        status["unavailableReplicas"] = json!((replicas - available).max(0));
+        status["unavailableReplicas"] = json!(unavailable_replicas(&rss));
         status["terminatingReplicas"] = json!(sum("terminatingReplicas"));
         if available >= replicas - max_unavailable.min(replicas) {
             set_condition(
@@ -679,6 +687,20 @@ impl Reconciler for DeploymentController {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unavailable_replicas_count_the_replica_sets_desired_replicas_surge_included() {
+        let rs = |spec: i64, available: i64| {
+            Arc::new(
+                json!({"spec": {"replicas": spec}, "status": {"availableReplicas": available}}),
+            )
+        };
+        // A Deployment of 3 mid-rollout: 3 old pods and 1 surged new one, none available.
+        assert_eq!(unavailable_replicas(&[rs(3, 0), rs(1, 0)]), 4);
+        assert_eq!(unavailable_replicas(&[rs(2, 2), rs(2, 1)]), 1);
+        // Scaling down: more available than desired is 0, not negative.
+        assert_eq!(unavailable_replicas(&[rs(1, 3)]), 0);
+    }
 
     #[test]
     fn fenceposts_follow_the_defaults_and_rounding() {
