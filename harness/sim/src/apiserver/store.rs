@@ -1444,8 +1444,19 @@ fn carry_server_metadata(
         .unwrap_or(&empty);
     // The EndpointSlice strategy counts a change of its labels too.
     let labels_count = rt.group == "discovery.k8s.io" && rt.plural == "endpointslices";
+    // The Deployment strategy counts a change of its annotations too, as its ReplicaSets copy
+    // them (pkg/registry/apps/deployment/strategy.go); its status strategy does not.
+    let annotations_count = rt.group == "apps"
+        && rt.plural == "deployments"
+        && matches!(scope, UpdateScope::Main | UpdateScope::Any);
+    let annotations = |o: &Value| {
+        o.pointer("/metadata/annotations")
+            .filter(|a| a.as_object().is_some_and(|m| !m.is_empty()))
+            .cloned()
+    };
     let spec_changed = !meta::same_spec_part(&new, current)
-        || (labels_count && new.pointer("/metadata/labels") != current.pointer("/metadata/labels"));
+        || (labels_count && new.pointer("/metadata/labels") != current.pointer("/metadata/labels"))
+        || (annotations_count && annotations(&new) != annotations(current));
     let md = meta::metadata_mut(&mut new);
     for k in ["uid", "creationTimestamp", "name", "namespace"] {
         match cur_md.get(k) {
@@ -1831,6 +1842,34 @@ mod tests {
         assert_eq!(d["spec"]["replicas"], 1);
         assert_eq!(d["status"]["replicas"], 1);
         assert_eq!(d["metadata"]["generation"], 1);
+    }
+
+    #[test]
+    fn a_deployment_annotation_change_bumps_its_generation_and_a_replica_sets_does_not() {
+        let reg = Registry::with_builtins();
+        let s = Store::new(100);
+        for (plural, kind, bumped) in [
+            ("deployments", "Deployment", 2),
+            ("replicasets", "ReplicaSet", 1),
+        ] {
+            let rt = reg.get("apps", "v1", plural).unwrap();
+            let o = json!({"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 1}});
+            let o = s.create(&rt, o, false).unwrap();
+            let mut a = (*o).clone();
+            a["metadata"]["annotations"] = json!({"touched": "yes"});
+            let o = s
+                .update(&rt, "default", "d", a, UpdateScope::Main, false)
+                .unwrap();
+            assert_eq!(o["metadata"]["generation"], bumped, "{kind}");
+            // An empty map is no annotation at all (Semantic.DeepEqual).
+            let mut e = (*o).clone();
+            e["metadata"]["annotations"] = json!({"touched": "yes"});
+            e["metadata"]["labels"] = json!({});
+            let o = s
+                .update(&rt, "default", "d", e, UpdateScope::Main, false)
+                .unwrap();
+            assert_eq!(o["metadata"]["generation"], bumped, "{kind}");
+        }
     }
 
     #[test]
