@@ -89,6 +89,7 @@ pub fn start(api: Arc<ApiServer>, mut timing: Timing) -> Vec<JoinHandle<()>> {
         Box::new(admissionpolicystatus::PolicyStatusController::new(client())),
         Box::new(resourcequota::QuotaController::new(client())),
         Box::new(ttl::TtlController::new(client())),
+        Box::new(nodelifecycle::NoScheduleTaints::new(client())),
         Box::new(flowschemastatus::FlowSchemaStatusController::new(client())),
         Box::new(servicecidrs::ServiceCidrController::new(
             client(),
