@@ -2276,6 +2276,36 @@ mod tests {
     }
 
     #[test]
+    fn a_job_without_labels_answers_its_templates_generated_ones_owned_by_no_manager() {
+        let api = ApiServer::new(100);
+        let ns_rt = api.registry.get("", "v1", "namespaces").unwrap();
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+        api.create(&ns_rt, "", ns, &WriteOptions::default())
+            .unwrap();
+        let jobs = api.registry.get("batch", "v1", "jobs").unwrap();
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox"}]}}}});
+        let opts = WriteOptions {
+            field_manager: Some("kubectl-create".into()),
+            ..Default::default()
+        };
+        let made = api.create(&jobs, "default", job, &opts).unwrap().object;
+        let uid = meta::uid(&made).to_string();
+        assert_eq!(
+            made["metadata"]["labels"],
+            json!({"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": "once",
+                   "controller-uid": uid, "job-name": "once"})
+        );
+        assert_eq!(
+            made["metadata"]["labels"],
+            made["spec"]["template"]["metadata"]["labels"]
+        );
+        let fields = &made["metadata"]["managedFields"][0]["fieldsV1"];
+        assert!(fields.get("f:metadata").is_none(), "{fields}");
+    }
+
+    #[test]
     fn a_json_patch_that_sets_a_stale_resource_version_is_a_conflict() {
         // kubectl diff sends `replace /metadata/resourceVersion` with the version it read.
         let api = ApiServer::new(100);

@@ -490,8 +490,15 @@ fn generate_job_selector(obj: &mut Value) {
     ] {
         labels[k] = json!(v);
     }
-    if aliased {
-        let l = labels.clone();
+    // Labels still empty take the template's when the Job is next decoded, which the create's
+    // own answer already is (etcd3's store decodes what it wrote; SetDefaults_Job in
+    // pkg/apis/batch/v1/defaults.go), after the field manager ran: no manager owns them.
+    let unlabelled = obj
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .is_none_or(|m| m.is_empty());
+    if aliased || unlabelled {
+        let l = obj["spec"]["template"]["metadata"]["labels"].clone();
         meta::metadata_mut(obj).insert("labels".into(), l);
     }
 }
