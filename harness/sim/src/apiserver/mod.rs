@@ -995,6 +995,14 @@ impl ApiServer {
             validation::prune_typed(stored_rt, obj)?
         };
         go_round_trip(stored_rt, &mut obj);
+        let fresh = |o: &Value| {
+            let rv = meta::resource_version(o);
+            rv.is_empty() || rv == meta::resource_version(&current)
+        };
+        // A stale resourceVersion is a conflict before anything is validated.
+        if scope == UpdateScope::Status && !stored_rt.custom && fresh(&obj) {
+            validation::validate_status_update(stored_rt, &current, &obj)?;
+        }
         if let Some(raw) = unpruned {
             // A stale resourceVersion is a conflict before anything is validated.
             let rv = meta::resource_version(&obj);
@@ -2303,6 +2311,39 @@ mod tests {
         );
         let fields = &made["metadata"]["managedFields"][0]["fieldsV1"];
         assert!(fields.get("f:metadata").is_none(), "{fields}");
+    }
+
+    #[test]
+    fn a_deployment_status_patch_counting_more_updated_than_replicas_is_invalid() {
+        let api = ApiServer::new(100);
+        let ns_rt = api.registry.get("", "v1", "namespaces").unwrap();
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+        api.create(&ns_rt, "", ns, &WriteOptions::default())
+            .unwrap();
+        let rt = api.registry.get("apps", "v1", "deployments").unwrap();
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+        api.create(&rt, "default", d, &WriteOptions::default())
+            .unwrap();
+        let status = |s: Value| {
+            api.patch(
+                &rt,
+                "default",
+                "d",
+                Some("status"),
+                PatchType::Merge,
+                &json!({"status": s}),
+                &WriteOptions::default(),
+            )
+        };
+        status(json!({"replicas": 1, "updatedReplicas": 1})).unwrap();
+        let e = status(json!({"replicas": 0})).unwrap_err();
+        assert_eq!(e.code, 422);
+        assert_eq!(
+            e.message,
+            "Deployment.apps \"d\" is invalid: status.updatedReplicas: Invalid value: 1: cannot be greater than status.replicas"
+        );
     }
 
     #[test]
