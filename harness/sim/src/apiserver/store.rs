@@ -228,6 +228,19 @@ struct Inner {
     /// spec.nodeName -> pods bound to that node (kubelets and `fieldSelector=spec.nodeName`
     /// list by node; scanning every pod for it is what the real apiserver's index avoids).
     pods_by_node: HashMap<String, BTreeSet<ObjectKey>>,
+    /// Objects whose stored encoding still lacks what decoding defaults (`read_defaulted`), by
+    /// the resourceVersion of that encoding.
+    undefaulted: HashMap<(ResourceKey, ObjectKey), u64>,
+}
+
+/// Kinds whose create leaves a field to the defaulting that runs on every decode from etcd,
+/// so that the stored bytes lack it while every answer shows it: a PersistentVolumeClaim's
+/// `status.phase` (PrepareForCreate resets its status, pkg/registry/core/persistentvolumeclaim/
+/// strategy.go; SetDefaults_PersistentVolumeClaim answers `Pending`, pkg/apis/core/v1/
+/// defaults.go). Its first update therefore writes a new resourceVersion even when it changes
+/// nothing an answer shows (etcd3's GuaranteedUpdate compares the bytes).
+fn read_defaulted(rt: &ResourceType) -> bool {
+    rt.group.is_empty() && rt.plural == "persistentvolumeclaims"
 }
 
 fn pods_key() -> ResourceKey {
@@ -372,6 +385,7 @@ impl Store {
                 history: VecDeque::new(),
                 dependents: HashMap::new(),
                 pods_by_node: HashMap::new(),
+                undefaulted: HashMap::new(),
             }),
             history_capacity,
             tx,
@@ -558,6 +572,11 @@ impl Store {
         }
         let obj = Arc::new(obj);
         inner.rv = rv;
+        if read_defaulted(rt) {
+            inner
+                .undefaulted
+                .insert((key.clone(), (ns.clone(), name.clone())), rv);
+        }
         let stored = Stored::of(&key, &obj);
         inner
             .buckets
@@ -623,7 +642,9 @@ impl Store {
         // not yet recorded, which changes nothing else) are a write.
         let fields = |v: &Value| v.pointer("/metadata/managedFields").cloned();
         let managed_changed = fields(&merged).is_some() && fields(&merged) != fields(&current);
-        if meta::same_content(&merged, &current) && !managed_changed {
+        let current_rv = meta::parse_uint(meta::resource_version(&current)).unwrap_or(0);
+        let undefaulted = inner.undefaulted.get(&(key.clone(), okey.clone())) == Some(&current_rv);
+        if meta::same_content(&merged, &current) && !managed_changed && !undefaulted {
             return Ok(current);
         }
         meta::canonical_order(&mut merged);
@@ -639,6 +660,7 @@ impl Store {
         meta::metadata_mut(&mut merged).insert("resourceVersion".into(), json!(rv.to_string()));
         let merged = Arc::new(merged);
         inner.rv = rv;
+        inner.undefaulted.remove(&(key.clone(), okey.clone()));
         if meta::is_deleting(&merged)
             && !held_by_finalizers(rt, &merged)
             && no_grace_period(&current)
@@ -781,6 +803,7 @@ impl Store {
             let obj = Arc::new(obj);
             inner.rv = rv;
             inner.buckets.get_mut(&key).map(|b| b.remove(&okey));
+            inner.undefaulted.remove(&(key.clone(), okey.clone()));
             index_node(&mut inner, &key, &okey, Some(&current), None);
             unindex_owners(&mut inner, &key, &okey, &current);
             self.emit(
@@ -1869,6 +1892,51 @@ mod tests {
                 .update(&rt, "default", "d", e, UpdateScope::Main, false)
                 .unwrap();
             assert_eq!(o["metadata"]["generation"], bumped, "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_claims_first_update_writes_even_when_nothing_shown_changes() {
+        let reg = Registry::with_builtins();
+        let s = Store::new(100);
+        for (plural, kind, writes) in [
+            ("persistentvolumeclaims", "PersistentVolumeClaim", true),
+            ("configmaps", "ConfigMap", false),
+        ] {
+            let rt = reg.get("", "v1", plural).unwrap();
+            let o = json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": "c", "namespace": "default"},
+                "status": {"phase": "Pending"}});
+            let made = s.create(&rt, o, false).unwrap();
+            let same = s
+                .update(
+                    &rt,
+                    "default",
+                    "c",
+                    (*made).clone(),
+                    UpdateScope::Any,
+                    false,
+                )
+                .unwrap();
+            assert_eq!(
+                meta::resource_version(&same) != meta::resource_version(&made),
+                writes,
+                "{kind}: the stored encoding lacked the decoded default"
+            );
+            // The next no-op update is one: the encoding now has it.
+            let again = s
+                .update(
+                    &rt,
+                    "default",
+                    "c",
+                    (*same).clone(),
+                    UpdateScope::Any,
+                    false,
+                )
+                .unwrap();
+            assert_eq!(
+                meta::resource_version(&again),
+                meta::resource_version(&same)
+            );
         }
     }
 
