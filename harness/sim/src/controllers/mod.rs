@@ -189,6 +189,9 @@ fn handle(api: &ApiServer, ev: &StoreEvent) {
             _ => {}
         }
     }
+    if is(&ev.key, "", "serviceaccounts") && ev.event_type == EventType::Deleted {
+        serviceaccount::service_account_deleted(api, obj);
+    }
     handle_apiserver(api, ev);
     garbagecollector::handle(api, ev);
     if ev.event_type == EventType::Deleted {
