@@ -1556,14 +1556,7 @@ impl ApiServer {
                 fins.push(crd::CLEANUP_FINALIZER.into());
                 meta::set_finalizers(crd, &fins);
             }
-            meta::set_condition(
-                crd,
-                "Terminating",
-                "True",
-                Some("InstanceDeletionPending"),
-                Some("CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"),
-                &now,
-            );
+            crd::mark_terminating(crd, &now);
         })
     }
 
