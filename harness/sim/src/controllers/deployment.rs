@@ -625,7 +625,12 @@ impl Reconciler for DeploymentController {
                             false,
                             &now,
                         );
-                    } else if progressing || created {
+                    } else if progressing {
+                        // Only a count that moved is progress (`DeploymentProgressing` in
+                        // deployment/util/deployment_util.go): the sync that creates the new
+                        // ReplicaSet keeps its NewReplicaSetCreated, and so does a rollout
+                        // whose new pods never become ready (the updated count it starts from
+                        // is the old ReplicaSet's).
                         set_condition(
                             &mut status,
                             "Progressing",
@@ -687,6 +692,58 @@ impl Reconciler for DeploymentController {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::apiserver::ApiServer;
+
+    #[test]
+    fn the_sync_that_creates_the_new_replica_set_says_so_and_progress_needs_a_count_to_move() {
+        let api = ApiServer::new(100);
+        let client = Internal::new(api.clone(), "kube-controller-manager");
+        client
+            .create(
+                "",
+                "namespaces",
+                "",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "d"}}),
+            )
+            .unwrap();
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+        client.create("apps", "deployments", "d", d).unwrap();
+        let mut dc = DeploymentController::new(client.clone(), Timing::default());
+        let key = ("d".to_string(), "web".to_string());
+        let progressing = |c: &Internal| {
+            let d = c.get("apps", "deployments", "d", "web").unwrap();
+            let conds = d["status"]["conditions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            conds
+                .into_iter()
+                .find(|c| c["type"] == "Progressing")
+                .map(|c| c["reason"].as_str().unwrap_or("").to_string())
+        };
+        dc.reconcile(&key);
+        assert_eq!(
+            progressing(&client).as_deref(),
+            Some("NewReplicaSetCreated")
+        );
+        // The ReplicaSet controller made its pod: the updated count moves, which is progress.
+        let rs = client.list("apps", "replicasets", Some("d"), &|_| true);
+        assert_eq!(rs.len(), 1);
+        client
+            .merge_status(
+                "apps",
+                "replicasets",
+                "d",
+                meta::name(&rs[0]),
+                &json!({"status": {"replicas": 1}}),
+            )
+            .unwrap();
+        dc.reconcile(&key);
+        assert_eq!(progressing(&client).as_deref(), Some("ReplicaSetUpdated"));
+    }
 
     #[test]
     fn unavailable_replicas_count_the_replica_sets_desired_replicas_surge_included() {
