@@ -8,7 +8,7 @@ use super::UserInfo;
 use crate::apiserver::resources::ResourceKey;
 use crate::apiserver::selectors::LabelSelector;
 use crate::apiserver::ApiServer;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 
 pub const GROUP: &str = "rbac.authorization.k8s.io";
@@ -322,6 +322,7 @@ pub fn rule_allows(a: &Attributes, rule: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn attrs(verb: &str, group: &str, resource: &str, sub: &str, name: &str) -> Attributes {
         Attributes {
