@@ -337,26 +337,6 @@ mod tests {
     }
 
     #[test]
-    fn a_system_masters_member_reviews_the_rules_of_its_bindings() {
-        let api = ApiServer::new(100);
-        crate::apiserver::auth::bootstrap::create_defaults(&api).unwrap();
-        let (rules, errors) = rules_for(&api, &UserInfo::admin(), "");
-        assert!(errors.is_empty(), "{errors:?}");
-        let has = |r: Value| rules.contains(&r);
-        assert!(
-            has(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]})),
-            "{rules:?}"
-        );
-        assert!(
-            rules.iter().any(|r| r["resources"]
-                .as_array()
-                .is_some_and(|a| a.contains(&json!("selfsubjectreviews")))),
-            "system:basic-user's, through system:authenticated: {rules:?}"
-        );
-        assert!(rules.len() > 2, "{rules:?}");
-    }
-
-    #[test]
     fn rules_match_like_upstream() {
         let r =
             json!({"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods", "pods/log"]});
