@@ -2,6 +2,8 @@
 # The main job (README): build the harness and the controller fixture, then run the whole
 # scenario pack on the sim provider: one line per passing scenario, the whole timeline of a failing
 # one. Reports land in reports/ (JUnit, JSON, HTML, summary.md, per-scenario timelines and logs).
+# The Go operator fixture (fixtures/go-operator) is built by the runner itself (`build:` in
+# scenarios/faultline.yaml, cached in ~/.cache/faultline/go): its scenarios need Go >= 1.25.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Only what the pack runs: the runner without the kind provider's Docker engine client (a fifth

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -72,15 +74,77 @@ func (op NodeOp) Inverse() (NodeOp, bool) {
 	return NodeOp{}, false
 }
 
-// Fault is an injected primitive; Heal applies its inverse once (a one-shot primitive has
-// nothing to heal).
+// Fault is an injected node primitive or API fault; Heal applies the primitive's inverse (a
+// one-shot primitive has nothing to heal) or removes the API fault, once.
 type Fault struct {
 	sim  *Sim
 	Node string
 	Op   NodeOp
+	// API is the API fault, for faults made by InjectAPI (Node and Op are then empty).
+	API *APIFault
 
-	once sync.Once
-	err  error
+	remove func(context.Context) error
+	once   sync.Once
+	err    error
+}
+
+// APIFault is a fault of the simulated API server, as the fault catalogue's apiErrors and
+// apiLatency (docs/scenarios.md) describe it. Build one with APIErrors or APILatency.
+type APIFault struct {
+	Errors  *APIErrorsSpec  `json:"apiErrors,omitempty"`
+	Latency *APILatencySpec `json:"apiLatency,omitempty"`
+}
+
+// APIErrorsSpec fails Rate (0 < Rate <= 1) of the matching requests with HTTP status Code and
+// a Status body as kube-apiserver writes one for that code.
+type APIErrorsSpec struct {
+	Rate      float64  `json:"rate"`
+	Code      int      `json:"code,omitempty"`
+	Verbs     []string `json:"verbs,omitempty"`
+	Resources []string `json:"resources,omitempty"`
+}
+
+// APILatencySpec answers every matching request Latency late (a Go duration string).
+type APILatencySpec struct {
+	Latency   string   `json:"latency"`
+	Verbs     []string `json:"verbs,omitempty"`
+	Resources []string `json:"resources,omitempty"`
+}
+
+// APIErrors fails rate of the requests whose verb (get, list, watch, create, update, patch,
+// delete, deletecollection) is in verbs and whose resource (a plural: "pods") is in
+// resources, with HTTP status code (0: 500). Empty verbs or resources match all.
+func APIErrors(rate float64, code int, verbs, resources []string) APIFault {
+	return APIFault{Errors: &APIErrorsSpec{Rate: rate, Code: code, Verbs: verbs, Resources: resources}}
+}
+
+// APILatency delays every matching request by d (verbs and resources as for APIErrors).
+func APILatency(d time.Duration, verbs, resources []string) APIFault {
+	return APIFault{Latency: &APILatencySpec{Latency: d.String(), Verbs: verbs, Resources: resources}}
+}
+
+// InjectAPI starts an API fault; Heal removes it (Stop removes what is left). It works on an
+// API-only sim too.
+func (s *Sim) InjectAPI(ctx context.Context, af APIFault) (*Fault, error) {
+	body, err := json.Marshal(af)
+	if err != nil {
+		return nil, err
+	}
+	var answer struct {
+		ID uint64 `json:"id"`
+	}
+	if err := s.http.do(ctx, http.MethodPost, "/faultline/v1/apifaults", body, &answer); err != nil {
+		return nil, fmt.Errorf("API fault %s: %w", body, err)
+	}
+	path := "/faultline/v1/apifaults/" + strconv.FormatUint(answer.ID, 10)
+	f := &Fault{sim: s, API: &af, remove: func(ctx context.Context) error {
+		var removed any
+		return s.http.do(ctx, http.MethodDelete, path, nil, &removed)
+	}}
+	s.mu.Lock()
+	s.faults = append(s.faults, f)
+	s.mu.Unlock()
+	return f, nil
 }
 
 // Do runs one primitive on a node and returns the sim's message.
@@ -92,7 +156,7 @@ func (s *Sim) Do(ctx context.Context, node string, op NodeOp) (string, error) {
 	var answer struct {
 		Message string `json:"message"`
 	}
-	if err := s.http.post(ctx, "/faultline/v1/nodes/"+url.PathEscape(node)+"/ops", body, &answer); err != nil {
+	if err := s.http.do(ctx, http.MethodPost, "/faultline/v1/nodes/"+url.PathEscape(node)+"/ops", body, &answer); err != nil {
 		return "", fmt.Errorf("%s on %s: %w", op.Op, node, err)
 	}
 	return answer.Message, nil
@@ -113,7 +177,9 @@ func (s *Sim) Inject(ctx context.Context, node string, op NodeOp) (*Fault, error
 // Heal applies the fault's inverse, once.
 func (f *Fault) Heal(ctx context.Context) error {
 	f.once.Do(func() {
-		if inv, ok := f.Op.Inverse(); ok {
+		if f.remove != nil {
+			f.err = f.remove(ctx)
+		} else if inv, ok := f.Op.Inverse(); ok {
 			_, f.err = f.sim.Do(ctx, f.Node, inv)
 		}
 		f.sim.mu.Lock()
@@ -142,8 +208,8 @@ func newHTTPClient(cfg *rest.Config) (*httpClient, error) {
 	return &httpClient{base: cfg.Host, client: c}, nil
 }
 
-func (h *httpClient) post(ctx context.Context, path string, body []byte, into any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.base+path, bytes.NewReader(body))
+func (h *httpClient) do(ctx context.Context, method, path string, body []byte, into any) error {
+	req, err := http.NewRequestWithContext(ctx, method, h.base+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

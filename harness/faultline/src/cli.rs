@@ -41,6 +41,11 @@ enum Command {
     /// by side (events, the runbook's kubelet log lines, pod and VolumeAttachment states), with
     /// how many observations agree. Exit code: the kind run's.
     Diff(Box<crate::diff_cmd::DiffArgs>),
+    /// Find the bugs no scenario was written for: run a scenario once, then variants that each
+    /// perturb what the controller observes (a crash after one of its writes, a stale read),
+    /// judged by the scenario's expectations, the unperturbed run's end state and a request-rate
+    /// bound (sim only; docs/explore.md). Exit code 1 when a variant failed.
+    Explore(Box<crate::explore_cmd::ExploreArgs>),
     /// Check scenario files and the suite config; report errors as file:line:col.
     Validate {
         /// Scenario files or directories (default: scenarios).
@@ -341,6 +346,7 @@ async fn run(cli: Cli) -> Result<u8> {
         }
         Command::Run(args) => run_cmd(*args).await,
         Command::Diff(args) => crate::diff_cmd::run(*args).await,
+        Command::Explore(args) => crate::explore_cmd::run(*args).await,
         Command::Cleanup(args) => cleanup_cmd(args).await,
         Command::Kube { command } => kube_cmd(command).await,
         Command::Report {
@@ -672,6 +678,7 @@ async fn run_cmd(a: RunArgs) -> Result<u8> {
             at_steps: a.pause_at.clone(),
             pauser: pauser.map(|p| p as Arc<dyn runner::Pauser>),
         },
+        trace: false,
     };
     let kept: runner::Kept = Default::default();
     let reports = runner::run_all(scenarios, &suite, &opts, &kept).await;

@@ -31,22 +31,33 @@ pub struct ControllerSpec {
 }
 
 impl ControllerSpec {
-    /// From the suite's definition plus the scenario's extra args/env.
+    /// From the suite's definition plus the scenario's extra args/env. `built`: the binary a
+    /// `build` made, which is the program (the loader allows no `command` beside it).
     pub fn resolve(
         name: &str,
         def: &ControllerDef,
+        built: Option<&Path>,
         suite_dir: &Path,
         extra_args: &[String],
         extra_env: &BTreeMap<String, String>,
     ) -> ControllerSpec {
-        let prog = &def.command[0];
-        // Absolute, since the process runs in `workdir`.
-        let program = if prog.contains('/') && Path::new(prog).is_relative() {
-            std::path::absolute(suite_dir.join(prog)).unwrap_or_else(|_| suite_dir.join(prog))
-        } else {
-            PathBuf::from(prog)
+        let (program, command_args) = match (built, def.command.split_first()) {
+            (Some(b), _) => (b.to_path_buf(), &[][..]),
+            (None, Some((prog, rest))) => {
+                // Absolute, since the process runs in `workdir`.
+                let program = if prog.contains('/') && Path::new(prog).is_relative() {
+                    std::path::absolute(suite_dir.join(prog))
+                        .unwrap_or_else(|_| suite_dir.join(prog))
+                } else {
+                    PathBuf::from(prog)
+                };
+                (program, rest)
+            }
+            // The loader refuses this; spawning the empty path then fails naming the controller.
+            (None, None) => (PathBuf::new(), &[][..]),
         };
-        let mut args: Vec<String> = def.command[1..].to_vec();
+        let mut args: Vec<String> = command_args.to_vec();
+        args.extend(def.args.iter().cloned());
         args.extend(extra_args.iter().cloned());
         let mut env = def.env.clone();
         env.extend(extra_env.clone());

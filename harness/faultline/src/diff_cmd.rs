@@ -90,6 +90,7 @@ pub async fn run(a: DiffArgs) -> Result<u8> {
         controller_args: vec![],
         retries: 0,
         pause: Default::default(),
+        trace: false,
     };
 
     // The sim first (seconds). Without Longhorn, kind gives a cluster the node image's CSI

@@ -138,6 +138,34 @@ impl Recorders {
         Some((rec.history_from(anchor), live))
     }
 
+    /// Wait (at most `bound`) until `r`'s recorder shows what a fresh read of the API shows
+    /// now. A judge that reads the record right after a step's write must not miss that write
+    /// because its watch event is still on the way (a late success judged "never held").
+    async fn catch_up(&self, kube: &Kube, r: &ResourceExpect, bound: Duration) {
+        let Some(rec) = self.by_selection.lock().get(&Self::key(r)).cloned() else {
+            return;
+        };
+        let Some(holds_now) = fresh_holds(kube, r).await else {
+            return;
+        };
+        let mut latest = rec.latest.clone();
+        let _ = tokio::time::timeout(bound, async {
+            loop {
+                if latest
+                    .borrow_and_update()
+                    .as_ref()
+                    .is_some_and(|o| o.holds == holds_now)
+                {
+                    return;
+                }
+                if latest.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
+    }
+
     /// Stop every watch (the steps are over).
     pub fn stop(&self) {
         self.by_selection.lock().clear();
@@ -214,6 +242,11 @@ pub async fn evaluate(
     // opens now, on a watch of their own (a recorder's latest observation may trail another
     // watch's by an event: `never` would see a state already gone).
     let from_anchor = matches!(mode, Mode::Eventually { .. } | Mode::EventuallyFor { .. });
+    if let Some(r) = e.resource.as_ref().filter(|_| from_anchor) {
+        ctx.recorders
+            .catch_up(&ctx.kube, r, Duration::from_secs(2))
+            .await;
+    }
     let recorded = e
         .resource
         .as_ref()
@@ -813,6 +846,29 @@ pub fn observe_objects(r: &ResourceExpect, objects: &BTreeMap<String, Value>) ->
 
 /// Observations of a resource selection; with `transitions`, each change of whether the
 /// condition holds is also kept there (a `Recorder`).
+/// Whether `r`'s condition holds on a fresh LIST of its selection (`None`: it cannot be read).
+async fn fresh_holds(kube: &Kube, r: &ResourceExpect) -> Option<bool> {
+    let (ar, caps) = kube.resolve(&r.api_version, &r.kind).await.ok()?;
+    let api = kube.api(&ar, &caps, r.namespace.as_deref());
+    let mut lp = kube::api::ListParams::default();
+    if let Some(n) = &r.name {
+        lp = lp.fields(&format!("metadata.name={n}"));
+    }
+    if let Some(s) = &r.label_selector {
+        lp = lp.labels(s);
+    }
+    let list = api.list(&lp).await.ok()?;
+    let store: BTreeMap<String, Value> = list
+        .items
+        .iter()
+        .map(|o| {
+            let v = serde_json::to_value(o).unwrap_or_default();
+            (key_of(&v), v)
+        })
+        .collect();
+    Some(observe_objects(r, &store).0)
+}
+
 async fn resource_source(
     kube: Kube,
     r: ResourceExpect,

@@ -8,16 +8,20 @@
 
 pub mod cleanup;
 pub mod controller;
+pub mod endstate;
 pub mod envtest;
 pub mod events;
 pub mod expect;
+pub mod explore;
 pub mod faults;
 pub mod fidelity;
+pub mod gobuild;
 pub mod init;
 pub mod journal;
 pub mod k8s;
 pub mod logs;
 pub mod pause;
+pub mod perturb;
 pub mod provider;
 pub mod report;
 pub mod runner;

@@ -7,6 +7,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod cli;
 mod diff_cmd;
+mod explore_cmd;
 mod node_cmd;
 mod signals;
 

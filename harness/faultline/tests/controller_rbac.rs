@@ -19,6 +19,7 @@ fn run_controller_rbac(edit: impl Fn(String) -> String) -> (i32, String) {
         "fixtures/manifests",
         "fixtures/rbac",
         "fixtures/kind",
+        "fixtures/go-operator",
     ] {
         std::fs::create_dir_all(root.path().join(dir)).unwrap();
     }
@@ -27,6 +28,10 @@ fn run_controller_rbac(edit: impl Fn(String) -> String) -> (i32, String) {
         "scenarios/faultline.yaml",
         "scenarios/controller-rbac.yaml",
         "fixtures/crds/workspace.yaml",
+        "fixtures/crds/store.yaml",
+        // The Go operator is not run here; validation reads its module's go.mod and go.sum.
+        "fixtures/go-operator/go.mod",
+        "fixtures/go-operator/go.sum",
         "fixtures/manifests/workspace-1.yaml",
         "fixtures/kind/workspace-controller.yaml",
     ] {

@@ -371,3 +371,78 @@ fn a_blank_kind_node_image_is_located() {
         Some("faultline-node:abc")
     );
 }
+
+/// `spec.perturb`: each error names the file, the line and the field.
+#[rstest]
+#[case::crash_from_zero(
+    "  controller: {ref: sa}\n  perturb:\n    - crashAfterMutation: 0\n",
+    "7:27: error: spec.perturb[0].crashAfterMutation: requests are counted from 1"
+)]
+#[case::stale_window_too_long(
+    "  controller: {ref: sa}\n  perturb:\n    - staleRead: {read: 2, window: 5m}\n",
+    "7:36: error: spec.perturb[0].staleRead.window: 5m out of range: 0 < window <= 1m"
+)]
+#[case::no_kind(
+    "  controller: {ref: sa}\n  perturb:\n    - {}\n",
+    "7:7: error: spec.perturb[0]: a perturbation needs exactly one of `crashAfterMutation`, `staleRead`, `watchRelist`")]
+#[case::unknown_field(
+    "  controller: {ref: sa}\n  perturb:\n    - crashAfter: 3\n",
+    "7:7: error: spec.perturb[0]: unknown field `crashAfter`, expected one of `crashAfterMutation`, `staleRead`, `watchRelist`")]
+#[case::controller_without_service_account(
+    "  controller: {ref: ctl}\n  perturb:\n    - crashAfterMutation: 3\n",
+    "7:5: error: spec.perturb: perturbations need a controller with a `serviceAccount` in the suite config (the sim tells its requests apart by that identity)")]
+fn perturbations_get_their_precise_error(#[case] body: &str, #[case] expected: &str) {
+    let dir = suite_dir();
+    std::fs::write(dir.path().join("faultline.yaml"), "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrollers:\n  ctl: {command: [sh, -c, 'sleep 1000']}\n  sa: {command: [sh, -c, 'sleep 1000'], serviceAccount: ns/sa}\n").unwrap();
+    let (file, diags) = diagnose(
+        dir.path(),
+        &format!("{HEAD}spec:\n{body}  steps:\n    - sleep: 1s\n"),
+    );
+    let want = format!("{}:{expected}", file.display());
+    assert_eq!(
+        diags.first().map(String::as_str),
+        Some(want.as_str()),
+        "all diagnostics: {diags:#?}"
+    );
+    // The same perturbation with a controller that has a ServiceAccount is valid.
+    let ok = "spec:\n  controller: {ref: sa}\n  perturb:\n    - crashAfterMutation: 3\n    - staleRead: {read: 2}\n    - watchRelist: 4\n  steps:\n    - sleep: 1s\n";
+    let (_, diags) = diagnose(dir.path(), &format!("{HEAD}{ok}"));
+    assert!(diags.is_empty(), "{diags:#?}");
+}
+
+#[test]
+fn a_controller_names_its_program_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("faultline.yaml");
+    std::fs::create_dir_all(dir.path().join("op")).unwrap();
+    std::fs::write(dir.path().join("op/go.mod"), "module op\n").unwrap();
+    let cases = [
+        ("  a: {readyPattern: x}\n", "4:3: error: controllers.a: no program: give `command` (a program and its arguments) or `build`"),
+        ("  a: {command: []}\n", "4:16: error: controllers.a.command: the command is empty"),
+        ("  a: {command: [x], build: {go: {module: op}}}\n", "4:16: error: controllers.a.command: `command` and `build` both name the program: keep one (with `build`, put the arguments in `args`)"),
+        ("  a: {build: {go: {module: op}}}\n", "4:28: error: controllers.a.build.go.module: no go.sum in `op`"),
+        ("  a: {build: {go: {module: nowhere, package: ../x}}}\n", "4:28: error: controllers.a.build.go.module: no go.mod in `nowhere`"),
+        ("  a: {build: {rust: {crate: x}}}\n", "unknown field `rust`, expected `go`"),
+    ];
+    for (controller, wanted) in cases {
+        std::fs::write(
+            &f,
+            format!("apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrollers:\n{controller}"),
+        )
+        .unwrap();
+        let d: Vec<String> = load_suite(&f)
+            .unwrap_err()
+            .into_iter()
+            .map(|d| d.to_string())
+            .collect();
+        assert!(d[0].contains(wanted), "{controller}: {d:?}");
+    }
+    std::fs::write(dir.path().join("op/go.sum"), "").unwrap();
+    std::fs::write(&f, "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrollers:\n  a: {build: {go: {module: op}}, args: [--x]}\n").unwrap();
+    let s = load_suite(&f).unwrap();
+    let a = &s.suite.controllers["a"];
+    assert_eq!(a.args, ["--x"]);
+    assert!(
+        matches!(&a.build, Some(faultline::model::ControllerBuild { go: g }) if g.module == "op" && g.package == ".")
+    );
+}

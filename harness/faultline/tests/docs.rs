@@ -43,12 +43,17 @@ fn documented_examples_validate() {
     for c in v["crds"].as_sequence().unwrap() {
         stub(&scen_dir, c.as_str().unwrap());
     }
-    // The files a controller definition references: kind manifests, and RBAC manifests.
+    // The files a controller definition references: kind manifests, RBAC manifests, and the
+    // go.mod and go.sum of a Go module it is built from.
     for c in v["controllers"].as_mapping().unwrap().values() {
         for key in ["manifests", "rbac"] {
             for m in c[key].as_sequence().into_iter().flatten() {
                 stub(&scen_dir, m.as_str().unwrap());
             }
+        }
+        if let Some(module) = c["build"]["go"]["module"].as_str() {
+            stub(&scen_dir, &format!("{module}/go.mod"));
+            stub(&scen_dir, &format!("{module}/go.sum"));
         }
     }
     std::fs::write(scen_dir.join("faultline.yaml"), suite).unwrap();

@@ -23,6 +23,7 @@ fn opts(fake: Arc<FakeNodeOps>) -> RunOptions {
         controller_args: vec![],
         retries: 0,
         pause: Default::default(),
+        trace: false,
     }
 }
 

@@ -1,6 +1,7 @@
-//! The scenario pack (scenarios/) on the sim provider with the real workspace-controller: with the
-//! fixed controller every scenario passes; each `--regression` switch brings back a known bug and
-//! at least one scenario fails, exit 1, naming the violated budget or invariant.
+//! The scenario pack (scenarios/) on the sim provider with the real workspace-controller and the
+//! Go operator (fixtures/go-operator, built by the runner): with the fixed controllers every
+//! scenario passes; each `--regression` switch brings back a known bug and at least one scenario
+//! fails, exit 1, naming the violated budget or invariant.
 
 use rstest::rstest;
 use std::process::Command;
@@ -61,6 +62,13 @@ fn fixed_controller_passes_the_whole_pack() {
             .any(|l| l.starts_with("PASS  stale-csi-mount  ") && l.contains("fn3b-fires ")),
         "{text}"
     );
+    // The Go operator's scenarios are in the pack.
+    for name in ["go-operator-kubelet-stop", "go-operator-csi-plugin-down"] {
+        assert!(
+            scenarios.iter().any(|s| s["name"] == name),
+            "{name} in the pack: {text}"
+        );
+    }
     assert!(!text.contains("| Time | Event |"), "{text}");
 }
 
@@ -107,6 +115,17 @@ fn fixed_controller_passes_the_whole_pack() {
     "pod-readiness",
     "^false-pass-pleg-not-ready$",
     "FAIL false-pass-pleg-not-ready: expectation `cordoned` failed: budget missed: within 8s after kubelet-not-ready"
+)]
+// The controller-runtime fixture (fixtures/go-operator): its Store's Ready condition.
+#[case::ready_from_pod_phase(
+    "ready-from-pod-phase",
+    "^go-operator-kubelet-stop$",
+    "FAIL go-operator-kubelet-stop: expectation `not-ready` failed: budget missed: within 10s after kubelet-stopped for 1s"
+)]
+#[case::ready_from_spec(
+    "ready-from-spec",
+    "^go-operator-csi-plugin-down$",
+    "FAIL go-operator-csi-plugin-down: expectation `not-ready-while-unmounted` failed: held at"
 )]
 fn each_regression_fails_a_scenario(
     #[case] regression: &str,

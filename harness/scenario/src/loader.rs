@@ -357,12 +357,42 @@ pub fn load_suite_str(file: &Path, src: &str) -> Result<LoadedSuite, Vec<Diagnos
     }
     for (name, c) in &suite.controllers {
         let path = format!("controllers.{name}");
-        if c.command.is_empty() {
-            d.push(Diagnostic::at(
+        match (&c.build, c.command.is_empty()) {
+            (None, true) if spans.has(&format!("{path}.command")) => d.push(Diagnostic::at(
                 file,
                 spans.value(&format!("{path}.command")),
                 format!("{path}.command: the command is empty"),
-            ));
+            )),
+            (None, true) => d.push(Diagnostic::at(
+                file,
+                spans.key(&path),
+                format!("{path}: no program: give `command` (a program and its arguments) or `build`"),
+            )),
+            (Some(_), false) => d.push(Diagnostic::at(
+                file,
+                spans.value(&format!("{path}.command")),
+                format!("{path}.command: `command` and `build` both name the program: keep one (with `build`, put the arguments in `args`)"),
+            )),
+            (Some(ControllerBuild { go: g }), true) => {
+                let module = parent_dir(file).join(&g.module);
+                for need in ["go.mod", "go.sum"] {
+                    if !module.join(need).is_file() {
+                        d.push(Diagnostic::at(
+                            file,
+                            spans.value(&format!("{path}.build.go.module")),
+                            format!("{path}.build.go.module: no {need} in `{}`", g.module),
+                        ));
+                    }
+                }
+                if Path::new(&g.package).is_absolute() || g.package.split('/').any(|p| p == "..") {
+                    d.push(Diagnostic::at(
+                        file,
+                        spans.value(&format!("{path}.build.go.package")),
+                        format!("{path}.build.go.package: `{}` is not a package inside the module (`.` or `./cmd/x`)", g.package),
+                    ));
+                }
+            }
+            (None, false) => {}
         }
         if let Some(sa) = &c.service_account {
             if sa
@@ -688,6 +718,56 @@ impl<'a> Validator<'a> {
         ));
     }
 
+    /// `spec.perturb`: one kind per entry, ordinals from 1, a bounded stale window, and a
+    /// controller whose requests the sim can tell apart (one with a `serviceAccount`).
+    fn perturbations(&mut self, s: &Scenario) {
+        for (i, p) in s.spec.perturb.iter().enumerate() {
+            let at = format!("spec.perturb[{i}]");
+            match p.kind() {
+                None => self.err_value(
+                    &at,
+                    "a perturbation needs exactly one of `crashAfterMutation`, `staleRead`, `watchRelist`",
+                ),
+                Some(PerturbKind::CrashAfterMutation(0)) => self.err_value(
+                    &format!("{at}.crashAfterMutation"),
+                    "requests are counted from 1",
+                ),
+                Some(PerturbKind::StaleRead(r)) => {
+                    if r.read == 0 {
+                        self.err_value(&format!("{at}.staleRead.read"), "reads are counted from 1");
+                    }
+                    let w = r.window.get();
+                    if w.is_zero() || w > std::time::Duration::from_secs(60) {
+                        self.err_value(
+                            &format!("{at}.staleRead.window"),
+                            format!("{} out of range: 0 < window <= 1m", r.window),
+                        );
+                    }
+                }
+                Some(PerturbKind::WatchRelist(0)) => self.err_value(
+                    &format!("{at}.watchRelist"),
+                    "watch events are counted from 1",
+                ),
+                Some(PerturbKind::CrashAfterMutation(_) | PerturbKind::WatchRelist(_)) => {}
+            }
+        }
+        if s.spec.perturb.is_empty() || self.suite.broken {
+            return;
+        }
+        let account = s
+            .spec
+            .controller
+            .as_ref()
+            .and_then(|c| self.suite.suite.controllers.get(&c.reference))
+            .map(|d| d.service_account.is_some());
+        if account == Some(false) || s.spec.controller.is_none() {
+            self.err_value(
+                "spec.perturb",
+                "perturbations need a controller with a `serviceAccount` in the suite config (the sim tells its requests apart by that identity)",
+            );
+        }
+    }
+
     fn scenario(&mut self, s: &mut Scenario) {
         if s.api_version != API_VERSION {
             self.err_value(
@@ -754,6 +834,7 @@ impl<'a> Validator<'a> {
         if s.spec.steps.is_empty() {
             self.err_value("spec.steps", "a scenario needs at least one step");
         }
+        self.perturbations(s);
         let mut counter = 0usize;
         self.steps_list(&mut s.spec.steps, "spec.steps", &nodes, &mut counter);
         for (anchor, path, index) in std::mem::take(&mut self.deferred_anchors) {

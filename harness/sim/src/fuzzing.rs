@@ -46,6 +46,7 @@ impl ApiTarget {
             api: api.clone(),
             control: None,
             faults: ApiFaults::seeded(0),
+            trace: Default::default(),
             token: Arc::new(TOKEN.to_string()),
             auth: Arc::new(crate::apiserver::auth::Auth::new(TOKEN)),
             address: Arc::new("127.0.0.1:6443".into()),

@@ -100,6 +100,8 @@ pub struct SimServer {
     pub cluster: Option<Arc<SimCluster>>,
     /// API-level faults (errors, latency) applied to resource requests.
     pub faults: ApiFaults,
+    /// The controller's API trace and the perturbations of what it sees (`faultline explore`).
+    pub trace: crate::apiserver::http::trace::Tracer,
     pub addr: SocketAddr,
     pub token: String,
     /// PEM of the cluster CA that signed the serving certificate.
@@ -110,6 +112,54 @@ pub struct SimServer {
     tasks: Vec<JoinHandle<()>>,
     /// The HTTP front end the TLS listener serves, for clients in the same process.
     router: axum::Router,
+}
+
+/// Wait until every node in `names` is Ready and free of the `node.kubernetes.io/not-ready`
+/// taint; the error names the nodes that were not, with their Ready status.
+async fn wait_schedulable(
+    api: &ApiServer,
+    names: &[String],
+    budget: std::time::Duration,
+) -> Result<()> {
+    let rt = api
+        .resource("", "v1", "nodes")
+        .map_err(anyhow::Error::msg)?;
+    let deadline = std::time::Instant::now() + budget;
+    loop {
+        let waiting: Vec<String> = names
+            .iter()
+            .filter_map(|name| {
+                let node = api.store.get(&rt.key(), "", name);
+                let ready = node.as_ref().and_then(|n| {
+                    n.pointer("/status/conditions")?
+                        .as_array()?
+                        .iter()
+                        .find(|c| c["type"] == "Ready")
+                        .and_then(|c| c["status"].as_str().map(String::from))
+                });
+                let tainted = node.as_ref().is_some_and(|n| {
+                    n.pointer("/spec/taints")
+                        .and_then(serde_json::Value::as_array)
+                        .is_some_and(|ts| {
+                            ts.iter()
+                                .any(|t| t["key"] == "node.kubernetes.io/not-ready")
+                        })
+                });
+                (ready.as_deref() != Some("True") || tainted)
+                    .then(|| format!("{name} (Ready={})", ready.as_deref().unwrap_or("absent")))
+            })
+            .collect();
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            bail!(
+                "the simulated nodes did not become schedulable within {budget:?}: {}",
+                waiting.join(", ")
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
 }
 
 impl SimServer {
@@ -160,6 +210,7 @@ impl SimServer {
             .clone()
             .map(|c| SimCluster::start(api.clone(), &opts.nodes, c));
         let faults = ApiFaults::seeded(opts.seed);
+        let trace = crate::apiserver::http::trace::Tracer::default();
         let state = HttpState {
             api: api.clone(),
             auth: Arc::new({
@@ -176,7 +227,21 @@ impl SimServer {
             address: Arc::new(addr.to_string()),
             control: cluster.clone().map(|c| c as Arc<dyn http::ControlEndpoint>),
             faults: faults.clone(),
+            trace: trace.clone(),
         };
+        if let Some(c) = &cluster {
+            // As `kind create cluster --wait`: the cluster is handed over once every node is
+            // Ready and the node lifecycle controller has taken off the not-ready taint that
+            // admission (TaintNodesByCondition) gave it at registration, so nothing created
+            // right after the start fails scheduling on a node that is still coming up.
+            let names: Vec<String> = c.nodes.keys().cloned().collect();
+            if let Err(e) = wait_schedulable(&api, &names, std::time::Duration::from_secs(60)).await
+            {
+                c.stop();
+                tasks.iter().for_each(JoinHandle::abort);
+                return Err(e);
+            }
+        }
         let certs = match &opts.tls {
             Some(files) => tls::from_files(files)?,
             None => tls::generate()?,
@@ -193,6 +258,7 @@ impl SimServer {
             api,
             cluster,
             faults,
+            trace,
             addr,
             token,
             ca_pem: certs.ca_pem,

@@ -79,6 +79,9 @@ impl Provider for KindProvider {
     fn name(&self) -> &'static str {
         "kind"
     }
+    fn controller_mode(&self) -> ControllerMode {
+        ControllerMode::InCluster
+    }
     fn shutdown(&self) -> BoxFuture<'_, anyhow::Result<()>> {
         Box::pin(self.inner.shutdown())
     }

@@ -81,6 +81,11 @@ pub trait Cluster: Send + Sync {
     }
     fn node_ops(&self) -> Arc<dyn NodeOps>;
     fn controller_mode(&self) -> ControllerMode;
+    /// The API trace of the controller and the perturbations of what it sees, where the
+    /// provider serves the API itself (sim); `faultline explore` and `perturb:` need it.
+    fn tracer(&self) -> Option<faultline_sim::http::trace::Tracer> {
+        None
+    }
     /// Tear the cluster down. `keep`: leave it running for inspection (`--keep-cluster`); a
     /// provider that cannot outlive the process (sim) returns a description of what to do.
     fn teardown(
@@ -113,6 +118,12 @@ pub trait Provider: Send + Sync {
     /// (and its clean-up) comes first instead of the runner cutting it off.
     fn start_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_secs(120)
+    }
+    /// How the controller under test runs on this provider's clusters (as
+    /// [`Cluster::controller_mode`] says once one is up): known before any starts, so that a
+    /// controller's `build` runs only where a host process will run it.
+    fn controller_mode(&self) -> ControllerMode {
+        ControllerMode::HostProcess
     }
     /// End of the run: release what the provider still holds (kind: the idle clusters it kept
     /// for reuse). Called once, after the last scenario.

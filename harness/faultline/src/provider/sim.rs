@@ -131,6 +131,9 @@ impl Cluster for SimProviderCluster {
     fn controller_mode(&self) -> ControllerMode {
         ControllerMode::HostProcess
     }
+    fn tracer(&self) -> Option<faultline_sim::http::trace::Tracer> {
+        self.server.as_ref().map(|s| s.trace.clone())
+    }
     fn teardown(
         mut self: Box<Self>,
         keep: bool,

@@ -86,12 +86,26 @@ pub enum RunError {
     /// The controller's ServiceAccount, its RBAC or its token could not be set up.
     #[error("running the controller as its ServiceAccount: {0:#}")]
     ControllerServiceAccount(anyhow::Error),
+    /// The controller's `build` failed (before the cluster started).
+    #[error("building controller `{controller}` ({module}): {source}")]
+    ControllerBuild {
+        controller: String,
+        /// The module as the suite names it (`build.go.module`).
+        module: String,
+        /// Boxed: the rest of RunError is small, and it travels in every step's Result.
+        source: Box<crate::gobuild::GoBuildError>,
+    },
     /// The controller process did not start (or not become ready).
     #[error("{0}")]
     ControllerStart(Explained),
     /// The controller's manifests could not be deployed in the cluster.
     #[error("deploying the controller in the cluster: {0}")]
     ControllerDeploy(Explained),
+    /// The controller's requests cannot be traced or perturbed here (a provider without a
+    /// tracer, or a controller without a `serviceAccount`, whose requests the sim cannot tell
+    /// from the harness's own).
+    #[error("cannot trace or perturb the controller: {0}")]
+    Untraceable(String),
     /// A step that is not exactly one step kind (the loader rejects these).
     #[error("step `{step}`: {problem}")]
     InvalidStep { step: String, problem: String },

@@ -85,6 +85,11 @@ pub struct RunOptions {
     /// `--retries`: run a scenario that did not pass again, on a fresh cluster, up to this often.
     pub retries: u32,
     pub pause: PausePolicy,
+    /// Record the controller's API trace (`trace.json`) and the end state (`end-state.json`)
+    /// in each scenario's artifacts (`faultline explore`; also on for a scenario with
+    /// `perturb:`). Needs a provider with a tracer (sim) and a controller with a
+    /// `serviceAccount`.
+    pub trace: bool,
 }
 
 /// Clusters left running by --keep-cluster.

@@ -16,7 +16,7 @@ use crate::k8s::{self, Explained, Kube};
 use crate::loader::{LoadedScenario, LoadedSuite};
 use crate::logs::LogStore;
 use crate::model::duration::format_duration;
-use crate::model::LogSourceKind;
+use crate::model::{ControllerBuild, LogSourceKind};
 use crate::provider::{Cluster, ClusterSpec, ControllerMode};
 use crate::report::{ExpectationResult, FaultResult, HealedBy, ScenarioReport, StepResult};
 use crate::states::StateRecorder;
@@ -41,6 +41,9 @@ pub(super) struct ScenarioRun<'a> {
     workdir: PathBuf,
     /// The temporary directory when there is no report directory (kept with --keep-cluster).
     tempdir: Option<tempfile::TempDir>,
+    /// The task that carries out crash perturbations (kill, then restart the controller);
+    /// stopped before the controller is.
+    perturber: parking_lot::Mutex<Option<JoinHandle<()>>>,
 }
 
 /// The cluster, once started and set up.
@@ -80,6 +83,8 @@ struct Finished<'s> {
     steps: &'s [PlannedStep],
     step_results: Vec<StepResult>,
     expectations: Vec<ExpectationResult>,
+    /// The objects when the steps were over (when tracing): `end-state.json`.
+    end_state: Option<Vec<Value>>,
 }
 
 /// Why the steps stopped.
@@ -164,11 +169,21 @@ impl<'a> ScenarioRun<'a> {
             report,
             workdir,
             tempdir,
+            perturber: Default::default(),
         }
+    }
+
+    /// Whether the controller's requests are traced (and the end state captured).
+    fn tracing(&self) -> bool {
+        self.options.trace || !self.loaded.scenario.spec.perturb.is_empty()
     }
 
     /// Every phase in order; whatever happens in the steps, the clean-up runs.
     pub async fn run(self, kept: &Kept) -> ScenarioReport {
+        let built = match self.build().await {
+            Ok(b) => b,
+            Err(e) => return self.finish_error(e),
+        };
         let up = match self.cluster().await {
             Ok(up) => up,
             Err(e) => return self.finish_error(e),
@@ -177,7 +192,7 @@ impl<'a> ScenarioRun<'a> {
         let ControllerUp {
             process: controller,
             error: mut harness_error,
-        } = self.controller(&up, &mut watchers).await;
+        } = self.controller(&up, &mut watchers, built.as_deref()).await;
         let faults = self.faults(&up, &controller);
         let steps = match PlannedStep::plan(&self.loaded.scenario.spec.steps) {
             Ok(steps) => steps,
@@ -218,6 +233,13 @@ impl<'a> ScenarioRun<'a> {
         }
         let interrupted = matches!(end, StepsEnd::Cancelled(_));
         let expectations = self.expectations(&runner, steps_over, interrupted).await;
+        let end_state = match self.tracing() {
+            true => {
+                settle(up.cluster.tracer()).await;
+                Some(self.end_state(&up.kube).await)
+            }
+            false => None,
+        };
         let heal_errors = self.clean_up(&runner, &faults, controller, &watchers).await;
         let outcome = end.outcome(runner.current_step());
         let step_results = runner.step_results();
@@ -229,6 +251,7 @@ impl<'a> ScenarioRun<'a> {
                 steps: &planned,
                 step_results,
                 expectations,
+                end_state,
             },
             &faults.manager,
             up,
@@ -236,6 +259,44 @@ impl<'a> ScenarioRun<'a> {
             kept,
         )
         .await
+    }
+
+    /// Phase 0: the controller's `build`, when it has one and will run as a host process
+    /// (before the cluster starts: a cold build takes a while, and a failed one needs no cluster).
+    async fn build(&self) -> Result<Option<PathBuf>, RunError> {
+        let Some(c) = &self.loaded.scenario.spec.controller else {
+            return Ok(None);
+        };
+        let Some(def) = self.suite.suite.controllers.get(&c.reference) else {
+            return Ok(None);
+        };
+        let Some(ControllerBuild { go }) = &def.build else {
+            return Ok(None);
+        };
+        if self.options.provider.controller_mode() != ControllerMode::HostProcess {
+            return Ok(None);
+        }
+        let module = self.suite.dir.join(&go.module);
+        let built = crate::gobuild::build(&module, &go.package, &crate::gobuild::cache_root())
+            .await
+            .map_err(|source| RunError::ControllerBuild {
+                controller: c.reference.clone(),
+                module: go.module.clone(),
+                source: Box::new(source),
+            })?;
+        let how = match built.took {
+            Some(t) => format!("built in {}", format_duration(t)),
+            None => "cached".into(),
+        };
+        self.timeline.record(
+            EntryKind::Controller,
+            format!(
+                "controller {} {how}: {}",
+                c.reference,
+                built.binary.display()
+            ),
+        );
+        Ok(Some(built.binary))
     }
 
     /// Phase 1: the cluster started (bounded by the provider's start timeout), its client, the
@@ -311,7 +372,12 @@ impl<'a> ScenarioRun<'a> {
     /// Phase 3: the controller under test, as a host process (as its ServiceAccount when it has
     /// one) or deployed in the cluster. A process is kept even when it did not start (the
     /// clean-up stops it).
-    async fn controller(&self, up: &ClusterUp, watchers: &mut Watchers) -> ControllerUp {
+    async fn controller(
+        &self,
+        up: &ClusterUp,
+        watchers: &mut Watchers,
+        built: Option<&std::path::Path>,
+    ) -> ControllerUp {
         let up_with = |process, error| ControllerUp { process, error };
         let Some(c) = &self.loaded.scenario.spec.controller else {
             return up_with(None, None);
@@ -336,7 +402,7 @@ impl<'a> ScenarioRun<'a> {
             .chain(self.options.controller_args.iter())
             .cloned()
             .collect();
-        let spec = ControllerSpec::resolve(&c.reference, def, &suite.dir, &args, &c.env);
+        let spec = ControllerSpec::resolve(&c.reference, def, built, &suite.dir, &args, &c.env);
         let extra_env = [
             ("FAULTLINE_SEED".to_string(), self.options.seed.to_string()),
             ("FAULTLINE_SCENARIO".to_string(), self.name.clone()),
@@ -359,17 +425,105 @@ impl<'a> ScenarioRun<'a> {
                 up.kubeconfig.clone()
             }
         };
+        let tracer = match self.tracing() {
+            true => match self.follow_controller(up, def) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    error = Some(e);
+                    None
+                }
+            },
+            false => None,
+        };
         let process = ControllerProcess::new(spec, &kubeconfig, extra_env, self.timeline.clone());
         watchers
             .log_tasks
             .push(watchers.logs.attach(process.subscribe_logs()));
-        if let Err(e) = process
-            .start(self.suite.suite.defaults.step_timeout.get())
-            .await
-        {
+        let ready = self.suite.suite.defaults.step_timeout.get();
+        if let Err(e) = process.start(ready).await {
             error = Some(RunError::ControllerStart(Explained(e)));
         }
+        if let Some(t) = tracer.filter(|_| error.is_none()) {
+            *self.perturber.lock() = Some(tokio::spawn(crash_and_restart(
+                t,
+                process.clone(),
+                ready,
+                self.timeline.clone(),
+            )));
+        }
         up_with(Some(process), error)
+    }
+
+    /// Trace the controller's requests by its ServiceAccount's user, with the scenario's
+    /// perturbations armed.
+    fn follow_controller(
+        &self,
+        up: &ClusterUp,
+        def: &crate::model::ControllerDef,
+    ) -> Result<faultline_sim::http::trace::Tracer, RunError> {
+        let Some(tracer) = up.cluster.tracer() else {
+            return Err(RunError::Untraceable(format!(
+                "the {} provider does not serve the API itself (sim only)",
+                self.options.provider.name()
+            )));
+        };
+        let Some((ns, name)) = def
+            .service_account
+            .as_deref()
+            .and_then(|a| a.split_once('/'))
+        else {
+            return Err(RunError::Untraceable(
+                "the controller has no `serviceAccount` in the suite config: its requests cannot be told from the harness's own".into(),
+            ));
+        };
+        let user = format!("system:serviceaccount:{ns}:{name}");
+        let perturbations: Vec<_> = self
+            .loaded
+            .scenario
+            .spec
+            .perturb
+            .iter()
+            .filter_map(|p| p.kind())
+            .map(crate::perturb::to_sim)
+            .collect();
+        for p in &self.loaded.scenario.spec.perturb {
+            if let Some(k) = p.kind() {
+                self.timeline
+                    .record(EntryKind::Controller, format!("perturbation armed: {k}"));
+            }
+        }
+        tracer.follow(&user, perturbations);
+        Ok(tracer)
+    }
+
+    /// The objects the end-state oracle compares: the built-in kinds a controller owns and
+    /// the suite's custom resources. A failure to read them leaves the state empty.
+    async fn end_state(&self, kube: &Kube) -> Vec<Value> {
+        let mut kinds: Vec<(String, String)> = crate::endstate::BUILTIN_KINDS
+            .iter()
+            .map(|(a, k)| (a.to_string(), k.to_string()))
+            .collect();
+        for f in &self.suite.suite.crds {
+            for o in k8s::read_manifests(&self.suite.dir.join(f)).unwrap_or_default() {
+                let group = o.pointer("/spec/group").and_then(Value::as_str);
+                let kind = o.pointer("/spec/names/kind").and_then(Value::as_str);
+                let version = o
+                    .pointer("/spec/versions")
+                    .and_then(Value::as_array)
+                    .and_then(|v| {
+                        v.iter()
+                            .find(|v| v.get("storage") == Some(&Value::Bool(true)))
+                    })
+                    .and_then(|v| v.get("name"))
+                    .and_then(Value::as_str);
+                if let (Some(g), Some(k), Some(v)) = (group, kind, version) {
+                    kinds.push((format!("{g}/{v}"), k.to_string()));
+                }
+            }
+        }
+        crate::endstate::capture(kube, &kinds)
+            .await
+            .unwrap_or_default()
     }
 
     /// Phase 4: the fault manager; where clusters outlive the harness, its faults are journaled
@@ -482,6 +636,9 @@ impl<'a> ScenarioRun<'a> {
         watchers: &Watchers,
     ) -> Vec<String> {
         runner.stop_heal_timers();
+        if let Some(p) = self.perturber.lock().take() {
+            p.abort();
+        }
         let heal_errors = faults.manager.heal_all().await;
         if let Some(h) = &faults.heartbeat {
             h.abort();
@@ -512,6 +669,7 @@ impl<'a> ScenarioRun<'a> {
             steps,
             step_results,
             mut expectations,
+            end_state,
         } = finished;
         let timeline = self.timeline.clone();
         // How the steps ended ends the timeline, unless a step already wrote it there.
@@ -568,6 +726,12 @@ impl<'a> ScenarioRun<'a> {
             report.artifacts = Some(self.workdir.display().to_string());
             let states = watchers.states.as_ref().map(|(r, _)| r.all());
             let _ = write_artifacts(&self.workdir, report, &watchers.events, states);
+            if let Some(t) = up.cluster.tracer().filter(|_| end_state.is_some()) {
+                let _ = write_json(&self.workdir.join("trace.json"), &t.snapshot());
+            }
+            if let Some(objects) = &end_state {
+                let _ = write_json(&self.workdir.join("end-state.json"), objects);
+            }
         }
         for t in watchers.log_tasks {
             t.abort();
@@ -637,6 +801,48 @@ fn fault_result(r: &FaultRecord) -> FaultResult {
         healed_by: HealedBy::from_word(&r.healed_by).unwrap_or(HealedBy::NotHealed),
         heal_error: r.heal_error.clone(),
     }
+}
+
+/// Crash perturbations: whenever the sim says a crash is due (the controller's k-th write was
+/// answered and its further requests are held), kill the controller, let the sim drop what
+/// the dead process still had in flight, and start it again as the scenario started it.
+async fn crash_and_restart(
+    tracer: faultline_sim::http::trace::Tracer,
+    process: Arc<ControllerProcess>,
+    ready: Duration,
+    timeline: Timeline,
+) {
+    loop {
+        tracer.crash_due().await;
+        timeline.record(
+            EntryKind::Controller,
+            "perturbation: the controller is killed after its write",
+        );
+        let _ = process.crash(Some("KILL")).await;
+        tracer.release();
+        if let Err(e) = process.start(ready).await {
+            timeline.record(
+                EntryKind::Error,
+                format!("the controller did not restart after the perturbation: {e:#}"),
+            );
+            return;
+        }
+    }
+}
+
+/// Before the end state is captured: until the controller has made no request and seen no
+/// watch event for a second (it has settled), at most five seconds (a hot loop never does).
+async fn settle(tracer: Option<faultline_sim::http::trace::Tracer>) {
+    let Some(t) = tracer else { return };
+    let until = Instant::now() + Duration::from_secs(5);
+    while t.quiet_for() < Duration::from_secs(1) && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn write_json<T: serde::Serialize + ?Sized>(path: &std::path::Path, v: &T) -> Result<()> {
+    std::fs::write(path, serde_json::to_string_pretty(v)?)?;
+    Ok(())
 }
 
 /// The value once set; never, when the sender is gone without setting one.

@@ -55,6 +55,94 @@ pub struct ScenarioSpec {
     /// conditions and log rates). A violation fails the scenario at once.
     #[serde(default)]
     pub invariants: Vec<Expect>,
+    /// Perturbations of what the controller observes (sim only, and only for a controller with
+    /// a `serviceAccount`, whose requests the sim tells apart): `faultline explore` writes the
+    /// one that broke a variant here, so the scenario reproduces it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub perturb: Vec<Perturb>,
+}
+
+/// One perturbation; exactly one field set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Perturb {
+    /// Kill the controller right after the sim answered its k-th (1-based) mutating request
+    /// (create, update, patch, delete), then start it again as the scenario started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash_after_mutation: Option<u64>,
+    /// Answer one of the controller's GETs or LISTs from an earlier state of the store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_read: Option<StaleRead>,
+    /// Withhold the N-th (1-based) watch event meant for the controller and close that watch
+    /// with 410 Expired instead: it relists and never observes that intermediate state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch_relist: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StaleRead {
+    /// Which read (1-based, counting the controller's GETs and LISTs).
+    pub read: u64,
+    /// It is served as it was before the latest change to what it reads, if that change is
+    /// younger than this (how far a watch cache may lag; default 3s, at most 1m).
+    #[serde(default = "stale_window")]
+    pub window: Dur,
+}
+fn stale_window() -> Dur {
+    Dur::secs(3)
+}
+
+/// A perturbation as one typed value (`Perturb` with its one field).
+#[derive(Clone, Debug, PartialEq)]
+pub enum PerturbKind {
+    CrashAfterMutation(u64),
+    StaleRead(StaleRead),
+    WatchRelist(u64),
+}
+
+impl Perturb {
+    /// The kind set, when exactly one is (the loader reports the others).
+    pub fn kind(&self) -> Option<PerturbKind> {
+        match (
+            &self.crash_after_mutation,
+            &self.stale_read,
+            &self.watch_relist,
+        ) {
+            (Some(k), None, None) => Some(PerturbKind::CrashAfterMutation(*k)),
+            (None, Some(s), None) => Some(PerturbKind::StaleRead(s.clone())),
+            (None, None, Some(n)) => Some(PerturbKind::WatchRelist(*n)),
+            _ => None,
+        }
+    }
+    pub fn from_kind(k: PerturbKind) -> Perturb {
+        match k {
+            PerturbKind::CrashAfterMutation(k) => Perturb {
+                crash_after_mutation: Some(k),
+                ..Default::default()
+            },
+            PerturbKind::StaleRead(s) => Perturb {
+                stale_read: Some(s),
+                ..Default::default()
+            },
+            PerturbKind::WatchRelist(n) => Perturb {
+                watch_relist: Some(n),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+impl fmt::Display for PerturbKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PerturbKind::CrashAfterMutation(k) => {
+                write!(f, "crash after mutating request {k}")
+            }
+            PerturbKind::StaleRead(s) => write!(f, "stale read {} (window {})", s.read, s.window),
+            PerturbKind::WatchRelist(n) => write!(f, "watch event {n} withheld, relist"),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, Default)]
@@ -613,8 +701,16 @@ pub struct ExistingConfig {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ControllerDef {
     /// For sim/existing: the command (program and arguments), run with KUBECONFIG set. Relative
-    /// program paths are resolved against the suite file's directory.
+    /// program paths are resolved against the suite file's directory. Give either this or `build`.
+    #[serde(default)]
     pub command: Vec<String>,
+    /// For sim/existing: build the controller from source before its scenario's cluster starts;
+    /// the built binary is the program. Give either this or `command`.
+    #[serde(default)]
+    pub build: Option<ControllerBuild>,
+    /// Arguments after the program (of `command` or `build`), before the scenario's `args`.
+    #[serde(default)]
+    pub args: Vec<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Working directory (default: the suite file's directory).
@@ -634,6 +730,28 @@ pub struct ControllerDef {
     /// ClusterRole and binding (relative to the suite file).
     #[serde(default)]
     pub rbac: Vec<String>,
+}
+
+/// How a controller is built from source (`build:` of a suite's controller).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ControllerBuild {
+    /// `go build` of a package of a Go module, into a cache keyed by the module's sources (the
+    /// one builder so far).
+    pub go: GoBuild,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GoBuild {
+    /// The module's directory (holding go.mod and go.sum), relative to the suite file.
+    pub module: String,
+    /// The main package to build, relative to the module (default `.`).
+    #[serde(default = "d_package")]
+    pub package: String,
+}
+fn d_package() -> String {
+    ".".into()
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]

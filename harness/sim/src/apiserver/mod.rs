@@ -404,6 +404,25 @@ impl ApiServer {
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
     }
 
+    /// The object as it was at resourceVersion `rv` (from the watch history): a stale read.
+    /// Not found when it did not exist then.
+    pub fn get_stored_at(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        rv: u64,
+    ) -> ApiResult<Stored> {
+        let key = resources::storage_key(&rt.group, &rt.plural);
+        let ns = if rt.namespaced { ns } else { "" };
+        self.store
+            .snapshot_at(&key, Some(ns), rv)?
+            .into_iter()
+            .find(|o| meta::name(&o.object()) == name)
+            .map(|o| self.convert_out_stored(rt, o))
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
+    }
+
     pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Value> {
         let key = resources::storage_key(&rt.group, &rt.plural);
         let ns = if rt.namespaced { ns } else { "" };

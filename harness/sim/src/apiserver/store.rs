@@ -140,6 +140,8 @@ pub struct StoreEvent {
     pub prev: Option<Arc<Value>>,
     /// `object` with its encoding, shared with the store's copy of it.
     stored: Stored,
+    /// When it was committed (wall time): how old a stale read's hidden change is.
+    pub at: std::time::Instant,
 }
 
 impl StoreEvent {
@@ -158,6 +160,7 @@ impl StoreEvent {
             object,
             prev,
             stored,
+            at: std::time::Instant::now(),
         }
     }
 
@@ -1050,6 +1053,33 @@ impl Store {
             .collect())
     }
 
+    /// The resourceVersion a stale read of `key` (one object when `name` is given, else the
+    /// namespace's or all) is served at: just before the latest change to what it reads, when
+    /// that change was committed less than `window` ago and the history still reaches before
+    /// it. None: nothing changed within the window, the read is fresh (`faultline explore`).
+    pub fn stale_rv(
+        &self,
+        key: &ResourceKey,
+        ns: Option<&str>,
+        name: Option<&str>,
+        window: std::time::Duration,
+    ) -> Option<u64> {
+        let inner = self.inner.lock();
+        let now = std::time::Instant::now();
+        let oldest = inner.history.front().map(|e| e.rv)?;
+        let latest = inner
+            .history
+            .iter()
+            .rev()
+            .take_while(|e| now.duration_since(e.at) < window)
+            .find(|e| {
+                &e.key == key
+                    && ns.is_none_or(|n| meta::namespace(&e.object) == n)
+                    && name.is_none_or(|n| meta::name(&e.object) == n)
+            })?;
+        (latest.rv > oldest).then_some(latest.rv - 1)
+    }
+
     /// Subscribe to every committed change, as a watch does: a receiver that falls more than
     /// the channel's capacity behind lags (and must re-list).
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<StoreEvent>> {
@@ -1118,6 +1148,7 @@ impl Store {
             object,
             prev,
             stored,
+            at: std::time::Instant::now(),
         });
         inner.history.push_back(ev.clone());
         while inner.history.len() > self.history_capacity {
@@ -2015,6 +2046,43 @@ mod tests {
             .map(|e| meta::name(&e.object).to_string())
             .collect();
         assert_eq!(names, vec!["d", "e"]);
+    }
+
+    #[test]
+    fn stale_rv_is_just_before_the_latest_change_within_the_window() {
+        use std::time::Duration;
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(100);
+        s.create(&rt, cm("x"), false).unwrap();
+        let a = s.create(&rt, cm("a"), false).unwrap();
+        let mut changed = (*a).clone();
+        changed["data"] = json!({"k": "v"});
+        let b = s
+            .update(&rt, "default", "a", changed, UpdateScope::Main, false)
+            .unwrap();
+        let rv_b: u64 = meta::resource_version(&b).parse().unwrap();
+        let w = Duration::from_secs(5);
+        let key = rt.key();
+        assert_eq!(
+            s.stale_rv(&key, Some("default"), Some("a"), w),
+            Some(rv_b - 1)
+        );
+        // What the stale read sees: `a` without the update.
+        let then = s.snapshot_at(&key, Some("default"), rv_b - 1).unwrap();
+        let old = then
+            .iter()
+            .find(|o| meta::name(&o.object()) == "a")
+            .unwrap();
+        assert_eq!(old.object()["data"], json!({"a": "1"}));
+        // Another object, another resource, or a zero window: nothing to hide.
+        assert_eq!(s.stale_rv(&key, Some("other"), Some("a"), w), None);
+        assert_eq!(
+            s.stale_rv(&key, Some("default"), Some("a"), Duration::ZERO),
+            None
+        );
+        let pods = reg.get("", "v1", "pods").unwrap();
+        assert_eq!(s.stale_rv(&pods.key(), None, None, w), None);
     }
 
     #[test]

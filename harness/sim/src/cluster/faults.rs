@@ -4,7 +4,7 @@
 //! runner's sim provider, a remote `faultline sim up` and the test library (`faultline-testing`)
 //! all go through here, so an operation means the same thing in each.
 
-use crate::apiserver::http::faults::{ApiFault, ApiFaultKind, ApiFaults};
+use crate::apiserver::http::faults::{ApiFault, ApiFaults};
 use crate::cluster::nodeops::NodeOp;
 use crate::cluster::SimCluster;
 use crate::ApiServer;
@@ -107,19 +107,9 @@ fn inject(op: &NodeOperation, pv: Option<(String, bool)>) -> Effect {
         N::NodeNetworkPartition(_) => Effect::Node(vec![NodeOp::PartitionNetwork]),
         N::HungNfs(_) => Effect::Node(vec![NodeOp::HungNfs]),
         N::IoErrors(_) => Effect::Node(vec![NodeOp::IoErrors]),
-        N::ApiErrors(a) => Effect::Api(ApiFault {
-            kind: ApiFaultKind::Errors {
-                rate: a.rate,
-                code: a.code,
-            },
-            verbs: a.verbs.clone(),
-            resources: a.resources.clone(),
-        }),
-        N::ApiLatency(l) => Effect::Api(ApiFault {
-            kind: ApiFaultKind::Latency(l.latency.get()),
-            verbs: l.verbs.clone(),
-            resources: l.resources.clone(),
-        }),
+        N::ApiErrors(_) | N::ApiLatency(_) => {
+            ApiFault::from_operation(op).map_or(Effect::Node(vec![]), Effect::Api)
+        }
     }
 }
 

@@ -2,7 +2,9 @@
 //! The controller under test sees what a struggling apiserver looks like: 5xx/429 Status
 //! errors and slow responses, on the verbs and resources chosen.
 
-use crate::apiserver::status::ApiError;
+use crate::apiserver::status::{ApiError, ApiResult};
+use axum::http::{Method, StatusCode};
+use axum::response::Response;
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -26,6 +28,94 @@ pub struct ApiFault {
     pub verbs: Vec<String>,
     /// Resource plurals (pods, workspaces, ...); empty: all.
     pub resources: Vec<String>,
+}
+
+impl ApiFault {
+    /// The API fault a catalogue operation stands for (`apiErrors`, `apiLatency`); `None` for
+    /// every node operation. The one place the catalogue's parameters become an `ApiFault`.
+    pub fn from_operation(op: &faultline_faults::NodeOperation) -> Option<ApiFault> {
+        use faultline_faults::NodeOperation as N;
+        match op {
+            N::ApiErrors(a) => Some(ApiFault {
+                kind: ApiFaultKind::Errors {
+                    rate: a.rate,
+                    code: a.code,
+                },
+                verbs: a.verbs.clone(),
+                resources: a.resources.clone(),
+            }),
+            N::ApiLatency(l) => Some(ApiFault {
+                kind: ApiFaultKind::Latency(l.latency.get()),
+                verbs: l.verbs.clone(),
+                resources: l.resources.clone(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// `/faultline/v1/apifaults`, for tests outside the runner (go/faultlinetest, docs/go.md):
+/// `POST` a catalogue operation (`{"apiErrors": {...}}` or `{"apiLatency": {...}}`, as a
+/// scenario writes it) and get its id (201); `DELETE .../<id>` removes that fault, `DELETE`
+/// without an id removes all. Served after authentication, in API-only mode too.
+pub fn control(
+    faults: &ApiFaults,
+    method: &Method,
+    rest: &[&str],
+    body: &[u8],
+) -> ApiResult<Response> {
+    let ok = |code: StatusCode, v: serde_json::Value| {
+        super::json_response(code, &v, &super::negotiate::Output::Json, &[])
+    };
+    match (method.clone(), rest) {
+        (Method::POST, []) => {
+            let op: faultline_faults::NodeOperation = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("an API fault: {e}")))?;
+            let fault = ApiFault::from_operation(&op).ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "{} is not an API fault: use apiErrors or apiLatency (node operations go to /faultline/v1/nodes/<node>/ops)",
+                    op.key()
+                ))
+            })?;
+            if let ApiFaultKind::Errors { rate, code } = fault.kind {
+                if !(rate > 0.0 && rate <= 1.0) {
+                    return Err(ApiError::bad_request(format!(
+                        "apiErrors.rate: {rate} is not in (0, 1]"
+                    )));
+                }
+                if !(400..=599).contains(&code) {
+                    return Err(ApiError::bad_request(format!(
+                        "apiErrors.code: {code} is not an HTTP error status (400-599)"
+                    )));
+                }
+            }
+            let id = faults.add(fault);
+            Ok(ok(StatusCode::CREATED, serde_json::json!({"id": id})))
+        }
+        (Method::DELETE, []) => {
+            faults.clear();
+            Ok(ok(StatusCode::OK, serde_json::json!({"removed": "all"})))
+        }
+        (Method::DELETE, [id]) => {
+            let id: u64 = id
+                .parse()
+                .map_err(|_| ApiError::bad_request(format!("{id:?} is not an API fault id")))?;
+            if faults.remove(id) {
+                Ok(ok(StatusCode::OK, serde_json::json!({"removed": id})))
+            } else {
+                Err(ApiError::new(
+                    404,
+                    "NotFound",
+                    format!("no active API fault {id}"),
+                ))
+            }
+        }
+        _ => Err(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "the API faults endpoint takes POST and DELETE",
+        )),
+    }
 }
 
 struct Active {
@@ -111,6 +201,56 @@ fn injected(code: u16) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn status_of(r: ApiResult<Response>) -> u16 {
+        match r {
+            Ok(resp) => resp.status().as_u16(),
+            Err(e) => e.code,
+        }
+    }
+
+    #[test]
+    fn the_control_endpoint_adds_and_removes_catalogue_api_faults() {
+        let f = ApiFaults::seeded(1);
+        let body = br#"{"apiErrors": {"rate": 1, "code": 503, "verbs": ["get"], "resources": ["configmaps"]}}"#;
+        assert_eq!(status_of(control(&f, &Method::POST, &[], body)), 201);
+        let (err, _) = f.decide("get", "configmaps");
+        assert_eq!(err.map(|e| e.code), Some(503));
+        assert!(f.decide("list", "configmaps").0.is_none());
+        let latency = br#"{"apiLatency": {"latency": "250ms"}}"#;
+        assert_eq!(status_of(control(&f, &Method::POST, &[], latency)), 201);
+        assert_eq!(f.decide("list", "pods").1, Duration::from_millis(250));
+        // Ids count from 1: the first fault goes, the latency stays.
+        assert_eq!(status_of(control(&f, &Method::DELETE, &["1"], b"")), 200);
+        assert!(f.decide("get", "configmaps").0.is_none());
+        assert_eq!(status_of(control(&f, &Method::DELETE, &["1"], b"")), 404);
+        assert_eq!(status_of(control(&f, &Method::DELETE, &[], b"")), 200);
+        assert_eq!(f.decide("list", "pods").1, Duration::ZERO);
+    }
+
+    #[test]
+    fn the_control_endpoint_refuses_what_is_not_an_api_fault() {
+        let f = ApiFaults::seeded(1);
+        for (body, says) in [
+            (
+                &br#"{"kubeletStop": {"node": "worker-01"}}"#[..],
+                "is not an API fault",
+            ),
+            (br#"{"apiErrors": {"rate": 0}}"#, "apiErrors.rate"),
+            (
+                br#"{"apiErrors": {"rate": 0.5, "code": 200}}"#,
+                "apiErrors.code",
+            ),
+            (br#"{"apiErrors": {"rate": 0.5, "colour": 1}}"#, "colour"),
+            (b"{", "an API fault"),
+        ] {
+            let e = control(&f, &Method::POST, &[], body).unwrap_err();
+            assert_eq!(e.code, 400, "{}", e.message);
+            assert!(e.message.contains(says), "{}", e.message);
+        }
+        assert_eq!(status_of(control(&f, &Method::GET, &[], b"")), 405);
+        assert_eq!(status_of(control(&f, &Method::DELETE, &["x"], b"")), 400);
+    }
 
     #[test]
     fn errors_follow_rate_and_filters_and_are_seeded() {

@@ -8,6 +8,7 @@ pub mod negotiate;
 pub mod openapi;
 pub mod route;
 pub mod streaming;
+pub mod trace;
 pub mod watch;
 
 use crate::apiserver::auth::{self, Auth, UserInfo};
@@ -51,6 +52,8 @@ pub struct HttpState {
     pub control: Option<Arc<dyn ControlEndpoint>>,
     /// Injected API errors and latency (`apiErrors` / `apiLatency` faults).
     pub faults: faults::ApiFaults,
+    /// The controller's API trace and the perturbations of what it observes (`trace`).
+    pub trace: trace::Tracer,
     pub token: Arc<String>,
     /// Authentication (admin token, ServiceAccount tokens) and RBAC: `crate::apiserver::auth`.
     pub auth: Arc<Auth>,
@@ -365,6 +368,10 @@ async fn dispatch(c: &RequestContext<'_>, route: Route) -> ApiResult<Response> {
             )
         }
         Route::Resource(p) => resource(c, p).await,
+        Route::Control(path) if path.first().map(String::as_str) == Some("apifaults") => {
+            let rest: Vec<&str> = path[1..].iter().map(String::as_str).collect();
+            faults::control(&c.s.faults, &c.method, &rest, c.body)
+        }
         Route::Control(path) => {
             let control = c.s.control.as_ref().ok_or_else(|| {
                 ApiError::new(
@@ -485,14 +492,20 @@ fn verb(method: &Method, p: &ResourcePath, watch: bool) -> &'static str {
 
 async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response> {
     let api = &c.s.api;
-    let (injected, delay) = c.s.faults.decide(
-        verb(
-            &c.method,
-            &p,
-            p.watch_prefix || is_true(c.query.get("watch")),
-        ),
-        &p.plural,
+    let verb_name = verb(
+        &c.method,
+        &p,
+        p.watch_prefix || is_true(c.query.get("watch")),
     );
+    let traced = c.s.trace.traces(&c.user.name);
+    // A crash is due: the traced client's requests wait for it, and those held across it
+    // belong to the dead process (sent after the crash point), so they are not carried out.
+    if traced && c.s.trace.pass().await == trace::Gate::Dead {
+        return Err(ApiError::service_unavailable(
+            "the client was killed before this request was served (faultline explore)",
+        ));
+    }
+    let (injected, delay) = c.s.faults.decide(verb_name, &p.plural);
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
@@ -501,11 +514,138 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
     }
     let rt = api.resource(&p.group, &p.version, &p.plural)?;
     let events_v1 = rt.group == "events.k8s.io";
-    let out = resource_of(c, p, rt).await;
+    let t = match trace::Verb::parse(verb_name) {
+        Some(v) if traced => Some(traced_request(c, &p, &rt, v)),
+        _ => None,
+    };
+    let (stale, watch_trace) = match &t {
+        Some(t) => (t.stale, t.verb == trace::Verb::Watch),
+        None => (None, false),
+    };
+    let out = resource_of(c, p, rt, stale, watch_trace).await;
+    if let Some(t) = t {
+        t.record(c, &out);
+    }
     if events_v1 {
         out.map_err(requalify_events)
     } else {
         out
+    }
+}
+
+/// A request of the traced client before it is served: what the trace records of it, and the
+/// resourceVersion to serve a read at when a stale read is armed for it and finds a change to
+/// hide.
+struct TracedRequest {
+    verb: trace::Verb,
+    resource: String,
+    namespace: Option<String>,
+    name: Option<String>,
+    resource_version: Option<String>,
+    read: Option<u64>,
+    stale_from: Option<u64>,
+    stale: Option<u64>,
+}
+
+fn traced_request(
+    c: &RequestContext<'_>,
+    p: &ResourcePath,
+    rt: &ResourceType,
+    verb: trace::Verb,
+) -> TracedRequest {
+    let mut resource = if rt.group.is_empty() {
+        rt.plural.clone()
+    } else {
+        format!("{}.{}", rt.plural, rt.group)
+    };
+    if let Some(sub) = &p.sub {
+        resource = format!("{resource}/{sub}");
+    }
+    // A write's name and precondition come from its body (kube-rs and client-go send JSON).
+    let body: Option<Value> = if verb.is_mutating() && !c.body.is_empty() {
+        serde_json::from_slice(c.body).ok()
+    } else {
+        None
+    };
+    let from_body = |f: &str| {
+        body.as_ref()
+            .and_then(|b| b.pointer(&format!("/metadata/{f}")))
+            .and_then(Value::as_str)
+            .map(String::from)
+    };
+    let name = p.name.clone().or_else(|| {
+        from_body("name").or_else(|| from_body("generateName").map(|g| format!("{g}*")))
+    });
+    let resource_version = c
+        .q("resourceVersion")
+        .filter(|v| !v.is_empty())
+        .map(String::from)
+        .or_else(|| from_body("resourceVersion"));
+    let (mut read, mut stale_from, mut stale) = (None, None, None);
+    // Reads of the object or its status, and LISTs. Only those the watch cache answers can be
+    // stale (cacher.go): resourceVersion=0, or a resourceVersion the answer must not be older
+    // than (NotOlderThan). Without one, GET is a quorum read from etcd and LIST a consistent
+    // read (ConsistentListFromCache waits for the cache to catch up): never stale.
+    let plain = matches!(p.sub.as_deref(), None | Some("status"));
+    if verb.is_read() && plain {
+        let ticket = c.s.trace.next_read();
+        read = Some(ticket.ordinal);
+        let rv = c.q("resourceVersion").unwrap_or("");
+        let cached = !rv.is_empty()
+            && c.q("resourceVersionMatch") != Some("Exact")
+            && c.q("continue").is_none_or(str::is_empty);
+        let floor = rv.parse::<u64>().unwrap_or(0);
+        let key = crate::apiserver::resources::storage_key(&rt.group, &rt.plural);
+        let ns = p.namespace.as_deref().filter(|_| rt.namespaced);
+        let at = |w| {
+            c.s.api
+                .store
+                .stale_rv(&key, ns, p.name.as_deref(), w)
+                .filter(|at| cached && *at >= floor)
+        };
+        stale_from = at(trace::DEFAULT_STALE_WINDOW);
+        stale = match ticket.stale_window {
+            Some(w) => at(w),
+            None => None,
+        };
+        if stale.is_some() {
+            c.s.trace.stale_served(ticket.ordinal);
+        }
+    }
+    TracedRequest {
+        verb,
+        resource,
+        namespace: p.namespace.clone(),
+        name,
+        resource_version,
+        read,
+        stale_from,
+        stale,
+    }
+}
+
+impl TracedRequest {
+    fn record(self, c: &RequestContext<'_>, out: &ApiResult<Response>) {
+        let code = match out {
+            Ok(r) => r.status().as_u16(),
+            Err(e) => e.code,
+        };
+        let perturbed = self
+            .stale
+            .map(|rv| format!("stale read at resourceVersion {rv}"));
+        c.s.trace.record_request(trace::TraceKind::Request {
+            verb: self.verb,
+            resource: self.resource,
+            namespace: self.namespace,
+            name: self.name,
+            resource_version: self.resource_version,
+            store_rv: c.s.api.store.current_rv(),
+            code,
+            mutation: None,
+            read: self.read,
+            stale_from: self.stale_from,
+            perturbed,
+        });
     }
 }
 
@@ -531,10 +671,14 @@ fn requalify_events(mut e: ApiError) -> ApiError {
     e
 }
 
+/// `stale`: serve a GET or LIST at this earlier resourceVersion (an armed stale read);
+/// `watch_trace`: record the events a watch delivers in the trace.
 async fn resource_of(
     c: &RequestContext<'_>,
     p: ResourcePath,
     rt: Arc<ResourceType>,
+    stale: Option<u64>,
+    watch_trace: bool,
 ) -> ApiResult<Response> {
     let api = &c.s.api;
     // Cluster-scoped resources have no namespaced paths; namespaced ones are reachable without a
@@ -568,6 +712,7 @@ async fn resource_of(
             &c.query,
             c.watch_output()?,
             None,
+            watch_trace.then(|| c.s.trace.clone()),
         ),
         (Method::GET, Some(name), None) if is_watch => watch::serve(
             c.s.api.clone(),
@@ -576,6 +721,7 @@ async fn resource_of(
             &c.query,
             c.watch_output()?,
             Some(name.to_string()),
+            watch_trace.then(|| c.s.trace.clone()),
         ),
         (Method::GET, name, None) if rt.group.is_empty() && rt.plural == "componentstatuses" => {
             let warning = ["v1 ComponentStatus is deprecated in v1.19+".to_string()];
@@ -609,7 +755,7 @@ async fn resource_of(
                 }
             }
         }
-        (Method::GET, None, None) => list(c, &rt, p.namespace.as_deref()),
+        (Method::GET, None, None) => list(c, &rt, p.namespace.as_deref(), stale),
         (Method::GET, Some(name), Some("log")) => {
             let previous = is_true(c.query.get("previous"));
             let timestamps = is_true(c.query.get("timestamps"));
@@ -656,7 +802,10 @@ async fn resource_of(
                 crate::apiserver::meta::parse_resource_version(rv)
                     .map_err(|e| ApiError::new(500, "", format!("resourceVersion: {e}")))?;
             }
-            let obj = api.get_stored(&rt, &ns, name)?;
+            let obj = match stale {
+                Some(rv) => api.get_stored_at(&rt, &ns, name, rv)?,
+                None => api.get_stored(&rt, &ns, name)?,
+            };
             match c.output(false)? {
                 Output::Json => Ok(bytes_response(
                     StatusCode::OK,
@@ -925,7 +1074,12 @@ fn field_selector(c: &RequestContext<'_>) -> ApiResult<FieldSelector> {
     }
 }
 
-fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResult<Response> {
+fn list(
+    c: &RequestContext<'_>,
+    rt: &ResourceType,
+    ns: Option<&str>,
+    stale: Option<u64>,
+) -> ApiResult<Response> {
     let labels = label_selector(c)?;
     let fields = field_selector(c)?;
     let limit = match c.q("limit") {
@@ -965,6 +1119,11 @@ fn list(c: &RequestContext<'_>, rt: &ResourceType, ns: Option<&str>) -> ApiResul
         c.q("resourceVersionMatch").unwrap_or(""),
         c.q("resourceVersion").unwrap_or(""),
     ) {
+        // An armed stale read: the whole list as it was (no paging, as the watch cache).
+        _ if stale.is_some() => {
+            c.s.api
+                .list_exact(rt, ns, &labels, &fields, stale.unwrap_or_default())?
+        }
         ("Exact", rv) => {
             let rv = rv
                 .parse::<u64>()

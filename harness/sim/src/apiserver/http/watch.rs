@@ -182,6 +182,7 @@ pub fn serve(
     query: &HashMap<String, String>,
     out: Output,
     name: Option<String>,
+    trace: Option<super::trace::Tracer>,
 ) -> ApiResult<Response> {
     let labels = match query.get("labelSelector") {
         Some(s) if !s.is_empty() => LabelSelector::parse(s).map_err(ApiError::bad_request)?,
@@ -262,6 +263,7 @@ pub fn serve(
         bookmarks,
         send_initial,
         timeout,
+        trace,
     ));
     Ok(stream_response(
         tokio_stream::wrappers::ReceiverStream::new(rx).map_ok(),
@@ -303,7 +305,28 @@ async fn run(
     bookmarks: bool,
     send_initial: bool,
     timeout: Option<Duration>,
+    trace: Option<super::trace::Tracer>,
 ) {
+    // Every event this watch delivers to a traced client goes into its trace; one a relist is
+    // armed for is not delivered: the watch ends with 410 Expired instead (`true`).
+    let note = |t: &str, o: &Value| -> bool {
+        let Some(tr) = &trace else { return false };
+        tr.record_event(super::trace::TraceKind::WatchEvent {
+            resource: rt.plural.clone(),
+            event: t.to_string(),
+            namespace: Some(meta::namespace(o).to_string()).filter(|n| !n.is_empty()),
+            name: meta::name(o).to_string(),
+            resource_version: meta::resource_version(o).to_string(),
+            ordinal: None,
+            withheld: false,
+        })
+    };
+    let expired = || {
+        ApiError::gone(
+            "too old resource version: the watch was closed to force a relist (faultline explore)",
+        )
+        .to_status()
+    };
     let crate::apiserver::store::WatchStart {
         replay,
         snapshot,
@@ -315,11 +338,17 @@ async fn run(
     for stored in &snapshot {
         let source = stored.object();
         let o = api.convert_out_shared(&rt, source.clone());
-        if filter.matches(&o)
-            && tx
-                .send(enc.stored_line("ADDED", &o, &source, stored))
-                .await
-                .is_err()
+        if !filter.matches(&o) {
+            continue;
+        }
+        if note("ADDED", &o) {
+            let _ = tx.send(enc.line("ERROR", &expired())).await;
+            return;
+        }
+        if tx
+            .send(enc.stored_line("ADDED", &o, &source, stored))
+            .await
+            .is_err()
         {
             return;
         }
@@ -334,6 +363,10 @@ async fn run(
     for ev in &replay {
         consumed_rv = consumed_rv.max(ev.rv);
         if let Some((t, o)) = view(ev, &filter, &api, &rt) {
+            if note(t, &o) {
+                let _ = tx.send(enc.line("ERROR", &expired())).await;
+                return;
+            }
             if tx.send(enc.event_line(t, &o, ev)).await.is_err() {
                 return;
             }
@@ -367,6 +400,10 @@ async fn run(
                     }
                     consumed_rv = consumed_rv.max(ev.rv);
                     if let Some((t, o)) = view(&ev, &filter, &api, &rt) {
+                        if note(t, &o) {
+                            let _ = tx.send(enc.line("ERROR", &expired())).await;
+                            return;
+                        }
                         if tx.send(enc.event_line(t, &o, &ev)).await.is_err() {
                             return;
                         }
@@ -383,6 +420,10 @@ async fn run(
                             for ev in &again.replay {
                                 consumed_rv = consumed_rv.max(ev.rv);
                                 if let Some((t, o)) = view(ev, &filter, &api, &rt) {
+                                    if note(t, &o) {
+                                        let _ = tx.send(enc.line("ERROR", &expired())).await;
+                                        return;
+                                    }
                                     if tx.send(enc.event_line(t, &o, ev)).await.is_err() {
                                         return;
                                     }

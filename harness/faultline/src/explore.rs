@@ -1,0 +1,645 @@
+//! `faultline explore SCENARIO`: the scenario once unperturbed, with the controller's API trace
+//! and the end state recorded; perturbation points derived from that trace (a crash after each of
+//! the controller's writes, a stale answer to each read that had a younger change to hide);
+//! then variants with one perturbation each, in an order fixed by the seed, `jobs` at a time,
+//! until the budget is spent. A variant fails an oracle when the scenario's expectations fail,
+//! when its end state differs from the unperturbed run's (normalised: `endstate`), or when the
+//! controller's request rate passes the hot-loop bound. A failing variant is written out as a
+//! scenario with its `perturb:` section; `faultline explore` on that file replays it (the
+//! baseline without the perturbation, then the one variant with it).
+
+use crate::endstate::{self, Difference, EndState};
+use crate::loader::{LoadedScenario, LoadedSuite};
+use crate::perturb;
+use crate::runner::{self, NoProgress, RunOptions};
+use crate::timeline::Verdict;
+use anyhow::{bail, Context, Result};
+use faultline_sim::http::trace::{Perturbation, Trace, TraceEntry, TraceKind};
+use futures::StreamExt;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How to explore.
+#[derive(Clone, Debug)]
+pub struct ExploreOptions {
+    /// No variant starts after this much time (the ones running finish).
+    pub budget: Duration,
+    pub seed: u64,
+    pub jobs: usize,
+    /// Where runs, repro scenarios and `explore.json` go.
+    pub out: PathBuf,
+    /// JSON pointers (`*` for any segment) left out of the end-state comparison.
+    pub ignore: Vec<String>,
+    /// The hot-loop bound: at most this many controller requests in any `rate_window`.
+    pub max_requests: usize,
+    pub rate_window: Duration,
+    /// The stale-read window (how far a watch cache may lag).
+    pub stale_window: Duration,
+}
+
+/// An oracle a variant failed.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase", tag = "oracle")]
+pub enum Violation {
+    /// The scenario's own expectations (or the run) failed.
+    Expectations { verdict: Verdict, reason: String },
+    /// The end state differs from the unperturbed run's.
+    EndState { differences: usize },
+    /// More controller requests in one window than the bound.
+    HotLoop {
+        requests: usize,
+        window_ms: u64,
+        bound: usize,
+    },
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Violation::Expectations { verdict, reason } => {
+                write!(f, "scenario {}: {reason}", verdict.word())
+            }
+            Violation::EndState { differences } => write!(
+                f,
+                "end state differs from the unperturbed run's ({differences} difference(s))"
+            ),
+            Violation::HotLoop {
+                requests,
+                window_ms,
+                bound,
+            } => write!(
+                f,
+                "hot loop: {requests} controller requests within {window_ms} ms (bound {bound})"
+            ),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VariantResult {
+    pub index: usize,
+    pub perturbation: Perturbation,
+    pub description: String,
+    /// Whether the perturbation took effect in this run.
+    pub fired: bool,
+    pub verdict: Verdict,
+    pub violations: Vec<Violation>,
+    pub differences: Vec<Difference>,
+    /// The controller's trace around the perturbation.
+    pub trace_around: Vec<TraceEntry>,
+    /// The scenario that reproduces a failing variant.
+    pub repro: Option<PathBuf>,
+    pub duration_ms: u64,
+    pub artifacts: PathBuf,
+}
+
+impl VariantResult {
+    pub fn failed(&self) -> bool {
+        !self.violations.is_empty()
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BaselineSummary {
+    pub verdict: Verdict,
+    pub duration_ms: u64,
+    pub requests: usize,
+    pub mutations: u64,
+    pub watch_events: usize,
+    pub stale_candidates: usize,
+    pub peak_requests: usize,
+    pub end_state_objects: usize,
+}
+
+/// `explore.json`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExploreReport {
+    pub scenario: String,
+    pub file: String,
+    pub seed: u64,
+    pub budget_ms: u64,
+    pub elapsed_ms: u64,
+    pub jobs: usize,
+    /// Replaying a scenario's own `perturb:` rather than exploring.
+    pub replay: bool,
+    pub baseline: BaselineSummary,
+    /// Perturbation points derived from the baseline's trace.
+    pub points: usize,
+    pub found: usize,
+    pub variants: Vec<VariantResult>,
+}
+
+/// The points of a baseline trace, in the seed's order: crashes after each write and stale
+/// answers to the reads that had something younger than the window to hide, shuffled per kind
+/// and interleaved so that a small budget samples every kind; a relist of each watch event.
+pub fn points(trace: &Trace, seed: u64, stale_window: Duration) -> Vec<Perturbation> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut crashes: Vec<Perturbation> = (1..=trace.mutations())
+        .map(|k| Perturbation::CrashAfterMutation { k })
+        .collect();
+    let mut stale: Vec<Perturbation> = trace
+        .stale_candidates()
+        .into_iter()
+        .map(|(n, _)| Perturbation::StaleRead {
+            n,
+            window: stale_window,
+        })
+        .collect();
+    let mut relists: Vec<Perturbation> = (1..=trace.watch_events())
+        .map(|n| Perturbation::WatchRelist { n })
+        .collect();
+    crashes.shuffle(&mut rng);
+    stale.shuffle(&mut rng);
+    relists.shuffle(&mut rng);
+    let mut out = vec![];
+    let (mut a, mut b, mut c) = (crashes.into_iter(), stale.into_iter(), relists.into_iter());
+    loop {
+        match (a.next(), b.next(), c.next()) {
+            (None, None, None) => return out,
+            (x, y, z) => out.extend(x.into_iter().chain(y).chain(z)),
+        }
+    }
+}
+
+pub fn describe(p: &Perturbation) -> String {
+    perturb::to_model(p)
+        .kind()
+        .map(|k| k.to_string())
+        .unwrap_or_default()
+}
+
+fn slug(p: &Perturbation) -> String {
+    match p {
+        Perturbation::CrashAfterMutation { k } => format!("crash-after-{k}"),
+        Perturbation::StaleRead { n, .. } => format!("stale-read-{n}"),
+        Perturbation::WatchRelist { n } => format!("watch-relist-{n}"),
+    }
+}
+
+/// One run of `loaded` with `perturbations`, tracing, its artifacts under `dir`.
+struct Run {
+    verdict: Verdict,
+    reason: String,
+    duration_ms: u64,
+    trace: Trace,
+    objects: Vec<serde_json::Value>,
+    artifacts: PathBuf,
+}
+
+async fn run_once(
+    loaded: &LoadedScenario,
+    suite: &LoadedSuite,
+    base: &RunOptions,
+    perturbations: Vec<Perturbation>,
+    dir: &Path,
+) -> Result<Run> {
+    let mut scenario = loaded.clone();
+    scenario.scenario.spec.perturb = perturbations.iter().map(perturb::to_model).collect();
+    let options = RunOptions {
+        report_dir: Some(dir.to_path_buf()),
+        trace: true,
+        progress: Arc::new(NoProgress),
+        retries: 0,
+        keep_cluster: false,
+        ..base.clone()
+    };
+    let report = runner::run_scenario(&scenario, suite, &options, &Default::default(), 1).await;
+    let artifacts = dir.join(&report.name);
+    let read = |f: &str| {
+        std::fs::read_to_string(artifacts.join(f))
+            .with_context(|| format!("reading {}", artifacts.join(f).display()))
+    };
+    let trace: Trace = match read("trace.json") {
+        Ok(t) => serde_json::from_str(&t)?,
+        Err(_) if report.verdict != Verdict::Passed => Trace::default(),
+        Err(e) => return Err(e),
+    };
+    let objects = match read("end-state.json") {
+        Ok(t) => serde_json::from_str(&t)?,
+        Err(_) => vec![],
+    };
+    Ok(Run {
+        verdict: report.verdict,
+        reason: report.reason.unwrap_or_default(),
+        duration_ms: report.duration_ms,
+        trace,
+        objects,
+        artifacts,
+    })
+}
+
+/// Explore `loaded` (or replay its `perturb:`). `on_variant` sees each variant as it ends.
+pub async fn explore(
+    loaded: &LoadedScenario,
+    suite: &LoadedSuite,
+    base: &RunOptions,
+    opts: &ExploreOptions,
+    on_variant: &(dyn Fn(&VariantResult) + Sync),
+) -> Result<ExploreReport> {
+    let started = Instant::now();
+    let pinned: Vec<Perturbation> = loaded
+        .scenario
+        .spec
+        .perturb
+        .iter()
+        .filter_map(|p| p.kind())
+        .map(perturb::to_sim)
+        .collect();
+    std::fs::create_dir_all(&opts.out)
+        .with_context(|| format!("creating {}", opts.out.display()))?;
+    let baseline = run_once(loaded, suite, base, vec![], &opts.out.join("baseline")).await?;
+    if baseline.verdict != Verdict::Passed {
+        bail!(
+            "the unperturbed run did not pass ({}): {} - explore needs a passing scenario (artifacts: {})",
+            baseline.verdict.word(),
+            baseline.reason,
+            baseline.artifacts.display()
+        );
+    }
+    if baseline.trace.requests().next().is_none() {
+        bail!("the unperturbed run recorded no controller requests (does the scenario start a controller with a `serviceAccount`?)");
+    }
+    let reference = endstate::normalise(&baseline.objects, &opts.ignore);
+    let peak = baseline.trace.peak_requests(opts.rate_window);
+    let summary = BaselineSummary {
+        verdict: baseline.verdict,
+        duration_ms: baseline.duration_ms,
+        requests: baseline.trace.requests().count(),
+        mutations: baseline.trace.mutations(),
+        watch_events: baseline
+            .trace
+            .entries
+            .iter()
+            .filter(|e| matches!(e.what, TraceKind::WatchEvent { .. }))
+            .count(),
+        stale_candidates: baseline.trace.stale_candidates().len(),
+        peak_requests: peak,
+        end_state_objects: baseline.objects.len(),
+    };
+    let replay = !pinned.is_empty();
+    let points: Vec<Vec<Perturbation>> = if replay {
+        vec![pinned]
+    } else {
+        points(&baseline.trace, opts.seed, opts.stale_window)
+            .into_iter()
+            .map(|p| vec![p])
+            .collect()
+    };
+    let deadline = started + opts.budget;
+    let reference = &reference;
+    let n_points = points.len();
+    let mut variants: Vec<VariantResult> = futures::stream::iter(points.into_iter().enumerate())
+        .map(|(index, ps)| async move {
+            // Replays always run; exploring stops starting variants once the budget is spent.
+            if !replay && Instant::now() >= deadline {
+                return None;
+            }
+            let dir = opts.out.join("variants").join(format!("{index:03}"));
+            let r = variant(loaded, suite, base, opts, reference, index, ps, &dir).await;
+            if let Some(v) = &r {
+                on_variant(v);
+            }
+            r
+        })
+        .buffer_unordered(opts.jobs.max(1))
+        .filter_map(|v| async move { v })
+        .collect()
+        .await;
+    variants.sort_by_key(|v| v.index);
+    let found = variants.iter().filter(|v| v.failed()).count();
+    let report = ExploreReport {
+        scenario: loaded.scenario.metadata.name.clone(),
+        file: loaded.path.display().to_string(),
+        seed: opts.seed,
+        budget_ms: opts.budget.as_millis() as u64,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+        jobs: opts.jobs,
+        replay,
+        baseline: summary,
+        points: n_points,
+        found,
+        variants,
+    };
+    std::fs::write(
+        opts.out.join("explore.json"),
+        serde_json::to_string_pretty(&report)?,
+    )?;
+    Ok(report)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn variant(
+    loaded: &LoadedScenario,
+    suite: &LoadedSuite,
+    base: &RunOptions,
+    opts: &ExploreOptions,
+    reference: &EndState,
+    index: usize,
+    ps: Vec<Perturbation>,
+    dir: &Path,
+) -> Option<VariantResult> {
+    let p = ps.first()?.clone();
+    let run = match run_once(loaded, suite, base, ps.clone(), dir).await {
+        Ok(r) => r,
+        Err(e) => Run {
+            verdict: Verdict::Error,
+            reason: format!("{e:#}"),
+            duration_ms: 0,
+            trace: Trace::default(),
+            objects: vec![],
+            artifacts: dir.to_path_buf(),
+        },
+    };
+    let mut violations = vec![];
+    if run.verdict != Verdict::Passed {
+        violations.push(Violation::Expectations {
+            verdict: run.verdict,
+            reason: run.reason.clone(),
+        });
+    }
+    let differences = endstate::diff(reference, &endstate::normalise(&run.objects, &opts.ignore));
+    if !differences.is_empty() && run.verdict == Verdict::Passed {
+        violations.push(Violation::EndState {
+            differences: differences.len(),
+        });
+    }
+    let requests = run.trace.peak_requests(opts.rate_window);
+    if requests > opts.max_requests {
+        violations.push(Violation::HotLoop {
+            requests,
+            window_ms: opts.rate_window.as_millis() as u64,
+            bound: opts.max_requests,
+        });
+    }
+    let trace_around = run
+        .trace
+        .around(
+            |e| {
+                matches!(
+                    &e.what,
+                    TraceKind::Request {
+                        perturbed: Some(_),
+                        ..
+                    } | TraceKind::WatchEvent { withheld: true, .. }
+                )
+            },
+            6,
+            12,
+        )
+        .to_vec();
+    let mut v = VariantResult {
+        index,
+        description: describe(&p),
+        perturbation: p,
+        fired: !run.trace.fired.is_empty(),
+        verdict: run.verdict,
+        violations,
+        differences,
+        trace_around,
+        repro: None,
+        duration_ms: run.duration_ms,
+        artifacts: run.artifacts,
+    };
+    // A replay's scenario is its own repro.
+    if v.failed() && loaded.scenario.spec.perturb.is_empty() {
+        v.repro = write_repro(loaded, suite, &ps, &opts.out.join("repro")).ok();
+    }
+    Some(v)
+}
+
+/// The scenario with its `perturb:` section, named after the perturbation; paths of its
+/// steps' manifests made absolute so that it loads from where it is written (run it with
+/// `faultline explore FILE --config <the suite>`).
+pub fn write_repro(
+    loaded: &LoadedScenario,
+    suite: &LoadedSuite,
+    ps: &[Perturbation],
+    dir: &Path,
+) -> Result<PathBuf> {
+    let text = std::fs::read_to_string(&loaded.path)
+        .with_context(|| format!("reading {}", loaded.path.display()))?;
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(&text)?;
+    let slug = ps.iter().map(slug).collect::<Vec<_>>().join("-");
+    let name = format!("{}-{slug}", loaded.scenario.metadata.name);
+    let name: String = name.chars().take(63).collect();
+    doc["metadata"]["name"] = serde_yaml::Value::from(name.trim_end_matches('-'));
+    let perturbs: Vec<_> = ps.iter().map(perturb::to_model).collect();
+    doc["spec"]["perturb"] = serde_yaml::to_value(&perturbs)?;
+    if let Some(steps) = doc.get_mut("spec").and_then(|s| s.get_mut("steps")) {
+        absolute_paths(steps, &loaded.dir);
+    }
+    std::fs::create_dir_all(dir)?;
+    let file = dir.join(format!("{name}.yaml"));
+    let config = suite
+        .path
+        .as_deref()
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "<the suite's faultline.yaml>".into());
+    let head = format!(
+        "# Written by `faultline explore` from {}: the unperturbed run passes, this one did not.\n# Replay (the unperturbed run, then this one, judged alike):\n#   faultline explore {} --config {config} [the same --controller-arg]\n",
+        loaded.path.display(),
+        file.display()
+    );
+    std::fs::write(&file, head + &serde_yaml::to_string(&doc)?)?;
+    Ok(file)
+}
+
+/// Manifest paths of steps (`apply`, `create`, `delete`: relative to the scenario's
+/// directory) made absolute, in nested `try`/`catch`/`finally` steps too.
+fn absolute_paths(v: &mut serde_yaml::Value, dir: &Path) {
+    match v {
+        serde_yaml::Value::Sequence(s) => s.iter_mut().for_each(|x| absolute_paths(x, dir)),
+        serde_yaml::Value::Mapping(m) => {
+            for (k, x) in m.iter_mut() {
+                let key = k.as_str().unwrap_or("");
+                match x {
+                    serde_yaml::Value::String(p)
+                        if matches!(key, "apply" | "create" | "delete")
+                            && Path::new(p.as_str()).is_relative()
+                            && dir.join(p.as_str()).exists() =>
+                    {
+                        let abs = std::fs::canonicalize(dir.join(p.as_str()))
+                            .unwrap_or_else(|_| dir.join(p.as_str()));
+                        *p = abs.display().to_string();
+                    }
+                    _ => absolute_paths(x, dir),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The console lines of one variant: one line, and for a failure its violations, end-state
+/// differences and the controller's trace around the perturbation.
+pub fn render_variant(v: &VariantResult) -> String {
+    let mark = if v.failed() { "FOUND" } else { "ok   " };
+    let fired = if v.fired { "" } else { " (did not fire)" };
+    let mut out = format!(
+        "{mark} #{:03} {}{fired} ({:.1}s)\n",
+        v.index,
+        v.description,
+        v.duration_ms as f64 / 1000.0
+    );
+    if !v.failed() {
+        return out;
+    }
+    for x in &v.violations {
+        out += &format!("      {x}\n");
+    }
+    if !v.differences.is_empty() {
+        out += "      end state (unperturbed -> this run):\n";
+        for d in &v.differences {
+            for line in d.to_string().lines() {
+                out += &format!("        {line}\n");
+            }
+        }
+    }
+    if !v.trace_around.is_empty() {
+        out += "      controller trace around the perturbation:\n";
+        for e in &v.trace_around {
+            out += &format!("        {}\n", render_entry(e));
+        }
+    }
+    if let Some(r) = &v.repro {
+        out += &format!("      reproduce: {}\n", r.display());
+    }
+    out
+}
+
+fn render_entry(e: &TraceEntry) -> String {
+    let at = format!("{:>7.3}s", e.at_ms as f64 / 1000.0);
+    match &e.what {
+        TraceKind::Request {
+            verb,
+            resource,
+            namespace,
+            name,
+            code,
+            mutation,
+            perturbed,
+            ..
+        } => {
+            let target = [namespace.as_deref(), name.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join("/");
+            let write = mutation
+                .map(|k| format!(" [write {k}]"))
+                .unwrap_or_default();
+            let p = perturbed
+                .as_ref()
+                .map(|p| format!("  <== {p}"))
+                .unwrap_or_default();
+            format!("{at} {verb:?} {resource} {target} -> {code}{write}{p}")
+        }
+        TraceKind::WatchEvent {
+            resource,
+            event,
+            namespace,
+            name,
+            resource_version,
+            withheld,
+            ..
+        } => {
+            let ns = namespace
+                .as_deref()
+                .map(|n| format!("{n}/"))
+                .unwrap_or_default();
+            let p = if *withheld {
+                "  <== withheld, the watch closed with 410 Expired"
+            } else {
+                ""
+            };
+            format!("{at} watch {event} {resource} {ns}{name} rv={resource_version}{p}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use faultline_sim::http::trace::Verb;
+
+    fn trace() -> Trace {
+        let req = |verb, mutation, read, stale_from| TraceEntry {
+            seq: 0,
+            at_ms: 0,
+            what: TraceKind::Request {
+                verb,
+                resource: "pods".into(),
+                namespace: None,
+                name: None,
+                resource_version: None,
+                store_rv: 1,
+                code: 200,
+                mutation,
+                read,
+                stale_from,
+                perturbed: None,
+            },
+        };
+        let ev = |n| TraceEntry {
+            seq: 0,
+            at_ms: 0,
+            what: TraceKind::WatchEvent {
+                resource: "pods".into(),
+                event: "ADDED".into(),
+                namespace: None,
+                name: "p".into(),
+                resource_version: "1".into(),
+                ordinal: Some(n),
+                withheld: false,
+            },
+        };
+        Trace {
+            entries: vec![
+                ev(1),
+                ev(2),
+                req(Verb::Get, None, Some(1), Some(3)),
+                req(Verb::Create, Some(1), None, None),
+                req(Verb::Get, None, Some(2), None),
+                req(Verb::Patch, Some(2), None, None),
+                req(Verb::Get, None, Some(3), Some(7)),
+                req(Verb::Update, Some(3), None, None),
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn points_cover_every_write_and_stale_candidate_in_the_seeds_order() {
+        let w = Duration::from_secs(3);
+        let a = points(&trace(), 1, w);
+        assert_eq!(a.len(), 7, "{a:?}");
+        assert!(matches!(a[2], Perturbation::WatchRelist { .. }));
+        assert_eq!(a, points(&trace(), 1, w), "same seed, same order");
+        assert!(matches!(a[0], Perturbation::CrashAfterMutation { .. }));
+        assert!(
+            matches!(a[1], Perturbation::StaleRead { .. }),
+            "interleaved"
+        );
+        let mut ks: Vec<u64> = a
+            .iter()
+            .filter_map(|p| match p {
+                Perturbation::CrashAfterMutation { k } => Some(*k),
+                _ => None,
+            })
+            .collect();
+        ks.sort();
+        assert_eq!(ks, vec![1, 2, 3]);
+        let orders: std::collections::BTreeSet<String> = (0..20)
+            .map(|s| format!("{:?}", points(&trace(), s, w)))
+            .collect();
+        assert!(orders.len() > 1, "the seed changes the order");
+    }
+}
