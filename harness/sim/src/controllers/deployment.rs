@@ -544,8 +544,19 @@ impl Reconciler for DeploymentController {
             }
         }
 
-        // Status, from the ReplicaSets as they are now.
-        let rss = self.replica_sets(&d);
+        // Status, from the ReplicaSets as they are now; but the sync that created the new
+        // ReplicaSet counts it as its create returned it, as upstream's `getNewReplicaSet`
+        // hands the created object to `syncRolloutStatus` (sync.go). A re-list could already
+        // see its first pod, which made the Progressing reason depend on thread timing.
+        let rss = match new_rs.as_ref().filter(|_| created) {
+            Some(fresh) => {
+                let mut listed = self.replica_sets(&d);
+                listed.retain(|r| meta::uid(r) != meta::uid(fresh));
+                listed.push(fresh.clone());
+                listed
+            }
+            None => self.replica_sets(&d),
+        };
         let new_rs = rss.iter().find(|r| meta::uid(r) == new_uid).cloned();
         let sum = |f: &str| rss.iter().map(|r| status_of(r, f)).sum::<i64>();
         let updated = new_rs
