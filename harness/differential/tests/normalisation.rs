@@ -225,3 +225,89 @@ fn generated_volume_names_in_managed_fields_keys_are_mapped() {
     );
     assert!(!other[0].is_empty(), "another volume is a difference");
 }
+
+#[test]
+fn uids_are_numbered_whatever_the_order_of_an_objects_members() {
+    // Go writes a pod's uid before its ownerReferences; another server may write them the
+    // other way round. Which uid repeats is still compared.
+    let go = |pod: &str, owner: &str| {
+        serde_json::from_str::<Value>(&format!(
+            r#"{{"metadata": {{"name": "p", "uid": "{pod}", "ownerReferences": [{{"uid": "{owner}"}}]}}}}"#
+        ))
+        .unwrap()
+    };
+    let other = |pod: &str, owner: &str| {
+        serde_json::from_str::<Value>(&format!(
+            r#"{{"metadata": {{"ownerReferences": [{{"uid": "{owner}"}}], "name": "p", "uid": "{pod}"}}}}"#
+        ))
+        .unwrap()
+    };
+    let rs = |u: &str| json!({"metadata": {"name": "rs", "uid": u}});
+    let d = compare(
+        &[(200, other("p1", "o1")), (200, rs("o1"))],
+        &[(200, go("p2", "o2")), (200, rs("o2"))],
+    );
+    assert!(d.iter().all(Vec::is_empty), "{d:?}");
+    // the owner named on the right is not the ReplicaSet listed next: reported
+    let d = compare(
+        &[(200, other("p1", "o1")), (200, rs("o1"))],
+        &[(200, go("p2", "o2")), (200, rs("o3"))],
+    );
+    assert_eq!(d[1][0].path, "/body/metadata/uid");
+}
+
+#[test]
+fn rules_review_and_apply_conflict_order_is_not_compared_but_their_content_is() {
+    let review = |urls: &[&str]| {
+        json!({"kind": "SelfSubjectRulesReview", "apiVersion": "authorization.k8s.io/v1",
+            "status": {"resourceRules": [], "incomplete": false, "nonResourceRules":
+                urls.iter().map(|u| json!({"verbs": ["get"], "nonResourceURLs": [u]})).collect::<Vec<_>>()}})
+    };
+    let d = compare(
+        &[(201, review(&["/api", "/healthz", "/openid"]))],
+        &[(201, review(&["/openid", "/api", "/healthz"]))],
+    );
+    assert!(d[0].is_empty(), "{:?}", d[0]);
+    let d = compare(
+        &[(201, review(&["/api", "/healthz"]))],
+        &[(201, review(&["/openid", "/api"]))],
+    );
+    assert!(!d[0].is_empty());
+    let conflict = |causes: &[(&str, &str)]| {
+        json!({"kind": "Status", "status": "Failure", "reason": "Conflict", "code": 409,
+            "details": {"causes": causes.iter().map(|(m, f)| json!({"reason": "FieldManagerConflict",
+                "message": format!("conflict with \"{m}\" using apps/v1"), "field": f})).collect::<Vec<_>>()}})
+    };
+    let d = compare(
+        &[(
+            409,
+            conflict(&[
+                ("kubectl", ".spec.replicas"),
+                ("kubectl-set", ".spec.image"),
+            ]),
+        )],
+        &[(
+            409,
+            conflict(&[
+                ("kubectl-set", ".spec.image"),
+                ("kubectl", ".spec.replicas"),
+            ]),
+        )],
+    );
+    assert!(d[0].is_empty(), "{:?}", d[0]);
+    let d = compare(
+        &[(
+            409,
+            conflict(&[("kubectl", ".spec.replicas"), ("kubectl", ".spec.paused")]),
+        )],
+        &[(
+            409,
+            conflict(&[("kubectl", ".spec.paused"), ("kubectl", ".spec.replicas")]),
+        )],
+    );
+    assert_eq!(
+        d[0].len(),
+        2,
+        "the order of one manager's fields is still compared"
+    );
+}

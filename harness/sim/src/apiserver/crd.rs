@@ -281,9 +281,49 @@ pub fn withdraw(registry: &Registry, crd: &Value) {
     registry.remove_resource(group, plural);
 }
 
+/// The CRD storage's Delete: the `Terminating` condition, a CustomResourceDefinitionCondition,
+/// which has no `lastProbeTime` (staging/src/k8s.io/apiextensions-apiserver/pkg/registry/
+/// customresourcedefinition/etcd.go; apiextensions/v1 types.go).
+pub fn mark_terminating(crd: &mut Value, now: &str) {
+    meta::set_condition(
+        crd,
+        "Terminating",
+        "True",
+        Some("InstanceDeletionPending"),
+        Some(
+            "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+        ),
+        now,
+    );
+    for c in crd
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(c) = c.as_object_mut() {
+            c.shift_remove("lastProbeTime");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deleted_crds_terminating_condition_has_no_probe_time() {
+        let mut crd = serde_json::json!({"metadata": {"name": "w.example.com"}, "status": {"conditions": [
+            {"type": "Established", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+        mark_terminating(&mut crd, "2026-01-02T00:00:00Z");
+        let conds = crd["status"]["conditions"].as_array().unwrap();
+        assert_eq!(conds[1]["type"], "Terminating");
+        assert_eq!(conds[1]["reason"], "InstanceDeletionPending");
+        assert!(
+            conds.iter().all(|c| c.get("lastProbeTime").is_none()),
+            "{conds:?}"
+        );
+    }
 
     fn workspace_crd() -> Value {
         json!({

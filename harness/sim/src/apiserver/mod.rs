@@ -1014,6 +1014,14 @@ impl ApiServer {
             validation::prune_typed(stored_rt, obj)?
         };
         go_round_trip(stored_rt, &mut obj);
+        let fresh = |o: &Value| {
+            let rv = meta::resource_version(o);
+            rv.is_empty() || rv == meta::resource_version(&current)
+        };
+        // A stale resourceVersion is a conflict before anything is validated.
+        if scope == UpdateScope::Status && !stored_rt.custom && fresh(&obj) {
+            validation::validate_status_update(stored_rt, &current, &obj)?;
+        }
         if let Some(raw) = unpruned {
             // A stale resourceVersion is a conflict before anything is validated.
             let rv = meta::resource_version(&obj);
@@ -1172,7 +1180,16 @@ impl ApiServer {
                 w.warnings = warnings;
                 return Ok(w);
             }
-            let pinned = body.pointer("/metadata/resourceVersion").is_some();
+            // The patched object's resourceVersion is the update's precondition (the registry's
+            // Update in staging/.../registry/generic/registry/store.go compares it with the
+            // stored one): a patch that sets it (a merge patch's metadata, a JSON patch
+            // `replace /metadata/resourceVersion`, kubectl diff's) is not retried, and a stale
+            // one is a 409.
+            let pinned = body.pointer("/metadata/resourceVersion").is_some()
+                || current.as_deref().is_some_and(|cur| {
+                    let rv = meta::resource_version(&next);
+                    !rv.is_empty() && rv != meta::resource_version(cur)
+                });
             let mut next = next;
             let mut is_apply = (ptype == PatchType::Apply).then_some(());
             if is_apply.is_none() && converts(rt, &stored_rt) {
@@ -1558,14 +1575,7 @@ impl ApiServer {
                 fins.push(crd::CLEANUP_FINALIZER.into());
                 meta::set_finalizers(crd, &fins);
             }
-            meta::set_condition(
-                crd,
-                "Terminating",
-                "True",
-                Some("InstanceDeletionPending"),
-                Some("CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"),
-                &now,
-            );
+            crd::mark_terminating(crd, &now);
         })
     }
 
@@ -2283,6 +2293,121 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_job_without_labels_answers_its_templates_generated_ones_owned_by_no_manager() {
+        let api = ApiServer::new(100);
+        let ns_rt = api.registry.get("", "v1", "namespaces").unwrap();
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+        api.create(&ns_rt, "", ns, &WriteOptions::default())
+            .unwrap();
+        let jobs = api.registry.get("batch", "v1", "jobs").unwrap();
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox"}]}}}});
+        let opts = WriteOptions {
+            field_manager: Some("kubectl-create".into()),
+            ..Default::default()
+        };
+        let made = api.create(&jobs, "default", job, &opts).unwrap().object;
+        let uid = meta::uid(&made).to_string();
+        assert_eq!(
+            made["metadata"]["labels"],
+            json!({"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": "once",
+                   "controller-uid": uid, "job-name": "once"})
+        );
+        assert_eq!(
+            made["metadata"]["labels"],
+            made["spec"]["template"]["metadata"]["labels"]
+        );
+        let fields = &made["metadata"]["managedFields"][0]["fieldsV1"];
+        assert!(fields.get("f:metadata").is_none(), "{fields}");
+    }
+
+    #[test]
+    fn a_deployment_status_patch_counting_more_updated_than_replicas_is_invalid() {
+        let api = ApiServer::new(100);
+        let ns_rt = api.registry.get("", "v1", "namespaces").unwrap();
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+        api.create(&ns_rt, "", ns, &WriteOptions::default())
+            .unwrap();
+        let rt = api.registry.get("apps", "v1", "deployments").unwrap();
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+        api.create(&rt, "default", d, &WriteOptions::default())
+            .unwrap();
+        let status = |s: Value| {
+            api.patch(
+                &rt,
+                "default",
+                "d",
+                Some("status"),
+                PatchType::Merge,
+                &json!({"status": s}),
+                &WriteOptions::default(),
+            )
+        };
+        status(json!({"replicas": 1, "updatedReplicas": 1})).unwrap();
+        let e = status(json!({"replicas": 0})).unwrap_err();
+        assert_eq!(e.code, 422);
+        assert_eq!(
+            e.message,
+            "Deployment.apps \"d\" is invalid: status.updatedReplicas: Invalid value: 1: cannot be greater than status.replicas"
+        );
+    }
+
+    #[test]
+    fn a_json_patch_that_sets_a_stale_resource_version_is_a_conflict() {
+        // kubectl diff sends `replace /metadata/resourceVersion` with the version it read.
+        let api = ApiServer::new(100);
+        let ns_rt = api.registry.get("", "v1", "namespaces").unwrap();
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+        api.create(&ns_rt, "", ns, &WriteOptions::default())
+            .unwrap();
+        let cms = api.registry.get("", "v1", "configmaps").unwrap();
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        let made = api
+            .create(&cms, "default", cm, &WriteOptions::default())
+            .unwrap();
+        let rv = meta::resource_version(&made.object).to_string();
+        let patch = |rv: &str| {
+            json!([{"op": "add", "path": "/data", "value": {"k": "v"}},
+                   {"op": "replace", "path": "/metadata/resourceVersion", "value": rv}])
+        };
+        let stale = format!("{}", rv.parse::<u64>().unwrap() + 1000);
+        let e = api
+            .patch(
+                &cms,
+                "default",
+                "c",
+                None,
+                PatchType::Json,
+                &patch(&stale),
+                &WriteOptions::default(),
+            )
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (409, "Conflict"), "{}", e.message);
+        assert!(api
+            .store
+            .get(&cms.key(), "default", "c")
+            .unwrap()
+            .get("data")
+            .is_none());
+        // The current version is a plain precondition that holds.
+        let ok = api
+            .patch(
+                &cms,
+                "default",
+                "c",
+                None,
+                PatchType::Json,
+                &patch(&rv),
+                &WriteOptions::default(),
+            )
+            .unwrap();
+        assert_eq!(ok.object["data"]["k"], "v");
     }
 
     #[test]

@@ -231,6 +231,19 @@ struct Inner {
     /// spec.nodeName -> pods bound to that node (kubelets and `fieldSelector=spec.nodeName`
     /// list by node; scanning every pod for it is what the real apiserver's index avoids).
     pods_by_node: HashMap<String, BTreeSet<ObjectKey>>,
+    /// Objects whose stored encoding still lacks what decoding defaults (`read_defaulted`), by
+    /// the resourceVersion of that encoding.
+    undefaulted: HashMap<(ResourceKey, ObjectKey), u64>,
+}
+
+/// Kinds whose create leaves a field to the defaulting that runs on every decode from etcd,
+/// so that the stored bytes lack it while every answer shows it: a PersistentVolumeClaim's
+/// `status.phase` (PrepareForCreate resets its status, pkg/registry/core/persistentvolumeclaim/
+/// strategy.go; SetDefaults_PersistentVolumeClaim answers `Pending`, pkg/apis/core/v1/
+/// defaults.go). Its first update therefore writes a new resourceVersion even when it changes
+/// nothing an answer shows (etcd3's GuaranteedUpdate compares the bytes).
+fn read_defaulted(rt: &ResourceType) -> bool {
+    rt.group.is_empty() && rt.plural == "persistentvolumeclaims"
 }
 
 fn pods_key() -> ResourceKey {
@@ -375,6 +388,7 @@ impl Store {
                 history: VecDeque::new(),
                 dependents: HashMap::new(),
                 pods_by_node: HashMap::new(),
+                undefaulted: HashMap::new(),
             }),
             history_capacity,
             tx,
@@ -561,6 +575,11 @@ impl Store {
         }
         let obj = Arc::new(obj);
         inner.rv = rv;
+        if read_defaulted(rt) {
+            inner
+                .undefaulted
+                .insert((key.clone(), (ns.clone(), name.clone())), rv);
+        }
         let stored = Stored::of(&key, &obj);
         inner
             .buckets
@@ -626,7 +645,9 @@ impl Store {
         // not yet recorded, which changes nothing else) are a write.
         let fields = |v: &Value| v.pointer("/metadata/managedFields").cloned();
         let managed_changed = fields(&merged).is_some() && fields(&merged) != fields(&current);
-        if meta::same_content(&merged, &current) && !managed_changed {
+        let current_rv = meta::parse_uint(meta::resource_version(&current)).unwrap_or(0);
+        let undefaulted = inner.undefaulted.get(&(key.clone(), okey.clone())) == Some(&current_rv);
+        if meta::same_content(&merged, &current) && !managed_changed && !undefaulted {
             return Ok(current);
         }
         meta::canonical_order(&mut merged);
@@ -642,6 +663,7 @@ impl Store {
         meta::metadata_mut(&mut merged).insert("resourceVersion".into(), json!(rv.to_string()));
         let merged = Arc::new(merged);
         inner.rv = rv;
+        inner.undefaulted.remove(&(key.clone(), okey.clone()));
         if meta::is_deleting(&merged)
             && !held_by_finalizers(rt, &merged)
             && no_grace_period(&current)
@@ -784,6 +806,7 @@ impl Store {
             let obj = Arc::new(obj);
             inner.rv = rv;
             inner.buckets.get_mut(&key).map(|b| b.remove(&okey));
+            inner.undefaulted.remove(&(key.clone(), okey.clone()));
             index_node(&mut inner, &key, &okey, Some(&current), None);
             unindex_owners(&mut inner, &key, &okey, &current);
             self.emit(
@@ -1475,8 +1498,19 @@ fn carry_server_metadata(
         .unwrap_or(&empty);
     // The EndpointSlice strategy counts a change of its labels too.
     let labels_count = rt.group == "discovery.k8s.io" && rt.plural == "endpointslices";
+    // The Deployment strategy counts a change of its annotations too, as its ReplicaSets copy
+    // them (pkg/registry/apps/deployment/strategy.go); its status strategy does not.
+    let annotations_count = rt.group == "apps"
+        && rt.plural == "deployments"
+        && matches!(scope, UpdateScope::Main | UpdateScope::Any);
+    let annotations = |o: &Value| {
+        o.pointer("/metadata/annotations")
+            .filter(|a| a.as_object().is_some_and(|m| !m.is_empty()))
+            .cloned()
+    };
     let spec_changed = !meta::same_spec_part(&new, current)
-        || (labels_count && new.pointer("/metadata/labels") != current.pointer("/metadata/labels"));
+        || (labels_count && new.pointer("/metadata/labels") != current.pointer("/metadata/labels"))
+        || (annotations_count && annotations(&new) != annotations(current));
     let md = meta::metadata_mut(&mut new);
     for k in ["uid", "creationTimestamp", "name", "namespace"] {
         match cur_md.get(k) {
@@ -1862,6 +1896,79 @@ mod tests {
         assert_eq!(d["spec"]["replicas"], 1);
         assert_eq!(d["status"]["replicas"], 1);
         assert_eq!(d["metadata"]["generation"], 1);
+    }
+
+    #[test]
+    fn a_deployment_annotation_change_bumps_its_generation_and_a_replica_sets_does_not() {
+        let reg = Registry::with_builtins();
+        let s = Store::new(100);
+        for (plural, kind, bumped) in [
+            ("deployments", "Deployment", 2),
+            ("replicasets", "ReplicaSet", 1),
+        ] {
+            let rt = reg.get("apps", "v1", plural).unwrap();
+            let o = json!({"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 1}});
+            let o = s.create(&rt, o, false).unwrap();
+            let mut a = (*o).clone();
+            a["metadata"]["annotations"] = json!({"touched": "yes"});
+            let o = s
+                .update(&rt, "default", "d", a, UpdateScope::Main, false)
+                .unwrap();
+            assert_eq!(o["metadata"]["generation"], bumped, "{kind}");
+            // An empty map is no annotation at all (Semantic.DeepEqual).
+            let mut e = (*o).clone();
+            e["metadata"]["annotations"] = json!({"touched": "yes"});
+            e["metadata"]["labels"] = json!({});
+            let o = s
+                .update(&rt, "default", "d", e, UpdateScope::Main, false)
+                .unwrap();
+            assert_eq!(o["metadata"]["generation"], bumped, "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_claims_first_update_writes_even_when_nothing_shown_changes() {
+        let reg = Registry::with_builtins();
+        let s = Store::new(100);
+        for (plural, kind, writes) in [
+            ("persistentvolumeclaims", "PersistentVolumeClaim", true),
+            ("configmaps", "ConfigMap", false),
+        ] {
+            let rt = reg.get("", "v1", plural).unwrap();
+            let o = json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": "c", "namespace": "default"},
+                "status": {"phase": "Pending"}});
+            let made = s.create(&rt, o, false).unwrap();
+            let same = s
+                .update(
+                    &rt,
+                    "default",
+                    "c",
+                    (*made).clone(),
+                    UpdateScope::Any,
+                    false,
+                )
+                .unwrap();
+            assert_eq!(
+                meta::resource_version(&same) != meta::resource_version(&made),
+                writes,
+                "{kind}: the stored encoding lacked the decoded default"
+            );
+            // The next no-op update is one: the encoding now has it.
+            let again = s
+                .update(
+                    &rt,
+                    "default",
+                    "c",
+                    (*same).clone(),
+                    UpdateScope::Any,
+                    false,
+                )
+                .unwrap();
+            assert_eq!(
+                meta::resource_version(&again),
+                meta::resource_version(&same)
+            );
+        }
     }
 
     #[test]

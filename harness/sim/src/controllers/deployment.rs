@@ -112,6 +112,14 @@ fn spec_replicas(rs: &Value) -> i64 {
     i64_at(rs, "/spec/replicas").unwrap_or(0)
 }
 
+/// `calculateStatus` (pkg/controller/deployment/sync.go): the ReplicaSets' desired replicas
+/// (`spec.replicas`, a surge included) less the available ones, not below 0.
+fn unavailable_replicas(rss: &[Arc<Value>]) -> i64 {
+    let total: i64 = rss.iter().map(|r| spec_replicas(r)).sum();
+    let available: i64 = rss.iter().map(|r| status_of(r, "availableReplicas")).sum();
+    (total - available).max(0)
+}
+
 fn status_of(rs: &Value, field: &str) -> i64 {
     i64_at(rs, &format!("/status/{field}")).unwrap_or(0)
 }
@@ -536,8 +544,19 @@ impl Reconciler for DeploymentController {
             }
         }
 
-        // Status, from the ReplicaSets as they are now.
-        let rss = self.replica_sets(&d);
+        // Status, from the ReplicaSets as they are now; but the sync that created the new
+        // ReplicaSet counts it as its create returned it, as upstream's `getNewReplicaSet`
+        // hands the created object to `syncRolloutStatus` (sync.go). A re-list could already
+        // see its first pod, which made the Progressing reason depend on thread timing.
+        let rss = match new_rs.as_ref().filter(|_| created) {
+            Some(fresh) => {
+                let mut listed = self.replica_sets(&d);
+                listed.retain(|r| meta::uid(r) != meta::uid(fresh));
+                listed.push(fresh.clone());
+                listed
+            }
+            None => self.replica_sets(&d),
+        };
         let new_rs = rss.iter().find(|r| meta::uid(r) == new_uid).cloned();
         let sum = |f: &str| rss.iter().map(|r| status_of(r, f)).sum::<i64>();
         let updated = new_rs
@@ -551,7 +570,7 @@ impl Reconciler for DeploymentController {
         status["updatedReplicas"] = json!(updated);
         status["readyReplicas"] = json!(sum("readyReplicas"));
         status["availableReplicas"] = json!(available);
-        status["unavailableReplicas"] = json!((replicas - available).max(0));
+        status["unavailableReplicas"] = json!(unavailable_replicas(&rss));
         status["terminatingReplicas"] = json!(sum("terminatingReplicas"));
         if available >= replicas - max_unavailable.min(replicas) {
             set_condition(
@@ -617,7 +636,12 @@ impl Reconciler for DeploymentController {
                             false,
                             &now,
                         );
-                    } else if progressing || created {
+                    } else if progressing {
+                        // Only a count that moved is progress (`DeploymentProgressing` in
+                        // deployment/util/deployment_util.go): the sync that creates the new
+                        // ReplicaSet keeps its NewReplicaSetCreated, and so does a rollout
+                        // whose new pods never become ready (the updated count it starts from
+                        // is the old ReplicaSet's).
                         set_condition(
                             &mut status,
                             "Progressing",
@@ -679,6 +703,72 @@ impl Reconciler for DeploymentController {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::apiserver::ApiServer;
+
+    #[test]
+    fn the_sync_that_creates_the_new_replica_set_says_so_and_progress_needs_a_count_to_move() {
+        let api = ApiServer::new(100);
+        let client = Internal::new(api.clone(), "kube-controller-manager");
+        client
+            .create(
+                "",
+                "namespaces",
+                "",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "d"}}),
+            )
+            .unwrap();
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+        client.create("apps", "deployments", "d", d).unwrap();
+        let mut dc = DeploymentController::new(client.clone(), Timing::default());
+        let key = ("d".to_string(), "web".to_string());
+        let progressing = |c: &Internal| {
+            let d = c.get("apps", "deployments", "d", "web").unwrap();
+            let conds = d["status"]["conditions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            conds
+                .into_iter()
+                .find(|c| c["type"] == "Progressing")
+                .map(|c| c["reason"].as_str().unwrap_or("").to_string())
+        };
+        dc.reconcile(&key);
+        assert_eq!(
+            progressing(&client).as_deref(),
+            Some("NewReplicaSetCreated")
+        );
+        // The ReplicaSet controller made its pod: the updated count moves, which is progress.
+        let rs = client.list("apps", "replicasets", Some("d"), &|_| true);
+        assert_eq!(rs.len(), 1);
+        client
+            .merge_status(
+                "apps",
+                "replicasets",
+                "d",
+                meta::name(&rs[0]),
+                &json!({"status": {"replicas": 1}}),
+            )
+            .unwrap();
+        dc.reconcile(&key);
+        assert_eq!(progressing(&client).as_deref(), Some("ReplicaSetUpdated"));
+    }
+
+    #[test]
+    fn unavailable_replicas_count_the_replica_sets_desired_replicas_surge_included() {
+        let rs = |spec: i64, available: i64| {
+            Arc::new(
+                json!({"spec": {"replicas": spec}, "status": {"availableReplicas": available}}),
+            )
+        };
+        // A Deployment of 3 mid-rollout: 3 old pods and 1 surged new one, none available.
+        assert_eq!(unavailable_replicas(&[rs(3, 0), rs(1, 0)]), 4);
+        assert_eq!(unavailable_replicas(&[rs(2, 2), rs(2, 1)]), 1);
+        // Scaling down: more available than desired is 0, not negative.
+        assert_eq!(unavailable_replicas(&[rs(1, 3)]), 0);
+    }
 
     #[test]
     fn fenceposts_follow_the_defaults_and_rounding() {

@@ -66,6 +66,41 @@ fn set_job_condition(status: &mut Value, ctype: &str, reason: &str, message: &st
     );
 }
 
+/// `ensureJobConditionStatus` for the Suspended condition: replaced (both times now) when its
+/// status, reason or message changes, added only when not False; whether it changed.
+fn ensure_condition(
+    status: &mut Value,
+    value: &str,
+    reason: &str,
+    message: &str,
+    now: &str,
+) -> bool {
+    let fresh = json!({"type": "Suspended", "status": value, "lastProbeTime": now,
+        "lastTransitionTime": now, "reason": reason, "message": message});
+    if !status["conditions"].is_array() {
+        status["conditions"] = json!([]);
+    }
+    let list = status["conditions"].as_array_mut().expect("an array");
+    let changed = match list.iter_mut().find(|c| c["type"] == "Suspended") {
+        Some(c) if c["status"] == value && c["reason"] == reason && c["message"] == message => {
+            false
+        }
+        Some(c) => {
+            *c = fresh;
+            true
+        }
+        None if value != "False" => {
+            list.push(fresh);
+            true
+        }
+        None => false,
+    };
+    if list.is_empty() {
+        status.as_object_mut().map(|m| m.shift_remove("conditions"));
+    }
+    changed
+}
+
 /// The labels the apiserver puts on a Job's template, repeated on its pods for Jobs created with
 /// a manual selector.
 fn job_labels(job: &Value) -> Value {
@@ -110,7 +145,8 @@ impl Reconciler for JobController {
         }
         let now = self.client.clock().now();
         let now_text = timing::rfc3339(now);
-        if status.get("startTime").is_none() {
+        let suspended = job.pointer("/spec/suspend") == Some(&json!(true));
+        if status.get("startTime").is_none() && !suspended {
             status["startTime"] = json!(timing::rfc3339(now));
         }
         // Count each finished pod once: those still carrying the tracking finalizer.
@@ -217,7 +253,57 @@ impl Reconciler for JobController {
                 self.recorder
                     .record(&job, EventKind::Normal, "Completed", "Job completed");
             }
-        } else if job.pointer("/spec/suspend") != Some(&json!(true)) {
+        } else if suspended {
+            // manageJob of a suspended Job deletes its active pods, each after taking off its
+            // tracking finalizer, so none counts as failed (deleteJobPods); then the Suspended
+            // condition (job_controller.go).
+            for p in &active {
+                let rest: Vec<String> = meta::finalizers(p)
+                    .into_iter()
+                    .filter(|f| f != TRACKING_FINALIZER)
+                    .collect();
+                let fins = if rest.is_empty() {
+                    Value::Null
+                } else {
+                    json!(rest)
+                };
+                let _ = self.client.merge(
+                    "",
+                    "pods",
+                    ns,
+                    meta::name(p),
+                    &json!({"metadata": {"finalizers": fins}}),
+                );
+                if self
+                    .client
+                    .delete("", "pods", ns, meta::name(p), None)
+                    .is_ok()
+                {
+                    self.recorder.record(
+                        &job,
+                        EventKind::Normal,
+                        "SuccessfulDelete",
+                        &format!("Deleted pod: {}", meta::name(p)),
+                    );
+                }
+            }
+            if ensure_condition(
+                &mut status,
+                "True",
+                "JobSuspended",
+                "Job suspended",
+                &now_text,
+            ) {
+                self.recorder
+                    .record(&job, EventKind::Normal, "Suspended", "Job suspended");
+            }
+        } else {
+            // Resumed: the condition goes False and the active deadline counts from now.
+            if ensure_condition(&mut status, "False", "JobResumed", "Job resumed", &now_text) {
+                self.recorder
+                    .record(&job, EventKind::Normal, "Resumed", "Job resumed");
+                status["startTime"] = json!(now_text);
+            }
             let remaining = completions
                 .map(|c| c - succeeded)
                 .unwrap_or(if succeeded > 0 { 0 } else { parallelism });
@@ -373,6 +459,69 @@ fn last_failure_age(pods: &[Arc<Value>], now: chrono::DateTime<chrono::Utc>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::apiserver::ApiServer;
+
+    #[test]
+    fn a_suspended_job_deletes_its_active_pods_uncounted_and_says_so() {
+        let api = ApiServer::new(100);
+        let client = Internal::new(api.clone(), "kube-controller-manager");
+        client
+            .create(
+                "",
+                "namespaces",
+                "",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "d"}}),
+            )
+            .unwrap();
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox"}]}}}});
+        client.create("batch", "jobs", "d", job).unwrap();
+        let mut jc = JobController::new(client.clone(), Timing::default());
+        let key = ("d".to_string(), "j".to_string());
+        jc.reconcile(&key);
+        let pods = || client.list("", "pods", Some("d"), &|_| true);
+        assert_eq!(pods().len(), 1);
+        let status = |c: &Internal| c.get("batch", "jobs", "d", "j").unwrap()["status"].clone();
+        assert_eq!(status(&client)["active"], 1);
+        client
+            .merge(
+                "batch",
+                "jobs",
+                "d",
+                "j",
+                &json!({"spec": {"suspend": true}}),
+            )
+            .unwrap();
+        jc.reconcile(&key);
+        assert!(
+            pods().is_empty(),
+            "deleted at once: no tracking finalizer holds it"
+        );
+        let st = status(&client);
+        assert!(
+            st.get("active").is_none() && st.get("failed").is_none(),
+            "{st}"
+        );
+        assert_eq!(st["conditions"][0]["type"], "Suspended");
+        assert_eq!(st["conditions"][0]["status"], "True");
+        assert_eq!(st["conditions"][0]["reason"], "JobSuspended");
+        // Resumed: the condition goes False and a pod is created again.
+        client
+            .merge(
+                "batch",
+                "jobs",
+                "d",
+                "j",
+                &json!({"spec": {"suspend": false}}),
+            )
+            .unwrap();
+        jc.reconcile(&key);
+        let st = status(&client);
+        assert_eq!(st["conditions"][0]["status"], "False");
+        assert_eq!(st["conditions"][0]["reason"], "JobResumed");
+        assert_eq!(pods().len(), 1);
+    }
 
     #[test]
     fn pod_failure_backoff_doubles_from_ten_seconds_to_ten_minutes() {

@@ -89,6 +89,7 @@ pub fn start(api: Arc<ApiServer>, mut timing: Timing) -> Vec<JoinHandle<()>> {
         Box::new(admissionpolicystatus::PolicyStatusController::new(client())),
         Box::new(resourcequota::QuotaController::new(client())),
         Box::new(ttl::TtlController::new(client())),
+        Box::new(nodelifecycle::NoScheduleTaints::new(client())),
         Box::new(flowschemastatus::FlowSchemaStatusController::new(client())),
         Box::new(servicecidrs::ServiceCidrController::new(
             client(),
@@ -187,6 +188,9 @@ fn handle(api: &ApiServer, ev: &StoreEvent) {
             EventType::Modified if meta::is_deleting(obj) => namespace::drain_namespace(api, obj),
             _ => {}
         }
+    }
+    if is(&ev.key, "", "serviceaccounts") && ev.event_type == EventType::Deleted {
+        serviceaccount::service_account_deleted(api, obj);
     }
     handle_apiserver(api, ev);
     garbagecollector::handle(api, ev);

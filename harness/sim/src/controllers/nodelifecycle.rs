@@ -10,7 +10,9 @@
 //! (any, `node.kubernetes.io/out-of-service` included) ran out with the `DisruptionTarget`
 //! condition, then deletes it.
 
+use super::queue::{Key, Reconciler, Watches};
 use crate::apiserver::meta;
+use crate::apiserver::store::StoreEvent;
 use crate::events::{EventKind, EventRecorder};
 use crate::internal::Internal;
 use crate::timing::SimInstant;
@@ -24,6 +26,136 @@ const NOT_READY: &str = "node.kubernetes.io/not-ready";
 const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
 /// The taint keys this controller owns; others (control-plane, user taints) are left alone.
 const MANAGED: [&str; 3] = [UNREACHABLE, NOT_READY, UNSCHEDULABLE];
+
+/// `nodeConditionToTaintKeyStatusMap` (node_lifecycle_controller.go): the NoSchedule taint a
+/// node condition in a given status calls for.
+const CONDITION_TAINTS: [(&str, &str, &str); 6] = [
+    ("Ready", "False", NOT_READY),
+    ("Ready", "Unknown", UNREACHABLE),
+    (
+        "MemoryPressure",
+        "True",
+        "node.kubernetes.io/memory-pressure",
+    ),
+    ("DiskPressure", "True", "node.kubernetes.io/disk-pressure"),
+    (
+        "NetworkUnavailable",
+        "True",
+        "node.kubernetes.io/network-unavailable",
+    ),
+    ("PIDPressure", "True", "node.kubernetes.io/pid-pressure"),
+];
+
+/// The node lifecycle controller's `doNoScheduleTaintingPass`, run for every node added or
+/// changed (its node update queue; node_lifecycle_controller.go): the NoSchedule taints of the
+/// node's conditions and of `spec.unschedulable`, no others of those keys. Among others it takes
+/// off the `not-ready` taint admission gives a new node when the node has no Ready=False
+/// condition (an API-only node without conditions included). The health monitor (`run`) needs
+/// kubelets and runs with the cluster; this pass runs wherever kube-controller-manager does.
+pub struct NoScheduleTaints {
+    client: Internal,
+}
+
+impl NoScheduleTaints {
+    pub fn new(client: Internal) -> Self {
+        NoScheduleTaints { client }
+    }
+}
+
+/// The NoSchedule taints (keys) `doNoScheduleTaintingPass` wants on a node.
+fn no_schedule_wanted(node: &Value) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = node
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            CONDITION_TAINTS
+                .iter()
+                .find(|(t, s, _)| c["type"] == *t && c["status"] == *s)
+                .map(|(_, _, key)| *key)
+        })
+        .collect();
+    if node.pointer("/spec/unschedulable") == Some(&json!(true)) {
+        out.push(UNSCHEDULABLE);
+    }
+    out
+}
+
+/// The node's taints after the pass, when they change: the kept ones in their order, then the
+/// added ones (`SwapNodeControllerTaint`).
+fn swap_no_schedule(node: &Value) -> Option<Vec<Value>> {
+    let current: Vec<Value> = node
+        .pointer("/spec/taints")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let wanted = no_schedule_wanted(node);
+    let owned = |t: &Value| {
+        t["effect"] == "NoSchedule"
+            && (t["key"] == UNSCHEDULABLE
+                || CONDITION_TAINTS.iter().any(|(_, _, k)| t["key"] == *k))
+    };
+    let kept: Vec<Value> = current
+        .iter()
+        .filter(|t| !owned(t) || wanted.iter().any(|k| t["key"] == *k))
+        .cloned()
+        .collect();
+    let added: Vec<Value> = wanted
+        .iter()
+        .filter(|k| !current.iter().any(|t| owned(t) && t["key"] == **k))
+        .map(|k| json!({"key": k, "effect": "NoSchedule"}))
+        .collect();
+    if kept.len() == current.len() && added.is_empty() {
+        return None;
+    }
+    Some(kept.into_iter().chain(added).collect())
+}
+
+impl Reconciler for NoScheduleTaints {
+    fn client(&self) -> &Internal {
+        &self.client
+    }
+
+    fn watches(&self) -> Watches {
+        Watches {
+            group: "",
+            plural: "nodes",
+            kind: "Node",
+            children: &[],
+            selects_pods: None,
+        }
+    }
+
+    /// Every node event (the controller's update handler queues them all); the pass itself
+    /// writes only when the taints are to change.
+    fn keys_of(&self, ev: &StoreEvent, out: &mut Vec<Key>) {
+        if ev.key.group.is_empty() && ev.key.plural == "nodes" {
+            out.push((String::new(), meta::name(&ev.object).to_string()));
+        }
+    }
+
+    fn reconcile(&mut self, (_, name): &Key) -> Option<Duration> {
+        let node = self.client.get("", "nodes", "", name)?;
+        let taints = swap_no_schedule(&node)?;
+        let taints = if taints.is_empty() {
+            Value::Null
+        } else {
+            json!(taints)
+        };
+        // Pinned to the version read, as PatchNodeTaints pins it: a concurrent write is seen
+        // by the next pass.
+        let rv = meta::resource_version(&node);
+        let _ = self.client.merge(
+            "",
+            "nodes",
+            "",
+            name,
+            &json!({"metadata": {"resourceVersion": rv}, "spec": {"taints": taints}}),
+        );
+        None
+    }
+}
 
 pub async fn run(client: Internal, timing: Timing) {
     let recorder = EventRecorder::new(client.clone(), "node-controller", None);
@@ -295,5 +427,59 @@ fn evict_expired(
             &format!("Marking for deletion Pod {}/{}", ns, name),
         );
         let _ = client.delete("", "pods", &ns, &name, None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(taints: &[Value]) -> Vec<String> {
+        taints
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}:{}",
+                    t["key"].as_str().unwrap(),
+                    t["effect"].as_str().unwrap()
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_no_schedule_pass_takes_admissions_not_ready_taint_off_a_node_without_conditions() {
+        let node = json!({"metadata": {"name": "n"}, "spec": {"taints": [
+            {"key": NOT_READY, "effect": "NoSchedule"}]}});
+        assert_eq!(swap_no_schedule(&node), Some(vec![]));
+    }
+
+    #[test]
+    fn the_no_schedule_pass_follows_conditions_and_unschedulable_and_leaves_other_taints() {
+        let node = json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true, "taints": [
+            {"key": "dedicated", "value": "db", "effect": "NoSchedule"},
+            {"key": NOT_READY, "effect": "NoSchedule"},
+            {"key": NOT_READY, "effect": "NoExecute", "timeAdded": "2026-01-01T00:00:00Z"}]},
+            "status": {"conditions": [{"type": "Ready", "status": "True"},
+                                      {"type": "DiskPressure", "status": "True"}]}});
+        let next = swap_no_schedule(&node).unwrap();
+        assert_eq!(
+            keys(&next),
+            [
+                "dedicated:NoSchedule",
+                "node.kubernetes.io/not-ready:NoExecute",
+                "node.kubernetes.io/disk-pressure:NoSchedule",
+                "node.kubernetes.io/unschedulable:NoSchedule"
+            ]
+        );
+        // Nothing to change: no write.
+        let mut settled = node.clone();
+        settled["spec"]["taints"] = json!(next);
+        assert_eq!(swap_no_schedule(&settled), None);
+        // Ready=False wants not-ready.
+        let mut not_ready = settled.clone();
+        not_ready["status"]["conditions"][0]["status"] = json!("False");
+        assert!(keys(&swap_no_schedule(&not_ready).unwrap())
+            .contains(&"node.kubernetes.io/not-ready:NoSchedule".to_string()));
     }
 }

@@ -132,6 +132,14 @@ pub fn prepare_update(rt: &ResourceType, current: &Value, obj: &mut Value) {
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Service") => crate::apiserver::validation::core::prepare_service_update(obj, current),
         ("", "Pod") => admit_pod(obj, Some(current)),
+        // The CSR strategy: an update of the main resource changes neither the request nor
+        // its requester (pkg/registry/certificates/certificates/strategy.go).
+        ("certificates.k8s.io", "CertificateSigningRequest") => match current.get("spec") {
+            Some(spec) => obj["spec"] = spec.clone(),
+            None => {
+                obj.as_object_mut().map(|m| m.shift_remove("spec"));
+            }
+        },
         // The namespace strategy: finalizers change only through /finalize.
         ("", "Namespace") => match current.pointer("/spec/finalizers") {
             Some(f) => {
@@ -490,8 +498,15 @@ fn generate_job_selector(obj: &mut Value) {
     ] {
         labels[k] = json!(v);
     }
-    if aliased {
-        let l = labels.clone();
+    // Labels still empty take the template's when the Job is next decoded, which the create's
+    // own answer already is (etcd3's store decodes what it wrote; SetDefaults_Job in
+    // pkg/apis/batch/v1/defaults.go), after the field manager ran: no manager owns them.
+    let unlabelled = obj
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .is_none_or(|m| m.is_empty());
+    if aliased || unlabelled {
+        let l = obj["spec"]["template"]["metadata"]["labels"].clone();
         meta::metadata_mut(obj).insert("labels".into(), l);
     }
 }
@@ -616,6 +631,22 @@ mod tests {
         assert_eq!(p["spec"]["tolerations"].as_array().unwrap().len(), 2);
         // `default` is the ServiceAccount plugin's, which `ApiServer` runs when enabled.
         assert!(p["spec"].get("serviceAccountName").is_none());
+    }
+
+    #[test]
+    fn a_csr_update_keeps_the_request_and_its_requester() {
+        let reg = Registry::with_builtins();
+        let rt = reg
+            .get("certificates.k8s.io", "v1", "certificatesigningrequests")
+            .unwrap();
+        let current = json!({"metadata": {"name": "c"}, "spec": {"request": "UkVR",
+            "signerName": "example.com/s", "usages": ["digital signature"],
+            "username": "kubernetes-admin", "groups": ["system:masters"]}});
+        let mut next = json!({"metadata": {"name": "c", "labels": {"l": "1"}}, "spec": {
+            "request": "T1RIRVI=", "signerName": "example.com/s", "usages": ["digital signature"]}});
+        prepare_update(&rt, &current, &mut next);
+        assert_eq!(next["spec"], current["spec"]);
+        assert_eq!(next["metadata"]["labels"]["l"], "1");
     }
 
     #[test]

@@ -115,6 +115,31 @@ pub fn create_defaults(api: &ApiServer) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn a_system_masters_member_reviews_the_rules_of_its_bindings() {
+        let api = crate::apiserver::ApiServer::new(100);
+        create_defaults(&api).unwrap();
+        let (rules, errors) = crate::apiserver::auth::rbac::rules_for(
+            &api,
+            &crate::apiserver::auth::UserInfo::admin(),
+            "",
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let has = |r: Value| rules.contains(&r);
+        assert!(
+            has(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]})),
+            "{rules:?}"
+        );
+        assert!(
+            rules.iter().any(|r| r["resources"]
+                .as_array()
+                .is_some_and(|a| a.contains(&json!("selfsubjectreviews")))),
+            "system:basic-user's, through system:authenticated: {rules:?}"
+        );
+        assert!(rules.len() > 2, "{rules:?}");
+    }
 
     #[test]
     fn the_policy_file_parses() {

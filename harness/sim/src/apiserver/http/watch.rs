@@ -125,10 +125,30 @@ impl Encoder {
         if initial_end {
             md["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        let obj =
-            json!({"kind": self.rt.kind, "apiVersion": self.rt.api_version(), "metadata": md});
+        let obj = bookmark_object(&self.rt.kind, &self.rt.api_version(), md);
         self.line("BOOKMARK", &obj)
     }
+}
+
+/// A BOOKMARK's object: the watch cache's `newFunc()`, an empty object of the internal type,
+/// converted to the watched version and encoded as Go does (staging/src/k8s.io/apiserver/pkg/
+/// storage/cacher/cacher.go): every member Go writes for a zero value is there (a
+/// Deployment's `spec.template.spec.containers: null`, `status: {}`), and the workloads'
+/// `spec.replicas`, a value in the internal type and a pointer in apps/v1 and core/v1, is 0
+/// (`Convert_int32_To_Pointer_int32`).
+fn bookmark_object(kind: &str, api_version: &str, metadata: Value) -> Value {
+    let mut obj = json!({"kind": kind, "apiVersion": api_version, "metadata": metadata});
+    crate::apiserver::patch::smd::goencoding::round_trip(api_version, kind, &mut obj, true);
+    let scaled = matches!(
+        (api_version, kind),
+        ("apps/v1", "Deployment" | "ReplicaSet" | "StatefulSet") | ("v1", "ReplicationController")
+    );
+    if scaled {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.insert("replicas".into(), json!(0));
+        }
+    }
+    obj
 }
 
 /// Translate a store event into what this watcher sees, given its filter.
@@ -425,6 +445,21 @@ async fn run(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_bookmark_carries_the_empty_object_of_its_type() {
+        let md = serde_json::json!({"resourceVersion": "5"});
+        assert_eq!(
+            super::bookmark_object("Deployment", "apps/v1", md.clone()),
+            serde_json::json!({"kind": "Deployment", "apiVersion": "apps/v1", "metadata": {"resourceVersion": "5"},
+                "spec": {"replicas": 0, "selector": null, "template": {"metadata": {}, "spec": {"containers": null}},
+                         "strategy": {}}, "status": {}})
+        );
+        assert_eq!(
+            super::bookmark_object("ConfigMap", "v1", md.clone()),
+            serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"resourceVersion": "5"}})
+        );
+    }
+
     use super::*;
     use crate::apiserver::resources::{Registry, ResourceKey};
 

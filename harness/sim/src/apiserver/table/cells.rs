@@ -872,6 +872,16 @@ pub(super) fn hpa_min_pods(hpa: &Value, _: DateTime<Utc>) -> Value {
 
 /// `formatHPAMetrics` over autoscaling/v2 metric specs and their current statuses.
 pub(super) fn hpa_targets(hpa: &Value, _: DateTime<Utc>) -> Value {
+    // The printer reads the internal object, whatever version was asked for: an autoscaling/v1
+    // HPA's targetCPUUtilizationPercentage is a cpu metric there (pkg/printers/internalversion/
+    // printers.go, printHorizontalPodAutoscaler; pkg/apis/autoscaling/v1/conversion.go).
+    let internal;
+    let hpa = if hpa.get("apiVersion").and_then(Value::as_str) == Some("autoscaling/v1") {
+        internal = crate::apiserver::hpa_convert::v1_to_v2(hpa);
+        &internal
+    } else {
+        hpa
+    };
     let specs = arr_at(hpa, &["spec", "metrics"]);
     if specs.is_empty() {
         return s("<none>");

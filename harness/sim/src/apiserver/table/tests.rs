@@ -1964,3 +1964,14 @@ fn admission_policy_printers() {
         vec!["Name", "Age"]
     );
 }
+
+#[test]
+fn an_autoscaling_v1_hpa_prints_its_cpu_target_as_the_internal_object_has_it() {
+    let hpa = json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "h", "creationTimestamp": ago(5)},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                 "maxReplicas": 3, "targetCPUUtilizationPercentage": 50},
+        "status": {"currentReplicas": 0, "desiredReplicas": 0}});
+    let c = cells("autoscaling", "HorizontalPodAutoscaler", &hpa);
+    assert_eq!(c[2], json!("cpu: <unknown>/50%"));
+}

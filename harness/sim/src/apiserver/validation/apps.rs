@@ -214,6 +214,58 @@ pub fn validate_deployment_update(new: &Value, old: &Value) -> ErrorList {
     errs
 }
 
+/// `ValidateDeploymentStatusUpdate`: `ValidateDeploymentStatus` of the new status, and a
+/// collisionCount that only grows.
+pub fn validate_deployment_status_update(new: &Value, old: &Value) -> ErrorList {
+    let st = Path::new("status");
+    let n = |f: &str| int(new, &format!("status.{f}")).unwrap_or(0);
+    let mut errs = ErrorList::new();
+    for f in [
+        "observedGeneration",
+        "replicas",
+        "updatedReplicas",
+        "readyReplicas",
+        "availableReplicas",
+        "unavailableReplicas",
+    ] {
+        errs.extend(nonnegative(n(f), &st.child(f)));
+    }
+    for f in ["terminatingReplicas", "collisionCount"] {
+        if let Some(v) = int(new, &format!("status.{f}")) {
+            errs.extend(nonnegative(v, &st.child(f)));
+        }
+    }
+    let more_than_replicas = "cannot be greater than status.replicas";
+    for f in ["updatedReplicas", "readyReplicas", "availableReplicas"] {
+        if n(f) > n("replicas") {
+            errs.push(field::invalid(
+                &st.child(f),
+                BadValue::Int(n(f)),
+                more_than_replicas,
+            ));
+        }
+    }
+    if n("availableReplicas") > n("readyReplicas") {
+        errs.push(field::invalid(
+            &st.child("availableReplicas"),
+            BadValue::Int(n("availableReplicas")),
+            "cannot be greater than readyReplicas",
+        ));
+    }
+    // `IsDecremented`: a count that was set may not go down or away.
+    if let Some(was) = int(old, "status.collisionCount") {
+        let now = int(new, "status.collisionCount");
+        if now.is_none_or(|c| c < was) {
+            errs.push(field::invalid(
+                &st.child("collisionCount"),
+                BadValue::Int(now.unwrap_or(0)),
+                "cannot be decremented",
+            ));
+        }
+    }
+    errs
+}
+
 /// `ValidateReplicaSetSpec`.
 fn replica_set_spec(rs: &Value) -> ErrorList {
     let spec = Path::new("spec");
@@ -551,4 +603,36 @@ pub fn validate_daemon_set_update(new: &Value, old: &Value) -> ErrorList {
     errs.extend(selector_immutable(new, old));
     errs.extend(daemon_set_spec(new));
     errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deployment_status_counts_no_more_than_its_replicas() {
+        let d = |status: Value| json!({"metadata": {"name": "d"}, "status": status});
+        let ok = d(
+            json!({"replicas": 2, "updatedReplicas": 2, "readyReplicas": 1, "availableReplicas": 1}),
+        );
+        assert!(validate_deployment_status_update(&ok, &ok).is_empty());
+        let errs = validate_deployment_status_update(
+            &d(json!({"observedGeneration": 1, "replicas": 0, "updatedReplicas": 1})),
+            &ok,
+        );
+        let text: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            text,
+            ["status.updatedReplicas: Invalid value: 1: cannot be greater than status.replicas"]
+        );
+        let errs = validate_deployment_status_update(
+            &d(json!({"replicas": 1, "readyReplicas": 1, "collisionCount": 1})),
+            &d(json!({"collisionCount": 2})),
+        );
+        assert_eq!(errs.len(), 1);
+        assert_eq!(
+            errs[0].to_string(),
+            "status.collisionCount: Invalid value: 1: cannot be decremented"
+        );
+    }
 }

@@ -430,6 +430,20 @@ pub fn validate_update(rt: &ResourceType, current: &Value, next: &Value) -> ApiR
     }
 }
 
+/// The status strategy's `ValidateUpdate` of a status write, for the kinds whose status rules
+/// the sim has (`ValidateDeploymentStatusUpdate` in pkg/apis/apps/validation/validation.go).
+pub fn validate_status_update(rt: &ResourceType, current: &Value, next: &Value) -> ApiResult<()> {
+    let errs = match (rt.group.as_str(), rt.kind.as_str()) {
+        ("apps", "Deployment") => apps::validate_deployment_status_update(next, current),
+        _ => return Ok(()),
+    };
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(rt, next, &errs))
+    }
+}
+
 /// The object an update would store, as validation sees it: the server's metadata (uid,
 /// creationTimestamp, deletion state, generation) carried over from `current` as
 /// `rest.BeforeUpdate` does, and the stored status kept (a main-resource write).
