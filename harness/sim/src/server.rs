@@ -451,44 +451,80 @@ pub(crate) fn bootstrap(api: &ApiServer, nodes: &[String]) -> Result<()> {
         .resource("", "v1", "nodes")
         .map_err(anyhow::Error::msg)?;
     for (i, name) in nodes.iter().enumerate() {
-        let created = api
-            .create(
-                &node_rt,
-                "",
-                crate::nodes::node_object(name, i, false, &api.clock().now_rfc3339()),
-                &opts,
-            )
-            .map_err(anyhow::Error::msg)?;
+        api.create(
+            &node_rt,
+            "",
+            crate::nodes::node_object(name, i, false, &api.clock().now_rfc3339()),
+            &opts,
+        )
+        .map_err(anyhow::Error::msg)?;
         // These nodes stand for ones registered long ago and Ready: the node lifecycle
         // controller's NoSchedule pass has taken off the not-ready taint admission gave them.
-        let mut node = (*created.object).clone();
-        if let Some(spec) = node
-            .get_mut("spec")
-            .and_then(serde_json::Value::as_object_mut)
-        {
-            let kept: Vec<serde_json::Value> = spec
-                .get("taints")
-                .and_then(serde_json::Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter(|t| t["key"] != "node.kubernetes.io/not-ready")
-                .cloned()
-                .collect();
-            if kept.is_empty() {
-                spec.remove("taints");
-            } else {
-                spec.insert("taints".into(), json!(kept));
+        // That controller may already be writing the node (it runs on every node change), so
+        // read-modify-write as a client would, again on a conflict.
+        let mut attempts = 0;
+        loop {
+            let Some(current) = api.store.get(&node_rt.key(), "", name) else {
+                bail!("node {name} disappeared right after its creation");
+            };
+            let Some(node) = without_not_ready_taint(&current) else {
+                break;
+            };
+            match api.update_internal(&node_rt, node) {
+                Ok(_) => break,
+                Err(e) if e.code == 409 && attempts < 20 => attempts += 1,
+                Err(e) => return Err(anyhow::Error::msg(e)),
             }
         }
-        api.update_internal(&node_rt, node)
-            .map_err(anyhow::Error::msg)?;
     }
     Ok(())
+}
+
+/// The node without the `node.kubernetes.io/not-ready` taint, or None when it has none.
+fn without_not_ready_taint(node: &serde_json::Value) -> Option<serde_json::Value> {
+    let taints = node.pointer("/spec/taints")?.as_array()?;
+    if !taints
+        .iter()
+        .any(|t| t["key"] == "node.kubernetes.io/not-ready")
+    {
+        return None;
+    }
+    let kept: Vec<serde_json::Value> = taints
+        .iter()
+        .filter(|t| t["key"] != "node.kubernetes.io/not-ready")
+        .cloned()
+        .collect();
+    let mut node = node.clone();
+    let spec = node.get_mut("spec")?.as_object_mut()?;
+    if kept.is_empty() {
+        spec.remove("taints");
+    } else {
+        spec.insert("taints".into(), json!(kept));
+    }
+    Some(node)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_not_ready_taint_is_taken_off_and_others_kept() {
+        let node = json!({"spec": {"taints": [
+            {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+            {"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}});
+        let out = without_not_ready_taint(&node).unwrap();
+        assert_eq!(
+            out["spec"]["taints"],
+            json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}])
+        );
+        let only = json!({"spec": {"taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]}});
+        assert!(without_not_ready_taint(&only).unwrap()["spec"]
+            .get("taints")
+            .is_none());
+        assert!(without_not_ready_taint(&out).is_none());
+        assert!(without_not_ready_taint(&json!({"spec": {}})).is_none());
+    }
 
     #[tokio::test]
     async fn refuses_non_loopback_bind() {
