@@ -11,6 +11,7 @@ import (
 	"faultline.dev/go/faultlinetest"
 	"faultline.dev/go/faultlinetest/storage"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -126,6 +127,63 @@ func (e env) stalePods(want int) func(context.Context) (bool, error) {
 	}
 }
 
+// nodeReady holds when node's Ready condition has status want and its message contains says.
+func (e env) nodeReady(want corev1.ConditionStatus, says string) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		n, err := e.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == want && strings.Contains(c.Message, says), nil
+			}
+		}
+		return false, nil
+	}
+}
+
+// both holds when a and b do.
+func both(a, b func(context.Context) (bool, error)) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		if ok, err := a(ctx); !ok || err != nil {
+			return ok, err
+		}
+		return b(ctx)
+	}
+}
+
+// heldFor holds once cond has held for d without a break: what a fault keeps, not a lag.
+func heldFor(d time.Duration, cond func(context.Context) (bool, error)) func(context.Context) (bool, error) {
+	var since time.Time
+	return func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		if !ok || err != nil {
+			since = time.Time{}
+			return false, err
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		return time.Since(since) >= d, nil
+	}
+}
+
+// registered waits until the CSI plugin on node runs and its driver is in the node's CSINode
+// (the DaemonSet's pod starts after the node is Ready).
+func registered(ctx context.Context, cs *kubernetes.Clientset) error {
+	_, err := faultlinetest.WaitFor(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		n, err := cs.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(n.Spec.Drivers, func(d storagev1.CSINodeDriver) bool {
+			return d.Name == "driver.longhorn.io"
+		}), nil
+	})
+	return err
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // A storage fault's case: set-up, the fault, what the API shows while it is injected and once
@@ -201,24 +259,28 @@ var cases = map[string]storageCase{
 		after: func(ctx context.Context, e env) error {
 			return e.cs.CoreV1().Pods(e.ns).Delete(ctx, "app", metav1.DeleteOptions{GracePeriodSeconds: ptr[int64](0)})
 		},
+		// Held 2 s: without the fault the volume leaves volumesInUse within about 0.5 s.
 		injected: func(e env) func(context.Context) (bool, error) {
-			return func(ctx context.Context) (bool, error) {
+			return heldFor(2*time.Second, func(ctx context.Context) (bool, error) {
 				_, err := e.cs.CoreV1().Pods(e.ns).Get(ctx, "app", metav1.GetOptions{})
 				if err == nil {
 					return false, fmt.Errorf("pod still there")
 				}
-				time.Sleep(time.Second) // the volume manager's retries, still failing
 				return e.volumeInUse(true)(ctx)
-			}
+			})
 		},
 		healed: func(e env) func(context.Context) (bool, error) { return e.volumeInUse(false) },
 	},
 	"kubeletWorkersSaturated": {
 		op: func(env) faultlinetest.Operation { return storage.KubeletWorkersSaturated(node, 2) },
+		// The PLEG relist hangs on the stale pods' sandboxes: Ready=False after its 3 min
+		// threshold (9 s at TimeScale 0.05).
 		injected: func(e env) func(context.Context) (bool, error) {
-			return e.stalePods(2)
+			return both(e.stalePods(2), e.nodeReady(corev1.ConditionFalse, "PLEG is not healthy"))
 		},
-		healed: func(e env) func(context.Context) (bool, error) { return e.stalePods(0) },
+		healed: func(e env) func(context.Context) (bool, error) {
+			return both(e.stalePods(0), e.nodeReady(corev1.ConditionTrue, ""))
+		},
 	},
 }
 
@@ -228,6 +290,9 @@ var cases = map[string]storageCase{
 func TestStorageFaults(t *testing.T) {
 	sim := faultlinetest.StartT(t, faultlinetest.Options{Nodes: 1, TimeScale: 0.05})
 	cs := kubernetes.NewForConfigOrDie(sim.RESTConfig())
+	if err := registered(context.Background(), cs); err != nil {
+		t.Fatal(err)
+	}
 	keys := make([]string, 0, len(cases))
 	for k := range cases {
 		keys = append(keys, k)
@@ -262,7 +327,7 @@ func TestStorageFaults(t *testing.T) {
 					t.Fatalf("after the fault: %v", err)
 				}
 			}
-			took, err := faultlinetest.WaitFor(ctx, 20*time.Second, c.injected(e))
+			took, err := faultlinetest.WaitFor(ctx, 30*time.Second, c.injected(e))
 			if err != nil {
 				t.Fatalf("injected: %v", err)
 			}
@@ -284,6 +349,9 @@ func TestCSIPluginRestart(t *testing.T) {
 	sim := faultlinetest.StartT(t, faultlinetest.Options{Nodes: 1, TimeScale: 0.05})
 	ctx := context.Background()
 	e := env{sim: sim, cs: kubernetes.NewForConfigOrDie(sim.RESTConfig())}
+	if err := registered(ctx, e.cs); err != nil {
+		t.Fatal(err)
+	}
 	var before int32
 	if _, err := faultlinetest.WaitFor(ctx, 20*time.Second, func(ctx context.Context) (bool, error) {
 		var err error
