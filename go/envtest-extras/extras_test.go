@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,8 +65,14 @@ func TestPodsRunAndNodeFaultsHeal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(nodes.Items) != 2 {
+		t.Fatalf("%d nodes, want control-plane and worker-01", len(nodes.Items))
+	}
 	for _, n := range nodes.Items {
-		if !ready(&n) || len(n.Spec.Taints) > 0 && n.Name == "worker-01" {
+		notReadyTaint := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+			return t.Key == corev1.TaintNodeNotReady
+		})
+		if !ready(&n) || notReadyTaint {
 			t.Fatalf("node %s not Ready and untainted at the start: %+v %+v", n.Name, n.Status.Conditions, n.Spec.Taints)
 		}
 	}
@@ -78,7 +85,7 @@ func TestPodsRunAndNodeFaultsHeal(t *testing.T) {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
 			},
 		},
 	}

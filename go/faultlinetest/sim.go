@@ -1,7 +1,9 @@
 // Package faultlinetest starts a faultline simulated cluster for Go tests: a real Kubernetes
 // API (the sim's), kubelets, a scheduler and Longhorn-like storage at a chosen speed, a
-// *rest.Config for any client, node faults injected and healed through the sim's control
-// endpoint (/faultline/v1/nodes/<node>/ops), and waits with budgets that return the time taken.
+// *rest.Config for any client, node, storage (package storage) and API faults injected and
+// healed through the sim's fault endpoints (/faultline/v1/...), and waits with budgets that
+// return the time taken. Attach reaches the fault endpoints of a server started elsewhere: an
+// envtest Environment on faultline's drop-in with FAULTLINE_ENVTEST_FAULTS=1.
 //
 // It drives the faultline binary (`faultline sim up`): FAULTLINE_BIN names it, else `faultline`
 // on PATH, else it is built with cargo from the faultline repository this package sits in (or
