@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,14 +75,19 @@ func (op NodeOp) Inverse() (NodeOp, bool) {
 	return NodeOp{}, false
 }
 
-// Fault is an injected node primitive or API fault; Heal applies the primitive's inverse (a
-// one-shot primitive has nothing to heal) or removes the API fault, once.
+// Fault is an injected node primitive, catalogue operation or API fault; Heal applies the
+// primitive's inverse (a one-shot primitive has nothing to heal), heals the operation as the
+// catalogue says, or removes the API fault, once.
 type Fault struct {
 	sim  *Sim
 	Node string
 	Op   NodeOp
 	// API is the API fault, for faults made by InjectAPI (Node and Op are then empty).
 	API *APIFault
+	// Operation is the catalogue operation, for faults made by InjectOperation.
+	Operation *Operation
+	// Held is false for a one-shot operation (a restart): it is over, Heal does nothing.
+	Held bool
 
 	remove func(context.Context) error
 	once   sync.Once
@@ -137,10 +143,86 @@ func (s *Sim) InjectAPI(ctx context.Context, af APIFault) (*Fault, error) {
 		return nil, fmt.Errorf("API fault %s: %w", body, err)
 	}
 	path := "/faultline/v1/apifaults/" + strconv.FormatUint(answer.ID, 10)
-	f := &Fault{sim: s, API: &af, remove: func(ctx context.Context) error {
+	f := &Fault{sim: s, API: &af, Held: true, remove: func(ctx context.Context) error {
 		var removed any
 		return s.http.do(ctx, http.MethodDelete, path, nil, &removed)
 	}}
+	s.mu.Lock()
+	s.faults = append(s.faults, f)
+	s.mu.Unlock()
+	return f, nil
+}
+
+// Operation is a node operation of the fault catalogue (harness/faults/src/ops.rs), as a
+// scenario writes it: its key (csiPluginDown, staleDeviceMount, ...) and its fields, the node
+// among them. Package storage builds every storage operation; the sim maps each to its node
+// primitives itself (harness/sim/src/cluster/faults.rs), so an operation means here what it
+// means in a scenario.
+type Operation struct {
+	Key    string
+	Fields map[string]any
+}
+
+// Node is the node the operation targets.
+func (o Operation) Node() string {
+	n, _ := o.Fields["node"].(string)
+	return n
+}
+
+// MarshalJSON writes {"<key>": {fields}}.
+func (o Operation) MarshalJSON() ([]byte, error) {
+	fields := o.Fields
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	return json.Marshal(map[string]any{o.Key: fields})
+}
+
+// Catalogue is the sim's fault catalogue, as GET /faultline/v1/catalogue lists it.
+type Catalogue struct {
+	Operations []CatalogueEntry `json:"operations"`
+}
+
+// CatalogueEntry is one node operation of the catalogue: its key, what it acts on (node,
+// storage, api) and its lifetime (held, oneShot).
+type CatalogueEntry struct {
+	Key      string `json:"key"`
+	Area     string `json:"area"`
+	Lifetime string `json:"lifetime"`
+}
+
+// Catalogue asks the sim for its fault catalogue.
+func (s *Sim) Catalogue(ctx context.Context) (Catalogue, error) {
+	var c Catalogue
+	err := s.http.do(ctx, http.MethodGet, "/faultline/v1/catalogue", nil, &c)
+	return c, err
+}
+
+// InjectOperation injects a catalogue operation on its node (POST /faultline/v1/faults); Heal
+// heals it by the catalogue's inverse (POST /faultline/v1/faults/heal), Stop heals what is
+// left. A one-shot operation (csiPluginRestart) is over when this returns.
+func (s *Sim) InjectOperation(ctx context.Context, op Operation) (*Fault, error) {
+	body, err := json.Marshal(op)
+	if err != nil {
+		return nil, err
+	}
+	var answer struct {
+		Lifetime string `json:"lifetime"`
+	}
+	if err := s.http.do(ctx, http.MethodPost, "/faultline/v1/faults", body, &answer); err != nil {
+		return nil, fmt.Errorf("%s: %w", body, err)
+	}
+	f := &Fault{sim: s, Node: op.Node(), Operation: &op, Held: answer.Lifetime == "held"}
+	if !f.Held {
+		return f, nil
+	}
+	f.remove = func(ctx context.Context) error {
+		var healed any
+		if err := s.http.do(ctx, http.MethodPost, "/faultline/v1/faults/heal", body, &healed); err != nil {
+			return fmt.Errorf("healing %s: %w", body, err)
+		}
+		return nil
+	}
 	s.mu.Lock()
 	s.faults = append(s.faults, f)
 	s.mu.Unlock()
@@ -167,7 +249,8 @@ func (s *Sim) Inject(ctx context.Context, node string, op NodeOp) (*Fault, error
 	if _, err := s.Do(ctx, node, op); err != nil {
 		return nil, err
 	}
-	f := &Fault{sim: s, Node: node, Op: op}
+	_, held := op.Inverse()
+	f := &Fault{sim: s, Node: node, Op: op, Held: held}
 	s.mu.Lock()
 	s.faults = append(s.faults, f)
 	s.mu.Unlock()
@@ -205,7 +288,12 @@ func newHTTPClient(cfg *rest.Config) (*httpClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &httpClient{base: cfg.Host, client: c}, nil
+	// envtest's Config.Host is host:port without a scheme; client-go defaults it, so do we.
+	base, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &httpClient{base: strings.TrimSuffix(base.String(), "/"), client: c}, nil
 }
 
 func (h *httpClient) do(ctx context.Context, method, path string, body []byte, into any) error {

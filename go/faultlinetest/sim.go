@@ -1,7 +1,9 @@
 // Package faultlinetest starts a faultline simulated cluster for Go tests: a real Kubernetes
 // API (the sim's), kubelets, a scheduler and Longhorn-like storage at a chosen speed, a
-// *rest.Config for any client, node faults injected and healed through the sim's control
-// endpoint (/faultline/v1/nodes/<node>/ops), and waits with budgets that return the time taken.
+// *rest.Config for any client, node, storage (package storage) and API faults injected and
+// healed through the sim's fault endpoints (/faultline/v1/...), and waits with budgets that
+// return the time taken. Attach reaches the fault endpoints of a server started elsewhere: an
+// envtest Environment on faultline's drop-in with FAULTLINE_ENVTEST_FAULTS=1.
 //
 // It drives the faultline binary (`faultline sim up`): FAULTLINE_BIN names it, else `faultline`
 // on PATH, else it is built with cargo from the faultline repository this package sits in (or
@@ -134,6 +136,27 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	return s, nil
 }
 
+// Attach reaches the fault endpoints of a simulated API server started by someone else: an
+// envtest Environment on the drop-in (KUBEBUILDER_ASSETS from `faultline envtest-assets`) with
+// FAULTLINE_ENVTEST_FAULTS=1, or a `faultline sim up` whose kubeconfig cfg was read from. cfg
+// must be the cluster admin's (envtest's Environment.Config is): the endpoints answer 403 to
+// anyone else. Inject, InjectAPI, InjectOperation and Heal work as on a started sim; Stop heals
+// what is left and leaves the server running.
+func Attach(cfg *rest.Config) (*Sim, error) {
+	h, err := newHTTPClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sim{config: rest.CopyConfig(cfg), http: h}
+	// A probe that needs the endpoints and changes nothing, so a server without them fails here
+	// rather than at the first Inject.
+	var cat Catalogue
+	if err := h.do(context.Background(), "GET", "/faultline/v1/catalogue", nil, &cat); err != nil {
+		return nil, fmt.Errorf("faultlinetest: %s has no fault endpoints for this user (an envtest drop-in needs FAULTLINE_ENVTEST_FAULTS=1, and the admin's config): %w", cfg.Host, err)
+	}
+	return s, nil
+}
+
 // TB is what StartT needs of a test: *testing.T, *testing.B and Ginkgo's GinkgoT() have it.
 type TB interface {
 	Helper()
@@ -160,7 +183,8 @@ func StartT(t TB, opts Options) *Sim {
 // RESTConfig is a client configuration with full access (the cluster's admin).
 func (s *Sim) RESTConfig() *rest.Config { return rest.CopyConfig(s.config) }
 
-// Kubeconfig is the path of the cluster's kubeconfig file (for kubectl or a controller process).
+// Kubeconfig is the path of the cluster's kubeconfig file (for kubectl or a controller process);
+// empty for an attached server.
 func (s *Sim) Kubeconfig() string { return s.kubeconfig }
 
 // Stop heals the faults still active (newest first), then stops the cluster. Healing errors are
@@ -174,6 +198,10 @@ func (s *Sim) Stop() error {
 		if err := active[i].Heal(context.Background()); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if s.cmd == nil {
+		// Attached: the server is someone else's to stop.
+		return errors.Join(errs...)
 	}
 	if s.cmd.Process != nil {
 		_ = s.cmd.Process.Signal(syscall.SIGTERM)

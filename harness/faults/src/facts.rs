@@ -43,6 +43,30 @@ pub enum Phase {
     Heal,
 }
 
+/// What a node operation acts on, as the test libraries group their constructors
+/// (go/faultlinetest/storage offers every `Storage` operation and checks that it does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Area {
+    /// The node itself: its kubelet, power, network, probes.
+    Node,
+    /// Its volumes: the CSI plugin and driver, device mounts, the disks and NFS under them,
+    /// and the stale pods whose volumes cannot be cleaned up.
+    Storage,
+    /// The simulated API server (`apiErrors`, `apiLatency`).
+    Api,
+}
+
+impl Area {
+    /// As `GET /faultline/v1/catalogue` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Area::Node => "node",
+            Area::Storage => "storage",
+            Area::Api => "api",
+        }
+    }
+}
+
 /// Where faults are carried out (the runner's `--provider`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Provider {
@@ -130,6 +154,29 @@ impl NodeOperation {
 
     pub fn lifetime(&self) -> Lifetime {
         lifetime_of(self.inverse().is_some())
+    }
+
+    /// What the operation acts on.
+    pub fn area(&self) -> Area {
+        use NodeOperation as N;
+        match self {
+            N::StaleDeviceMount(_)
+            | N::CsiPluginDown(_)
+            | N::CsiPluginRestart(_)
+            | N::CsiDriverUnregistered(_)
+            | N::KubeletWorkersSaturated(_)
+            | N::HungNfs(_)
+            | N::IoErrors(_) => Area::Storage,
+            N::KubeletStop(_)
+            | N::KubeletHang(_)
+            | N::KubeletRestart(_)
+            | N::ProberManagerBroken(_)
+            | N::NodeReboot(_)
+            | N::NodePowerCycle(_)
+            | N::NodePowerOff(_)
+            | N::NodeNetworkPartition(_) => Area::Node,
+            N::ApiErrors(_) | N::ApiLatency(_) => Area::Api,
+        }
     }
 
     /// Whether `provider` carries this operation out, and if not, why.
@@ -364,6 +411,31 @@ mod tests {
             let json = serde_json::to_value(&op).unwrap();
             assert_eq!(serde_json::from_value::<RunnerOperation>(json).unwrap(), op);
         }
+    }
+
+    #[test]
+    fn areas_agree_with_targets() {
+        // An API operation targets no node; every other one does.
+        for op in NodeOperation::all_cases("w") {
+            assert_eq!(op.area() == Area::Api, op.node().is_none(), "{}", op.key());
+        }
+        let storage: Vec<&str> = NodeOperation::examples("w")
+            .iter()
+            .filter(|o| o.area() == Area::Storage)
+            .map(NodeOperation::key)
+            .collect();
+        assert_eq!(
+            storage,
+            [
+                "staleDeviceMount",
+                "csiPluginDown",
+                "csiPluginRestart",
+                "csiDriverUnregistered",
+                "kubeletWorkersSaturated",
+                "hungNfs",
+                "ioErrors"
+            ]
+        );
     }
 
     #[test]

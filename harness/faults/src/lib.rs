@@ -11,7 +11,7 @@ pub mod facts;
 pub mod ops;
 
 pub use duration::Dur;
-pub use facts::{Inverse, Lifetime, Phase, Provider, Support};
+pub use facts::{Area, Inverse, Lifetime, Phase, Provider, Support};
 pub use ops::{
     ApiErrors, ApiLatency, ControllerCrash, CsiDriverUnregistered, DeletePod, Drain,
     KubeletWorkersSaturated, MountHolder, NodeOperation, NodeReboot, NodeTarget, Operation,

@@ -46,6 +46,7 @@ impl ApiTarget {
             api: api.clone(),
             control: None,
             faults: ApiFaults::seeded(0),
+            fault_endpoints: true,
             trace: Default::default(),
             token: Arc::new(TOKEN.to_string()),
             auth: Arc::new(crate::apiserver::auth::Auth::new(TOKEN)),

@@ -48,6 +48,9 @@ pub struct SimOptions {
     /// `--anonymous-auth`: requests without credentials are `system:anonymous` (kube-apiserver's
     /// default) instead of a 401 (the sim's default).
     pub anonymous_auth: bool,
+    /// Serve the fault endpoints (`/faultline/v1/...`); the envtest drop-in turns them off
+    /// unless asked (`FAULTLINE_ENVTEST_FAULTS=1`).
+    pub fault_endpoints: bool,
 }
 
 impl Default for SimOptions {
@@ -64,6 +67,7 @@ impl Default for SimOptions {
             controller_manager: true,
             service_account_issuer: None,
             anonymous_auth: false,
+            fault_endpoints: true,
         }
     }
 }
@@ -227,6 +231,7 @@ impl SimServer {
             address: Arc::new(addr.to_string()),
             control: cluster.clone().map(|c| c as Arc<dyn http::ControlEndpoint>),
             faults: faults.clone(),
+            fault_endpoints: opts.fault_endpoints,
             trace: trace.clone(),
         };
         if let Some(c) = &cluster {

@@ -123,8 +123,13 @@ Flags the simulated API server honours (any other flag is an error naming it):
   -v, --v Level                                accepted; no effect
       --vmodule pattern                        accepted; no effect
 
-Environment: FAULTLINE_ENVTEST_CONTROLLERS=1 also runs the kube-controller-manager loops
-(garbage collector, namespaces, ServiceAccounts, Deployments, ...), which envtest does not have.
+Environment (opt-in extras envtest does not have):
+  FAULTLINE_ENVTEST_CONTROLLERS=1   the kube-controller-manager loops (garbage collector,
+                                    namespaces, ServiceAccounts, Deployments, ...)
+  FAULTLINE_ENVTEST_NODES=N         N simulated worker nodes with kubelets, the scheduler, CSI and
+                                    storage, Ready before the API answers (implies the controllers)
+  FAULTLINE_ENVTEST_TIME_SCALE=F    the simulated cluster's durations times F (needs nodes)
+  FAULTLINE_ENVTEST_FAULTS=1        the fault endpoints (/faultline/v1/...) for the cluster admin
 ";
 
 /// What the simulated kube-apiserver takes from its command line.

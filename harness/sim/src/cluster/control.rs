@@ -12,6 +12,7 @@ use axum::body::Body;
 use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use faultline_faults::{Lifetime, NodeOperation, Phase};
 use serde_json::json;
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -125,12 +126,45 @@ fn handle(
                 &[],
             ))
         }
+        // A node operation of the fault catalogue, as a scenario writes it
+        // (`{"csiDriverUnregistered": {"node": "worker-01"}}`): injected, or healed by its
+        // catalogue inverse (go/faultlinetest's InjectOperation and Heal).
+        (Method::POST, ["faults"]) => catalogue_operation(cluster, body, Phase::Inject),
+        (Method::POST, ["faults", "heal"]) => catalogue_operation(cluster, body, Phase::Heal),
         _ => Err(ApiError::new(
             404,
             "NotFound",
             "the server could not find the requested resource",
         )),
     }
+}
+
+fn catalogue_operation(cluster: &SimCluster, body: &[u8], phase: Phase) -> ApiResult<Response> {
+    let op: NodeOperation = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("a fault catalogue operation: {e}")))?;
+    cluster.apply_operation(&op, phase).map_err(|e| {
+        let reason = match e.status_code() {
+            404 => "NotFound",
+            409 => "Conflict",
+            _ => "BadRequest",
+        };
+        ApiError::new(e.status_code(), reason, e.to_string())
+    })?;
+    let lifetime = match op.lifetime() {
+        Lifetime::Held => "held",
+        Lifetime::OneShot => "oneShot",
+    };
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({
+            "operation": op.key(),
+            "node": op.node(),
+            "phase": if phase == Phase::Inject { "inject" } else { "heal" },
+            "lifetime": lifetime,
+        }),
+        &Output::Json,
+        &[],
+    ))
 }
 
 /// systemd-like state of the kubelet service.

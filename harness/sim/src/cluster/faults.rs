@@ -22,6 +22,9 @@ pub enum FaultError {
     /// A node operation on a cluster that serves the API only.
     #[error("`{op}` needs the simulated nodes, but this cluster serves the API only (spec.cluster.sim.apiOnly)")]
     ApiOnly { op: &'static str },
+    /// An API operation given where node operations go.
+    #[error("`{op}` is not a node operation: API faults go to /faultline/v1/apifaults")]
+    NotANodeOperation { op: &'static str },
     /// The operation's volume could not be resolved to a PersistentVolume.
     #[error("{0}")]
     Volume(String),
@@ -31,6 +34,8 @@ pub enum FaultError {
         op: &'static str,
         node: String,
         message: String,
+        /// The HTTP status the node's refusal had (404 unknown node, 409 powered off, ...).
+        code: u16,
     },
 }
 
@@ -113,6 +118,77 @@ fn inject(op: &NodeOperation, pv: Option<(String, bool)>) -> Effect {
     }
 }
 
+/// The PersistentVolume behind a volume reference, and whether it is gone from the API.
+pub fn resolve_volume(api: &ApiServer, v: &VolumeRef) -> Result<(String, bool), FaultError> {
+    match v {
+        VolumeRef::Pv(p) => Ok((p.clone(), false)),
+        VolumeRef::DeletedPv(p) => Ok((p.clone(), true)),
+        VolumeRef::Pvc(c) => {
+            let (ns, name) = c.split_once('/').unwrap_or(("default", c));
+            let rt = api
+                .resource("", "v1", "persistentvolumeclaims")
+                .map_err(|e| FaultError::Volume(e.to_string()))?;
+            let pvc = api
+                .get(&rt, ns, name)
+                .map_err(|e| FaultError::Volume(format!("PVC {ns}/{name}: {e}")))?;
+            let pv = pvc
+                .pointer("/spec/volumeName")
+                .and_then(|v| v.as_str())
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| {
+                    FaultError::Volume(format!("PVC {ns}/{name} is not bound to a volume yet"))
+                })?;
+            Ok((pv.to_string(), false))
+        }
+    }
+}
+
+/// The node primitives of a node operation (its volume resolved); an API operation has none.
+fn node_effect(
+    op: &NodeOperation,
+    phase: Phase,
+    api: &ApiServer,
+) -> Result<Vec<NodeOp>, FaultError> {
+    let pv = op.volume().map(|v| resolve_volume(api, v)).transpose()?;
+    Ok(match effect(op, phase, pv) {
+        Effect::Node(prims) => prims,
+        Effect::Api(_) => vec![],
+    })
+}
+
+impl SimCluster {
+    /// Inject or heal a node operation of the catalogue on this cluster's nodes (the runner's
+    /// sim provider through `FaultApplier`, and the control endpoint's `/faultline/v1/faults`).
+    /// API operations are refused: they belong to the API server's `ApiFaults`.
+    pub fn apply_operation(&self, op: &NodeOperation, phase: Phase) -> Result<(), FaultError> {
+        check_supported(op)?;
+        if ApiFault::from_operation(op).is_some() {
+            return Err(FaultError::NotANodeOperation { op: op.key() });
+        }
+        let node = op.node().unwrap_or_default();
+        for p in node_effect(op, phase, &self.api)? {
+            self.node_op(node, &p).map_err(|e| FaultError::Node {
+                op: op.key(),
+                node: node.to_string(),
+                message: e.to_string(),
+                code: e.code,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl FaultError {
+    /// The HTTP status the control endpoint answers this refusal with.
+    pub fn status_code(&self) -> u16 {
+        match self {
+            FaultError::Unsupported { .. } | FaultError::NotANodeOperation { .. } => 400,
+            FaultError::ApiOnly { .. } | FaultError::Volume(_) => 409,
+            FaultError::Node { code, .. } => *code,
+        }
+    }
+}
+
 /// Carries catalogue operations out on one simulated cluster: node primitives on its nodes
 /// (none when it serves the API only), API faults on its API server. API faults are kept by the
 /// operation's JSON so that its heal finds them.
@@ -140,61 +216,23 @@ impl FaultApplier {
 
     /// The PersistentVolume behind a volume reference, and whether it is gone from the API.
     pub fn resolve_volume(&self, v: &VolumeRef) -> Result<(String, bool), FaultError> {
-        match v {
-            VolumeRef::Pv(p) => Ok((p.clone(), false)),
-            VolumeRef::DeletedPv(p) => Ok((p.clone(), true)),
-            VolumeRef::Pvc(c) => {
-                let (ns, name) = c.split_once('/').unwrap_or(("default", c));
-                let rt = self
-                    .api
-                    .resource("", "v1", "persistentvolumeclaims")
-                    .map_err(|e| FaultError::Volume(e.to_string()))?;
-                let pvc = self
-                    .api
-                    .get(&rt, ns, name)
-                    .map_err(|e| FaultError::Volume(format!("PVC {ns}/{name}: {e}")))?;
-                let pv = pvc
-                    .pointer("/spec/volumeName")
-                    .and_then(|v| v.as_str())
-                    .filter(|v| !v.is_empty())
-                    .ok_or_else(|| {
-                        FaultError::Volume(format!("PVC {ns}/{name} is not bound to a volume yet"))
-                    })?;
-                Ok((pv.to_string(), false))
-            }
-        }
+        resolve_volume(&self.api, v)
     }
 
     /// Inject (`Phase::Inject`) or heal (`Phase::Heal`) `op`.
     pub fn apply(&self, op: &NodeOperation, phase: Phase) -> Result<(), FaultError> {
         check_supported(op)?;
-        let pv = op.volume().map(|v| self.resolve_volume(v)).transpose()?;
-        let prims = match effect(op, phase, pv) {
-            Effect::Api(fault) => {
-                self.api_fault(op, phase, fault);
-                return Ok(());
-            }
-            Effect::Node(prims) => prims,
-        };
-        if prims.is_empty() {
+        if let Some(fault) = ApiFault::from_operation(op) {
+            self.api_fault(op, phase, fault);
             return Ok(());
         }
-        let Some(nodes) = &self.nodes else {
+        match &self.nodes {
+            Some(nodes) => nodes.apply_operation(op, phase),
             // Nothing can have been applied, so a heal has nothing to undo.
-            return match phase {
-                Phase::Heal => Ok(()),
-                Phase::Inject => Err(FaultError::ApiOnly { op: op.key() }),
-            };
-        };
-        let node = op.node().unwrap_or_default();
-        for p in prims {
-            nodes.node_op(node, &p).map_err(|e| FaultError::Node {
-                op: op.key(),
-                node: node.to_string(),
-                message: e.to_string(),
-            })?;
+            None if phase == Phase::Heal => Ok(()),
+            None if node_effect(op, phase, &self.api)?.is_empty() => Ok(()),
+            None => Err(FaultError::ApiOnly { op: op.key() }),
         }
-        Ok(())
     }
 
     fn api_fault(&self, op: &NodeOperation, phase: Phase, fault: ApiFault) {

@@ -118,6 +118,32 @@ pub fn control(
     }
 }
 
+/// `GET /faultline/v1/catalogue`: every node operation of the fault catalogue with what it acts
+/// on and whether it is held (`{"operations": [{"key", "area", "lifetime"}]}`), so clients in
+/// other languages can check that they offer each one (go/faultlinetest/storage does).
+pub fn catalogue() -> Response {
+    use faultline_faults::{Lifetime, NodeOperation};
+    let ops: Vec<serde_json::Value> = NodeOperation::examples("node")
+        .iter()
+        .map(|op| {
+            serde_json::json!({
+                "key": op.key(),
+                "area": op.area().name(),
+                "lifetime": match op.lifetime() {
+                    Lifetime::Held => "held",
+                    Lifetime::OneShot => "oneShot",
+                },
+            })
+        })
+        .collect();
+    super::json_response(
+        StatusCode::OK,
+        &serde_json::json!({ "operations": ops }),
+        &super::negotiate::Output::Json,
+        &[],
+    )
+}
+
 struct Active {
     id: u64,
     fault: ApiFault,

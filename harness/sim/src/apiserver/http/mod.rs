@@ -52,6 +52,9 @@ pub struct HttpState {
     pub control: Option<Arc<dyn ControlEndpoint>>,
     /// Injected API errors and latency (`apiErrors` / `apiLatency` faults).
     pub faults: faults::ApiFaults,
+    /// Serve `/faultline/v1/...` (node operations, catalogue operations, API faults). Off, the
+    /// paths are unknown, as on kube-apiserver (the envtest drop-in without its opt-in).
+    pub fault_endpoints: bool,
     /// The controller's API trace and the perturbations of what it observes (`trace`).
     pub trace: trace::Tracer,
     pub token: Arc<String>,
@@ -368,6 +371,22 @@ async fn dispatch(c: &RequestContext<'_>, route: Route) -> ApiResult<Response> {
             )
         }
         Route::Resource(p) => resource(c, p).await,
+        Route::Control(_) if !c.s.fault_endpoints => Ok(page_not_found()),
+        // Faults are the cluster admin's to inject: RBAC cannot grant them, whatever a role's
+        // nonResourceURLs say.
+        Route::Control(_) if !c.user.is_privileged() => Err(ApiError::new(
+            403,
+            "Forbidden",
+            format!(
+                "User {:?} cannot use the fault endpoints (/faultline/v1/...): only members of {} may inject faults",
+                c.user.name,
+                auth::SYSTEM_MASTERS
+            ),
+        )),
+        Route::Control(path) if path.first().map(String::as_str) == Some("catalogue") => {
+            get_only()?;
+            Ok(faults::catalogue())
+        }
         Route::Control(path) if path.first().map(String::as_str) == Some("apifaults") => {
             let rest: Vec<&str> = path[1..].iter().map(String::as_str).collect();
             faults::control(&c.s.faults, &c.method, &rest, c.body)
