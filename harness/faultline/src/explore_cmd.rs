@@ -128,12 +128,19 @@ pub async fn run(a: ExploreArgs) -> Result<u8> {
         b.peak_requests,
         faultline::model::duration::format_duration(a.rate_window),
     );
+    for l in &b.leaked {
+        println!("baseline leaks (not held against the variants): {l}");
+    }
     println!(
-        "explored {} of {} perturbation points in {:.0}s: {} found; report {}",
+        "explored {} variants in {:.0}s: {} of {} single perturbations, {} of {} pairs; {} found ({} distinct); report {} and explore.html",
         report.variants.len(),
-        report.points,
         report.elapsed_ms as f64 / 1000.0,
+        report.singles_run,
+        report.points,
+        report.pairs_run,
+        report.pair_points,
         report.found,
+        report.distinct,
         a.out.join("explore.json").display()
     );
     Ok(if report.found > 0 { 1 } else { 0 })

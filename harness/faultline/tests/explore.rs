@@ -48,7 +48,8 @@ fn explore_finds_the_duplicate_after_a_crash_and_nothing_on_the_fixed_controller
     let crash = variants
         .iter()
         .find(|v| {
-            v["perturbation"]["kind"] == "crashAfterMutation"
+            v["perturbations"].as_array().is_some_and(|p| p.len() == 1)
+                && v["perturbations"][0]["kind"] == "crashAfterMutation"
                 && v["violations"].as_array().is_some_and(|x| !x.is_empty())
         })
         .unwrap_or_else(|| panic!("no crash variant found the duplicate: {out}"));
