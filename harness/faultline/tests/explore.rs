@@ -91,6 +91,7 @@ fn explore_finds_the_duplicate_after_a_crash_and_nothing_on_the_fixed_controller
     );
     // Every single ran, then pairs; a pair holding the crash point fails and is shrunk to it.
     assert_eq!(report["singlesRun"], report["points"], "{out}");
+    assert!(out.contains(" single perturbations, "), "{out}");
     assert!(report["pairsRun"].as_u64().unwrap() >= 1, "{out}");
     let crash4 = serde_json::json!({"kind": "crashAfterMutation", "k": 4});
     for v in variants {
@@ -164,6 +165,10 @@ fn explore_finds_the_duplicate_after_a_crash_and_nothing_on_the_fixed_controller
         &[regression],
     );
     assert_eq!(code, 1, "{replayed}");
+    assert!(
+        replayed.contains("replayed the scenario's perturbations"),
+        "{replayed}"
+    );
     let report = json(&dir.join("explore.json"));
     assert_eq!(report["replay"], true);
     assert_eq!(report["found"], 1, "{replayed}");
