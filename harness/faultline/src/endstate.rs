@@ -5,6 +5,7 @@
 //! and objects named from a `generateName` are compared as a multiset under that prefix.
 
 use crate::k8s::Kube;
+use crate::loader::LoadedSuite;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -89,6 +90,34 @@ impl std::fmt::Display for Difference {
     }
 }
 
+/// The kinds the end state holds: `BUILTIN_KINDS` and the suite's custom resources (the storage
+/// version of each CRD the suite installs), as (apiVersion, kind).
+pub fn captured_kinds(suite: &LoadedSuite) -> Vec<(String, String)> {
+    let mut kinds: Vec<(String, String)> = BUILTIN_KINDS
+        .iter()
+        .map(|(a, k)| (a.to_string(), k.to_string()))
+        .collect();
+    for f in &suite.suite.crds {
+        for o in crate::k8s::read_manifests(&suite.dir.join(f)).unwrap_or_default() {
+            let group = o.pointer("/spec/group").and_then(Value::as_str);
+            let kind = o.pointer("/spec/names/kind").and_then(Value::as_str);
+            let version = o
+                .pointer("/spec/versions")
+                .and_then(Value::as_array)
+                .and_then(|v| {
+                    v.iter()
+                        .find(|v| v.get("storage") == Some(&Value::Bool(true)))
+                })
+                .and_then(|v| v.get("name"))
+                .and_then(Value::as_str);
+            if let (Some(g), Some(k), Some(v)) = (group, kind, version) {
+                kinds.push((format!("{g}/{v}"), k.to_string()));
+            }
+        }
+    }
+    kinds
+}
+
 /// Capture the objects of `kinds` (apiVersion, kind) outside the system namespaces.
 pub async fn capture(kube: &Kube, kinds: &[(String, String)]) -> Result<Vec<Value>> {
     let mut out = vec![];
@@ -123,6 +152,11 @@ pub async fn capture(kube: &Kube, kinds: &[(String, String)]) -> Result<Vec<Valu
 /// their 8-character prefixes, which names derive from), timestamps by `<time>`, the ignored
 /// pointers removed.
 pub fn normalise(objects: &[Value], ignore: &[String]) -> EndState {
+    normalise_keyed(objects, ignore).0
+}
+
+/// `normalise`, and the key each object is filed under (`keys[i]` is `objects[i]`'s).
+pub fn normalise_keyed(objects: &[Value], ignore: &[String]) -> (EndState, Vec<String>) {
     let mut uids: Vec<(String, String)> = objects
         .iter()
         .filter_map(|o| {
@@ -168,6 +202,7 @@ pub fn normalise(objects: &[Value], ignore: &[String]) -> EndState {
         }
     }
     let mut state = EndState::default();
+    let mut keys = Vec::with_capacity(objects.len());
     for o in objects {
         let mut o = o.clone();
         for p in ignore {
@@ -198,12 +233,13 @@ pub fn normalise(objects: &[Value], ignore: &[String]) -> EndState {
                 .to_string(),
         };
         let key = format!("{kind} {ns}/{name}");
+        keys.push(key.clone());
         state.objects.entry(key).or_default().push(o);
     }
     for v in state.objects.values_mut() {
         v.sort_by_key(|o| o.to_string());
     }
-    state
+    (state, keys)
 }
 
 /// Replace uids (and their 8-character prefixes) and timestamps in every string.

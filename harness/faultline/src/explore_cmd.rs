@@ -128,13 +128,30 @@ pub async fn run(a: ExploreArgs) -> Result<u8> {
         b.peak_requests,
         faultline::model::duration::format_duration(a.rate_window),
     );
-    println!(
-        "explored {} of {} perturbation points in {:.0}s: {} found; report {}",
-        report.variants.len(),
-        report.points,
-        report.elapsed_ms as f64 / 1000.0,
-        report.found,
-        a.out.join("explore.json").display()
-    );
+    for l in &b.leaked {
+        println!("baseline leaks (not held against the variants): {l}");
+    }
+    let json = a.out.join("explore.json");
+    if report.replay {
+        println!(
+            "replayed the scenario's perturbations in {:.0}s: {} found; report {} and explore.html",
+            report.elapsed_ms as f64 / 1000.0,
+            report.found,
+            json.display()
+        );
+    } else {
+        println!(
+            "explored {} variants in {:.0}s: {} of {} single perturbations, {} of {} pairs; {} found ({} distinct); report {} and explore.html",
+            report.variants.len(),
+            report.elapsed_ms as f64 / 1000.0,
+            report.singles_run,
+            report.points,
+            report.pairs_run,
+            report.pair_points,
+            report.found,
+            report.distinct,
+            json.display()
+        );
+    }
     Ok(if report.found > 0 { 1 } else { 0 })
 }

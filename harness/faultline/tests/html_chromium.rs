@@ -5,56 +5,12 @@
 //! details for the failure). It also writes a screenshot (`FAULTLINE_SCREENSHOT=path`) for a
 //! person to look at. Skips only when chromium is absent and CI is not set.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_faultline");
-
-fn chromium() -> Option<PathBuf> {
-    let found = ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find_map(|name| {
-            std::env::var_os("PATH").and_then(|p| {
-                std::env::split_paths(&p)
-                    .map(|d| d.join(name))
-                    .find(|f| f.is_file())
-            })
-        });
-    if found.is_none() && std::env::var_os("CI").is_some() {
-        panic!("chromium not found on PATH but CI is set: `.ci/run` installs it (apt-get install -y chromium)");
-    }
-    found
-}
-
-/// Flags for a quiet, isolated headless run (no network, no first-run UI, a fresh profile).
-fn chromium_cmd(bin: &Path, profile: &Path) -> Command {
-    let mut c = Command::new(bin);
-    c.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--enable-logging=stderr",
-        "--v=0",
-        "--hide-scrollbars",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()))
-    .stdin(Stdio::null());
-    c
-}
-
-/// Console messages the page produced, as Chromium logs them (`CONSOLE(...)` / `Uncaught`).
-fn console_messages(stderr: &str) -> Vec<String> {
-    stderr
-        .lines()
-        .filter(|l| l.contains(":CONSOLE") || l.contains("CONSOLE(") || l.contains("Uncaught"))
-        .map(str::to_string)
-        .collect()
-}
+mod common;
+use common::chromium::{chromium, chromium_cmd, console_messages};
+use common::BIN;
 
 fn report() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();

@@ -52,6 +52,27 @@ async fn a_stale_read_serves_the_state_before_the_latest_change_only_from_the_ca
         vec![Perturbation::StaleRead { n: 2, window: w }]
     );
     assert_eq!(trace.mutations(), 2);
+    // A create names the kind it made (the leaked-objects oracle finds the object by it); the
+    // update does not.
+    let kinds: Vec<_> = trace
+        .requests()
+        .filter_map(|e| match &e.what {
+            TraceKind::Request {
+                verb: v @ (Verb::Create | Verb::Update),
+                kind,
+                name,
+                ..
+            } => Some((*v, kind.clone(), name.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (Verb::Create, Some("ConfigMap".into()), Some("a".into())),
+            (Verb::Update, None, Some("a".into()))
+        ]
+    );
     let perturbed: Vec<_> = trace
         .requests()
         .filter_map(|e| match &e.what {

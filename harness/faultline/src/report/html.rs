@@ -15,7 +15,23 @@ pub fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn color(v: Verdict) -> &'static str {
+/// The stylesheet every faultline HTML page shares (the run report, `faultline explore`'s).
+pub const STYLE: &str = "
+body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top;font-size:13px}
+.badge{color:#fff;padding:2px 8px;border-radius:4px;font-size:14px}small{color:#777;font-weight:normal}.reason{color:#c62828}
+tr.fault td{background:#fff3e0}tr.heal td{background:#e8f5e9}tr.err td{background:#ffebee}section{border-top:1px solid #ccc;margin-top:1.5em}pre{background:#f6f6f6;padding:1em;overflow:auto}
+table.summary td{font-size:14px}.over{color:#c62828;font-weight:bold}details.timeline>summary{cursor:pointer;font-weight:bold;margin:.8em 0}a{color:#1565c0}
+";
+
+/// A self-contained page's head (no scripts, no external assets), the body opened.
+pub fn head(title: &str) -> String {
+    format!(
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{}</title><link rel="icon" href="data:,"><style>{STYLE}</style></head><body>"#,
+        esc(title)
+    )
+}
+
+pub fn color(v: Verdict) -> &'static str {
     match v {
         Verdict::Passed => "#2e7d32",
         Verdict::Failed => "#c62828",
@@ -310,14 +326,7 @@ fn scenario(s: &ScenarioReport) -> String {
 
 pub fn render(r: &RunReport) -> String {
     let s = &r.summary;
-    let mut o = String::from(
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>faultline report</title><link rel="icon" href="data:,"><style>
-body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top;font-size:13px}
-.badge{color:#fff;padding:2px 8px;border-radius:4px;font-size:14px}small{color:#777;font-weight:normal}.reason{color:#c62828}
-tr.fault td{background:#fff3e0}tr.heal td{background:#e8f5e9}tr.err td{background:#ffebee}section{border-top:1px solid #ccc;margin-top:1.5em}pre{background:#f6f6f6;padding:1em;overflow:auto}
-table.summary td{font-size:14px}.over{color:#c62828;font-weight:bold}details.timeline>summary{cursor:pointer;font-weight:bold;margin:.8em 0}a{color:#1565c0}
-</style></head><body>"#,
-    );
+    let mut o = head("faultline report");
     o += &format!("<h1>faultline report</h1><p id=\"totals\">{} scenario(s) in {}: {} passed{}, {} failed, {} error(s), {} cancelled - provider {}, seed {}, started {}{}</p>",
         s.scenarios, esc(&ms(r.duration_ms)), s.passed, if s.flaky > 0 { format!(" ({} flaky)", s.flaky) } else { String::new() },
         s.failed, s.errors, s.cancelled, esc(&r.provider), r.seed, esc(&r.started_at),

@@ -499,28 +499,7 @@ impl<'a> ScenarioRun<'a> {
     /// The objects the end-state oracle compares: the built-in kinds a controller owns and
     /// the suite's custom resources. A failure to read them leaves the state empty.
     async fn end_state(&self, kube: &Kube) -> Vec<Value> {
-        let mut kinds: Vec<(String, String)> = crate::endstate::BUILTIN_KINDS
-            .iter()
-            .map(|(a, k)| (a.to_string(), k.to_string()))
-            .collect();
-        for f in &self.suite.suite.crds {
-            for o in k8s::read_manifests(&self.suite.dir.join(f)).unwrap_or_default() {
-                let group = o.pointer("/spec/group").and_then(Value::as_str);
-                let kind = o.pointer("/spec/names/kind").and_then(Value::as_str);
-                let version = o
-                    .pointer("/spec/versions")
-                    .and_then(Value::as_array)
-                    .and_then(|v| {
-                        v.iter()
-                            .find(|v| v.get("storage") == Some(&Value::Bool(true)))
-                    })
-                    .and_then(|v| v.get("name"))
-                    .and_then(Value::as_str);
-                if let (Some(g), Some(k), Some(v)) = (group, kind, version) {
-                    kinds.push((format!("{g}/{v}"), k.to_string()));
-                }
-            }
-        }
+        let kinds = crate::endstate::captured_kinds(self.suite);
         crate::endstate::capture(kube, &kinds)
             .await
             .unwrap_or_default()

@@ -1,6 +1,8 @@
 //! Shared by the end-to-end tests that drive the built `faultline` binary.
 #![allow(dead_code)]
 
+pub mod chromium;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -558,6 +558,7 @@ async fn resource(c: &RequestContext<'_>, p: ResourcePath) -> ApiResult<Response
 struct TracedRequest {
     verb: trace::Verb,
     resource: String,
+    kind: Option<String>,
     namespace: Option<String>,
     name: Option<String>,
     resource_version: Option<String>,
@@ -631,9 +632,11 @@ fn traced_request(
             c.s.trace.stale_served(ticket.ordinal);
         }
     }
+    let kind = (verb == trace::Verb::Create && p.sub.is_none()).then(|| rt.kind.clone());
     TracedRequest {
         verb,
         resource,
+        kind,
         namespace: p.namespace.clone(),
         name,
         resource_version,
@@ -657,6 +660,7 @@ impl TracedRequest {
             resource: self.resource,
             namespace: self.namespace,
             name: self.name,
+            kind: self.kind,
             resource_version: self.resource_version,
             store_rv: c.s.api.store.current_rv(),
             code,

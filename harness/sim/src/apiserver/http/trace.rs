@@ -115,6 +115,10 @@ pub enum TraceKind {
         namespace: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
+        /// For a create of an object (not a subresource): its kind, so that what the client
+        /// made can be found in an end state (`name` is `<generateName>*` for a generated one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kind: Option<String>,
         /// The resourceVersion the client sent (query parameter, or the body's for writes).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resource_version: Option<String>,
@@ -461,6 +465,7 @@ mod tests {
             resource: "pods".into(),
             namespace: Some("d".into()),
             name: Some(name.into()),
+            kind: None,
             resource_version: None,
             store_rv: 1,
             code: 200,

@@ -1,12 +1,15 @@
 //! `faultline explore SCENARIO`: the scenario once unperturbed, with the controller's API trace
 //! and the end state recorded; perturbation points derived from that trace (a crash after each of
-//! the controller's writes, a stale answer to each read that had a younger change to hide);
-//! then variants with one perturbation each, in an order fixed by the seed, `jobs` at a time,
-//! until the budget is spent. A variant fails an oracle when the scenario's expectations fail,
-//! when its end state differs from the unperturbed run's (normalised: `endstate`), or when the
-//! controller's request rate passes the hot-loop bound. A failing variant is written out as a
-//! scenario with its `perturb:` section; `faultline explore` on that file replays it (the
-//! baseline without the perturbation, then the one variant with it).
+//! the controller's writes, a stale answer to each read that had a younger change to hide, a
+//! relist for each watch event); then variants, `jobs` at a time until the budget is spent: one
+//! perturbation each, in an order fixed by the seed, then pairs of them drawn by the seed. A
+//! variant fails an oracle when the scenario's expectations fail, when its end state differs
+//! from the unperturbed run's (normalised: `endstate`), when the controller left objects behind
+//! (`leaks`), or when its request rate passes the hot-loop bound. A failing pair is shrunk to the
+//! smallest set that still fails (`shrink`), which is reported and written out as a scenario with
+//! its `perturb:` section; `faultline explore` on that file replays it (the baseline without the
+//! perturbations, then the one variant with them). `explore.json` and `explore.html` (`html`)
+//! report it all.
 
 use crate::endstate::{self, Difference, EndState};
 use crate::loader::{LoadedScenario, LoadedSuite};
@@ -17,11 +20,18 @@ use anyhow::{bail, Context, Result};
 use faultline_sim::http::trace::{Perturbation, Trace, TraceEntry, TraceKind};
 use futures::StreamExt;
 use rand::seq::SliceRandom;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use serde::Serialize;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+pub mod html;
+pub mod leaks;
+pub mod shrink;
+
+use leaks::Leak;
 
 /// How to explore.
 #[derive(Clone, Debug)]
@@ -49,6 +59,9 @@ pub enum Violation {
     Expectations { verdict: Verdict, reason: String },
     /// The end state differs from the unperturbed run's.
     EndState { differences: usize },
+    /// Objects the controller created that remain though their owner is gone, or that the
+    /// unperturbed run did not leave behind.
+    Leaked { leaks: Vec<Leak> },
     /// More controller requests in one window than the bound.
     HotLoop {
         requests: usize,
@@ -67,6 +80,15 @@ impl std::fmt::Display for Violation {
                 f,
                 "end state differs from the unperturbed run's ({differences} difference(s))"
             ),
+            Violation::Leaked { leaks } => {
+                write!(
+                    f,
+                    "leaked {} object(s) the controller created: ",
+                    leaks.len()
+                )?;
+                let each: Vec<String> = leaks.iter().map(Leak::to_string).collect();
+                write!(f, "{}", each.join("; "))
+            }
             Violation::HotLoop {
                 requests,
                 window_ms,
@@ -83,9 +105,16 @@ impl std::fmt::Display for Violation {
 #[serde(rename_all = "camelCase")]
 pub struct VariantResult {
     pub index: usize,
-    pub perturbation: Perturbation,
+    /// The perturbations of this variant (one, or a pair); for a failure that was shrunk, the
+    /// smallest set that still failed, whose run the rest of this result describes.
+    pub perturbations: Vec<Perturbation>,
+    /// The set the variant ran with, when shrinking found a smaller one that still fails.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shrunk_from: Option<Vec<Perturbation>>,
+    /// Runs spent shrinking (each tried subset is one).
+    pub shrink_runs: usize,
     pub description: String,
-    /// Whether the perturbation took effect in this run.
+    /// Whether every perturbation took effect in this run.
     pub fired: bool,
     pub verdict: Verdict,
     pub violations: Vec<Violation>,
@@ -102,6 +131,10 @@ impl VariantResult {
     pub fn failed(&self) -> bool {
         !self.violations.is_empty()
     }
+    /// The perturbations the variant ran with (before any shrinking).
+    pub fn tried(&self) -> &[Perturbation] {
+        self.shrunk_from.as_deref().unwrap_or(&self.perturbations)
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -115,6 +148,9 @@ pub struct BaselineSummary {
     pub stale_candidates: usize,
     pub peak_requests: usize,
     pub end_state_objects: usize,
+    /// Objects the unperturbed run itself left with their owner gone: not held against the
+    /// variants (a bug of the scenario as written, not of a perturbation).
+    pub leaked: Vec<Leak>,
 }
 
 /// `explore.json`.
@@ -132,7 +168,15 @@ pub struct ExploreReport {
     pub baseline: BaselineSummary,
     /// Perturbation points derived from the baseline's trace.
     pub points: usize,
+    /// Pairs of points drawn by the seed (at most `MAX_PAIRS`).
+    pub pair_points: usize,
+    /// Variants run with one perturbation, and with two.
+    pub singles_run: usize,
+    pub pairs_run: usize,
+    /// Failing variants.
     pub found: usize,
+    /// Distinct smallest failing sets among them (pairs often shrink to a failing single).
+    pub distinct: usize,
     pub variants: Vec<VariantResult>,
 }
 
@@ -168,11 +212,54 @@ pub fn points(trace: &Trace, seed: u64, stale_window: Duration) -> Vec<Perturbat
     }
 }
 
+/// At most this many pairs are drawn: a long trace has far more than any budget runs.
+pub const MAX_PAIRS: usize = 5000;
+
+/// Pairs of distinct points in an order drawn by the seed (its own stream, so that the singles'
+/// order does not shift when the pairs change). Each pair keeps the order its members have in
+/// `singles`. Every pair when there are at most `MAX_PAIRS`, else `MAX_PAIRS` distinct ones.
+pub fn pairs(singles: &[Perturbation], seed: u64) -> Vec<Vec<Perturbation>> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x7061_6972_7321);
+    let n = singles.len();
+    let total = n * n.saturating_sub(1) / 2;
+    let mut idx: Vec<(usize, usize)> = if total <= MAX_PAIRS {
+        let mut all: Vec<(usize, usize)> = (0..n)
+            .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+            .collect();
+        all.shuffle(&mut rng);
+        all
+    } else {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::with_capacity(MAX_PAIRS);
+        while out.len() < MAX_PAIRS {
+            let (a, b) = (rng.random_range(0..n), rng.random_range(0..n));
+            let pair = (a.min(b), a.max(b));
+            if a != b && seen.insert(pair) {
+                out.push(pair);
+            }
+        }
+        out
+    };
+    idx.truncate(MAX_PAIRS);
+    idx.into_iter()
+        .map(|(i, j)| vec![singles[i].clone(), singles[j].clone()])
+        .collect()
+}
+
 pub fn describe(p: &Perturbation) -> String {
     perturb::to_model(p)
         .kind()
         .map(|k| k.to_string())
         .unwrap_or_default()
+}
+
+/// A set of perturbations in words: `crash after mutating request 4 + watch relist 2`.
+pub fn describe_set(ps: &[Perturbation]) -> String {
+    ps.iter().map(describe).collect::<Vec<_>>().join(" + ")
+}
+
+fn slug_set(ps: &[Perturbation]) -> String {
+    ps.iter().map(slug).collect::<Vec<_>>().join("-")
 }
 
 fn slug(p: &Perturbation) -> String {
@@ -267,6 +354,15 @@ pub async fn explore(
         bail!("the unperturbed run recorded no controller requests (does the scenario start a controller with a `serviceAccount`?)");
     }
     let reference = endstate::normalise(&baseline.objects, &opts.ignore);
+    let captured = endstate::captured_kinds(suite);
+    let baseline_leaked = leaks::leaked(
+        &baseline.trace,
+        &baseline.objects,
+        &captured,
+        &reference,
+        &opts.ignore,
+    );
+    let baseline_leaks: BTreeSet<String> = baseline_leaked.iter().map(|l| l.key.clone()).collect();
     let peak = baseline.trace.peak_requests(opts.rate_window);
     let summary = BaselineSummary {
         verdict: baseline.verdict,
@@ -282,38 +378,61 @@ pub async fn explore(
         stale_candidates: baseline.trace.stale_candidates().len(),
         peak_requests: peak,
         end_state_objects: baseline.objects.len(),
+        leaked: baseline_leaked,
     };
     let replay = !pinned.is_empty();
-    let points: Vec<Vec<Perturbation>> = if replay {
-        vec![pinned]
-    } else {
-        points(&baseline.trace, opts.seed, opts.stale_window)
-            .into_iter()
-            .map(|p| vec![p])
-            .collect()
-    };
     let deadline = started + opts.budget;
-    let reference = &reference;
-    let n_points = points.len();
-    let mut variants: Vec<VariantResult> = futures::stream::iter(points.into_iter().enumerate())
-        .map(|(index, ps)| async move {
-            // Replays always run; exploring stops starting variants once the budget is spent.
-            if !replay && Instant::now() >= deadline {
-                return None;
-            }
-            let dir = opts.out.join("variants").join(format!("{index:03}"));
-            let r = variant(loaded, suite, base, opts, reference, index, ps, &dir).await;
-            if let Some(v) = &r {
-                on_variant(v);
-            }
-            r
-        })
-        .buffer_unordered(opts.jobs.max(1))
-        .filter_map(|v| async move { v })
-        .collect()
-        .await;
+    let cx = &Ctx {
+        loaded,
+        suite,
+        base,
+        opts,
+        reference: &reference,
+        replay,
+        captured: &captured,
+        baseline_leaks: &baseline_leaks,
+    };
+    let batch = |sets: Vec<Vec<Perturbation>>, first: usize| {
+        futures::stream::iter(sets.into_iter().enumerate())
+            .map(move |(i, ps)| async move {
+                // Replays always run; exploring stops starting variants once the budget is spent.
+                if !replay && Instant::now() >= deadline {
+                    return None;
+                }
+                let index = first + i;
+                let dir = opts.out.join("variants").join(format!("{index:03}"));
+                let r = variant(cx, index, ps, &dir).await;
+                if let Some(v) = &r {
+                    on_variant(v);
+                }
+                r
+            })
+            .buffer_unordered(opts.jobs.max(1))
+            .filter_map(|v| async move { v })
+            .collect::<Vec<VariantResult>>()
+    };
+    // The singles first, all of them started before any pair (the pairs' phase begins when the
+    // singles are done, so that which variants run depends on the seed and budget only).
+    let (singles, pair_sets) = if replay {
+        (vec![pinned], vec![])
+    } else {
+        let singles = points(&baseline.trace, opts.seed, opts.stale_window);
+        let pairs = pairs(&singles, opts.seed);
+        (singles.into_iter().map(|p| vec![p]).collect(), pairs)
+    };
+    let (n_points, n_pairs) = (singles.len(), pair_sets.len());
+    let mut variants = batch(singles, 0).await;
+    variants.extend(batch(pair_sets, n_points).await);
+    let sized = |n: usize| variants.iter().filter(|v| v.tried().len() == n).count();
+    let (singles_run, pairs_run) = (sized(1), sized(2));
     variants.sort_by_key(|v| v.index);
     let found = variants.iter().filter(|v| v.failed()).count();
+    let distinct = variants
+        .iter()
+        .filter(|v| v.failed())
+        .map(|v| slug_set(&v.perturbations))
+        .collect::<BTreeSet<_>>()
+        .len();
     let report = ExploreReport {
         scenario: loaded.scenario.metadata.name.clone(),
         file: loaded.path.display().to_string(),
@@ -324,29 +443,57 @@ pub async fn explore(
         replay,
         baseline: summary,
         points: n_points,
+        pair_points: n_pairs,
+        singles_run,
+        pairs_run,
         found,
+        distinct,
         variants,
     };
     std::fs::write(
         opts.out.join("explore.json"),
         serde_json::to_string_pretty(&report)?,
     )?;
+    std::fs::write(opts.out.join("explore.html"), html::render(&report))?;
     Ok(report)
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn variant(
-    loaded: &LoadedScenario,
-    suite: &LoadedSuite,
-    base: &RunOptions,
-    opts: &ExploreOptions,
-    reference: &EndState,
-    index: usize,
-    ps: Vec<Perturbation>,
-    dir: &Path,
-) -> Option<VariantResult> {
-    let p = ps.first()?.clone();
-    let run = match run_once(loaded, suite, base, ps.clone(), dir).await {
+/// What the variants of one exploration share.
+struct Ctx<'a> {
+    loaded: &'a LoadedScenario,
+    suite: &'a LoadedSuite,
+    base: &'a RunOptions,
+    opts: &'a ExploreOptions,
+    /// The unperturbed run's end state, normalised.
+    reference: &'a EndState,
+    /// Replaying a scenario's own `perturb:`: no shrinking, no repro (the file is its own).
+    replay: bool,
+    /// The kinds the end state holds (an owner of another kind cannot be judged gone).
+    captured: &'a [(String, String)],
+    /// End-state keys of what the unperturbed run leaked itself.
+    baseline_leaks: &'a BTreeSet<String>,
+}
+
+/// One run with a set of perturbations, judged by the oracles.
+struct Judged {
+    fired: bool,
+    verdict: Verdict,
+    violations: Vec<Violation>,
+    differences: Vec<Difference>,
+    trace_around: Vec<TraceEntry>,
+    duration_ms: u64,
+    artifacts: PathBuf,
+}
+
+impl Judged {
+    fn failed(&self) -> bool {
+        !self.violations.is_empty()
+    }
+}
+
+async fn judge(cx: &Ctx<'_>, ps: &[Perturbation], dir: &Path) -> Judged {
+    let opts = cx.opts;
+    let run = match run_once(cx.loaded, cx.suite, cx.base, ps.to_vec(), dir).await {
         Ok(r) => r,
         Err(e) => Run {
             verdict: Verdict::Error,
@@ -364,11 +511,27 @@ async fn variant(
             reason: run.reason.clone(),
         });
     }
-    let differences = endstate::diff(reference, &endstate::normalise(&run.objects, &opts.ignore));
+    let differences = endstate::diff(
+        cx.reference,
+        &endstate::normalise(&run.objects, &opts.ignore),
+    );
     if !differences.is_empty() && run.verdict == Verdict::Passed {
         violations.push(Violation::EndState {
             differences: differences.len(),
         });
+    }
+    let leaks: Vec<Leak> = leaks::leaked(
+        &run.trace,
+        &run.objects,
+        cx.captured,
+        cx.reference,
+        &opts.ignore,
+    )
+    .into_iter()
+    .filter(|l| !cx.baseline_leaks.contains(&l.key))
+    .collect();
+    if !leaks.is_empty() && run.verdict == Verdict::Passed {
+        violations.push(Violation::Leaked { leaks });
     }
     let requests = run.trace.peak_requests(opts.rate_window);
     if requests > opts.max_requests {
@@ -394,22 +557,68 @@ async fn variant(
             12,
         )
         .to_vec();
-    let mut v = VariantResult {
-        index,
-        description: describe(&p),
-        perturbation: p,
-        fired: !run.trace.fired.is_empty(),
+    Judged {
+        fired: ps.iter().all(|p| run.trace.fired.contains(p)),
         verdict: run.verdict,
         violations,
         differences,
         trace_around,
-        repro: None,
         duration_ms: run.duration_ms,
         artifacts: run.artifacts,
+    }
+}
+
+/// One variant: its run judged; a failure with more than one perturbation shrunk (each tried
+/// subset run under `dir/shrink-<slug>`), the smallest failing set reported and written out.
+async fn variant(
+    cx: &Ctx<'_>,
+    index: usize,
+    ps: Vec<Perturbation>,
+    dir: &Path,
+) -> Option<VariantResult> {
+    if ps.is_empty() {
+        return None;
+    }
+    let mut judged = judge(cx, &ps, dir).await;
+    let mut set = ps.clone();
+    let mut shrink_runs = 0;
+    if judged.failed() && ps.len() > 1 && !cx.replay {
+        let shrunk = shrink::shrink(ps.clone(), |subset: Vec<Perturbation>| async move {
+            let sub = dir.join(format!("shrink-{}", slug_set(&subset)));
+            let j = judge(cx, &subset, &sub).await;
+            j.failed().then_some(j)
+        })
+        .await;
+        shrink_runs = shrunk.runs;
+        if let Some(j) = shrunk.result {
+            judged = j;
+            set = shrunk.set;
+        }
+    }
+    let shrunk_from = (set.len() < ps.len()).then_some(ps);
+    let mut v = VariantResult {
+        index,
+        description: describe_set(&set),
+        perturbations: set,
+        shrunk_from,
+        shrink_runs,
+        fired: judged.fired,
+        verdict: judged.verdict,
+        violations: judged.violations,
+        differences: judged.differences,
+        trace_around: judged.trace_around,
+        repro: None,
+        duration_ms: judged.duration_ms,
+        artifacts: judged.artifacts,
     };
-    // A replay's scenario is its own repro.
-    if v.failed() && loaded.scenario.spec.perturb.is_empty() {
-        v.repro = write_repro(loaded, suite, &ps, &opts.out.join("repro")).ok();
+    if v.failed() && !cx.replay {
+        v.repro = write_repro(
+            cx.loaded,
+            cx.suite,
+            &v.perturbations,
+            &cx.opts.out.join("repro"),
+        )
+        .ok();
     }
     Some(v)
 }
@@ -426,8 +635,7 @@ pub fn write_repro(
     let text = std::fs::read_to_string(&loaded.path)
         .with_context(|| format!("reading {}", loaded.path.display()))?;
     let mut doc: serde_yaml::Value = serde_yaml::from_str(&text)?;
-    let slug = ps.iter().map(slug).collect::<Vec<_>>().join("-");
-    let name = format!("{}-{slug}", loaded.scenario.metadata.name);
+    let name = format!("{}-{}", loaded.scenario.metadata.name, slug_set(ps));
     let name: String = name.chars().take(63).collect();
     doc["metadata"]["name"] = serde_yaml::Value::from(name.trim_end_matches('-'));
     let perturbs: Vec<_> = ps.iter().map(perturb::to_model).collect();
@@ -491,6 +699,18 @@ pub fn render_variant(v: &VariantResult) -> String {
     );
     if !v.failed() {
         return out;
+    }
+    if let Some(from) = &v.shrunk_from {
+        out += &format!(
+            "      shrunk from {} ({} run(s)): the smaller set fails alone\n",
+            describe_set(from),
+            v.shrink_runs
+        );
+    } else if v.shrink_runs > 0 {
+        out += &format!(
+            "      minimal: no smaller set failed ({} run(s))\n",
+            v.shrink_runs
+        );
     }
     for x in &v.violations {
         out += &format!("      {x}\n");
@@ -579,6 +799,7 @@ mod tests {
                 resource: "pods".into(),
                 namespace: None,
                 name: None,
+                kind: None,
                 resource_version: None,
                 store_rv: 1,
                 code: 200,
@@ -641,5 +862,37 @@ mod tests {
             .map(|s| format!("{:?}", points(&trace(), s, w)))
             .collect();
         assert!(orders.len() > 1, "the seed changes the order");
+    }
+
+    #[test]
+    fn pairs_are_every_distinct_pair_in_the_seeds_order() {
+        let singles = points(&trace(), 1, Duration::from_secs(3));
+        let a = pairs(&singles, 1);
+        assert_eq!(a.len(), 7 * 6 / 2, "{a:?}");
+        assert_eq!(a, pairs(&singles, 1), "same seed, same pairs");
+        let pos = |p: &Perturbation| singles.iter().position(|x| x == p).unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        for pair in &a {
+            assert_eq!(pair.len(), 2);
+            assert!(
+                pos(&pair[0]) < pos(&pair[1]),
+                "kept in the singles' order: {pair:?}"
+            );
+            assert!(seen.insert((pos(&pair[0]), pos(&pair[1]))), "no pair twice");
+        }
+        assert_ne!(a, pairs(&singles, 2), "the seed changes the order");
+        assert!(pairs(&singles[..1], 1).is_empty(), "one point, no pair");
+    }
+
+    #[test]
+    fn pairs_of_a_long_trace_are_capped_and_distinct() {
+        let singles: Vec<Perturbation> = (1..=200)
+            .map(|k| Perturbation::CrashAfterMutation { k })
+            .collect();
+        let a = pairs(&singles, 3);
+        assert_eq!(a.len(), MAX_PAIRS);
+        let set: std::collections::BTreeSet<String> = a.iter().map(|p| format!("{p:?}")).collect();
+        assert_eq!(set.len(), MAX_PAIRS, "distinct");
+        assert!(a.iter().all(|p| p[0] != p[1]));
     }
 }
