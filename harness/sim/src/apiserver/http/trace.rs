@@ -18,6 +18,10 @@
 //!   serve: the cacher of `staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go` answers
 //!   reads with resourceVersion=0 or a NotOlderThan resourceVersion from its own, possibly
 //!   lagging, state; reads without one are consistent); otherwise the read is served fresh.
+//! - `MoveFault { step, k }`: the scenario's fault step `step` is run by the runner right after
+//!   the k-th mutating request was answered instead of at its place in the steps; the client's
+//!   further requests wait at the gate (and pass, unlike a crash's) until the runner has
+//!   injected it, so the client observes exactly the state after its k-th write plus the fault.
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -86,6 +90,9 @@ pub enum Perturbation {
     /// Withhold the n-th (1-based) watch event delivered to it and close that watch with
     /// 410 Expired instead, so that it relists and never sees that intermediate state.
     WatchRelist { n: u64 },
+    /// Run the scenario's fault step `step` right after the k-th (1-based) mutating request
+    /// was answered, instead of at its place in the steps (the runner injects it).
+    MoveFault { step: String, k: u64 },
 }
 
 mod millis {
@@ -262,21 +269,34 @@ struct State {
     reads: u64,
     events: u64,
     armed: Vec<Armed>,
+    /// Moved fault steps due (their write was answered), not yet taken by the runner.
+    due_faults: Vec<String>,
+}
+
+/// The gate's state: held requests pass once it opens, unless the epoch moved on (a crash
+/// killed the process that sent them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct GateState {
+    epoch: u64,
+    /// A crash is due: the runner kills the client and `release`s.
+    crash: bool,
+    /// A moved fault is due: the runner injects it and `resume`s.
+    fault: bool,
 }
 
 /// The tracer shared by the HTTP layer and the runner (cheap to clone).
 #[derive(Clone)]
 pub struct Tracer {
     state: Arc<Mutex<State>>,
-    /// The gate: `epoch`, and whether it is closed (a crash is due).
-    gate: Arc<watch::Sender<(u64, bool)>>,
+    /// The gate the client's requests pass (closed while a crash or a moved fault is due).
+    gate: Arc<watch::Sender<GateState>>,
 }
 
 impl Default for Tracer {
     fn default() -> Self {
         Tracer {
             state: Arc::default(),
-            gate: Arc::new(watch::channel((0, false)).0),
+            gate: Arc::new(watch::channel(GateState::default()).0),
         }
     }
 }
@@ -314,15 +334,26 @@ impl Tracer {
         self.state.lock().user.as_deref() == Some(user)
     }
 
-    /// Wait while a crash is due. A request held across it belongs to the dead process.
+    /// Wait while a crash or a moved fault is due. A request held across a crash belongs to
+    /// the dead process; one held while a fault was injected passes.
     pub async fn pass(&self) -> Gate {
         let mut rx = self.gate.subscribe();
-        let (epoch, closed) = *rx.borrow_and_update();
-        if !closed {
+        let g = *rx.borrow_and_update();
+        if !g.crash && !g.fault {
             return Gate::Pass;
         }
-        let _ = rx.wait_for(|(e, c)| *e != epoch || !*c).await;
-        Gate::Dead
+        let epoch = g.epoch;
+        let same = match rx
+            .wait_for(|g| g.epoch != epoch || (!g.crash && !g.fault))
+            .await
+        {
+            Ok(g) => g.epoch == epoch,
+            Err(_) => false,
+        };
+        match same {
+            true => Gate::Pass,
+            false => Gate::Dead,
+        }
     }
 
     /// The next read's ordinal and whether a stale read is armed for it.
@@ -368,15 +399,37 @@ impl Tracer {
                 *mutation = Some(k);
                 ordinal = Some(k);
                 let mut crash = false;
+                let mut moved = vec![];
                 for a in s.armed.iter_mut() {
-                    if a.p == (Perturbation::CrashAfterMutation { k }) {
-                        a.fired = true;
-                        crash = true;
+                    match &a.p {
+                        Perturbation::CrashAfterMutation { k: at } if *at == k => {
+                            a.fired = true;
+                            crash = true;
+                        }
+                        Perturbation::MoveFault { step, k: at } if *at == k => {
+                            a.fired = true;
+                            moved.push(step.clone());
+                        }
+                        _ => {}
                     }
                 }
+                let mut what_happened = vec![];
                 if crash {
-                    *perturbed = Some(format!("crash after mutating request {k}"));
-                    self.gate.send_modify(|g| g.1 = true);
+                    what_happened.push(format!("crash after mutating request {k}"));
+                }
+                for step in &moved {
+                    what_happened.push(format!("fault `{step}` moved after mutating request {k}"));
+                }
+                if !what_happened.is_empty() {
+                    *perturbed = Some(what_happened.join(" + "));
+                }
+                let fault = !moved.is_empty();
+                s.due_faults.extend(moved);
+                if crash || fault {
+                    self.gate.send_modify(|g| {
+                        g.crash |= crash;
+                        g.fault |= fault;
+                    });
                 }
             }
         }
@@ -414,18 +467,47 @@ impl Tracer {
         s.entries.push(TraceEntry { seq, at_ms, what });
     }
 
-    /// Wait until a crash is due (the gate closed).
+    /// Wait until a crash is due (the gate closed for it).
     pub async fn crash_due(&self) {
         let mut rx = self.gate.subscribe();
-        let _ = rx.wait_for(|(_, closed)| *closed).await;
+        let _ = rx.wait_for(|g| g.crash).await;
     }
 
     /// The crashed client is dead: open the gate; requests held across the crash are refused.
     pub fn release(&self) {
         self.gate.send_modify(|g| {
-            g.0 += 1;
-            g.1 = false;
+            g.epoch += 1;
+            g.crash = false;
         });
+    }
+
+    /// Wait until a moved fault step is due (its write was answered; the client is held):
+    /// its name. The runner injects it, then calls `resume`.
+    pub async fn fault_due(&self) -> String {
+        let mut rx = self.gate.subscribe();
+        loop {
+            let taken = {
+                let mut s = self.state.lock();
+                (!s.due_faults.is_empty()).then(|| s.due_faults.remove(0))
+            };
+            if let Some(step) = taken {
+                return step;
+            }
+            // The sender lives in `self`: these waits end only when the gate changes.
+            let _ = rx.wait_for(|g| g.fault).await;
+            if self.state.lock().due_faults.is_empty() {
+                // Due, but taken and not resumed yet: wait for the gate to change.
+                let _ = rx.changed().await;
+            }
+        }
+    }
+
+    /// The moved faults due have been injected: the held requests pass (when none is left).
+    pub fn resume(&self) {
+        let none_left = self.state.lock().due_faults.is_empty();
+        if none_left {
+            self.gate.send_modify(|g| g.fault = false);
+        }
     }
 
     /// How long since the traced client's last request or watch event (since tracing began
@@ -505,6 +587,45 @@ mod tests {
             &trace.entries[2].what,
             TraceKind::Request { perturbed: Some(p), .. } if p.contains("mutating request 2")
         ));
+    }
+
+    #[tokio::test]
+    async fn a_moved_fault_holds_the_client_after_the_kth_write_until_resumed() {
+        let t = Tracer::default();
+        t.follow(
+            "sa",
+            vec![Perturbation::MoveFault {
+                step: "kill-node".into(),
+                k: 2,
+            }],
+        );
+        assert_eq!(t.record_request(req(Verb::Create, "a")), Some(1));
+        assert_eq!(t.pass().await, Gate::Pass, "not due before the 2nd write");
+        assert_eq!(t.record_request(req(Verb::Update, "a")), Some(2));
+        let step = tokio::time::timeout(Duration::from_secs(1), t.fault_due())
+            .await
+            .expect("fault due");
+        assert_eq!(step, "kill-node");
+        let held = {
+            let t = t.clone();
+            tokio::spawn(async move { t.pass().await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!held.is_finished(), "held while the fault is injected");
+        t.resume();
+        assert_eq!(held.await.unwrap(), Gate::Pass, "held, not killed");
+        let trace = t.snapshot();
+        assert_eq!(trace.fired.len(), 1);
+        assert!(matches!(
+            &trace.entries[1].what,
+            TraceKind::Request { perturbed: Some(p), .. } if p == "fault `kill-node` moved after mutating request 2"
+        ));
+        // Nothing more is due: the runner's next wait does not end.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), t.fault_due())
+                .await
+                .is_err()
+        );
     }
 
     #[test]
