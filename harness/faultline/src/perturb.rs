@@ -2,7 +2,7 @@
 //! them out (`faultline_sim::http::trace::Perturbation`), and back: `faultline explore` derives
 //! sim perturbations from a trace and writes the failing one into a scenario.
 
-use crate::model::{Dur, Perturb, PerturbKind, StaleRead};
+use crate::model::{Dur, MoveFault, Perturb, PerturbKind, StaleRead};
 use faultline_sim::http::trace::Perturbation;
 
 pub fn to_sim(p: PerturbKind) -> Perturbation {
@@ -13,6 +13,10 @@ pub fn to_sim(p: PerturbKind) -> Perturbation {
             window: s.window.get(),
         },
         PerturbKind::WatchRelist(n) => Perturbation::WatchRelist { n },
+        PerturbKind::MoveFault(m) => Perturbation::MoveFault {
+            step: m.step,
+            k: m.after_mutation,
+        },
     }
 }
 
@@ -24,6 +28,10 @@ pub fn to_model(p: &Perturbation) -> Perturb {
             window: Dur(*window),
         }),
         Perturbation::WatchRelist { n } => PerturbKind::WatchRelist(*n),
+        Perturbation::MoveFault { step, k } => PerturbKind::MoveFault(MoveFault {
+            step: step.clone(),
+            after_mutation: *k,
+        }),
     })
 }
 
@@ -41,6 +49,10 @@ mod tests {
                 window: Duration::from_secs(2),
             },
             Perturbation::WatchRelist { n: 5 },
+            Perturbation::MoveFault {
+                step: "csi-down".into(),
+                k: 3,
+            },
         ] {
             let m = to_model(&p);
             assert_eq!(to_sim(m.kind().expect("one kind")), p);

@@ -726,7 +726,7 @@ impl<'a> Validator<'a> {
             match p.kind() {
                 None => self.err_value(
                     &at,
-                    "a perturbation needs exactly one of `crashAfterMutation`, `staleRead`, `watchRelist`",
+                    "a perturbation needs exactly one of `crashAfterMutation`, `staleRead`, `watchRelist`, `moveFault`",
                 ),
                 Some(PerturbKind::CrashAfterMutation(0)) => self.err_value(
                     &format!("{at}.crashAfterMutation"),
@@ -748,7 +748,16 @@ impl<'a> Validator<'a> {
                     &format!("{at}.watchRelist"),
                     "watch events are counted from 1",
                 ),
-                Some(PerturbKind::CrashAfterMutation(_) | PerturbKind::WatchRelist(_)) => {}
+                Some(PerturbKind::MoveFault(m)) if m.after_mutation == 0 => self.err_value(
+                    &format!("{at}.moveFault.afterMutation"),
+                    "requests are counted from 1",
+                ),
+                // The step is checked once the steps' names are known (`moved_faults`).
+                Some(
+                    PerturbKind::CrashAfterMutation(_)
+                    | PerturbKind::WatchRelist(_)
+                    | PerturbKind::MoveFault(_),
+                ) => {}
             }
         }
         if s.spec.perturb.is_empty() || self.suite.broken {
@@ -765,6 +774,50 @@ impl<'a> Validator<'a> {
                 "spec.perturb",
                 "perturbations need a controller with a `serviceAccount` in the suite config (the sim tells its requests apart by that identity)",
             );
+        }
+    }
+
+    /// `moveFault.step` names a `fault` step of the scenario, each at most once.
+    fn moved_faults(&mut self, s: &Scenario) {
+        let mut seen = BTreeSet::new();
+        for (i, p) in s.spec.perturb.iter().enumerate() {
+            let Some(m) = &p.move_fault else { continue };
+            let path = format!("spec.perturb[{i}].moveFault.step");
+            match self.steps.iter().find(|st| st.name == m.step) {
+                Some(st) if st.is_fault => {
+                    if !seen.insert(m.step.clone()) {
+                        self.err_value(&path, format!("fault step `{}` is moved twice", m.step));
+                    }
+                }
+                Some(_) => self.err_value(
+                    &path,
+                    format!(
+                        "step `{}` is not a `fault` step (only faults can be moved)",
+                        m.step
+                    ),
+                ),
+                None => {
+                    let faults: Vec<String> = self
+                        .steps
+                        .iter()
+                        .filter(|st| st.is_fault)
+                        .map(|st| st.name.clone())
+                        .collect();
+                    let msg = if faults.is_empty() {
+                        format!(
+                            "unknown step `{}`: the scenario has no `fault` step",
+                            m.step
+                        )
+                    } else {
+                        format!(
+                            "unknown step `{}`, expected one of {} (its fault steps)",
+                            m.step,
+                            list(&faults)
+                        )
+                    };
+                    self.err_value(&path, msg);
+                }
+            }
         }
     }
 
@@ -840,6 +893,7 @@ impl<'a> Validator<'a> {
         for (anchor, path, index) in std::mem::take(&mut self.deferred_anchors) {
             self.anchor(&anchor, &path, index);
         }
+        self.moved_faults(s);
         // heal: {atStep} must name a step after the fault.
         for (path, target, fault_idx) in std::mem::take(&mut self.anchors) {
             match self.steps.iter().position(|st| st.name == target) {

@@ -267,6 +267,7 @@ fn slug(p: &Perturbation) -> String {
         Perturbation::CrashAfterMutation { k } => format!("crash-after-{k}"),
         Perturbation::StaleRead { n, .. } => format!("stale-read-{n}"),
         Perturbation::WatchRelist { n } => format!("watch-relist-{n}"),
+        Perturbation::MoveFault { step, k } => format!("move-{step}-after-{k}"),
     }
 }
 
@@ -781,6 +782,10 @@ fn render_entry(e: &TraceEntry) -> String {
                 ""
             };
             format!("{at} watch {event} {resource} {ns}{name} rv={resource_version}{p}")
+        }
+        TraceKind::MovedFault { step, failed } => {
+            let how = if *failed { "failed" } else { "injected" };
+            format!("{at} fault step {step} {how} (moved here; the controller held meanwhile)")
         }
     }
 }

@@ -87,6 +87,9 @@ pub(super) struct StepRunner {
     background: Mutex<Vec<JoinHandle<ExpectationResult>>>,
     /// The steps' resource expectations, watched from the start of the steps.
     recorders: Arc<expect::Recorders>,
+    /// Fault steps moved by a `moveFault` perturbation, by name: the mutating request after
+    /// which they run (`run_moved`) instead of at their place.
+    moved: HashMap<String, u64>,
 }
 
 pub(super) struct StepRunnerParts {
@@ -98,6 +101,7 @@ pub(super) struct StepRunnerParts {
     pub pause: PausePolicy,
     pub steps_over: watch::Receiver<bool>,
     pub abort: watch::Sender<Option<BackgroundFailure>>,
+    pub moved: HashMap<String, u64>,
 }
 
 impl StepRunner {
@@ -123,6 +127,7 @@ impl StepRunner {
             expectation_results: Mutex::new(vec![]),
             background: Mutex::new(vec![]),
             recorders: Arc::default(),
+            moved: parts.moved,
         }
     }
 
@@ -329,6 +334,16 @@ impl StepRunner {
                 });
             }
         }
+        if let Some(k) = self.moved.get(name) {
+            // Run by `run_moved` after the controller's k-th write; anchors wait for that.
+            self.observed.timeline.record(
+                EntryKind::Step,
+                format!(
+                    "step {name} ({kind}): moved, runs after the controller's mutating request {k}"
+                ),
+            );
+            return Ok(());
+        }
         let started = Instant::now();
         let timeline = &self.observed.timeline;
         self.observed.anchors.set(&format!("{name}.start"), started);
@@ -395,6 +410,61 @@ impl StepRunner {
         if let Some(m) = message {
             if kind.reports_own_failure() {
                 timeline.verdict(EntryKind::Error, m, Verdict::Failed);
+            }
+        }
+        r
+    }
+
+    /// A fault step moved by `moveFault`, now due (the sim holds the controller after its
+    /// k-th write): injected through the same machinery as at its place, its anchors set here.
+    /// A failure stops the steps as a failing background expectation does.
+    pub async fn run_moved(&self, planned: &PlannedStep) -> Result<(), StepError> {
+        let name = &planned.name;
+        let kind = planned.step.kind();
+        let timeline = &self.observed.timeline;
+        let k = self.moved.get(name).copied().unwrap_or_default();
+        timeline.record(
+            EntryKind::Step,
+            format!("perturbation: step {name} ({kind}) runs after the controller's mutating request {k}"),
+        );
+        let started = Instant::now();
+        self.observed.anchors.set(&format!("{name}.start"), started);
+        let timeout = planned.timeout.unwrap_or(self.defaults.step_timeout).get();
+        let r = match tokio::time::timeout(timeout, self.run_operation(planned)).await {
+            Ok(r) => r.map_err(|e| StepError::Failed {
+                step: name.clone(),
+                kind,
+                source: Explained(e),
+            }),
+            Err(_) => Err(StepError::TimedOut {
+                step: name.clone(),
+                kind,
+                timeout,
+            }),
+        };
+        let ended = Instant::now();
+        self.observed.anchors.set(name, ended);
+        let message = r.as_ref().err().map(ToString::to_string);
+        self.step_results.lock().push(StepResult {
+            name: name.clone(),
+            kind,
+            started_ms: timeline.offset(started).as_millis() as u64,
+            duration_ms: ended.duration_since(started).as_millis() as u64,
+            verdict: if r.is_ok() {
+                Verdict::Passed
+            } else {
+                Verdict::Failed
+            },
+            message: message.clone().unwrap_or_default(),
+        });
+        if let Some(m) = message {
+            timeline.verdict(EntryKind::Error, m.clone(), Verdict::Failed);
+            if !*self.steps_over.borrow() {
+                let _ = self.abort.send(Some(BackgroundFailure {
+                    invariant: false,
+                    name: name.clone(),
+                    message: format!("the moved fault step failed: {m}"),
+                }));
             }
         }
         r

@@ -7,7 +7,7 @@
 
 use super::error::{BackgroundFailure, Failure, Outcome, RunError, StepError};
 use super::execute::{Observed, Place, StepRunner, StepRunnerParts};
-use super::step::PlannedStep;
+use super::step::{PlannedStep, Step};
 use super::{skipped_expectations, Kept, RunOptions};
 use crate::controller::{ControllerProcess, ControllerSpec};
 use crate::events::EventStore;
@@ -23,6 +23,7 @@ use crate::states::StateRecorder;
 use crate::timeline::{Anchors, EntryKind, Timeline, Verdict};
 use anyhow::{Context, Result};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,6 +45,8 @@ pub(super) struct ScenarioRun<'a> {
     /// The task that carries out crash perturbations (kill, then restart the controller);
     /// stopped before the controller is.
     perturber: parking_lot::Mutex<Option<JoinHandle<()>>>,
+    /// The task that runs the fault steps moved by `moveFault` when the sim says they are due.
+    mover: parking_lot::Mutex<Option<JoinHandle<()>>>,
 }
 
 /// The cluster, once started and set up.
@@ -170,12 +173,25 @@ impl<'a> ScenarioRun<'a> {
             workdir,
             tempdir,
             perturber: Default::default(),
+            mover: Default::default(),
         }
     }
 
     /// Whether the controller's requests are traced (and the end state captured).
     fn tracing(&self) -> bool {
         self.options.trace || !self.loaded.scenario.spec.perturb.is_empty()
+    }
+
+    /// The fault steps `moveFault` perturbations move: name -> after which write they run.
+    fn moved_faults(&self) -> HashMap<String, u64> {
+        self.loaded
+            .scenario
+            .spec
+            .perturb
+            .iter()
+            .filter_map(|p| p.move_fault.as_ref())
+            .map(|m| (m.step.clone(), m.after_mutation))
+            .collect()
     }
 
     /// Every phase in order; whatever happens in the steps, the clean-up runs.
@@ -204,6 +220,7 @@ impl<'a> ScenarioRun<'a> {
         let planned = steps.clone();
         let (steps_over, steps_over_rx) = watch::channel(false);
         let (abort, abort_rx) = watch::channel::<Option<BackgroundFailure>>(None);
+        let moved = self.moved_faults();
         let runner = Arc::new(StepRunner::new(StepRunnerParts {
             place: self.place(&up),
             observed: Observed {
@@ -220,7 +237,15 @@ impl<'a> ScenarioRun<'a> {
             pause: self.options.pause.clone(),
             steps_over: steps_over_rx,
             abort,
+            moved: moved.clone(),
         }));
+        if let Some(t) = up.cluster.tracer().filter(|_| !moved.is_empty()) {
+            *self.mover.lock() = Some(tokio::spawn(run_moved_faults(
+                runner.clone(),
+                t,
+                planned.clone(),
+            )));
+        }
         let end = match harness_error {
             Some(e) => StepsEnd::NotRun(e),
             None => self.steps(&runner, steps, abort_rx).await,
@@ -618,6 +643,9 @@ impl<'a> ScenarioRun<'a> {
         if let Some(p) = self.perturber.lock().take() {
             p.abort();
         }
+        if let Some(m) = self.mover.lock().take() {
+            m.abort();
+        }
         let heal_errors = faults.manager.heal_all().await;
         if let Some(h) = &faults.heartbeat {
             h.abort();
@@ -807,6 +835,44 @@ async fn crash_and_restart(
             return;
         }
     }
+}
+
+/// Moved fault steps: whenever the sim says one is due (the controller's k-th write was
+/// answered and its further requests are held), run it, then let the controller go on.
+async fn run_moved_faults(
+    runner: Arc<StepRunner>,
+    tracer: faultline_sim::http::trace::Tracer,
+    steps: Vec<PlannedStep>,
+) {
+    loop {
+        let name = tracer.fault_due().await;
+        let failed = match find_step(&steps, &name) {
+            Some(planned) => runner.run_moved(planned).await.is_err(),
+            // The loader checked the name: only a scenario built in code gets here.
+            None => true,
+        };
+        tracer.resume(&name, failed);
+    }
+}
+
+/// The step named `name`, nested in a `try` too.
+fn find_step<'a>(steps: &'a [PlannedStep], name: &str) -> Option<&'a PlannedStep> {
+    steps.iter().find_map(|s| {
+        if s.name == name {
+            return Some(s);
+        }
+        match &s.step {
+            Step::Try {
+                steps,
+                catch,
+                finally,
+            } => [Some(steps), catch.as_ref(), finally.as_ref()]
+                .into_iter()
+                .flatten()
+                .find_map(|group| find_step(group, name)),
+            _ => None,
+        }
+    })
 }
 
 /// Before the end state is captured: until the controller has made no request and seen no

@@ -77,6 +77,21 @@ pub struct Perturb {
     /// with 410 Expired instead: it relists and never observes that intermediate state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch_relist: Option<u64>,
+    /// Run one of the scenario's fault steps right after the sim answered the controller's
+    /// K-th mutating request, instead of at its place in the steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub move_fault: Option<MoveFault>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MoveFault {
+    /// The name of a `fault` step of this scenario. It is not run at its place; steps anchored
+    /// on it are anchored where it actually ran, and its `heal` applies from there.
+    pub step: String,
+    /// After which of the controller's mutating requests (1-based) it runs; the controller's
+    /// further requests wait until it has been injected.
+    pub after_mutation: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -99,6 +114,7 @@ pub enum PerturbKind {
     CrashAfterMutation(u64),
     StaleRead(StaleRead),
     WatchRelist(u64),
+    MoveFault(MoveFault),
 }
 
 impl Perturb {
@@ -108,10 +124,12 @@ impl Perturb {
             &self.crash_after_mutation,
             &self.stale_read,
             &self.watch_relist,
+            &self.move_fault,
         ) {
-            (Some(k), None, None) => Some(PerturbKind::CrashAfterMutation(*k)),
-            (None, Some(s), None) => Some(PerturbKind::StaleRead(s.clone())),
-            (None, None, Some(n)) => Some(PerturbKind::WatchRelist(*n)),
+            (Some(k), None, None, None) => Some(PerturbKind::CrashAfterMutation(*k)),
+            (None, Some(s), None, None) => Some(PerturbKind::StaleRead(s.clone())),
+            (None, None, Some(n), None) => Some(PerturbKind::WatchRelist(*n)),
+            (None, None, None, Some(m)) => Some(PerturbKind::MoveFault(m.clone())),
             _ => None,
         }
     }
@@ -129,6 +147,10 @@ impl Perturb {
                 watch_relist: Some(n),
                 ..Default::default()
             },
+            PerturbKind::MoveFault(m) => Perturb {
+                move_fault: Some(m),
+                ..Default::default()
+            },
         }
     }
 }
@@ -141,6 +163,11 @@ impl fmt::Display for PerturbKind {
             }
             PerturbKind::StaleRead(s) => write!(f, "stale read {} (window {})", s.read, s.window),
             PerturbKind::WatchRelist(n) => write!(f, "watch event {n} withheld, relist"),
+            PerturbKind::MoveFault(m) => write!(
+                f,
+                "fault `{}` moved after mutating request {}",
+                m.step, m.after_mutation
+            ),
         }
     }
 }

@@ -159,6 +159,13 @@ pub enum TraceKind {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         withheld: bool,
     },
+    /// A moved fault step was run here by the runner (`MoveFault`), while the client was held.
+    MovedFault {
+        step: String,
+        /// Its injection failed (the runner's timeline has why).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        failed: bool,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -502,10 +509,18 @@ impl Tracer {
         }
     }
 
-    /// The moved faults due have been injected: the held requests pass (when none is left).
-    pub fn resume(&self) {
-        let none_left = self.state.lock().due_faults.is_empty();
-        if none_left {
+    /// The moved fault `step` has been run (`failed`: its injection failed); the held
+    /// requests pass once no other moved fault is due.
+    pub fn resume(&self, step: &str, failed: bool) {
+        let mut s = self.state.lock();
+        Self::push(
+            &mut s,
+            TraceKind::MovedFault {
+                step: step.to_string(),
+                failed,
+            },
+        );
+        if s.due_faults.is_empty() {
             self.gate.send_modify(|g| g.fault = false);
         }
     }
@@ -612,13 +627,17 @@ mod tests {
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!held.is_finished(), "held while the fault is injected");
-        t.resume();
+        t.resume("kill-node", false);
         assert_eq!(held.await.unwrap(), Gate::Pass, "held, not killed");
         let trace = t.snapshot();
         assert_eq!(trace.fired.len(), 1);
         assert!(matches!(
             &trace.entries[1].what,
             TraceKind::Request { perturbed: Some(p), .. } if p == "fault `kill-node` moved after mutating request 2"
+        ));
+        assert!(matches!(
+            &trace.entries[2].what,
+            TraceKind::MovedFault { step, failed: false } if step == "kill-node"
         ));
         // Nothing more is due: the runner's next wait does not end.
         assert!(
