@@ -348,6 +348,7 @@ mod tests {
                 leaked: vec![],
             },
             points: 19,
+            points_by_kind: Default::default(),
             pair_points: 171,
             singles_run: 19,
             pairs_run: 1,

@@ -14,6 +14,7 @@
 use crate::endstate::{self, Difference, EndState};
 use crate::loader::{LoadedScenario, LoadedSuite};
 use crate::perturb;
+use crate::runner::step::{PlannedStep, Step};
 use crate::runner::{self, NoProgress, RunOptions};
 use crate::timeline::Verdict;
 use anyhow::{bail, Context, Result};
@@ -22,7 +23,7 @@ use futures::StreamExt;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -168,6 +169,8 @@ pub struct ExploreReport {
     pub baseline: BaselineSummary,
     /// Perturbation points derived from the baseline's trace.
     pub points: usize,
+    /// The points per kind (`crashAfterMutation`, `moveFault`, ...).
+    pub points_by_kind: BTreeMap<&'static str, usize>,
     /// Pairs of points drawn by the seed (at most `MAX_PAIRS`).
     pub pair_points: usize,
     /// Variants run with one perturbation, and with two.
@@ -182,8 +185,15 @@ pub struct ExploreReport {
 
 /// The points of a baseline trace, in the seed's order: crashes after each write and stale
 /// answers to the reads that had something younger than the window to hide, shuffled per kind
-/// and interleaved so that a small budget samples every kind; a relist of each watch event.
-pub fn points(trace: &Trace, seed: u64, stale_window: Duration) -> Vec<Perturbation> {
+/// and interleaved so that a small budget samples every kind; a relist of each watch event;
+/// each of the scenario's fault steps (`fault_steps`) moved after writes of the baseline
+/// (`move_ordinals`).
+pub fn points(
+    trace: &Trace,
+    seed: u64,
+    stale_window: Duration,
+    fault_steps: &[String],
+) -> Vec<Perturbation> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut crashes: Vec<Perturbation> = (1..=trace.mutations())
         .map(|k| Perturbation::CrashAfterMutation { k })
@@ -199,17 +209,99 @@ pub fn points(trace: &Trace, seed: u64, stale_window: Duration) -> Vec<Perturbat
     let mut relists: Vec<Perturbation> = (1..=trace.watch_events())
         .map(|n| Perturbation::WatchRelist { n })
         .collect();
+    let mut moves: Vec<Perturbation> = fault_steps
+        .iter()
+        .flat_map(|step| {
+            move_ordinals(trace.mutations())
+                .into_iter()
+                .map(|k| Perturbation::MoveFault {
+                    step: step.clone(),
+                    k,
+                })
+        })
+        .collect();
     crashes.shuffle(&mut rng);
     stale.shuffle(&mut rng);
     relists.shuffle(&mut rng);
+    // Last: a scenario without faults keeps the order it had before moves existed.
+    moves.shuffle(&mut rng);
     let mut out = vec![];
-    let (mut a, mut b, mut c) = (crashes.into_iter(), stale.into_iter(), relists.into_iter());
+    let mut kinds = [
+        crashes.into_iter(),
+        stale.into_iter(),
+        relists.into_iter(),
+        moves.into_iter(),
+    ];
     loop {
-        match (a.next(), b.next(), c.next()) {
-            (None, None, None) => return out,
-            (x, y, z) => out.extend(x.into_iter().chain(y).chain(z)),
+        let round: Vec<Perturbation> = kinds.iter_mut().filter_map(|k| k.next()).collect();
+        if round.is_empty() {
+            return out;
+        }
+        out.extend(round);
+    }
+}
+
+/// At most this many points per fault step: a long trace's writes are sampled.
+pub const MAX_MOVES_PER_FAULT: u64 = 20;
+
+/// The writes a fault step is moved after: each of the baseline's `writes`, or
+/// `MAX_MOVES_PER_FAULT` of them spread evenly from the first to the last.
+pub fn move_ordinals(writes: u64) -> Vec<u64> {
+    let max = MAX_MOVES_PER_FAULT;
+    if writes <= max {
+        return (1..=writes).collect();
+    }
+    // writes - 1 > max - 1: the steps are at least 1 apart, so the ordinals are distinct.
+    (0..max).map(|i| 1 + i * (writes - 1) / (max - 1)).collect()
+}
+
+/// The names of the scenario's fault steps (those nested in a `try` too), in order.
+pub fn fault_steps(steps: &[PlannedStep]) -> Vec<String> {
+    let mut out = vec![];
+    for s in steps {
+        match &s.step {
+            Step::Fault(_) => out.push(s.name.clone()),
+            Step::Try {
+                steps,
+                catch,
+                finally,
+            } => {
+                for group in [Some(steps), catch.as_ref(), finally.as_ref()]
+                    .into_iter()
+                    .flatten()
+                {
+                    out.extend(fault_steps(group));
+                }
+            }
+            Step::Apply(_)
+            | Step::Create(_)
+            | Step::Patch(_)
+            | Step::Delete(_)
+            | Step::Remediate(_)
+            | Step::Sleep(_)
+            | Step::Expect(_)
+            | Step::Script(_) => {}
         }
     }
+    out
+}
+
+/// How a perturbation's kind is named in `explore.json` (`pointsByKind`).
+pub fn kind_name(p: &Perturbation) -> &'static str {
+    match p {
+        Perturbation::CrashAfterMutation { .. } => "crashAfterMutation",
+        Perturbation::StaleRead { .. } => "staleRead",
+        Perturbation::WatchRelist { .. } => "watchRelist",
+        Perturbation::MoveFault { .. } => "moveFault",
+    }
+}
+
+/// Whether two points can be carried out in one run: one fault step is moved once.
+fn compatible(a: &Perturbation, b: &Perturbation) -> bool {
+    !matches!(
+        (a, b),
+        (Perturbation::MoveFault { step: x, .. }, Perturbation::MoveFault { step: y, .. }) if x == y
+    )
 }
 
 /// At most this many pairs are drawn: a long trace has far more than any budget runs.
@@ -222,19 +314,25 @@ pub fn pairs(singles: &[Perturbation], seed: u64) -> Vec<Vec<Perturbation>> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x7061_6972_7321);
     let n = singles.len();
     let total = n * n.saturating_sub(1) / 2;
+    let ok = |i: usize, j: usize| compatible(&singles[i], &singles[j]);
     let mut idx: Vec<(usize, usize)> = if total <= MAX_PAIRS {
         let mut all: Vec<(usize, usize)> = (0..n)
             .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+            .filter(|&(i, j)| ok(i, j))
             .collect();
         all.shuffle(&mut rng);
         all
     } else {
         let mut seen = std::collections::HashSet::new();
         let mut out = Vec::with_capacity(MAX_PAIRS);
-        while out.len() < MAX_PAIRS {
+        // Bounded: a trace this long has far more than MAX_PAIRS compatible pairs, but a
+        // pathological one (one fault's moves only) must not loop forever.
+        let mut tries = 0;
+        while out.len() < MAX_PAIRS && tries < 100 * MAX_PAIRS {
+            tries += 1;
             let (a, b) = (rng.random_range(0..n), rng.random_range(0..n));
             let pair = (a.min(b), a.max(b));
-            if a != b && seen.insert(pair) {
+            if a != b && ok(a, b) && seen.insert(pair) {
                 out.push(pair);
             }
         }
@@ -417,11 +515,16 @@ pub async fn explore(
     let (singles, pair_sets) = if replay {
         (vec![pinned], vec![])
     } else {
-        let singles = points(&baseline.trace, opts.seed, opts.stale_window);
+        let faults = fault_steps(&PlannedStep::plan(&loaded.scenario.spec.steps)?);
+        let singles = points(&baseline.trace, opts.seed, opts.stale_window, &faults);
         let pairs = pairs(&singles, opts.seed);
         (singles.into_iter().map(|p| vec![p]).collect(), pairs)
     };
     let (n_points, n_pairs) = (singles.len(), pair_sets.len());
+    let mut points_by_kind = BTreeMap::new();
+    for p in singles.iter().flatten().filter(|_| !replay) {
+        *points_by_kind.entry(kind_name(p)).or_default() += 1;
+    }
     let mut variants = batch(singles, 0).await;
     variants.extend(batch(pair_sets, n_points).await);
     let sized = |n: usize| variants.iter().filter(|v| v.tried().len() == n).count();
@@ -444,6 +547,7 @@ pub async fn explore(
         replay,
         baseline: summary,
         points: n_points,
+        points_by_kind,
         pair_points: n_pairs,
         singles_run,
         pairs_run,
@@ -845,10 +949,10 @@ mod tests {
     #[test]
     fn points_cover_every_write_and_stale_candidate_in_the_seeds_order() {
         let w = Duration::from_secs(3);
-        let a = points(&trace(), 1, w);
+        let a = points(&trace(), 1, w, &[]);
         assert_eq!(a.len(), 7, "{a:?}");
         assert!(matches!(a[2], Perturbation::WatchRelist { .. }));
-        assert_eq!(a, points(&trace(), 1, w), "same seed, same order");
+        assert_eq!(a, points(&trace(), 1, w, &[]), "same seed, same order");
         assert!(matches!(a[0], Perturbation::CrashAfterMutation { .. }));
         assert!(
             matches!(a[1], Perturbation::StaleRead { .. }),
@@ -864,14 +968,109 @@ mod tests {
         ks.sort();
         assert_eq!(ks, vec![1, 2, 3]);
         let orders: std::collections::BTreeSet<String> = (0..20)
-            .map(|s| format!("{:?}", points(&trace(), s, w)))
+            .map(|s| format!("{:?}", points(&trace(), s, w, &[])))
             .collect();
         assert!(orders.len() > 1, "the seed changes the order");
     }
 
     #[test]
+    fn move_ordinals_are_every_write_or_twenty_spread_over_the_trace() {
+        // (writes in the baseline, expected ordinals; None: only the shape is checked)
+        let cases: &[(u64, Option<Vec<u64>>)] = &[
+            (0, Some(vec![])),
+            (1, Some(vec![1])),
+            (3, Some(vec![1, 2, 3])),
+            (20, Some((1..=20).collect())),
+            (21, None),
+            (39, None),
+            (100, None),
+            (1000, None),
+        ];
+        for (writes, want) in cases {
+            let got = move_ordinals(*writes);
+            match want {
+                Some(w) => assert_eq!(&got, w, "{writes} writes"),
+                None => {
+                    assert_eq!(got.len() as u64, MAX_MOVES_PER_FAULT, "{writes}: {got:?}");
+                    assert_eq!((got[0], *got.last().unwrap()), (1, *writes), "{got:?}");
+                    assert!(
+                        got.windows(2).all(|w| w[0] < w[1]),
+                        "distinct, in order: {got:?}"
+                    );
+                    // Spread: no gap more than twice the even spacing.
+                    let even = (*writes - 1) as f64 / (MAX_MOVES_PER_FAULT - 1) as f64;
+                    assert!(
+                        got.windows(2)
+                            .all(|w| ((w[1] - w[0]) as f64) < 2.0 * even + 1.0),
+                        "{writes}: {got:?}"
+                    );
+                }
+            }
+        }
+        assert_eq!(move_ordinals(100)[..3], [1, 6, 11]);
+    }
+
+    #[test]
+    fn points_move_each_fault_step_after_each_write_interleaved_with_the_other_kinds() {
+        let w = Duration::from_secs(3);
+        let faults = vec!["csi-down".to_string(), "kubelet-stopped".to_string()];
+        let a = points(&trace(), 1, w, &faults);
+        let moves: Vec<(String, u64)> = a
+            .iter()
+            .filter_map(|p| match p {
+                Perturbation::MoveFault { step, k } => Some((step.clone(), *k)),
+                _ => None,
+            })
+            .collect();
+        // 3 writes in the baseline, 2 fault steps.
+        assert_eq!(moves.len(), 6, "{a:?}");
+        let mut sorted = moves.clone();
+        sorted.sort();
+        assert_eq!(
+            sorted,
+            [1, 2, 3]
+                .into_iter()
+                .map(|k| ("csi-down".to_string(), k))
+                .chain(
+                    [1, 2, 3]
+                        .into_iter()
+                        .map(|k| ("kubelet-stopped".to_string(), k))
+                )
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(a.len(), 7 + 6);
+        // The first round holds one of each kind, the move last.
+        assert_eq!(
+            a[..4].iter().map(kind_name).collect::<Vec<_>>(),
+            [
+                "crashAfterMutation",
+                "staleRead",
+                "watchRelist",
+                "moveFault"
+            ]
+        );
+        // The other kinds' order is the one they have without faults.
+        let others: Vec<&Perturbation> = a
+            .iter()
+            .filter(|p| !matches!(p, Perturbation::MoveFault { .. }))
+            .collect();
+        let without = points(&trace(), 1, w, &[]);
+        assert_eq!(others, without.iter().collect::<Vec<_>>());
+        // No pair moves one fault step twice.
+        for pair in pairs(&a, 1) {
+            assert!(compatible(&pair[0], &pair[1]), "{pair:?}");
+        }
+        let n = a.len();
+        assert_eq!(
+            pairs(&a, 1).len(),
+            n * (n - 1) / 2 - 2 * 3,
+            "3 same-step pairs per fault"
+        );
+    }
+
+    #[test]
     fn pairs_are_every_distinct_pair_in_the_seeds_order() {
-        let singles = points(&trace(), 1, Duration::from_secs(3));
+        let singles = points(&trace(), 1, Duration::from_secs(3), &[]);
         let a = pairs(&singles, 1);
         assert_eq!(a.len(), 7 * 6 / 2, "{a:?}");
         assert_eq!(a, pairs(&singles, 1), "same seed, same pairs");
