@@ -384,10 +384,10 @@ fn a_blank_kind_node_image_is_located() {
 )]
 #[case::no_kind(
     "  controller: {ref: sa}\n  perturb:\n    - {}\n",
-    "7:7: error: spec.perturb[0]: a perturbation needs exactly one of `crashAfterMutation`, `staleRead`, `watchRelist`")]
+    "7:7: error: spec.perturb[0]: a perturbation needs exactly one of `crashAfterMutation`, `staleRead`, `watchRelist`, `moveFault`")]
 #[case::unknown_field(
     "  controller: {ref: sa}\n  perturb:\n    - crashAfter: 3\n",
-    "7:7: error: spec.perturb[0]: unknown field `crashAfter`, expected one of `crashAfterMutation`, `staleRead`, `watchRelist`")]
+    "7:7: error: spec.perturb[0]: unknown field `crashAfter`, expected one of `crashAfterMutation`, `staleRead`, `watchRelist`, `moveFault`")]
 #[case::controller_without_service_account(
     "  controller: {ref: ctl}\n  perturb:\n    - crashAfterMutation: 3\n",
     "7:5: error: spec.perturb: perturbations need a controller with a `serviceAccount` in the suite config (the sim tells its requests apart by that identity)")]
@@ -407,6 +407,50 @@ fn perturbations_get_their_precise_error(#[case] body: &str, #[case] expected: &
     // The same perturbation with a controller that has a ServiceAccount is valid.
     let ok = "spec:\n  controller: {ref: sa}\n  perturb:\n    - crashAfterMutation: 3\n    - staleRead: {read: 2}\n    - watchRelist: 4\n  steps:\n    - sleep: 1s\n";
     let (_, diags) = diagnose(dir.path(), &format!("{HEAD}{ok}"));
+    assert!(diags.is_empty(), "{diags:#?}");
+}
+
+/// `moveFault`: the step must be a fault step of the scenario, moved once, after a write >= 1.
+#[rstest]
+#[case::unknown_step(
+    "    - moveFault: {step: nope, afterMutation: 2}\n",
+    "7:25: error: spec.perturb[0].moveFault.step: unknown step `nope`, expected one of `cordoned` (its fault steps)"
+)]
+#[case::not_a_fault(
+    "    - moveFault: {step: settle, afterMutation: 2}\n",
+    "7:25: error: spec.perturb[0].moveFault.step: step `settle` is not a `fault` step (only faults can be moved)"
+)]
+#[case::from_zero(
+    "    - moveFault: {step: cordoned, afterMutation: 0}\n",
+    "7:50: error: spec.perturb[0].moveFault.afterMutation: requests are counted from 1"
+)]
+#[case::twice(
+    "    - moveFault: {step: cordoned, afterMutation: 1}\n    - moveFault: {step: cordoned, afterMutation: 3}\n",
+    "8:25: error: spec.perturb[1].moveFault.step: fault step `cordoned` is moved twice"
+)]
+#[case::missing_field("    - moveFault: {step: cordoned}\n", "missing field `afterMutation`")]
+fn a_moved_fault_gets_its_precise_error(#[case] perturb: &str, #[case] expected: &str) {
+    let dir = suite_dir();
+    std::fs::write(dir.path().join("faultline.yaml"), "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrollers:\n  sa: {command: [sh, -c, 'sleep 1000'], serviceAccount: ns/sa}\n").unwrap();
+    let steps = "  steps:\n    - fault: {name: cordoned, cordon: {node: worker-01}}\n    - name: settle\n      sleep: 1s\n";
+    let body = |perturb: &str| {
+        format!("{HEAD}spec:\n  controller: {{ref: sa}}\n  perturb:\n{perturb}{steps}")
+    };
+    let (file, diags) = diagnose(dir.path(), &body(perturb));
+    let first = diags.first().cloned().unwrap_or_default();
+    if expected.starts_with(|c: char| c.is_ascii_digit()) {
+        assert_eq!(
+            first,
+            format!("{}:{expected}", file.display()),
+            "{diags:#?}"
+        );
+    } else {
+        assert!(first.contains(expected), "{diags:#?}");
+    }
+    let (_, diags) = diagnose(
+        dir.path(),
+        &body("    - moveFault: {step: cordoned, afterMutation: 2}\n"),
+    );
     assert!(diags.is_empty(), "{diags:#?}");
 }
 
