@@ -143,6 +143,7 @@ fn perturbed(e: &TraceEntry) -> bool {
             perturbed: Some(_),
             ..
         } | TraceKind::WatchEvent { withheld: true, .. }
+            | TraceKind::MovedFault { .. }
     )
 }
 

@@ -646,6 +646,15 @@ async fn judge(cx: &Ctx<'_>, ps: &[Perturbation], dir: &Path) -> Judged {
             bound: opts.max_requests,
         });
     }
+    // A moved fault that never ran (the controller made fewer writes) took the fault out of
+    // the scenario: that run is the scenario without its fault, not a perturbation of what the
+    // controller observed, so it is not judged (`fired: false` says why).
+    let fault_dropped = ps
+        .iter()
+        .any(|p| matches!(p, Perturbation::MoveFault { .. }) && !run.trace.fired.contains(p));
+    if fault_dropped {
+        violations.clear();
+    }
     let trace_around = run
         .trace
         .around(
@@ -656,6 +665,7 @@ async fn judge(cx: &Ctx<'_>, ps: &[Perturbation], dir: &Path) -> Judged {
                         perturbed: Some(_),
                         ..
                     } | TraceKind::WatchEvent { withheld: true, .. }
+                        | TraceKind::MovedFault { .. }
                 )
             },
             6,
