@@ -649,10 +649,7 @@ async fn judge(cx: &Ctx<'_>, ps: &[Perturbation], dir: &Path) -> Judged {
     // A moved fault that never ran (the controller made fewer writes) took the fault out of
     // the scenario: that run is the scenario without its fault, not a perturbation of what the
     // controller observed, so it is not judged (`fired: false` says why).
-    let fault_dropped = ps
-        .iter()
-        .any(|p| matches!(p, Perturbation::MoveFault { .. }) && !run.trace.fired.contains(p));
-    if fault_dropped {
+    if fault_dropped(ps, &run.trace.fired) {
         violations.clear();
     }
     let trace_around = run
@@ -681,6 +678,12 @@ async fn judge(cx: &Ctx<'_>, ps: &[Perturbation], dir: &Path) -> Judged {
         duration_ms: run.duration_ms,
         artifacts: run.artifacts,
     }
+}
+
+/// Whether one of `ps` moved a fault that never ran (not in `fired`).
+fn fault_dropped(ps: &[Perturbation], fired: &[Perturbation]) -> bool {
+    ps.iter()
+        .any(|p| matches!(p, Perturbation::MoveFault { .. }) && !fired.contains(p))
 }
 
 /// One variant: its run judged; a failure with more than one perturbation shrunk (each tried
@@ -1076,6 +1079,34 @@ mod tests {
             n * (n - 1) / 2 - 2 * 3,
             "3 same-step pairs per fault"
         );
+    }
+
+    #[test]
+    fn only_a_moved_fault_that_never_ran_drops_the_fault() {
+        let moved = Perturbation::MoveFault {
+            step: "csi-down".into(),
+            k: 9,
+        };
+        let crash = Perturbation::CrashAfterMutation { k: 3 };
+        // (perturbations, fired, dropped)
+        let cases = [
+            (vec![moved.clone()], vec![], true),
+            (vec![moved.clone()], vec![moved.clone()], false),
+            (vec![crash.clone()], vec![], false),
+            (
+                vec![crash.clone(), moved.clone()],
+                vec![crash.clone()],
+                true,
+            ),
+            (
+                vec![crash.clone(), moved.clone()],
+                vec![moved.clone()],
+                false,
+            ),
+        ];
+        for (ps, fired, want) in cases {
+            assert_eq!(fault_dropped(&ps, &fired), want, "{ps:?} fired {fired:?}");
+        }
     }
 
     #[test]
