@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 mod common;
-use common::chromium::{chromium, chromium_cmd, console_messages};
+use common::chromium::{chromium, chromium_cmd, console_messages, dump_dom};
 use common::BIN;
 
 fn report() -> (tempfile::TempDir, PathBuf) {
@@ -52,19 +52,7 @@ fn chromium_renders_the_report_without_console_errors() {
     };
     let (dir, html) = report();
     let url = format!("file://{}", html.display());
-    let out = chromium_cmd(&bin, &dir.path().join("profile-dom"))
-        .arg("--dump-dom")
-        .arg(&url)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "chromium failed: {stderr}");
-    assert_eq!(
-        console_messages(&stderr),
-        Vec::<String>::new(),
-        "console messages:\n{stderr}"
-    );
-    let dom = String::from_utf8_lossy(&out.stdout).to_string();
+    let dom = dump_dom(&bin, &html, dir.path());
     // Chromium serializes the DOM it built (HTML, not XML): the sections are found by markup.
     let summary_start = dom
         .find(r#"<table class="summary">"#)
