@@ -375,39 +375,11 @@ impl StepRunner {
             | Step::Delete(_)
             | Step::Fault(_)
             | Step::Remediate(_)
-            | Step::Script(_) => {
-                let timeout = planned.timeout.unwrap_or(self.defaults.step_timeout).get();
-                match tokio::time::timeout(timeout, self.run_operation(planned)).await {
-                    Ok(r) => r.map_err(|e| StepError::Failed {
-                        step: name.clone(),
-                        kind,
-                        source: Explained(e),
-                    }),
-                    Err(_) => Err(StepError::TimedOut {
-                        step: name.clone(),
-                        kind,
-                        timeout,
-                    }),
-                }
-            }
+            | Step::Script(_) => self.timed_operation(planned).await,
         };
         let ended = Instant::now();
-        self.observed.anchors.set(name, ended);
         *self.previous_step_end.lock() = ended;
-        let message = r.as_ref().err().map(ToString::to_string);
-        self.step_results.lock().push(StepResult {
-            name: name.clone(),
-            kind,
-            started_ms: timeline.offset(started).as_millis() as u64,
-            duration_ms: ended.duration_since(started).as_millis() as u64,
-            verdict: if r.is_ok() {
-                Verdict::Passed
-            } else {
-                Verdict::Failed
-            },
-            message: message.clone().unwrap_or_default(),
-        });
-        if let Some(m) = message {
+        if let Some(m) = self.record_step_result(planned, started, ended, &r) {
             if kind.reports_own_failure() {
                 timeline.verdict(EntryKind::Error, m, Verdict::Failed);
             }
@@ -429,35 +401,9 @@ impl StepRunner {
         );
         let started = Instant::now();
         self.observed.anchors.set(&format!("{name}.start"), started);
-        let timeout = planned.timeout.unwrap_or(self.defaults.step_timeout).get();
-        let r = match tokio::time::timeout(timeout, self.run_operation(planned)).await {
-            Ok(r) => r.map_err(|e| StepError::Failed {
-                step: name.clone(),
-                kind,
-                source: Explained(e),
-            }),
-            Err(_) => Err(StepError::TimedOut {
-                step: name.clone(),
-                kind,
-                timeout,
-            }),
-        };
+        let r = self.timed_operation(planned).await;
         let ended = Instant::now();
-        self.observed.anchors.set(name, ended);
-        let message = r.as_ref().err().map(ToString::to_string);
-        self.step_results.lock().push(StepResult {
-            name: name.clone(),
-            kind,
-            started_ms: timeline.offset(started).as_millis() as u64,
-            duration_ms: ended.duration_since(started).as_millis() as u64,
-            verdict: if r.is_ok() {
-                Verdict::Passed
-            } else {
-                Verdict::Failed
-            },
-            message: message.clone().unwrap_or_default(),
-        });
-        if let Some(m) = message {
+        if let Some(m) = self.record_step_result(planned, started, ended, &r) {
             timeline.verdict(EntryKind::Error, m.clone(), Verdict::Failed);
             if !*self.steps_over.borrow() {
                 let _ = self.abort.send(Some(BackgroundFailure {
@@ -468,6 +414,51 @@ impl StepRunner {
             }
         }
         r
+    }
+
+    /// An operation step (apply, fault, script ...) within its timeout.
+    async fn timed_operation(&self, planned: &PlannedStep) -> Result<(), StepError> {
+        let (step, kind) = (&planned.name, planned.step.kind());
+        let timeout = planned.timeout.unwrap_or(self.defaults.step_timeout).get();
+        match tokio::time::timeout(timeout, self.run_operation(planned)).await {
+            Ok(r) => r.map_err(|e| StepError::Failed {
+                step: step.clone(),
+                kind,
+                source: Explained(e),
+            }),
+            Err(_) => Err(StepError::TimedOut {
+                step: step.clone(),
+                kind,
+                timeout,
+            }),
+        }
+    }
+
+    /// A step has ended: its anchor is set and its result recorded; the failure's message, if
+    /// it failed.
+    fn record_step_result(
+        &self,
+        planned: &PlannedStep,
+        started: Instant,
+        ended: Instant,
+        r: &Result<(), StepError>,
+    ) -> Option<String> {
+        let name = &planned.name;
+        self.observed.anchors.set(name, ended);
+        let message = r.as_ref().err().map(ToString::to_string);
+        self.step_results.lock().push(StepResult {
+            name: name.clone(),
+            kind: planned.step.kind(),
+            started_ms: self.observed.timeline.offset(started).as_millis() as u64,
+            duration_ms: ended.duration_since(started).as_millis() as u64,
+            verdict: if r.is_ok() {
+                Verdict::Passed
+            } else {
+                Verdict::Failed
+            },
+            message: message.clone().unwrap_or_default(),
+        });
+        message
     }
 
     /// `try`: its steps; on a failure `catch` (whose own failure is not reported); then always
