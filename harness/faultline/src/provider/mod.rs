@@ -157,7 +157,10 @@ pub fn make_provider(
 ) -> anyhow::Result<Arc<dyn Provider>> {
     match kind {
         ProviderKind::Sim => Ok(Arc::new(sim::SimProvider::from_env()?)),
-        ProviderKind::Kind => Ok(Arc::new(kind::KindProvider::new(node_image))),
+        ProviderKind::Kind => Ok(Arc::new(kind::KindProvider::new(
+            node_image,
+            suite.kind_provider.longhorn_stand_in,
+        ))),
         ProviderKind::Existing => {
             let existing_allowed = &suite.existing.allowed_contexts;
             check_existing_allowed(existing_allowed, context)?;

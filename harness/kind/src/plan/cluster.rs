@@ -196,6 +196,16 @@ pub fn validate(input: &ClusterPlanInput) -> Result<(), PlanError> {
     Ok(())
 }
 
+/// The StorageClass a Longhorn scenario's claims name, given to the node image's CSI driver
+/// (the same as ci/kind/longhorn-class.yaml, which gives it to an existing cluster).
+const LONGHORN_STAND_IN_CLASS: &str = "apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: longhorn
+provisioner: hostpath.csi.faultline.dev
+reclaimPolicy: Delete
+volumeBindingMode: Immediate";
+
 fn kubectl_sh(args: &str) -> String {
     format!("kubectl --kubeconfig={ADMIN_KUBECONFIG} {args}")
 }
@@ -290,6 +300,21 @@ pub fn cluster_plan(
             &cp.name,
             kubectl_sh("apply -f /kind/manifests/default-storage.yaml"),
         ));
+        if input.longhorn_stand_in {
+            up.push(Step::node(
+                "storage: StorageClass `longhorn` on the node image's CSI driver (--longhorn-stand-in)",
+                &cp.name,
+                format!(
+                    "printf '%s\\n' {} | {}",
+                    LONGHORN_STAND_IN_CLASS
+                        .lines()
+                        .map(|l| format!("'{l}'"))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    kubectl_sh("apply -f -")
+                ),
+            ));
+        }
     }
     for w in input.workers() {
         up.push(Step::node(
@@ -744,6 +769,33 @@ mod tests {
                 .contains("taint nodes --all node-role.kubernetes.io/control-plane:NoSchedule-")));
         assert!(r.iter().any(|l| l.contains("default-storage.yaml")));
         assert!(!r.iter().any(|l| l.contains("kubeadm join")));
+    }
+
+    #[test]
+    fn the_longhorn_stand_in_names_the_node_image_driver_longhorn() {
+        let i = ClusterPlanInput::new("one", vec![NodeInput::control_plane("cp")]);
+        let p = cluster_plan(&i, &host(), "abcdef.0123456789abcdef", "/k").unwrap();
+        assert!(!rendered(&p, &p.bring_up)
+            .iter()
+            .any(|l| l.contains("name: longhorn")));
+        let i = i.with_longhorn_stand_in(true);
+        let p = cluster_plan(&i, &host(), "abcdef.0123456789abcdef", "/k").unwrap();
+        let r = rendered(&p, &p.bring_up);
+        let class = r
+            .iter()
+            .find(|l| l.contains("name: longhorn"))
+            .expect("the stand-in class");
+        assert!(
+            class.contains("provisioner: hostpath.csi.faultline.dev"),
+            "{class}"
+        );
+        assert!(class.contains("apply -f -"), "{class}");
+        // With Longhorn itself there is nothing to stand in for.
+        let i = i.with_longhorn(true);
+        let p = cluster_plan(&i, &host(), "abcdef.0123456789abcdef", "/k").unwrap();
+        assert!(!rendered(&p, &p.bring_up)
+            .iter()
+            .any(|l| l.contains("name: longhorn")));
     }
 
     #[test]
