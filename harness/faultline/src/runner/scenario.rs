@@ -413,7 +413,14 @@ impl<'a> ScenarioRun<'a> {
         };
         if up.cluster.controller_mode() != ControllerMode::HostProcess {
             let files: Vec<PathBuf> = def.manifests.iter().map(|m| suite.dir.join(m)).collect();
-            return match crate::controller::deploy_in_cluster(&up.kube, &files).await {
+            let args: Vec<String> = def
+                .args
+                .iter()
+                .chain(&c.args)
+                .chain(&self.options.controller_args)
+                .cloned()
+                .collect();
+            return match crate::controller::deploy_in_cluster(&up.kube, &files, &args).await {
                 Ok(rx) => {
                     watchers.log_tasks.push(watchers.logs.attach(rx));
                     up_with(None, None)
