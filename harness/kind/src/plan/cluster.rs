@@ -206,6 +206,17 @@ provisioner: hostpath.csi.faultline.dev
 reclaimPolicy: Delete
 volumeBindingMode: Immediate";
 
+/// Every node of the input Ready, each named: `wait nodes --all` passes as soon as the nodes
+/// registered so far are Ready, before a slow worker's kubelet has registered its Node (seen
+/// on a loaded host: the scenario's first step then found no `worker-01`). A name not
+/// registered yet fails the wait, which is retried.
+fn every_node_ready(input: &ClusterPlanInput) -> Step {
+    let mut args: Vec<String> = vec!["wait".into(), "--for=condition=Ready".into()];
+    args.extend(input.nodes.iter().map(|n| format!("node/{}", n.name)));
+    args.push("--timeout=300s".into());
+    Step::kubectl_owned("every node is Ready", args).retry(5, 600)
+}
+
 fn kubectl_sh(args: &str) -> String {
     format!("kubectl --kubeconfig={ADMIN_KUBECONFIG} {args}")
 }
@@ -340,19 +351,7 @@ pub fn cluster_plan(
             .ignore_failure(),
         );
     }
-    up.push(
-        Step::kubectl(
-            "every node is Ready",
-            &[
-                "wait",
-                "--for=condition=Ready",
-                "nodes",
-                "--all",
-                "--timeout=300s",
-            ],
-        )
-        .retry(5, 600),
-    );
+    up.push(every_node_ready(input));
     for image in &input.load_images {
         let tar = image_tar_name(image);
         for n in &input.nodes {
@@ -418,19 +417,7 @@ pub fn cluster_plan(
             vec!["uncordon".into(), n.name.clone()],
         ));
     }
-    reset.push(
-        Step::kubectl(
-            "every node is Ready",
-            &[
-                "wait",
-                "--for=condition=Ready",
-                "nodes",
-                "--all",
-                "--timeout=300s",
-            ],
-        )
-        .retry(5, 600),
-    );
+    reset.push(every_node_ready(input));
 
     let mut logs = vec![];
     for n in &input.nodes {
@@ -726,7 +713,7 @@ mod tests {
             "kubeadm init --config=/kind/kubeadm.conf --ignore-preflight-errors=SystemVerification",
             "/kind/manifests/default-cni.yaml",
             "docker exec stale-csi-mount-worker-01 sh -c 'kubeadm join --config=/kind/kubeadm.conf",
-            "wait --for=condition=Ready nodes --all",
+            "wait --for=condition=Ready node/control-plane node/worker-01",
             "ctr --namespace=k8s.io images import",
             "/sys/module/iscsi_tcp",
             "longhorn/v1.9.1/deploy/longhorn.yaml",
