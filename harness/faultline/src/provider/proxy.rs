@@ -71,6 +71,8 @@ impl ApiProxy {
         config.auth_info = Default::default();
         // Watches stay open as long as the controller keeps them.
         config.read_timeout = None;
+        // The controller gets the apiserver's own answer (a 429 or 503 too); it retries, not us.
+        config.default_retry = false;
         let upstream = kube::Client::try_from(config).context("the proxy's upstream client")?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
