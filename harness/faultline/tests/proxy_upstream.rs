@@ -88,10 +88,10 @@ async fn controller_client(cp: &ControlPlane, proxy: &ApiProxy, token: &str) -> 
     let sa = dir.path().join("sa.kubeconfig");
     std::fs::write(&sa, serde_yaml::to_string(&doc).unwrap()).unwrap();
     let via_proxy = dir.path().join("controller.kubeconfig");
-    rewrite_kubeconfig(&sa, &via_proxy, &proxy.url()).unwrap();
+    rewrite_kubeconfig(&sa, &via_proxy, proxy.endpoint()).unwrap();
     let rewritten = std::fs::read_to_string(&via_proxy).unwrap();
-    assert!(rewritten.contains(&proxy.url()), "{rewritten}");
-    assert!(!rewritten.contains("certificate-authority"), "{rewritten}");
+    assert!(rewritten.contains(&proxy.endpoint().url), "{rewritten}");
+    assert!(!rewritten.contains(cp.base_url()), "{rewritten}");
     let kc = kube::config::Kubeconfig::read_from(&via_proxy).unwrap();
     let mut config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
         .await
@@ -366,5 +366,125 @@ async fn the_proxy_traces_and_perturbs_a_real_apiserver_as_the_sim_does() {
         assert_eq!(names(&cms.list(&cached).await.unwrap()), ["new", "newer"]);
         assert_eq!(tracer.snapshot().fired.len(), 1, "read 5 not stale");
     }
+    cp.stop().await.unwrap();
+}
+
+/// `faultline explore --provider existing` end to end against a real apiserver: a controller
+/// that needs no nodes (a shell loop of kubectl copying ConfigMap `in` to `out`, as its
+/// ServiceAccount) is traced through the proxy, and its crash point is run as a variant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explore_runs_on_an_existing_cluster_through_the_proxy() {
+    let Some(cp) = ControlPlane::start_or_skip(Options::default()).await else {
+        return;
+    };
+    let kubectl = cp.binary("kubectl").expect("kubectl beside kube-apiserver");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let write = |name: &str, text: String| std::fs::write(d.join(name), text).unwrap();
+    write(
+        "faultline.yaml",
+        "apiVersion: faultline.dev/v1alpha1\nkind: Suite\ncontrollers:\n  copier:\n    command: [sh, copier.sh]\n    readyPattern: copier starting\n    serviceAccount: pxe/copier\n    rbac: [rbac.yaml]\nexisting:\n  allowedContexts: [faultline-upstream]\n".into(),
+    );
+    write(
+        "rbac.yaml",
+        r#"apiVersion: v1
+kind: Namespace
+metadata: {name: pxe}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: copier, namespace: pxe}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: copier, namespace: pxe}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [get, list, watch, create, update, patch]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: copier, namespace: pxe}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: copier}
+subjects: [{kind: ServiceAccount, name: copier, namespace: pxe}]
+"#
+        .into(),
+    );
+    let k = kubectl.display();
+    write(
+        "copier.sh",
+        format!(
+            "echo copier starting\nwhile true; do\n  v=$('{k}' get configmap in -n pxe -o 'jsonpath={{.data.k}}' 2>/dev/null)\n  if [ -n \"$v\" ] && ! '{k}' get configmap out -n pxe >/dev/null 2>&1; then\n    '{k}' create configmap out -n pxe --from-literal=k=\"$v\"\n  fi\n  sleep 0.5\ndone\n"
+        ),
+    );
+    write(
+        "in.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: in, namespace: pxe}\ndata: {k: v}\n"
+            .into(),
+    );
+    // Each variant starts from no `in` and no `out`: they share the cluster.
+    write(
+        "copy.yaml",
+        format!(
+            r#"apiVersion: faultline.dev/v1alpha1
+kind: Scenario
+metadata: {{name: copy}}
+spec:
+  cluster:
+    nodes: [{{name: control-plane, role: control-plane}}]
+    storage: none
+  controller: {{ref: copier}}
+  steps:
+    - name: reset
+      script: {{run: "'{k}' delete configmap in out -n pxe --ignore-not-found --wait"}}
+    - name: create-in
+      apply: in.yaml
+    - expect:
+        name: copied
+        resource: {{apiVersion: v1, kind: ConfigMap, namespace: pxe, name: out, condition: "object.data.k == 'v'"}}
+        within: 20s
+"#
+        ),
+    );
+    let out = d.join("out");
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args([
+            "explore",
+            "copy.yaml",
+            "--provider",
+            "existing",
+            "--context",
+            "faultline-upstream",
+        ])
+        .args(["--seed", "1", "--budget", "20s", "--out"])
+        .arg(&out)
+        .current_dir(d)
+        .env("KUBECONFIG", cp.kubeconfig())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    println!("{stdout}");
+    if run.status.code() != Some(0) {
+        let kept = dir.keep();
+        panic!(
+            "exit {:?}; files kept in {}\n{stdout}\n{stderr}",
+            run.status.code(),
+            kept.display()
+        );
+    }
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("explore.json")).unwrap()).unwrap();
+    let b = &report["baseline"];
+    assert!(b["requests"].as_u64().unwrap() >= 3, "{b}");
+    assert_eq!(b["mutations"], 1, "the one create of `out`: {b}");
+    let variants = report["variants"].as_array().unwrap();
+    assert!(
+        variants.iter().any(|v| v["perturbations"]
+            .to_string()
+            .to_lowercase()
+            .contains("crash")
+            && v["fired"] == true),
+        "{stdout}"
+    );
     cp.stop().await.unwrap();
 }

@@ -103,8 +103,8 @@ impl Cluster for ExistingHandle {
     fn tracer(&self) -> Option<faultline_sim::http::trace::Tracer> {
         Some(self.proxy.tracer())
     }
-    fn api_proxy(&self) -> Option<String> {
-        Some(self.proxy.url())
+    fn api_proxy(&self) -> Option<super::proxy::ProxyEndpoint> {
+        Some(self.proxy.endpoint().clone())
     }
     fn teardown(
         self: Box<Self>,

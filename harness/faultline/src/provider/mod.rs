@@ -88,10 +88,9 @@ pub trait Cluster: Send + Sync {
     fn tracer(&self) -> Option<faultline_sim::http::trace::Tracer> {
         None
     }
-    /// The address (`http://127.0.0.1:<port>`) of the perturbing API proxy
-    /// ([`proxy::ApiProxy`]) the controller's kubeconfig is to point at when it is traced,
-    /// where the provider does not serve the API itself (existing).
-    fn api_proxy(&self) -> Option<String> {
+    /// The perturbing API proxy ([`proxy::ApiProxy`]) the controller's kubeconfig is to point
+    /// at when it is traced, where the provider does not serve the API itself (existing).
+    fn api_proxy(&self) -> Option<proxy::ProxyEndpoint> {
         None
     }
     /// Tear the cluster down. `keep`: leave it running for inspection (`--keep-cluster`); a

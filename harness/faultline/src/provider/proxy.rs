@@ -1,5 +1,6 @@
-//! The perturbing API proxy for real clusters (issue #31): a plain-HTTP listener on 127.0.0.1
-//! that the controller's kubeconfig points at. It forwards every request, watch streams
+//! The perturbing API proxy for real clusters (issue #31): a TLS listener on 127.0.0.1 that
+//! the controller's kubeconfig points at (with the proxy's own CA: client-go sends a bearer
+//! token only over https, `clientcmd`'s client_config.go). It forwards every request, watch streams
 //! included, to the real apiserver over TLS (trusting the CA of the admin kubeconfig) with the
 //! controller's own `Authorization` header, so that the apiserver authenticates and
 //! authorizes the controller as itself; nothing of the admin's credentials is sent.
@@ -31,7 +32,6 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,9 +40,18 @@ type ProxyBody = UnsyncBoxBody<Bytes, std::io::Error>;
 
 /// A running proxy; dropping it stops accepting (connections in flight end with their client).
 pub struct ApiProxy {
-    addr: SocketAddr,
+    endpoint: ProxyEndpoint,
     tracer: Tracer,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// Where a client reaches the proxy: what its kubeconfig's cluster says.
+#[derive(Clone, Debug)]
+pub struct ProxyEndpoint {
+    /// `https://127.0.0.1:<port>`.
+    pub url: String,
+    /// The CA (PEM) of the proxy's serving certificate, generated per proxy.
+    pub ca_pem: String,
 }
 
 impl Drop for ApiProxy {
@@ -78,6 +87,9 @@ impl ApiProxy {
             .await
             .context("binding the API proxy on 127.0.0.1")?;
         let addr = listener.local_addr()?;
+        // The sim's serving certificates (127.0.0.1 among their names): a CA of their own.
+        let certs = faultline_sim::tls::generate().context("the API proxy's certificates")?;
+        let acceptor = tokio_rustls::TlsAcceptor::from(certs.server_config.clone());
         let tracer = Tracer::default();
         let shared = Arc::new(Shared {
             upstream,
@@ -90,7 +102,11 @@ impl ApiProxy {
                     continue;
                 };
                 let shared = shared.clone();
+                let acceptor = acceptor.clone();
                 tokio::spawn(async move {
+                    let Ok(stream) = acceptor.accept(stream).await else {
+                        return;
+                    };
                     let svc = hyper::service::service_fn(move |req| handle(shared.clone(), req));
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), svc)
@@ -98,16 +114,19 @@ impl ApiProxy {
                 });
             }
         });
-        Ok(ApiProxy { addr, tracer, task })
+        let endpoint = ProxyEndpoint {
+            url: format!("https://{addr}"),
+            ca_pem: certs.ca_pem,
+        };
+        Ok(ApiProxy {
+            endpoint,
+            tracer,
+            task,
+        })
     }
 
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// `http://127.0.0.1:<port>`.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+    pub fn endpoint(&self) -> &ProxyEndpoint {
+        &self.endpoint
     }
 
     pub fn tracer(&self) -> Tracer {
@@ -116,8 +135,10 @@ impl ApiProxy {
 }
 
 /// Point the kubeconfig at `src` (its users' credentials kept) to the proxy: every cluster's
-/// server becomes the proxy's plain-HTTP address, without TLS settings.
-pub fn rewrite_kubeconfig(src: &Path, dst: &Path, proxy_url: &str) -> Result<()> {
+/// server becomes the proxy's address, trusting the proxy's CA only.
+pub fn rewrite_kubeconfig(src: &Path, dst: &Path, proxy: &ProxyEndpoint) -> Result<()> {
+    use base64::Engine as _;
+    let ca = base64::engine::general_purpose::STANDARD.encode(&proxy.ca_pem);
     let text =
         std::fs::read_to_string(src).with_context(|| format!("reading {}", src.display()))?;
     let mut doc: serde_yaml::Value =
@@ -142,7 +163,8 @@ pub fn rewrite_kubeconfig(src: &Path, dst: &Path, proxy_url: &str) -> Result<()>
         ] {
             cluster.remove(k);
         }
-        cluster.insert("server".into(), proxy_url.into());
+        cluster.insert("server".into(), proxy.url.as_str().into());
+        cluster.insert("certificate-authority-data".into(), ca.as_str().into());
     }
     std::fs::write(dst, serde_yaml::to_string(&doc)?)
         .with_context(|| format!("writing {}", dst.display()))?;

@@ -452,10 +452,10 @@ impl<'a> ScenarioRun<'a> {
         };
         // A real cluster's apiserver cannot trace or perturb: a traced controller's own
         // kubeconfig (its token) points at the provider's API proxy instead.
-        if let Some(url) = up.cluster.api_proxy().filter(|_| self.tracing()) {
+        if let Some(proxy) = up.cluster.api_proxy().filter(|_| self.tracing()) {
             if kubeconfig != up.kubeconfig {
                 if let Err(e) =
-                    crate::provider::proxy::rewrite_kubeconfig(&kubeconfig, &kubeconfig, &url)
+                    crate::provider::proxy::rewrite_kubeconfig(&kubeconfig, &kubeconfig, &proxy)
                 {
                     error = Some(RunError::ControllerServiceAccount(e));
                 }
