@@ -693,6 +693,39 @@ mod tests {
     }
 
     #[test]
+    fn the_kubeconfig_points_at_the_proxy_and_bad_input_names_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("sa.kubeconfig");
+        std::fs::write(
+            &src,
+            "clusters:\n- name: c\n  cluster: {server: 'https://10.0.0.1:6443', certificate-authority: /ca.crt}\nusers:\n- name: u\n  user: {token: t0k}\n",
+        )
+        .unwrap();
+        let dst = d.path().join("out");
+        let p = ProxyEndpoint {
+            url: "https://127.0.0.1:1234".into(),
+            ca_pem: "PEM".into(),
+        };
+        rewrite_kubeconfig(&src, &dst, &p).unwrap();
+        let out: serde_yaml::Value =
+            serde_yaml::from_str(&std::fs::read_to_string(&dst).unwrap()).unwrap();
+        let c = &out["clusters"][0]["cluster"];
+        assert_eq!(c["server"], "https://127.0.0.1:1234");
+        assert_eq!(
+            c["certificate-authority-data"], "UEVN",
+            "base64 of the proxy's CA"
+        );
+        assert!(
+            c.get("certificate-authority").is_none(),
+            "the cluster's CA is dropped"
+        );
+        assert_eq!(out["users"][0]["user"]["token"], "t0k", "credentials kept");
+        std::fs::write(&src, "users: []\n").unwrap();
+        let e = rewrite_kubeconfig(&src, &dst, &p).unwrap_err().to_string();
+        assert!(e.contains("sa.kubeconfig") && e.contains("clusters"), "{e}");
+    }
+
+    #[test]
     fn a_stale_state_is_a_different_one_still_current_within_the_window() {
         let mut c = ReadCache::default();
         let seen = |rv: u64, state: &str| Seen {
