@@ -49,7 +49,15 @@ impl Provider for ExistingProvider {
                 };
             // The controller's requests go through it when they are traced (explore,
             // `perturb:`); it forwards them with the controller's own token.
-            let proxy = super::proxy::ApiProxy::start(&kubeconfig).await?;
+            // A run that is not traced does not need it: one that cannot start is a warning
+            // here, and an untraceable controller for a traced run.
+            let proxy = match super::proxy::ApiProxy::start(&kubeconfig).await {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    tracing::warn!("provider `existing`: the API proxy did not start: {e:#}");
+                    None
+                }
+            };
             Ok(Box::new(ExistingHandle {
                 kubeconfig,
                 ops,
@@ -87,7 +95,7 @@ struct ExistingHandle {
     ops: Arc<ExistingOps>,
     /// `ops`, or the control endpoint of a `faultline sim up`.
     node_ops: Arc<dyn NodeOps>,
-    proxy: super::proxy::ApiProxy,
+    proxy: Option<super::proxy::ApiProxy>,
 }
 
 impl Cluster for ExistingHandle {
@@ -101,10 +109,10 @@ impl Cluster for ExistingHandle {
         ControllerMode::HostProcess
     }
     fn tracer(&self) -> Option<faultline_sim::http::trace::Tracer> {
-        Some(self.proxy.tracer())
+        self.proxy.as_ref().map(|p| p.tracer())
     }
     fn api_proxy(&self) -> Option<super::proxy::ProxyEndpoint> {
-        Some(self.proxy.endpoint().clone())
+        self.proxy.as_ref().map(|p| p.endpoint().clone())
     }
     fn teardown(
         self: Box<Self>,
