@@ -390,14 +390,20 @@ async fn forward(s: &Shared, req: Request<Incoming>) -> Result<Response<ProxyBod
             "the client was killed before this request was served (faultline explore)".into(),
         ));
     }
-    // The proxy reads what it forwards: JSON, not protobuf (a client asking for protobuf
-    // also takes JSON, as client-go does).
-    if let Some(a) = parts.headers.get(header::ACCEPT) {
-        if a.to_str().is_ok_and(|a| a.contains("protobuf")) {
-            parts
-                .headers
-                .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    // The proxy reads what it traces: JSON, not protobuf or CBOR (a client asking for those
+    // also takes JSON, as client-go does), and not gzipped (kube-apiserver compresses large
+    // answers for a client that accepts gzip; Go's transport asks for it unasked).
+    if target.is_some() {
+        if let Some(a) = parts.headers.get(header::ACCEPT) {
+            if a.to_str()
+                .is_ok_and(|a| a.contains("protobuf") || a.contains("cbor"))
+            {
+                parts
+                    .headers
+                    .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+            }
         }
+        parts.headers.remove(header::ACCEPT_ENCODING);
     }
     for h in [header::HOST, header::CONNECTION, header::TRANSFER_ENCODING] {
         parts.headers.remove(h);
