@@ -72,6 +72,11 @@ if [ -n "$kubeconfig" ]; then
   KUBECONFIG="$kc" "$bin" kube apply -f ci/kind/longhorn-class.yaml
   KUBECONFIG="$kc" "$bin" run --provider existing --context faultline-kind-tier --verbose \
     --report-dir "$out/existing" scenarios/controller-rbac.yaml || existing_rc=$?
+  # A pack fault scenario through the node agent (busybox's nsenter; the image is loaded, so
+  # nothing is pulled): a kubelet restart under three Active workspaces on real kubelets.
+  FAULTLINE_NODE_AGENT_IMAGE=busybox:1.36 KUBECONFIG="$kc" "$bin" run --provider existing \
+    --context faultline-kind-tier --verbose --report-dir "$out/existing-restart" \
+    scenarios/kubelet-restart.yaml || existing_rc=$?
   echo "kind tier: faultline run --provider existing exited $existing_rc ($(( $(date +%s) - after_diff )) s)"
 else
   echo "kind tier: no kept cluster (the diff's kind run did not bring one up)" >&2

@@ -193,6 +193,12 @@ struct RunArgs {
     /// `kindProvider.nodeImage`, else the pinned image.
     #[arg(long)]
     node_image: Option<String>,
+    /// With --provider kind: where a scenario asks for `storage: longhorn`, give the
+    /// StorageClass name `longhorn` to the node image's CSI driver instead of installing Longhorn
+    /// (which needs iSCSI on the Docker host); faults that need Longhorn itself are refused as
+    /// unsupported. Also the suite's `kindProvider.longhornStandIn`.
+    #[arg(long)]
+    longhorn_stand_in: bool,
     /// Print every scenario's timeline (default: one line per passing scenario, everything
     /// about a failing one).
     #[arg(short, long, conflicts_with = "quiet")]
@@ -507,11 +513,17 @@ async fn cleanup_cmd(a: CleanupArgs) -> Result<u8> {
 async fn run_cmd(a: RunArgs) -> Result<u8> {
     let started = Instant::now();
     let started_at = chrono::Utc::now();
-    let (suite, mut scenarios, diags) =
+    let (mut suite, mut scenarios, diags) =
         loader::load_all(&default_paths(a.paths.clone()), a.config.as_deref());
     if !diags.is_empty() {
         print_diagnostics(&diags);
         return Ok(2);
+    }
+    if a.longhorn_stand_in {
+        if a.provider != ProviderKind::Kind {
+            bail!("--longhorn-stand-in is for --provider kind (the sim has Longhorn; an existing cluster has what it has)");
+        }
+        suite.suite.kind_provider.longhorn_stand_in = true;
     }
     if let Some(f) = &a.filter {
         let re = Regex::new(f)

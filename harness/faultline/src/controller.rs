@@ -315,10 +315,13 @@ impl ControllerProcess {
 
 /// A controller deployed into the cluster from the suite's `manifests` (kind): applied with
 /// server-side apply, then the logs of its Deployments' pods are followed into the same stream a
-/// host process would feed, so `log` expectations work unchanged.
+/// host process would feed, so `log` expectations work unchanged. `args` (the suite's, the
+/// scenario's and `--controller-arg`, as a host process gets them) are appended to the first
+/// container of each Deployment, so a scenario's thresholds hold on kind too.
 pub async fn deploy_in_cluster(
     kube: &crate::k8s::Kube,
     manifests: &[std::path::PathBuf],
+    args: &[String],
 ) -> anyhow::Result<broadcast::Receiver<LogLine>> {
     use futures::{AsyncBufReadExt, StreamExt};
     use k8s_openapi::api::core::v1::Pod;
@@ -329,7 +332,8 @@ pub async fn deploy_in_cluster(
     }
     let mut selectors: Vec<(String, String)> = vec![];
     for f in manifests {
-        for o in crate::k8s::read_manifests(f)? {
+        for mut o in crate::k8s::read_manifests(f)? {
+            with_controller_args(&mut o, args);
             kube.apply(&o, "default").await?;
             if o.get("kind").and_then(serde_json::Value::as_str) == Some("Deployment") {
                 let ns = o
@@ -403,6 +407,23 @@ pub async fn deploy_in_cluster(
     Ok(rx)
 }
 
+/// A Deployment's first container gets `args` after its own.
+fn with_controller_args(o: &mut serde_json::Value, args: &[String]) {
+    if args.is_empty() || o.get("kind").and_then(serde_json::Value::as_str) != Some("Deployment") {
+        return;
+    }
+    let Some(c) = o.pointer_mut("/spec/template/spec/containers/0") else {
+        return;
+    };
+    let mut all: Vec<serde_json::Value> = c
+        .get("args")
+        .and_then(serde_json::Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    all.extend(args.iter().map(|a| serde_json::Value::String(a.clone())));
+    c["args"] = serde_json::Value::Array(all);
+}
+
 /// For a controller that runs as a ServiceAccount (`serviceAccount: namespace/name`): apply its
 /// `rbac` manifests as admin, request a token for the account (TokenRequest) and write a copy of
 /// the cluster's kubeconfig whose user carries that token instead of the admin credentials.
@@ -459,4 +480,34 @@ pub async fn service_account_kubeconfig(
     std::fs::write(out, serde_yaml::to_string(&config)?)
         .with_context(|| format!("writing {}", out.display()))?;
     Ok(Some(out.to_path_buf()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_controller_args;
+    use serde_json::json;
+
+    #[test]
+    fn a_deployments_first_container_gets_the_args_after_its_own() {
+        let mut d = json!({"kind": "Deployment", "spec": {"template": {"spec": {"containers": [
+            {"name": "controller", "args": ["--a"]}, {"name": "sidecar"}]}}}});
+        with_controller_args(&mut d, &["--b=1".into(), "--c".into()]);
+        assert_eq!(
+            d.pointer("/spec/template/spec/containers/0/args").unwrap(),
+            &json!(["--a", "--b=1", "--c"])
+        );
+        assert!(d.pointer("/spec/template/spec/containers/1/args").is_none());
+        // Other kinds, and no args, are left alone.
+        let mut sa = json!({"kind": "ServiceAccount", "metadata": {"name": "x"}});
+        with_controller_args(&mut sa, &["--b".into()]);
+        assert_eq!(
+            sa,
+            json!({"kind": "ServiceAccount", "metadata": {"name": "x"}})
+        );
+        let mut d2 = json!({"kind": "Deployment", "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}});
+        with_controller_args(&mut d2, &[]);
+        assert!(d2
+            .pointer("/spec/template/spec/containers/0/args")
+            .is_none());
+    }
 }

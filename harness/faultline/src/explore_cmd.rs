@@ -47,6 +47,15 @@ pub struct ExploreArgs {
     /// How far a stale read may lag (a watch cache's lag).
     #[arg(long, default_value = "3s", value_parser = duration)]
     pub stale_window: Duration,
+    /// Where the variants run: the sim (natively) or an allow-listed existing cluster
+    /// (through the API proxy the controller's kubeconfig is pointed at; one variant at a
+    /// time, since they share the cluster). kind runs the controller in the cluster, which
+    /// the host's proxy cannot reach.
+    #[arg(long, value_enum, default_value = "sim")]
+    pub provider: ProviderKind,
+    /// The kubeconfig context for --provider existing (default: the current one).
+    #[arg(long)]
+    pub context: Option<String>,
     /// --controller-arg: appended to the controller's arguments (e.g. --regression=NAME).
     #[arg(long = "controller-arg", allow_hyphen_values = true)]
     pub controller_args: Vec<String>,
@@ -71,7 +80,19 @@ pub async fn run(a: ExploreArgs) -> Result<u8> {
     if a.stale_window.is_zero() || a.stale_window > Duration::from_secs(60) {
         bail!("--stale-window out of range: 0 < window <= 1m");
     }
-    let provider = provider::make_provider(ProviderKind::Sim, &suite.suite, None, None)?;
+    let jobs = match a.provider {
+        ProviderKind::Sim => a.jobs.max(1),
+        ProviderKind::Existing => {
+            if a.jobs > 1 {
+                eprintln!("faultline explore: --provider existing runs one variant at a time (they share the cluster)");
+            }
+            1
+        }
+        ProviderKind::Kind => bail!(
+            "faultline explore: --provider kind deploys the controller into the cluster, where the host's API proxy cannot reach it; use sim or existing"
+        ),
+    };
+    let provider = provider::make_provider(a.provider, &suite.suite, a.context.as_deref(), None)?;
     let seed = a.seed.unwrap_or_else(rand::random);
     let (_cancel_tx, cancel) = tokio::sync::watch::channel(None);
     let base = RunOptions {
@@ -101,7 +122,7 @@ pub async fn run(a: ExploreArgs) -> Result<u8> {
     let opts = ExploreOptions {
         budget: a.budget,
         seed,
-        jobs: a.jobs.max(1),
+        jobs,
         out: a.out.clone(),
         ignore,
         max_requests: (a.max_request_rate as f64 * window_secs).ceil() as usize,

@@ -65,6 +65,15 @@ pub fn check_context_allowed(
     Ok(ctx)
 }
 
+/// The node agent's image: FAULTLINE_NODE_AGENT_IMAGE (any image with `nsenter` and `sh`, e.g.
+/// one loaded into a cluster that pulls nothing), else [`crate::versions::NODE_AGENT_IMAGE`].
+pub fn node_agent_image() -> String {
+    std::env::var("FAULTLINE_NODE_AGENT_IMAGE")
+        .ok()
+        .filter(|i| !i.trim().is_empty())
+        .unwrap_or_else(|| crate::versions::NODE_AGENT_IMAGE.to_string())
+}
+
 /// The node agent: privileged, host PID and network namespaces, on every node (tolerates
 /// every taint); commands run as `nsenter -t 1 -m -u -i -n -p -- sh -c <script>`.
 pub fn node_agent_manifest() -> String {
@@ -111,7 +120,7 @@ spec:
             cpu: 10m
             memory: 16Mi
 ",
-        image = crate::versions::NODE_AGENT_IMAGE
+        image = node_agent_image()
     )
 }
 

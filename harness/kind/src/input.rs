@@ -49,6 +49,9 @@ pub struct ClusterPlanInput {
     pub kubernetes_version: String,
     /// Install Longhorn (open-iscsi in every node, the pinned release manifest, wait healthy).
     pub longhorn: bool,
+    /// Without Longhorn: give the StorageClass name `longhorn` to the node image's CSI driver
+    /// (`--longhorn-stand-in`), so scenarios written for Longhorn run on a host without iSCSI.
+    pub longhorn_stand_in: bool,
     /// Images to load into every node's containerd (the controller under test), from the
     /// Docker engine's image store (build them first, e.g. `docker build -t ctrl:ci .`).
     pub load_images: Vec<String>,
@@ -71,6 +74,7 @@ impl ClusterPlanInput {
             node_image: crate::versions::NODE_IMAGE.into(),
             kubernetes_version: crate::versions::KUBERNETES_VERSION.into(),
             longhorn: false,
+            longhorn_stand_in: false,
             load_images: vec![],
             api_server_address: "127.0.0.1".into(),
             extra_cert_sans: vec![],
@@ -80,6 +84,10 @@ impl ClusterPlanInput {
     }
     pub fn with_longhorn(mut self, on: bool) -> Self {
         self.longhorn = on;
+        self
+    }
+    pub fn with_longhorn_stand_in(mut self, on: bool) -> Self {
+        self.longhorn_stand_in = on;
         self
     }
     pub fn with_images(mut self, images: impl IntoIterator<Item = impl Into<String>>) -> Self {

@@ -877,3 +877,92 @@ async fn a_hung_nfs_server_hangs_what_is_mounted_over_nfs() {
     .await;
     wait_ready(&client, "worker-01", "True").await;
 }
+
+/// Item 11: a kubelet that starts again with a volume mounted logs what a 1.35 kubelet logs
+/// (cmd/kubelet/app/server.go, volume_manager.go, reconciler/reconstruct.go, reconciler.go,
+/// kubelet_node_status.go, kubelet.go), in that order: its start, the volume manager's start,
+/// the volume and its device reconstructed from disk as uncertain, the reconciler's start, the
+/// main sync loop, the node "previously registered", its pods as one ADD; then the first pass
+/// reads the device paths and mounts the uncertain volume again (MountDevice and SetUp, both
+/// idempotent on the node), and the pod keeps running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_kubelet_reconstructs_its_volumes() {
+    let (_c, sim, client) = cluster(1).await;
+    statefulset(&client, "db", "worker-01").await;
+    let pod = running(&client, "db-0", 30).await;
+    let uid = pod.metadata.uid.clone().unwrap();
+    let before = kubelet_log(&sim, "worker-01").len();
+    sim.node_op("worker-01", &NodeOp::KubeletRestart).unwrap();
+    let new = eventually(20, "the remount after the restart", || {
+        let log = kubelet_log(&sim, "worker-01");
+        let new = log[before..].to_vec();
+        async move {
+            new.iter()
+                .any(|l| message(l).starts_with("\"MountVolume.SetUp succeeded"))
+                .then_some(new)
+        }
+    })
+    .await;
+    let at = |start: &str| {
+        new.iter()
+            .position(|l| message(l).starts_with(start))
+            .unwrap_or_else(|| panic!("no {start}: {new:#?}"))
+    };
+    let order = [
+        "\"Kubelet version\"",
+        "\"Started kubelet\"",
+        "\"Starting Kubelet Volume Manager\"",
+        "\"Volume is marked as uncertain and added into the actual state\" pod=\"\"",
+        "\"Volume is marked device as uncertain and added into the actual state\"",
+        "\"Volume reconstruction finished\"",
+        "\"Reconciler: start to sync state\"",
+        "\"Starting kubelet main sync loop\"",
+        "\"Attempting to register node\" node=\"worker-01\"",
+        "\"Node was previously registered\" node=\"worker-01\"",
+        "\"Successfully registered node\" node=\"worker-01\"",
+        "\"SyncLoop ADD\" source=\"api\" pods=[",
+        "\"operationExecutor.MountVolume started",
+        "\"MountVolume.MountDevice succeeded",
+        "\"MountVolume.SetUp succeeded",
+    ];
+    let positions: Vec<usize> = order.iter().map(|s| at(s)).collect();
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "{positions:?}: {new:#?}"
+    );
+    assert!(new[at("\"SyncLoop ADD\"")].contains("\"default/db-0\""));
+    // Its first pass reads the reconstructed volumes' device paths from the node's status
+    // (upstream at the end of the pass whose mount operations run in goroutines of their own).
+    assert!(at("\"DevicePaths of reconstructed volumes updated\"") > at("\"SyncLoop ADD\""));
+    let uncertain = &new[at("\"Volume is marked as uncertain")];
+    assert!(
+        uncertain.contains(&format!("podName=\"{uid}\""))
+            && uncertain.contains("volumeName=\"kubernetes.io/csi/driver.longhorn.io^")
+            && uncertain.ends_with("seLinuxMountContext=\"\""),
+        "{uncertain}"
+    );
+    let device = &new[at("\"Volume is marked device as uncertain")];
+    assert!(
+        device.contains(
+            "deviceMountPath=\"/var/lib/kubelet/plugins/kubernetes.io/csi/driver.longhorn.io/"
+        ) && device.ends_with("/globalmount\""),
+        "{device}"
+    );
+    // The first start's node was not there yet: no "previously registered" before the restart.
+    let first = kubelet_log(&sim, "worker-01")[..before].to_vec();
+    assert!(
+        !first.iter().any(|l| l.contains("previously registered")),
+        "{first:#?}"
+    );
+    // The pod's containers were not restarted by the kubelet's own restart.
+    let after = running(&client, "db-0", 5).await;
+    assert_eq!(after.metadata.uid.as_deref(), Some(uid.as_str()));
+    let restarts: i32 = after
+        .status
+        .and_then(|s| s.container_statuses)
+        .unwrap_or_default()
+        .iter()
+        .map(|c| c.restart_count)
+        .sum();
+    assert_eq!(restarts, 0);
+}

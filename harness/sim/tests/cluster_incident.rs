@@ -286,7 +286,7 @@ async fn stale_mount_with_hanging_plugin_calls_blocks_the_node_and_kubelet_resta
         .iter()
         .find(|l| l.contains("Error syncing pod, skipping") && l.contains("ws-stuck"))
         .expect("pod worker error");
-    assert!(sync_err.contains("pod_workers.go:1298] \"Error syncing pod, skipping\" err=\"unmounted volumes=[workspace], unattached volumes=[], failed to process volumes=[]: context deadline exceeded\" pod=\"default/ws-stuck\""), "{sync_err}");
+    assert!(sync_err.contains("pod_workers.go:1324] \"Error syncing pod, skipping\" err=\"unmounted volumes=[workspace], unattached volumes=[], failed to process volumes=[]: context deadline exceeded\" pod=\"default/ws-stuck\""), "{sync_err}");
     let events = common::events_for(&client, "ws-stuck").await;
     assert!(
         !events
@@ -571,7 +571,7 @@ async fn deleting_the_plugin_pod_deregisters_the_driver_until_the_new_one_regist
         }
     })
     .await;
-    assert!(line.ends_with("csi_plugin.go:223] kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin driver.longhorn.io"), "{line}");
+    assert!(line.ends_with("csi_plugin.go:271] kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin driver.longhorn.io, endpoint /var/lib/kubelet/plugins/driver.longhorn.io/csi.sock"), "{line}");
     // The log line comes before the CSINode write: wait for the new registration in the log,
     // then for the CSINode that follows it.
     eventually(20, "the new plugin pod's registration", || {

@@ -332,7 +332,7 @@ async fn an_unregistered_csi_driver_fails_every_volume_call_with_1_35s_texts() {
     let log = sim.nodes["worker-01"].kubelet_log.snapshot();
     assert!(
         log.iter().any(|l| l.ends_with(
-            "kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin driver.longhorn.io"
+            "kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin driver.longhorn.io, endpoint /var/lib/kubelet/plugins/driver.longhorn.io/csi.sock"
         )),
         "{log:?}"
     );

@@ -2,7 +2,8 @@
 //! Faults go through `faultline-kind::existing` (a privileged node agent where a fault needs the
 //! node; refused with the reason where it cannot be done safely). The controller under test runs
 //! as a host process against the context. A `faultline sim up` cluster is recognised by its
-//! control endpoint; its node faults then go through that endpoint (`sim_remote`).
+//! control endpoint; its node faults then go through that endpoint (`sim_remote`). A traced
+//! controller (explore, `perturb:`) reaches the cluster through the API proxy (`proxy.rs`).
 
 use super::*;
 use crate::model::NodeOperation;
@@ -46,10 +47,22 @@ impl Provider for ExistingProvider {
                     Some(sim) => Arc::new(sim),
                     None => ops.clone(),
                 };
+            // The controller's requests go through it when they are traced (explore,
+            // `perturb:`); it forwards them with the controller's own token.
+            // A run that is not traced does not need it: one that cannot start is a warning
+            // here, and an untraceable controller for a traced run.
+            let proxy = match super::proxy::ApiProxy::start(&kubeconfig).await {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    tracing::warn!("provider `existing`: the API proxy did not start: {e:#}");
+                    None
+                }
+            };
             Ok(Box::new(ExistingHandle {
                 kubeconfig,
                 ops,
                 node_ops,
+                proxy,
             }) as Box<dyn Cluster>)
         })
     }
@@ -82,6 +95,7 @@ struct ExistingHandle {
     ops: Arc<ExistingOps>,
     /// `ops`, or the control endpoint of a `faultline sim up`.
     node_ops: Arc<dyn NodeOps>,
+    proxy: Option<super::proxy::ApiProxy>,
 }
 
 impl Cluster for ExistingHandle {
@@ -93,6 +107,12 @@ impl Cluster for ExistingHandle {
     }
     fn controller_mode(&self) -> ControllerMode {
         ControllerMode::HostProcess
+    }
+    fn tracer(&self) -> Option<faultline_sim::http::trace::Tracer> {
+        self.proxy.as_ref().map(|p| p.tracer())
+    }
+    fn api_proxy(&self) -> Option<super::proxy::ProxyEndpoint> {
+        self.proxy.as_ref().map(|p| p.endpoint().clone())
     }
     fn teardown(
         self: Box<Self>,

@@ -31,7 +31,14 @@ pub fn choose_node_image(
 }
 
 /// The cluster input of one scenario; `node_image` is the run's choice ([`choose_node_image`]).
-pub fn plan_input(spec: &ClusterSpec, node_image: Option<&str>) -> ClusterPlanInput {
+/// `longhorn_stand_in`: a Longhorn scenario gets the node image's CSI driver under the
+/// StorageClass name `longhorn` instead (a host without iSCSI).
+pub fn plan_input(
+    spec: &ClusterSpec,
+    node_image: Option<&str>,
+    longhorn_stand_in: bool,
+) -> ClusterPlanInput {
+    let longhorn = spec.storage != Some(crate::model::Storage::None);
     let nodes = spec
         .nodes
         .iter()
@@ -48,7 +55,8 @@ pub fn plan_input(spec: &ClusterSpec, node_image: Option<&str>) -> ClusterPlanIn
         &faultline_kind::input::sanitize_cluster_name(&spec.name),
         nodes,
     )
-    .with_longhorn(spec.storage != Some(crate::model::Storage::None))
+    .with_longhorn(longhorn && !longhorn_stand_in)
+    .with_longhorn_stand_in(longhorn && longhorn_stand_in)
     .with_env_from(|k| std::env::var(k).ok())
     .with_node_image(node_image)
 }
@@ -56,11 +64,13 @@ pub fn plan_input(spec: &ClusterSpec, node_image: Option<&str>) -> ClusterPlanIn
 pub struct KindProvider {
     inner: Arc<Inner>,
     node_image: Option<String>,
+    longhorn_stand_in: bool,
 }
 
 impl KindProvider {
     /// `node_image`: the run's choice ([`choose_node_image`]); `None`: the pinned image.
-    pub fn new(node_image: Option<String>) -> KindProvider {
+    /// `longhorn_stand_in`: the suite's `kindProvider.longhornStandIn` ([`plan_input`]).
+    pub fn new(node_image: Option<String>, longhorn_stand_in: bool) -> KindProvider {
         // Clusters are reused across the scenarios of a run. FAULTLINE_KIND_NODES_ONLY=1 stops
         // bring-up where kubeadm would run (the Docker-engine tier: no Kubernetes binaries).
         let nodes_only = std::env::var("FAULTLINE_KIND_NODES_ONLY").as_deref() == Ok("1");
@@ -71,6 +81,7 @@ impl KindProvider {
                 state_dir: None,
             })),
             node_image,
+            longhorn_stand_in,
         }
     }
 }
@@ -103,7 +114,7 @@ impl Provider for KindProvider {
         spec: &'a ClusterSpec,
     ) -> BoxFuture<'a, anyhow::Result<Box<dyn Cluster>>> {
         Box::pin(async move {
-            let input = plan_input(spec, self.node_image.as_deref());
+            let input = plan_input(spec, self.node_image.as_deref(), self.longhorn_stand_in);
             std::fs::create_dir_all(&spec.workdir)?;
             let cluster = self.inner.start(&input, &spec.workdir).await?;
             let kubeconfig = cluster.kubeconfig().to_path_buf();
@@ -348,7 +359,11 @@ pub fn dry_run(
             .map(|c| c.reference.as_str()),
     )?;
     faultline_kind::dry_run_replay_blocking(
-        &plan_input(spec, node_image),
+        &plan_input(
+            spec,
+            node_image,
+            suite.suite.kind_provider.longhorn_stand_in,
+        ),
         &timeline(&scenario.spec.steps),
         &before,
         &spec.workdir,
@@ -388,7 +403,7 @@ mod tests {
             seed: 0,
             workdir: "/tmp".into(),
         };
-        assert_eq!(plan_input(&spec, Some("f:1")).node_image, "f:1");
+        assert_eq!(plan_input(&spec, Some("f:1"), false).node_image, "f:1");
     }
 
     fn steps(yaml: &str) -> Vec<Step> {

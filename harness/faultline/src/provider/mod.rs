@@ -7,6 +7,7 @@
 pub mod existing;
 pub mod fake;
 pub mod kind;
+pub mod proxy;
 pub mod sim;
 pub mod sim_remote;
 
@@ -81,9 +82,15 @@ pub trait Cluster: Send + Sync {
     }
     fn node_ops(&self) -> Arc<dyn NodeOps>;
     fn controller_mode(&self) -> ControllerMode;
-    /// The API trace of the controller and the perturbations of what it sees, where the
-    /// provider serves the API itself (sim); `faultline explore` and `perturb:` need it.
+    /// The API trace of the controller and the perturbations of what it sees: the sim's HTTP
+    /// layer's, or the API proxy's in front of a real cluster ([`Cluster::api_proxy`]);
+    /// `faultline explore` and `perturb:` need it.
     fn tracer(&self) -> Option<faultline_sim::http::trace::Tracer> {
+        None
+    }
+    /// The perturbing API proxy ([`proxy::ApiProxy`]) the controller's kubeconfig is to point
+    /// at when it is traced, where the provider does not serve the API itself (existing).
+    fn api_proxy(&self) -> Option<proxy::ProxyEndpoint> {
         None
     }
     /// Tear the cluster down. `keep`: leave it running for inspection (`--keep-cluster`); a
@@ -157,7 +164,10 @@ pub fn make_provider(
 ) -> anyhow::Result<Arc<dyn Provider>> {
     match kind {
         ProviderKind::Sim => Ok(Arc::new(sim::SimProvider::from_env()?)),
-        ProviderKind::Kind => Ok(Arc::new(kind::KindProvider::new(node_image))),
+        ProviderKind::Kind => Ok(Arc::new(kind::KindProvider::new(
+            node_image,
+            suite.kind_provider.longhorn_stand_in,
+        ))),
         ProviderKind::Existing => {
             let existing_allowed = &suite.existing.allowed_contexts;
             check_existing_allowed(existing_allowed, context)?;

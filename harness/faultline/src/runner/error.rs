@@ -102,7 +102,8 @@ pub enum RunError {
     #[error("deploying the controller in the cluster: {0}")]
     ControllerDeploy(Explained),
     /// The controller's requests cannot be traced or perturbed here (a provider without a
-    /// tracer, or a controller without a `serviceAccount`, whose requests the sim cannot tell
+    /// tracer, a controller deployed into the cluster where the API proxy cannot reach it
+    /// (kind), or a controller without a `serviceAccount`, whose requests the sim cannot tell
     /// from the harness's own).
     #[error("cannot trace or perturb the controller: {0}")]
     Untraceable(String),

@@ -87,8 +87,8 @@ pub struct RunOptions {
     pub pause: PausePolicy,
     /// Record the controller's API trace (`trace.json`) and the end state (`end-state.json`)
     /// in each scenario's artifacts (`faultline explore`; also on for a scenario with
-    /// `perturb:`). Needs a provider with a tracer (sim) and a controller with a
-    /// `serviceAccount`.
+    /// `perturb:`). Needs a provider with a tracer (sim; existing through its API proxy) and a
+    /// controller with a `serviceAccount`.
     pub trace: bool,
 }
 

@@ -413,7 +413,14 @@ impl<'a> ScenarioRun<'a> {
         };
         if up.cluster.controller_mode() != ControllerMode::HostProcess {
             let files: Vec<PathBuf> = def.manifests.iter().map(|m| suite.dir.join(m)).collect();
-            return match crate::controller::deploy_in_cluster(&up.kube, &files).await {
+            let args: Vec<String> = def
+                .args
+                .iter()
+                .chain(&c.args)
+                .chain(&self.options.controller_args)
+                .cloned()
+                .collect();
+            return match crate::controller::deploy_in_cluster(&up.kube, &files, &args).await {
                 Ok(rx) => {
                     watchers.log_tasks.push(watchers.logs.attach(rx));
                     up_with(None, None)
@@ -450,6 +457,17 @@ impl<'a> ScenarioRun<'a> {
                 up.kubeconfig.clone()
             }
         };
+        // A real cluster's apiserver cannot trace or perturb: a traced controller's own
+        // kubeconfig (its token) points at the provider's API proxy instead.
+        if let Some(proxy) = up.cluster.api_proxy().filter(|_| self.tracing()) {
+            if kubeconfig != up.kubeconfig {
+                if let Err(e) =
+                    crate::provider::proxy::rewrite_kubeconfig(&kubeconfig, &kubeconfig, &proxy)
+                {
+                    error = Some(RunError::ControllerServiceAccount(e));
+                }
+            }
+        }
         let tracer = match self.tracing() {
             true => match self.follow_controller(up, def) {
                 Ok(t) => Some(t),
@@ -488,10 +506,18 @@ impl<'a> ScenarioRun<'a> {
     ) -> Result<faultline_sim::http::trace::Tracer, RunError> {
         let Some(tracer) = up.cluster.tracer() else {
             return Err(RunError::Untraceable(format!(
-                "the {} provider does not serve the API itself (sim only)",
+                "the {} provider has neither its own API (sim) nor an API proxy (existing)",
                 self.options.provider.name()
             )));
         };
+        // The proxy listens on the host's loopback: a controller deployed into the cluster
+        // (kind) cannot be pointed at it.
+        if up.cluster.controller_mode() == crate::provider::ControllerMode::InCluster {
+            return Err(RunError::Untraceable(format!(
+                "the {} provider runs the controller in the cluster, which the host's API proxy cannot reach",
+                self.options.provider.name()
+            )));
+        }
         let Some((ns, name)) = def
             .service_account
             .as_deref()

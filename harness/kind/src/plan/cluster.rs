@@ -196,6 +196,27 @@ pub fn validate(input: &ClusterPlanInput) -> Result<(), PlanError> {
     Ok(())
 }
 
+/// The StorageClass a Longhorn scenario's claims name, given to the node image's CSI driver
+/// (the same as ci/kind/longhorn-class.yaml, which gives it to an existing cluster).
+const LONGHORN_STAND_IN_CLASS: &str = "apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: longhorn
+provisioner: hostpath.csi.faultline.dev
+reclaimPolicy: Delete
+volumeBindingMode: Immediate";
+
+/// Every node of the input Ready, each named: `wait nodes --all` passes as soon as the nodes
+/// registered so far are Ready, before a slow worker's kubelet has registered its Node (seen
+/// on a loaded host: the scenario's first step then found no `worker-01`). A name not
+/// registered yet fails the wait, which is retried.
+fn every_node_ready(input: &ClusterPlanInput) -> Step {
+    let mut args: Vec<String> = vec!["wait".into(), "--for=condition=Ready".into()];
+    args.extend(input.nodes.iter().map(|n| format!("node/{}", n.name)));
+    args.push("--timeout=300s".into());
+    Step::kubectl_owned("every node is Ready", args).retry(5, 600)
+}
+
 fn kubectl_sh(args: &str) -> String {
     format!("kubectl --kubeconfig={ADMIN_KUBECONFIG} {args}")
 }
@@ -290,6 +311,21 @@ pub fn cluster_plan(
             &cp.name,
             kubectl_sh("apply -f /kind/manifests/default-storage.yaml"),
         ));
+        if input.longhorn_stand_in {
+            up.push(Step::node(
+                "storage: StorageClass `longhorn` on the node image's CSI driver (--longhorn-stand-in)",
+                &cp.name,
+                format!(
+                    "printf '%s\\n' {} | {}",
+                    LONGHORN_STAND_IN_CLASS
+                        .lines()
+                        .map(|l| format!("'{l}'"))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    kubectl_sh("apply -f -")
+                ),
+            ));
+        }
     }
     for w in input.workers() {
         up.push(Step::node(
@@ -315,19 +351,7 @@ pub fn cluster_plan(
             .ignore_failure(),
         );
     }
-    up.push(
-        Step::kubectl(
-            "every node is Ready",
-            &[
-                "wait",
-                "--for=condition=Ready",
-                "nodes",
-                "--all",
-                "--timeout=300s",
-            ],
-        )
-        .retry(5, 600),
-    );
+    up.push(every_node_ready(input));
     for image in &input.load_images {
         let tar = image_tar_name(image);
         for n in &input.nodes {
@@ -393,19 +417,7 @@ pub fn cluster_plan(
             vec!["uncordon".into(), n.name.clone()],
         ));
     }
-    reset.push(
-        Step::kubectl(
-            "every node is Ready",
-            &[
-                "wait",
-                "--for=condition=Ready",
-                "nodes",
-                "--all",
-                "--timeout=300s",
-            ],
-        )
-        .retry(5, 600),
-    );
+    reset.push(every_node_ready(input));
 
     let mut logs = vec![];
     for n in &input.nodes {
@@ -701,7 +713,7 @@ mod tests {
             "kubeadm init --config=/kind/kubeadm.conf --ignore-preflight-errors=SystemVerification",
             "/kind/manifests/default-cni.yaml",
             "docker exec stale-csi-mount-worker-01 sh -c 'kubeadm join --config=/kind/kubeadm.conf",
-            "wait --for=condition=Ready nodes --all",
+            "wait --for=condition=Ready node/control-plane node/worker-01",
             "ctr --namespace=k8s.io images import",
             "/sys/module/iscsi_tcp",
             "longhorn/v1.9.1/deploy/longhorn.yaml",
@@ -744,6 +756,33 @@ mod tests {
                 .contains("taint nodes --all node-role.kubernetes.io/control-plane:NoSchedule-")));
         assert!(r.iter().any(|l| l.contains("default-storage.yaml")));
         assert!(!r.iter().any(|l| l.contains("kubeadm join")));
+    }
+
+    #[test]
+    fn the_longhorn_stand_in_names_the_node_image_driver_longhorn() {
+        let i = ClusterPlanInput::new("one", vec![NodeInput::control_plane("cp")]);
+        let p = cluster_plan(&i, &host(), "abcdef.0123456789abcdef", "/k").unwrap();
+        assert!(!rendered(&p, &p.bring_up)
+            .iter()
+            .any(|l| l.contains("name: longhorn")));
+        let i = i.with_longhorn_stand_in(true);
+        let p = cluster_plan(&i, &host(), "abcdef.0123456789abcdef", "/k").unwrap();
+        let r = rendered(&p, &p.bring_up);
+        let class = r
+            .iter()
+            .find(|l| l.contains("name: longhorn"))
+            .expect("the stand-in class");
+        assert!(
+            class.contains("provisioner: hostpath.csi.faultline.dev"),
+            "{class}"
+        );
+        assert!(class.contains("apply -f -"), "{class}");
+        // With Longhorn itself there is nothing to stand in for.
+        let i = i.with_longhorn(true);
+        let p = cluster_plan(&i, &host(), "abcdef.0123456789abcdef", "/k").unwrap();
+        assert!(!rendered(&p, &p.bring_up)
+            .iter()
+            .any(|l| l.contains("name: longhorn")));
     }
 
     #[test]

@@ -43,6 +43,45 @@ pub struct FaultContext {
     pub after_boot: Vec<Step>,
 }
 
+/// A CSI node plugin the plugin faults act on: its DaemonSet and the driver it registers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CsiPlugin {
+    pub namespace: &'static str,
+    pub daemonset: &'static str,
+    /// The label selector of its pods.
+    pub selector: &'static str,
+    pub driver: &'static str,
+}
+
+/// Longhorn's node plugin.
+pub const LONGHORN_CSI_PLUGIN: CsiPlugin = CsiPlugin {
+    namespace: LONGHORN_NS,
+    daemonset: CSI_PLUGIN_DAEMONSET,
+    selector: CSI_PLUGIN_LABEL,
+    driver: DRIVER,
+};
+
+/// The real node image's hostpath driver (ci/node-image/real/kind/manifests/default-storage.yaml),
+/// what a kind cluster without Longhorn has (and `--longhorn-stand-in` names `longhorn`).
+pub const NODE_IMAGE_CSI_PLUGIN: CsiPlugin = CsiPlugin {
+    namespace: "kube-system",
+    daemonset: "csi-hostpath-node",
+    selector: "app=csi-hostpath-node",
+    driver: crate::plan::container::NODE_IMAGE_CSI_DRIVER,
+};
+
+impl FaultContext {
+    /// The node plugin the CSI faults act on: Longhorn's, else (kind only) the node image's;
+    /// an existing cluster without Longhorn has no plugin we know of.
+    fn csi_plugin(&self) -> Option<CsiPlugin> {
+        match (&self.flavour, self.longhorn) {
+            (_, true) => Some(LONGHORN_CSI_PLUGIN),
+            (Flavour::Kind(_), false) => Some(NODE_IMAGE_CSI_PLUGIN),
+            (Flavour::Existing, false) => None,
+        }
+    }
+}
+
 /// The steps of one operation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FaultPlan {
@@ -119,17 +158,17 @@ fn wait_kubelet_active(node: &str) -> Step {
     .retry(2, 300)
 }
 
-fn wait_csi_plugin_ready(node: &str) -> Step {
+fn wait_csi_plugin_ready(node: &str, csi: CsiPlugin) -> Step {
     Step::kubectl_owned(
         format!("the CSI node plugin on {node} is Ready"),
         vec![
             "-n".into(),
-            LONGHORN_NS.into(),
+            csi.namespace.into(),
             "wait".into(),
             "--for=condition=Ready".into(),
             "pod".into(),
             "-l".into(),
-            CSI_PLUGIN_LABEL.into(),
+            csi.selector.into(),
             format!("--field-selector=spec.nodeName={node}"),
             "--timeout=60s".into(),
         ],
@@ -340,31 +379,52 @@ pub fn plan_fault(op: &NodeOperation, ctx: &FaultContext) -> Result<FaultPlan, U
             plan(inject, heal, &fidelity)
         }
         NodeOperation::CsiPluginDown(t) => {
-            needs_longhorn()?;
+            let Some(csi) = ctx.csi_plugin() else {
+                return Err(unsupported(op, "it needs Longhorn (`storage: longhorn`)"));
+            };
+            let (ns, daemonset, selector, driver) =
+                (csi.namespace, csi.daemonset, csi.selector, csi.driver);
             let n = &t.node;
             let patch = format!(
                 r#"{{"spec":{{"template":{{"spec":{{"affinity":{{"nodeAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":{{"nodeSelectorTerms":[{{"matchExpressions":[{{"key":"{CSI_DOWN_LABEL}","operator":"DoesNotExist"}}]}}]}}}}}}}}}}}}}}"#
             );
             let inject = vec![
                 Step::kubectl_owned(
-                    format!("keep {CSI_PLUGIN_DAEMONSET} off nodes labelled {CSI_DOWN_LABEL} (idempotent)"),
-                    vec!["-n".into(), LONGHORN_NS.into(), "patch".into(), "daemonset".into(), CSI_PLUGIN_DAEMONSET.into(), "--type=merge".into(), "-p".into(), patch],
+                    format!("keep {daemonset} off nodes labelled {CSI_DOWN_LABEL} (idempotent)"),
+                    vec![
+                        "-n".into(),
+                        ns.into(),
+                        "patch".into(),
+                        "daemonset".into(),
+                        daemonset.into(),
+                        "--type=merge".into(),
+                        "-p".into(),
+                        patch,
+                    ],
                 ),
                 Step::kubectl_owned(
                     format!("exclude {n} from the CSI plugin DaemonSet"),
-                    vec!["label".into(), "node".into(), n.clone(), format!("{CSI_DOWN_LABEL}=true"), "--overwrite".into()],
+                    vec![
+                        "label".into(),
+                        "node".into(),
+                        n.clone(),
+                        format!("{CSI_DOWN_LABEL}=true"),
+                        "--overwrite".into(),
+                    ],
                 ),
                 // Not `kubectl wait --for=delete -l`: it fails when nothing matches
                 // (kubernetes/kubernetes#83242).
                 Step::kubectl_owned(
-                    format!("the CSI plugin pod on {n} is gone (the registrar unregisters {DRIVER})"),
+                    format!(
+                        "the CSI plugin pod on {n} is gone (the registrar unregisters {driver})"
+                    ),
                     vec![
                         "-n".into(),
-                        LONGHORN_NS.into(),
+                        ns.into(),
                         "get".into(),
                         "pods".into(),
                         "-l".into(),
-                        CSI_PLUGIN_LABEL.into(),
+                        selector.into(),
                         format!("--field-selector=spec.nodeName={n}"),
                         "-o".into(),
                         "name".into(),
@@ -384,35 +444,39 @@ pub fn plan_fault(op: &NodeOperation, ctx: &FaultContext) -> Result<FaultPlan, U
                     ],
                 )
                 .ignore_failure(),
-                wait_csi_plugin_ready(n),
+                wait_csi_plugin_ready(n, csi),
             ];
             plan(
                 inject,
                 heal,
-                "the plugin pod is removed from the node, so the driver is unregistered there (`driver name driver.longhorn.io not \
-                 found in the list of registered CSI drivers`); the first inject changes the DaemonSet's pod template, which rolls \
-                 the plugin once on every node",
+                &format!(
+                    "the plugin pod is removed from the node, so the driver is unregistered there (`driver name {driver} not \
+                     found in the list of registered CSI drivers`); the first inject changes the DaemonSet's pod template, which rolls \
+                     the plugin once on every node"
+                ),
             )
         }
         NodeOperation::CsiPluginRestart(t) => {
-            needs_longhorn()?;
+            let Some(csi) = ctx.csi_plugin() else {
+                return Err(unsupported(op, "it needs Longhorn (`storage: longhorn`)"));
+            };
             let n = &t.node;
             let inject = vec![
                 Step::kubectl_owned(
                     format!("delete the CSI plugin pod on {n}"),
                     vec![
                         "-n".into(),
-                        LONGHORN_NS.into(),
+                        csi.namespace.into(),
                         "delete".into(),
                         "pod".into(),
                         "-l".into(),
-                        CSI_PLUGIN_LABEL.into(),
+                        csi.selector.into(),
                         format!("--field-selector=spec.nodeName={n}"),
                         "--wait=true".into(),
                         "--timeout=120s".into(),
                     ],
                 ),
-                wait_csi_plugin_ready(n),
+                wait_csi_plugin_ready(n, csi),
             ];
             plan(
                 inject,
@@ -1047,22 +1111,38 @@ mod tests {
     }
 
     #[test]
-    fn csi_faults_need_longhorn() {
-        let ctx = FaultContext {
+    fn csi_faults_need_longhorn_or_the_node_image_plugin() {
+        let kind = FaultContext {
             longhorn: false,
             ..kind_ctx()
+        };
+        let existing = FaultContext {
+            longhorn: false,
+            ..existing_ctx()
         };
         for op in [
             NodeOperation::CsiPluginDown(t("w")),
             NodeOperation::CsiPluginRestart(t("w")),
-            NodeOperation::CsiDriverUnregistered(CsiDriverUnregistered {
-                node: "w".into(),
-                driver: "driver.longhorn.io".into(),
-            }),
         ] {
-            let e = plan_fault(&op, &ctx).unwrap_err();
+            // kind without Longhorn: the node image's hostpath plugin.
+            let p = plan_fault(&op, &kind).unwrap();
+            let text = format!("{:?}", p.inject);
+            assert!(
+                text.contains("csi-hostpath-node") && text.contains("kube-system"),
+                "{text}"
+            );
+            assert!(!text.contains("longhorn"), "{text}");
+            // An existing cluster without Longhorn: no plugin we know of.
+            let e = plan_fault(&op, &existing).unwrap_err();
             assert!(e.to_string().contains("Longhorn"), "{e}");
         }
+        // Longhorn's own driver, named: only with Longhorn.
+        let op = NodeOperation::CsiDriverUnregistered(CsiDriverUnregistered {
+            node: "w".into(),
+            driver: "driver.longhorn.io".into(),
+        });
+        let e = plan_fault(&op, &kind).unwrap_err();
+        assert!(e.to_string().contains("Longhorn"), "{e}");
     }
 
     #[rstest]

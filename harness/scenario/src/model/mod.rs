@@ -715,6 +715,12 @@ pub struct KindProviderConfig {
     /// digest). `--node-image` and FAULTLINE_KIND_NODE_IMAGE override it; default: the pinned image.
     #[serde(default)]
     pub node_image: Option<String>,
+    /// Where a scenario asks for `storage: longhorn`, give the StorageClass name `longhorn` to
+    /// the node image's CSI driver instead of installing Longhorn, which needs iSCSI on the
+    /// Docker host. Faults that need Longhorn itself are refused as unsupported.
+    /// `--longhorn-stand-in` sets it.
+    #[serde(default)]
+    pub longhorn_stand_in: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, Default)]

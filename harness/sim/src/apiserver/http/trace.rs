@@ -349,6 +349,12 @@ impl Tracer {
             .collect();
     }
 
+    /// Whether a client is followed at all (the API proxy of a real cluster traces every
+    /// request it forwards: only the controller's kubeconfig points at it).
+    pub fn following(&self) -> bool {
+        self.state.lock().user.is_some()
+    }
+
     /// Whether requests of `user` are traced.
     pub fn traces(&self, user: &str) -> bool {
         self.state.lock().user.as_deref() == Some(user)

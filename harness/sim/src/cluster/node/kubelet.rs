@@ -114,10 +114,27 @@ impl Kubelet {
         }
     }
 
-    /// Register the node (Node, Lease, CSINode), as a kubelet does when it first starts.
+    /// The first start: the start lines, then the node registers (Node, Lease, CSINode).
     pub fn register(&mut self) {
+        self.log_process_start();
+        self.volume_manager.start(&self.klog);
+        self.klog
+            .info("kubelet.go:2501", "\"Starting kubelet main sync loop\"");
         let ctx = node_status_ctx!(self);
         self.node_status.register(&ctx);
+    }
+
+    /// What every start of the process logs first (cmd/kubelet/app/server.go `run` and
+    /// `RunKubelet`).
+    fn log_process_start(&self) {
+        self.klog.info(
+            "server.go:525",
+            &format!(
+                "\"Kubelet version\" kubeletVersion=\"{}\"",
+                crate::nodes::KUBELET_VERSION
+            ),
+        );
+        self.klog.info("server.go:1257", "\"Started kubelet\"");
     }
 
     /// One turn of the sync loop. Returns false when the pod source is gone. A kubelet that is
@@ -160,7 +177,7 @@ impl Kubelet {
                         "\"SyncLoop REMOVE\" source=\"api\" pods=[\"{}/{}\"]",
                         p.ns, p.name
                     );
-                    self.klog.info("kubelet.go:2434", &line);
+                    self.klog.info("kubelet.go:2598", &line);
                 }
             }
             PodEvent::Upsert(obj) => {
@@ -190,7 +207,7 @@ impl Kubelet {
                             "\"SyncLoop ADD\" source=\"api\" pods=[\"{}/{}\"]",
                             p.ns, p.name
                         );
-                        self.klog.info("kubelet.go:2418", &line);
+                        self.klog.info("kubelet.go:2588", &line);
                     }
                 }
             }
@@ -241,7 +258,8 @@ impl Kubelet {
             (st.pid, st.started_at)
         };
         self.klog.set_process(pid, started_at);
-        self.volume_manager.restart(kind);
+        self.log_process_start();
+        self.volume_manager.restart(kind, &self.klog);
         self.status_manager = StatusManager::default();
         self.plugin_manager.restart();
         {
@@ -258,18 +276,15 @@ impl Kubelet {
                 }
             }
         }
-        self.klog.info(
-            "server.go:487",
-            &format!(
-                "\"Kubelet version\" kubeletVersion=\"{}\"",
-                crate::nodes::KUBELET_VERSION
-            ),
-        );
         self.klog
-            .info("kubelet.go:2468", "\"Starting kubelet main sync loop\"");
+            .info("kubelet.go:2501", "\"Starting kubelet main sync loop\"");
         if kind == ResetKind::Reboot {
             self.images.clear();
         }
+        // Registration runs beside the sync loop (its node status goroutine); a real 1.35
+        // kubelet logs it right after the main sync loop's start (docs/kind.md).
+        let ctx = node_status_ctx!(self);
+        self.node_status.register(&ctx);
         self.pleg.restart();
         self.pod_workers.kubelet_started(kind);
         // The new process's pod config gets the apiserver source's whole list as one update:
@@ -281,10 +296,8 @@ impl Kubelet {
             .collect();
         if !pods.is_empty() {
             let line = format!("\"SyncLoop ADD\" source=\"api\" pods=[{}]", pods.join(","));
-            self.klog.info("kubelet.go:2418", &line);
+            self.klog.info("kubelet.go:2588", &line);
         }
-        let ctx = node_status_ctx!(self);
-        self.node_status.renew_lease(&ctx, true);
     }
 
     /// `syncLoopIteration`, after the pod source's changes: the node's heartbeats, the plugin
@@ -360,7 +373,7 @@ impl Kubelet {
             return;
         }
         self.klog.error(
-            "kubelet.go:2471",
+            "kubelet.go:2525",
             &format!("\"Skipping pod synchronization\" err=\"{}\"", err),
         );
         let next = if self.skip_log.1.is_zero() {
@@ -540,7 +553,7 @@ impl Kubelet {
                         "\"SyncLoop DELETE\" source=\"api\" pods=[\"{}/{}\"]",
                         p.ns, p.name
                     );
-                    self.klog.info("kubelet.go:2450", &line);
+                    self.klog.info("kubelet.go:2604", &line);
                 }
             }
         }

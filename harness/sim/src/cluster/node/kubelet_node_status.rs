@@ -32,15 +32,10 @@ pub struct NodeStatus {
 }
 
 impl NodeStatus {
-    /// Register the node (Node, Lease, CSINode), as a kubelet does when it first starts.
+    /// Register the node (Node, Lease, CSINode), as every start of a kubelet does
+    /// (kubelet_node_status.go `tryRegisterWithAPIServer`): a Node that exists already was
+    /// "previously registered".
     pub fn register(&mut self, ctx: &NodeStatusContext<'_>) {
-        ctx.log.info(
-            "server.go:487",
-            &format!(
-                "\"Kubelet version\" kubeletVersion=\"{}\"",
-                crate::nodes::KUBELET_VERSION
-            ),
-        );
         let mut node_obj = crate::nodes::node_object(
             &ctx.node.name,
             ctx.node.index,
@@ -48,20 +43,28 @@ impl NodeStatus {
             &ctx.timing.clock.now_rfc3339(),
         );
         node_obj["status"]["nodeInfo"]["bootID"] = json!(ctx.node.state.lock().boot_id.clone());
-        if ctx.client.get("", "nodes", "", &ctx.node.name).is_none() {
-            let _ = ctx.client.create("", "nodes", "", node_obj);
+        ctx.log.info(
+            "kubelet_node_status.go:74",
+            &format!("\"Attempting to register node\" node=\"{}\"", ctx.node.name),
+        );
+        if ctx.client.get("", "nodes", "", &ctx.node.name).is_some() {
             ctx.log.info(
-                "kubelet_node_status.go:75",
-                &format!("\"Attempting to register node\" node=\"{}\"", ctx.node.name),
-            );
-            ctx.log.info(
-                "kubelet_node_status.go:78",
+                "kubelet_node_status.go:123",
                 &format!(
-                    "\"Successfully registered node\" node=\"{}\"",
+                    "\"Node was previously registered\" node=\"{}\"",
                     ctx.node.name
                 ),
             );
+        } else {
+            let _ = ctx.client.create("", "nodes", "", node_obj);
         }
+        ctx.log.info(
+            "kubelet_node_status.go:77",
+            &format!(
+                "\"Successfully registered node\" node=\"{}\"",
+                ctx.node.name
+            ),
+        );
         if ctx
             .client
             .get("storage.k8s.io", "csinodes", "", &ctx.node.name)
@@ -81,8 +84,6 @@ impl NodeStatus {
                        "spec": {"drivers": []}}),
             );
         }
-        ctx.log
-            .info("kubelet.go:2468", "\"Starting kubelet main sync loop\"");
         self.renew_lease(ctx, true);
     }
 

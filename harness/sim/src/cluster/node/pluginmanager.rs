@@ -69,10 +69,10 @@ impl PluginManager {
             log.csi("main.go:90", "Received NotifyRegistrationStatus call: &RegistrationStatus{PluginRegistered:true,Error:,}");
         } else {
             log.info(
-                "csi_plugin.go:223",
+                "csi_plugin.go:271",
                 &format!(
-                    "kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin {}",
-                    DRIVER
+                    "kubernetes.io/csi: registrationHandler.DeRegisterPlugin request for plugin {}, endpoint {}",
+                    DRIVER, CSI_SOCKET
                 ),
             );
         }

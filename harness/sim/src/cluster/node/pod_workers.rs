@@ -334,7 +334,7 @@ impl PodWorkers {
                     "\"Error syncing pod, skipping\" err=\"unmounted volumes=[{}], unattached volumes=[{}], failed to process volumes=[]: context deadline exceeded\" pod=\"{}/{}\" podUID=\"{}\"",
                     unmounted.join(" "), unattached.join(" "), p.ns, p.name, p.uid
                 );
-                ctx.log.error("pod_workers.go:1298", &line);
+                ctx.log.error("pod_workers.go:1324", &line);
                 p.volume_wait =
                     VolumeWait::Requeued(now + ctx.timing.s(ctx.timing.pod_sync_requeue));
             }
@@ -435,7 +435,7 @@ impl PodWorkers {
                 p.slot = true;
             }
             let line = format!("\"Pod is terminated, but some volumes have not been cleaned up\" pod=\"{}/{}\" podUID=\"{}\"", p.ns, p.name, p.uid);
-            ctx.log.v(3, "kubelet.go:2291", &line);
+            ctx.log.v(3, "kubelet.go:2369", &line);
             return;
         }
         p.slot = false;

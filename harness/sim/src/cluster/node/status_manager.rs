@@ -124,7 +124,7 @@ impl StatusManager {
                                     name,
                                     err.message.replace('"', "'")
                                 );
-                                log.error("status_manager.go:914", &line);
+                                log.error("status_manager.go:1068", &line);
                                 e.pending = Some(status);
                                 e.check = true;
                             }

@@ -5,7 +5,7 @@
 
 use super::super::volumes::{global_mount_path, pod_mount_path};
 use super::{CsiVolume, UniquePodName, UniqueVolumeName};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Default)]
 pub struct ActualStateOfWorld {
@@ -13,10 +13,29 @@ pub struct ActualStateOfWorld {
 }
 
 /// `DeviceMountState`: whether MountDevice has globally mounted the volume on the node.
+/// `Uncertain` is what a restarted kubelet's reconstruction finds on disk: mounted, but not by
+/// an operation of this process, so the next MountVolume stages it again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceMountState {
     NotMounted,
     GloballyMounted,
+    Uncertain,
+}
+
+/// `VolumeMountState` of one pod's mount (operationexecutor's `VolumeMounted` and
+/// `VolumeMountUncertain`): a reconstructed pod mount is uncertain until SetUp runs again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VolumeMountState {
+    Mounted,
+    Uncertain,
+}
+
+/// What reconstruction put into the actual state of world, for its log lines.
+#[derive(Debug, Clone)]
+pub struct Reconstructed {
+    pub volume_name: UniqueVolumeName,
+    pub handle: String,
+    pub pods: Vec<UniquePodName>,
 }
 
 #[derive(Debug, Clone)]
@@ -24,7 +43,7 @@ pub struct AttachedVolume {
     pub volume_name: UniqueVolumeName,
     pub spec: CsiVolume,
     pub device_mount_state: DeviceMountState,
-    mounted_pods: BTreeSet<UniquePodName>,
+    mounted_pods: BTreeMap<UniquePodName, VolumeMountState>,
 }
 
 impl AttachedVolume {
@@ -64,7 +83,7 @@ impl ActualStateOfWorld {
                 volume_name,
                 spec: spec.clone(),
                 device_mount_state: DeviceMountState::NotMounted,
-                mounted_pods: BTreeSet::new(),
+                mounted_pods: BTreeMap::new(),
             });
     }
 
@@ -94,7 +113,8 @@ impl ActualStateOfWorld {
         volume_name: &UniqueVolumeName,
     ) {
         if let Some(v) = self.volumes.get_mut(volume_name) {
-            v.mounted_pods.insert(pod_name.clone());
+            v.mounted_pods
+                .insert(pod_name.clone(), VolumeMountState::Mounted);
         }
     }
 
@@ -114,6 +134,7 @@ impl ActualStateOfWorld {
         self.volumes.contains_key(volume_name)
     }
 
+    /// `GetDeviceMountState == DeviceGloballyMounted`: an uncertain device is staged again.
     pub fn is_device_mounted(&self, volume_name: &UniqueVolumeName) -> bool {
         self.volumes
             .get(volume_name)
@@ -121,7 +142,15 @@ impl ActualStateOfWorld {
             .unwrap_or(false)
     }
 
-    /// `PodExistsInVolume`: the volume is mounted into the pod.
+    /// `DeviceMayBeMounted`: globally mounted or uncertain, so UnmountDevice has work to do.
+    pub fn device_may_be_mounted(&self, volume_name: &UniqueVolumeName) -> bool {
+        self.volumes
+            .get(volume_name)
+            .is_some_and(|v| v.device_mount_state != DeviceMountState::NotMounted)
+    }
+
+    /// `PodExistsInVolume`: the volume is mounted into the pod; an uncertain mount is not
+    /// (actual_state_of_world.go returns false for it, so the reconciler mounts it again).
     pub fn pod_exists_in_volume(
         &self,
         pod_name: &UniquePodName,
@@ -129,23 +158,23 @@ impl ActualStateOfWorld {
     ) -> bool {
         self.volumes
             .get(volume_name)
-            .map(|v| v.mounted_pods.contains(pod_name))
-            .unwrap_or(false)
+            .and_then(|v| v.mounted_pods.get(pod_name))
+            == Some(&VolumeMountState::Mounted)
     }
 
     /// Does any volume remain mounted into the pod (what `WaitForUnmount` waits on)?
     pub fn pod_has_mounted_volumes(&self, pod_name: &UniquePodName) -> bool {
         self.volumes
             .values()
-            .any(|v| v.mounted_pods.contains(pod_name))
+            .any(|v| v.mounted_pods.contains_key(pod_name))
     }
 
-    /// `GetAllMountedVolumes`: every pod mount.
+    /// `GetAllMountedVolumes`: every pod mount, uncertain ones included.
     pub fn mounted_volumes(&self) -> Vec<MountedVolume> {
         self.volumes
             .values()
             .flat_map(|v| {
-                v.mounted_pods.iter().map(move |pod_name| MountedVolume {
+                v.mounted_pods.keys().map(move |pod_name| MountedVolume {
                     volume_name: v.volume_name.clone(),
                     spec: v.spec.clone(),
                     pod_name: pod_name.clone(),
@@ -163,20 +192,36 @@ impl ActualStateOfWorld {
             .collect()
     }
 
-    /// Globally mounted volumes (their unique names), which the node reports in use.
+    /// Volumes whose device may be mounted (their unique names), which the node reports in use.
     pub fn globally_mounted(&self) -> impl Iterator<Item = &UniqueVolumeName> {
         self.volumes
             .values()
-            .filter(|v| v.device_mount_state == DeviceMountState::GloballyMounted)
+            .filter(|v| v.device_mount_state != DeviceMountState::NotMounted)
             .map(|v| &v.volume_name)
     }
 
     /// A restarted kubelet reconstructs its state from the mounts it finds on disk: globally
     /// mounted volumes (attached, as far as it knows) and their pod mounts; an attach it had
     /// verified without mounting anything is verified again.
-    pub fn reconstruct(&mut self) {
+    /// Both come back uncertain (reconstruct.go `updateStates`: `MarkDeviceAsUncertain`,
+    /// `CheckAndMarkVolumeAsUncertainViaReconstruction`).
+    pub fn reconstruct(&mut self) -> Vec<Reconstructed> {
         self.volumes
-            .retain(|_, v| v.device_mount_state == DeviceMountState::GloballyMounted);
+            .retain(|_, v| v.device_mount_state != DeviceMountState::NotMounted);
+        self.volumes
+            .values_mut()
+            .map(|v| {
+                v.device_mount_state = DeviceMountState::Uncertain;
+                for state in v.mounted_pods.values_mut() {
+                    *state = VolumeMountState::Uncertain;
+                }
+                Reconstructed {
+                    volume_name: v.volume_name.clone(),
+                    handle: v.spec.handle.clone(),
+                    pods: v.mounted_pods.keys().cloned().collect(),
+                }
+            })
+            .collect()
     }
 
     /// A reboot leaves nothing mounted.
@@ -194,10 +239,10 @@ impl ActualStateOfWorld {
                     v.spec.pv, path
                 )
             };
-            if v.device_mount_state == DeviceMountState::GloballyMounted {
+            if v.device_mount_state != DeviceMountState::NotMounted {
                 out.push(line(global_mount_path(&v.spec.handle)));
             }
-            for pod in &v.mounted_pods {
+            for pod in v.mounted_pods.keys() {
                 out.push(line(pod_mount_path(pod.as_str(), &v.spec.pv)));
             }
         }
@@ -238,8 +283,17 @@ mod tests {
             nfs: false,
         };
         asw.mark_volume_as_attached(&other);
-        asw.reconstruct();
+        asw.mark_volume_as_mounted(&pod, &v);
+        let found = asw.reconstruct();
         assert!(asw.volume_exists(&v) && !asw.volume_exists(&other.unique_name()));
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].pods, vec![pod.clone()]);
+        // Reconstructed mounts are uncertain: mounted on disk, mounted again by the reconciler.
+        assert!(!asw.is_device_mounted(&v) && asw.device_may_be_mounted(&v));
+        assert!(!asw.pod_exists_in_volume(&pod, &v) && asw.pod_has_mounted_volumes(&pod));
+        assert_eq!(asw.mount_lines().len(), 2);
+        assert_eq!(asw.mounted_volumes().len(), 1);
+        asw.mark_volume_as_unmounted(&pod, &v);
         asw.mark_device_as_unmounted(&v);
         asw.mark_volume_as_detached(&v);
         assert!(!asw.volume_exists(&v) && asw.mount_lines().is_empty());

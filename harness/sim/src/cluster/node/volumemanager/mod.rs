@@ -12,6 +12,7 @@ pub mod operation_generator;
 pub mod populator;
 pub mod reconciler;
 
+use super::log::KubeletLog;
 use super::state::ResetKind;
 use super::volumes::{unique_name, OperationKey};
 use actual_state_of_world::ActualStateOfWorld;
@@ -142,6 +143,9 @@ pub struct VolumeManager {
     asw: ActualStateOfWorld,
     populator: DesiredStateOfWorldPopulator,
     executor: OperationExecutor,
+    /// Reconstructed volumes whose device paths the first pass reads from the node's status
+    /// (reconstruct.go `volumesNeedUpdateFromNodeStatus`).
+    need_update_from_node_status: bool,
 }
 
 impl VolumeManager {
@@ -151,6 +155,7 @@ impl VolumeManager {
             asw: ActualStateOfWorld::default(),
             populator: DesiredStateOfWorldPopulator::default(),
             executor: OperationExecutor::new(timing),
+            need_update_from_node_status: false,
         }
     }
 
@@ -158,6 +163,13 @@ impl VolumeManager {
     pub fn sync(&mut self, pods: &[PodInfo<'_>], ctx: &OperationContext<'_>) {
         self.populator.populate(&mut self.dsw, pods, ctx.client);
         reconciler::reconcile(&self.dsw, &mut self.asw, &mut self.executor, ctx);
+        if std::mem::take(&mut self.need_update_from_node_status) {
+            ctx.log.v(
+                2,
+                "reconstruct.go:205",
+                "\"DevicePaths of reconstructed volumes updated\"",
+            );
+        }
     }
 
     /// `WaitForAttachAndMount`'s check: is every claim of the pod mounted into it? A claim not
@@ -230,13 +242,59 @@ impl VolumeManager {
         self.asw.mount_lines()
     }
 
-    /// A kubelet that starts again has an empty operation executor and reconstructs what is
-    /// mounted from disk; a reboot leaves nothing mounted.
-    pub fn restart(&mut self, kind: ResetKind) {
+    /// A kubelet that starts again has an empty operation executor and desired state, and
+    /// reconstructs what is mounted from disk (a reboot leaves nothing mounted): the volume
+    /// manager's start lines (volume_manager.go `Run`), then the reconciler's reconstruction
+    /// (reconstruct.go `reconstructVolumes`) before its first pass.
+    pub fn restart(&mut self, kind: ResetKind, log: &KubeletLog) {
         self.executor.clear();
-        match kind {
+        Self::log_start(log);
+        let found = match kind {
             ResetKind::KubeletRestart => self.asw.reconstruct(),
-            ResetKind::Reboot => self.asw.clear(),
+            ResetKind::Reboot => {
+                self.asw.clear();
+                Vec::new()
+            }
+        };
+        for r in &found {
+            // The reconstructed pod is a bare object with only its UID: klog.KObj prints "".
+            for pod in &r.pods {
+                log.v(2, "reconstruct.go:129", &format!(
+                    "\"Volume is marked as uncertain and added into the actual state\" pod=\"\" podName=\"{pod}\" volumeName=\"{}\" seLinuxMountContext=\"\"",
+                    r.volume_name
+                ));
+            }
+            log.v(2, "reconstruct.go:143", &format!(
+                "\"Volume is marked device as uncertain and added into the actual state\" volumeName=\"{}\" deviceMountPath=\"{}\"",
+                r.volume_name,
+                super::volumes::global_mount_path(&r.handle)
+            ));
         }
+        self.need_update_from_node_status = !found.is_empty();
+        Self::log_reconciler_start(log);
+    }
+
+    /// The first start: nothing on disk to reconstruct.
+    pub fn start(&self, log: &KubeletLog) {
+        Self::log_start(log);
+        Self::log_reconciler_start(log);
+    }
+
+    fn log_start(log: &KubeletLog) {
+        log.v(
+            2,
+            "volume_manager.go:309",
+            "\"The desired_state_of_world populator starts\"",
+        );
+        log.info(
+            "volume_manager.go:311",
+            "\"Starting Kubelet Volume Manager\"",
+        );
+    }
+
+    /// `reconciler.Run`: the reconstruction ends, then the loop starts.
+    fn log_reconciler_start(log: &KubeletLog) {
+        log.v(2, "reconstruct.go:97", "\"Volume reconstruction finished\"");
+        log.info("reconciler.go:29", "\"Reconciler: start to sync state\"");
     }
 }

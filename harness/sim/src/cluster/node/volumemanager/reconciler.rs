@@ -165,7 +165,7 @@ fn unmount_detach_devices(
         return;
     }
     for v in asw.unmounted_volumes() {
-        if dsw.volume_exists(&v.volume_name) || !asw.is_device_mounted(&v.volume_name) {
+        if dsw.volume_exists(&v.volume_name) || !asw.device_may_be_mounted(&v.volume_name) {
             continue;
         }
         let Some(op) = executor.start(device_key(&v.spec), Op::UnmountDevice, now) else {
