@@ -25,7 +25,8 @@ async fn a_stale_read_serves_the_state_before_the_latest_change_only_from_the_ca
     let c = TestCluster::start(1).await;
     let api: Api<ConfigMap> = Api::namespaced(c.client().await, "default");
     let w = Duration::from_secs(5);
-    // Reads 1 (consistent) and 2 (resourceVersion=0) are armed stale; read 3 is not.
+    // Reads 1 (consistent) and 2 (resourceVersion=0) are armed stale; read 3 is not. Read 1
+    // is a consistent GET, which no watch cache answers: its stale view moves on to read 2.
     c.server.trace.follow(
         ADMIN,
         vec![
@@ -42,14 +43,18 @@ async fn a_stale_read_serves_the_state_before_the_latest_change_only_from_the_ca
         .await
         .unwrap();
     let data = |c: &ConfigMap| c.data.as_ref().unwrap()["k"].clone();
-    // Read 1 was the GET above (before the update: nothing younger to hide, served fresh).
+    // Read 1 was the GET above (consistent: served fresh, its perturbation deferred).
     let cached = api.get_with("a", &GetParams::any()).await.unwrap();
     assert_eq!(data(&cached), "old", "read 2 (resourceVersion=0) is stale");
     assert_eq!(data(&api.get("a").await.unwrap()), "new", "read 3 is fresh");
     let trace = c.server.trace.snapshot();
     assert_eq!(
         trace.fired,
-        vec![Perturbation::StaleRead { n: 2, window: w }]
+        vec![
+            Perturbation::StaleRead { n: 1, window: w },
+            Perturbation::StaleRead { n: 2, window: w }
+        ],
+        "read 1's stale view was served at read 2"
     );
     assert_eq!(trace.mutations(), 2);
     // A create names the kind it made (the leaked-objects oracle finds the object by it); the

@@ -50,7 +50,7 @@ pub fn controller() -> PathBuf {
     bin
 }
 
-/// A copy of the pack's layout to run `controller-rbac` in: the suite config, that scenario and
+/// A copy of the pack's layout to run `controller-rbac` (and `workspace-lifecycle`) in: the suite config, that scenario and
 /// every file the suite's validation reads (the Go operator is not run; its go.mod and go.sum
 /// are read), and `target` linked to this build (the suite names `../target/debug/...`).
 /// `rbac` gives the controller's RBAC manifest its content.
@@ -70,6 +70,7 @@ pub fn controller_rbac_pack(rbac: impl FnOnce(String) -> String) -> tempfile::Te
     for f in [
         "scenarios/faultline.yaml",
         "scenarios/controller-rbac.yaml",
+        "scenarios/workspace-lifecycle.yaml",
         "fixtures/crds/workspace.yaml",
         "fixtures/crds/store.yaml",
         "fixtures/go-operator/go.mod",

@@ -630,6 +630,9 @@ fn traced_request(
         };
         if stale.is_some() {
             c.s.trace.stale_served(ticket.ordinal);
+        } else if ticket.stale_window.is_some() && !cached {
+            // A consistent read: the stale view goes to the next read (`stale_deferred`).
+            c.s.trace.stale_deferred(ticket.ordinal);
         }
     }
     let kind = (verb == trace::Verb::Create && p.sub.is_none()).then(|| rt.kind.clone());

@@ -18,6 +18,9 @@
 //!   serve: the cacher of `staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go` answers
 //!   reads with resourceVersion=0 or a NotOlderThan resourceVersion from its own, possibly
 //!   lagging, state; reads without one are consistent); otherwise the read is served fresh.
+//!   When the n-th read is a consistent one, which no cache answers, the perturbation moves
+//!   on to the next read (`stale_deferred`): read ordinals drift between runs with how many
+//!   reconciles the client's watch events set off, and the point is the cache read near n.
 //! - `MoveFault { step, k }`: the scenario's fault step `step` is run by the runner right after
 //!   the k-th mutating request was answered instead of at its place in the steps; the client's
 //!   further requests wait at the gate (and pass, unlike a crash's) until the runner has
@@ -265,6 +268,9 @@ pub const DEFAULT_STALE_WINDOW: Duration = Duration::from_secs(3);
 struct Armed {
     p: Perturbation,
     fired: bool,
+    /// For a stale read: the read ordinal it is armed for now (its `n`, later ones after
+    /// `stale_deferred`).
+    at: u64,
 }
 
 #[derive(Default)]
@@ -332,7 +338,14 @@ impl Tracer {
         s.start = Some(Instant::now());
         s.armed = perturbations
             .into_iter()
-            .map(|p| Armed { p, fired: false })
+            .map(|p| Armed {
+                at: match p {
+                    Perturbation::StaleRead { n, .. } => n,
+                    _ => 0,
+                },
+                p,
+                fired: false,
+            })
             .collect();
     }
 
@@ -375,7 +388,7 @@ impl Tracer {
         s.reads += 1;
         let n = s.reads;
         let stale_window = s.armed.iter().find_map(|a| match a.p {
-            Perturbation::StaleRead { n: m, window } if m == n => Some(window),
+            Perturbation::StaleRead { window, .. } if a.at == n && !a.fired => Some(window),
             _ => None,
         });
         ReadTicket {
@@ -388,8 +401,22 @@ impl Tracer {
     pub fn stale_served(&self, ordinal: u64) {
         let mut s = self.state.lock();
         for a in s.armed.iter_mut() {
-            if matches!(a.p, Perturbation::StaleRead { n, .. } if n == ordinal) {
+            if matches!(a.p, Perturbation::StaleRead { .. }) && a.at == ordinal {
                 a.fired = true;
+            }
+        }
+    }
+
+    /// The read armed stale at `ordinal` was a consistent one (no resourceVersion), which no
+    /// watch cache answers: arm the client's next read instead. A cache read with nothing
+    /// younger than the window to hide is not deferred (it did not fire).
+    pub fn stale_deferred(&self, ordinal: u64) {
+        let mut s = self.state.lock();
+        // A read numbered meanwhile (requests in parallel) has passed: the next one not yet.
+        let next = s.reads.max(ordinal) + 1;
+        for a in s.armed.iter_mut() {
+            if matches!(a.p, Perturbation::StaleRead { .. }) && a.at == ordinal && !a.fired {
+                a.at = next;
             }
         }
     }
@@ -666,6 +693,26 @@ mod tests {
         t.stale_served(2);
         assert_eq!(t.snapshot().fired.len(), 1);
         assert!(t.quiet_for() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_stale_read_armed_on_a_consistent_read_moves_to_the_next_read() {
+        let t = Tracer::default();
+        let w = Duration::from_secs(3);
+        t.follow("sa", vec![Perturbation::StaleRead { n: 2, window: w }]);
+        t.next_read();
+        assert_eq!(t.next_read().stale_window, Some(w));
+        t.stale_deferred(2);
+        let third = t.next_read();
+        assert_eq!((third.ordinal, third.stale_window), (3, Some(w)));
+        t.stale_deferred(3);
+        assert_eq!(t.next_read().stale_window, Some(w));
+        t.stale_served(4);
+        assert_eq!(t.snapshot().fired.len(), 1);
+        // Served once: the reads after it are fresh, and a late deferral changes nothing.
+        t.stale_deferred(4);
+        assert_eq!(t.next_read().stale_window, None);
+        assert_eq!(t.next_read().stale_window, None);
     }
 
     #[test]
