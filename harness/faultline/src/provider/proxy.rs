@@ -465,6 +465,10 @@ async fn forward(s: &Shared, req: Request<Incoming>) -> Result<Response<ProxyBod
                     s.tracer.stale_served(read.ticket.ordinal);
                 }
             }
+        } else if read.ticket.stale_window.is_some() {
+            // A consistent read, which no watch cache answers: the stale view goes to the
+            // controller's next read, as on the sim (`Tracer::stale_deferred`).
+            s.tracer.stale_deferred(read.ticket.ordinal);
         }
         cache.observe(
             &key,
