@@ -312,18 +312,9 @@ pub fn cluster_plan(
             kubectl_sh("apply -f /kind/manifests/default-storage.yaml"),
         ));
         if input.longhorn_stand_in {
-            up.push(Step::node(
+            up.push(Step::apply(
                 "storage: StorageClass `longhorn` on the node image's CSI driver (--longhorn-stand-in)",
-                &cp.name,
-                format!(
-                    "printf '%s\\n' {} | {}",
-                    LONGHORN_STAND_IN_CLASS
-                        .lines()
-                        .map(|l| format!("'{l}'"))
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    kubectl_sh("apply -f -")
-                ),
+                LONGHORN_STAND_IN_CLASS,
             ));
         }
     }

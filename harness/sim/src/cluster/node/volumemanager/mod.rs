@@ -242,8 +242,8 @@ impl VolumeManager {
         self.asw.mount_lines()
     }
 
-    /// A kubelet that starts again has an empty operation executor and desired state, and
-    /// reconstructs what is mounted from disk (a reboot leaves nothing mounted): the volume
+    /// A kubelet that starts again has an empty operation executor (the populator fills the
+    /// desired state again from the node's pods) and reconstructs what is mounted from disk (a reboot leaves nothing mounted): the volume
     /// manager's start lines (volume_manager.go `Run`), then the reconciler's reconstruction
     /// (reconstruct.go `reconstructVolumes`) before its first pass.
     pub fn restart(&mut self, kind: ResetKind, log: &KubeletLog) {
