@@ -643,8 +643,8 @@ impl Store {
         // The apiserver skips no-op writes (no new resourceVersion, no watch event); etcd3
         // compares the whole stored object, so new managedFields alone (an apply by a manager
         // not yet recorded, which changes nothing else) are a write.
-        let fields = |v: &Value| v.pointer("/metadata/managedFields").cloned();
-        let managed_changed = fields(&merged).is_some() && fields(&merged) != fields(&current);
+        let managed_changed = meta::at(&merged, "/metadata/managedFields")
+            .is_some_and(|m| Some(m) != meta::at(&current, "/metadata/managedFields"));
         let current_rv = meta::parse_uint(meta::resource_version(&current)).unwrap_or(0);
         let undefaulted = inner.undefaulted.get(&(key.clone(), okey.clone())) == Some(&current_rv);
         if meta::same_content(&merged, &current) && !managed_changed && !undefaulted {
@@ -1363,7 +1363,7 @@ fn merge_for_scope(
                 false,
             );
             let mut out = new;
-            for path in reset.iter().flat_map(|s| s.iter()) {
+            for path in reset.iter().flat_map(|s| s.paths()) {
                 let names: Vec<&str> = path
                     .iter()
                     .filter_map(|e| match e {

@@ -198,7 +198,7 @@ impl Kubelet {
                         if p.synced && foreign {
                             p.status_dirty = true;
                         }
-                        p.pod = obj;
+                        p.set_pod(obj);
                         p.wake();
                     }
                     None => {
@@ -390,7 +390,7 @@ impl Kubelet {
     fn plugin_pod(&self) -> Option<PluginPod> {
         self.pod_workers
             .iter()
-            .find(|p| p.name.starts_with("longhorn-csi-plugin") && !meta::is_deleting(&p.pod))
+            .find(|p| p.name.starts_with("longhorn-csi-plugin") && !p.is_deleting())
             .map(|p| PluginPod {
                 // A registrar whose socket was removed (csiDriverUnregistered) registers nothing.
                 registration_socket: self
@@ -404,7 +404,7 @@ impl Kubelet {
     pub fn registrar_process(&self) -> Option<String> {
         self.pod_workers
             .iter()
-            .find(|p| p.name.starts_with("longhorn-csi-plugin") && !meta::is_deleting(&p.pod))?
+            .find(|p| p.name.starts_with("longhorn-csi-plugin") && !p.is_deleting())?
             .containers
             .main
             .iter()
@@ -546,7 +546,7 @@ impl Kubelet {
                     if !meta::identical_outside_status(&pod, &p.pod) {
                         p.wake();
                     }
-                    p.pod = pod;
+                    p.set_pod(pod);
                 }
                 Synced::Deleted => {
                     let line = format!(

@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Number, Value};
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 #[derive(Clone, Debug)]
@@ -271,9 +271,16 @@ pub(crate) fn equals(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// A set of paths (`fieldpath.Set`). The empty path (the whole object) is never a member.
+/// A set of paths (`fieldpath.Set`), shaped as upstream's: the elements that are members at
+/// this node and, per element, the set below it. Set operations then compare only the
+/// elements of one node at a time and `FieldsV1` maps onto it directly; a flat set of whole
+/// paths spent most of a write comparing and cloning shared prefixes. The empty path (the
+/// whole object) is never a member, and no child set is empty.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Set(BTreeSet<Path>);
+pub(crate) struct Set {
+    members: BTreeSet<PathElement>,
+    children: BTreeMap<PathElement, Set>,
+}
 
 impl Set {
     pub(crate) fn new() -> Set {
@@ -281,147 +288,233 @@ impl Set {
     }
 
     pub(crate) fn insert(&mut self, p: Path) {
-        if !p.is_empty() {
-            self.0.insert(p);
+        let Some((last, prefix)) = p.split_last() else {
+            return;
+        };
+        let mut node = self;
+        for pe in prefix {
+            node = node.children.entry(pe.clone()).or_default();
         }
+        node.members.insert(last.clone());
     }
 
     pub(crate) fn has(&self, p: &[PathElement]) -> bool {
-        self.0.contains(p)
+        let Some((last, prefix)) = p.split_last() else {
+            return false;
+        };
+        let mut node = self;
+        for pe in prefix {
+            match node.children.get(pe) {
+                Some(c) => node = c,
+                None => return false,
+            }
+        }
+        node.members.contains(last)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.members.is_empty() && self.children.is_empty()
     }
 
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.0.len()
+        self.members.len() + self.children.values().map(Set::len).sum::<usize>()
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Path> {
-        self.0.iter()
+    /// The members in path order (a path before the paths below it).
+    pub(crate) fn paths(&self) -> Vec<Path> {
+        fn visit(set: &Set, prefix: &mut Path, out: &mut Vec<Path>) {
+            let mut members = set.members.iter().peekable();
+            let mut children = set.children.iter().peekable();
+            loop {
+                let take_member = match (members.peek(), children.peek()) {
+                    (None, None) => return,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                    (Some(m), Some((c, _))) => *m <= *c,
+                };
+                if take_member {
+                    let m = members.next().expect("peeked");
+                    let mut p = prefix.clone();
+                    p.push(m.clone());
+                    out.push(p);
+                } else {
+                    let (pe, child) = children.next().expect("peeked");
+                    prefix.push(pe.clone());
+                    visit(child, prefix, out);
+                    prefix.pop();
+                }
+            }
+        }
+        let mut out = Vec::new();
+        visit(self, &mut Vec::new(), &mut out);
+        out
     }
 
     pub(crate) fn union(&self, other: &Set) -> Set {
-        Set(self.0.union(&other.0).cloned().collect())
+        let mut out = self.clone();
+        out.union_with(other);
+        out
+    }
+
+    /// `self` becomes `self ∪ other`.
+    pub(crate) fn union_with(&mut self, other: &Set) {
+        self.members.extend(other.members.iter().cloned());
+        for (pe, child) in &other.children {
+            match self.children.get_mut(pe) {
+                Some(mine) => mine.union_with(child),
+                None => {
+                    self.children.insert(pe.clone(), child.clone());
+                }
+            }
+        }
     }
 
     pub(crate) fn intersection(&self, other: &Set) -> Set {
-        Set(self.0.intersection(&other.0).cloned().collect())
+        let (small, large) = if self.members.len() <= other.members.len() {
+            (self, other)
+        } else {
+            (other, self)
+        };
+        let members = small
+            .members
+            .iter()
+            .filter(|pe| large.members.contains(*pe))
+            .cloned()
+            .collect();
+        let mut children = BTreeMap::new();
+        for (pe, child) in &self.children {
+            if let Some(theirs) = other.children.get(pe) {
+                let both = child.intersection(theirs);
+                if !both.is_empty() {
+                    children.insert(pe.clone(), both);
+                }
+            }
+        }
+        Set { members, children }
     }
 
     /// Members of `self` that are not members of `other` (a parent minus its child is the
     /// parent).
     pub(crate) fn difference(&self, other: &Set) -> Set {
-        Set(self.0.difference(&other.0).cloned().collect())
+        let mut out = self.clone();
+        out.remove_all(other);
+        out
+    }
+
+    /// `self` becomes `self - other` ([`Set::difference`]).
+    pub(crate) fn remove_all(&mut self, other: &Set) {
+        if other.is_empty() {
+            return;
+        }
+        self.members.retain(|pe| !other.members.contains(pe));
+        self.children.retain(|pe, child| {
+            if let Some(theirs) = other.children.get(pe) {
+                child.remove_all(theirs);
+            }
+            !child.is_empty()
+        });
     }
 
     /// `RecursiveDifference`: drops every member of `self` that is, or is below, a member of
     /// `other`.
     pub(crate) fn recursive_difference(&self, other: &Set) -> Set {
-        Set(self
-            .0
+        let members = self
+            .members
             .iter()
-            .filter(|p| !(1..=p.len()).any(|n| other.0.contains(&p[..n])))
+            .filter(|pe| !other.members.contains(*pe))
             .cloned()
-            .collect())
+            .collect();
+        let mut children = BTreeMap::new();
+        for (pe, child) in &self.children {
+            if other.members.contains(pe) {
+                continue;
+            }
+            let rest = match other.children.get(pe) {
+                Some(theirs) => child.recursive_difference(theirs),
+                None => child.clone(),
+            };
+            if !rest.is_empty() {
+                children.insert(pe.clone(), rest);
+            }
+        }
+        Set { members, children }
     }
 
     /// The members below `pe`, with `pe` taken off (`WithPrefix`).
     pub(crate) fn with_prefix(&self, pe: &PathElement) -> Set {
-        Set(self
-            .0
-            .iter()
-            .filter(|p| p.len() > 1 && p[0] == *pe)
-            .map(|p| p[1..].to_vec())
-            .collect())
+        self.children.get(pe).cloned().unwrap_or_default()
     }
 
     /// Whether any member starts with `pe` and goes deeper (a child node exists).
     pub(crate) fn has_children(&self, pe: &PathElement) -> bool {
-        self.0.iter().any(|p| p.len() > 1 && p[0] == *pe)
+        self.children.contains_key(pe)
     }
 
     /// Members in the order `Set.Iterate` visits them: a node's own members first, then each
     /// child node's, recursively.
     pub(crate) fn iterate(&self) -> Vec<Path> {
-        fn visit(set: &Set, prefix: &mut Path, depth: usize, out: &mut Vec<Path>) {
-            let here: Vec<&Path> = set
-                .0
-                .iter()
-                .filter(|p| p.len() > depth && p[..depth] == prefix[..])
-                .collect();
-            for p in here.iter().filter(|p| p.len() == depth + 1) {
-                out.push((*p).clone());
+        fn visit(set: &Set, prefix: &mut Path, out: &mut Vec<Path>) {
+            for pe in &set.members {
+                let mut p = prefix.clone();
+                p.push(pe.clone());
+                out.push(p);
             }
-            let mut children: Vec<&PathElement> = here
-                .iter()
-                .filter(|p| p.len() > depth + 1)
-                .map(|p| &p[depth])
-                .collect();
-            children.dedup();
-            for c in children {
-                prefix.push(c.clone());
-                visit(set, prefix, depth + 1, out);
+            for (pe, child) in &set.children {
+                prefix.push(pe.clone());
+                visit(child, prefix, out);
                 prefix.pop();
             }
         }
-        let mut out = Vec::with_capacity(self.0.len());
-        visit(self, &mut Vec::new(), 0, &mut out);
+        let mut out = Vec::new();
+        visit(self, &mut Vec::new(), &mut out);
         out
     }
 
-    /// `FieldsV1` JSON of the set.
+    /// `FieldsV1` JSON of the set: per element in order, `{}` for a member without children,
+    /// else its children, with `"."` first when it is also a member.
     pub(crate) fn to_fields_v1(&self) -> Value {
-        fn emit(set: &Set, prefix: &[PathElement], include_self: bool) -> Map<String, Value> {
-            let depth = prefix.len();
+        fn emit(set: &Set) -> Map<String, Value> {
             let mut out = Map::new();
-            let below: Vec<&Path> = set
-                .0
-                .range(prefix.to_vec()..)
-                .take_while(|p| p.starts_with(prefix))
-                .filter(|p| p.len() > depth)
-                .collect();
-            if include_self && !below.is_empty() {
-                out.insert(".".into(), Value::Object(Map::new()));
-            }
-            let mut i = 0;
-            while i < below.len() {
-                let pe = &below[i][depth];
-                let mut j = i;
-                let mut member = false;
-                let mut deeper = false;
-                while j < below.len() && below[j][depth] == *pe {
-                    if below[j].len() == depth + 1 {
-                        member = true;
-                    } else {
-                        deeper = true;
+            let mut members = set.members.iter().peekable();
+            let mut children = set.children.iter().peekable();
+            loop {
+                let (pe, value) = match (members.peek(), children.peek()) {
+                    (None, None) => return out,
+                    (Some(m), c) if c.is_none_or(|(c, _)| *m < *c) => {
+                        let m = members.next().expect("peeked");
+                        (m, Value::Object(Map::new()))
                     }
-                    j += 1;
-                }
-                let value = if deeper {
-                    let mut child = prefix.to_vec();
-                    child.push(pe.clone());
-                    Value::Object(emit(set, &child, member))
-                } else {
-                    Value::Object(Map::new())
+                    (m, Some((c, _))) => {
+                        let member = m.is_some_and(|m| *m == *c);
+                        if member {
+                            members.next();
+                        }
+                        let (pe, child) = children.next().expect("peeked");
+                        let mut inner = Map::new();
+                        if member {
+                            inner.insert(".".into(), Value::Object(Map::new()));
+                        }
+                        inner.extend(emit(child));
+                        (pe, Value::Object(inner))
+                    }
+                    (Some(_), None) => unreachable!("handled above"),
                 };
                 out.insert(pe.serialize(), value);
-                i = j;
             }
-            out
         }
-        Value::Object(emit(self, &[], false))
+        Value::Object(emit(self))
     }
 
     /// Reads `FieldsV1` (`FieldsToSet`). Keys of an unknown element type are dropped, as
     /// upstream; a malformed key is an error.
     pub(crate) fn from_fields_v1(v: &Value) -> Result<Set, String> {
-        fn read(v: &Value, prefix: &mut Path, out: &mut Set) -> Result<bool, String> {
+        /// The set below `v`, and whether `v`'s own element is a member.
+        fn read(v: &Value) -> Result<(Set, bool), String> {
             let Some(m) = v.as_object() else {
                 return Err(format!("expected an object, got {v}"));
             };
+            let mut set = Set::new();
             let mut has_children = false;
             let mut member = false;
             for (k, child) in m {
@@ -433,17 +526,17 @@ impl Set {
                     continue;
                 };
                 has_children = true;
-                prefix.push(pe);
-                if read(child, prefix, out)? {
-                    out.insert(prefix.clone());
+                let (below, is_member) = read(child)?;
+                if is_member {
+                    set.members.insert(pe.clone());
                 }
-                prefix.pop();
+                if !below.is_empty() {
+                    set.children.insert(pe, below);
+                }
             }
-            Ok(member || !has_children)
+            Ok((set, member || !has_children))
         }
-        let mut out = Set::new();
-        read(v, &mut Vec::new(), &mut out)?;
-        Ok(out)
+        read(v).map(|(set, _)| set)
     }
 }
 
@@ -525,6 +618,62 @@ mod tests {
         // numbers compare by value, whatever their JSON form
         assert!(equals(&json!(80), &json!(80.0)));
         assert_eq!(compare(&json!(2), &json!(10.5)), Ordering::Less);
+    }
+
+    /// The set operations against the plain definition over whole paths (what a flat
+    /// `BTreeSet<Path>` computes), on random sets over a small alphabet so that prefixes,
+    /// members with children and shared subtrees all occur.
+    #[test]
+    fn set_operations_agree_with_sets_of_whole_paths() {
+        use rand::{rngs::StdRng, Rng, SeedableRng};
+        use std::collections::BTreeSet;
+        let alphabet = [
+            PathElement::field("a"),
+            PathElement::field("b"),
+            PathElement::Key(vec![("name".into(), json!("x"))]),
+            PathElement::Value(json!(1)),
+        ];
+        let mut rng = StdRng::seed_from_u64(7);
+        let mut random = |rng: &mut StdRng| -> BTreeSet<Path> {
+            (0..rng.random_range(0..12))
+                .map(|_| {
+                    (0..rng.random_range(1..4))
+                        .map(|_| alphabet[rng.random_range(0..alphabet.len())].clone())
+                        .collect()
+                })
+                .collect()
+        };
+        let set = |flat: &BTreeSet<Path>| -> Set { flat.iter().cloned().collect() };
+        let flat = |s: &Set| -> BTreeSet<Path> { s.paths().into_iter().collect() };
+        for _ in 0..500 {
+            let (x, y) = (random(&mut rng), random(&mut rng));
+            let (a, b) = (set(&x), set(&y));
+            assert_eq!(a.paths(), x.iter().cloned().collect::<Vec<_>>(), "path order");
+            assert_eq!(flat(&a.union(&b)), x.union(&y).cloned().collect());
+            assert_eq!(flat(&a.intersection(&b)), x.intersection(&y).cloned().collect());
+            assert_eq!(flat(&a.difference(&b)), x.difference(&y).cloned().collect());
+            let recursive: BTreeSet<Path> = x
+                .iter()
+                .filter(|p| !(1..=p.len()).any(|n| y.contains(&p[..n])))
+                .cloned()
+                .collect();
+            assert_eq!(flat(&a.recursive_difference(&b)), recursive);
+            // Operations keep the shape canonical: equal sets compare equal.
+            assert_eq!(a.union(&b).difference(&b), set(&x.difference(&y).cloned().collect()));
+            assert_eq!(a.is_empty(), x.is_empty());
+            for p in &y {
+                assert_eq!(a.has(p), x.contains(p));
+            }
+            let pe = &alphabet[0];
+            let below: BTreeSet<Path> = x
+                .iter()
+                .filter(|p| p.len() > 1 && p[0] == *pe)
+                .map(|p| p[1..].to_vec())
+                .collect();
+            assert_eq!(flat(&a.with_prefix(pe)), below);
+            assert_eq!(a.has_children(pe), !below.is_empty());
+            assert_eq!(Set::from_fields_v1(&a.to_fields_v1()).unwrap(), a);
+        }
     }
 
     #[test]

@@ -230,7 +230,9 @@ impl Endpoint<'_> {
 }
 
 /// Metadata the field manager never records (`stripMetaManager`).
-fn strip_set() -> Set {
+fn strip_set() -> &'static Set {
+    static SET: std::sync::OnceLock<Set> = std::sync::OnceLock::new();
+    SET.get_or_init(|| {
     [
         path(&["apiVersion"]),
         path(&["kind"]),
@@ -247,6 +249,7 @@ fn strip_set() -> Set {
     ]
     .into_iter()
     .collect()
+    })
 }
 
 fn managed_fields(obj: &Value) -> Option<&Vec<Value>> {
@@ -401,9 +404,9 @@ impl Updater<'_> {
                 continue;
             }
             if let Some(c) = conflicts.get(id) {
-                vs.set = vs.set.difference(c);
+                vs.set.remove_all(c);
             }
-            vs.set = vs.set.difference(&compare.removed);
+            vs.set.remove_all(&compare.removed);
         }
         managers.retain(|_, vs| !vs.set.is_empty());
         Ok(compare)
@@ -420,11 +423,10 @@ impl Updater<'_> {
         let Ok(compare) = self.update(live, new, managers, id, true) else {
             return;
         };
-        let previous = managers.remove(id).map(|vs| vs.set).unwrap_or_default();
-        let set = previous
-            .difference(&compare.removed)
-            .union(&compare.modified)
-            .union(&compare.added);
+        let mut set = managers.remove(id).map(|vs| vs.set).unwrap_or_default();
+        set.remove_all(&compare.removed);
+        set.union_with(&compare.modified);
+        set.union_with(&compare.added);
         let set = self.filter(set);
         if !set.is_empty() {
             managers.insert(
@@ -456,12 +458,16 @@ impl Updater<'_> {
         );
         self.update_as(live, new, &mut managed.fields, &current);
         if let Some(vs) = managed.fields.remove(&current) {
-            let set = vs.set.difference(&strip_set());
+            let mut set = vs.set;
+            set.remove_all(strip_set());
             if set.is_empty() {
                 return;
             }
             let merged = match managed.fields.remove(&id) {
-                Some(prev) => set.union(&prev.set),
+                Some(prev) => {
+                    set.union_with(&prev.set);
+                    set
+                }
                 None => set,
             };
             managed.fields.insert(
@@ -567,8 +573,11 @@ pub(crate) fn update(ep: &Endpoint, live: Option<&Value>, new: &mut Value, manag
     if managed.fields.is_empty() && has_uid {
         return;
     }
-    let live_plain = without_managed_fields(live);
-    up.record(&live_plain, new, &mut managed, manager);
+    // `stripMetaManager` compares the objects without their managedFields; `new`'s are `[]`
+    // here and the list is atomic, so comparing with the live object's as they are records
+    // only `metadata.managedFields`, which the strip set takes out again, without copying the
+    // live object.
+    up.record(live, new, &mut managed, manager);
     up.cap(&mut managed);
     let fields = &managed.fields;
     managed.times.retain(|id, _| fields.contains_key(id));
@@ -643,7 +652,7 @@ pub(crate) fn apply(
         .map_err(ApplyError::Conflicts)?;
     // `stripMetaManager`, then `managedFieldsUpdater`: the time moves only when the object did.
     if let Some(vs) = managed.fields.get_mut(&id) {
-        vs.set = vs.set.difference(&strip_set());
+        vs.set.remove_all(strip_set());
         if vs.set.is_empty() {
             managed.fields.remove(&id);
         }
@@ -740,7 +749,7 @@ pub(crate) fn scale_to_subresource(parent: &[Value], mapping: (&str, &Set)) -> O
     let managed = Managed::decode(parent).ok()?;
     let mut out = Managed::default();
     for (id, vs) in &managed.fields {
-        if vs.api_version != mapping.0 || !mapping.1.iter().all(|p| vs.set.has(p)) {
+        if vs.api_version != mapping.0 || !mapping.1.paths().iter().all(|p| vs.set.has(p)) {
             continue;
         }
         out.fields.insert(
@@ -772,7 +781,7 @@ pub(crate) fn scale_to_parent(
     let mut out = Managed::default();
     for (id, vs) in &parent.fields {
         let time = parent.times.get(id).cloned().flatten();
-        if vs.api_version != mapping.0 || !mapping.1.iter().all(|p| vs.set.has(p)) {
+        if vs.api_version != mapping.0 || !mapping.1.paths().iter().all(|p| vs.set.has(p)) {
             out.fields.insert(id.clone(), vs.clone());
             out.times.insert(id.clone(), time);
             continue;
