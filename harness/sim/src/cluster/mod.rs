@@ -82,6 +82,7 @@ impl SimCluster {
             // own arrives while the partition lasts.
             let link = node.clone();
             let client = Internal::new(api.clone(), "kubelet")
+                .with_well_typed_bodies()
                 .with_reachability(Arc::new(move || !link.state.lock().faults.partitioned));
             let k = Kubelet::new(
                 node.clone(),
@@ -113,7 +114,7 @@ impl SimCluster {
             tasks.push(tokio::spawn(run_pleg(k.clone(), timing.clone())));
         }
         tasks.push(tokio::spawn(scheduler::run(
-            Internal::new(api.clone(), "default-scheduler"),
+            Internal::new(api.clone(), "default-scheduler").with_well_typed_bodies(),
             timing.clone(),
         )));
         tasks.push(tokio::spawn(nodelifecycle::run(

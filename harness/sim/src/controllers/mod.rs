@@ -52,7 +52,7 @@ use tokio::task::JoinHandle;
 pub fn start(api: Arc<ApiServer>, mut timing: Timing) -> Vec<JoinHandle<()>> {
     // One clock: the API server's.
     timing.clock = api.clock().clone();
-    let client = || Internal::new(api.clone(), "kube-controller-manager");
+    let client = || Internal::new(api.clone(), "kube-controller-manager").with_well_typed_bodies();
     // Resync as a safety net only: changes and requeues drive the loops. Not below 5 s even on
     // a fast clock: a resync reconciles every object, which large clusters must not pay often.
     let resync = timing

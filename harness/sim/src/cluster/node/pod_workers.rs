@@ -97,7 +97,11 @@ impl PodWorker {
 
     /// The pod has a deletionTimestamp.
     pub fn is_deleting(&self) -> bool {
-        debug_assert_eq!(self.deleting, meta::is_deleting(&self.pod), "set_pod keeps it");
+        debug_assert_eq!(
+            self.deleting,
+            meta::is_deleting(&self.pod),
+            "set_pod keeps it"
+        );
         self.deleting
     }
 
@@ -304,9 +308,7 @@ impl PodWorkers {
         match p.state {
             PodWorkerState::TerminatedPod => self.sync_terminated_pod(uid, ctx),
             PodWorkerState::TerminatingPod { .. } => self.sync_terminating_pod(uid, ctx, now),
-            PodWorkerState::SyncPod if p.is_deleting() => {
-                self.sync_terminating_pod(uid, ctx, now)
-            }
+            PodWorkerState::SyncPod if p.is_deleting() => self.sync_terminating_pod(uid, ctx, now),
             PodWorkerState::SyncPod => self.sync_pod(uid, ctx, now),
         }
     }

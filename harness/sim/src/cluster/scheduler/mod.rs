@@ -144,8 +144,7 @@ fn schedule_batch(
             None => {
                 let msg =
                     unschedulable_message(nodes.len(), needs.volume_problem.as_deref(), &reasons);
-                let already = pod
-                    .pointer("/status/conditions")
+                let already = meta::at(&pod, "/status/conditions")
                     .and_then(Value::as_array)
                     .and_then(|cs| cs.iter().find(|c| c["type"] == "PodScheduled"))
                     .map(|c| c["message"] == json!(msg) && c["status"] == "False")
@@ -254,8 +253,7 @@ fn unschedulable_message(
 }
 
 fn tolerates(pod: &Value, taint: &Value) -> bool {
-    let tolerations = pod
-        .pointer("/spec/tolerations")
+    let tolerations = meta::at(pod, "/spec/tolerations")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
@@ -292,8 +290,7 @@ pub(crate) struct NodeInfo {
 
 impl NodeInfo {
     pub(crate) fn of(node: Arc<Value>) -> Self {
-        let taints = node
-            .pointer("/spec/taints")
+        let taints = meta::at(&node, "/spec/taints")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
@@ -307,14 +304,14 @@ impl NodeInfo {
             .collect();
         NodeInfo {
             name: meta::name(&node).to_string(),
-            unschedulable: node.pointer("/spec/unschedulable") == Some(&json!(true)),
+            unschedulable: meta::at(&node, "/spec/unschedulable") == Some(&json!(true)),
             taints,
             allocatable: (
-                node.pointer("/status/allocatable/cpu")
+                meta::at(&node, "/status/allocatable/cpu")
                     .and_then(Value::as_str)
                     .map(parse_cpu)
                     .unwrap_or(0.0),
-                node.pointer("/status/allocatable/memory")
+                meta::at(&node, "/status/allocatable/memory")
                     .and_then(Value::as_str)
                     .map(parse_bytes)
                     .unwrap_or(0.0),
@@ -342,15 +339,13 @@ impl PodNeeds {
             volume_problem: None,
             pv_terms: Vec::new(),
         };
-        for v in pod
-            .pointer("/spec/volumes")
+        for v in meta::at(pod, "/spec/volumes")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
         {
-            let Some(claim) = v
-                .pointer("/persistentVolumeClaim/claimName")
-                .and_then(Value::as_str)
+            let Some(claim) =
+                meta::at(v, "/persistentVolumeClaim/claimName").and_then(Value::as_str)
             else {
                 continue;
             };
@@ -373,8 +368,7 @@ impl PodNeeds {
             let Some(pv) = client.get("", "persistentvolumes", "", pv_name) else {
                 continue;
             };
-            if let Some(terms) = pv
-                .pointer("/spec/nodeAffinity/required/nodeSelectorTerms")
+            if let Some(terms) = meta::at(&pv, "/spec/nodeAffinity/required/nodeSelectorTerms")
                 .and_then(Value::as_array)
             {
                 needs.pv_terms.push(terms.clone());
@@ -397,8 +391,8 @@ fn fits(pod: &Value, needs: &PodNeeds, node: &NodeInfo, used: (f64, f64)) -> Res
     if node.taints.iter().any(|taint| !tolerates(pod, taint)) {
         return Err(unresolvable("node(s) had untolerated taint(s)"));
     }
-    if let Some(sel) = pod.pointer("/spec/nodeSelector").and_then(Value::as_object) {
-        let labels = node.node.pointer("/metadata/labels");
+    if let Some(sel) = meta::at(pod, "/spec/nodeSelector").and_then(Value::as_object) {
+        let labels = meta::at(&node.node, "/metadata/labels");
         let ok = sel
             .iter()
             .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
@@ -408,7 +402,7 @@ fn fits(pod: &Value, needs: &PodNeeds, node: &NodeInfo, used: (f64, f64)) -> Res
             ));
         }
     }
-    if let Some(terms) = pod.pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms").and_then(Value::as_array) {
+    if let Some(terms) = meta::at(pod, "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms").and_then(Value::as_array) {
         if !terms.iter().any(|t| node_selector_term_matches(t, &node.node)) {
             return Err(unresolvable("node(s) didn't match Pod's node affinity/selector"));
         }
@@ -443,7 +437,7 @@ fn fits(pod: &Value, needs: &PodNeeds, node: &NodeInfo, used: (f64, f64)) -> Res
 }
 
 fn node_selector_term_matches(term: &Value, node: &Value) -> bool {
-    let labels = node.pointer("/metadata/labels");
+    let labels = meta::at(node, "/metadata/labels");
     let exprs = term
         .get("matchExpressions")
         .and_then(Value::as_array)
@@ -507,12 +501,12 @@ fn node_selector_term_matches(term: &Value, node: &Value) -> bool {
 /// Summed cpu (cores) and memory (bytes) requests of the pod's containers (init: the max).
 fn requests(pod: &Value) -> (f64, f64) {
     let sum = |field: &str| -> Vec<(f64, f64)> {
-        pod.pointer(&format!("/spec/{}", field))
+        meta::at(pod, &format!("/spec/{}", field))
             .and_then(Value::as_array)
             .map(|cs| {
                 cs.iter()
                     .map(|c| {
-                        let r = c.pointer("/resources/requests");
+                        let r = meta::at(c, "/resources/requests");
                         let cpu = r
                             .and_then(|r| r.get("cpu"))
                             .and_then(Value::as_str)

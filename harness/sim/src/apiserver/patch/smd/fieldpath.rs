@@ -648,9 +648,16 @@ mod tests {
         for _ in 0..500 {
             let (x, y) = (random(&mut rng), random(&mut rng));
             let (a, b) = (set(&x), set(&y));
-            assert_eq!(a.paths(), x.iter().cloned().collect::<Vec<_>>(), "path order");
+            assert_eq!(
+                a.paths(),
+                x.iter().cloned().collect::<Vec<_>>(),
+                "path order"
+            );
             assert_eq!(flat(&a.union(&b)), x.union(&y).cloned().collect());
-            assert_eq!(flat(&a.intersection(&b)), x.intersection(&y).cloned().collect());
+            assert_eq!(
+                flat(&a.intersection(&b)),
+                x.intersection(&y).cloned().collect()
+            );
             assert_eq!(flat(&a.difference(&b)), x.difference(&y).cloned().collect());
             let recursive: BTreeSet<Path> = x
                 .iter()
@@ -659,7 +666,10 @@ mod tests {
                 .collect();
             assert_eq!(flat(&a.recursive_difference(&b)), recursive);
             // Operations keep the shape canonical: equal sets compare equal.
-            assert_eq!(a.union(&b).difference(&b), set(&x.difference(&y).cloned().collect()));
+            assert_eq!(
+                a.union(&b).difference(&b),
+                set(&x.difference(&y).cloned().collect())
+            );
             assert_eq!(a.is_empty(), x.is_empty());
             for p in &y {
                 assert_eq!(a.has(p), x.contains(p));

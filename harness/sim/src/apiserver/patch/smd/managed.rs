@@ -233,22 +233,22 @@ impl Endpoint<'_> {
 fn strip_set() -> &'static Set {
     static SET: std::sync::OnceLock<Set> = std::sync::OnceLock::new();
     SET.get_or_init(|| {
-    [
-        path(&["apiVersion"]),
-        path(&["kind"]),
-        path(&["metadata"]),
-        path(&["metadata", "name"]),
-        path(&["metadata", "namespace"]),
-        path(&["metadata", "creationTimestamp"]),
-        path(&["metadata", "selfLink"]),
-        path(&["metadata", "uid"]),
-        path(&["metadata", "clusterName"]),
-        path(&["metadata", "generation"]),
-        path(&["metadata", "managedFields"]),
-        path(&["metadata", "resourceVersion"]),
-    ]
-    .into_iter()
-    .collect()
+        [
+            path(&["apiVersion"]),
+            path(&["kind"]),
+            path(&["metadata"]),
+            path(&["metadata", "name"]),
+            path(&["metadata", "namespace"]),
+            path(&["metadata", "creationTimestamp"]),
+            path(&["metadata", "selfLink"]),
+            path(&["metadata", "uid"]),
+            path(&["metadata", "clusterName"]),
+            path(&["metadata", "generation"]),
+            path(&["metadata", "managedFields"]),
+            path(&["metadata", "resourceVersion"]),
+        ]
+        .into_iter()
+        .collect()
     })
 }
 
