@@ -323,31 +323,8 @@ impl Set {
 
     /// The members in path order (a path before the paths below it).
     pub(crate) fn paths(&self) -> Vec<Path> {
-        fn visit(set: &Set, prefix: &mut Path, out: &mut Vec<Path>) {
-            let mut members = set.members.iter().peekable();
-            let mut children = set.children.iter().peekable();
-            loop {
-                let take_member = match (members.peek(), children.peek()) {
-                    (None, None) => return,
-                    (Some(_), None) => true,
-                    (None, Some(_)) => false,
-                    (Some(m), Some((c, _))) => *m <= *c,
-                };
-                if take_member {
-                    let m = members.next().expect("peeked");
-                    let mut p = prefix.clone();
-                    p.push(m.clone());
-                    out.push(p);
-                } else {
-                    let (pe, child) = children.next().expect("peeked");
-                    prefix.push(pe.clone());
-                    visit(child, prefix, out);
-                    prefix.pop();
-                }
-            }
-        }
-        let mut out = Vec::new();
-        visit(self, &mut Vec::new(), &mut out);
+        let mut out = self.iterate();
+        out.sort();
         out
     }
 
