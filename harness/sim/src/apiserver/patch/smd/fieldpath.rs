@@ -611,7 +611,7 @@ mod tests {
             PathElement::Value(json!(1)),
         ];
         let mut rng = StdRng::seed_from_u64(7);
-        let mut random = |rng: &mut StdRng| -> BTreeSet<Path> {
+        let random = |rng: &mut StdRng| -> BTreeSet<Path> {
             (0..rng.random_range(0..12))
                 .map(|_| {
                     (0..rng.random_range(1..4))
