@@ -1363,7 +1363,7 @@ fn merge_for_scope(
                 false,
             );
             let mut out = new;
-            for path in reset.iter().flat_map(|s| s.paths()) {
+            for path in reset.iter().flat_map(|s| s.iterate()) {
                 let names: Vec<&str> = path
                     .iter()
                     .filter_map(|e| match e {

@@ -322,6 +322,7 @@ impl Set {
     }
 
     /// The members in path order (a path before the paths below it).
+    #[cfg(test)]
     pub(crate) fn paths(&self) -> Vec<Path> {
         let mut out = self.iterate();
         out.sort();

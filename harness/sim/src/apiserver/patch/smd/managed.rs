@@ -749,7 +749,7 @@ pub(crate) fn scale_to_subresource(parent: &[Value], mapping: (&str, &Set)) -> O
     let managed = Managed::decode(parent).ok()?;
     let mut out = Managed::default();
     for (id, vs) in &managed.fields {
-        if vs.api_version != mapping.0 || !mapping.1.paths().iter().all(|p| vs.set.has(p)) {
+        if vs.api_version != mapping.0 || !mapping.1.difference(&vs.set).is_empty() {
             continue;
         }
         out.fields.insert(
@@ -781,7 +781,7 @@ pub(crate) fn scale_to_parent(
     let mut out = Managed::default();
     for (id, vs) in &parent.fields {
         let time = parent.times.get(id).cloned().flatten();
-        if vs.api_version != mapping.0 || !mapping.1.paths().iter().all(|p| vs.set.has(p)) {
+        if vs.api_version != mapping.0 || !mapping.1.difference(&vs.set).is_empty() {
             out.fields.insert(id.clone(), vs.clone());
             out.times.insert(id.clone(), time);
             continue;

@@ -826,7 +826,7 @@ pub(crate) fn remove_items(
 /// `Set.EnsureNamedFieldsAreMembers`: `set` plus every struct field that has members below it.
 pub(crate) fn ensure_named_fields_are_members(schema: &Schema, ty: &TypeRef, set: &Set) -> Set {
     let mut out = set.clone();
-    for p in set.paths() {
+    for p in set.iterate() {
         let mut tr: Option<&TypeRef> = Some(ty);
         for n in 0..p.len().saturating_sub(1) {
             let r = tr.and_then(|t| schema.resolve(t));

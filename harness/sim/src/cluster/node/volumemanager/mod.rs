@@ -243,9 +243,10 @@ impl VolumeManager {
     }
 
     /// A kubelet that starts again has an empty operation executor (the populator fills the
-    /// desired state again from the node's pods) and reconstructs what is mounted from disk (a reboot leaves nothing mounted): the volume
-    /// manager's start lines (volume_manager.go `Run`), then the reconciler's reconstruction
-    /// (reconstruct.go `reconstructVolumes`) before its first pass.
+    /// desired state again from the node's pods) and reconstructs what is mounted from disk (a
+    /// reboot leaves nothing mounted): the volume manager's start lines (volume_manager.go
+    /// `Run`), then the reconciler's reconstruction (reconstruct.go `reconstructVolumes`) before
+    /// its first pass.
     pub fn restart(&mut self, kind: ResetKind, log: &KubeletLog) {
         self.executor.clear();
         Self::log_start(log);
