@@ -4,6 +4,9 @@
 
 // mimalloc: the sim keeps hundreds of thousands of small JSON values; with glibc malloc a
 // 10,000-pod full run held 1.7x the memory and took 3-4x the CPU (docs/performance.md).
+// The `system-alloc` feature keeps the system's malloc, for heap profilers that interpose it
+// (heaptrack: where the memory of a scale run goes, docs/performance.md).
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
