@@ -82,6 +82,13 @@ fn pod_body(ns: &str, name: &str, node: Option<&str>) -> Vec<u8> {
     serde_json::to_vec(&p).expect("pod json")
 }
 
+/// One of the benchmark's own pods (label app=scale); other objects pass too, so that the
+/// same filter samples Events.
+fn is_bench_pod(o: &Value) -> bool {
+    o.get("kind").and_then(Value::as_str) != Some("Pod")
+        || o.pointer("/metadata/labels/app").and_then(Value::as_str) == Some("scale")
+}
+
 /// The three longest informer queues (a follower behind keeps every queued version alive).
 fn backlogs(store: &faultline_sim::store::Store) -> String {
     store
@@ -283,22 +290,31 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
         .filter(|(k, _)| *k == events_key)
         .map(|(_, n)| n)
         .sum();
-    // What one pod and one Event take as stored: the JSON value and its encoding (a sample).
+    // What one pod (of the benchmark's, not the DaemonSets') and one Event take as stored: the
+    // JSON value as kept with the managedFields kept apart, and the encoding (a sample).
     let sizes = |key: &faultline_sim::resources::ResourceKey| {
         let items = server
             .api
             .store
-            .list(key, None, None, Some(2000), &|_| true)
+            .list_stored(key, None, None, Some(2000), &is_bench_pod, None)
             .items;
         let n = items.len().max(1) as f64;
-        let heap: usize = items.iter().map(|v| value_heap_bytes(v)).sum();
+        let heap: usize = items
+            .iter()
+            .map(|s| value_heap_bytes(&s.kept()) + s.managed_fields_bytes())
+            .sum();
         let json: usize = items
             .iter()
-            .map(|v| serde_json::to_vec(&**v).map(|b| b.len()).unwrap_or(0))
+            .map(|s| {
+                let mut b = Vec::new();
+                s.append_json(&mut b);
+                b.len()
+            })
             .sum();
         (heap as f64 / n / 1024.0, json as f64 / n / 1024.0)
     };
-    // Every stored object's JSON value, summed (Events are kept as their encoding only): what
+    // Every stored object's JSON value and managedFields, summed (Events are kept as their
+    // encoding only): what
     // the store takes beside the encodings; the rest of the RSS is the components' own state,
     // history, buffers and the allocator.
     let store_heap: usize = per_type
@@ -308,10 +324,10 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
             server
                 .api
                 .store
-                .list(k, None, None, None, &|_| true)
+                .list_stored(k, None, None, None, &|_| true, None)
                 .items
                 .iter()
-                .map(|v| value_heap_bytes(v))
+                .map(|s| value_heap_bytes(&s.kept()) + s.managed_fields_bytes())
                 .sum::<usize>()
         })
         .sum();
@@ -321,14 +337,21 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
         let pods = server
             .api
             .store
-            .list(
+            .list_stored(
                 &faultline_sim::resources::ResourceKey::new("", "pods"),
                 None,
                 None,
                 Some(2000),
-                &|_| true,
+                &is_bench_pod,
+                None,
             )
             .items;
+        let kept: usize = pods.iter().map(|s| s.managed_fields_bytes()).sum();
+        eprintln!(
+            "pod shape: managedFields, kept apart as their encoding: {:.1} KiB",
+            kept as f64 / pods.len().max(1) as f64 / 1024.0
+        );
+        let pods: Vec<_> = pods.iter().map(|s| s.object()).collect();
         for part in ["/metadata/managedFields", "/metadata", "/spec", "/status"] {
             let h: usize = pods
                 .iter()
@@ -349,6 +372,16 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     }
     let (event_heap, event_json) = sizes(&events_key);
 
+    // The RSS and its high-water mark as each later phase ends (where the whole run's peak is).
+    let phase = |name: &str| {
+        let (now, hwm) = rss_bytes();
+        eprintln!(
+            "scale: after {name}: RSS {:.2} GiB, peak so far {:.2} GiB",
+            now as f64 / GIB,
+            hwm as f64 / GIB
+        );
+    };
+    phase("the sizes");
     // LIST latency (whole response received), all pods and one node's pods.
     let mut c = target.connect().await?;
     let mut list_all = Vec::new();
@@ -363,6 +396,7 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
         list_bytes = len;
         n_listed = items;
     }
+    phase("LIST all");
     let one_node = node_name(cfg.nodes / 2);
     let mut list_node = Vec::new();
     let mut node_items = 0;
@@ -384,7 +418,9 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
     }
 
     // Watch fan-out: W kube-rs watchers of one namespace's pods; label patches on its pods.
+    phase("LIST by node");
     let (fan, fan_all) = fanout(&server, cfg).await?;
+    phase("the watch fan-out");
     let (_, run_hwm) = rss_bytes();
 
     let mut r = Report::new("scale");
@@ -468,7 +504,7 @@ pub async fn run(cfg: &ScaleConfig) -> Result<Report> {
         "GiB",
     );
     r.row(
-        "a pod as stored: JSON value (heap, estimated)",
+        "a pod as stored: JSON value and managedFields (heap, estimated)",
         pod_heap,
         "KiB",
     );

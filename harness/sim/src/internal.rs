@@ -76,6 +76,8 @@ impl Internal {
         WriteOptions {
             field_manager: Some(self.manager.clone()),
             field_validation: self.well_typed.then(|| "Ignore".to_string()),
+            // No component reads managedFields: answers as the store keeps them, shared.
+            answer: crate::apiserver::store::Answer::Kept,
             ..Default::default()
         }
     }
@@ -83,7 +85,7 @@ impl Internal {
     pub fn get(&self, group: &str, plural: &str, ns: &str, name: &str) -> Option<Arc<Value>> {
         self.api
             .store
-            .get(&resources::storage_key(group, plural), ns, name)
+            .get_kept(&resources::storage_key(group, plural), ns, name)
     }
 
     pub fn list(
@@ -115,7 +117,7 @@ impl Internal {
             filter,
             Some(node),
         );
-        res.items.into_iter().map(|s| s.object()).collect()
+        res.items.into_iter().map(|s| s.kept()).collect()
     }
 
     pub fn create(&self, group: &str, plural: &str, ns: &str, obj: Value) -> ApiResult<Arc<Value>> {

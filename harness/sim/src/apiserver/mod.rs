@@ -51,13 +51,16 @@ pub struct WriteOptions {
     /// The requesting user, for the strategies that record it (a CertificateSigningRequest's
     /// spec.username, uid, groups, extra). None for the sim's own writers.
     pub user: Option<auth::UserInfo>,
+    /// What the write answers with: an in-process writer that reads no managedFields takes the
+    /// object as the store keeps it (`store::Answer::Kept`), without a copy.
+    pub answer: store::Answer,
 }
 
 /// A successful write, with any warnings for the `Warning` response header.
 #[derive(Debug, Clone)]
 pub struct Written {
-    /// The object as served: shared with the store when no conversion was needed, so internal
-    /// writers that ignore the answer pay no copy.
+    /// The object as served (with `WriteOptions::answer` Kept, as the store keeps it: shared
+    /// with the store when no conversion was needed, so in-process writers pay no copy).
     pub object: Arc<Value>,
     pub warnings: Vec<String>,
     /// True when a PUT or apply created the object (HTTP 201).
@@ -209,7 +212,7 @@ impl ListPage {
                     buf.push(b',');
                 }
                 if untyped {
-                    append_untyped(item.json(), &mut buf);
+                    item.with_json(|bytes| append_untyped(bytes, &mut buf));
                 } else {
                     item.append_json(&mut buf);
                 }
@@ -418,7 +421,7 @@ impl ApiServer {
         self.store
             .snapshot_at(&key, Some(ns), rv)?
             .into_iter()
-            .find(|o| meta::name(&o.object()) == name)
+            .find(|o| meta::name(&o.kept()) == name)
             .map(|o| self.convert_out_stored(rt, o))
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
     }
@@ -548,7 +551,7 @@ impl ApiServer {
             .into_iter()
             .map(|o| self.convert_out_stored(rt, o))
             .filter(|o| {
-                let obj = o.object();
+                let obj = o.kept();
                 labels.matches(meta::labels(&obj)) && fields.matches(&rt.group, &rt.kind, &obj)
             })
             .collect();
@@ -563,12 +566,12 @@ impl ApiServer {
 
     /// `convert_out_shared` that keeps the shared encoding when no conversion is needed.
     pub fn convert_out_stored(&self, rt: &ResourceType, stored: Stored) -> Stored {
-        let obj = stored.object();
+        let obj = stored.kept();
         let served = self.convert_out_shared(rt, obj.clone());
         if Arc::ptr_eq(&served, &obj) {
             stored
         } else {
-            Stored::new(served)
+            Stored::new(stored.with_managed_fields(&served))
         }
     }
 
@@ -614,9 +617,17 @@ impl ApiServer {
         }
         // The field manager records the decoded, defaulted body before admission and the
         // create strategy change it (handlers/create.go).
-        let managed = admission::check_type(rt, &obj)
-            .ok()
-            .map(|()| managed_fields_of(rt, None, None, &obj, opts, &self.clock().now_rfc3339()));
+        let managed = admission::check_type(rt, &obj).ok().map(|()| {
+            managed_fields_of(
+                rt,
+                None,
+                None,
+                None,
+                &obj,
+                opts,
+                &self.clock().now_rfc3339(),
+            )
+        });
         let mut obj = admission::prepare_create(rt, ns, obj, &self.clock().now_rfc3339())?;
         if rt.group == "certificates.k8s.io" && rt.plural == "certificatesigningrequests" {
             admission::csr_requester(&mut obj, opts.user.as_ref());
@@ -663,7 +674,7 @@ impl ApiServer {
                 "resourceVersion should not be set on objects to be created",
             ));
         }
-        let created = self.store_new(&stored_rt, obj, opts.dry_run)?;
+        let created = self.store_new(&stored_rt, obj, opts)?;
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);
         }
@@ -680,10 +691,13 @@ impl ApiServer {
         &self,
         stored_rt: &ResourceType,
         mut obj: Value,
-        dry_run: bool,
+        opts: &WriteOptions,
     ) -> ApiResult<Arc<Value>> {
+        let dry_run = opts.dry_run;
         if !(stored_rt.group.is_empty() && stored_rt.plural == "services") {
-            return self.store.create(stored_rt, obj, dry_run);
+            return self
+                .store
+                .create_answering(stored_rt, obj, dry_run, opts.answer);
         }
         let _guard = self.service_allocation.lock();
         let services = self
@@ -694,7 +708,8 @@ impl ApiServer {
             &self.options.service_cidr,
             &service_allocation::InUse::from_services(services.items.iter().map(|s| s.as_ref())),
         )?;
-        self.store.create(stored_rt, obj, dry_run)
+        self.store
+            .create_answering(stored_rt, obj, dry_run, opts.answer)
     }
 
     /// The mutating admission webhooks over `obj` (in `rt`'s version); their warnings.
@@ -852,6 +867,7 @@ impl ApiServer {
                     rt,
                     sub,
                     Some(&live),
+                    None,
                     &obj,
                     opts,
                     &self.clock().now_rfc3339(),
@@ -931,10 +947,20 @@ impl ApiServer {
                 ))
             }
         };
-        let current = self
+        let current_stored = self
             .store
-            .get(&stored_rt.key(), ns, name)
+            .get_stored(&stored_rt.key(), ns, name)
             .ok_or_else(|| ApiError::not_found(&stored_rt.group, &stored_rt.plural, name))?;
+        // The stored object as kept, without its managedFields, which only the field manager
+        // reads (given apart) and the webhooks see (the whole object then).
+        let webhooks = webhook::any_configured(&self.store);
+        let current = match webhooks {
+            true => current_stored.object(),
+            false => current_stored.kept(),
+        };
+        let live_managed = (!webhooks)
+            .then(|| current_stored.managed_fields())
+            .flatten();
         if let Some((_, parent, field)) = ONE_FIELD_WRITES.iter().find(|(s, _, _)| Some(*s) == sub)
         {
             // The rest of the body is ignored; its resourceVersion (if any) still guards the write.
@@ -966,6 +992,7 @@ impl ApiServer {
                 stored_rt,
                 sub,
                 Some(&current),
+                live_managed.as_ref(),
                 &obj,
                 opts,
                 &self.clock().now_rfc3339(),
@@ -1049,9 +1076,15 @@ impl ApiServer {
             Some(&current),
             opts,
         )?;
-        let written = self
-            .store
-            .update(stored_rt, ns, name, obj, scope, opts.dry_run)?;
+        let written = self.store.update_answering(
+            stored_rt,
+            ns,
+            name,
+            obj,
+            scope,
+            opts.dry_run,
+            opts.answer,
+        )?;
         if !opts.dry_run {
             self.after_write(stored_rt, &written);
         }
@@ -1083,10 +1116,19 @@ impl ApiServer {
         let stored_rt = self.stored_type(rt);
         let mut warnings: Vec<String>;
         // The apiserver retries a patch on a write conflict, unless the patch itself pins a resourceVersion.
+        // The stored object as kept, without its managedFields, is the base of a patch that
+        // needs none of them: not an apply (it reads the live owners), not converted, seen by
+        // no webhook, not naming them. The patched object then has none, and the field manager
+        // takes the live ones (`decodeLiveOrNew`), as from a base that had them.
+        let lean = ptype != PatchType::Apply
+            && !converts(rt, &stored_rt)
+            && !names_managed_fields(body)
+            && !webhook::any_configured(&self.store);
         for _attempt in 0..5 {
             let current = self
                 .store
-                .get(&stored_rt.key(), ns, name)
+                .get_stored(&stored_rt.key(), ns, name)
+                .map(|c| if lean { c.kept() } else { c.object() })
                 .map(|c| self.convert_out_shared(rt, c));
             let manager = opts
                 .field_manager
@@ -1198,6 +1240,7 @@ impl ApiServer {
                     rt,
                     sub,
                     current.as_deref(),
+                    None,
                     &next,
                     opts,
                     &self.clock().now_rfc3339(),
@@ -1438,7 +1481,7 @@ impl ApiServer {
             None,
             opts,
         )?);
-        let created = self.store_new(&stored_rt, obj, opts.dry_run)?;
+        let created = self.store_new(&stored_rt, obj, opts)?;
         if !opts.dry_run {
             self.after_write(&stored_rt, &created);
         }
@@ -1718,7 +1761,9 @@ impl ApiServer {
                 ),
             ));
         }
-        let mut next = (*pod).clone();
+        // The whole pod (its managedFields included: the binding storage writes the pod as
+        // read, and its field manager does not run), taken without a second copy.
+        let mut next = Arc::try_unwrap(pod).unwrap_or_else(|p| (*p).clone());
         next["spec"]["nodeName"] = json!(target);
         if let Some(a) = binding
             .pointer("/metadata/annotations")
@@ -1737,8 +1782,15 @@ impl ApiServer {
             None,
             &self.clock().now_rfc3339(),
         );
-        self.store
-            .update(&rt, ns, name, next, UpdateScope::Storage, false)?;
+        self.store.update_answering(
+            &rt,
+            ns,
+            name,
+            next,
+            UpdateScope::Storage,
+            false,
+            store::Answer::Kept,
+        )?;
         Ok(())
     }
 
@@ -1953,10 +2005,24 @@ fn field_target<'a>(
 /// The managedFields a non-apply write of `body` over `live` (None: a create) gets: the body as
 /// decoded (defaulted; members that are null are absent in the typed object) compared with the
 /// live object by the field manager. None: the object carries none.
+/// Whether a patch body names `managedFields` anywhere (a member, or a JSON patch's path).
+fn names_managed_fields(body: &Value) -> bool {
+    match body {
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, v)| k == "managedFields" || names_managed_fields(v)),
+        Value::Array(a) => a.iter().any(names_managed_fields),
+        Value::String(s) => s.contains("managedFields"),
+        _ => false,
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // the write's parts, as the handlers have them
 fn managed_fields_of(
     rt: &ResourceType,
     sub: Option<&str>,
     live: Option<&Value>,
+    live_managed: Option<&Value>,
     body: &Value,
     opts: &WriteOptions,
     now: &str,
@@ -1985,9 +2051,10 @@ fn managed_fields_of(
     }
     let api_version = rt.api_version();
     let manager = opts.field_manager.clone().unwrap_or_default();
-    patch::apply::record_update(
+    patch::apply::record_update_over(
         &field_target(rt, &api_version, sub),
         live,
+        live_managed,
         &mut decoded,
         &manager,
         now,
@@ -2020,6 +2087,7 @@ impl ApiServer {
         managed_fields_of(
             &rt,
             sub,
+            None,
             None,
             body,
             &opts,
@@ -2096,7 +2164,7 @@ fn page_of(
     let mut continue_after = None;
     let mut remaining = 0;
     for s in snapshot {
-        let o = s.object();
+        let o = s.kept();
         let k = (meta::namespace(&o).to_string(), meta::name(&o).to_string());
         if k <= *after || !filter(&o) {
             continue;
@@ -2263,33 +2331,43 @@ mod tests {
     #[test]
     fn a_streamed_list_is_the_joined_list_in_chunks_and_keeps_no_new_encodings() {
         let cm = |n: usize| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{n}"), "namespace": "d"}, "data": {"k": "x".repeat(n % 300)}});
-        for count in [0, 1, 2, 700, 3000] {
-            let reference = page(
-                (0..count).map(cm).collect(),
-                json!({"resourceVersion": "9"}),
-            )
-            .to_json();
-            let p = page(
+        // Typed items, and untyped ones (served without kind and apiVersion).
+        for (count, untyped) in [0, 1, 2, 700, 3000]
+            .into_iter()
+            .flat_map(|c| [(c, false), (c, true)])
+        {
+            let mut reference = page(
                 (0..count).map(cm).collect(),
                 json!({"resourceVersion": "9"}),
             );
+            reference.untyped_items = untyped;
+            let reference = reference.to_json();
+            let mut p = page(
+                (0..count).map(cm).collect(),
+                json!({"resourceVersion": "9"}),
+            );
+            p.untyped_items = untyped;
             // Half the items have an encoding kept already (a watcher asked for it).
             for item in p.items.iter().step_by(2) {
                 item.json();
             }
             let items = p.items.clone();
             let chunks: Vec<bytes::Bytes> = p.into_json_chunks().collect();
-            assert_eq!(chunks.concat(), reference, "{count} items");
+            assert_eq!(
+                chunks.concat(),
+                reference,
+                "{count} items, untyped {untyped}"
+            );
             assert!(
                 chunks.iter().all(|c| c.len() <= 72 * 1024),
                 "chunks stay small"
             );
-            assert!(count < 3000 || chunks.len() > 10, "{} chunks", chunks.len());
+            assert!(count < 3000 || chunks.len() >= 10, "{} chunks", chunks.len());
             for (n, item) in items.iter().enumerate() {
                 assert_eq!(
                     item.has_encoding(),
                     n % 2 == 0,
-                    "item {n}: streaming keeps no new encoding"
+                    "item {n} (untyped {untyped}): streaming keeps no new encoding"
                 );
             }
         }

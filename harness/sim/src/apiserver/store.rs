@@ -45,23 +45,121 @@ impl EventType {
 /// Objects of the `COMPACT` resources are kept as their encoding alone and decoded when read:
 /// a parsed JSON value takes five to six times the bytes of its encoding, and Events (about
 /// five per pod, rarely read) were the largest part of the memory at 100,000 pods.
+///
+/// The others keep `metadata.managedFields` apart, as their encoding (`ManagedFields`): the
+/// parsed value is the object without them, which is what the in-process components read;
+/// `object`, `json` and every answer have them back in place.
 #[derive(Debug, Clone)]
 pub struct Stored {
-    /// The parsed object; None when only the encoding is kept.
+    /// The parsed object, without its managedFields when `managed` holds them; None when only
+    /// the encoding is kept.
     value: Option<Arc<Value>>,
+    managed: Option<Arc<ManagedFields>>,
     encoded: Arc<OnceLock<Bytes>>,
 }
 
-/// `object`'s JSON encoding in an allocation of exactly its size. Serializing into a growing
-/// `Vec` leaves up to half of it unused, and kept encodings (every Event, most pods) are a large
-/// part of the memory at 100,000 pods: the bytes are written into a reused buffer and copied out.
-fn encode(object: &Value) -> Bytes {
+/// An object's `metadata.managedFields` as their JSON encoding, as upstream's objects keep each
+/// entry's field set (`FieldsV1.Raw`). Parsed, a pod's were a third of its memory: every node
+/// of a field set a map of its own.
+#[derive(Debug)]
+struct ManagedFields {
+    /// Where the member stands among the object's `metadata` members.
+    at: usize,
+    json: Box<[u8]>,
+}
+
+impl ManagedFields {
+    /// Take `metadata.managedFields` out of `object`.
+    fn take(object: &mut Value) -> Option<ManagedFields> {
+        let md = object.get_mut("metadata")?.as_object_mut()?;
+        let at = md.keys().position(|k| k == "managedFields")?;
+        let (_, list) = md.shift_remove_entry("managedFields")?;
+        Some(ManagedFields {
+            at,
+            json: serde_json::to_vec(&list)
+                .unwrap_or_default()
+                .into_boxed_slice(),
+        })
+    }
+
+    fn value(&self) -> Value {
+        // The bytes are this crate's own serialization of a Value: they decode.
+        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
+    }
+
+    /// Put them back into `object` (a copy of the stored one, or a conversion of it) where they
+    /// stood, unless it has its own.
+    fn restore(&self, object: &mut Value) {
+        if let Some(md) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            if !md.contains_key("managedFields") {
+                let at = self.at.min(md.len());
+                md.shift_insert(at, "managedFields".into(), self.value());
+            }
+        }
+    }
+
+    /// `object` (without managedFields) serialized with them in place: the bytes
+    /// `serde_json::to_writer` gives for the restored object.
+    fn write(&self, object: &Value, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let Some(members) = object.as_object() else {
+            return serde_json::to_writer(out, object);
+        };
+        out.push(b'{');
+        for (n, (k, v)) in members.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut *out, k)?;
+            out.push(b':');
+            match v.as_object().filter(|_| k == "metadata") {
+                Some(md) => {
+                    out.push(b'{');
+                    let at = self.at.min(md.len());
+                    for (i, (mk, mv)) in md.iter().enumerate() {
+                        if i == at {
+                            out.extend_from_slice(br#""managedFields":"#);
+                            out.extend_from_slice(&self.json);
+                            out.push(b',');
+                        }
+                        serde_json::to_writer(&mut *out, mk)?;
+                        out.push(b':');
+                        serde_json::to_writer(&mut *out, mv)?;
+                        if i + 1 < md.len() {
+                            out.push(b',');
+                        }
+                    }
+                    if at == md.len() {
+                        if at > 0 {
+                            out.push(b',');
+                        }
+                        out.extend_from_slice(br#""managedFields":"#);
+                        out.extend_from_slice(&self.json);
+                    }
+                    out.push(b'}');
+                }
+                None => serde_json::to_writer(&mut *out, v)?,
+            }
+        }
+        out.push(b'}');
+        Ok(())
+    }
+}
+
+/// `object`'s JSON encoding (with `managed` in place) in an allocation of exactly its size.
+/// Serializing into a growing `Vec` leaves up to half of it unused, and kept encodings (every
+/// Event, most pods) are a large part of the memory at 100,000 pods: the bytes are written into
+/// a reused buffer and copied out.
+fn encode(object: &Value, managed: Option<&ManagedFields>) -> Bytes {
     thread_local! {
         static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     BUF.with_borrow_mut(|buf| {
         buf.clear();
-        if serde_json::to_writer(&mut *buf, object).is_err() {
+        let written = match managed {
+            Some(m) => m.write(object, buf),
+            None => serde_json::to_writer(&mut *buf, object),
+        };
+        if written.is_err() {
             return Bytes::new();
         }
         let bytes = Bytes::copy_from_slice(buf);
@@ -85,50 +183,159 @@ fn is_compact(key: &ResourceKey) -> bool {
         .any(|(g, p)| key.group == *g && key.plural == *p)
 }
 
+/// A new version as the store keeps it, and the object its event carries: the kept value,
+/// shared (a compact resource's event carries the value it was encoded from).
+fn keep(key: &ResourceKey, object: Value) -> (Stored, Arc<Value>) {
+    if is_compact(key) {
+        (Stored::compact(&object), Arc::new(object))
+    } else {
+        let stored = Stored::of(key, object);
+        let shared = stored.kept();
+        (stored, shared)
+    }
+}
+
+/// What a write answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Answer {
+    /// The new version whole, managedFields included: what an API client gets.
+    #[default]
+    Whole,
+    /// The new version as kept (`Stored::kept`), shared with the store: an in-process writer
+    /// that reads no managedFields (and may keep the answer) pays no copy.
+    Kept,
+}
+
+/// The object a write answers with, given the new version as stored and as kept.
+fn answer(how: Answer, stored: &Stored, kept: &Arc<Value>) -> Arc<Value> {
+    match (how, &stored.managed) {
+        (Answer::Whole, Some(_)) => stored.object(),
+        _ => kept.clone(),
+    }
+}
+
 impl Stored {
+    /// An object kept as it is given.
     pub fn new(object: Arc<Value>) -> Self {
         Stored {
             value: Some(object),
+            managed: None,
             encoded: Default::default(),
         }
     }
 
     /// An object kept as its encoding only.
     pub fn compact(object: &Value) -> Self {
-        let bytes = encode(object);
+        let bytes = encode(object, None);
         Stored {
             value: None,
+            managed: None,
             encoded: Arc::new(OnceLock::from(bytes)),
         }
     }
 
-    /// The form `key`'s objects are kept in.
-    fn of(key: &ResourceKey, object: &Arc<Value>) -> Self {
+    /// The form `key`'s objects are kept in: the encoding of a compact resource's, else the
+    /// object with its managedFields kept apart.
+    fn of(key: &ResourceKey, mut object: Value) -> Self {
         if is_compact(key) {
-            Stored::compact(object)
-        } else {
-            Stored::new(object.clone())
+            return Stored::compact(&object);
+        }
+        let managed = ManagedFields::take(&mut object).map(Arc::new);
+        Stored {
+            value: Some(Arc::new(object)),
+            managed,
+            encoded: Default::default(),
         }
     }
 
-    /// The object (decoded from its encoding when only that is kept).
+    /// The object, managedFields included (decoded from its encoding when only that is kept;
+    /// a copy when they are kept apart: readers that need no managedFields take `kept`).
     pub fn object(&self) -> Arc<Value> {
+        match (&self.value, &self.managed) {
+            (Some(v), None) => v.clone(),
+            (Some(v), Some(m)) => {
+                let mut full = (**v).clone();
+                m.restore(&mut full);
+                Arc::new(full)
+            }
+            // The bytes are this crate's own serialization of a Value: they decode.
+            (None, _) => Arc::new(serde_json::from_slice(self.json()).unwrap_or(Value::Null)),
+        }
+    }
+
+    /// The object as kept, shared: without its managedFields when they are kept apart. What
+    /// the in-process components read (none of them reads managedFields) and events carry.
+    pub fn kept(&self) -> Arc<Value> {
         match &self.value {
             Some(v) => v.clone(),
-            // The bytes are this crate's own serialization of a Value: they decode.
-            None => Arc::new(serde_json::from_slice(self.json()).unwrap_or(Value::Null)),
+            None => self.object(),
+        }
+    }
+
+    /// The object's `metadata.managedFields`, when it has them.
+    pub fn managed_fields(&self) -> Option<Value> {
+        match (&self.value, &self.managed) {
+            (_, Some(m)) => Some(m.value()),
+            (Some(v), None) => v.pointer("/metadata/managedFields").cloned(),
+            (None, None) => self.object().pointer("/metadata/managedFields").cloned(),
+        }
+    }
+
+    /// The bytes of the managedFields kept apart (0 when they are not).
+    pub fn managed_fields_bytes(&self) -> usize {
+        self.managed.as_ref().map_or(0, |m| m.json.len())
+    }
+
+    /// Whether the object's managedFields are `list` (none: absent).
+    fn managed_fields_are(&self, list: Option<&Value>) -> bool {
+        match (&self.managed, list) {
+            // Equal lists encode to the same length (members in another order at most): only
+            // then is a parse needed.
+            (Some(m), Some(l)) => serde_json::to_vec(l)
+                .is_ok_and(|b| *b == *m.json || (b.len() == m.json.len() && m.value() == *l)),
+            (Some(_), None) => false,
+            (None, _) => self.managed_fields().as_ref() == list,
+        }
+    }
+
+    /// `object` (the kept object, or a conversion of it) with the managedFields kept apart put
+    /// back, for answers encoded from a value rather than from `json`.
+    pub fn with_managed_fields(&self, object: &Arc<Value>) -> Arc<Value> {
+        match &self.managed {
+            Some(m) => {
+                let mut full = (**object).clone();
+                m.restore(&mut full);
+                Arc::new(full)
+            }
+            None => object.clone(),
         }
     }
 
     /// `object` serialized as JSON (the bytes `serde_json::to_vec` gives).
     pub fn json(&self) -> &Bytes {
-        self.encoded
-            .get_or_init(|| self.value.as_deref().map(encode).unwrap_or_default())
+        self.encoded.get_or_init(|| {
+            self.value
+                .as_deref()
+                .map(|v| encode(v, self.managed.as_deref()))
+                .unwrap_or_default()
+        })
     }
 
     /// Whether an encoding is kept (computed once, or the only form of a compact object).
     pub fn has_encoding(&self) -> bool {
         self.encoded.get().is_some()
+    }
+
+    /// Hand `json`'s bytes to `f` without keeping an encoding that was not kept already (it is
+    /// made in a scratch buffer then): a streamed LIST of every pod would otherwise leave one
+    /// behind for each, 0.4 GiB at 100,000 pods.
+    pub fn with_json<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        if let Some(bytes) = self.encoded.get() {
+            return f(bytes);
+        }
+        let mut scratch = Vec::new();
+        self.append_json(&mut scratch);
+        f(&scratch)
     }
 
     /// Append the same bytes as `json` to `out`, without keeping an encoding that was not kept
@@ -137,7 +344,10 @@ impl Stored {
         match (self.encoded.get(), self.value.as_deref()) {
             (Some(bytes), _) => out.extend_from_slice(bytes),
             (None, Some(v)) => {
-                let _ = serde_json::to_writer(&mut *out, v);
+                let _ = match self.managed.as_deref() {
+                    Some(m) => m.write(v, out),
+                    None => serde_json::to_writer(&mut *out, v),
+                };
             }
             (None, None) => {}
         }
@@ -155,6 +365,8 @@ pub struct StoreEvent {
     pub prev: Option<Arc<Value>>,
     /// `object` with its encoding, shared with the store's copy of it.
     stored: Stored,
+    /// `prev` as it was stored (a stale read serves it).
+    prev_stored: Option<Stored>,
     /// When it was committed (wall time): how old a stale read's hidden change is.
     pub at: std::time::Instant,
 }
@@ -173,6 +385,7 @@ impl StoreEvent {
             key,
             event_type,
             object,
+            prev_stored: prev.clone().map(Stored::new),
             prev,
             stored,
             at: std::time::Instant::now(),
@@ -421,8 +634,14 @@ impl Store {
         self.last_sent_rv.load(Ordering::Acquire)
     }
 
+    /// The object, managedFields included (a copy when they are kept apart).
     pub fn get(&self, key: &ResourceKey, ns: &str, name: &str) -> Option<Arc<Value>> {
         self.get_stored(key, ns, name).map(|s| s.object())
+    }
+
+    /// The object as kept, shared: without its managedFields (see `Stored::kept`).
+    pub fn get_kept(&self, key: &ResourceKey, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.get_stored(key, ns, name).map(|s| s.kept())
     }
 
     /// `get` with the object's shared encoding.
@@ -435,7 +654,8 @@ impl Store {
             .cloned()
     }
 
-    /// Objects of a resource, in key order, from `start_after` on, keeping those `filter` accepts.
+    /// Objects of a resource, in key order, from `start_after` on, keeping those `filter` accepts;
+    /// as kept, shared (`Stored::kept`: without managedFields). Answers list `list_stored`.
     pub fn list(
         &self,
         key: &ResourceKey,
@@ -444,7 +664,7 @@ impl Store {
         limit: Option<usize>,
         filter: &dyn Fn(&Value) -> bool,
     ) -> ListResult {
-        self.list_with(key, ns, start_after, limit, filter, None, |s| s.object())
+        self.list_with(key, ns, start_after, limit, filter, None, |s| s.kept())
     }
 
     /// `list` with each object's shared encoding (what serving a LIST needs). `on_node`
@@ -506,7 +726,7 @@ impl Store {
                         continue;
                     }
                 }
-                if !filter(&obj.object()) {
+                if !filter(&obj.kept()) {
                     continue;
                 }
                 if let Some(l) = limit {
@@ -534,11 +754,17 @@ impl Store {
 
     /// Create an object. The caller has defaulted and validated it; the store sets the
     /// server-owned metadata.
-    pub fn create(
+    pub fn create(&self, rt: &ResourceType, obj: Value, dry_run: bool) -> ApiResult<Arc<Value>> {
+        self.create_answering(rt, obj, dry_run, Answer::Whole)
+    }
+
+    /// `create`, answering `how`.
+    pub fn create_answering(
         &self,
         rt: &ResourceType,
         mut obj: Value,
         dry_run: bool,
+        how: Answer,
     ) -> ApiResult<Arc<Value>> {
         let key = crate::apiserver::resources::storage_key(&rt.group, &rt.plural);
         let ns = if rt.namespaced {
@@ -588,14 +814,13 @@ impl Store {
             meta::metadata_mut(&mut obj).remove("resourceVersion");
             return Ok(Arc::new(obj));
         }
-        let obj = Arc::new(obj);
         inner.rv = rv;
         if read_defaulted(rt) {
             inner
                 .undefaulted
                 .insert((key.clone(), (ns.clone(), name.clone())), rv);
         }
-        let stored = Stored::of(&key, &obj);
+        let (stored, obj) = keep(&key, obj);
         inner
             .buckets
             .entry(key.clone())
@@ -609,8 +834,9 @@ impl Store {
             Some(&obj),
         );
         index_owners(&mut inner, &key, &(ns, name), None, &obj);
-        self.emit(&mut inner, key, EventType::Added, obj.clone(), stored, None);
-        Ok(obj)
+        let answer = answer(how, &stored, &obj);
+        self.emit(&mut inner, key, EventType::Added, obj, stored, None);
+        Ok(answer)
     }
 
     /// Replace an object (PUT, or the result of a PATCH computed against `get`).
@@ -623,15 +849,31 @@ impl Store {
         scope: UpdateScope,
         dry_run: bool,
     ) -> ApiResult<Arc<Value>> {
+        self.update_answering(rt, ns, name, new, scope, dry_run, Answer::Whole)
+    }
+
+    /// `update`, answering `how`.
+    #[allow(clippy::too_many_arguments)] // `update`'s and the answer's
+    pub fn update_answering(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        new: Value,
+        scope: UpdateScope,
+        dry_run: bool,
+        how: Answer,
+    ) -> ApiResult<Arc<Value>> {
         let key = crate::apiserver::resources::storage_key(&rt.group, &rt.plural);
         let okey = (ns.to_string(), name.to_string());
         let mut inner = self.inner.lock();
-        let current = inner
+        let current_stored = inner
             .buckets
             .get(&key)
             .and_then(|b| b.get(&okey))
-            .map(|s| s.object())
+            .cloned()
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+        let current = current_stored.kept();
         let wanted_rv = meta::resource_version(&new);
         if !wanted_rv.is_empty() && wanted_rv != meta::resource_version(&current) {
             return Err(ApiError::stale_resource_version(
@@ -653,17 +895,23 @@ impl Store {
                 ),
             ));
         }
-        let merged = merge_for_scope(rt, &current, new, scope);
-        let mut merged = carry_server_metadata(rt, &current, merged, scope);
+        // Every scope takes the written managedFields when the write has them, so the kept
+        // object without its own will do; a write without them may keep the stored ones.
+        let base = match new.pointer("/metadata/managedFields") {
+            Some(_) => current.clone(),
+            None => current_stored.object(),
+        };
+        let merged = merge_for_scope(rt, &base, new, scope);
+        let mut merged = carry_server_metadata(rt, &base, merged, scope);
         // The apiserver skips no-op writes (no new resourceVersion, no watch event); etcd3
         // compares the whole stored object, so new managedFields alone (an apply by a manager
         // not yet recorded, which changes nothing else) are a write.
         let managed_changed = meta::at(&merged, "/metadata/managedFields")
-            .is_some_and(|m| Some(m) != meta::at(&current, "/metadata/managedFields"));
+            .is_some_and(|m| !current_stored.managed_fields_are(Some(m)));
         let current_rv = meta::parse_uint(meta::resource_version(&current)).unwrap_or(0);
         let undefaulted = inner.undefaulted.get(&(key.clone(), okey.clone())) == Some(&current_rv);
-        if meta::same_content(&merged, &current) && !managed_changed && !undefaulted {
-            return Ok(current);
+        if meta::same_content(&merged, &base) && !managed_changed && !undefaulted {
+            return Ok(answer(how, &current_stored, &current));
         }
         meta::canonical_order(&mut merged);
         if dry_run {
@@ -676,9 +924,10 @@ impl Store {
         }
         let rv = inner.rv + 1;
         meta::metadata_mut(&mut merged).insert("resourceVersion".into(), json!(rv.to_string()));
-        let merged = Arc::new(merged);
         inner.rv = rv;
         inner.undefaulted.remove(&(key.clone(), okey.clone()));
+        let (stored, merged) = keep(&key, merged);
+        let answer = answer(how, &stored, &merged);
         if meta::is_deleting(&merged)
             && !held_by_finalizers(rt, &merged)
             && no_grace_period(&current)
@@ -694,13 +943,12 @@ impl Store {
                 &mut inner,
                 key,
                 EventType::Deleted,
-                merged.clone(),
-                Stored::new(merged.clone()),
-                Some(current),
+                merged,
+                stored,
+                Some(current_stored),
             );
-            return Ok(merged);
+            return Ok(answer);
         }
-        let stored = Stored::of(&key, &merged);
         inner
             .buckets
             .entry(key.clone())
@@ -712,11 +960,11 @@ impl Store {
             &mut inner,
             key,
             EventType::Modified,
-            merged.clone(),
+            merged,
             stored,
-            Some(current),
+            Some(current_stored),
         );
-        Ok(merged)
+        Ok(answer)
     }
 
     /// Delete an object: immediately, or by marking it when finalizers or a grace period hold it.
@@ -730,12 +978,13 @@ impl Store {
         let key = crate::apiserver::resources::storage_key(&rt.group, &rt.plural);
         let okey = (ns.to_string(), name.to_string());
         let mut inner = self.inner.lock();
-        let current = inner
+        let current_stored = inner
             .buckets
             .get(&key)
             .and_then(|b| b.get(&okey))
-            .map(|s| s.object())
+            .cloned()
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+        let current = current_stored.kept();
         // rest.BeforeDelete checks the preconditions first, naming the kind (not the resource).
         if let Some(uid) = &opts.precondition_uid {
             if uid != meta::uid(&current) {
@@ -765,7 +1014,8 @@ impl Store {
                 ));
             }
         }
-        let mut obj: Value = (*current).clone();
+        let mut obj: Value =
+            Arc::try_unwrap(current_stored.object()).unwrap_or_else(|o| (*o).clone());
         let fins = gc_finalizers(rt, &meta::finalizers(&obj), opts.propagation);
         let grace = effective_grace_period(rt, &obj, opts.grace_period_seconds);
         let already_deleting = meta::is_deleting(&obj);
@@ -796,8 +1046,7 @@ impl Store {
                     meta::metadata_mut(&mut obj)
                         .insert("resourceVersion".into(), json!(rv.to_string()));
                     inner.rv = rv;
-                    let marked = Arc::new(obj.clone());
-                    let stored = Stored::of(&key, &marked);
+                    let (stored, marked) = keep(&key, obj.clone());
                     inner
                         .buckets
                         .entry(key.clone())
@@ -807,9 +1056,9 @@ impl Store {
                         &mut inner,
                         key.clone(),
                         EventType::Modified,
-                        marked.clone(),
+                        marked,
                         stored,
-                        Some(current.clone()),
+                        Some(current_stored.clone()),
                     );
                 }
             }
@@ -818,21 +1067,22 @@ impl Store {
             }
             let rv = inner.rv + 1;
             meta::metadata_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
-            let obj = Arc::new(obj);
             inner.rv = rv;
             inner.buckets.get_mut(&key).map(|b| b.remove(&okey));
             inner.undefaulted.remove(&(key.clone(), okey.clone()));
             index_node(&mut inner, &key, &okey, Some(&current), None);
             unindex_owners(&mut inner, &key, &okey, &current);
+            let (stored, obj) = keep(&key, obj);
+            let answer = answer(Answer::Whole, &stored, &obj);
             self.emit(
                 &mut inner,
                 key,
                 EventType::Deleted,
-                obj.clone(),
-                Stored::new(obj.clone()),
-                Some(current),
+                obj,
+                stored,
+                Some(current_stored),
             );
-            return Ok(DeleteOutcome::Deleted(obj));
+            return Ok(DeleteOutcome::Deleted(answer));
         }
         // Pending deletion. A second delete may only shorten a grace period.
         let now = self.clock.now();
@@ -863,16 +1113,16 @@ impl Store {
         }
         meta::set_finalizers(&mut obj, &fins);
         if meta::same_content(&obj, &current) {
-            return Ok(DeleteOutcome::Pending(current));
+            return Ok(DeleteOutcome::Pending(current_stored.object()));
         }
         if opts.dry_run {
             return Ok(DeleteOutcome::Pending(Arc::new(obj)));
         }
         let rv = inner.rv + 1;
         meta::metadata_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
-        let obj = Arc::new(obj);
         inner.rv = rv;
-        let stored = Stored::of(&key, &obj);
+        let (stored, obj) = keep(&key, obj);
+        let answer = answer(Answer::Whole, &stored, &obj);
         index_node(&mut inner, &key, &okey, Some(&current), Some(&obj));
         inner
             .buckets
@@ -883,14 +1133,14 @@ impl Store {
             &mut inner,
             key,
             EventType::Modified,
-            obj.clone(),
+            obj,
             stored,
-            Some(current),
+            Some(current_stored),
         );
-        Ok(DeleteOutcome::Pending(obj))
+        Ok(DeleteOutcome::Pending(answer))
     }
 
-    /// The objects whose ownerReferences name `uid`.
+    /// The objects whose ownerReferences name `uid` (as kept, without managedFields).
     pub fn dependents_of(&self, uid: &str) -> Vec<(ResourceKey, Arc<Value>)> {
         let inner = self.inner.lock();
         let Some(set) = inner.dependents.get(uid) else {
@@ -902,14 +1152,14 @@ impl Store {
                     .buckets
                     .get(k)
                     .and_then(|b| b.get(ok))
-                    .map(|o| (k.clone(), o.object()))
+                    .map(|o| (k.clone(), o.kept()))
             })
             .collect()
     }
 
     /// Is any object with this uid stored (of any resource)? Used by the garbage collector.
     pub fn uid_exists(&self, key: &ResourceKey, ns: &str, name: &str, uid: &str) -> bool {
-        self.get(key, ns, name)
+        self.get_kept(key, ns, name)
             .map(|o| meta::uid(&o) == uid)
             .unwrap_or(false)
     }
@@ -1056,8 +1306,8 @@ impl Store {
                 meta::namespace(&ev.object).to_string(),
                 meta::name(&ev.object).to_string(),
             );
-            match &ev.prev {
-                Some(prev) => objects.insert(okey, Stored::new(prev.clone())),
+            match &ev.prev_stored {
+                Some(prev) => objects.insert(okey, prev.clone()),
                 None => objects.remove(&okey),
             };
         }
@@ -1154,14 +1404,15 @@ impl Store {
         event_type: EventType,
         object: Arc<Value>,
         stored: Stored,
-        prev: Option<Arc<Value>>,
+        prev: Option<Stored>,
     ) {
         let ev = Arc::new(StoreEvent {
             rv: inner.rv,
             key,
             event_type,
             object,
-            prev,
+            prev: prev.as_ref().map(Stored::kept),
+            prev_stored: prev,
             stored,
             at: std::time::Instant::now(),
         });
@@ -1719,6 +1970,135 @@ mod tests {
         );
         let listed = s.list_stored(&rt.key(), Some("default"), None, None, &|_| true, None);
         assert_eq!(listed.items[0].json().as_ptr(), after.json().as_ptr());
+    }
+
+    /// A ConfigMap with managedFields between other metadata members, as the field manager
+    /// leaves them.
+    fn managed_cm(name: &str, manager: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "namespace": "default", "labels": {"x": "1"},
+                            "managedFields": [{"manager": manager, "operation": "Update", "apiVersion": "v1",
+                                               "fieldsType": "FieldsV1",
+                                               "fieldsV1": {"f:data": {".": {}, "f:a": {}}, "f:metadata": {"f:labels": {"f:x": {}}}}}],
+                            "annotations": {"n": "\"quoted\""}},
+               "data": {"a": "1"}})
+    }
+
+    #[test]
+    fn managed_fields_are_kept_apart_and_every_answer_has_them_in_place() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(100);
+        let mut events = s.subscribe();
+        let created = s.create(&rt, managed_cm("a", "one"), false).unwrap();
+        // The answer is the whole object, managedFields where they were among metadata.
+        let keys: Vec<&str> = created["metadata"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            &keys[..5],
+            [
+                "name",
+                "namespace",
+                "labels",
+                "managedFields",
+                "annotations"
+            ]
+        );
+        let stored = s.get_stored(&rt.key(), "default", "a").unwrap();
+        // Kept without them: what components read and events carry.
+        assert!(stored.kept().pointer("/metadata/managedFields").is_none());
+        let ev = events.try_recv().unwrap();
+        assert!(ev.object.pointer("/metadata/managedFields").is_none());
+        // Every answer has them back, byte for byte as serializing the whole object gives.
+        let whole = serde_json::to_vec(&*created).unwrap();
+        assert!(meta::identical(&stored.object(), &created));
+        assert_eq!(stored.json().as_ref(), whole.as_slice());
+        let mut appended = Vec::new();
+        Stored::new(stored.kept()).append_json(&mut appended);
+        assert_ne!(appended, whole, "the kept value alone lacks them");
+        appended.clear();
+        s.get_stored(&rt.key(), "default", "a")
+            .unwrap()
+            .append_json(&mut appended);
+        assert_eq!(appended, whole);
+        assert_eq!(ev.object_json().as_ref(), whole.as_slice());
+        assert_eq!(
+            stored.managed_fields(),
+            created.pointer("/metadata/managedFields").cloned()
+        );
+        assert!(meta::identical(
+            &stored.with_managed_fields(&stored.kept()),
+            &created
+        ));
+        assert!(meta::identical(
+            &s.get(&rt.key(), "default", "a").unwrap(),
+            &created
+        ));
+    }
+
+    #[test]
+    fn a_write_with_the_same_managed_fields_keeps_them_and_new_ones_replace_them() {
+        let reg = Registry::with_builtins();
+        let rt = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(100);
+        let created = s.create(&rt, managed_cm("a", "one"), false).unwrap();
+        let mut changed = (*created).clone();
+        changed["data"]["a"] = json!("2");
+        let kept = s
+            .update(&rt, "default", "a", changed, UpdateScope::Main, false)
+            .unwrap();
+        assert_eq!(
+            kept["metadata"]["managedFields"],
+            created["metadata"]["managedFields"]
+        );
+        assert_eq!(kept["data"]["a"], "2");
+        // Only new managedFields are a write: a new resourceVersion, the new list kept.
+        let replaced = s
+            .update(
+                &rt,
+                "default",
+                "a",
+                managed_cm("a", "two"),
+                UpdateScope::Main,
+                false,
+            )
+            .unwrap();
+        assert_ne!(
+            meta::resource_version(&replaced),
+            meta::resource_version(&kept)
+        );
+        assert_eq!(replaced["metadata"]["managedFields"][0]["manager"], "two");
+        let same = s
+            .update(
+                &rt,
+                "default",
+                "a",
+                managed_cm("a", "two"),
+                UpdateScope::Main,
+                false,
+            )
+            .unwrap();
+        assert_eq!(
+            meta::resource_version(&same),
+            meta::resource_version(&replaced),
+            "nothing changed: no write"
+        );
+        // A stale read (from the history) serves the older version with its own.
+        let old = s
+            .snapshot_at(
+                &rt.key(),
+                Some("default"),
+                meta::parse_uint(meta::resource_version(&kept)).unwrap(),
+            )
+            .unwrap();
+        assert_eq!(
+            old[0].object()["metadata"]["managedFields"][0]["manager"],
+            "one"
+        );
     }
 
     #[test]

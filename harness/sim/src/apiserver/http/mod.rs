@@ -253,6 +253,7 @@ impl RequestContext<'_> {
             field_validation: self.q("fieldValidation").map(String::from),
             force: is_true(self.query.get("force")),
             user: Some(self.user.clone()),
+            answer: crate::apiserver::store::Answer::Whole,
         }
     }
 }
@@ -788,7 +789,7 @@ async fn resource_of(
             let mut text = api.pod_logs(&ns, name, c.q("container"), previous, timestamps)?;
             // A pod without a node has no log location: the streamer answers 204, no body.
             let unscheduled = api.get_stored(&rt, &ns, name).is_ok_and(|p| {
-                meta::str_at(&p.object(), "/spec/nodeName")
+                meta::str_at(&p.kept(), "/spec/nodeName")
                     .unwrap_or("")
                     .is_empty()
             });

@@ -98,7 +98,8 @@ impl Encoder {
         stored: &Stored,
     ) -> Bytes {
         if self.out != Output::Json || !Arc::ptr_eq(obj, source) {
-            return self.line(event_type, obj);
+            // Events carry the object as the store keeps it: its managedFields come back here.
+            return self.line(event_type, &stored.with_managed_fields(obj));
         }
         let body = stored.json();
         let mut b = Vec::with_capacity(body.len() + event_type.len() + 24);
@@ -336,7 +337,7 @@ async fn run(
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let mut consumed_rv = snapshot_rv;
     for stored in &snapshot {
-        let source = stored.object();
+        let source = stored.kept();
         let o = api.convert_out_shared(&rt, source.clone());
         if !filter.matches(&o) {
             continue;

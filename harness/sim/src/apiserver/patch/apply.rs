@@ -65,7 +65,21 @@ pub fn manager_or_user_agent(field_manager: Option<&str>, user_agent: &str) -> S
 /// Record a create (`live` None) or an update of `new` by `manager` in `new`'s managedFields
 /// (`FieldManager.UpdateNoErrors`).
 pub fn record_update(t: &Target, live: Option<&Value>, new: &mut Value, manager: &str, now: &str) {
-    t.with(now, |ep| managed::update(ep, live, new, manager));
+    record_update_over(t, live, None, new, manager, now)
+}
+
+/// `record_update` over a live object kept without its managedFields, given apart.
+pub fn record_update_over(
+    t: &Target,
+    live: Option<&Value>,
+    live_managed: Option<&Value>,
+    new: &mut Value,
+    manager: &str,
+    now: &str,
+) {
+    t.with(now, |ep| {
+        managed::update_over(ep, live, live_managed, new, manager)
+    });
 }
 
 /// Server-side apply of `applied` by `manager` over `live` (None: the object does not exist

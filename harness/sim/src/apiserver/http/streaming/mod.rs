@@ -78,7 +78,7 @@ fn prepare(s: &HttpState, parts: &mut Parts, p: &ResourcePath) -> Result<Respons
     let q = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let flag = |k: &str| matches!(q(k), Some("true" | "1" | "True"));
     let rt = api.resource("", "v1", "pods").map_err(err)?;
-    let pod = api.get_stored(&rt, &ns, &name).map_err(err)?.object();
+    let pod = api.get_stored(&rt, &ns, &name).map_err(err)?.kept();
     let container = if sub == "portforward" {
         String::new()
     } else {
@@ -249,7 +249,7 @@ fn prepare(s: &HttpState, parts: &mut Parts, p: &ResourcePath) -> Result<Respons
             let current = api
                 .resource("", "v1", "pods")
                 .and_then(|rt| api.get_stored(&rt, &ns, &name))
-                .map(|o| o.object());
+                .map(|o| o.kept());
             match current {
                 Ok(pod)
                     if container_running(&pod, &container)

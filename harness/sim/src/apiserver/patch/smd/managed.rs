@@ -291,10 +291,8 @@ fn is_reset(entries: Option<&Vec<Value>>) -> bool {
 /// The live and new objects' managed fields as `decodeLiveOrNew` picks them: a subresource
 /// ignores the request's; a request's `[]`/`[{}]` clears; a decodable non-empty list in the
 /// request replaces the stored one.
-fn decode_live_or_new(live: &Value, new: &Value, subresource: bool) -> Managed {
-    let from_live = || {
-        Managed::decode(managed_fields(live).map(Vec::as_slice).unwrap_or(&[])).unwrap_or_default()
-    };
+fn decode_live_or_new(live: &[Value], new: &Value, subresource: bool) -> Managed {
+    let from_live = || Managed::decode(live).unwrap_or_default();
     if subresource {
         return from_live();
     }
@@ -546,7 +544,20 @@ impl Updater<'_> {
 
 /// `FieldManager.UpdateNoErrors`: record a non-apply write of `new` over `live` (for a create,
 /// `live` is None) by `manager` in `new.metadata.managedFields`.
+#[cfg(test)]
 pub(crate) fn update(ep: &Endpoint, live: Option<&Value>, new: &mut Value, manager: &str) {
+    update_over(ep, live, None, new, manager)
+}
+
+/// `update` with the live object's managedFields given apart (`live_managed`), when `live` is
+/// kept without them (the store keeps them apart); None: `live`'s own.
+pub(crate) fn update_over(
+    ep: &Endpoint,
+    live: Option<&Value>,
+    live_managed: Option<&Value>,
+    new: &mut Value,
+    manager: &str,
+) {
     if !new.is_object() {
         return;
     }
@@ -558,7 +569,15 @@ pub(crate) fn update(ep: &Endpoint, live: Option<&Value>, new: &mut Value, manag
             &empty
         }
     };
-    let mut managed = decode_live_or_new(live, new, !ep.subresource.is_empty());
+    let live_list = match live_managed {
+        Some(list) => list.as_array(),
+        None => managed_fields(live),
+    };
+    let mut managed = decode_live_or_new(
+        live_list.map(Vec::as_slice).unwrap_or(&[]),
+        new,
+        !ep.subresource.is_empty(),
+    );
     set_managed_fields(new, Vec::new());
     let up = Updater {
         schema: Schema::builtins(),
