@@ -954,9 +954,10 @@ impl ApiServer {
         // The stored object as kept, without its managedFields, which only the field manager
         // reads (given apart) and the webhooks see (the whole object then).
         let webhooks = webhook::any_configured(&self.store);
-        let current = match webhooks {
-            true => current_stored.object(),
-            false => current_stored.kept(),
+        let current = if webhooks {
+            current_stored.object()
+        } else {
+            current_stored.kept()
         };
         let live_managed = (!webhooks)
             .then(|| current_stored.managed_fields())
@@ -1115,7 +1116,6 @@ impl ApiServer {
         }
         let stored_rt = self.stored_type(rt);
         let mut warnings: Vec<String>;
-        // The apiserver retries a patch on a write conflict, unless the patch itself pins a resourceVersion.
         // The stored object as kept, without its managedFields, is the base of a patch that
         // needs none of them: not an apply (it reads the live owners), not converted, seen by
         // no webhook, not naming them. The patched object then has none, and the field manager
@@ -1124,6 +1124,7 @@ impl ApiServer {
             && !converts(rt, &stored_rt)
             && !names_managed_fields(body)
             && !webhook::any_configured(&self.store);
+        // The apiserver retries a patch on a write conflict, unless the patch itself pins a resourceVersion.
         for _attempt in 0..5 {
             let current = self
                 .store
@@ -2362,7 +2363,11 @@ mod tests {
                 chunks.iter().all(|c| c.len() <= 72 * 1024),
                 "chunks stay small"
             );
-            assert!(count < 3000 || chunks.len() >= 10, "{} chunks", chunks.len());
+            assert!(
+                count < 3000 || chunks.len() >= 10,
+                "{} chunks",
+                chunks.len()
+            );
             for (n, item) in items.iter().enumerate() {
                 assert_eq!(
                     item.has_encoding(),

@@ -2045,43 +2045,38 @@ mod tests {
         let reg = Registry::with_builtins();
         let rt = reg.get("", "v1", "configmaps").unwrap();
         let s = Store::new(100);
+        let write = |o: Value| {
+            s.update(&rt, "default", "a", o, UpdateScope::Main, false)
+                .unwrap()
+        };
         let created = s.create(&rt, managed_cm("a", "one"), false).unwrap();
         let mut changed = (*created).clone();
         changed["data"]["a"] = json!("2");
-        let kept = s
-            .update(&rt, "default", "a", changed, UpdateScope::Main, false)
-            .unwrap();
+        let kept = write(changed);
         assert_eq!(
             kept["metadata"]["managedFields"],
             created["metadata"]["managedFields"]
         );
         assert_eq!(kept["data"]["a"], "2");
-        // Only new managedFields are a write: a new resourceVersion, the new list kept.
-        let replaced = s
-            .update(
-                &rt,
-                "default",
-                "a",
-                managed_cm("a", "two"),
-                UpdateScope::Main,
-                false,
-            )
-            .unwrap();
+        // New managedFields alone are a write: a new resourceVersion, the new list kept.
+        let mut other = (*kept).clone();
+        other["metadata"]["managedFields"] =
+            managed_cm("a", "two")["metadata"]["managedFields"].clone();
+        let replaced = write(other.clone());
         assert_ne!(
             meta::resource_version(&replaced),
             meta::resource_version(&kept)
         );
         assert_eq!(replaced["metadata"]["managedFields"][0]["manager"], "two");
-        let same = s
-            .update(
-                &rt,
-                "default",
-                "a",
-                managed_cm("a", "two"),
-                UpdateScope::Main,
-                false,
-            )
+        // The same ones again, even with their members in another order, are no write.
+        let mut reordered = other;
+        let entry = reordered["metadata"]["managedFields"][0]
+            .as_object_mut()
             .unwrap();
+        let manager = entry.shift_remove("manager").unwrap();
+        entry.insert("manager".into(), manager);
+        reordered["metadata"]["resourceVersion"] = replaced["metadata"]["resourceVersion"].clone();
+        let same = write(reordered);
         assert_eq!(
             meta::resource_version(&same),
             meta::resource_version(&replaced),
