@@ -189,7 +189,7 @@ fn keep(key: &ResourceKey, object: Value) -> (Stored, Arc<Value>) {
     if is_compact(key) {
         (Stored::compact(&object), Arc::new(object))
     } else {
-        let stored = Stored::of(key, object);
+        let stored = Stored::apart(object);
         let shared = stored.kept();
         (stored, shared)
     }
@@ -234,12 +234,8 @@ impl Stored {
         }
     }
 
-    /// The form `key`'s objects are kept in: the encoding of a compact resource's, else the
-    /// object with its managedFields kept apart.
-    fn of(key: &ResourceKey, mut object: Value) -> Self {
-        if is_compact(key) {
-            return Stored::compact(&object);
-        }
+    /// An object kept with its managedFields apart (every resource but the compact ones).
+    fn apart(mut object: Value) -> Self {
         let managed = ManagedFields::take(&mut object).map(Arc::new);
         Stored {
             value: Some(Arc::new(object)),
@@ -251,15 +247,10 @@ impl Stored {
     /// The object, managedFields included (decoded from its encoding when only that is kept;
     /// a copy when they are kept apart: readers that need no managedFields take `kept`).
     pub fn object(&self) -> Arc<Value> {
-        match (&self.value, &self.managed) {
-            (Some(v), None) => v.clone(),
-            (Some(v), Some(m)) => {
-                let mut full = (**v).clone();
-                m.restore(&mut full);
-                Arc::new(full)
-            }
+        match &self.value {
+            Some(v) => self.with_managed_fields(v),
             // The bytes are this crate's own serialization of a Value: they decode.
-            (None, _) => Arc::new(serde_json::from_slice(self.json()).unwrap_or(Value::Null)),
+            None => Arc::new(serde_json::from_slice(self.json()).unwrap_or(Value::Null)),
         }
     }
 
@@ -945,7 +936,7 @@ impl Store {
                 EventType::Deleted,
                 merged,
                 stored,
-                Some(current_stored),
+                Some((current_stored, current)),
             );
             return Ok(answer);
         }
@@ -962,7 +953,7 @@ impl Store {
             EventType::Modified,
             merged,
             stored,
-            Some(current_stored),
+            Some((current_stored, current)),
         );
         Ok(answer)
     }
@@ -1058,7 +1049,7 @@ impl Store {
                         EventType::Modified,
                         marked,
                         stored,
-                        Some(current_stored.clone()),
+                        Some((current_stored.clone(), current.clone())),
                     );
                 }
             }
@@ -1080,7 +1071,7 @@ impl Store {
                 EventType::Deleted,
                 obj,
                 stored,
-                Some(current_stored),
+                Some((current_stored, current)),
             );
             return Ok(DeleteOutcome::Deleted(answer));
         }
@@ -1135,7 +1126,7 @@ impl Store {
             EventType::Modified,
             obj,
             stored,
-            Some(current_stored),
+            Some((current_stored, current)),
         );
         Ok(DeleteOutcome::Pending(answer))
     }
@@ -1396,7 +1387,8 @@ impl Store {
 
     /// Record and send a change. `stored` is the store's copy of `object` (sharing its
     /// encoding with the event); for a compact resource the event still carries the parsed
-    /// object, which watchers and informers read.
+    /// object, which watchers and informers read. `prev`: the version before, as stored and as
+    /// kept (the caller has read it already; a compact one would be decoded again).
     fn emit(
         &self,
         inner: &mut Inner,
@@ -1404,15 +1396,16 @@ impl Store {
         event_type: EventType,
         object: Arc<Value>,
         stored: Stored,
-        prev: Option<Stored>,
+        prev: Option<(Stored, Arc<Value>)>,
     ) {
+        let (prev_stored, prev) = prev.unzip();
         let ev = Arc::new(StoreEvent {
             rv: inner.rv,
             key,
             event_type,
             object,
-            prev: prev.as_ref().map(Stored::kept),
-            prev_stored: prev,
+            prev,
+            prev_stored,
             stored,
             at: std::time::Instant::now(),
         });
